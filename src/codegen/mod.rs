@@ -1,0 +1,11 @@
+//! Code generation: the typed PTX model, its one writer, and the lowering of planned IR to PTX.
+//!
+//! Architecture invariant: codegen reads a verified kernel and its plan and writes PTX text; it
+//! never calls the driver and never changes the plan.
+
+pub mod ptx;
+pub mod target;
+pub mod write;
+
+pub use target::Arch;
+pub use write::write_module;

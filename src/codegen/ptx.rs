@@ -1,0 +1,842 @@
+//! The typed PTX model: modules, functions, registers, operands and instructions.
+//!
+//! Code generation builds these values and [`super::write`] renders them as text; the simulator
+//! parses that text back into the same types (so a printed module and its parse are equal).
+//! Nothing here knows about the IR or the driver.
+//!
+//! Conventions every producer and consumer relies on:
+//! - Registers are virtual and typed by class: `%p` predicates, `%r` 32-bit integers, `%rd`
+//!   64-bit integers, `%f` f32, `%fd` f64. Integers narrower than 32 bits live in `%r` registers,
+//!   kept sign- or zero-extended from their width.
+//! - Float `add`/`sub`/`mul` always carry `.rn`, so ptxas never contracts them into `fma` and the
+//!   GPU computes exactly what the simulator computes.
+
+use super::target::Arch;
+use smallvec::SmallVec;
+
+/// A PTX module: one `.version`/`.target` header and its functions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Module {
+    /// The arch named by `.target`; it also fixes `.version`.
+    pub arch: Arch,
+    /// The functions, in order.
+    pub functions: Vec<Function>,
+}
+
+/// One `.entry` (kernel) function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    /// The symbol name.
+    pub name: String,
+    /// Kernel parameters, in order.
+    pub params: Vec<Param>,
+    /// `.reqntid x, y, z`: the exact block shape the kernel requires.
+    pub reqntid: Option<[u32; 3]>,
+    /// `.maxnreg n`.
+    pub maxnreg: Option<u32>,
+    /// Statically sized shared arrays declared in the body.
+    pub shared: Vec<SharedDecl>,
+    /// How many registers of each class the body uses (declared as `%r<N>` ranges).
+    pub regs: RegCounts,
+    /// The body.
+    pub body: Vec<Instr>,
+}
+
+/// One kernel parameter (`.param .u64 name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// The parameter's symbol.
+    pub name: String,
+    /// Its PTX type (pointers are `.u64`).
+    pub ty: Ty,
+}
+
+/// A `.shared .align A .b8 name[bytes];` declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedDecl {
+    /// The symbol.
+    pub name: String,
+    /// Alignment in bytes.
+    pub align: u32,
+    /// Size in bytes.
+    pub bytes: u32,
+}
+
+/// Number of virtual registers used per class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegCounts {
+    /// `%p` registers.
+    pub pred: u32,
+    /// `%r` registers.
+    pub b32: u32,
+    /// `%rd` registers.
+    pub b64: u32,
+    /// `%f` registers.
+    pub f32: u32,
+    /// `%fd` registers.
+    pub f64: u32,
+}
+
+impl RegCounts {
+    /// The count for one class.
+    pub fn get(&self, class: RegClass) -> u32 {
+        match class {
+            RegClass::Pred => self.pred,
+            RegClass::B32 => self.b32,
+            RegClass::B64 => self.b64,
+            RegClass::F32 => self.f32,
+            RegClass::F64 => self.f64,
+        }
+    }
+
+    /// The count for one class, mutably.
+    pub fn get_mut(&mut self, class: RegClass) -> &mut u32 {
+        match class {
+            RegClass::Pred => &mut self.pred,
+            RegClass::B32 => &mut self.b32,
+            RegClass::B64 => &mut self.b64,
+            RegClass::F32 => &mut self.f32,
+            RegClass::F64 => &mut self.f64,
+        }
+    }
+}
+
+/// A register class; the prefix of its registers' names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RegClass {
+    /// `%p`, `.pred`.
+    Pred,
+    /// `%r`, `.b32`.
+    B32,
+    /// `%rd`, `.b64`.
+    B64,
+    /// `%f`, `.f32`.
+    F32,
+    /// `%fd`, `.f64`.
+    F64,
+}
+
+impl RegClass {
+    /// Every class, in declaration order.
+    pub const ALL: [RegClass; 5] = [
+        RegClass::Pred,
+        RegClass::B32,
+        RegClass::B64,
+        RegClass::F32,
+        RegClass::F64,
+    ];
+
+    /// The register name prefix without `%` (`p`, `r`, `rd`, `f`, `fd`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            RegClass::Pred => "p",
+            RegClass::B32 => "r",
+            RegClass::B64 => "rd",
+            RegClass::F32 => "f",
+            RegClass::F64 => "fd",
+        }
+    }
+
+    /// The type used in the `.reg` declaration.
+    pub fn decl_ty(self) -> Ty {
+        match self {
+            RegClass::Pred => Ty::Pred,
+            RegClass::B32 => Ty::B32,
+            RegClass::B64 => Ty::B64,
+            RegClass::F32 => Ty::F32,
+            RegClass::F64 => Ty::F64,
+        }
+    }
+
+    /// The class that holds values of type `ty` (narrow integers live in `%r`).
+    pub fn of(ty: Ty) -> RegClass {
+        match ty {
+            Ty::Pred => RegClass::Pred,
+            Ty::F32 => RegClass::F32,
+            Ty::F64 => RegClass::F64,
+            Ty::B64 | Ty::U64 | Ty::S64 => RegClass::B64,
+            _ => RegClass::B32,
+        }
+    }
+}
+
+/// A virtual register: `%r7` is `Reg { class: B32, index: 7 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reg {
+    /// Its class.
+    pub class: RegClass,
+    /// Its number within the class; registers of a class are numbered from 0.
+    pub index: u32,
+}
+
+/// A PTX fundamental type as used in instruction suffixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Ty {
+    Pred,
+    B8,
+    B16,
+    B32,
+    B64,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F32,
+    F64,
+}
+
+impl Ty {
+    /// The suffix without the dot (`u32`, `f64`, `pred`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Pred => "pred",
+            Ty::B8 => "b8",
+            Ty::B16 => "b16",
+            Ty::B32 => "b32",
+            Ty::B64 => "b64",
+            Ty::U8 => "u8",
+            Ty::U16 => "u16",
+            Ty::U32 => "u32",
+            Ty::U64 => "u64",
+            Ty::S8 => "s8",
+            Ty::S16 => "s16",
+            Ty::S32 => "s32",
+            Ty::S64 => "s64",
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+        }
+    }
+
+    /// Size in bytes (a predicate counts as 1).
+    pub fn bytes(self) -> u32 {
+        match self {
+            Ty::Pred | Ty::B8 | Ty::U8 | Ty::S8 => 1,
+            Ty::B16 | Ty::U16 | Ty::S16 => 2,
+            Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 => 4,
+            Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 8,
+        }
+    }
+
+    /// Whether this is a signed integer type.
+    pub fn is_signed(self) -> bool {
+        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
+    }
+
+    /// Whether this is a float type.
+    pub fn is_float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+
+    /// Every type, for tables and tests.
+    pub const ALL: [Ty; 15] = [
+        Ty::Pred,
+        Ty::B8,
+        Ty::B16,
+        Ty::B32,
+        Ty::B64,
+        Ty::U8,
+        Ty::U16,
+        Ty::U32,
+        Ty::U64,
+        Ty::S8,
+        Ty::S16,
+        Ty::S32,
+        Ty::S64,
+        Ty::F32,
+        Ty::F64,
+    ];
+}
+
+/// A special (read-only, hardware-provided) register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Special {
+    /// `%tid.{x,y,z}`: thread index in the block.
+    Tid(Dim),
+    /// `%ntid.{x,y,z}`: block shape.
+    Ntid(Dim),
+    /// `%ctaid.{x,y,z}`: block index in the grid.
+    Ctaid(Dim),
+    /// `%nctaid.{x,y,z}`: grid shape.
+    Nctaid(Dim),
+    /// `%laneid`.
+    Laneid,
+    /// `%warpid` (physical; may change during execution).
+    Warpid,
+    /// `%nwarpid`.
+    Nwarpid,
+    /// `%lanemask_lt`: bits of lanes below this one.
+    LanemaskLt,
+    /// `%lanemask_le`.
+    LanemaskLe,
+    /// `%lanemask_gt`.
+    LanemaskGt,
+    /// `%lanemask_ge`.
+    LanemaskGe,
+    /// `%dynamic_smem_size`.
+    DynamicSmemSize,
+    /// `%total_smem_size`.
+    TotalSmemSize,
+    /// `%clock64`.
+    Clock64,
+    /// `%globaltimer`.
+    GlobalTimer,
+}
+
+/// A dimension of a 3-D special register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Dim {
+    X,
+    Y,
+    Z,
+}
+
+/// An instruction operand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Operand {
+    /// A register.
+    Reg(Reg),
+    /// An integer immediate (printed in decimal; the instruction type gives its width).
+    Imm(i64),
+    /// An f32 immediate, printed exactly as `0fXXXXXXXX`.
+    F32(f32),
+    /// An f64 immediate, printed exactly as `0dXXXXXXXXXXXXXXXX`.
+    F64(f64),
+    /// A special register.
+    Special(Special),
+    /// The address of a shared-memory symbol (by index into [`Function::shared`]).
+    SharedAddr(u32),
+}
+
+impl From<Reg> for Operand {
+    fn from(r: Reg) -> Self {
+        Operand::Reg(r)
+    }
+}
+
+/// State spaces for loads and stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// `.param` (kernel parameters).
+    Param,
+    /// `.global`.
+    Global,
+    /// `.global.nc`: the non-coherent (read-only) path; only for buffers no thread writes.
+    GlobalNc,
+    /// `.shared`.
+    Shared,
+    /// `.local`.
+    Local,
+}
+
+/// The base of an address expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AddrBase {
+    /// A 64-bit register (or a 32-bit one for shared memory).
+    Reg(Reg),
+    /// A kernel parameter by name (for `ld.param`).
+    Param(String),
+    /// A shared symbol by index into [`Function::shared`].
+    Shared(u32),
+}
+
+/// `[base + offset]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Address {
+    /// The base.
+    pub base: AddrBase,
+    /// A constant byte offset.
+    pub offset: i64,
+}
+
+/// A condition for `setp`. Float comparisons have ordered (`Lt`) and unordered (`Ltu`) forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Unordered-or-not-equal (true when either is NaN or they differ).
+    Neu,
+    /// Both are numbers (neither NaN).
+    Num,
+    /// Either is NaN.
+    Nan,
+}
+
+/// Two-operand arithmetic and bit operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `add` (`.rn` for floats).
+    Add,
+    /// `sub` (`.rn` for floats).
+    Sub,
+    /// `mul.lo` for integers, `mul.rn` for floats.
+    Mul,
+    /// `mul.hi` (integers).
+    MulHi,
+    /// `mul.wide` (32-bit integers to a 64-bit result).
+    MulWide,
+    /// `div` (`.rn` for floats; integer division truncates, by zero is unspecified).
+    Div,
+    /// `rem` (integers).
+    Rem,
+    /// `min` (floats: NaN-ignoring, as PTX defines).
+    Min,
+    /// `max`.
+    Max,
+    /// `and`.
+    And,
+    /// `or`.
+    Or,
+    /// `xor`.
+    Xor,
+    /// `shl` (shift amount as `.u32`; amounts past the width give 0).
+    Shl,
+    /// `shr` (arithmetic for signed types; amounts past the width give 0 or the sign).
+    Shr,
+    /// `copysign` (floats): the magnitude of `b` with the sign of `a`.
+    Copysign,
+}
+
+/// One-operand operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// `neg`.
+    Neg,
+    /// `abs`.
+    Abs,
+    /// `not` (bitwise).
+    Not,
+    /// `cnot` (1 when zero, else 0).
+    Cnot,
+    /// `popc` (result `.u32`).
+    Popc,
+    /// `clz` (result `.u32`).
+    Clz,
+    /// `brev`.
+    Brev,
+    /// `sqrt.rn`.
+    Sqrt,
+    /// `rsqrt.approx` (`.ftz` for f64 as PTX requires).
+    Rsqrt,
+    /// `rcp.rn`.
+    Rcp,
+    /// `sin.approx.f32`.
+    Sin,
+    /// `cos.approx.f32`.
+    Cos,
+    /// `ex2.approx.f32`.
+    Ex2,
+    /// `lg2.approx.f32`.
+    Lg2,
+    /// `tanh.approx.f32`.
+    Tanh,
+}
+
+/// Rounding modifiers of `cvt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Round {
+    /// `.rn`: float result, to nearest even.
+    Rn,
+    /// `.rz`: float result, toward zero.
+    Rz,
+    /// `.rni`: integer result, to nearest even.
+    Rni,
+    /// `.rzi`: integer result, toward zero.
+    Rzi,
+    /// `.rmi`: integer result, toward minus infinity.
+    Rmi,
+    /// `.rpi`: integer result, toward plus infinity.
+    Rpi,
+}
+
+/// `shfl.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// Reduction operators of `redux.sync`, `atom` and `red`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// `atom.exch` only.
+    Exch,
+    /// `atom.cas` only.
+    Cas,
+    /// `atom.inc` (wrapping at the operand).
+    Inc,
+    /// `atom.dec`.
+    Dec,
+}
+
+/// Memory-fence scopes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Scope {
+    Cta,
+    Gpu,
+    Sys,
+}
+
+/// A guard: `@%p` or `@!%p`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guard {
+    /// The predicate register.
+    pub pred: Reg,
+    /// `true` for `@!%p`.
+    pub negate: bool,
+}
+
+/// One line of a function body: an optionally guarded operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instr {
+    /// The guard, if any.
+    pub guard: Option<Guard>,
+    /// The operation.
+    pub op: Op,
+}
+
+impl From<Op> for Instr {
+    fn from(op: Op) -> Self {
+        Instr { guard: None, op }
+    }
+}
+
+/// A PTX operation. The variants are every kind the code generator can emit; the simulator
+/// executes each of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `// text`: a comment line (the code generator names each IR op and its source line).
+    Comment(String),
+    /// `$Lname:`: a branch target.
+    Label(String),
+    /// `ld{.space}{.vN}.ty dst, [addr];` — `dst` holds 1, 2 or 4 registers.
+    Ld {
+        /// State space.
+        space: Space,
+        /// Element type.
+        ty: Ty,
+        /// Destination registers (a vector load when more than one).
+        dst: SmallVec<[Reg; 4]>,
+        /// Address.
+        addr: Address,
+    },
+    /// `st{.space}{.vN}.ty [addr], src;`.
+    St {
+        /// State space.
+        space: Space,
+        /// Element type.
+        ty: Ty,
+        /// Address.
+        addr: Address,
+        /// Source operands (a vector store when more than one).
+        src: SmallVec<[Operand; 4]>,
+    },
+    /// `mov.ty dst, src;`.
+    Mov {
+        /// Type.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Source.
+        src: Operand,
+    },
+    /// `cvta.to.global.u64 dst, src;`: a generic pointer to a global-window address.
+    CvtaToGlobal {
+        /// Destination.
+        dst: Reg,
+        /// Source.
+        src: Reg,
+    },
+    /// `op.ty dst, a, b;`. For `MulWide` the type is the source type.
+    Bin {
+        /// The operation.
+        op: BinOp,
+        /// Type.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// First operand.
+        a: Operand,
+        /// Second operand.
+        b: Operand,
+    },
+    /// `op.ty dst, a;`.
+    Un {
+        /// The operation.
+        op: UnOp,
+        /// Type (of the source).
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Operand.
+        a: Operand,
+    },
+    /// `fma.rn.ty` (floats) or `mad.lo.ty` (integers): `dst = a * b + c`.
+    Mad {
+        /// Type.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Factor.
+        a: Operand,
+        /// Factor.
+        b: Operand,
+        /// Addend.
+        c: Operand,
+    },
+    /// `mad.wide.ty dst, a, b, c;`: 32-bit factors, 64-bit product plus a 64-bit addend.
+    MadWide {
+        /// Source type (`u32` or `s32`).
+        ty: Ty,
+        /// 64-bit destination.
+        dst: Reg,
+        /// Factor.
+        a: Operand,
+        /// Factor.
+        b: Operand,
+        /// 64-bit addend.
+        c: Operand,
+    },
+    /// `setp.cmp.ty dst, a, b;`.
+    Setp {
+        /// Comparison.
+        cmp: Cmp,
+        /// Operand type (unsigned integer types compare unsigned).
+        ty: Ty,
+        /// Predicate destination.
+        dst: Reg,
+        /// Left operand.
+        a: Operand,
+        /// Right operand.
+        b: Operand,
+    },
+    /// `selp.ty dst, a, b, p;`: `p ? a : b`.
+    Selp {
+        /// Type.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Value when true.
+        a: Operand,
+        /// Value when false.
+        b: Operand,
+        /// Condition.
+        p: Reg,
+    },
+    /// Predicate logic: `and.pred`, `or.pred`, `xor.pred`.
+    PredBin {
+        /// `And`, `Or` or `Xor`.
+        op: BinOp,
+        /// Destination predicate.
+        dst: Reg,
+        /// Operand.
+        a: Reg,
+        /// Operand.
+        b: Reg,
+    },
+    /// `not.pred dst, a;`.
+    PredNot {
+        /// Destination predicate.
+        dst: Reg,
+        /// Operand.
+        a: Reg,
+    },
+    /// `cvt{.rnd}{.sat}.dty.sty dst, src;`.
+    Cvt {
+        /// Rounding modifier (required for float results from wider floats and float-to-int).
+        round: Option<Round>,
+        /// Clamp to the destination range (`.sat`).
+        sat: bool,
+        /// Destination type.
+        dty: Ty,
+        /// Source type.
+        sty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Source.
+        src: Reg,
+    },
+    /// `bra{.uni} target;`.
+    Bra {
+        /// Label name.
+        target: String,
+        /// Whether all threads of the warp branch together.
+        uni: bool,
+    },
+    /// `ret;`.
+    Ret,
+    /// `bar.sync id{, count};` (block barrier, all or `count` threads).
+    BarSync {
+        /// Barrier id 0..15.
+        id: u32,
+        /// Thread count (a multiple of 32), or all threads of the block.
+        count: Option<u32>,
+    },
+    /// `bar.warp.sync mask;`.
+    BarWarpSync {
+        /// Member mask.
+        mask: Operand,
+    },
+    /// `shfl.sync.mode.b32 dst{|pred}, src, b, c, mask;`.
+    Shfl {
+        /// Mode.
+        mode: ShflMode,
+        /// Destination.
+        dst: Reg,
+        /// Predicate output (true when the source lane was in range).
+        pred: Option<Reg>,
+        /// The value.
+        src: Operand,
+        /// Lane or delta.
+        b: Operand,
+        /// Clamp and segment mask.
+        c: Operand,
+        /// Member mask.
+        mask: Operand,
+    },
+    /// `vote.sync.mode.{pred,b32} dst, src, mask;`.
+    Vote {
+        /// Mode.
+        mode: VoteMode,
+        /// Destination (predicate, or 32-bit for ballot).
+        dst: Reg,
+        /// Source predicate.
+        src: Reg,
+        /// Source negated (`!%p`).
+        negate: bool,
+        /// Member mask.
+        mask: Operand,
+    },
+    /// `match.{any,all}.sync.ty dst, src, mask;`.
+    Match {
+        /// `true` for `match.all`.
+        all: bool,
+        /// `b32` or `b64`.
+        ty: Ty,
+        /// Destination mask.
+        dst: Reg,
+        /// Value.
+        src: Operand,
+        /// Member mask.
+        mask: Operand,
+    },
+    /// `redux.sync.op.ty dst, src, mask;` (sm_80+).
+    Redux {
+        /// Operator (`Add`, `Min`, `Max`, `And`, `Or`, `Xor`).
+        op: AtomOp,
+        /// `u32`, `s32` or `b32`.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Value.
+        src: Operand,
+        /// Member mask.
+        mask: Operand,
+    },
+    /// `activemask.b32 dst;`.
+    Activemask {
+        /// Destination.
+        dst: Reg,
+    },
+    /// `atom.space.op.ty dst, [addr], a{, b};`.
+    Atom {
+        /// `Global` or `Shared`.
+        space: Space,
+        /// Operator.
+        op: AtomOp,
+        /// Type.
+        ty: Ty,
+        /// Destination (the old value).
+        dst: Reg,
+        /// Address.
+        addr: Address,
+        /// Operand (the compare value for `Cas`).
+        a: Operand,
+        /// Second operand (the new value for `Cas`).
+        b: Option<Operand>,
+    },
+    /// `red.space.op.ty [addr], a;`.
+    Red {
+        /// `Global` or `Shared`.
+        space: Space,
+        /// Operator.
+        op: AtomOp,
+        /// Type.
+        ty: Ty,
+        /// Address.
+        addr: Address,
+        /// Operand.
+        a: Operand,
+    },
+    /// `membar.{cta,gl,sys};`.
+    Membar {
+        /// Scope.
+        scope: Scope,
+    },
+}
+
+impl Op {
+    /// A stable name for each variant, for coverage tables and diagnostics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Comment(_) => "comment",
+            Op::Label(_) => "label",
+            Op::Ld { .. } => "ld",
+            Op::St { .. } => "st",
+            Op::Mov { .. } => "mov",
+            Op::CvtaToGlobal { .. } => "cvta",
+            Op::Bin { .. } => "bin",
+            Op::Un { .. } => "un",
+            Op::Mad { .. } => "mad",
+            Op::MadWide { .. } => "mad.wide",
+            Op::Setp { .. } => "setp",
+            Op::Selp { .. } => "selp",
+            Op::PredBin { .. } => "pred.bin",
+            Op::PredNot { .. } => "pred.not",
+            Op::Cvt { .. } => "cvt",
+            Op::Bra { .. } => "bra",
+            Op::Ret => "ret",
+            Op::BarSync { .. } => "bar.sync",
+            Op::BarWarpSync { .. } => "bar.warp.sync",
+            Op::Shfl { .. } => "shfl",
+            Op::Vote { .. } => "vote",
+            Op::Match { .. } => "match",
+            Op::Redux { .. } => "redux",
+            Op::Activemask { .. } => "activemask",
+            Op::Atom { .. } => "atom",
+            Op::Red { .. } => "red",
+            Op::Membar { .. } => "membar",
+        }
+    }
+}

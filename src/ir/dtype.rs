@@ -1,0 +1,143 @@
+//! Element types: the dtypes kernels compute on, and the Rust types that stand for them.
+
+use std::fmt;
+
+/// The element types of kernel parameters and payloads. There are no 16-bit floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum DType {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F32,
+    F64,
+}
+
+impl DType {
+    /// Every dtype, for test matrices.
+    pub const ALL: [DType; 10] = [
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// Size in bytes.
+    pub fn bytes(self) -> u32 {
+        match self {
+            DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// Whether this is `f32` or `f64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    /// Whether this is a signed integer.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// Whether this is an integer (signed or not).
+    pub fn is_int(self) -> bool {
+        !self.is_float()
+    }
+
+    /// The Rust name of the type (`i8`, `f32`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that stands for a [`DType`]: the element type of buffers, payloads and
+/// expressions. Sealed: implemented for `i8..i64`, `u8..u64`, `f32`, `f64`.
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static
+{
+    /// The dtype.
+    const DTYPE: DType;
+    /// The value's bits, zero-extended to 64 (floats by their IEEE bits).
+    fn to_bits(self) -> u64;
+    /// The value from the low bits of `bits`.
+    fn from_bits(bits: u64) -> Self;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident, $to:expr, $from:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_bits(self) -> u64 {
+                let f: fn($t) -> u64 = $to;
+                f(self)
+            }
+            fn from_bits(bits: u64) -> Self {
+                let f: fn(u64) -> $t = $from;
+                f(bits)
+            }
+        }
+    )*};
+}
+
+element! {
+    i8 => I8, |v| v as u8 as u64, |b| b as u8 as i8;
+    i16 => I16, |v| v as u16 as u64, |b| b as u16 as i16;
+    i32 => I32, |v| v as u32 as u64, |b| b as u32 as i32;
+    i64 => I64, |v| v as u64, |b| b as i64;
+    u8 => U8, |v| v as u64, |b| b as u8;
+    u16 => U16, |v| v as u64, |b| b as u16;
+    u32 => U32, |v| v as u64, |b| b as u32;
+    u64 => U64, |v| v, |b| b;
+    f32 => F32, |v| v.to_bits() as u64, |b| f32::from_bits(b as u32);
+    f64 => F64, |v| v.to_bits(), f64::from_bits;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_round_trip() {
+        assert_eq!(i8::from_bits((-3i8).to_bits()), -3);
+        assert_eq!((-1i16).to_bits(), 0xffff);
+        assert_eq!(f32::from_bits(1.5f32.to_bits()), 1.5);
+        assert_eq!(<f64 as Element>::DTYPE, DType::F64);
+        assert_eq!(DType::U16.bytes(), 2);
+    }
+}

@@ -1,0 +1,1 @@
+//! CuTe-style layout algebra.

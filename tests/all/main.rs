@@ -1,0 +1,2 @@
+//! The integration tests: one binary with modules.
+mod layout;
