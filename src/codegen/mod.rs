@@ -3,9 +3,12 @@
 //! Architecture invariant: codegen reads a verified kernel and its plan and writes PTX text; it
 //! never calls the driver and never changes the plan.
 
+pub mod emit;
+pub mod expr;
 pub mod ptx;
 pub mod target;
 pub mod write;
 
+pub use emit::{emit, entry_name};
 pub use target::Arch;
 pub use write::write_module;

@@ -1,7 +1,24 @@
 //! The kernel IR: dtypes, groups, payloads, expressions, ops, control flow and the verifier.
 //!
-//! Architecture invariant: ir/ knows nothing of CUDA, PTX or the planner.
+//! Architecture invariant: ir/ knows nothing of CUDA, PTX or the planner. The builder records;
+//! the verifier ([`verify::verify`]) checks and returns [`verify::Info`], which every later
+//! stage requires.
 
+pub mod builder;
 pub mod dtype;
+pub mod entities;
+pub mod error;
+pub mod expr;
+pub mod handles;
+pub mod ops;
+pub mod print;
+pub mod verify;
 
+pub use builder::{KernelBuilder, Load, Pipeline, Store};
 pub use dtype::{DType, Element};
+pub use entities::{DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId};
+pub use error::{VerifyError, VerifyErrorKind, VerifyErrors};
+pub use expr::{Expr, index, select};
+pub use handles::{Group, Input, Output, Scalar, ThreadData, Tile, Warp};
+pub use ops::{Algorithm, Arrangement, GroupKind, Ir, Role};
+pub use verify::{Info, Uniformity};

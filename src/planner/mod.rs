@@ -1,1 +1,34 @@
-//! placeholder
+//! The planner: passes over the verified IR that decide how each op is lowered.
+//!
+//! Input: the IR and the verifier's [`Info`](crate::ir::Info) (proof that the IR verified).
+//! Output: one [`Plan`], plain data that code generation reads and nothing writes back to.
+//!
+//! Passes, each in its own file:
+//! - [`arrangement`]: the static arrangement (blocked, striped) of every payload, and a
+//!   rejection where a consumer needs another arrangement than its producer gives;
+//! - [`transfer`]: the index map of every load and store, derived from the layout algebra.
+//!
+//! Architecture invariant: the plan is plain data; the planner never emits code.
+
+pub mod arrangement;
+pub mod error;
+pub mod plan;
+pub mod transfer;
+
+pub use error::PlanError;
+pub use plan::{Plan, TransferPlan};
+
+use crate::ir::{Info, Ir};
+
+/// Plans a verified kernel.
+pub fn plan(ir: &Ir, _info: &Info) -> Result<Plan, PlanError> {
+    let arrangements = arrangement::assign(ir)?;
+    let transfers = transfer::plan_transfers(ir, &arrangements)?;
+    Ok(Plan {
+        block_threads: ir.block_threads(),
+        block_tile: ir.block_threads().saturating_mul(ir.items_per_thread),
+        arrangements,
+        transfers,
+        shared_bytes: 0,
+    })
+}

@@ -1,0 +1,659 @@
+//! Lowering of a planned kernel to a PTX [`Module`].
+//!
+//! Every payload is a fixed set of virtual registers; every op becomes straight-line code with
+//! its item loop fully unrolled; control flow becomes labels and branches (`bra.uni` where the
+//! verifier proved the condition warp-uniform). Each op's code is preceded by a comment naming
+//! the op and the user's source line, which the simulator quotes in its reports.
+
+use super::expr::{Ctx, arith_ty, bits_or_float, class, mem_ty};
+use super::ptx::*;
+use super::target::Arch;
+use crate::ir::ops::{OpKind, Role, Transfer};
+use crate::ir::{DType, DataId, ExprId, GroupKind, Info, Ir, OpId, ParamId, RegionId};
+use crate::planner::{Plan, TransferPlan};
+use smallvec::smallvec;
+use std::collections::HashMap;
+
+/// The PTX entry name for a kernel name: letters, digits and `_`, not starting with a digit.
+pub fn entry_name(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert_str(0, "k_");
+    }
+    s
+}
+
+/// Lowers a verified, planned kernel for one arch.
+pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
+    let mut e = Emitter {
+        ir,
+        info,
+        plan,
+        regs: RegCounts::default(),
+        entry: Vec::new(),
+        body: Vec::new(),
+        data: Vec::new(),
+        params: Vec::new(),
+        loop_regs: HashMap::new(),
+        specials: HashMap::new(),
+        labels: 0,
+    };
+    let name = entry_name(&ir.name);
+    let params = e.prologue(&name);
+    e.region(ir.body);
+    e.op(Op::Ret);
+    let mut body = std::mem::take(&mut e.entry);
+    body.append(&mut e.body);
+    Module {
+        arch,
+        functions: vec![Function {
+            name,
+            params,
+            reqntid: Some(ir.block.dims),
+            maxnreg: None,
+            shared: Vec::new(),
+            regs: e.regs,
+            body,
+        }],
+    }
+}
+
+/// The state of lowering one kernel.
+pub struct Emitter<'a> {
+    pub(crate) ir: &'a Ir,
+    #[allow(dead_code)]
+    pub(crate) info: &'a Info,
+    pub(crate) plan: &'a Plan,
+    regs: RegCounts,
+    /// Parameter loads and special-register reads: run once, before everything.
+    entry: Vec<Instr>,
+    body: Vec<Instr>,
+    data: Vec<Vec<Reg>>,
+    params: Vec<Reg>,
+    pub(crate) loop_regs: HashMap<OpId, [Reg; 3]>,
+    specials: HashMap<Special, Reg>,
+    labels: u32,
+}
+
+impl Emitter<'_> {
+    /// A fresh virtual register.
+    pub fn reg(&mut self, class: RegClass) -> Reg {
+        let n = self.regs.get_mut(class);
+        let r = Reg { class, index: *n };
+        *n += 1;
+        r
+    }
+
+    /// Appends an unguarded instruction.
+    pub fn op(&mut self, op: Op) {
+        self.body.push(op.into());
+    }
+
+    fn guarded(&mut self, pred: Reg, negate: bool, op: Op) {
+        self.body.push(Instr {
+            guard: Some(Guard { pred, negate }),
+            op,
+        });
+    }
+
+    fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("$L{}", self.labels)
+    }
+
+    /// The register holding a parameter's value (a global address for buffers).
+    pub fn param_reg(&mut self, p: ParamId) -> Reg {
+        match self.params.get(p.index()) {
+            Some(&r) => r,
+            None => self.reg(RegClass::B64),
+        }
+    }
+
+    /// The registers of a payload.
+    pub fn data_regs(&self, d: DataId) -> &[Reg] {
+        self.data.get(d.index()).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// A special register read once, in the prologue's register.
+    pub fn special(&mut self, s: Special) -> Reg {
+        if let Some(&r) = self.specials.get(&s) {
+            return r;
+        }
+        // Read in the entry block, so the register is valid on every path.
+        let r = self.reg(RegClass::B32);
+        self.specials.insert(s, r);
+        self.entry.push(
+            Op::Mov {
+                ty: Ty::U32,
+                dst: r,
+                src: Operand::Special(s),
+            }
+            .into(),
+        );
+        r
+    }
+
+    /// `%tid.x`: the thread's rank in a 1-D block.
+    pub fn tid(&mut self) -> Reg {
+        self.special(Special::Tid(Dim::X))
+    }
+}
+
+impl Emitter<'_> {
+    /// Declares the parameters, loads them, converts buffer pointers to global addresses, and
+    /// allocates every payload's registers.
+    fn prologue(&mut self, entry: &str) -> Vec<Param> {
+        let ir = self.ir;
+        let mut params = Vec::with_capacity(ir.params.len());
+        for (i, p) in ir.params.iter().enumerate() {
+            let name = format!("{entry}_param_{i}");
+            let (ty, r) = match p.role {
+                Role::Input | Role::Output => {
+                    let raw = self.reg(RegClass::B64);
+                    self.entry.push(
+                        Op::Ld {
+                            space: Space::Param,
+                            ty: Ty::U64,
+                            dst: smallvec![raw],
+                            addr: Address {
+                                base: AddrBase::Param(name.clone()),
+                                offset: 0,
+                            },
+                        }
+                        .into(),
+                    );
+                    let g = self.reg(RegClass::B64);
+                    self.entry
+                        .push(Op::CvtaToGlobal { dst: g, src: raw }.into());
+                    (Ty::U64, g)
+                }
+                Role::Scalar => {
+                    let r = self.reg(class(p.dtype));
+                    self.entry.push(
+                        Op::Ld {
+                            space: Space::Param,
+                            ty: mem_ty(p.dtype),
+                            dst: smallvec![r],
+                            addr: Address {
+                                base: AddrBase::Param(name.clone()),
+                                offset: 0,
+                            },
+                        }
+                        .into(),
+                    );
+                    (mem_ty(p.dtype), r)
+                }
+            };
+            self.params.push(r);
+            params.push(Param { name, ty });
+        }
+        for d in &ir.datas {
+            let c = class(d.dtype);
+            let regs = (0..d.items).map(|_| self.reg(c)).collect();
+            self.data.push(regs);
+        }
+        params
+    }
+
+    fn region(&mut self, r: RegionId) {
+        for &op in self.ir.region(r) {
+            self.lower(op);
+        }
+    }
+
+    fn lower(&mut self, op: OpId) {
+        let ir = self.ir;
+        let data = ir.op(op);
+        self.op(Op::Comment(format!(
+            "{op} {} at {}",
+            data.kind.name(),
+            data.loc
+        )));
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
+        match &data.kind {
+            OpKind::Load(t) => self.transfer(op, t, true),
+            OpKind::Store(t) => self.transfer(op, t, false),
+            OpKind::Map { dst, srcs, expr } => {
+                let items = ir.datas[dst.index()].items;
+                let dtype = ir.datas[dst.index()].dtype;
+                for i in 0..items {
+                    let args = srcs
+                        .iter()
+                        .map(|s| self.data_regs(*s).get(i as usize).copied())
+                        .collect::<Option<Vec<_>>>()
+                        .unwrap_or_default();
+                    let ctx = Ctx {
+                        args,
+                        item: Some(i),
+                    };
+                    // Each slot is its own evaluation: values from other slots never leak in.
+                    let mut memo = HashMap::new();
+                    let v = self.eval(*expr, &ctx, &mut memo);
+                    self.mov_into(dtype, *dst, i, v);
+                }
+            }
+            OpKind::SetItem { dst, item, expr } => {
+                let dtype = ir.datas[dst.index()].dtype;
+                let v = self.eval(*expr, &ctx, &mut memo);
+                self.mov_into(dtype, *dst, *item, v);
+            }
+            OpKind::Assign { dst, src } => {
+                let dtype = ir.datas[dst.index()].dtype;
+                let srcs = self.data_regs(*src).to_vec();
+                for (i, s) in srcs.into_iter().enumerate() {
+                    self.mov_into(dtype, *dst, i as u32, s);
+                }
+            }
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let uni = self.uniform(*cond);
+                let p = self.eval(*cond, &ctx, &mut memo);
+                let else_label = self.label();
+                let end_label = self.label();
+                self.guarded(
+                    p,
+                    true,
+                    Op::Bra {
+                        target: else_label.clone(),
+                        uni,
+                    },
+                );
+                self.region(*then);
+                if let Some(o) = otherwise {
+                    self.op(Op::Bra {
+                        target: end_label.clone(),
+                        uni: true,
+                    });
+                    self.op(Op::Label(else_label));
+                    self.region(*o);
+                    self.op(Op::Label(end_label));
+                } else {
+                    self.op(Op::Label(else_label));
+                }
+            }
+            OpKind::For { start, end, body } => {
+                let uni = self.uniform(*start) && self.uniform(*end);
+                let s = self.eval(*start, &ctx, &mut memo);
+                let e = self.eval(*end, &ctx, &mut memo);
+                let i = self.reg(RegClass::B32);
+                self.op(Op::Mov {
+                    ty: Ty::U32,
+                    dst: i,
+                    src: s.into(),
+                });
+                self.loop_regs.insert(op, [i, i, i]);
+                let head = self.label();
+                let exit = self.label();
+                self.op(Op::Label(head.clone()));
+                let p = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ge,
+                    ty: Ty::U32,
+                    dst: p,
+                    a: i.into(),
+                    b: e.into(),
+                });
+                self.guarded(
+                    p,
+                    false,
+                    Op::Bra {
+                        target: exit.clone(),
+                        uni,
+                    },
+                );
+                self.region(*body);
+                self.op(Op::Bin {
+                    op: BinOp::Add,
+                    ty: Ty::U32,
+                    dst: i,
+                    a: i.into(),
+                    b: Operand::Imm(1),
+                });
+                self.op(Op::Bra { target: head, uni });
+                self.op(Op::Label(exit));
+            }
+            OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
+        }
+    }
+
+    fn uniform(&self, e: ExprId) -> bool {
+        self.info
+            .uniformity
+            .get(e.index())
+            .is_some_and(|u| u.covers(32))
+    }
+
+    fn mov_into(&mut self, dtype: DType, dst: DataId, item: u32, v: Reg) {
+        if let Some(&d) = self.data_regs(dst).get(item as usize) {
+            self.op(Op::Mov {
+                ty: bits_or_float(dtype),
+                dst: d,
+                src: v.into(),
+            });
+        }
+    }
+
+    /// `for t in (ctaid.x..ceil(n / tile)).step_by(nctaid.x)` with origin and valid count.
+    fn tiles(&mut self, op: OpId, n: ExprId, body: RegionId) {
+        let tile = self.plan.block_tile.max(1);
+        let mut memo = HashMap::new();
+        let n = self.eval(n, &Ctx::default(), &mut memo);
+        let ctaid = self.special(Special::Ctaid(Dim::X));
+        let nctaid = self.special(Special::Nctaid(Dim::X));
+        // tiles = n / tile + (n % tile != 0), which cannot overflow.
+        let ntiles = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Div,
+            ty: Ty::U32,
+            dst: ntiles,
+            a: n.into(),
+            b: Operand::Imm(tile as i64),
+        });
+        let rem = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Rem,
+            ty: Ty::U32,
+            dst: rem,
+            a: n.into(),
+            b: Operand::Imm(tile as i64),
+        });
+        let has_rem = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ne,
+            ty: Ty::U32,
+            dst: has_rem,
+            a: rem.into(),
+            b: Operand::Imm(0),
+        });
+        let extra = self.reg(RegClass::B32);
+        self.op(Op::Selp {
+            ty: Ty::U32,
+            dst: extra,
+            a: Operand::Imm(1),
+            b: Operand::Imm(0),
+            p: has_rem,
+        });
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::U32,
+            dst: ntiles,
+            a: ntiles.into(),
+            b: extra.into(),
+        });
+        let t = self.reg(RegClass::B32);
+        let origin = self.reg(RegClass::B32);
+        let valid = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::U32,
+            dst: t,
+            src: ctaid.into(),
+        });
+        self.loop_regs.insert(op, [t, origin, valid]);
+        let head = self.label();
+        let exit = self.label();
+        self.op(Op::Label(head.clone()));
+        let done = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ge,
+            ty: Ty::U32,
+            dst: done,
+            a: t.into(),
+            b: ntiles.into(),
+        });
+        self.guarded(
+            done,
+            false,
+            Op::Bra {
+                target: exit.clone(),
+                uni: true,
+            },
+        );
+        self.op(Op::Bin {
+            op: BinOp::Mul,
+            ty: Ty::U32,
+            dst: origin,
+            a: t.into(),
+            b: Operand::Imm(tile as i64),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Sub,
+            ty: Ty::U32,
+            dst: valid,
+            a: n.into(),
+            b: origin.into(),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Min,
+            ty: Ty::U32,
+            dst: valid,
+            a: valid.into(),
+            b: Operand::Imm(tile as i64),
+        });
+        self.region(body);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::U32,
+            dst: t,
+            a: t.into(),
+            b: nctaid.into(),
+        });
+        self.op(Op::Bra {
+            target: head,
+            uni: true,
+        });
+        self.op(Op::Label(exit));
+    }
+
+    /// Lowers a load (`is_load`) or store of one group's tile.
+    ///
+    /// Element `p(item, rank) = item * item_stride + rank * thread_stride` of the group's tile
+    /// lives at `origin + p`, where `origin` is the block's tile offset plus the group's index
+    /// times its tile. With a valid count, item `i` moves only if `p < valid_g`, where
+    /// `valid_g` is the group's share of the block's valid count, clamped to its tile.
+    fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
+        let Some(plan) = self
+            .plan
+            .transfers
+            .get(op.index())
+            .and_then(|p| p.clone())
+        else {
+            return;
+        };
+        let dtype = self.ir.params[t.param.index()].dtype;
+        let size = dtype.bytes() as i64;
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
+        let u = |e: &mut Self, op: BinOp, a: Operand, b: Operand| {
+            let r = e.reg(RegClass::B32);
+            e.op(Op::Bin {
+                op,
+                ty: Ty::U32,
+                dst: r,
+                a,
+                b,
+            });
+            r
+        };
+
+        // The block tile's offset in elements.
+        let offset = match (t.offset, plan.tiles) {
+            (Some(e), _) => self.eval(e, &ctx, &mut memo),
+            (None, Some(tiles)) => self.loop_var(tiles, 1),
+            (None, None) => {
+                let ctaid = self.special(Special::Ctaid(Dim::X));
+                u(
+                    self,
+                    BinOp::Mul,
+                    ctaid.into(),
+                    Operand::Imm(plan.block_tile as i64),
+                )
+            }
+        };
+        let valid = match (t.valid, plan.tiles) {
+            (Some(e), _) => Some(self.eval(e, &ctx, &mut memo)),
+            (None, Some(tiles)) => Some(self.loop_var(tiles, 2)),
+            (None, None) => None,
+        };
+        let tid = self.tid();
+        let (rank, group_start) = match self.ir.groups[t.group.index()].kind {
+            GroupKind::Block => (tid, None),
+            GroupKind::LogicalWarp { width } => {
+                let w = width.max(1) as i64;
+                let rank = u(self, BinOp::Rem, tid.into(), Operand::Imm(w));
+                let index = u(self, BinOp::Div, tid.into(), Operand::Imm(w));
+                let start = u(
+                    self,
+                    BinOp::Mul,
+                    index.into(),
+                    Operand::Imm(plan.group_tile as i64),
+                );
+                (rank, Some(start))
+            }
+        };
+        // Element index of this thread's item 0, and its byte address.
+        let mut base = offset;
+        if let Some(gs) = group_start {
+            base = u(self, BinOp::Add, base.into(), gs.into());
+        }
+        let first = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: first,
+            a: rank.into(),
+            b: Operand::Imm(plan.thread_stride as i64),
+            c: base.into(),
+        });
+        let ptr = self.param_reg(t.param);
+        let addr = self.reg(RegClass::B64);
+        self.op(Op::MadWide {
+            ty: Ty::U32,
+            dst: addr,
+            a: first.into(),
+            b: Operand::Imm(size),
+            c: ptr.into(),
+        });
+        // rem = valid_g - rank * thread_stride: item i moves iff i * item_stride < rem.
+        let rem = valid.map(|v| self.group_remaining(&plan, v, group_start, rank));
+        let space = if is_load && plan.read_only {
+            Space::GlobalNc
+        } else {
+            Space::Global
+        };
+        let regs = self.data_regs(t.data).to_vec();
+        let mty = mem_ty(dtype);
+        for (i, &r) in regs.iter().enumerate() {
+            let pos = i as i64 * plan.item_stride as i64;
+            let a = Address {
+                base: AddrBase::Reg(addr),
+                offset: pos * size,
+            };
+            let mv = if is_load {
+                Op::Ld {
+                    space,
+                    ty: mty,
+                    dst: smallvec![r],
+                    addr: a,
+                }
+            } else {
+                Op::St {
+                    space,
+                    ty: mty,
+                    addr: a,
+                    src: smallvec![r.into()],
+                }
+            };
+            match rem {
+                None => self.op(mv),
+                Some(rem) => {
+                    if is_load && let Some(bits) = t.oob_default {
+                        let d = self.constant(dtype, bits);
+                        self.op(Op::Mov {
+                            ty: bits_or_float(dtype),
+                            dst: r,
+                            src: d.into(),
+                        });
+                    }
+                    let p = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Gt,
+                        ty: Ty::S32,
+                        dst: p,
+                        a: rem.into(),
+                        b: Operand::Imm(pos),
+                    });
+                    self.guarded(p, false, mv);
+                }
+            }
+        }
+        let _ = arith_ty;
+    }
+
+    /// `valid_g - rank * thread_stride` as a signed 32-bit value, where `valid_g` is the
+    /// group's share of the block's valid count clamped to `[0, group_tile]`.
+    fn group_remaining(
+        &mut self,
+        plan: &TransferPlan,
+        valid: Reg,
+        group_start: Option<Reg>,
+        rank: Reg,
+    ) -> Reg {
+        let vg = self.reg(RegClass::B32);
+        match group_start {
+            None => self.op(Op::Bin {
+                op: BinOp::Min,
+                ty: Ty::U32,
+                dst: vg,
+                a: valid.into(),
+                b: Operand::Imm(plan.group_tile as i64),
+            }),
+            Some(start) => {
+                // max(valid, start) - start, then clamp: never wraps below zero.
+                self.op(Op::Bin {
+                    op: BinOp::Max,
+                    ty: Ty::U32,
+                    dst: vg,
+                    a: valid.into(),
+                    b: start.into(),
+                });
+                self.op(Op::Bin {
+                    op: BinOp::Sub,
+                    ty: Ty::U32,
+                    dst: vg,
+                    a: vg.into(),
+                    b: start.into(),
+                });
+                self.op(Op::Bin {
+                    op: BinOp::Min,
+                    ty: Ty::U32,
+                    dst: vg,
+                    a: vg.into(),
+                    b: Operand::Imm(plan.group_tile as i64),
+                });
+            }
+        }
+        let rem = self.reg(RegClass::B32);
+        let scaled = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Mul,
+            ty: Ty::U32,
+            dst: scaled,
+            a: rank.into(),
+            b: Operand::Imm(plan.thread_stride as i64),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Sub,
+            ty: Ty::S32,
+            dst: rem,
+            a: vg.into(),
+            b: scaled.into(),
+        });
+        rem
+    }
+}

@@ -1,0 +1,530 @@
+//! Lowering of expressions to PTX instructions, and the dtype ↔ PTX type mapping.
+
+use super::emit::Emitter;
+use super::ptx::*;
+use crate::ir::expr::{BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
+use crate::ir::{DType, ExprId, OpId};
+use std::collections::HashMap;
+
+/// The PTX type of a dtype in memory and in parameter lists.
+pub fn mem_ty(d: DType) -> Ty {
+    match d {
+        DType::I8 => Ty::S8,
+        DType::I16 => Ty::S16,
+        DType::I32 => Ty::S32,
+        DType::I64 => Ty::S64,
+        DType::U8 => Ty::U8,
+        DType::U16 => Ty::U16,
+        DType::U32 => Ty::U32,
+        DType::U64 => Ty::U64,
+        DType::F32 => Ty::F32,
+        DType::F64 => Ty::F64,
+    }
+}
+
+/// The PTX type arithmetic on a dtype uses: narrow integers compute in 32 bits.
+pub fn arith_ty(d: DType) -> Ty {
+    match d {
+        DType::I8 | DType::I16 | DType::I32 => Ty::S32,
+        DType::U8 | DType::U16 | DType::U32 => Ty::U32,
+        other => mem_ty(other),
+    }
+}
+
+/// The register class holding a dtype.
+pub fn class(d: DType) -> RegClass {
+    RegClass::of(arith_ty(d))
+}
+
+fn is_narrow(d: DType) -> bool {
+    d.bytes() < 4
+}
+
+fn bits_ty(d: DType) -> Ty {
+    if d.bytes() == 8 { Ty::B64 } else { Ty::B32 }
+}
+
+/// Values an expression may refer to besides the kernel-wide ones.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    /// `Arg(i)` of a map body.
+    pub args: Vec<Reg>,
+    /// The slot a map body computes.
+    pub item: Option<u32>,
+}
+
+impl Emitter<'_> {
+    /// Evaluates an expression into a register (memoized per op through `memo`).
+    pub fn eval(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+        if let Some(&r) = memo.get(&id) {
+            return r;
+        }
+        let node = self.ir.expr(id).clone();
+        let r = match node.ty {
+            VType::Bool => self.eval_pred(&node.kind, ctx, memo),
+            VType::D(d) => self.eval_value(d, &node.kind, ctx, memo),
+        };
+        memo.insert(id, r);
+        r
+    }
+
+    fn eval_pred(
+        &mut self,
+        kind: &ExprKind<ExprId>,
+        ctx: &Ctx,
+        memo: &mut HashMap<ExprId, Reg>,
+    ) -> Reg {
+        let p = self.reg(RegClass::Pred);
+        match kind {
+            ExprKind::Const(v) => {
+                let t = self.reg(RegClass::B32);
+                self.op(Op::Mov {
+                    ty: Ty::U32,
+                    dst: t,
+                    src: Operand::Imm(*v as i64 & 1),
+                });
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: p,
+                    a: t.into(),
+                    b: Operand::Imm(0),
+                });
+            }
+            ExprKind::Cmp(c, a, b) => {
+                let d = self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32);
+                let ra = self.eval(*a, ctx, memo);
+                let rb = self.eval(*b, ctx, memo);
+                let cmp = match c {
+                    CmpOp::Eq => Cmp::Eq,
+                    // Rust's `!=` holds when either side is NaN.
+                    CmpOp::Ne if d.is_float() => Cmp::Neu,
+                    CmpOp::Ne => Cmp::Ne,
+                    CmpOp::Lt => Cmp::Lt,
+                    CmpOp::Le => Cmp::Le,
+                    CmpOp::Gt => Cmp::Gt,
+                    CmpOp::Ge => Cmp::Ge,
+                };
+                self.op(Op::Setp {
+                    cmp,
+                    ty: arith_ty(d),
+                    dst: p,
+                    a: ra.into(),
+                    b: rb.into(),
+                });
+            }
+            ExprKind::Unary(U::Not, a) => {
+                let ra = self.eval(*a, ctx, memo);
+                self.op(Op::PredNot { dst: p, a: ra });
+            }
+            ExprKind::Unary(U::IsNan, a) => {
+                let d = self.ir.expr(*a).ty.dtype().unwrap_or(DType::F32);
+                let ra = self.eval(*a, ctx, memo);
+                self.op(Op::Setp {
+                    cmp: Cmp::Nan,
+                    ty: mem_ty(d),
+                    dst: p,
+                    a: ra.into(),
+                    b: ra.into(),
+                });
+            }
+            ExprKind::Binary(op, a, b) => {
+                let ra = self.eval(*a, ctx, memo);
+                let rb = self.eval(*b, ctx, memo);
+                let op = match op {
+                    B::Or => BinOp::Or,
+                    B::Xor => BinOp::Xor,
+                    _ => BinOp::And,
+                };
+                self.op(Op::PredBin {
+                    op,
+                    dst: p,
+                    a: ra,
+                    b: rb,
+                });
+            }
+            // The typed builder produces no other predicate nodes; a foreign tree that did
+            // would have failed verification. Emit `false` to stay total.
+            _ => {
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: p,
+                    a: Operand::Special(Special::Laneid),
+                    b: Operand::Special(Special::Laneid),
+                });
+            }
+        }
+        p
+    }
+
+    /// Re-establishes the narrow-integer invariant (sign- or zero-extended from the width).
+    pub fn normalize(&mut self, d: DType, r: Reg) {
+        if is_narrow(d) {
+            let wide = if d.is_signed_int() { Ty::S32 } else { Ty::U32 };
+            self.op(Op::Cvt {
+                round: None,
+                sat: false,
+                dty: wide,
+                sty: mem_ty(d),
+                dst: r,
+                src: r,
+            });
+        }
+    }
+
+    /// Moves a constant (given as the dtype's bits) into a new register.
+    pub fn constant(&mut self, d: DType, bits: u64) -> Reg {
+        let dst = self.reg(class(d));
+        let src = match d {
+            DType::F32 => Operand::F32(f32::from_bits(bits as u32)),
+            DType::F64 => Operand::F64(f64::from_bits(bits)),
+            DType::I8 => Operand::Imm(bits as u8 as i8 as i64),
+            DType::I16 => Operand::Imm(bits as u16 as i16 as i64),
+            DType::I32 => Operand::Imm(bits as u32 as i32 as i64),
+            DType::U8 => Operand::Imm(bits as u8 as i64),
+            DType::U16 => Operand::Imm(bits as u16 as i64),
+            DType::U32 => Operand::Imm(bits as u32 as i64),
+            DType::I64 | DType::U64 => Operand::Imm(bits as i64),
+        };
+        let ty = match d {
+            DType::I64 | DType::U64 => Ty::B64,
+            other => arith_ty(other),
+        };
+        self.op(Op::Mov { ty, dst, src });
+        dst
+    }
+
+    fn eval_value(
+        &mut self,
+        d: DType,
+        kind: &ExprKind<ExprId>,
+        ctx: &Ctx,
+        memo: &mut HashMap<ExprId, Reg>,
+    ) -> Reg {
+        let ty = arith_ty(d);
+        match kind {
+            ExprKind::Const(bits) => self.constant(d, *bits),
+            ExprKind::Param(p) => self.param_reg(*p),
+            ExprKind::Arg(i) => ctx
+                .args
+                .get(*i as usize)
+                .copied()
+                .unwrap_or_else(|| self.constant(d, 0)),
+            ExprKind::Item { data, item } => self
+                .data_regs(*data)
+                .get(*item as usize)
+                .copied()
+                .unwrap_or_else(|| self.constant(d, 0)),
+            ExprKind::Index(k) => match k {
+                IndexKind::ThreadRank => self.tid(),
+                IndexKind::Lane => self.special(Special::Laneid),
+                IndexKind::WarpRank => {
+                    let tid = self.tid();
+                    let r = self.reg(RegClass::B32);
+                    self.op(Op::Bin {
+                        op: BinOp::Shr,
+                        ty: Ty::U32,
+                        dst: r,
+                        a: tid.into(),
+                        b: Operand::Imm(5),
+                    });
+                    r
+                }
+                IndexKind::BlockIndex => self.special(Special::Ctaid(Dim::X)),
+                IndexKind::GridBlocks => self.special(Special::Nctaid(Dim::X)),
+                IndexKind::BlockThreads => {
+                    let n = self.plan.block_threads;
+                    self.constant(DType::U32, n as u64)
+                }
+                IndexKind::Item => {
+                    let i = ctx.item.unwrap_or(0);
+                    self.constant(DType::U32, i as u64)
+                }
+            },
+            ExprKind::LoopVar { op, field } => self.loop_var(*op, *field),
+            ExprKind::Cast(a) => {
+                let from = self.ir.expr(*a).ty;
+                let ra = self.eval(*a, ctx, memo);
+                match from {
+                    VType::D(s) => self.cast(s, d, ra),
+                    VType::Bool => {
+                        let one = self.constant(d, 1);
+                        let zero = self.constant(d, 0);
+                        let r = self.reg(class(d));
+                        self.op(Op::Selp {
+                            ty: bits_or_float(d),
+                            dst: r,
+                            a: one.into(),
+                            b: zero.into(),
+                            p: ra,
+                        });
+                        r
+                    }
+                }
+            }
+            ExprKind::Select(c, a, b) => {
+                let p = self.eval(*c, ctx, memo);
+                let ra = self.eval(*a, ctx, memo);
+                let rb = self.eval(*b, ctx, memo);
+                let r = self.reg(class(d));
+                self.op(Op::Selp {
+                    ty: bits_or_float(d),
+                    dst: r,
+                    a: ra.into(),
+                    b: rb.into(),
+                    p,
+                });
+                r
+            }
+            ExprKind::Fma(a, b, c) => {
+                let ra = self.eval(*a, ctx, memo);
+                let rb = self.eval(*b, ctx, memo);
+                let rc = self.eval(*c, ctx, memo);
+                let r = self.reg(class(d));
+                self.op(Op::Mad {
+                    ty,
+                    dst: r,
+                    a: ra.into(),
+                    b: rb.into(),
+                    c: rc.into(),
+                });
+                self.normalize(d, r);
+                r
+            }
+            ExprKind::Binary(op, a, b) => {
+                let ra = self.eval(*a, ctx, memo);
+                let rb = self.eval(*b, ctx, memo);
+                self.binary(d, *op, ra, rb)
+            }
+            ExprKind::Unary(op, a) => {
+                let src = self.ir.expr(*a).ty.dtype().unwrap_or(d);
+                let ra = self.eval(*a, ctx, memo);
+                self.unary(d, src, *op, ra)
+            }
+            ExprKind::Cmp(..) => self.constant(d, 0),
+        }
+    }
+
+    fn binary(&mut self, d: DType, op: B, a: Reg, b: Reg) -> Reg {
+        let ty = arith_ty(d);
+        let r = self.reg(class(d));
+        let (pop, ty, wraps) = match op {
+            B::Add => (BinOp::Add, ty, true),
+            B::Sub => (BinOp::Sub, ty, true),
+            B::Mul => (BinOp::Mul, ty, true),
+            B::Div => (BinOp::Div, ty, true),
+            B::Rem => (BinOp::Rem, ty, false),
+            B::Min => (BinOp::Min, ty, false),
+            B::Max => (BinOp::Max, ty, false),
+            B::And => (BinOp::And, bits_ty(d), false),
+            B::Or => (BinOp::Or, bits_ty(d), false),
+            B::Xor => (BinOp::Xor, bits_ty(d), false),
+            B::Shl => (BinOp::Shl, bits_ty(d), true),
+            B::Shr => (BinOp::Shr, ty, false),
+        };
+        self.op(Op::Bin {
+            op: pop,
+            ty,
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+        });
+        if wraps && d.is_int() {
+            self.normalize(d, r);
+        }
+        r
+    }
+
+    fn unary(&mut self, d: DType, src: DType, op: U, a: Reg) -> Reg {
+        let ty = arith_ty(d);
+        let r = self.reg(class(d));
+        let width = src.bytes() * 8;
+        match op {
+            U::Neg => {
+                let nty = match ty {
+                    Ty::U32 => Ty::S32,
+                    Ty::U64 => Ty::S64,
+                    t => t,
+                };
+                self.un(UnOp::Neg, nty, r, a);
+                self.normalize(d, r);
+            }
+            U::Abs if d.is_float() || d.is_signed_int() => {
+                self.un(UnOp::Abs, ty, r, a);
+                self.normalize(d, r);
+            }
+            U::Abs => self.op(Op::Mov {
+                ty: bits_ty(d),
+                dst: r,
+                src: a.into(),
+            }),
+            U::Not => {
+                self.un(UnOp::Not, bits_ty(d), r, a);
+                self.normalize(d, r);
+            }
+            U::Sqrt => self.un(UnOp::Sqrt, ty, r, a),
+            U::Rsqrt => self.un(UnOp::Rsqrt, ty, r, a),
+            U::Rcp => self.un(UnOp::Rcp, ty, r, a),
+            U::Exp2 => self.un(UnOp::Ex2, ty, r, a),
+            U::Log2 => self.un(UnOp::Lg2, ty, r, a),
+            U::Sin => self.un(UnOp::Sin, ty, r, a),
+            U::Cos => self.un(UnOp::Cos, ty, r, a),
+            U::Tanh => self.un(UnOp::Tanh, ty, r, a),
+            U::Floor | U::Ceil | U::Trunc | U::Round => {
+                let round = match op {
+                    U::Floor => Round::Rmi,
+                    U::Ceil => Round::Rpi,
+                    U::Trunc => Round::Rzi,
+                    _ => Round::Rni,
+                };
+                self.op(Op::Cvt {
+                    round: Some(round),
+                    sat: false,
+                    dty: ty,
+                    sty: ty,
+                    dst: r,
+                    src: a,
+                });
+            }
+            U::Popc | U::Clz => {
+                let masked = self.zero_extended(src, a);
+                let bty = bits_ty(src);
+                let uop = if op == U::Popc { UnOp::Popc } else { UnOp::Clz };
+                self.un(uop, bty, r, masked);
+                if op == U::Clz && width < 32 {
+                    self.op(Op::Bin {
+                        op: BinOp::Sub,
+                        ty: Ty::U32,
+                        dst: r,
+                        a: r.into(),
+                        b: Operand::Imm(32 - width as i64),
+                    });
+                }
+            }
+            U::Brev => {
+                self.un(UnOp::Brev, bits_ty(d), r, a);
+                if width < 32 {
+                    self.op(Op::Bin {
+                        op: BinOp::Shr,
+                        ty: Ty::U32,
+                        dst: r,
+                        a: r.into(),
+                        b: Operand::Imm(32 - width as i64),
+                    });
+                    self.normalize(d, r);
+                }
+            }
+            // Predicate results are produced by `eval_pred`.
+            U::IsNan => self.op(Op::Mov {
+                ty: bits_ty(d),
+                dst: r,
+                src: a.into(),
+            }),
+        }
+        r
+    }
+
+    fn un(&mut self, op: UnOp, ty: Ty, dst: Reg, a: Reg) {
+        self.op(Op::Un {
+            op,
+            ty,
+            dst,
+            a: a.into(),
+        });
+    }
+
+    /// The value's bits zero-extended from its width (narrow signed values are kept
+    /// sign-extended in registers).
+    fn zero_extended(&mut self, d: DType, a: Reg) -> Reg {
+        if !is_narrow(d) || !d.is_signed_int() {
+            return a;
+        }
+        let r = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::And,
+            ty: Ty::B32,
+            dst: r,
+            a: a.into(),
+            b: Operand::Imm(((1u64 << (d.bytes() * 8)) - 1) as i64),
+        });
+        r
+    }
+
+    /// Converts between dtypes with Rust's `as` semantics.
+    pub fn cast(&mut self, from: DType, to: DType, a: Reg) -> Reg {
+        if from == to {
+            return a;
+        }
+        let r = self.reg(class(to));
+        let (fty, tty) = (arith_ty(from), arith_ty(to));
+        match (from.is_float(), to.is_float()) {
+            (true, true) => {
+                let round = (to == DType::F32).then_some(Round::Rn);
+                self.cvt(round, mem_ty(to), mem_ty(from), r, a);
+            }
+            (false, true) => self.cvt(Some(Round::Rn), mem_ty(to), fty, r, a),
+            (true, false) => {
+                // Float → int saturates and maps NaN to 0, as Rust's `as` does.
+                self.cvt(Some(Round::Rzi), mem_ty(to), mem_ty(from), r, a);
+                self.normalize(to, r);
+            }
+            (false, false) => {
+                let (fw, tw) = (from.bytes() == 8, to.bytes() == 8);
+                match (fw, tw) {
+                    (true, true) => self.op(Op::Mov {
+                        ty: Ty::B64,
+                        dst: r,
+                        src: a.into(),
+                    }),
+                    (true, false) => {
+                        self.cvt(None, Ty::U32, Ty::U64, r, a);
+                        self.normalize(to, r);
+                    }
+                    (false, true) => {
+                        let wide = if from.is_signed_int() { Ty::S64 } else { Ty::U64 };
+                        self.cvt(None, wide, fty, r, a);
+                    }
+                    (false, false) => {
+                        self.op(Op::Mov {
+                            ty: Ty::B32,
+                            dst: r,
+                            src: a.into(),
+                        });
+                        self.normalize(to, r);
+                    }
+                }
+                let _ = tty;
+            }
+        }
+        r
+    }
+
+    fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
+        self.op(Op::Cvt {
+            round,
+            sat: false,
+            dty,
+            sty,
+            dst,
+            src,
+        });
+    }
+
+    /// The registers of a loop's variable.
+    pub fn loop_var(&mut self, op: OpId, field: u8) -> Reg {
+        match self.loop_regs.get(&op) {
+            Some(regs) => regs[(field as usize).min(2)],
+            None => self.constant(DType::U32, 0),
+        }
+    }
+}
+
+/// The type `selp`/`mov` use for a dtype's register.
+pub fn bits_or_float(d: DType) -> Ty {
+    match d {
+        DType::F32 => Ty::F32,
+        DType::F64 => Ty::F64,
+        other => bits_ty(other),
+    }
+}

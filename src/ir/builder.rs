@@ -1,0 +1,622 @@
+//! The kernel builder: a thin cursor over the IR with one typed method per op.
+//!
+//! Every method records the caller's source line (`#[track_caller]`), and no method panics or
+//! fails: problems are recorded and reported, all together, by the verifier when the kernel is
+//! built.
+
+use super::dtype::{DType, Element};
+use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
+use super::expr::{Arena, Expr, ExprKind, index};
+use super::handles::{Group, Input, Output, Scalar, ThreadData, Tile, Warp};
+use super::ops::*;
+use smallvec::smallvec;
+
+/// The controls of a load: algorithm, offset, valid items and the out-of-bounds default.
+#[derive(Debug, Clone)]
+pub struct Load<T: Element> {
+    pub(crate) algorithm: Algorithm,
+    pub(crate) offset: Option<Expr<u32>>,
+    pub(crate) valid: Option<Expr<u32>>,
+    pub(crate) oob_default: Option<T>,
+}
+
+impl<T: Element> Default for Load<T> {
+    fn default() -> Self {
+        Load::direct()
+    }
+}
+
+impl<T: Element> Load<T> {
+    /// Blocked items, each thread reading its own consecutive run.
+    pub fn direct() -> Self {
+        Load {
+            algorithm: Algorithm::Direct,
+            offset: None,
+            valid: None,
+            oob_default: None,
+        }
+    }
+
+    /// Striped items: coalesced reads, leaving the payload striped.
+    pub fn striped() -> Self {
+        Load::direct().algorithm(Algorithm::Striped)
+    }
+
+    /// Chooses the algorithm.
+    pub fn algorithm(mut self, a: Algorithm) -> Self {
+        self.algorithm = a;
+        self
+    }
+
+    /// Element offset of the block's tile in the buffer. Default: the enclosing `tiles`
+    /// loop's origin, else `block_index * block_tile`. Warp groups add their own origin.
+    pub fn offset(mut self, offset: impl Into<Expr<u32>>) -> Self {
+        self.offset = Some(offset.into());
+        self
+    }
+
+    /// Valid items in the block's tile, counted from the offset. Slots past it are not read.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+
+    /// The value written to slots past the valid items (left unwritten without it).
+    pub fn oob_default(mut self, v: T) -> Self {
+        self.oob_default = Some(v);
+        self
+    }
+}
+
+/// The controls of a store: algorithm, offset and valid items.
+#[derive(Debug, Clone, Default)]
+pub struct Store {
+    pub(crate) algorithm: Option<Algorithm>,
+    pub(crate) offset: Option<Expr<u32>>,
+    pub(crate) valid: Option<Expr<u32>>,
+}
+
+impl Store {
+    /// Blocked items, each thread writing its own consecutive run.
+    pub fn direct() -> Self {
+        Store::default().algorithm(Algorithm::Direct)
+    }
+
+    /// Striped items: coalesced writes of a striped payload.
+    pub fn striped() -> Self {
+        Store::default().algorithm(Algorithm::Striped)
+    }
+
+    /// Chooses the algorithm (default: direct).
+    pub fn algorithm(mut self, a: Algorithm) -> Self {
+        self.algorithm = Some(a);
+        self
+    }
+
+    /// Element offset of the block's tile (default as for [`Load::offset`]).
+    pub fn offset(mut self, offset: impl Into<Expr<u32>>) -> Self {
+        self.offset = Some(offset.into());
+        self
+    }
+
+    /// Valid items in the block's tile; slots past it are not written.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+}
+
+/// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
+///
+/// [`build`]: KernelBuilder::build
+#[derive(Debug, Clone)]
+pub struct KernelBuilder {
+    pub(crate) ir: Ir,
+    cursor: Vec<RegionId>,
+}
+
+impl KernelBuilder {
+    /// A new kernel of one block of 128 threads and 4 items per thread.
+    #[track_caller]
+    pub fn new(name: impl Into<String>) -> Self {
+        let loc = Loc::caller();
+        KernelBuilder {
+            ir: Ir {
+                name: name.into(),
+                block: BlockShape {
+                    dims: [128, 1, 1],
+                    loc,
+                },
+                items_per_thread: 4,
+                items_loc: loc,
+                params: Vec::new(),
+                groups: Vec::new(),
+                datas: Vec::new(),
+                exprs: Arena::default(),
+                ops: Vec::new(),
+                regions: vec![Vec::new()],
+                body: RegionId(0),
+                issues: Vec::new(),
+            },
+            cursor: vec![RegionId(0)],
+        }
+    }
+
+    /// Sets a 1-D block of `threads` threads.
+    #[track_caller]
+    pub fn block(self, threads: u32) -> Self {
+        self.block_dims([threads, 1, 1])
+    }
+
+    /// Sets a block shape of up to three dimensions. Only 1-D blocks (`[n, 1, 1]`) can be
+    /// built for now; others are reported by the verifier.
+    #[track_caller]
+    pub fn block_dims(mut self, dims: [u32; 3]) -> Self {
+        self.ir.block = BlockShape {
+            dims,
+            loc: Loc::caller(),
+        };
+        self
+    }
+
+    /// Sets the default items per thread of payloads (1..=[`MAX_ITEMS_PER_THREAD`]).
+    #[track_caller]
+    pub fn items_per_thread(mut self, items: u32) -> Self {
+        self.ir.items_per_thread = items;
+        self.ir.items_loc = Loc::caller();
+        self
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.ir.name
+    }
+
+    /// Elements one block handles per tile: threads × items per thread.
+    pub fn block_tile(&self) -> u32 {
+        self.ir
+            .block_threads()
+            .saturating_mul(self.ir.items_per_thread)
+    }
+
+    #[track_caller]
+    fn param(&mut self, name: &str, role: Role, dtype: DType) -> ParamId {
+        let loc = Loc::caller();
+        if self.ir.params.iter().any(|p| p.name == name) {
+            self.ir.issues.push(BuilderIssue::DuplicateParam {
+                name: name.to_string(),
+                loc,
+            });
+        }
+        let id = ParamId(self.ir.params.len() as u32);
+        self.ir.params.push(ParamDecl {
+            name: name.to_string(),
+            role,
+            dtype,
+            loc,
+        });
+        id
+    }
+
+    /// Declares a read-only buffer parameter (next in the signature).
+    #[track_caller]
+    pub fn input<T: Element>(&mut self, name: &str) -> Input<T> {
+        Input::new(self.param(name, Role::Input, T::DTYPE))
+    }
+
+    /// Declares a buffer parameter the kernel writes (next in the signature).
+    #[track_caller]
+    pub fn output<T: Element>(&mut self, name: &str) -> Output<T> {
+        Output::new(self.param(name, Role::Output, T::DTYPE))
+    }
+
+    /// Declares a scalar parameter (next in the signature).
+    #[track_caller]
+    pub fn scalar<T: Element>(&mut self, name: &str) -> Scalar<T> {
+        Scalar::new(self.param(name, Role::Scalar, T::DTYPE))
+    }
+
+    /// The group of all threads in the block.
+    #[track_caller]
+    pub fn this_block(&self) -> Group {
+        Group {
+            kind: GroupKind::Block,
+            loc: Loc::caller(),
+        }
+    }
+
+    /// The warps of the block (32 lanes); `.group_by(w)` splits them into logical warps.
+    #[track_caller]
+    pub fn this_warp(&self) -> Warp {
+        Warp { loc: Loc::caller() }
+    }
+
+    /// A new payload of the default items per thread, all slots unwritten.
+    #[track_caller]
+    pub fn thread_data<T: Element>(&mut self) -> ThreadData<T> {
+        let items = self.ir.items_per_thread;
+        self.thread_data_n(items)
+    }
+
+    /// A new payload of `items` items per thread, all slots unwritten.
+    #[track_caller]
+    pub fn thread_data_n<T: Element>(&mut self, items: u32) -> ThreadData<T> {
+        let loc = Loc::caller();
+        if items == 0 || items > MAX_ITEMS_PER_THREAD {
+            self.ir.issues.push(BuilderIssue::Items { items, loc });
+        }
+        let id = DataId(self.ir.datas.len() as u32);
+        self.ir.datas.push(DataDecl {
+            dtype: T::DTYPE,
+            items,
+            loc,
+        });
+        ThreadData::new(id, items)
+    }
+
+    fn expr<T: super::expr::ExprType>(&mut self, e: &Expr<T>) -> ExprId {
+        self.ir.exprs.intern(e.node())
+    }
+
+    fn push(&mut self, kind: OpKind, loc: Loc) -> OpId {
+        let id = OpId(self.ir.ops.len() as u32);
+        self.ir.ops.push(OpData { kind, loc });
+        // The cursor always holds at least the kernel body.
+        let region = *self.cursor.last().unwrap_or(&self.ir.body);
+        self.ir.regions[region.index()].push(id);
+        id
+    }
+
+    fn new_region(&mut self) -> RegionId {
+        let id = RegionId(self.ir.regions.len() as u32);
+        self.ir.regions.push(Vec::new());
+        id
+    }
+
+    fn group_id(&mut self, g: Group) -> super::entities::GroupId {
+        let decl = GroupDecl {
+            kind: g.kind,
+            loc: g.loc,
+        };
+        if let Some(i) = self.ir.groups.iter().position(|d| *d == decl) {
+            return super::entities::GroupId(i as u32);
+        }
+        self.ir.groups.push(decl);
+        super::entities::GroupId(self.ir.groups.len() as u32 - 1)
+    }
+
+    /// Loads the group's tile of `src` into a new payload (default items per thread).
+    #[track_caller]
+    pub fn load_from<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &Input<T>,
+        opts: Load<T>,
+    ) -> ThreadData<T> {
+        let dst = self.thread_data::<T>();
+        self.load_into(group, src, &dst, opts);
+        dst
+    }
+
+    /// Loads the group's tile of `src` into an existing payload.
+    #[track_caller]
+    pub fn load_into<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &Input<T>,
+        dst: &ThreadData<T>,
+        opts: Load<T>,
+    ) {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let t = Transfer {
+            group,
+            param: src.id,
+            data: dst.id,
+            algorithm: opts.algorithm,
+            offset: opts.offset.as_ref().map(|e| self.expr(e)),
+            valid: opts.valid.as_ref().map(|e| self.expr(e)),
+            oob_default: opts.oob_default.map(Element::to_bits),
+        };
+        self.push(OpKind::Load(t), loc);
+    }
+
+    /// Stores a payload to the group's tile of `dst`.
+    #[track_caller]
+    pub fn store_to<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        dst: &Output<T>,
+        data: &ThreadData<T>,
+        opts: Store,
+    ) {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let t = Transfer {
+            group,
+            param: dst.id,
+            data: data.id,
+            algorithm: opts.algorithm.unwrap_or(Algorithm::Direct),
+            offset: opts.offset.as_ref().map(|e| self.expr(e)),
+            valid: opts.valid.as_ref().map(|e| self.expr(e)),
+            oob_default: None,
+        };
+        self.push(OpKind::Store(t), loc);
+    }
+
+    /// A new payload with `f` applied to every item of `src`.
+    #[track_caller]
+    pub fn map<T: Element, U: Element>(
+        &mut self,
+        src: &ThreadData<T>,
+        f: impl FnOnce(Expr<T>) -> Expr<U>,
+    ) -> ThreadData<U> {
+        let loc = Loc::caller();
+        let dst = self.thread_data_n::<U>(src.items);
+        let body = f(Expr::arg(0));
+        let expr = self.expr(&body);
+        self.push(
+            OpKind::Map {
+                dst: dst.id,
+                srcs: smallvec![src.id],
+                expr,
+            },
+            loc,
+        );
+        dst
+    }
+
+    /// A new payload with `f` applied to every pair of items of `a` and `b`.
+    #[track_caller]
+    pub fn map2<A: Element, B: Element, U: Element>(
+        &mut self,
+        a: &ThreadData<A>,
+        b: &ThreadData<B>,
+        f: impl FnOnce(Expr<A>, Expr<B>) -> Expr<U>,
+    ) -> ThreadData<U> {
+        let loc = Loc::caller();
+        let dst = self.thread_data_n::<U>(a.items);
+        let body = f(Expr::arg(0), Expr::arg(1));
+        let expr = self.expr(&body);
+        self.push(
+            OpKind::Map {
+                dst: dst.id,
+                srcs: smallvec![a.id, b.id],
+                expr,
+            },
+            loc,
+        );
+        dst
+    }
+
+    /// A new payload whose every slot is `value` (which may use [`index::item`]).
+    #[track_caller]
+    pub fn fill<T: Element>(&mut self, value: impl Into<Expr<T>>) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let dst = self.thread_data::<T>();
+        let expr = self.expr(&value.into());
+        self.push(
+            OpKind::Map {
+                dst: dst.id,
+                srcs: smallvec![],
+                expr,
+            },
+            loc,
+        );
+        dst
+    }
+
+    /// Writes one slot of a payload.
+    #[track_caller]
+    pub fn set_item<T: Element>(
+        &mut self,
+        dst: &ThreadData<T>,
+        item: u32,
+        value: impl Into<Expr<T>>,
+    ) {
+        let loc = Loc::caller();
+        if item >= dst.items {
+            self.ir.issues.push(BuilderIssue::ItemOutOfRange {
+                item,
+                items: dst.items,
+                loc,
+            });
+        }
+        let expr = self.expr(&value.into());
+        self.push(
+            OpKind::SetItem {
+                dst: dst.id,
+                item,
+                expr,
+            },
+            loc,
+        );
+    }
+
+    /// Copies `src` into `dst`, slot by slot.
+    #[track_caller]
+    pub fn assign<T: Element>(&mut self, dst: &ThreadData<T>, src: &ThreadData<T>) {
+        let loc = Loc::caller();
+        self.push(
+            OpKind::Assign {
+                dst: dst.id,
+                src: src.id,
+            },
+            loc,
+        );
+    }
+
+    fn region(&mut self, f: impl FnOnce(&mut Self)) -> RegionId {
+        let r = self.new_region();
+        self.cursor.push(r);
+        f(self);
+        self.cursor.pop();
+        r
+    }
+
+    /// Runs `then` where `cond` holds.
+    #[track_caller]
+    pub fn if_(&mut self, cond: impl Into<Expr<bool>>, then: impl FnOnce(&mut Self)) {
+        let loc = Loc::caller();
+        let cond = self.expr(&cond.into());
+        let then = self.region(then);
+        self.push(
+            OpKind::If {
+                cond,
+                then,
+                otherwise: None,
+            },
+            loc,
+        );
+    }
+
+    /// Runs `then` where `cond` holds and `otherwise` elsewhere.
+    #[track_caller]
+    pub fn if_else(
+        &mut self,
+        cond: impl Into<Expr<bool>>,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        let loc = Loc::caller();
+        let cond = self.expr(&cond.into());
+        let then = self.region(then);
+        let otherwise = Some(self.region(otherwise));
+        self.push(
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            },
+            loc,
+        );
+    }
+
+    fn reserve_op(&self) -> OpId {
+        OpId(self.ir.ops.len() as u32)
+    }
+
+    /// Runs `body` for `i` in `start..end`.
+    ///
+    /// The loop op takes the next op id; ops recorded by `body` come after it.
+    #[track_caller]
+    pub fn for_range(
+        &mut self,
+        start: impl Into<Expr<u32>>,
+        end: impl Into<Expr<u32>>,
+        body: impl FnOnce(&mut Self, Expr<u32>),
+    ) {
+        let loc = Loc::caller();
+        let start = self.expr(&start.into());
+        let end = self.expr(&end.into());
+        let placeholder = self.reserve_op();
+        let body_region = self.new_region();
+        let op = self.push(
+            OpKind::For {
+                start,
+                end,
+                body: body_region,
+            },
+            loc,
+        );
+        debug_assert_eq!(op, placeholder);
+        self.cursor.push(body_region);
+        body(self, Expr::new(ExprKind::LoopVar { op, field: 0 }));
+        self.cursor.pop();
+    }
+
+    /// A grid-stride loop over the tiles of `n` elements (one tile is
+    /// [`block_tile`](Self::block_tile) elements). Loads and stores inside default to the
+    /// tile's origin and valid count.
+    #[track_caller]
+    pub fn tiles(&mut self, n: impl Into<Expr<u32>>, body: impl FnOnce(&mut Self, Tile)) {
+        let loc = Loc::caller();
+        let n = self.expr(&n.into());
+        let body_region = self.new_region();
+        let op = self.push(
+            OpKind::Tiles {
+                n,
+                body: body_region,
+            },
+            loc,
+        );
+        self.cursor.push(body_region);
+        body(self, Tile::new(op));
+        self.cursor.pop();
+    }
+
+    /// The recorded IR (for inspection and tests).
+    pub fn ir(&self) -> &Ir {
+        &self.ir
+    }
+
+    /// Verifies, plans and prepares the kernel for code generation.
+    pub fn build(self) -> Result<crate::Kernel, crate::Error> {
+        crate::kernel::Kernel::from_ir(self.ir)
+    }
+
+    /// Starts a straight pipeline: declares input `name` and a scalar `n` (the element count),
+    /// and loads the block's tile of the input, with the valid count derived from `n`.
+    #[track_caller]
+    pub fn load<T: Element>(mut self, name: &str) -> Pipeline<T> {
+        let x = self.input::<T>(name);
+        let n = self.scalar::<u32>("n");
+        let block = self.this_block();
+        let origin = index::block_index() * self.block_tile();
+        let nn = n.expr();
+        let valid = nn.gt(origin.clone()).select(nn - origin, 0u32);
+        let data = self.load_from(block, &x, Load::direct().valid_items(valid.clone()));
+        Pipeline {
+            k: self,
+            data,
+            valid,
+        }
+    }
+}
+
+/// A straight load → map → store pipeline over one block per tile; see
+/// [`KernelBuilder::load`].
+#[derive(Debug, Clone)]
+pub struct Pipeline<T: Element> {
+    k: KernelBuilder,
+    data: ThreadData<T>,
+    valid: Expr<u32>,
+}
+
+impl<T: Element> Pipeline<T> {
+    /// Applies `f` to every item.
+    #[track_caller]
+    pub fn map<U: Element>(mut self, f: impl FnOnce(Expr<T>) -> Expr<U>) -> Pipeline<U> {
+        let data = self.k.map(&self.data, f);
+        Pipeline {
+            k: self.k,
+            data,
+            valid: self.valid,
+        }
+    }
+
+    /// Declares output `name` and stores the tile to it. The pipeline goes on, so a tile can
+    /// be stored to several outputs.
+    #[track_caller]
+    pub fn store(mut self, name: &str) -> Pipeline<T> {
+        let y = self.k.output::<T>(name);
+        let block = self.k.this_block();
+        self.k.store_to(
+            block,
+            &y,
+            &self.data,
+            Store::direct().valid_items(self.valid.clone()),
+        );
+        self
+    }
+
+    /// The builder, to record more ops by hand.
+    pub fn into_builder(self) -> KernelBuilder {
+        self.k
+    }
+
+    /// Verifies, plans and prepares the kernel.
+    pub fn build(self) -> Result<crate::Kernel, crate::Error> {
+        self.k.build()
+    }
+}

@@ -1,0 +1,226 @@
+//! Verifier errors: each pinned to the user's source line, all collected in one pass.
+
+use super::dtype::DType;
+use super::entities::{DataId, Loc, OpId, ParamId};
+use super::expr::VType;
+use super::ops::{GroupKind, Role};
+use std::fmt;
+
+/// What is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyErrorKind {
+    /// The block has more than 1024 threads.
+    BlockTooLarge {
+        /// Threads asked for.
+        threads: u64,
+    },
+    /// A block dimension is 0.
+    EmptyBlock,
+    /// A block shape of two or three dimensions (only 1-D blocks are supported).
+    BlockNotOneDimensional {
+        /// The shape asked for.
+        dims: [u32; 3],
+    },
+    /// Items per thread of 0 or above the bound.
+    ItemsPerThread {
+        /// The count asked for.
+        items: u32,
+        /// The bound ([`super::ops::MAX_ITEMS_PER_THREAD`]).
+        max: u32,
+    },
+    /// A logical-warp width outside 1, 2, 4, 8, 16, 32.
+    GroupWidth {
+        /// The width asked for.
+        width: u32,
+    },
+    /// A warp-level op in a block whose size is not a multiple of 32.
+    WarpOpInPartialWarpBlock {
+        /// Threads in the block.
+        block: u32,
+    },
+    /// A collective under a branch or loop whose condition differs between threads of the
+    /// group, so some threads of the group would not take part.
+    NonUniformCollective {
+        /// The group the collective runs over.
+        group: GroupKind,
+        /// Where the varying condition was written.
+        condition: Loc,
+    },
+    /// A payload slot read before anything wrote it on every path.
+    UninitializedRead {
+        /// The payload.
+        data: DataId,
+        /// The slot.
+        item: u32,
+        /// Where the payload was made.
+        declared: Loc,
+    },
+    /// A parameter used with the wrong role (e.g. a handle from another kernel).
+    ParamRole {
+        /// The parameter.
+        param: ParamId,
+        /// The role the use needs.
+        expected: Role,
+        /// The role it was declared with.
+        found: Role,
+    },
+    /// A parameter or payload whose dtype differs from its use.
+    TypeMismatch {
+        /// What the use needs.
+        expected: VType,
+        /// What it has.
+        found: VType,
+    },
+    /// A handle that does not belong to this kernel.
+    UnknownHandle {
+        /// What kind of handle.
+        what: &'static str,
+        /// Its index.
+        index: u32,
+    },
+    /// Payloads of different item counts used together.
+    ItemsMismatch {
+        /// The first payload's items.
+        expected: u32,
+        /// The other's.
+        found: u32,
+    },
+    /// A slot index past the payload's items.
+    ItemOutOfRange {
+        /// The slot.
+        item: u32,
+        /// The payload's items.
+        items: u32,
+    },
+    /// `index::item()` or a map operand used outside a `map` body.
+    MapValueOutsideMap,
+    /// A loop variable used outside its loop.
+    LoopVarOutOfScope {
+        /// The loop.
+        lp: OpId,
+    },
+    /// Two parameters with one name.
+    DuplicateParam {
+        /// The name.
+        name: String,
+    },
+    /// A kernel name that is not a valid PTX identifier once sanitized (empty).
+    EmptyName,
+}
+
+/// One verifier finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyError {
+    /// What is wrong.
+    pub kind: VerifyErrorKind,
+    /// The user's source line it points at.
+    pub loc: Loc,
+    /// The op it concerns, if any.
+    pub op: Option<OpId>,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.loc)?;
+        if let Some(op) = self.op {
+            write!(f, "{op}: ")?;
+        }
+        use VerifyErrorKind::*;
+        match &self.kind {
+            BlockTooLarge { threads } => {
+                write!(f, "a block of {threads} threads is over the limit of 1024")
+            }
+            EmptyBlock => write!(f, "a block dimension is 0"),
+            BlockNotOneDimensional { dims } => write!(
+                f,
+                "block shape {dims:?} is not 1-D; only [n, 1, 1] blocks are supported"
+            ),
+            ItemsPerThread { items, max } => {
+                write!(f, "{items} items per thread; it must be 1..={max}")
+            }
+            GroupWidth { width } => write!(
+                f,
+                "logical warp width {width} is not one of 1, 2, 4, 8, 16, 32"
+            ),
+            WarpOpInPartialWarpBlock { block } => write!(
+                f,
+                "warp-level op in a block of {block} threads, which is not a multiple of 32"
+            ),
+            NonUniformCollective { group, condition } => write!(
+                f,
+                "collective over {group:?} under a condition that varies within the group \
+                 (written at {condition}); some of its threads would not take part"
+            ),
+            UninitializedRead {
+                data,
+                item,
+                declared,
+            } => write!(
+                f,
+                "slot {item} of payload {data} (made at {declared}) is read before anything \
+                 wrote it"
+            ),
+            ParamRole {
+                param,
+                expected,
+                found,
+            } => write!(
+                f,
+                "parameter {param} is used as {expected:?} but was declared {found:?}"
+            ),
+            TypeMismatch { expected, found } => {
+                write!(f, "type mismatch: expected {expected}, found {found}")
+            }
+            UnknownHandle { what, index } => {
+                write!(f, "{what} #{index} does not belong to this kernel")
+            }
+            ItemsMismatch { expected, found } => write!(
+                f,
+                "payloads of {expected} and {found} items per thread used together"
+            ),
+            ItemOutOfRange { item, items } => {
+                write!(f, "slot {item} is past the payload's {items} items")
+            }
+            MapValueOutsideMap => write!(f, "a map operand or item index used outside map"),
+            LoopVarOutOfScope { lp } => {
+                write!(f, "the variable of loop {lp} is used outside that loop")
+            }
+            DuplicateParam { name } => write!(f, "a second parameter named `{name}`"),
+            EmptyName => write!(f, "the kernel name is empty"),
+        }
+    }
+}
+
+/// Every error the verifier found, with the kernel's listing.
+#[derive(Debug, Clone)]
+pub struct VerifyErrors {
+    /// The errors, in the order found.
+    pub errors: Vec<VerifyError>,
+    /// The kernel in text form with each error beside its op.
+    pub listing: String,
+}
+
+impl VerifyErrors {
+    /// Whether any error is of this kind (compared by variant).
+    pub fn has(&self, pred: impl Fn(&VerifyErrorKind) -> bool) -> bool {
+        self.errors.iter().any(|e| pred(&e.kind))
+    }
+}
+
+impl fmt::Display for VerifyErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "the kernel has {} error(s):", self.errors.len())?;
+        for e in &self.errors {
+            writeln!(f, "  {e}")?;
+        }
+        write!(f, "{}", self.listing)
+    }
+}
+
+impl std::error::Error for VerifyErrors {}
+
+impl From<DType> for VType {
+    fn from(d: DType) -> VType {
+        VType::D(d)
+    }
+}

@@ -1,0 +1,739 @@
+//! The scalar expression DSL: typed expressions built by operator overloading.
+//!
+//! An [`Expr<T>`] is an immutable tree (shared through `Arc`, never mutated) that stands for a
+//! per-thread scalar of type `T`. Kernels use expressions in `map` bodies, branch conditions,
+//! loop bounds, offsets and valid counts. When an op is recorded, the tree is flattened into the
+//! kernel's expression arena ([`ExprNode`]s indexed by [`ExprId`]), sharing common subtrees.
+//!
+//! Rust's types reject what they can: float math exists only on float expressions, bit
+//! operations only on integers, and the approximate transcendental functions (which PTX offers
+//! for `f32` only) only on `Expr<f32>`.
+//!
+//! Semantics follow PTX and agree with Rust's wrapping arithmetic and `as` casts: integer
+//! arithmetic wraps at the type's width; float→int casts round toward zero and saturate (NaN
+//! gives 0); shifts by the width or more give 0 (or the sign for signed right shifts); integer
+//! division by zero is unspecified.
+
+use super::dtype::{DType, Element};
+use super::entities::{DataId, ExprId, OpId, ParamId};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops;
+use std::sync::Arc;
+
+/// The type of an expression value: a dtype, or a predicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VType {
+    /// A predicate (comparison result).
+    Bool,
+    /// An element value.
+    D(DType),
+}
+
+impl VType {
+    /// The dtype, or `None` for predicates.
+    pub fn dtype(self) -> Option<DType> {
+        match self {
+            VType::Bool => None,
+            VType::D(d) => Some(d),
+        }
+    }
+}
+
+impl fmt::Display for VType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VType::Bool => f.write_str("bool"),
+            VType::D(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+/// Built-in per-thread index values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// The thread's rank in its block (`%tid.x` for 1-D blocks).
+    ThreadRank,
+    /// The lane in the warp (`%laneid`).
+    Lane,
+    /// The warp's rank in the block (`tid / 32`).
+    WarpRank,
+    /// The block's index in the grid (`%ctaid.x`).
+    BlockIndex,
+    /// The number of blocks in the grid (`%nctaid.x`).
+    GridBlocks,
+    /// The number of threads in the block.
+    BlockThreads,
+    /// The index of the item (slot) a `map` body is computing; only valid inside `map`.
+    Item,
+}
+
+/// One-operand operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum UnaryOp {
+    Neg,
+    /// Bitwise not on integers, logical not on predicates.
+    Not,
+    Abs,
+    Sqrt,
+    Rsqrt,
+    Rcp,
+    Exp2,
+    Log2,
+    Sin,
+    Cos,
+    Tanh,
+    Floor,
+    Ceil,
+    Trunc,
+    /// Round half to even.
+    Round,
+    Popc,
+    Clz,
+    Brev,
+    IsNan,
+}
+
+/// Two-operand operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Min,
+    Max,
+    /// Bitwise and on integers, logical and on predicates.
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+/// Comparisons (ordered for floats: false when either side is NaN, except `Ne`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// The shape of an expression node, generic over how children are referenced: `Arc` trees in
+/// the builder, [`ExprId`]s in the kernel's arena.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ExprKind<C> {
+    /// A constant: the value's bits (see [`Element::to_bits`]); predicates are 0 or 1.
+    Const(u64),
+    /// A scalar kernel parameter.
+    Param(ParamId),
+    /// The `n`th operand item of a `map` body.
+    Arg(u8),
+    /// One slot of a payload.
+    Item {
+        /// The payload.
+        data: DataId,
+        /// The slot.
+        item: u32,
+    },
+    /// A built-in index.
+    Index(IndexKind),
+    /// The induction variable of a loop op (`for` or `tiles`); `field` 0 is the counter,
+    /// for `tiles` 1 is the tile's origin and 2 its valid count.
+    LoopVar {
+        /// The loop op.
+        op: OpId,
+        /// Which value of the loop.
+        field: u8,
+    },
+    /// A one-operand operation.
+    Unary(UnaryOp, C),
+    /// A two-operand operation.
+    Binary(BinaryOp, C, C),
+    /// A comparison (the node's type is `Bool`).
+    Cmp(CmpOp, C, C),
+    /// `cond ? a : b`.
+    Select(C, C, C),
+    /// A conversion to the node's type.
+    Cast(C),
+    /// `a * b + c` rounded once (floats) or wrapping (integers).
+    Fma(C, C, C),
+}
+
+impl<C> ExprKind<C> {
+    /// The children, in order.
+    pub fn children(&self) -> impl Iterator<Item = &C> {
+        let (a, b, c) = match self {
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => (Some(a), None, None),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => (Some(a), Some(b), None),
+            ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => (Some(a), Some(b), Some(c)),
+            _ => (None, None, None),
+        };
+        a.into_iter().chain(b).chain(c)
+    }
+
+    /// The same node with children mapped.
+    pub fn map_children<D>(&self, mut f: impl FnMut(&C) -> D) -> ExprKind<D> {
+        match self {
+            ExprKind::Const(v) => ExprKind::Const(*v),
+            ExprKind::Param(p) => ExprKind::Param(*p),
+            ExprKind::Arg(i) => ExprKind::Arg(*i),
+            ExprKind::Item { data, item } => ExprKind::Item {
+                data: *data,
+                item: *item,
+            },
+            ExprKind::Index(k) => ExprKind::Index(*k),
+            ExprKind::LoopVar { op, field } => ExprKind::LoopVar {
+                op: *op,
+                field: *field,
+            },
+            ExprKind::Unary(o, a) => ExprKind::Unary(*o, f(a)),
+            ExprKind::Binary(o, a, b) => {
+                let a = f(a);
+                ExprKind::Binary(*o, a, f(b))
+            }
+            ExprKind::Cmp(o, a, b) => {
+                let a = f(a);
+                ExprKind::Cmp(*o, a, f(b))
+            }
+            ExprKind::Select(c, a, b) => {
+                let c = f(c);
+                let a = f(a);
+                ExprKind::Select(c, a, f(b))
+            }
+            ExprKind::Cast(a) => ExprKind::Cast(f(a)),
+            ExprKind::Fma(a, b, c) => {
+                let a = f(a);
+                let b = f(b);
+                ExprKind::Fma(a, b, f(c))
+            }
+        }
+    }
+}
+
+/// A node of the builder's expression tree.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    /// What it computes.
+    pub kind: ExprKind<Arc<Node>>,
+    /// Its type.
+    pub ty: VType,
+}
+
+/// A node of the kernel's expression arena.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExprNode {
+    /// What it computes.
+    pub kind: ExprKind<ExprId>,
+    /// Its type.
+    pub ty: VType,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for bool {}
+    impl<T: crate::ir::Element> Sealed for T {}
+}
+
+/// A type an expression can have: every [`Element`] type, and `bool` for predicates.
+pub trait ExprType: sealed::Sealed + Copy + 'static {
+    /// The expression type.
+    const VTYPE: VType;
+}
+
+impl ExprType for bool {
+    const VTYPE: VType = VType::Bool;
+}
+
+impl<T: Element> ExprType for T {
+    const VTYPE: VType = VType::D(T::DTYPE);
+}
+
+/// Integer element types: the ones with bit operations and shifts.
+pub trait IntElement: Element {}
+/// Float element types: the ones with `sqrt`, `floor`, ...
+pub trait FloatElement: Element {}
+macro_rules! marker {
+    ($tr:ident: $($t:ty),*) => {$(impl $tr for $t {})*};
+}
+marker!(IntElement: i8, i16, i32, i64, u8, u16, u32, u64);
+marker!(FloatElement: f32, f64);
+
+/// A typed per-thread scalar expression. Cheap to clone.
+pub struct Expr<T: ExprType> {
+    pub(crate) node: Arc<Node>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: ExprType> Clone for Expr<T> {
+    fn clone(&self) -> Self {
+        Expr::wrap(self.node.clone())
+    }
+}
+
+impl<T: ExprType> fmt::Debug for Expr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Expr<{}>({:?})", T::VTYPE, self.node.kind)
+    }
+}
+
+impl<T: ExprType> Expr<T> {
+    pub(crate) fn wrap(node: Arc<Node>) -> Self {
+        Expr {
+            node,
+            _t: PhantomData,
+        }
+    }
+
+    pub(crate) fn new(kind: ExprKind<Arc<Node>>) -> Self {
+        Expr::wrap(Arc::new(Node { kind, ty: T::VTYPE }))
+    }
+
+    /// The node at the root of this expression.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    fn bin(op: BinaryOp, a: &Self, b: &Self) -> Self {
+        Expr::new(ExprKind::Binary(op, a.node.clone(), b.node.clone()))
+    }
+
+    fn un(op: UnaryOp, a: &Self) -> Self {
+        Expr::new(ExprKind::Unary(op, a.node.clone()))
+    }
+
+    fn cmp(op: CmpOp, a: &Self, b: &Self) -> Expr<bool> {
+        Expr::new(ExprKind::Cmp(op, a.node.clone(), b.node.clone()))
+    }
+}
+
+impl<T: Element> Expr<T> {
+    /// A constant.
+    pub fn lit(v: T) -> Self {
+        Expr::new(ExprKind::Const(v.to_bits()))
+    }
+
+    pub(crate) fn arg(i: u8) -> Self {
+        Expr::new(ExprKind::Arg(i))
+    }
+
+    /// `self == rhs`.
+    pub fn eq(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Eq, self, &rhs.into())
+    }
+    /// `self != rhs` (true when either side is NaN).
+    pub fn ne(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Ne, self, &rhs.into())
+    }
+    /// `self < rhs`.
+    pub fn lt(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Lt, self, &rhs.into())
+    }
+    /// `self <= rhs`.
+    pub fn le(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Le, self, &rhs.into())
+    }
+    /// `self > rhs`.
+    pub fn gt(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Gt, self, &rhs.into())
+    }
+    /// `self >= rhs`.
+    pub fn ge(&self, rhs: impl Into<Expr<T>>) -> Expr<bool> {
+        Expr::cmp(CmpOp::Ge, self, &rhs.into())
+    }
+    /// The smaller of the two (for floats, the non-NaN one when one is NaN).
+    pub fn min(&self, rhs: impl Into<Expr<T>>) -> Self {
+        Expr::bin(BinaryOp::Min, self, &rhs.into())
+    }
+    /// The larger of the two (for floats, the non-NaN one when one is NaN).
+    pub fn max(&self, rhs: impl Into<Expr<T>>) -> Self {
+        Expr::bin(BinaryOp::Max, self, &rhs.into())
+    }
+    /// The absolute value (wrapping for the most negative integer; identity on unsigned).
+    pub fn abs(&self) -> Self {
+        Expr::un(UnaryOp::Abs, self)
+    }
+    /// `self * b + c`: one rounding for floats, wrapping for integers.
+    pub fn fma(&self, b: impl Into<Expr<T>>, c: impl Into<Expr<T>>) -> Self {
+        Expr::new(ExprKind::Fma(
+            self.node.clone(),
+            b.into().node.clone(),
+            c.into().node.clone(),
+        ))
+    }
+    /// Converts to another dtype with Rust's `as` semantics.
+    pub fn cast<U: Element>(&self) -> Expr<U> {
+        if T::DTYPE == U::DTYPE {
+            return Expr::wrap(self.node.clone());
+        }
+        Expr::new(ExprKind::Cast(self.node.clone()))
+    }
+}
+
+impl<T: IntElement> Expr<T> {
+    /// The number of set bits.
+    pub fn popc(&self) -> Expr<u32> {
+        Expr::new(ExprKind::Unary(UnaryOp::Popc, self.node.clone()))
+    }
+    /// The number of leading zero bits.
+    pub fn clz(&self) -> Expr<u32> {
+        Expr::new(ExprKind::Unary(UnaryOp::Clz, self.node.clone()))
+    }
+    /// The bits in reverse order.
+    pub fn reverse_bits(&self) -> Self {
+        Expr::un(UnaryOp::Brev, self)
+    }
+}
+
+impl<T: FloatElement> Expr<T> {
+    /// Square root, correctly rounded.
+    pub fn sqrt(&self) -> Self {
+        Expr::un(UnaryOp::Sqrt, self)
+    }
+    /// Reciprocal square root (hardware approximation).
+    pub fn rsqrt(&self) -> Self {
+        Expr::un(UnaryOp::Rsqrt, self)
+    }
+    /// Reciprocal, correctly rounded.
+    pub fn recip(&self) -> Self {
+        Expr::un(UnaryOp::Rcp, self)
+    }
+    /// Round toward minus infinity.
+    pub fn floor(&self) -> Self {
+        Expr::un(UnaryOp::Floor, self)
+    }
+    /// Round toward plus infinity.
+    pub fn ceil(&self) -> Self {
+        Expr::un(UnaryOp::Ceil, self)
+    }
+    /// Round toward zero.
+    pub fn trunc(&self) -> Self {
+        Expr::un(UnaryOp::Trunc, self)
+    }
+    /// Round to nearest, ties to even.
+    pub fn round_even(&self) -> Self {
+        Expr::un(UnaryOp::Round, self)
+    }
+    /// Whether the value is NaN.
+    pub fn is_nan(&self) -> Expr<bool> {
+        Expr::new(ExprKind::Unary(UnaryOp::IsNan, self.node.clone()))
+    }
+}
+
+impl Expr<f32> {
+    /// `2^x` (hardware approximation, f32 only).
+    pub fn exp2(&self) -> Self {
+        Expr::un(UnaryOp::Exp2, self)
+    }
+    /// `log2(x)` (hardware approximation, f32 only).
+    pub fn log2(&self) -> Self {
+        Expr::un(UnaryOp::Log2, self)
+    }
+    /// `e^x` as `2^(x * log2(e))` (approximation).
+    pub fn exp(&self) -> Self {
+        (self.clone() * std::f32::consts::LOG2_E).exp2()
+    }
+    /// `ln(x)` as `log2(x) * ln(2)` (approximation).
+    pub fn ln(&self) -> Self {
+        self.log2() * std::f32::consts::LN_2
+    }
+    /// Sine (hardware approximation, f32 only).
+    pub fn sin(&self) -> Self {
+        Expr::un(UnaryOp::Sin, self)
+    }
+    /// Cosine (hardware approximation, f32 only).
+    pub fn cos(&self) -> Self {
+        Expr::un(UnaryOp::Cos, self)
+    }
+    /// Hyperbolic tangent (hardware approximation, f32 only).
+    pub fn tanh(&self) -> Self {
+        Expr::un(UnaryOp::Tanh, self)
+    }
+}
+
+impl Expr<bool> {
+    /// A constant predicate.
+    pub fn lit_bool(v: bool) -> Self {
+        Expr::new(ExprKind::Const(v as u64))
+    }
+    /// `self ? a : b`.
+    pub fn select<T: Element>(&self, a: impl Into<Expr<T>>, b: impl Into<Expr<T>>) -> Expr<T> {
+        Expr::new(ExprKind::Select(
+            self.node.clone(),
+            a.into().node.clone(),
+            b.into().node.clone(),
+        ))
+    }
+    /// 1 when true, 0 when false.
+    pub fn to<T: Element>(&self) -> Expr<T> {
+        self.select(Expr::<T>::new(ExprKind::Const(1)), Expr::<T>::new(ExprKind::Const(0)))
+    }
+    /// Both.
+    pub fn and(&self, rhs: &Expr<bool>) -> Expr<bool> {
+        Expr::bin(BinaryOp::And, self, rhs)
+    }
+    /// Either.
+    pub fn or(&self, rhs: &Expr<bool>) -> Expr<bool> {
+        Expr::bin(BinaryOp::Or, self, rhs)
+    }
+}
+
+/// `cond ? a : b`.
+pub fn select<T: Element>(
+    cond: &Expr<bool>,
+    a: impl Into<Expr<T>>,
+    b: impl Into<Expr<T>>,
+) -> Expr<T> {
+    cond.select(a, b)
+}
+
+impl<T: Element> From<T> for Expr<T> {
+    fn from(v: T) -> Self {
+        Expr::lit(v)
+    }
+}
+
+impl<T: Element> From<&Expr<T>> for Expr<T> {
+    fn from(e: &Expr<T>) -> Self {
+        e.clone()
+    }
+}
+
+impl From<bool> for Expr<bool> {
+    fn from(v: bool) -> Self {
+        Expr::lit_bool(v)
+    }
+}
+
+macro_rules! binop {
+    ($tr:ident, $f:ident, $op:ident, $bound:ident) => {
+        impl<T: $bound, R: Into<Expr<T>>> ops::$tr<R> for Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: R) -> Expr<T> {
+                Expr::bin(BinaryOp::$op, &self, &rhs.into())
+            }
+        }
+        impl<T: $bound, R: Into<Expr<T>>> ops::$tr<R> for &Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: R) -> Expr<T> {
+                Expr::bin(BinaryOp::$op, self, &rhs.into())
+            }
+        }
+    };
+}
+binop!(Add, add, Add, Element);
+binop!(Sub, sub, Sub, Element);
+binop!(Mul, mul, Mul, Element);
+binop!(Div, div, Div, Element);
+binop!(Rem, rem, Rem, IntElement);
+binop!(BitAnd, bitand, And, IntElement);
+binop!(BitOr, bitor, Or, IntElement);
+binop!(BitXor, bitxor, Xor, IntElement);
+
+macro_rules! shift {
+    ($tr:ident, $f:ident, $op:ident) => {
+        impl<T: IntElement, R: Into<Expr<u32>>> ops::$tr<R> for Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: R) -> Expr<T> {
+                let amount = rhs.into();
+                Expr::new(ExprKind::Binary(BinaryOp::$op, self.node, amount.node))
+            }
+        }
+        impl<T: IntElement, R: Into<Expr<u32>>> ops::$tr<R> for &Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: R) -> Expr<T> {
+                let amount = rhs.into();
+                Expr::new(ExprKind::Binary(BinaryOp::$op, self.node.clone(), amount.node))
+            }
+        }
+    };
+}
+shift!(Shl, shl, Shl);
+shift!(Shr, shr, Shr);
+
+impl<T: Element> ops::Neg for Expr<T> {
+    type Output = Expr<T>;
+    fn neg(self) -> Expr<T> {
+        Expr::un(UnaryOp::Neg, &self)
+    }
+}
+
+impl<T: IntElement> ops::Not for Expr<T> {
+    type Output = Expr<T>;
+    fn not(self) -> Expr<T> {
+        Expr::un(UnaryOp::Not, &self)
+    }
+}
+
+impl ops::Not for Expr<bool> {
+    type Output = Expr<bool>;
+    fn not(self) -> Expr<bool> {
+        Expr::un(UnaryOp::Not, &self)
+    }
+}
+
+impl ops::BitAnd for Expr<bool> {
+    type Output = Expr<bool>;
+    fn bitand(self, rhs: Expr<bool>) -> Expr<bool> {
+        Expr::bin(BinaryOp::And, &self, &rhs)
+    }
+}
+
+impl ops::BitOr for Expr<bool> {
+    type Output = Expr<bool>;
+    fn bitor(self, rhs: Expr<bool>) -> Expr<bool> {
+        Expr::bin(BinaryOp::Or, &self, &rhs)
+    }
+}
+
+impl ops::BitXor for Expr<bool> {
+    type Output = Expr<bool>;
+    fn bitxor(self, rhs: Expr<bool>) -> Expr<bool> {
+        Expr::bin(BinaryOp::Xor, &self, &rhs)
+    }
+}
+
+// `2.0 * x` as well as `x * 2.0`.
+macro_rules! lhs_literal {
+    ($($t:ty),*) => {$(
+        impl ops::Add<Expr<$t>> for $t {
+            type Output = Expr<$t>;
+            fn add(self, rhs: Expr<$t>) -> Expr<$t> { Expr::lit(self) + rhs }
+        }
+        impl ops::Sub<Expr<$t>> for $t {
+            type Output = Expr<$t>;
+            fn sub(self, rhs: Expr<$t>) -> Expr<$t> { Expr::lit(self) - rhs }
+        }
+        impl ops::Mul<Expr<$t>> for $t {
+            type Output = Expr<$t>;
+            fn mul(self, rhs: Expr<$t>) -> Expr<$t> { Expr::lit(self) * rhs }
+        }
+        impl ops::Div<Expr<$t>> for $t {
+            type Output = Expr<$t>;
+            fn div(self, rhs: Expr<$t>) -> Expr<$t> { Expr::lit(self) / rhs }
+        }
+    )*};
+}
+lhs_literal!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// Built-in index expressions.
+pub mod index {
+    use super::*;
+
+    fn ix(k: IndexKind) -> Expr<u32> {
+        Expr::new(ExprKind::Index(k))
+    }
+
+    /// The thread's rank in its block.
+    pub fn thread_rank() -> Expr<u32> {
+        ix(IndexKind::ThreadRank)
+    }
+    /// The thread's lane in its warp (0..32).
+    pub fn lane() -> Expr<u32> {
+        ix(IndexKind::Lane)
+    }
+    /// The warp's rank in its block.
+    pub fn warp_rank() -> Expr<u32> {
+        ix(IndexKind::WarpRank)
+    }
+    /// The block's index in the grid.
+    pub fn block_index() -> Expr<u32> {
+        ix(IndexKind::BlockIndex)
+    }
+    /// The number of blocks in the grid.
+    pub fn grid_blocks() -> Expr<u32> {
+        ix(IndexKind::GridBlocks)
+    }
+    /// The number of threads in a block.
+    pub fn block_threads() -> Expr<u32> {
+        ix(IndexKind::BlockThreads)
+    }
+    /// The slot a `map` body is computing (0..items); valid only inside `map`.
+    pub fn item() -> Expr<u32> {
+        ix(IndexKind::Item)
+    }
+}
+
+/// Flattens builder trees into an arena, sharing subtrees that are the same `Arc` and
+/// structurally equal nodes.
+#[derive(Debug, Default, Clone)]
+pub struct Arena {
+    pub(crate) nodes: Vec<ExprNode>,
+    by_ptr: std::collections::HashMap<usize, ExprId>,
+    by_value: std::collections::HashMap<ExprNode, ExprId>,
+    // Keeps interned trees alive so pointer keys stay unique.
+    roots: Vec<Arc<Node>>,
+}
+
+impl Arena {
+    /// Interns a tree and returns its root's id.
+    pub fn intern(&mut self, node: &Arc<Node>) -> ExprId {
+        let key = Arc::as_ptr(node) as usize;
+        if let Some(&id) = self.by_ptr.get(&key) {
+            return id;
+        }
+        let kind = node.kind.map_children(|c| self.intern(c));
+        let flat = ExprNode { kind, ty: node.ty };
+        let id = match self.by_value.get(&flat) {
+            Some(&id) => id,
+            None => {
+                let id = ExprId(self.nodes.len() as u32);
+                self.nodes.push(flat.clone());
+                self.by_value.insert(flat, id);
+                id
+            }
+        };
+        self.by_ptr.insert(key, id);
+        self.roots.push(node.clone());
+        id
+    }
+
+    /// The node behind an id.
+    pub fn get(&self, id: ExprId) -> Option<&ExprNode> {
+        self.nodes.get(id.index())
+    }
+
+    /// Every node, in id order (children before parents).
+    pub fn nodes(&self) -> &[ExprNode] {
+        &self.nodes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operators_build_typed_trees() {
+        let x = Expr::<f32>::arg(0);
+        let y = x.clone() * 2.0 + 1.0;
+        assert_eq!(y.node.ty, VType::D(DType::F32));
+        let c = y.gt(0.5f32);
+        assert_eq!(c.node.ty, VType::Bool);
+        let z: Expr<i32> = c.select(1i32, -1i32);
+        assert_eq!(z.node.ty, VType::D(DType::I32));
+        let w = 3.0f32 * x;
+        assert!(matches!(w.node.kind, ExprKind::Binary(BinaryOp::Mul, _, _)));
+    }
+
+    #[test]
+    fn arena_shares_subtrees() {
+        let x = Expr::<u32>::arg(0);
+        let s = x.clone() + 1u32;
+        let t = s.clone() * s.clone();
+        let mut a = Arena::default();
+        let id = a.intern(&t.node);
+        // arg, const, add, mul
+        assert_eq!(a.nodes().len(), 4);
+        let again = a.intern(&(Expr::<u32>::arg(0) + 1u32).node);
+        assert_ne!(again, id);
+        assert_eq!(a.nodes().len(), 4);
+    }
+}

@@ -1,0 +1,194 @@
+//! Typed handles the builder hands out: parameters, groups, payloads, tiles.
+//!
+//! Handles are plain ids with a phantom element type, so Rust rejects type mistakes (storing a
+//! `ThreadData<f64>` into an `Output<f32>` does not compile). A handle from another builder is
+//! caught by the verifier.
+
+use super::dtype::Element;
+use super::entities::{DataId, Loc, OpId, ParamId};
+use super::expr::{Expr, ExprKind, index};
+use super::ops::GroupKind;
+use std::marker::PhantomData;
+
+macro_rules! param_handle {
+    ($(#[$doc:meta] $name:ident;)*) => {$(
+        #[$doc]
+        #[derive(Debug)]
+        pub struct $name<T: Element> {
+            pub(crate) id: ParamId,
+            _t: PhantomData<fn() -> T>,
+        }
+
+        impl<T: Element> Clone for $name<T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<T: Element> Copy for $name<T> {}
+
+        impl<T: Element> $name<T> {
+            pub(crate) fn new(id: ParamId) -> Self {
+                $name { id, _t: PhantomData }
+            }
+
+            /// The parameter's id (its position in the signature).
+            pub fn id(&self) -> ParamId {
+                self.id
+            }
+        }
+    )*};
+}
+
+param_handle! {
+    /// A read-only buffer parameter.
+    Input;
+    /// A buffer parameter the kernel writes.
+    Output;
+    /// A scalar parameter passed by value.
+    Scalar;
+}
+
+impl<T: Element> Scalar<T> {
+    /// The parameter's value as an expression.
+    pub fn expr(&self) -> Expr<T> {
+        Expr::new(ExprKind::Param(self.id))
+    }
+}
+
+impl<T: Element> From<Scalar<T>> for Expr<T> {
+    fn from(s: Scalar<T>) -> Expr<T> {
+        s.expr()
+    }
+}
+
+impl<T: Element> From<&Scalar<T>> for Expr<T> {
+    fn from(s: &Scalar<T>) -> Expr<T> {
+        s.expr()
+    }
+}
+
+/// A group of threads that runs collective ops together: the block, or logical warps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    pub(crate) kind: GroupKind,
+    pub(crate) loc: Loc,
+}
+
+impl Group {
+    /// What kind of group this is.
+    pub fn kind(&self) -> GroupKind {
+        self.kind
+    }
+
+    /// The thread's rank within its group.
+    pub fn rank(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => index::thread_rank(),
+            GroupKind::LogicalWarp { width: 32 } => index::lane(),
+            GroupKind::LogicalWarp { width } => index::thread_rank() % width.max(1),
+        }
+    }
+
+    /// The group's rank among the groups of its kind in the block (0 for the block).
+    pub fn index(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => Expr::lit(0),
+            GroupKind::LogicalWarp { width } => index::thread_rank() / width.max(1),
+        }
+    }
+}
+
+/// The block's warps, which can be split into logical warps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Warp {
+    pub(crate) loc: Loc,
+}
+
+impl Warp {
+    /// Logical warps of `width` consecutive lanes (1, 2, 4, 8, 16 or 32; other widths are
+    /// reported by the verifier).
+    #[track_caller]
+    pub fn group_by(self, width: u32) -> Group {
+        Group {
+            kind: GroupKind::LogicalWarp { width },
+            loc: Loc::caller(),
+        }
+    }
+}
+
+impl From<Warp> for Group {
+    fn from(w: Warp) -> Group {
+        Group {
+            kind: GroupKind::LogicalWarp { width: 32 },
+            loc: w.loc,
+        }
+    }
+}
+
+/// A payload: `items` registers of `T` per thread, with a static arrangement the planner
+/// tracks. Slots start unwritten.
+#[derive(Debug)]
+pub struct ThreadData<T: Element> {
+    pub(crate) id: DataId,
+    pub(crate) items: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for ThreadData<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element> Copy for ThreadData<T> {}
+
+impl<T: Element> ThreadData<T> {
+    pub(crate) fn new(id: DataId, items: u32) -> Self {
+        ThreadData {
+            id,
+            items,
+            _t: PhantomData,
+        }
+    }
+
+    /// The payload's id.
+    pub fn id(&self) -> DataId {
+        self.id
+    }
+
+    /// Items per thread.
+    pub fn items(&self) -> u32 {
+        self.items
+    }
+
+    /// The value in slot `item` (reported by the verifier if out of range or never written).
+    pub fn item(&self, item: u32) -> Expr<T> {
+        Expr::new(ExprKind::Item {
+            data: self.id,
+            item,
+        })
+    }
+}
+
+/// The values a `tiles` loop supplies for the current tile.
+#[derive(Debug, Clone)]
+pub struct Tile {
+    /// The tile's index.
+    pub index: Expr<u32>,
+    /// Its first element.
+    pub origin: Expr<u32>,
+    /// How many of its elements are valid (the last tile may be partial).
+    pub valid: Expr<u32>,
+}
+
+impl Tile {
+    pub(crate) fn new(op: OpId) -> Tile {
+        let field = |field| Expr::new(ExprKind::LoopVar { op, field });
+        Tile {
+            index: field(0),
+            origin: field(1),
+            valid: field(2),
+        }
+    }
+}

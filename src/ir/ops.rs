@@ -1,0 +1,372 @@
+//! The kernel IR's tables: parameters, groups, payloads, ops and regions.
+//!
+//! What an op *is* lives in [`Ir::ops`]; *when* it runs lives in [`Ir::regions`] (ordered op
+//! lists, one per kernel body, branch arm or loop body). Passes may reorder regions without
+//! rewriting ops.
+
+use super::dtype::DType;
+use super::entities::{DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId};
+use super::expr::{Arena, ExprNode};
+use smallvec::SmallVec;
+
+/// The largest `items_per_thread` a payload may have.
+pub const MAX_ITEMS_PER_THREAD: u32 = 64;
+/// The largest block, in threads.
+pub const MAX_BLOCK_THREADS: u32 = 1024;
+/// The logical-warp widths `group_by` accepts.
+pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// What a kernel parameter is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A buffer the kernel only reads (loaded through the read-only path).
+    Input,
+    /// A buffer the kernel writes (and may read).
+    Output,
+    /// A scalar passed by value.
+    Scalar,
+}
+
+/// A declared kernel parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ParamDecl {
+    /// The user's name for it.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// Its element type.
+    pub dtype: DType,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A kind of thread group: units inside an upper level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// All threads of the block.
+    Block,
+    /// Consecutive threads in tiles of `width` lanes inside a warp (`width` = 32 is the warp).
+    LogicalWarp {
+        /// Threads per group: 1, 2, 4, 8, 16 or 32.
+        width: u32,
+    },
+}
+
+/// A declared group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupDecl {
+    /// What kind of group.
+    pub kind: GroupKind,
+    /// Where it was made.
+    pub loc: Loc,
+}
+
+/// How a payload's items map onto a group's tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arrangement {
+    /// Thread `t` holds positions `t*K .. t*K+K`.
+    Blocked,
+    /// Thread `t` holds positions `t, t+G, t+2G, ...` for a group of `G` threads.
+    Striped,
+}
+
+/// A declared payload: `items` registers of `dtype` per thread.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DataDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Items per thread.
+    pub items: u32,
+    /// Where it was made.
+    pub loc: Loc,
+}
+
+/// Load and store algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Each thread moves its own blocked items (`t*K + i`); no scratch, no barrier.
+    Direct,
+    /// Each thread moves striped items (`t + i*G`); coalesced; no scratch, no barrier.
+    Striped,
+}
+
+/// The controls of a load or store.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Transfer {
+    /// The group that moves the tile together.
+    pub group: GroupId,
+    /// The buffer parameter.
+    pub param: ParamId,
+    /// The payload loaded into or stored from.
+    pub data: DataId,
+    /// How items map to positions.
+    pub algorithm: Algorithm,
+    /// Element offset of the block's tile in the buffer; `None` means the default: the
+    /// enclosing `tiles` loop's origin, or `block_index * block_tile`.
+    pub offset: Option<ExprId>,
+    /// Valid items in the block's tile, counted from the offset; `None` means all (or, inside
+    /// a `tiles` loop, the tile's valid count).
+    pub valid: Option<ExprId>,
+    /// For loads: the value of slots past the valid items (bits); `None` leaves them unwritten.
+    pub oob_default: Option<u64>,
+}
+
+/// What an op does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// Reads a tile from global memory into a payload.
+    Load(Transfer),
+    /// Writes a payload's tile to global memory.
+    Store(Transfer),
+    /// `dst[i] = expr(srcs[0][i], srcs[1][i], ...)` for every slot `i`.
+    Map {
+        /// The payload written.
+        dst: DataId,
+        /// The payloads read as `Arg(0)`, `Arg(1)`...
+        srcs: SmallVec<[DataId; 2]>,
+        /// The body.
+        expr: ExprId,
+    },
+    /// `dst[item] = expr` for one slot.
+    SetItem {
+        /// The payload written.
+        dst: DataId,
+        /// The slot.
+        item: u32,
+        /// The value.
+        expr: ExprId,
+    },
+    /// `dst = src`, slot by slot.
+    Assign {
+        /// The payload written.
+        dst: DataId,
+        /// The payload read.
+        src: DataId,
+    },
+    /// `if cond { then } else { otherwise }`.
+    If {
+        /// The condition.
+        cond: ExprId,
+        /// Ops run when true.
+        then: RegionId,
+        /// Ops run when false.
+        otherwise: Option<RegionId>,
+    },
+    /// `for i in start..end { body }` (the counter is `LoopVar { field: 0 }`).
+    For {
+        /// First value.
+        start: ExprId,
+        /// One past the last value.
+        end: ExprId,
+        /// The body.
+        body: RegionId,
+    },
+    /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
+    /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.
+    Tiles {
+        /// Total elements.
+        n: ExprId,
+        /// The body.
+        body: RegionId,
+    },
+}
+
+impl OpKind {
+    /// A short name for messages (`load`, `map`...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Load(_) => "load",
+            OpKind::Store(_) => "store",
+            OpKind::Map { .. } => "map",
+            OpKind::SetItem { .. } => "set_item",
+            OpKind::Assign { .. } => "assign",
+            OpKind::If { .. } => "if",
+            OpKind::For { .. } => "for",
+            OpKind::Tiles { .. } => "tiles",
+        }
+    }
+
+    /// The group the op runs collectively over, if it is a collective.
+    pub fn group(&self) -> Option<GroupId> {
+        match self {
+            OpKind::Load(t) | OpKind::Store(t) => Some(t.group),
+            _ => None,
+        }
+    }
+
+    /// The regions nested in this op.
+    pub fn regions(&self) -> SmallVec<[RegionId; 2]> {
+        match self {
+            OpKind::If {
+                then, otherwise, ..
+            } => {
+                let mut v = SmallVec::new();
+                v.push(*then);
+                if let Some(o) = otherwise {
+                    v.push(*o);
+                }
+                v
+            }
+            OpKind::For { body, .. } | OpKind::Tiles { body, .. } => {
+                let mut v = SmallVec::new();
+                v.push(*body);
+                v
+            }
+            _ => SmallVec::new(),
+        }
+    }
+
+    /// The expressions the op evaluates.
+    pub fn exprs(&self) -> SmallVec<[ExprId; 3]> {
+        let mut v = SmallVec::new();
+        match self {
+            OpKind::Load(t) | OpKind::Store(t) => {
+                v.extend(t.offset);
+                v.extend(t.valid);
+            }
+            OpKind::Map { expr, .. } | OpKind::SetItem { expr, .. } => v.push(*expr),
+            OpKind::Assign { .. } => {}
+            OpKind::If { cond, .. } => v.push(*cond),
+            OpKind::For { start, end, .. } => {
+                v.push(*start);
+                v.push(*end);
+            }
+            OpKind::Tiles { n, .. } => v.push(*n),
+        }
+        v
+    }
+}
+
+/// An op and where the user made it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OpData {
+    /// What it does.
+    pub kind: OpKind,
+    /// Where it was made.
+    pub loc: Loc,
+}
+
+/// The block shape requested with `block(..)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlockShape {
+    /// Threads in x, y, z.
+    pub dims: [u32; 3],
+    /// Where it was set.
+    pub loc: Loc,
+}
+
+impl BlockShape {
+    /// Total threads (saturating).
+    pub fn threads(&self) -> u32 {
+        self.dims
+            .iter()
+            .fold(1u32, |acc, &d| acc.saturating_mul(d))
+    }
+}
+
+/// A problem the builder noticed while recording (reported by the verifier with the rest).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BuilderIssue {
+    /// `group_by(width)` with a width outside 1, 2, 4, 8, 16, 32.
+    GroupWidth {
+        /// The width asked for.
+        width: u32,
+        /// Where.
+        loc: Loc,
+    },
+    /// `set_item` past the payload's items.
+    ItemOutOfRange {
+        /// The slot asked for.
+        item: u32,
+        /// The payload's items.
+        items: u32,
+        /// Where.
+        loc: Loc,
+    },
+    /// A payload with 0 items or more than [`MAX_ITEMS_PER_THREAD`].
+    Items {
+        /// The count asked for.
+        items: u32,
+        /// Where.
+        loc: Loc,
+    },
+    /// Two parameters with one name.
+    DuplicateParam {
+        /// The name.
+        name: String,
+        /// Where.
+        loc: Loc,
+    },
+}
+
+/// The kernel IR: everything the builder recorded.
+#[derive(Debug, Clone)]
+pub struct Ir {
+    /// The kernel's name (the PTX entry is derived from it).
+    pub name: String,
+    /// The block shape.
+    pub block: BlockShape,
+    /// Default items per thread of payloads.
+    pub items_per_thread: u32,
+    /// Where `items_per_thread` was set.
+    pub items_loc: Loc,
+    /// Parameters, in signature order.
+    pub params: Vec<ParamDecl>,
+    /// Groups.
+    pub groups: Vec<GroupDecl>,
+    /// Payloads.
+    pub datas: Vec<DataDecl>,
+    /// Expressions.
+    pub exprs: Arena,
+    /// Ops.
+    pub ops: Vec<OpData>,
+    /// Regions: ordered op lists.
+    pub regions: Vec<Vec<OpId>>,
+    /// The kernel body.
+    pub body: RegionId,
+    /// Problems noticed while recording.
+    pub issues: Vec<BuilderIssue>,
+}
+
+impl Ir {
+    /// The op behind an id.
+    pub fn op(&self, id: OpId) -> &OpData {
+        &self.ops[id.index()]
+    }
+
+    /// The expression node behind an id.
+    pub fn expr(&self, id: ExprId) -> &ExprNode {
+        &self.exprs.nodes()[id.index()]
+    }
+
+    /// The ops of a region, in order.
+    pub fn region(&self, id: RegionId) -> &[OpId] {
+        &self.regions[id.index()]
+    }
+
+    /// Threads in the block.
+    pub fn block_threads(&self) -> u32 {
+        self.block.threads()
+    }
+
+    /// Threads in a group.
+    pub fn group_threads(&self, g: GroupId) -> u32 {
+        match self.groups[g.index()].kind {
+            GroupKind::Block => self.block_threads(),
+            GroupKind::LogicalWarp { width } => width,
+        }
+    }
+
+    /// Visits every op in program order (pre-order through regions), with its nesting depth.
+    pub fn walk(&self, mut f: impl FnMut(OpId, usize)) {
+        fn go(ir: &Ir, r: RegionId, depth: usize, f: &mut dyn FnMut(OpId, usize)) {
+            for &op in ir.region(r) {
+                f(op, depth);
+                for sub in ir.op(op).kind.regions() {
+                    go(ir, sub, depth + 1, f);
+                }
+            }
+        }
+        go(self, self.body, 0, &mut f);
+    }
+}

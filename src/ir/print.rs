@@ -1,0 +1,194 @@
+//! The kernel's text form, used in error listings and `explain()`.
+
+use super::entities::{ExprId, OpId, RegionId};
+use super::error::VerifyError;
+use super::expr::ExprKind;
+use super::ops::*;
+use std::fmt::Write;
+
+/// The kernel as text, with each error printed under the op it concerns (errors with no op
+/// come first).
+pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
+    let mut out = String::new();
+    let b = ir.block.dims;
+    let _ = writeln!(
+        out,
+        "kernel {} block=[{}, {}, {}] items_per_thread={}",
+        ir.name, b[0], b[1], b[2], ir.items_per_thread
+    );
+    for e in errors.iter().filter(|e| e.op.is_none()) {
+        let _ = writeln!(out, "  ! error: {e}");
+    }
+    for (i, p) in ir.params.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  param{i} {}: {:?} {}   ; {}",
+            p.name, p.role, p.dtype, p.loc
+        );
+    }
+    for (i, d) in ir.datas.iter().enumerate() {
+        let _ = writeln!(out, "  d{i}: {} x {}   ; {}", d.dtype, d.items, d.loc);
+    }
+    region(ir, ir.body, 1, errors, &mut out);
+    out
+}
+
+fn region(ir: &Ir, r: RegionId, depth: usize, errors: &[VerifyError], out: &mut String) {
+    let Some(ops) = ir.regions.get(r.index()) else {
+        return;
+    };
+    for &op in ops {
+        let Some(data) = ir.ops.get(op.index()) else {
+            continue;
+        };
+        let pad = "  ".repeat(depth);
+        let _ = writeln!(out, "{pad}{op}: {}   ; {}", describe(ir, op), data.loc);
+        for e in errors.iter().filter(|e| e.op == Some(op)) {
+            let _ = writeln!(out, "{pad}  ! error: {e}");
+        }
+        for sub in data.kind.regions() {
+            let _ = writeln!(out, "{pad}{{");
+            region(ir, sub, depth + 1, errors, out);
+            let _ = writeln!(out, "{pad}}}");
+        }
+    }
+}
+
+/// One op as text, e.g. `d1 = map(d0) { arg0 * 2 + 1 }`.
+pub fn describe(ir: &Ir, op: OpId) -> String {
+    let Some(data) = ir.ops.get(op.index()) else {
+        return format!("{op}: <unknown>");
+    };
+    let e = |id: ExprId| expr_text(ir, id);
+    let opt = |o: Option<ExprId>| o.map(e).unwrap_or_else(|| "default".into());
+    match &data.kind {
+        OpKind::Load(t) => format!(
+            "{} = load.{:?} {} param{} offset={} valid={}{}",
+            t.data,
+            t.algorithm,
+            group_text(ir, t),
+            t.param.0,
+            opt(t.offset),
+            opt(t.valid),
+            t.oob_default
+                .map(|b| format!(" oob_default=0x{b:x}"))
+                .unwrap_or_default()
+        ),
+        OpKind::Store(t) => format!(
+            "store.{:?} {} param{} <- {} offset={} valid={}",
+            t.algorithm,
+            group_text(ir, t),
+            t.param.0,
+            t.data,
+            opt(t.offset),
+            opt(t.valid)
+        ),
+        OpKind::Map { dst, srcs, expr } => {
+            let s: Vec<String> = srcs.iter().map(|d| d.to_string()).collect();
+            format!("{dst} = map({}) {{ {} }}", s.join(", "), e(*expr))
+        }
+        OpKind::SetItem { dst, item, expr } => format!("{dst}[{item}] = {}", e(*expr)),
+        OpKind::Assign { dst, src } => format!("{dst} = {src}"),
+        OpKind::If { cond, .. } => format!("if {}", e(*cond)),
+        OpKind::For { start, end, .. } => format!("for i{} in {}..{}", op.0, e(*start), e(*end)),
+        OpKind::Tiles { n, .. } => format!("tiles t{} of {}", op.0, e(*n)),
+    }
+}
+
+fn group_text(ir: &Ir, t: &Transfer) -> String {
+    match ir.groups.get(t.group.index()).map(|g| g.kind) {
+        Some(GroupKind::Block) => "block".into(),
+        Some(GroupKind::LogicalWarp { width }) => format!("warp{width}"),
+        None => "?".into(),
+    }
+}
+
+/// An expression as text (depth-limited).
+pub fn expr_text(ir: &Ir, id: ExprId) -> String {
+    let mut s = String::new();
+    expr_into(ir, id, &mut s, 0);
+    s
+}
+
+fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
+    let Some(n) = ir.exprs.get(id) else {
+        out.push('?');
+        return;
+    };
+    if depth > 12 {
+        let _ = write!(out, "{id}");
+        return;
+    }
+    let sub = |c: &ExprId, out: &mut String| expr_into(ir, *c, out, depth + 1);
+    match &n.kind {
+        ExprKind::Const(bits) => match n.ty.dtype() {
+            Some(super::DType::F32) => {
+                let _ = write!(out, "{:?}", f32::from_bits(*bits as u32));
+            }
+            Some(super::DType::F64) => {
+                let _ = write!(out, "{:?}", f64::from_bits(*bits));
+            }
+            _ => {
+                let _ = write!(out, "{bits}");
+            }
+        },
+        ExprKind::Param(p) => {
+            let name = ir.params.get(p.index()).map(|d| d.name.as_str());
+            let _ = write!(out, "{}", name.unwrap_or("?"));
+        }
+        ExprKind::Arg(i) => {
+            let _ = write!(out, "arg{i}");
+        }
+        ExprKind::Item { data, item } => {
+            let _ = write!(out, "{data}[{item}]");
+        }
+        ExprKind::Index(k) => {
+            let _ = write!(out, "{k:?}");
+        }
+        ExprKind::LoopVar { op, field } => {
+            let _ = write!(out, "{op}.{field}");
+        }
+        ExprKind::Unary(o, a) => {
+            let _ = write!(out, "{o:?}(");
+            sub(a, out);
+            out.push(')');
+        }
+        ExprKind::Binary(o, a, b) => {
+            out.push('(');
+            sub(a, out);
+            let _ = write!(out, " {o:?} ");
+            sub(b, out);
+            out.push(')');
+        }
+        ExprKind::Cmp(o, a, b) => {
+            out.push('(');
+            sub(a, out);
+            let _ = write!(out, " {o:?} ");
+            sub(b, out);
+            out.push(')');
+        }
+        ExprKind::Select(c, a, b) => {
+            out.push('(');
+            sub(c, out);
+            out.push_str(" ? ");
+            sub(a, out);
+            out.push_str(" : ");
+            sub(b, out);
+            out.push(')');
+        }
+        ExprKind::Cast(a) => {
+            let _ = write!(out, "{}(", n.ty);
+            sub(a, out);
+            out.push(')');
+        }
+        ExprKind::Fma(a, b, c) => {
+            out.push_str("fma(");
+            sub(a, out);
+            out.push_str(", ");
+            sub(b, out);
+            out.push_str(", ");
+            sub(c, out);
+            out.push(')');
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! The verifier: checks a recorded kernel and returns [`Info`], the proof later stages take.
+//!
+//! It runs in two steps. First a cheap pass checks that every handle (parameter, payload,
+//! expression, region, loop) belongs to this kernel, so the second step can index tables
+//! freely. Then one walk in program order collects *all* remaining errors, each pinned to the
+//! user's source line:
+//! - block shape (1-D, 1..=1024 threads), items per thread (1..=64), logical-warp widths, and
+//!   warp-level ops only in blocks of whole warps;
+//! - roles and dtypes of parameters, payloads and expressions at every use;
+//! - participation: every collective's enclosing conditions and loop bounds are uniform across
+//!   its group (see [`Uniformity`]);
+//! - definite initialization: no payload slot is read unless every path to the read wrote it
+//!   (writes inside a loop body do not count after the loop, which may run zero times);
+//! - scoping of map operands, item indices and loop variables.
+
+use super::entities::{DataId, ExprId, Loc, OpId, RegionId};
+use super::error::{VerifyError, VerifyErrorKind as K, VerifyErrors};
+use super::expr::{BinaryOp, ExprKind, IndexKind, VType};
+use super::ops::*;
+use std::collections::HashSet;
+
+/// How many consecutive threads (aligned) are guaranteed to agree on a value. Thread-varying
+/// values are 1, warp-uniform values 32, block-uniform [`Uniformity::BLOCK`], and values the
+/// same in every block [`Uniformity::GRID`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Uniformity(pub u32);
+
+impl Uniformity {
+    /// Differs between threads.
+    pub const THREAD: Uniformity = Uniformity(1);
+    /// The same across a warp.
+    pub const WARP: Uniformity = Uniformity(32);
+    /// The same across a block.
+    pub const BLOCK: Uniformity = Uniformity(1 << 20);
+    /// The same across the grid.
+    pub const GRID: Uniformity = Uniformity(1 << 21);
+
+    /// Whether every group of `threads` aligned threads agrees on the value.
+    pub fn covers(self, threads: u32) -> bool {
+        self.0 >= threads
+    }
+}
+
+/// What the verifier learned, required by the planner and code generator.
+#[derive(Debug, Clone)]
+pub struct Info {
+    /// Uniformity of every expression node.
+    pub uniformity: Vec<Uniformity>,
+}
+
+/// Verifies the IR; on failure returns every error with the kernel's listing.
+pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
+    let mut errors = Vec::new();
+    check_handles(ir, &mut errors);
+    if !errors.is_empty() {
+        return Err(fail(ir, errors));
+    }
+    let uniformity = uniformity(ir);
+    let mut v = Verifier {
+        ir,
+        uniformity: &uniformity,
+        errors,
+        conds: Vec::new(),
+        loops: Vec::new(),
+        reported: HashSet::new(),
+    };
+    v.check_config();
+    let mut state = vec![0u64; ir.datas.len()];
+    v.region(ir.body, &mut state);
+    if v.errors.is_empty() {
+        Ok(Info { uniformity })
+    } else {
+        let errors = v.errors;
+        Err(fail(ir, errors))
+    }
+}
+
+fn fail(ir: &Ir, errors: Vec<VerifyError>) -> VerifyErrors {
+    let listing = super::print::listing(ir, &errors);
+    VerifyErrors { errors, listing }
+}
+
+fn err(kind: K, loc: Loc, op: Option<OpId>) -> VerifyError {
+    VerifyError { kind, loc, op }
+}
+
+fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
+    let np = ir.params.len();
+    let nd = ir.datas.len();
+    let ng = ir.groups.len();
+    let nr = ir.regions.len();
+    let no = ir.ops.len();
+    let unknown = |what, index: u32| K::UnknownHandle { what, index };
+    let ir_loc = ir.block.loc;
+    for (i, n) in ir.exprs.nodes().iter().enumerate() {
+        let bad = match &n.kind {
+            ExprKind::Param(p) if p.index() >= np => Some(unknown("parameter", p.0)),
+            ExprKind::Item { data, .. } if data.index() >= nd => Some(unknown("payload", data.0)),
+            ExprKind::LoopVar { op, .. } if op.index() >= no => Some(unknown("loop", op.0)),
+            _ => n
+                .kind
+                .children()
+                .find(|c| c.index() >= i)
+                .map(|c| unknown("expression", c.0)),
+        };
+        if let Some(k) = bad {
+            errors.push(err(k, ir_loc, None));
+        }
+    }
+    let ne = ir.exprs.nodes().len();
+    for (i, op) in ir.ops.iter().enumerate() {
+        let id = Some(OpId(i as u32));
+        let mut check = |ok: bool, what, index: u32| {
+            if !ok {
+                errors.push(err(unknown(what, index), op.loc, id));
+            }
+        };
+        for e in op.kind.exprs() {
+            check(e.index() < ne, "expression", e.0);
+        }
+        for r in op.kind.regions() {
+            check(r.index() < nr, "region", r.0);
+        }
+        match &op.kind {
+            OpKind::Load(t) | OpKind::Store(t) => {
+                check(t.param.index() < np, "parameter", t.param.0);
+                check(t.data.index() < nd, "payload", t.data.0);
+                check(t.group.index() < ng, "group", t.group.0);
+            }
+            OpKind::Map { dst, srcs, .. } => {
+                check(dst.index() < nd, "payload", dst.0);
+                for s in srcs {
+                    check(s.index() < nd, "payload", s.0);
+                }
+            }
+            OpKind::SetItem { dst, .. } => check(dst.index() < nd, "payload", dst.0),
+            OpKind::Assign { dst, src } => {
+                check(dst.index() < nd, "payload", dst.0);
+                check(src.index() < nd, "payload", src.0);
+            }
+            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } => {}
+        }
+    }
+    for r in &ir.regions {
+        for op in r {
+            if op.index() >= no {
+                errors.push(err(unknown("op", op.0), ir_loc, None));
+            }
+        }
+    }
+}
+
+/// Computes the uniformity of every expression node (children come before parents).
+fn uniformity(ir: &Ir) -> Vec<Uniformity> {
+    let nodes = ir.exprs.nodes();
+    let mut u: Vec<Uniformity> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let of = |id: &ExprId| u.get(id.index()).copied().unwrap_or(Uniformity::THREAD);
+        let v = match &n.kind {
+            ExprKind::Const(_) | ExprKind::Param(_) => Uniformity::GRID,
+            ExprKind::Arg(_) | ExprKind::Item { .. } => Uniformity::THREAD,
+            ExprKind::Index(k) => match k {
+                IndexKind::ThreadRank | IndexKind::Lane => Uniformity::THREAD,
+                IndexKind::WarpRank => Uniformity::WARP,
+                IndexKind::BlockIndex => Uniformity::BLOCK,
+                IndexKind::GridBlocks | IndexKind::BlockThreads | IndexKind::Item => {
+                    Uniformity::GRID
+                }
+            },
+            ExprKind::LoopVar { op, field } => match &ir.op(*op).kind {
+                OpKind::For { start, end, .. } => of(start).min(of(end)),
+                OpKind::Tiles { n, .. } => {
+                    let base = if *field == 2 { of(n) } else { Uniformity::GRID };
+                    base.min(Uniformity::BLOCK)
+                }
+                _ => Uniformity::THREAD,
+            },
+            ExprKind::Binary(op @ (BinaryOp::Div | BinaryOp::Shr), a, b) => {
+                // `thread_rank / 2^k` agrees across aligned runs of 2^k threads.
+                let divisor = match (&nodes[a.index()].kind, &nodes[b.index()].kind) {
+                    (ExprKind::Index(IndexKind::ThreadRank), ExprKind::Const(c)) => match op {
+                        BinaryOp::Div if c.is_power_of_two() => Some(*c),
+                        BinaryOp::Shr if *c < 20 => Some(1u64 << c),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match divisor {
+                    Some(d) => Uniformity(d.min(Uniformity::BLOCK.0 as u64) as u32),
+                    None => of(a).min(of(b)),
+                }
+            }
+            _ => n
+                .kind
+                .children()
+                .map(of)
+                .min()
+                .unwrap_or(Uniformity::GRID),
+        };
+        u.push(v);
+    }
+    u
+}
+
+struct Verifier<'a> {
+    ir: &'a Ir,
+    uniformity: &'a [Uniformity],
+    errors: Vec<VerifyError>,
+    /// Enclosing conditions: the uniformity of each and where it was written.
+    conds: Vec<(Uniformity, Loc)>,
+    /// Enclosing loops.
+    loops: Vec<OpId>,
+    reported: HashSet<(DataId, u32)>,
+}
+
+/// Per payload, a bit per slot: definitely written.
+type State = Vec<u64>;
+
+fn full(items: u32) -> u64 {
+    if items >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << items) - 1
+    }
+}
+
+impl Verifier<'_> {
+    fn push(&mut self, kind: K, loc: Loc, op: Option<OpId>) {
+        self.errors.push(err(kind, loc, op));
+    }
+
+    fn check_config(&mut self) {
+        let ir = self.ir;
+        let b = ir.block;
+        if b.dims.contains(&0) {
+            self.push(K::EmptyBlock, b.loc, None);
+        } else {
+            let threads: u64 = b.dims.iter().map(|&d| d as u64).product();
+            if threads > MAX_BLOCK_THREADS as u64 {
+                self.push(K::BlockTooLarge { threads }, b.loc, None);
+            }
+            if b.dims[1] != 1 || b.dims[2] != 1 {
+                self.push(K::BlockNotOneDimensional { dims: b.dims }, b.loc, None);
+            }
+        }
+        if ir.items_per_thread == 0 || ir.items_per_thread > MAX_ITEMS_PER_THREAD {
+            self.push(
+                K::ItemsPerThread {
+                    items: ir.items_per_thread,
+                    max: MAX_ITEMS_PER_THREAD,
+                },
+                ir.items_loc,
+                None,
+            );
+        }
+        if ir.name.trim().is_empty() {
+            self.push(K::EmptyName, b.loc, None);
+        }
+        for issue in &ir.issues {
+            match issue {
+                BuilderIssue::GroupWidth { width, loc } => {
+                    self.push(K::GroupWidth { width: *width }, *loc, None)
+                }
+                BuilderIssue::ItemOutOfRange { item, items, loc } => self.push(
+                    K::ItemOutOfRange {
+                        item: *item,
+                        items: *items,
+                    },
+                    *loc,
+                    None,
+                ),
+                BuilderIssue::Items { items, loc } => {
+                    // The kernel-wide default is reported once, by the check above.
+                    if *loc != ir.items_loc || *items != ir.items_per_thread {
+                        self.push(
+                            K::ItemsPerThread {
+                                items: *items,
+                                max: MAX_ITEMS_PER_THREAD,
+                            },
+                            *loc,
+                            None,
+                        )
+                    }
+                }
+                BuilderIssue::DuplicateParam { name, loc } => {
+                    self.push(K::DuplicateParam { name: name.clone() }, *loc, None)
+                }
+            }
+        }
+        let block = ir.block_threads();
+        let mut seen = HashSet::new();
+        for g in &ir.groups {
+            if let GroupKind::LogicalWarp { width } = g.kind {
+                if !LOGICAL_WARP_WIDTHS.contains(&width) && seen.insert(width) {
+                    self.push(K::GroupWidth { width }, g.loc, None);
+                }
+                if block % 32 != 0 && seen.insert(u32::MAX) {
+                    self.push(K::WarpOpInPartialWarpBlock { block }, g.loc, None);
+                }
+            }
+        }
+    }
+
+    fn region(&mut self, r: RegionId, state: &mut State) {
+        for &op in self.ir.region(r) {
+            self.op(op, state);
+        }
+    }
+
+    fn ty(&self, e: ExprId) -> VType {
+        self.ir.expr(e).ty
+    }
+
+    fn expect_ty(&mut self, e: ExprId, expected: VType, loc: Loc, op: OpId) {
+        let found = self.ty(e);
+        if found != expected {
+            self.push(K::TypeMismatch { expected, found }, loc, Some(op));
+        }
+    }
+
+    /// Checks an expression's leaves: parameters, payload reads, map values, loop variables.
+    fn expr(&mut self, root: ExprId, state: &State, op: OpId, map_srcs: Option<&[DataId]>) {
+        let loc = self.ir.op(op).loc;
+        let mut stack = vec![root];
+        let mut seen = HashSet::new();
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
+            }
+            let node = self.ir.expr(e);
+            stack.extend(node.kind.children().copied());
+            match &node.kind {
+                ExprKind::Param(p) => {
+                    let decl = &self.ir.params[p.index()];
+                    if decl.role != Role::Scalar {
+                        self.push(
+                            K::ParamRole {
+                                param: *p,
+                                expected: Role::Scalar,
+                                found: decl.role,
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    } else if VType::D(decl.dtype) != node.ty {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: node.ty,
+                                found: VType::D(decl.dtype),
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                }
+                ExprKind::Item { data, item } => {
+                    let decl = &self.ir.datas[data.index()];
+                    if VType::D(decl.dtype) != node.ty {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: node.ty,
+                                found: VType::D(decl.dtype),
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                    if *item >= decl.items {
+                        self.push(
+                            K::ItemOutOfRange {
+                                item: *item,
+                                items: decl.items,
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    } else {
+                        self.read_slot(*data, *item, state, loc, op);
+                    }
+                }
+                ExprKind::Arg(i) => match map_srcs.and_then(|s| s.get(*i as usize)) {
+                    Some(d) => {
+                        let found = VType::D(self.ir.datas[d.index()].dtype);
+                        if found != node.ty {
+                            self.push(
+                                K::TypeMismatch {
+                                    expected: node.ty,
+                                    found,
+                                },
+                                loc,
+                                Some(op),
+                            );
+                        }
+                    }
+                    None => self.push(K::MapValueOutsideMap, loc, Some(op)),
+                },
+                ExprKind::Index(IndexKind::Item) if map_srcs.is_none() => {
+                    self.push(K::MapValueOutsideMap, loc, Some(op))
+                }
+                ExprKind::LoopVar { op: lp, .. } => {
+                    let is_loop = matches!(
+                        self.ir.op(*lp).kind,
+                        OpKind::For { .. } | OpKind::Tiles { .. }
+                    );
+                    if !is_loop || !self.loops.contains(lp) {
+                        self.push(K::LoopVarOutOfScope { lp: *lp }, loc, Some(op));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn read_slot(&mut self, data: DataId, item: u32, state: &State, loc: Loc, op: OpId) {
+        if state[data.index()] & (1u64 << item.min(63)) == 0 && self.reported.insert((data, item))
+        {
+            let declared = self.ir.datas[data.index()].loc;
+            self.push(
+                K::UninitializedRead {
+                    data,
+                    item,
+                    declared,
+                },
+                loc,
+                Some(op),
+            );
+        }
+    }
+
+    fn read_all(&mut self, data: DataId, state: &State, loc: Loc, op: OpId) {
+        let items = self.ir.datas[data.index()].items.min(64);
+        if let Some(item) = (0..items).find(|i| state[data.index()] & (1u64 << i) == 0) {
+            self.read_slot(data, item, state, loc, op);
+        }
+    }
+
+    fn write_all(&self, data: DataId, state: &mut State) {
+        state[data.index()] = full(self.ir.datas[data.index()].items);
+    }
+
+    fn collective(&mut self, group: GroupKind, loc: Loc, op: OpId) {
+        let threads = match group {
+            GroupKind::Block => self.ir.block_threads(),
+            GroupKind::LogicalWarp { width } => width,
+        };
+        if let Some(&(_, condition)) = self.conds.iter().find(|(u, _)| !u.covers(threads)) {
+            self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
+        }
+    }
+
+    fn items_match(&mut self, expected: u32, found: u32, loc: Loc, op: OpId) {
+        if expected != found {
+            self.push(K::ItemsMismatch { expected, found }, loc, Some(op));
+        }
+    }
+
+    fn transfer(&mut self, t: &Transfer, role: Role, state: &State, loc: Loc, op: OpId) {
+        let u32_ty = VType::D(super::DType::U32);
+        for e in [t.offset, t.valid].into_iter().flatten() {
+            self.expect_ty(e, u32_ty, loc, op);
+            self.expr(e, state, op, None);
+        }
+        let p = &self.ir.params[t.param.index()];
+        if p.role != role {
+            self.push(
+                K::ParamRole {
+                    param: t.param,
+                    expected: role,
+                    found: p.role,
+                },
+                loc,
+                Some(op),
+            );
+        }
+        let d = &self.ir.datas[t.data.index()];
+        if p.dtype != d.dtype {
+            self.push(
+                K::TypeMismatch {
+                    expected: VType::D(p.dtype),
+                    found: VType::D(d.dtype),
+                },
+                loc,
+                Some(op),
+            );
+        }
+        self.collective(self.ir.groups[t.group.index()].kind, loc, op);
+    }
+
+    fn op(&mut self, op: OpId, state: &mut State) {
+        let ir = self.ir;
+        let data = ir.op(op);
+        let loc = data.loc;
+        match &data.kind {
+            OpKind::Load(t) => {
+                self.transfer(t, Role::Input, state, loc, op);
+                self.write_all(t.data, state);
+            }
+            OpKind::Store(t) => {
+                self.transfer(t, Role::Output, state, loc, op);
+                self.read_all(t.data, state, loc, op);
+            }
+            OpKind::Map { dst, srcs, expr } => {
+                let d = &ir.datas[dst.index()];
+                for s in srcs {
+                    self.items_match(d.items, ir.datas[s.index()].items, loc, op);
+                    self.read_all(*s, state, loc, op);
+                }
+                self.expect_ty(*expr, VType::D(d.dtype), loc, op);
+                self.expr(*expr, state, op, Some(srcs));
+                self.write_all(*dst, state);
+            }
+            OpKind::SetItem { dst, item, expr } => {
+                let d = &ir.datas[dst.index()];
+                self.expect_ty(*expr, VType::D(d.dtype), loc, op);
+                self.expr(*expr, state, op, None);
+                if *item < d.items.min(64) {
+                    state[dst.index()] |= 1u64 << item;
+                }
+            }
+            OpKind::Assign { dst, src } => {
+                let (d, s) = (&ir.datas[dst.index()], &ir.datas[src.index()]);
+                self.items_match(d.items, s.items, loc, op);
+                if d.dtype != s.dtype {
+                    self.push(
+                        K::TypeMismatch {
+                            expected: VType::D(d.dtype),
+                            found: VType::D(s.dtype),
+                        },
+                        loc,
+                        Some(op),
+                    );
+                }
+                self.read_all(*src, state, loc, op);
+                self.write_all(*dst, state);
+            }
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expect_ty(*cond, VType::Bool, loc, op);
+                self.expr(*cond, state, op, None);
+                self.conds.push((self.uniformity[cond.index()], loc));
+                let mut a = state.clone();
+                self.region(*then, &mut a);
+                let mut b = state.clone();
+                if let Some(o) = otherwise {
+                    self.region(*o, &mut b);
+                }
+                self.conds.pop();
+                for (s, (x, y)) in state.iter_mut().zip(a.iter().zip(&b)) {
+                    *s = x & y;
+                }
+            }
+            OpKind::For { start, end, body } => {
+                let u32_ty = VType::D(super::DType::U32);
+                self.expect_ty(*start, u32_ty, loc, op);
+                self.expect_ty(*end, u32_ty, loc, op);
+                self.expr(*start, state, op, None);
+                self.expr(*end, state, op, None);
+                let u = self.uniformity[start.index()].min(self.uniformity[end.index()]);
+                self.looped(op, u, loc, *body, state);
+            }
+            OpKind::Tiles { n, body } => {
+                self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
+                self.expr(*n, state, op, None);
+                let u = self.uniformity[n.index()].min(Uniformity::BLOCK);
+                self.looped(op, u, loc, *body, state);
+            }
+        }
+    }
+
+    fn looped(&mut self, op: OpId, u: Uniformity, loc: Loc, body: RegionId, state: &State) {
+        self.conds.push((u, loc));
+        self.loops.push(op);
+        let mut inner = state.clone();
+        self.region(body, &mut inner);
+        self.loops.pop();
+        self.conds.pop();
+    }
+}

@@ -1,0 +1,160 @@
+//! A built kernel: verified IR, its plan, and its cache key; PTX is emitted per arch on demand.
+
+use crate::codegen::{self, Arch};
+use crate::ir::verify::{Info, verify};
+use crate::ir::{Ir, Role};
+use crate::planner::{self, Plan};
+use crate::runtime::{Compile, KernelImage, ParamKind, ParamSig};
+use std::sync::Arc;
+
+/// A kernel that verified and planned: ready to emit PTX for any supported arch and to
+/// compile on a device.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    ir: Ir,
+    info: Info,
+    plan: Plan,
+    key: u64,
+    entry: String,
+}
+
+impl Kernel {
+    pub(crate) fn from_ir(ir: Ir) -> Result<Kernel, crate::Error> {
+        let info = verify(&ir)?;
+        let plan = planner::plan(&ir, &info)?;
+        let key = crate::cache_key::key(&ir);
+        let entry = codegen::entry_name(&ir.name);
+        Ok(Kernel {
+            inner: Arc::new(Inner {
+                ir,
+                info,
+                plan,
+                key,
+                entry,
+            }),
+        })
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.ir.name
+    }
+
+    /// The PTX entry symbol.
+    pub fn entry(&self) -> &str {
+        &self.inner.entry
+    }
+
+    /// The verified IR.
+    pub fn ir(&self) -> &Ir {
+        &self.inner.ir
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.inner.plan
+    }
+
+    /// The structural hash of the IR: equal for kernels built the same way, whatever source
+    /// lines built them; stable across runs and machines.
+    pub fn key(&self) -> u64 {
+        self.inner.key
+    }
+
+    /// The PTX module for `arch`, as a typed model.
+    pub fn module(&self, arch: Arch) -> codegen::ptx::Module {
+        codegen::emit(&self.inner.ir, &self.inner.info, &self.inner.plan, arch)
+    }
+
+    /// The PTX text for `arch`.
+    pub fn ptx(&self, arch: Arch) -> String {
+        codegen::write_module(&self.module(arch))
+    }
+
+    /// The parameters in signature order.
+    pub fn signature(&self) -> Vec<ParamSig> {
+        self.inner
+            .ir
+            .params
+            .iter()
+            .map(|p| ParamSig {
+                name: p.name.clone(),
+                kind: match p.role {
+                    Role::Input => ParamKind::Input,
+                    Role::Output => ParamKind::Output,
+                    Role::Scalar => ParamKind::Scalar,
+                },
+                dtype: p.dtype,
+            })
+            .collect()
+    }
+
+    /// Elements one block handles per tile (threads × items per thread).
+    pub fn block_tile(&self) -> u32 {
+        self.inner.plan.block_tile
+    }
+
+    /// A readable report of the kernel and its plan.
+    pub fn explain(&self) -> String {
+        let ir = &self.inner.ir;
+        let plan = &self.inner.plan;
+        let mut s = crate::ir::print::listing(ir, &[]);
+        s.push_str("plan:\n");
+        s.push_str(&format!(
+            "  block {} threads, tile {} elements, shared memory {} bytes\n",
+            plan.block_threads, plan.block_tile, plan.shared_bytes
+        ));
+        for (i, a) in plan.arrangements.iter().enumerate() {
+            if let Some(a) = a {
+                s.push_str(&format!("  d{i}: {a:?}\n"));
+            }
+        }
+        for (i, t) in plan.transfers.iter().enumerate() {
+            if let Some(t) = t {
+                s.push_str(&format!(
+                    "  op{i}: {} threads x {} items, {:?}: position = item*{} + rank*{}{}{}\n",
+                    t.group_threads,
+                    t.items,
+                    t.arrangement,
+                    t.item_stride,
+                    t.thread_stride,
+                    if t.read_only { ", read-only path" } else { "" },
+                    t.tiles
+                        .map(|op| format!(", tile from {op}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        s
+    }
+}
+
+impl Compile for Kernel {
+    fn cache_key(&self) -> u64 {
+        self.inner.key
+    }
+
+    fn name(&self) -> &str {
+        &self.inner.ir.name
+    }
+
+    fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error> {
+        Ok(KernelImage {
+            entry: self.inner.entry.clone(),
+            ptx: self.ptx(arch),
+            arch,
+            params: self.signature(),
+            block: self.inner.ir.block.dims,
+            tile_elems: self.inner.plan.block_tile,
+            static_smem: self.inner.plan.shared_bytes,
+            dynamic_smem: 0,
+            needs_cooperative: false,
+        })
+    }
+}
+

@@ -1,0 +1,59 @@
+//! Planner errors.
+
+use crate::ir::{Arrangement, DataId, Loc, OpId};
+use std::fmt;
+
+/// Why a verified kernel could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// An op needs a payload in another arrangement than the one it has. (Converting through
+    /// shared memory is not planned yet, so this is rejected rather than silently permuted.)
+    ArrangementMismatch {
+        /// The payload.
+        data: DataId,
+        /// The op that needs another arrangement.
+        op: OpId,
+        /// Where that op was written.
+        loc: Loc,
+        /// The arrangement the payload has.
+        have: Arrangement,
+        /// Where the payload got it.
+        producer: Loc,
+        /// The arrangement the op needs.
+        need: Arrangement,
+    },
+    /// A layout query failed while deriving an index map.
+    Layout {
+        /// The op.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::ArrangementMismatch {
+                data,
+                op,
+                loc,
+                have,
+                producer,
+                need,
+            } => write!(
+                f,
+                "{loc}: {op} needs payload {data} {need:?}, but it is {have:?} (made so at \
+                 {producer}); use the matching algorithm on both sides"
+            ),
+            PlanError::Layout { op, loc, reason } => {
+                write!(f, "{loc}: {op}: index map could not be derived: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}

@@ -1,0 +1,42 @@
+//! The plan: plain data that code generation reads.
+
+use crate::ir::{Arrangement, OpId};
+
+/// How one load or store moves its tile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferPlan {
+    /// Threads in the group that moves the tile together.
+    pub group_threads: u32,
+    /// Items per thread.
+    pub items: u32,
+    /// The payload's arrangement.
+    pub arrangement: Arrangement,
+    /// Position of `(item, rank)` in the group's tile is
+    /// `item * item_stride + rank * thread_stride` (derived from the layout algebra).
+    pub item_stride: u32,
+    /// See `item_stride`.
+    pub thread_stride: u32,
+    /// Elements in one group's tile: `group_threads * items`.
+    pub group_tile: u32,
+    /// Elements the whole block moves: `block_threads * items`.
+    pub block_tile: u32,
+    /// The enclosing `tiles` loop, which supplies the default offset and valid count.
+    pub tiles: Option<OpId>,
+    /// Whether loads may use the read-only (non-coherent) path.
+    pub read_only: bool,
+}
+
+/// Everything code generation needs to know beyond the IR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Threads per block.
+    pub block_threads: u32,
+    /// Elements per block tile at the default items per thread (the `tiles` loop's step).
+    pub block_tile: u32,
+    /// Each payload's arrangement (`None`: not tied to one, e.g. a fill).
+    pub arrangements: Vec<Option<Arrangement>>,
+    /// Per op: the plan of a load or store.
+    pub transfers: Vec<Option<TransferPlan>>,
+    /// Shared memory the kernel needs, in bytes.
+    pub shared_bytes: u32,
+}
