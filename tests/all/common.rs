@@ -1,0 +1,182 @@
+//! Helpers shared by the test modules: ptxas, golden files, the default device, random data.
+
+use coopgraph::codegen::Arch;
+use coopgraph::ir::Element;
+use coopgraph::runtime::Device;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The pinned ptxas: `$COOPGRAPH_PTXAS`, else the copy `.ci/install-ptxas` puts under
+/// `.tools/`, else `ptxas` on the PATH. `None` if there is none; under `CI=true` a missing
+/// ptxas fails the test instead.
+pub fn ptxas() -> Option<PathBuf> {
+    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let found = PATH.get_or_init(|| {
+        if let Ok(p) = std::env::var("COOPGRAPH_PTXAS") {
+            return Some(PathBuf::from(p));
+        }
+        let local = PathBuf::from(".tools/ptxas-13.0.88/nvidia/cu13/bin/ptxas");
+        if local.is_file() {
+            return Some(local);
+        }
+        let on_path = Command::new("ptxas").arg("--version").output();
+        on_path
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| PathBuf::from("ptxas"))
+    });
+    if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("ptxas is required under CI=true: run .ci/install-ptxas");
+    }
+    found.clone()
+}
+
+/// Assembles `ptx` for `arch` with ptxas; panics with the assembler's log on failure.
+/// Returns false (after saying so once) when no ptxas is available.
+pub fn assemble(ptx: &str, arch: Arch, what: &str) -> bool {
+    let Some(ptxas) = ptxas() else {
+        static SAID: OnceLock<()> = OnceLock::new();
+        SAID.get_or_init(|| eprintln!("note: no ptxas found; PTX is not assembled"));
+        return false;
+    };
+    let dir = std::env::temp_dir().join(format!("coopgraph-ptxas-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let src = dir.join(format!("k{n}.ptx"));
+    let out = dir.join(format!("k{n}.cubin"));
+    std::fs::write(&src, ptx).expect("write PTX to a temporary file");
+    let res = Command::new(&ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run ptxas");
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&out);
+    assert!(
+        res.status.success(),
+        "ptxas -arch={arch} rejected {what}:\n{}\n{}",
+        String::from_utf8_lossy(&res.stderr),
+        ptx
+    );
+    true
+}
+
+static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Assembles a built kernel for every supported arch.
+pub fn assemble_all(kernel: &coopgraph::Kernel) {
+    for arch in Arch::ALL {
+        assemble(&kernel.ptx(arch), arch, kernel.name());
+    }
+}
+
+/// Compares `actual` with the golden file `tests/golden/<name>`; with `BLESS=1` rewrites it.
+/// Paths are relative to the package root (the working directory of `cargo test`).
+pub fn check(name: &str, actual: &str) {
+    let path = PathBuf::from("tests/golden").join(name);
+    if std::env::var("BLESS").is_ok_and(|v| v == "1") {
+        std::fs::create_dir_all("tests/golden").expect("create tests/golden");
+        std::fs::write(&path, actual).expect("write golden file");
+        return;
+    }
+    let Ok(expected) = std::fs::read_to_string(&path) else {
+        panic!(
+            "golden file {} is missing; run with BLESS=1 to create it",
+            path.display()
+        );
+    };
+    if expected != actual {
+        let mut diff = String::new();
+        for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
+            if e != a {
+                diff.push_str(&format!("line {}:\n- {e}\n+ {a}\n", i + 1));
+            }
+        }
+        let (ne, na) = (expected.lines().count(), actual.lines().count());
+        if ne != na {
+            diff.push_str(&format!("{ne} lines expected, {na} found\n"));
+        }
+        panic!(
+            "{} differs from the output (BLESS=1 refreshes it):\n{diff}",
+            path.display()
+        );
+    }
+}
+
+/// The device tests run on: the GPU where one is present or `COOPGRAPH_DEVICE=cuda` demands
+/// it, the simulator otherwise.
+pub fn device() -> &'static Device {
+    static DEV: OnceLock<Device> = OnceLock::new();
+    DEV.get_or_init(|| match Device::default_device() {
+        Ok(d) => d,
+        Err(e) => panic!("no device for the tests: {e}"),
+    })
+}
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded generator.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A value of `T`: any bits for integers, a finite value in [-1000, 1000) for floats.
+    pub fn value<T: Element>(&mut self) -> T {
+        let bits = self.next();
+        match T::DTYPE {
+            coopgraph::ir::DType::F32 => {
+                let v = (bits >> 40) as f32 / (1u64 << 24) as f32 * 2000.0 - 1000.0;
+                T::from_bits(v.to_bits() as u64)
+            }
+            coopgraph::ir::DType::F64 => {
+                let v = (bits >> 11) as f64 / (1u64 << 53) as f64 * 2000.0 - 1000.0;
+                T::from_bits(v.to_bits())
+            }
+            _ => T::from_bits(bits),
+        }
+    }
+
+    /// `n` values of `T`.
+    pub fn vec<T: Element>(&mut self, n: usize) -> Vec<T> {
+        (0..n).map(|_| self.value()).collect()
+    }
+}
+
+/// Bitwise equality, with every NaN equal to every NaN.
+pub fn same<T: Element>(a: T, b: T) -> bool {
+    let is_nan = |v: T| match T::DTYPE {
+        coopgraph::ir::DType::F32 => f32::from_bits(v.to_bits() as u32).is_nan(),
+        coopgraph::ir::DType::F64 => f64::from_bits(v.to_bits()).is_nan(),
+        _ => false,
+    };
+    a.to_bits() == b.to_bits() || (is_nan(a) && is_nan(b))
+}
+
+/// Asserts two slices are equal element by element (see [`same`]), naming the first
+/// difference.
+pub fn assert_same<T: Element>(actual: &[T], expected: &[T], what: &str) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
+    if let Some(i) = (0..actual.len()).find(|&i| !same(actual[i], expected[i])) {
+        panic!(
+            "{what}: element {i} is {:?}, expected {:?} (device: {:?})",
+            actual[i],
+            expected[i],
+            device().backend()
+        );
+    }
+}
