@@ -1,1 +1,82 @@
-fn main() {}
+//! Compile-time benchmarks: builder → PTX text for the quickstart kernel and a 20-op kernel,
+//! and a specialization-cache hit.
+
+use coopgraph::codegen::Arch;
+use coopgraph::ir::index;
+use coopgraph::runtime::Device;
+use coopgraph::{Kernel, KernelBuilder, Load, Store};
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+
+fn quickstart() -> Kernel {
+    KernelBuilder::new("scale_add")
+        .block(128)
+        .items_per_thread(4)
+        .load::<f32>("x")
+        .map(|v| v * 2.0 + 1.0)
+        .store("y")
+        .build()
+        .expect("builds")
+}
+
+/// Twenty ops: loads, maps, branches, a loop, slot writes and stores.
+fn twenty_ops() -> Kernel {
+    let mut k = KernelBuilder::new("twenty").block(256).items_per_thread(4);
+    let a = k.input::<f32>("a");
+    let b = k.input::<f32>("b");
+    let y = k.output::<f32>("y");
+    let z = k.output::<i32>("z");
+    let n = k.scalar::<u32>("n");
+    let block = k.this_block();
+    let warp = k.this_warp();
+    let ta = k.load_from(block, &a, Load::striped().valid_items(n).oob_default(0.0)); // 1
+    let tb = k.load_from(block, &b, Load::striped().valid_items(n).oob_default(1.0)); // 2
+    let s = k.map2(&ta, &tb, |x, y| x * y + 1.0); // 3
+    let t = k.map(&s, |v| v.abs().sqrt()); // 4
+    let acc = k.fill(0.0f32); // 5
+    k.for_range(0u32, 4u32, |k, i| {
+        // 6
+        let next = k.map2(&acc, &t, |a, v| a + v * i.cast::<f32>()); // 7
+        k.assign(&acc, &next); // 8
+    });
+    let out = k.thread_data::<f32>();
+    k.if_else(
+        // 9
+        index::warp_rank().lt(4u32),
+        |k| {
+            let m = k.map(&acc, |v| v.max(0.5)); // 10
+            k.assign(&out, &m); // 11
+        },
+        |k| {
+            let m = k.map(&acc, |v| v.min(0.5)); // 12
+            k.assign(&out, &m); // 13
+        },
+    );
+    k.set_item(&out, 0, out.item(0) + out.item(1)); // 14
+    k.store_to(block, &y, &out, Store::striped().valid_items(n)); // 15
+    let ints = k.map(&out, |v| v.cast::<i32>() ^ 0x55); // 16
+    let shifted = k.map(&ints, |v| (&v << 2u32) | (&v >> 3u32)); // 17
+    let _ = shifted;
+    let w = k.load_from(warp, &a, Load::direct()); // 18
+    let wi = k.map(&w, |x| x.cast::<i32>()); // 19
+    k.store_to(warp, &z, &wi, Store::direct()); // 20
+    k.build().expect("builds")
+}
+
+fn bench(c: &mut Criterion) {
+    c.bench_function("builder_to_ptx/quickstart", |b| {
+        b.iter(|| black_box(quickstart().ptx(Arch::Sm90)))
+    });
+    c.bench_function("builder_to_ptx/twenty_ops", |b| {
+        b.iter(|| black_box(twenty_ops().ptx(Arch::Sm90)))
+    });
+    let device = Device::sim();
+    let kernel = quickstart();
+    device.compile(&kernel).expect("first compile");
+    c.bench_function("cache_hit", |b| {
+        b.iter(|| black_box(device.compile(black_box(&kernel)).expect("hit")))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

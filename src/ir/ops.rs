@@ -61,13 +61,18 @@ pub struct GroupDecl {
     pub loc: Loc,
 }
 
-/// How a payload's items map onto a group's tile.
+/// How a payload's items map onto tile positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arrangement {
-    /// Thread `t` holds positions `t*K .. t*K+K`.
+    /// Thread `t` holds positions `t*K .. t*K+K` (the same for every group size).
     Blocked,
-    /// Thread `t` holds positions `t, t+G, t+2G, ...` for a group of `G` threads.
-    Striped,
+    /// Within each group of `threads` threads, rank `r` holds positions `r, r+G, r+2G, ...`
+    /// of its group's tile (`G = threads`). Striped over the block and striped over warps
+    /// (`threads = 32`) are different arrangements.
+    Striped {
+        /// Threads in the group the payload is striped over.
+        threads: u32,
+    },
 }
 
 /// A declared payload: `items` registers of `dtype` per thread.

@@ -10,11 +10,11 @@ use super::error::PlanError;
 use crate::ir::ops::{Algorithm, OpKind};
 use crate::ir::{Arrangement, Ir, Loc, OpId};
 
-/// The arrangement an algorithm reads or writes.
-pub fn of_algorithm(a: Algorithm) -> Arrangement {
+/// The arrangement an algorithm reads or writes for a group of `threads` threads.
+pub fn of_algorithm(a: Algorithm, threads: u32) -> Arrangement {
     match a {
         Algorithm::Direct => Arrangement::Blocked,
-        Algorithm::Striped => Arrangement::Striped,
+        Algorithm::Striped => Arrangement::Striped { threads },
     }
 }
 
@@ -29,7 +29,10 @@ pub fn assign(ir: &Ir) -> Result<Vec<Option<Arrangement>>, PlanError> {
         for &op in &order {
             let data = ir.op(op);
             let produced = match &data.kind {
-                OpKind::Load(t) => Some((t.data, Some((of_algorithm(t.algorithm), data.loc)))),
+                OpKind::Load(t) => {
+                    let a = of_algorithm(t.algorithm, ir.group_threads(t.group));
+                    Some((t.data, Some((a, data.loc))))
+                }
                 OpKind::Map { dst, srcs, .. } => {
                     let mut got: Option<(Arrangement, Loc)> = None;
                     for s in srcs {
@@ -67,7 +70,7 @@ pub fn assign(ir: &Ir) -> Result<Vec<Option<Arrangement>>, PlanError> {
     for &op in &order {
         let data = ir.op(op);
         if let OpKind::Store(t) = &data.kind {
-            let need = of_algorithm(t.algorithm);
+            let need = of_algorithm(t.algorithm, ir.group_threads(t.group));
             if let Some((have, l)) = arr[t.data.index()]
                 && have != need
             {

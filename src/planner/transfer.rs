@@ -15,7 +15,7 @@ use crate::ir::{Arrangement, Ir, OpId, RegionId};
 pub fn index_map(arr: Arrangement, threads: u32, items: u32) -> (u32, u32) {
     match arr {
         Arrangement::Blocked => (1, items),
-        Arrangement::Striped => (threads, 1),
+        Arrangement::Striped { .. } => (threads, 1),
     }
 }
 
@@ -36,7 +36,7 @@ fn walk(ir: &Ir, r: RegionId, tiles: &mut Vec<OpId>, out: &mut Vec<Option<Transf
         if let OpKind::Load(t) | OpKind::Store(t) = kind {
             let group_threads = ir.group_threads(t.group);
             let items = ir.datas[t.data.index()].items;
-            let arrangement = of_algorithm(t.algorithm);
+            let arrangement = of_algorithm(t.algorithm, group_threads);
             let (item_stride, thread_stride) = index_map(arrangement, group_threads, items);
             out[op.index()] = Some(TransferPlan {
                 group_threads,
