@@ -249,7 +249,12 @@ impl Emitter<'_> {
                 match from {
                     VType::D(s) => self.cast(s, d, ra),
                     VType::Bool => {
-                        let one = self.constant(d, 1);
+                        let one_bits = match d {
+                            DType::F32 => 1f32.to_bits() as u64,
+                            DType::F64 => 1f64.to_bits(),
+                            _ => 1,
+                        };
+                        let one = self.constant(d, one_bits);
                         let zero = self.constant(d, 0);
                         let r = self.reg(class(d));
                         self.op(Op::Selp {

@@ -96,6 +96,8 @@ pub trait Element:
     fn to_bits(self) -> u64;
     /// The value from the low bits of `bits`.
     fn from_bits(bits: u64) -> Self;
+    /// `v as Self`, with Rust's `as` semantics.
+    fn cast_from_i64(v: i64) -> Self;
 }
 
 macro_rules! element {
@@ -110,6 +112,9 @@ macro_rules! element {
             fn from_bits(bits: u64) -> Self {
                 let f: fn(u64) -> $t = $from;
                 f(bits)
+            }
+            fn cast_from_i64(v: i64) -> Self {
+                v as $t
             }
         }
     )*};

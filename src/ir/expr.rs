@@ -473,7 +473,7 @@ impl Expr<bool> {
     }
     /// 1 when true, 0 when false.
     pub fn to<T: Element>(&self) -> Expr<T> {
-        self.select(Expr::<T>::new(ExprKind::Const(1)), Expr::<T>::new(ExprKind::Const(0)))
+        self.select(Expr::lit(T::cast_from_i64(1)), Expr::lit(T::cast_from_i64(0)))
     }
     /// Both.
     pub fn and(&self, rhs: &Expr<bool>) -> Expr<bool> {

@@ -1,0 +1,319 @@
+//! The expression DSL on the default device: every operator, math function and cast, for
+//! every dtype, against Rust's own arithmetic (wrapping integers, `as` casts, IEEE floats).
+//! Approximate functions are checked within their documented error.
+
+use super::common::{Rng, assemble_all, assert_same, device};
+use super::kernels::TestElem;
+use coopgraph::KernelBuilder;
+use coopgraph::ir::{Element, Expr, Load, Store, index};
+
+const BLOCK: u32 = 64;
+const ITEMS: u32 = 2;
+const TILE: usize = (BLOCK * ITEMS) as usize;
+
+/// Runs `z = f(x, y)` element-wise over `xs`, `ys` (lengths a multiple of the tile) on the
+/// default device and returns `z`.
+fn map2<A: TestElem, B: TestElem, U: TestElem>(
+    name: &str,
+    xs: &[A],
+    ys: &[B],
+    f: impl FnOnce(Expr<A>, Expr<B>) -> Expr<U>,
+) -> Vec<U> {
+    let dev = device();
+    let mut k = KernelBuilder::new(name).block(BLOCK).items_per_thread(ITEMS);
+    let x = k.input::<A>("x");
+    let y = k.input::<B>("y");
+    let z = k.output::<U>("z");
+    let block = k.this_block();
+    let tx = k.load_from(block, &x, Load::striped());
+    let ty = k.load_from(block, &y, Load::striped());
+    let tz = k.map2(&tx, &ty, f);
+    k.store_to(block, &z, &tz, Store::striped());
+    let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+    assemble_all(&kernel);
+    let func = dev.compile(&kernel).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let xb = dev.upload(xs).expect("upload");
+    let yb = dev.upload(ys).expect("upload");
+    let mut zb = dev.alloc_filled(xs.len(), U::from_i64(0x77)).expect("alloc");
+    func.launch_grid((xs.len() / TILE) as u32, (&xb, &yb, &mut zb))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    zb.to_vec().expect("download")
+}
+
+/// Random values with the type's edge cases mixed in; a multiple of the tile long.
+fn inputs<T: TestElem>(rng: &mut Rng, specials: &[T]) -> Vec<T> {
+    let mut v: Vec<T> = rng.vec(2 * TILE);
+    for (i, s) in specials.iter().enumerate() {
+        v[i * 7 % (2 * TILE)] = *s;
+    }
+    v
+}
+
+fn check<T: TestElem>(name: &str, got: &[T], want: &[T]) {
+    assert_same(got, want, name);
+}
+
+macro_rules! int_suite {
+    ($($name:ident: $t:ty,)*) => {$(
+        #[test]
+        fn $name() {
+            type T = $t;
+            let mut rng = Rng::new(stringify!($name).len() as u64 * 31);
+            let specials = [0 as T, 1 as T, T::MAX, T::MIN, T::MAX / 2 + 1];
+            let xs: Vec<T> = inputs(&mut rng, &specials);
+            let ys: Vec<T> = inputs(&mut rng, &specials);
+            let width = T::BITS;
+            // Divisors: never zero, and never -1 against MIN (undefined in PTX).
+            let ds: Vec<T> = xs
+                .iter()
+                .zip(&ys)
+                .map(|(&x, &y)| if y == 0 || (x == T::MIN && y.wrapping_add(1) == 0) { 3 as T } else { y })
+                .collect();
+            let amounts: Vec<u32> = ys.iter().map(|&y| (y as u64 % width as u64) as u32).collect();
+            let n = stringify!($t);
+            macro_rules! bin {
+                ($op:literal, $f:expr, $r:expr) => {{
+                    let got = map2(&format!("{}_{}", $op, n), &xs, &ys, $f);
+                    let want: Vec<T> = xs.iter().zip(&ys).map(|(&a, &b)| $r(a, b)).collect();
+                    check(&format!("{} {}", n, $op), &got, &want);
+                }};
+            }
+            bin!("add", |a, b| a + b, |a: T, b: T| a.wrapping_add(b));
+            bin!("sub", |a, b| a - b, |a: T, b: T| a.wrapping_sub(b));
+            bin!("mul", |a, b| a * b, |a: T, b: T| a.wrapping_mul(b));
+            bin!("min", |a: Expr<T>, b| a.min(b), |a: T, b: T| a.min(b));
+            bin!("max", |a: Expr<T>, b| a.max(b), |a: T, b: T| a.max(b));
+            bin!("and", |a, b| a & b, |a: T, b: T| a & b);
+            bin!("or", |a, b| a | b, |a: T, b: T| a | b);
+            bin!("xor", |a, b| a ^ b, |a: T, b: T| a ^ b);
+            bin!("fma", |a: Expr<T>, b: Expr<T>| a.fma(&b, 7 as T), |a: T, b: T| a.wrapping_mul(b).wrapping_add(7 as T));
+            bin!("select", |a: Expr<T>, b: Expr<T>| a.lt(&b).select(&a - &b, &b - &a),
+                |a: T, b: T| if a < b { a.wrapping_sub(b) } else { b.wrapping_sub(a) });
+            bin!("cmp", |a: Expr<T>, b: Expr<T>| {
+                    let code = a.eq(&b).to::<T>() + (a.ne(&b).to::<T>() << 1u32) + (a.le(&b).to::<T>() << 2u32)
+                        + (a.gt(&b).to::<T>() << 3u32) + (a.ge(&b).to::<T>() << 4u32);
+                    code
+                },
+                |a: T, b: T| ((a == b) as T) + (((a != b) as T) << 1) + (((a <= b) as T) << 2)
+                    + (((a > b) as T) << 3) + (((a >= b) as T) << 4));
+            bin!("unary", |a: Expr<T>, _b| -a.clone() ^ !a.clone() ^ a.abs(),
+                |a: T, _b: T| a.wrapping_neg() ^ !a ^ abs_wrapping(a));
+            bin!("bits", |a: Expr<T>, _b| a.reverse_bits() ^ a.popc().cast::<T>() ^ (a.clz().cast::<T>() << 3u32),
+                |a: T, _b: T| a.reverse_bits() ^ (a.count_ones() as T) ^ ((a.leading_zeros() as T).wrapping_shl(3)));
+            // Striped payloads of 2 items: position q is in slot (q % tile) / block.
+            let got = map2(&format!("item_{n}"), &xs, &ys, |a: Expr<T>, _b| a + index::item().cast::<T>());
+            let want: Vec<T> = xs.iter().enumerate()
+                .map(|(q, &a)| a.wrapping_add(((q % TILE) / BLOCK as usize) as T)).collect();
+            check(&format!("{n} item index"), &got, &want);
+            // Division and remainder by safe divisors.
+            let got = map2(&format!("div_{n}"), &xs, &ds, |a: Expr<T>, b: Expr<T>| (&a / &b) ^ (&a % &b));
+            let want: Vec<T> = xs.iter().zip(&ds).map(|(&a, &b)| a.wrapping_div(b) ^ a.wrapping_rem(b)).collect();
+            check(&format!("{n} div/rem"), &got, &want);
+            // Shifts by amounts below the width.
+            let got = map2(&format!("shift_{n}"), &xs, &amounts, |a: Expr<T>, s: Expr<u32>| (&a << s.clone()) ^ (&a >> s));
+            let want: Vec<T> = xs.iter().zip(&amounts).map(|(&a, &s)| a.wrapping_shl(s) ^ a.wrapping_shr(s)).collect();
+            check(&format!("{n} shifts"), &got, &want);
+            // Shifts by the width or more give 0 (or the sign for a signed right shift).
+            let big: Vec<u32> = amounts.iter().map(|s| width + s).collect();
+            let got = map2(&format!("bigshift_{n}"), &xs, &big, |a: Expr<T>, s: Expr<u32>| (&a << s.clone()) | (&a >> s));
+            let want: Vec<T> = xs.iter().map(|&a| if a < (0 as T) { !(0 as T) } else { 0 as T }).collect();
+            check(&format!("{n} shifts past the width"), &got, &want);
+            casts_from::<T>(&xs);
+        }
+    )*};
+}
+
+/// `abs` that wraps at the most negative value, and is the identity on unsigned types.
+fn abs_wrapping<T: num_traits::PrimInt + num_traits::WrappingSub>(a: T) -> T {
+    if a < T::zero() { T::zero().wrapping_sub(&a) } else { a }
+}
+
+int_suite! {
+    expr_i8: i8,
+    expr_i16: i16,
+    expr_i32: i32,
+    expr_i64: i64,
+    expr_u8: u8,
+    expr_u16: u16,
+    expr_u32: u32,
+    expr_u64: u64,
+}
+
+/// Casts from `S` to every dtype, as Rust's `as`.
+fn casts_from<S: TestElem + AsAll>(xs: &[S]) {
+    let ys = xs.to_vec();
+    macro_rules! to {
+        ($($u:ty),*) => {$(
+            let got = map2(&format!("cast_{}_{}", S::DTYPE, stringify!($u)), xs, &ys, |a: Expr<S>, _b| a.cast::<$u>());
+            let want: Vec<$u> = xs.iter().map(|&a| <$u as FromAs>::from_as(a)).collect();
+            assert_same(&got, &want, &format!("cast {} -> {}", S::DTYPE, stringify!($u)));
+        )*};
+    }
+    to!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+}
+
+/// Rust's `as` between every pair of element types.
+pub trait AsAll: Copy {
+    /// `self as f64` and friends, by value.
+    fn as_i128(self) -> Option<i128>;
+    /// The value as f64 (exact for floats).
+    fn as_f64(self) -> f64;
+    /// Whether this is an f32.
+    fn is_f32(self) -> Option<f32>;
+}
+
+/// Conversion with `as` semantics into `Self`.
+pub trait FromAs {
+    /// `v as Self`.
+    fn from_as<S: AsAll>(v: S) -> Self;
+}
+
+macro_rules! as_all_int {
+    ($($t:ty),*) => {$(
+        impl AsAll for $t {
+            fn as_i128(self) -> Option<i128> { Some(self as i128) }
+            fn as_f64(self) -> f64 { self as f64 }
+            fn is_f32(self) -> Option<f32> { None }
+        }
+        impl FromAs for $t {
+            fn from_as<S: AsAll>(v: S) -> Self {
+                match v.as_i128() {
+                    Some(i) => i as $t,
+                    None => match v.is_f32() {
+                        Some(f) => f as $t,
+                        None => v.as_f64() as $t,
+                    },
+                }
+            }
+        }
+    )*};
+}
+as_all_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl AsAll for f32 {
+    fn as_i128(self) -> Option<i128> {
+        None
+    }
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+    fn is_f32(self) -> Option<f32> {
+        Some(self)
+    }
+}
+
+impl AsAll for f64 {
+    fn as_i128(self) -> Option<i128> {
+        None
+    }
+    fn as_f64(self) -> f64 {
+        self
+    }
+    fn is_f32(self) -> Option<f32> {
+        None
+    }
+}
+
+impl FromAs for f32 {
+    fn from_as<S: AsAll>(v: S) -> Self {
+        match (v.as_i128(), v.is_f32()) {
+            (Some(i), _) => i as f32,
+            (None, Some(f)) => f,
+            (None, None) => v.as_f64() as f32,
+        }
+    }
+}
+
+impl FromAs for f64 {
+    fn from_as<S: AsAll>(v: S) -> Self {
+        match v.as_i128() {
+            Some(i) => i as f64,
+            None => v.as_f64(),
+        }
+    }
+}
+
+macro_rules! float_suite {
+    ($($name:ident: $t:ty,)*) => {$(
+        #[test]
+        fn $name() {
+            type T = $t;
+            let mut rng = Rng::new(stringify!($name).len() as u64 * 17);
+            let specials = [0.0 as T, -0.0 as T, T::INFINITY, T::NEG_INFINITY, T::NAN,
+                T::MIN_POSITIVE, T::MIN_POSITIVE / 4.0, 2.5 as T, -2.5 as T, 1e30 as T, -3e9 as T];
+            let xs: Vec<T> = inputs(&mut rng, &specials);
+            let ys: Vec<T> = inputs(&mut rng, &specials);
+            let n = stringify!($t);
+            macro_rules! bin {
+                ($op:literal, $f:expr, $r:expr) => {{
+                    let got = map2(&format!("{}_{}", $op, n), &xs, &ys, $f);
+                    let want: Vec<T> = xs.iter().zip(&ys).map(|(&a, &b)| $r(a, b)).collect();
+                    check(&format!("{} {}", n, $op), &got, &want);
+                }};
+            }
+            bin!("add", |a, b| a + b, |a: T, b: T| a + b);
+            bin!("sub", |a, b| a - b, |a: T, b: T| a - b);
+            bin!("mul", |a, b| a * b, |a: T, b: T| a * b);
+            bin!("div", |a, b| a / b, |a: T, b: T| a / b);
+            bin!("fma", |a: Expr<T>, b: Expr<T>| a.fma(&b, 0.5 as T), |a: T, b: T| a.mul_add(b, 0.5 as T));
+            bin!("sqrt_abs_neg", |a: Expr<T>, _b| -(a.abs().sqrt()), |a: T, _b: T| -(a.abs().sqrt()));
+            bin!("sqrt_of_negative", |a: Expr<T>, _b| (-(a.abs()) - 1.0 as T).sqrt(), |a: T, _b: T| (-(a.abs()) - 1.0 as T).sqrt());
+            bin!("recip", |a: Expr<T>, _b| a.recip(), |a: T, _b: T| 1.0 as T / a);
+            bin!("rounding", |a: Expr<T>, _b| a.floor() + a.ceil() * 3.0 as T + a.trunc() * 5.0 as T + a.round_even() * 7.0 as T,
+                |a: T, _b: T| a.floor() + a.ceil() * 3.0 as T + a.trunc() * 5.0 as T + a.round_ties_even() * 7.0 as T);
+            bin!("select", |a: Expr<T>, b: Expr<T>| a.gt(&b).select(&a, &b) + a.is_nan().select(1.0 as T, 0.0 as T),
+                |a: T, b: T| (if a > b { a } else { b }) + if a.is_nan() { 1.0 } else { 0.0 });
+            bin!("cmp", |a: Expr<T>, b: Expr<T>| {
+                    a.eq(&b).to::<T>() + a.ne(&b).to::<T>() * 2.0 as T + a.lt(&b).to::<T>() * 4.0 as T
+                        + a.le(&b).to::<T>() * 8.0 as T + a.ge(&b).to::<T>() * 16.0 as T
+                },
+                |a: T, b: T| ((a == b) as u8 as T) + ((a != b) as u8 as T) * 2.0 + ((a < b) as u8 as T) * 4.0
+                    + ((a <= b) as u8 as T) * 8.0 + ((a >= b) as u8 as T) * 16.0);
+            // min/max: equal up to the sign of zero, which PTX and Rust may pick differently.
+            let got = map2(&format!("minmax_{n}"), &xs, &ys, |a: Expr<T>, b: Expr<T>| a.min(&b) * 3.0 as T + a.max(&b));
+            let want: Vec<T> = xs.iter().zip(&ys).map(|(&a, &b)| a.min(b) * 3.0 + a.max(b)).collect();
+            let got: Vec<T> = got.into_iter().map(|v| if v == 0.0 { 0.0 } else { v }).collect();
+            let want: Vec<T> = want.into_iter().map(|v| if v == 0.0 { 0.0 } else { v }).collect();
+            check(&format!("{n} min/max"), &got, &want);
+            casts_from::<T>(&xs);
+        }
+    )*};
+}
+
+float_suite! {
+    expr_f32: f32,
+    expr_f64: f64,
+}
+
+/// The approximate f32 functions, within the hardware's documented error on modest inputs.
+#[test]
+fn approximate_f32_functions() {
+    let mut rng = Rng::new(99);
+    let xs: Vec<f32> = (0..2 * TILE).map(|_| rng.value::<f32>() / 400.0).collect();
+    let pos: Vec<f32> = xs.iter().map(|v| v.abs() + 0.5).collect();
+    type Case = (&'static str, fn(Expr<f32>) -> Expr<f32>, fn(f32) -> f32, f32, bool);
+    let cases: [Case; 8] = [
+        ("sin", |a| a.sin(), f32::sin, 2e-6, false),
+        ("cos", |a| a.cos(), f32::cos, 2e-6, false),
+        ("exp2", |a| a.exp2(), f32::exp2, 2e-6, true),
+        ("log2", |a| a.log2(), f32::log2, 2e-6, false),
+        ("exp", |a| a.exp(), f32::exp, 4e-6, true),
+        ("ln", |a| a.ln(), f32::ln, 4e-6, false),
+        ("tanh", |a| a.tanh(), f32::tanh, 1e-3, false),
+        ("rsqrt", |a| a.rsqrt(), |v| 1.0 / v.sqrt(), 2e-6, true),
+    ];
+    for (name, f, r, tol, relative) in cases {
+        let input = if matches!(name, "log2" | "ln" | "rsqrt") { &pos } else { &xs };
+        let got = map2(&format!("approx_{name}"), input, input, |a, _b| f(a));
+        for (i, (&g, &x)) in got.iter().zip(input).enumerate() {
+            let w = r(x);
+            let err = if relative { ((g - w) / w).abs() } else { (g - w).abs() };
+            assert!(
+                err <= tol,
+                "{name}({x}) = {g} at {i}, expected {w} within {tol} ({})",
+                if relative { "relative" } else { "absolute" }
+            );
+        }
+    }
+    let _ = <f32 as Element>::DTYPE;
+}
