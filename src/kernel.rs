@@ -117,18 +117,53 @@ impl Kernel {
         for (i, t) in plan.transfers.iter().enumerate() {
             if let Some(t) = t {
                 s.push_str(&format!(
-                    "  op{i}: {} threads x {} items, {:?}: position = item*{} + rank*{}{}{}\n",
+                    "  op{i}: {:?}: access groups of {} threads x {} items, {:?}: element = item*{} + rank*{}{}{}{}\n",
+                    t.algorithm,
                     t.group_threads,
                     t.items,
                     t.arrangement,
                     t.item_stride,
                     t.thread_stride,
+                    if t.vector > 1 {
+                        format!(", vectors of {}", t.vector)
+                    } else {
+                        String::new()
+                    },
                     if t.read_only { ", read-only path" } else { "" },
                     t.tiles
                         .map(|op| format!(", tile from {op}"))
                         .unwrap_or_default()
                 ));
             }
+        }
+        for (i, list) in plan.exchanges.iter().enumerate() {
+            for e in list {
+                s.push_str(&format!(
+                    "  op{i} step {}: exchange{} {:?} -> {:?} in groups of {} threads{}{}, slice {}\n",
+                    e.first_step,
+                    e.data.map(|d| format!(" of {d}")).unwrap_or_default(),
+                    e.from,
+                    e.to,
+                    e.scope,
+                    if e.padded { ", padded" } else { "" },
+                    e.turns
+                        .map(|t| format!(", {t} turns"))
+                        .unwrap_or_default(),
+                    e.slice
+                ));
+            }
+        }
+        for (i, sl) in plan.slices.iter().enumerate() {
+            s.push_str(&format!(
+                "  slice {i}: {} bytes at {} (align {}), live {}..={}: {}\n",
+                sl.bytes, sl.offset, sl.align, sl.live.0, sl.live.1, sl.label
+            ));
+        }
+        for b in &plan.barriers {
+            s.push_str(&format!(
+                "  barrier {:?} before {} step {}: {:?} against {} step {}\n",
+                b.scope, b.op, b.step, b.hazard, b.after.0, b.after.1
+            ));
         }
         s
     }

@@ -5,12 +5,12 @@
 //! verifier proved the condition warp-uniform). Each op's code is preceded by a comment naming
 //! the op and the user's source line, which the simulator quotes in its reports.
 
-use super::expr::{Ctx, arith_ty, bits_or_float, class, mem_ty};
+use super::expr::{Ctx, bits_or_float, class, mem_ty};
 use super::ptx::*;
 use super::target::Arch;
-use crate::ir::ops::{OpKind, Role, Transfer};
-use crate::ir::{DType, DataId, ExprId, GroupKind, Info, Ir, OpId, ParamId, RegionId};
-use crate::planner::{Plan, TransferPlan};
+use crate::ir::ops::{OpKind, Role};
+use crate::ir::{DType, DataId, ExprId, Info, Ir, OpId, ParamId, RegionId};
+use crate::planner::Plan;
 use smallvec::smallvec;
 use std::collections::HashMap;
 
@@ -40,6 +40,8 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         loop_regs: HashMap::new(),
         specials: HashMap::new(),
         labels: 0,
+        smem: None,
+        overrides: HashMap::new(),
     };
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
@@ -54,7 +56,15 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
             params,
             reqntid: Some(ir.block.dims),
             maxnreg: None,
-            shared: Vec::new(),
+            shared: if plan.shared_bytes > 0 {
+                vec![SharedDecl {
+                    name: "smem".into(),
+                    align: 16,
+                    bytes: plan.shared_bytes,
+                }]
+            } else {
+                Vec::new()
+            },
             regs: e.regs,
             body,
         }],
@@ -76,6 +86,10 @@ pub struct Emitter<'a> {
     pub(crate) loop_regs: HashMap<OpId, [Reg; 3]>,
     specials: HashMap<Special, Reg>,
     labels: u32,
+    /// The shared-memory base address, once read.
+    pub(crate) smem: Option<Reg>,
+    /// Registers that stand for a payload during one op (a conversion's result).
+    overrides: HashMap<DataId, Vec<Reg>>,
 }
 
 impl Emitter<'_> {
@@ -92,14 +106,14 @@ impl Emitter<'_> {
         self.body.push(op.into());
     }
 
-    fn guarded(&mut self, pred: Reg, negate: bool, op: Op) {
+    pub(crate) fn guarded(&mut self, pred: Reg, negate: bool, op: Op) {
         self.body.push(Instr {
             guard: Some(Guard { pred, negate }),
             op,
         });
     }
 
-    fn label(&mut self) -> String {
+    pub(crate) fn label(&mut self) -> String {
         self.labels += 1;
         format!("$L{}", self.labels)
     }
@@ -112,9 +126,17 @@ impl Emitter<'_> {
         }
     }
 
-    /// The registers of a payload.
+    /// The registers of a payload (during an op that converts it, the converted ones).
     pub fn data_regs(&self, d: DataId) -> &[Reg] {
+        if let Some(r) = self.overrides.get(&d) {
+            return r;
+        }
         self.data.get(d.index()).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Appends an instruction to the entry block (runs once, before everything).
+    pub(crate) fn entry_op(&mut self, op: Op) {
+        self.entry.push(op.into());
     }
 
     /// A special register read once, in the prologue's register.
@@ -214,6 +236,24 @@ impl Emitter<'_> {
         )));
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
+        // Conversions the plan puts before this op (stores convert inside `transfer`, where
+        // the valid count is known).
+        if !matches!(data.kind, OpKind::Store(_)) {
+            let convs: Vec<_> = self.plan.exchanges[op.index()]
+                .iter()
+                .filter(|e| e.data.is_some())
+                .cloned()
+                .collect();
+            for e in convs {
+                if let Some(d) = e.data {
+                    let dtype = ir.datas[d.index()].dtype;
+                    let src = self.data_regs(d).to_vec();
+                    let dst = self.fresh_like(&src);
+                    self.exchange(op, &e, dtype, &src, &dst, None);
+                    self.overrides.insert(d, dst);
+                }
+            }
+        }
         match &data.kind {
             OpKind::Load(t) => self.transfer(op, t, true),
             OpKind::Store(t) => self.transfer(op, t, false),
@@ -321,6 +361,7 @@ impl Emitter<'_> {
             }
             OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
         }
+        self.overrides.clear();
     }
 
     fn uniform(&self, e: ExprId) -> bool {
@@ -330,7 +371,7 @@ impl Emitter<'_> {
             .is_some_and(|u| u.covers(32))
     }
 
-    fn mov_into(&mut self, dtype: DType, dst: DataId, item: u32, v: Reg) {
+    pub(crate) fn mov_into(&mut self, dtype: DType, dst: DataId, item: u32, v: Reg) {
         if let Some(&d) = self.data_regs(dst).get(item as usize) {
             self.op(Op::Mov {
                 ty: bits_or_float(dtype),
@@ -449,211 +490,5 @@ impl Emitter<'_> {
             uni: true,
         });
         self.op(Op::Label(exit));
-    }
-
-    /// Lowers a load (`is_load`) or store of one group's tile.
-    ///
-    /// Element `p(item, rank) = item * item_stride + rank * thread_stride` of the group's tile
-    /// lives at `origin + p`, where `origin` is the block's tile offset plus the group's index
-    /// times its tile. With a valid count, item `i` moves only if `p < valid_g`, where
-    /// `valid_g` is the group's share of the block's valid count, clamped to its tile.
-    fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
-        let Some(plan) = self
-            .plan
-            .transfers
-            .get(op.index())
-            .and_then(|p| p.clone())
-        else {
-            return;
-        };
-        let dtype = self.ir.params[t.param.index()].dtype;
-        let size = dtype.bytes() as i64;
-        let mut memo = HashMap::new();
-        let ctx = Ctx::default();
-        let u = |e: &mut Self, op: BinOp, a: Operand, b: Operand| {
-            let r = e.reg(RegClass::B32);
-            e.op(Op::Bin {
-                op,
-                ty: Ty::U32,
-                dst: r,
-                a,
-                b,
-            });
-            r
-        };
-
-        // The block tile's offset in elements.
-        let offset = match (t.offset, plan.tiles) {
-            (Some(e), _) => self.eval(e, &ctx, &mut memo),
-            (None, Some(tiles)) => self.loop_var(tiles, 1),
-            (None, None) => {
-                let ctaid = self.special(Special::Ctaid(Dim::X));
-                u(
-                    self,
-                    BinOp::Mul,
-                    ctaid.into(),
-                    Operand::Imm(plan.block_tile as i64),
-                )
-            }
-        };
-        let valid = match (t.valid, plan.tiles) {
-            (Some(e), _) => Some(self.eval(e, &ctx, &mut memo)),
-            (None, Some(tiles)) => Some(self.loop_var(tiles, 2)),
-            (None, None) => None,
-        };
-        let tid = self.tid();
-        let (rank, group_start) = match self.ir.groups[t.group.index()].kind {
-            GroupKind::Block => (tid, None),
-            GroupKind::LogicalWarp { width } => {
-                let w = width.max(1) as i64;
-                let rank = u(self, BinOp::Rem, tid.into(), Operand::Imm(w));
-                let index = u(self, BinOp::Div, tid.into(), Operand::Imm(w));
-                let start = u(
-                    self,
-                    BinOp::Mul,
-                    index.into(),
-                    Operand::Imm(plan.group_tile as i64),
-                );
-                (rank, Some(start))
-            }
-        };
-        // Element index of this thread's item 0, and its byte address.
-        let mut base = offset;
-        if let Some(gs) = group_start {
-            base = u(self, BinOp::Add, base.into(), gs.into());
-        }
-        let first = self.reg(RegClass::B32);
-        self.op(Op::Mad {
-            ty: Ty::U32,
-            dst: first,
-            a: rank.into(),
-            b: Operand::Imm(plan.thread_stride as i64),
-            c: base.into(),
-        });
-        let ptr = self.param_reg(t.param);
-        let addr = self.reg(RegClass::B64);
-        self.op(Op::MadWide {
-            ty: Ty::U32,
-            dst: addr,
-            a: first.into(),
-            b: Operand::Imm(size),
-            c: ptr.into(),
-        });
-        // rem = valid_g - rank * thread_stride: item i moves iff i * item_stride < rem.
-        let rem = valid.map(|v| self.group_remaining(&plan, v, group_start, rank));
-        let space = if is_load && plan.read_only {
-            Space::GlobalNc
-        } else {
-            Space::Global
-        };
-        let regs = self.data_regs(t.data).to_vec();
-        let mty = mem_ty(dtype);
-        for (i, &r) in regs.iter().enumerate() {
-            let pos = i as i64 * plan.item_stride as i64;
-            let a = Address {
-                base: AddrBase::Reg(addr),
-                offset: pos * size,
-            };
-            let mv = if is_load {
-                Op::Ld {
-                    space,
-                    ty: mty,
-                    dst: smallvec![r],
-                    addr: a,
-                }
-            } else {
-                Op::St {
-                    space,
-                    ty: mty,
-                    addr: a,
-                    src: smallvec![r.into()],
-                }
-            };
-            match rem {
-                None => self.op(mv),
-                Some(rem) => {
-                    if is_load && let Some(bits) = t.oob_default {
-                        let d = self.constant(dtype, bits);
-                        self.op(Op::Mov {
-                            ty: bits_or_float(dtype),
-                            dst: r,
-                            src: d.into(),
-                        });
-                    }
-                    let p = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Gt,
-                        ty: Ty::S32,
-                        dst: p,
-                        a: rem.into(),
-                        b: Operand::Imm(pos),
-                    });
-                    self.guarded(p, false, mv);
-                }
-            }
-        }
-        let _ = arith_ty;
-    }
-
-    /// `valid_g - rank * thread_stride` as a signed 32-bit value, where `valid_g` is the
-    /// group's share of the block's valid count clamped to `[0, group_tile]`.
-    fn group_remaining(
-        &mut self,
-        plan: &TransferPlan,
-        valid: Reg,
-        group_start: Option<Reg>,
-        rank: Reg,
-    ) -> Reg {
-        let vg = self.reg(RegClass::B32);
-        match group_start {
-            None => self.op(Op::Bin {
-                op: BinOp::Min,
-                ty: Ty::U32,
-                dst: vg,
-                a: valid.into(),
-                b: Operand::Imm(plan.group_tile as i64),
-            }),
-            Some(start) => {
-                // max(valid, start) - start, then clamp: never wraps below zero.
-                self.op(Op::Bin {
-                    op: BinOp::Max,
-                    ty: Ty::U32,
-                    dst: vg,
-                    a: valid.into(),
-                    b: start.into(),
-                });
-                self.op(Op::Bin {
-                    op: BinOp::Sub,
-                    ty: Ty::U32,
-                    dst: vg,
-                    a: vg.into(),
-                    b: start.into(),
-                });
-                self.op(Op::Bin {
-                    op: BinOp::Min,
-                    ty: Ty::U32,
-                    dst: vg,
-                    a: vg.into(),
-                    b: Operand::Imm(plan.group_tile as i64),
-                });
-            }
-        }
-        let rem = self.reg(RegClass::B32);
-        let scaled = self.reg(RegClass::B32);
-        self.op(Op::Bin {
-            op: BinOp::Mul,
-            ty: Ty::U32,
-            dst: scaled,
-            a: rank.into(),
-            b: Operand::Imm(plan.thread_stride as i64),
-        });
-        self.op(Op::Bin {
-            op: BinOp::Sub,
-            ty: Ty::S32,
-            dst: rem,
-            a: vg.into(),
-            b: scaled.into(),
-        });
-        rem
     }
 }

@@ -4,9 +4,11 @@
 //! never calls the driver and never changes the plan.
 
 pub mod emit;
+pub mod exchange;
 pub mod expr;
 pub mod ptx;
 pub mod target;
+pub mod transfer;
 pub mod write;
 
 pub use emit::{emit, entry_name};

@@ -42,6 +42,26 @@ impl<T: Element> Load<T> {
         Load::direct().algorithm(Algorithm::Striped)
     }
 
+    /// Blocked items read with vector accesses where alignment allows.
+    pub fn vectorize() -> Self {
+        Load::direct().algorithm(Algorithm::Vectorize)
+    }
+
+    /// Coalesced reads, transposed to blocked order through shared memory.
+    pub fn transpose() -> Self {
+        Load::direct().algorithm(Algorithm::Transpose)
+    }
+
+    /// Warp-striped reads, transposed to blocked order per warp (block groups).
+    pub fn warp_transpose() -> Self {
+        Load::direct().algorithm(Algorithm::WarpTranspose)
+    }
+
+    /// As [`Load::warp_transpose`], the warps taking turns on one slice (block groups).
+    pub fn warp_transpose_timesliced() -> Self {
+        Load::direct().algorithm(Algorithm::WarpTransposeTimesliced)
+    }
+
     /// Chooses the algorithm.
     pub fn algorithm(mut self, a: Algorithm) -> Self {
         self.algorithm = a;
@@ -87,6 +107,26 @@ impl Store {
         Store::default().algorithm(Algorithm::Striped)
     }
 
+    /// Blocked items written with vector accesses where alignment allows.
+    pub fn vectorize() -> Self {
+        Store::default().algorithm(Algorithm::Vectorize)
+    }
+
+    /// Blocked items transposed to striped order through shared memory, written coalesced.
+    pub fn transpose() -> Self {
+        Store::default().algorithm(Algorithm::Transpose)
+    }
+
+    /// Blocked items transposed to warp-striped order per warp (block groups).
+    pub fn warp_transpose() -> Self {
+        Store::default().algorithm(Algorithm::WarpTranspose)
+    }
+
+    /// As [`Store::warp_transpose`], the warps taking turns on one slice (block groups).
+    pub fn warp_transpose_timesliced() -> Self {
+        Store::default().algorithm(Algorithm::WarpTransposeTimesliced)
+    }
+
     /// Chooses the algorithm (default: direct).
     pub fn algorithm(mut self, a: Algorithm) -> Self {
         self.algorithm = Some(a);
@@ -129,6 +169,7 @@ impl KernelBuilder {
                 },
                 items_per_thread: 4,
                 items_loc: loc,
+                strict_arrangements: false,
                 params: Vec::new(),
                 groups: Vec::new(),
                 datas: Vec::new(),
@@ -164,6 +205,13 @@ impl KernelBuilder {
     pub fn items_per_thread(mut self, items: u32) -> Self {
         self.ir.items_per_thread = items;
         self.ir.items_loc = Loc::caller();
+        self
+    }
+
+    /// Makes an arrangement mismatch (a striped payload into a blocked consumer, say) a build
+    /// error naming both ops, instead of an exchange through shared memory the planner adds.
+    pub fn strict_arrangements(mut self, strict: bool) -> Self {
+        self.ir.strict_arrangements = strict;
         self
     }
 

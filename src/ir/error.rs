@@ -38,6 +38,13 @@ pub enum VerifyErrorKind {
         /// Threads in the block.
         block: u32,
     },
+    /// An algorithm a group cannot use (the warp-transposing ones on logical warps).
+    AlgorithmNotForGroup {
+        /// The algorithm.
+        algorithm: super::ops::Algorithm,
+        /// The group.
+        group: GroupKind,
+    },
     /// A collective under a branch or loop whose condition differs between threads of the
     /// group, so some threads of the group would not take part.
     NonUniformCollective {
@@ -145,6 +152,10 @@ impl fmt::Display for VerifyError {
             WarpOpInPartialWarpBlock { block } => write!(
                 f,
                 "warp-level op in a block of {block} threads, which is not a multiple of 32"
+            ),
+            AlgorithmNotForGroup { algorithm, group } => write!(
+                f,
+                "{algorithm:?} works over a block of whole warps, not over {group:?}"
             ),
             NonUniformCollective { group, condition } => write!(
                 f,

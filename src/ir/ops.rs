@@ -86,13 +86,46 @@ pub struct DataDecl {
     pub loc: Loc,
 }
 
-/// Load and store algorithms.
+/// Load and store algorithms (CUB's `BlockLoad`/`BlockStore` set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Each thread moves its own blocked items (`t*K + i`); no scratch, no barrier.
     Direct,
-    /// Each thread moves striped items (`t + i*G`); coalesced; no scratch, no barrier.
+    /// Each thread moves striped items (`t + i*G`); coalesced; no scratch, no barrier. The
+    /// payload is striped.
     Striped,
+    /// Blocked items moved with 8- or 16-byte vector accesses where the address allows (checked
+    /// at run time, falling back to scalar accesses); no scratch.
+    Vectorize,
+    /// Coalesced striped accesses, exchanged with blocked order through shared memory. The
+    /// payload is blocked.
+    Transpose,
+    /// Each warp moves its segment warp-striped (coalesced) and exchanges it with blocked order
+    /// through its own shared-memory slice (warp synchronization only). Block groups only.
+    WarpTranspose,
+    /// As [`Algorithm::WarpTranspose`], with one warp-sized slice the warps take turns on
+    /// (less shared memory, a block barrier per turn). Block groups only.
+    WarpTransposeTimesliced,
+}
+
+impl Algorithm {
+    /// Every algorithm.
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::Direct,
+        Algorithm::Striped,
+        Algorithm::Vectorize,
+        Algorithm::Transpose,
+        Algorithm::WarpTranspose,
+        Algorithm::WarpTransposeTimesliced,
+    ];
+
+    /// Whether a logical-warp group may use it.
+    pub fn for_warps(self) -> bool {
+        !matches!(
+            self,
+            Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced
+        )
+    }
 }
 
 /// The controls of a load or store.
@@ -315,6 +348,8 @@ pub struct Ir {
     pub items_per_thread: u32,
     /// Where `items_per_thread` was set.
     pub items_loc: Loc,
+    /// Reject arrangement mismatches instead of converting through shared memory.
+    pub strict_arrangements: bool,
     /// Parameters, in signature order.
     pub params: Vec<ParamDecl>,
     /// Groups.

@@ -483,7 +483,22 @@ impl Verifier<'_> {
                 Some(op),
             );
         }
-        self.collective(self.ir.groups[t.group.index()].kind, loc, op);
+        let group = self.ir.groups[t.group.index()].kind;
+        let warp_algorithm = !t.algorithm.for_warps();
+        if warp_algorithm && group != GroupKind::Block {
+            self.push(
+                K::AlgorithmNotForGroup {
+                    algorithm: t.algorithm,
+                    group,
+                },
+                loc,
+                Some(op),
+            );
+        } else if warp_algorithm && self.ir.block_threads() % 32 != 0 {
+            let block = self.ir.block_threads();
+            self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+        }
+        self.collective(group, loc, op);
     }
 
     fn op(&mut self, op: OpId, state: &mut State) {

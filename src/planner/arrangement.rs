@@ -1,66 +1,145 @@
-//! Arrangement assignment: which arrangement each payload has, and where one is needed but
-//! another is given.
+//! Arrangement assignment: which arrangement each payload has, and the exchanges that convert
+//! a payload where an op needs another arrangement than it has.
 //!
-//! Producers fix a payload's arrangement (a direct load: blocked; a striped load: striped);
-//! element-wise ops carry it from their operands to their result; a fill or per-slot write
-//! leaves it free. A payload must have one arrangement at every producer, and every consumer
-//! with a requirement (a store) must find it. Runs to a fixed point, so loops are covered.
+//! A payload's arrangement is fixed by its first producer in program order (a direct,
+//! vectorized or transposing load: blocked; a striped load over `G` threads: striped over `G`);
+//! element-wise ops carry it from their first operand to their result; a fill or per-slot
+//! write leaves it free. Where an op needs another arrangement — a store whose algorithm reads
+//! another order, a map whose operands disagree, an assignment into a payload arranged
+//! otherwise — the planner records a [`Conversion`] (an exchange through shared memory run
+//! just before that op), or, in strict mode, rejects the kernel naming both ops. Runs to a
+//! fixed point, so loops are covered.
 
 use super::error::PlanError;
 use crate::ir::ops::{Algorithm, OpKind};
-use crate::ir::{Arrangement, Ir, Loc, OpId};
+use crate::ir::{Arrangement, DataId, Ir, Loc, OpId};
 
-/// The arrangement an algorithm reads or writes for a group of `threads` threads.
+/// The arrangement a load algorithm produces (or a store algorithm reads) for a group of
+/// `threads` threads.
 pub fn of_algorithm(a: Algorithm, threads: u32) -> Arrangement {
     match a {
-        Algorithm::Direct => Arrangement::Blocked,
         Algorithm::Striped => Arrangement::Striped { threads },
+        Algorithm::Direct
+        | Algorithm::Vectorize
+        | Algorithm::Transpose
+        | Algorithm::WarpTranspose
+        | Algorithm::WarpTransposeTimesliced => Arrangement::Blocked,
     }
 }
 
-/// Assigns every payload an arrangement, or reports the first conflict.
-pub fn assign(ir: &Ir) -> Result<Vec<Option<Arrangement>>, PlanError> {
-    let mut arr: Vec<Option<(Arrangement, Loc)>> = vec![None; ir.datas.len()];
+/// An exchange the planner adds: before `op` runs, payload `data` is rearranged from `from` to
+/// `to` (into fresh registers that `op` reads instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conversion {
+    /// The op that needs the other arrangement.
+    pub op: OpId,
+    /// The payload converted.
+    pub data: DataId,
+    /// Its arrangement.
+    pub from: Arrangement,
+    /// The arrangement the op needs.
+    pub to: Arrangement,
+}
+
+/// Each payload's arrangement, and the conversions to insert.
+#[derive(Debug, Clone, Default)]
+pub struct Arrangements {
+    /// Per payload (`None`: free).
+    pub of: Vec<Option<Arrangement>>,
+    /// Conversions, in program order.
+    pub conversions: Vec<Conversion>,
+}
+
+struct Pass<'a> {
+    ir: &'a Ir,
+    arr: Vec<Option<(Arrangement, Loc)>>,
+    conversions: Vec<Conversion>,
+}
+
+impl Pass<'_> {
+    /// `data` is consumed by `op` (written at `loc`) in arrangement `need`.
+    fn need(&mut self, op: OpId, loc: Loc, data: DataId, need: Arrangement) -> Result<(), PlanError> {
+        let Some((have, producer)) = self.arr[data.index()] else {
+            return Ok(());
+        };
+        if have == need {
+            return Ok(());
+        }
+        if self.ir.strict_arrangements {
+            return Err(PlanError::ArrangementMismatch {
+                data,
+                op,
+                loc,
+                have,
+                producer,
+                need,
+            });
+        }
+        let c = Conversion {
+            op,
+            data,
+            from: have,
+            to: need,
+        };
+        if !self.conversions.contains(&c) {
+            self.conversions.push(c);
+        }
+        Ok(())
+    }
+
+    /// `data` is produced by `op` in arrangement `a`. Returns whether anything changed.
+    fn produce(&mut self, op: OpId, loc: Loc, data: DataId, a: Arrangement) -> Result<bool, PlanError> {
+        match self.arr[data.index()] {
+            None => {
+                self.arr[data.index()] = Some((a, loc));
+                Ok(true)
+            }
+            Some((have, producer)) if have != a => Err(PlanError::ArrangementMismatch {
+                data,
+                op,
+                loc,
+                have,
+                producer,
+                need: a,
+            }),
+            Some(_) => Ok(false),
+        }
+    }
+}
+
+/// Assigns every payload an arrangement and lists the conversions to insert.
+pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
     let mut order = Vec::new();
     ir.walk(|op, _| order.push(op));
-    // Each round can only fix more payloads, so this ends within `datas + 1` rounds.
+    let mut p = Pass {
+        ir,
+        arr: vec![None; ir.datas.len()],
+        conversions: Vec::new(),
+    };
+    // Each round fixes at least one more payload or stops, so `datas + 1` rounds suffice.
     for _ in 0..=ir.datas.len() {
         let mut changed = false;
         for &op in &order {
             let data = ir.op(op);
-            let produced = match &data.kind {
+            match &data.kind {
                 OpKind::Load(t) => {
                     let a = of_algorithm(t.algorithm, ir.group_threads(t.group));
-                    Some((t.data, Some((a, data.loc))))
+                    changed |= p.produce(op, data.loc, t.data, a)?;
                 }
                 OpKind::Map { dst, srcs, .. } => {
-                    let mut got: Option<(Arrangement, Loc)> = None;
-                    for s in srcs {
-                        if let Some((a, l)) = arr[s.index()] {
-                            match got {
-                                Some((b, bl)) if b != a => {
-                                    return Err(mismatch(*s, op, data.loc, (a, l), b, bl));
-                                }
-                                _ => got = Some((a, l)),
-                            }
-                        }
+                    if let Some((a, _)) = srcs.iter().find_map(|s| p.arr[s.index()]) {
+                        changed |= match p.arr[dst.index()] {
+                            None => p.produce(op, data.loc, *dst, a)?,
+                            Some(_) => false,
+                        };
                     }
-                    Some((*dst, got))
                 }
-                OpKind::Assign { dst, src } => Some((*dst, arr[src.index()])),
-                _ => None,
-            };
-            if let Some((dst, Some((a, l)))) = produced {
-                match arr[dst.index()] {
-                    None => {
-                        arr[dst.index()] = Some((a, l));
-                        changed = true;
+                OpKind::Assign { dst, src } => {
+                    if let (None, Some((a, _))) = (p.arr[dst.index()], p.arr[src.index()]) {
+                        changed |= p.produce(op, data.loc, *dst, a)?;
                     }
-                    Some((b, bl)) if b != a => {
-                        return Err(mismatch(dst, op, data.loc, (b, bl), a, l));
-                    }
-                    _ => {}
                 }
+                _ => {}
             }
         }
         if !changed {
@@ -69,32 +148,28 @@ pub fn assign(ir: &Ir) -> Result<Vec<Option<Arrangement>>, PlanError> {
     }
     for &op in &order {
         let data = ir.op(op);
-        if let OpKind::Store(t) = &data.kind {
-            let need = of_algorithm(t.algorithm, ir.group_threads(t.group));
-            if let Some((have, l)) = arr[t.data.index()]
-                && have != need
-            {
-                return Err(mismatch(t.data, op, data.loc, (have, l), need, data.loc));
+        match &data.kind {
+            OpKind::Store(t) => {
+                let need = of_algorithm(t.algorithm, ir.group_threads(t.group));
+                p.need(op, data.loc, t.data, need)?;
             }
+            OpKind::Map { dst, srcs, .. } => {
+                if let Some((want, _)) = p.arr[dst.index()] {
+                    for s in srcs {
+                        p.need(op, data.loc, *s, want)?;
+                    }
+                }
+            }
+            OpKind::Assign { dst, src } => {
+                if let Some((want, _)) = p.arr[dst.index()] {
+                    p.need(op, data.loc, *src, want)?;
+                }
+            }
+            _ => {}
         }
     }
-    Ok(arr.into_iter().map(|a| a.map(|(a, _)| a)).collect())
-}
-
-fn mismatch(
-    data: crate::ir::DataId,
-    op: OpId,
-    loc: Loc,
-    have: (Arrangement, Loc),
-    need: Arrangement,
-    _need_loc: Loc,
-) -> PlanError {
-    PlanError::ArrangementMismatch {
-        data,
-        op,
-        loc,
-        have: have.0,
-        producer: have.1,
-        need,
-    }
+    Ok(Arrangements {
+        of: p.arr.into_iter().map(|a| a.map(|(a, _)| a)).collect(),
+        conversions: p.conversions,
+    })
 }

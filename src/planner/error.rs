@@ -23,6 +23,14 @@ pub enum PlanError {
         /// The arrangement the op needs.
         need: Arrangement,
     },
+    /// An exchange over the whole block is needed where not every thread of the block gets
+    /// (under a branch or loop that differs between warps), so its barrier would hang.
+    BlockExchangeInDivergentCode {
+        /// The op.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+    },
     /// A layout query failed while deriving an index map.
     Layout {
         /// The op.
@@ -48,6 +56,11 @@ impl fmt::Display for PlanError {
                 f,
                 "{loc}: {op} needs payload {data} {need:?}, but it is {have:?} (made so at \
                  {producer}); use the matching algorithm on both sides"
+            ),
+            PlanError::BlockExchangeInDivergentCode { op, loc } => write!(
+                f,
+                "{loc}: {op} needs an exchange over the whole block, but runs under a \
+                 condition that differs between warps; its barrier would never complete"
             ),
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")

@@ -6,29 +6,36 @@
 //! Passes, each in its own file:
 //! - [`arrangement`]: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
-//! - [`transfer`]: the index map of every load and store, derived from the layout algebra.
+//! - [`transfer`]: the index map of every load and store, derived from the layout algebra;
+//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers.
 //!
 //! Architecture invariant: the plan is plain data; the planner never emits code.
 
 pub mod arrangement;
 pub mod error;
 pub mod plan;
+pub mod scratch;
 pub mod transfer;
 
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
+pub use scratch::{Barrier, ExchangePlan, Hazard, Slice, SyncScope};
 
 use crate::ir::{Info, Ir};
 
 /// Plans a verified kernel.
-pub fn plan(ir: &Ir, _info: &Info) -> Result<Plan, PlanError> {
+pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
     let arrangements = arrangement::assign(ir)?;
-    let transfers = transfer::plan_transfers(ir, &arrangements)?;
+    let transfers = transfer::plan_transfers(ir)?;
+    let scratch = scratch::plan_scratch(ir, info, &arrangements)?;
     Ok(Plan {
         block_threads: ir.block_threads(),
         block_tile: ir.block_threads().saturating_mul(ir.items_per_thread),
-        arrangements,
+        arrangements: arrangements.of,
         transfers,
-        shared_bytes: 0,
+        shared_bytes: scratch.bytes,
+        exchanges: scratch.exchanges,
+        slices: scratch.slices,
+        barriers: scratch.barriers,
     })
 }

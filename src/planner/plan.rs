@@ -1,6 +1,7 @@
 //! The plan: plain data that code generation reads.
 
-use crate::ir::{Arrangement, OpId};
+use super::scratch::{Barrier, ExchangePlan, Slice};
+use crate::ir::{Algorithm, Arrangement, OpId};
 
 /// How one load or store moves its tile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,10 @@ pub struct TransferPlan {
     pub tiles: Option<OpId>,
     /// Whether loads may use the read-only (non-coherent) path.
     pub read_only: bool,
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// For `vectorize`: elements per vector access (1: scalar only).
+    pub vector: u32,
 }
 
 /// Everything code generation needs to know beyond the IR.
@@ -39,4 +44,19 @@ pub struct Plan {
     pub transfers: Vec<Option<TransferPlan>>,
     /// Shared memory the kernel needs, in bytes.
     pub shared_bytes: u32,
+    /// Per op, its exchanges through shared memory, in step order.
+    pub exchanges: Vec<Vec<ExchangePlan>>,
+    /// Shared-memory slices.
+    pub slices: Vec<Slice>,
+    /// Barriers, each before one step of one op.
+    pub barriers: Vec<Barrier>,
+}
+
+impl Plan {
+    /// The barriers before step `step` of `op`.
+    pub fn barriers_at(&self, op: OpId, step: u8) -> impl Iterator<Item = &Barrier> {
+        self.barriers
+            .iter()
+            .filter(move |b| b.op == op && b.step == step)
+    }
 }

@@ -1,65 +1,141 @@
-//! Transfer planning: the index map of every load and store.
+//! Transfer planning: how every load and store touches global memory.
 //!
-//! A transfer moves a group's tile between global memory and its threads' payload slots.
-//! Position `p(item, rank)` in the group's tile comes from the arrangement's layout of shape
-//! `(items, threads)`; code generation only evaluates the affine form this pass extracts.
+//! A transfer moves a tile between global memory and payload slots in *access groups* of `G`
+//! threads: element `p(item, rank)` of an access group's tile is read or written by `rank`
+//! into `item`. `p` comes from the layout algebra: the arrangement's layout of shape
+//! `(items, threads)` ([`crate::layout::arrangement_layout`]), reduced to its affine form
+//! `item * item_stride + rank * thread_stride`. Code generation evaluates that form and nothing
+//! else.
+//!
+//! The access group is the op's group, except for the warp-transposing algorithms, which move
+//! each warp's segment warp-striped (access groups of 32) before exchanging it.
 
 use super::arrangement::of_algorithm;
 use super::error::PlanError;
 use super::plan::TransferPlan;
-use crate::ir::ops::{OpKind, Role};
-use crate::ir::{Arrangement, Ir, OpId, RegionId};
+use crate::ir::ops::{Algorithm, OpKind, Role, Transfer};
+use crate::ir::{Arrangement, Ir, Loc, OpId, RegionId};
+use crate::layout::{Arrangement as LArr, affine_form, arrangement_layout};
 
-/// The affine index map `(item_stride, thread_stride)` of an arrangement over a group of
-/// `threads` threads holding `items` items each.
-pub fn index_map(arr: Arrangement, threads: u32, items: u32) -> (u32, u32) {
-    match arr {
-        Arrangement::Blocked => (1, items),
-        Arrangement::Striped { .. } => (threads, 1),
+/// The affine index map `(item_stride, thread_stride)` of an arrangement over an access group
+/// of `threads` threads holding `items` items each, from its layout.
+pub fn index_map(arr: Arrangement, threads: u32, items: u32) -> Option<(u32, u32)> {
+    let kind = match arr {
+        Arrangement::Blocked => LArr::Blocked,
+        Arrangement::Striped { .. } => LArr::Striped,
+    };
+    let layout = arrangement_layout(kind, threads, items).ok()?;
+    let form = affine_form(&layout)?;
+    let item = u32::try_from(form.item_stride).ok()?;
+    let thread = u32::try_from(form.thread_stride).ok()?;
+    Some((item, thread))
+}
+
+/// Elements per vector access for `items` blocked items of `bytes`-byte elements: the largest
+/// power of two dividing `items` with at most 4 elements and 16 bytes. Narrow elements are
+/// moved one by one.
+pub fn vector_width(items: u32, bytes: u32) -> u32 {
+    if bytes < 4 {
+        return 1;
     }
+    let mut v = 4u32.min(16 / bytes);
+    while v > 1 && items % v != 0 {
+        v /= 2;
+    }
+    v
 }
 
 /// Plans every load and store (indexed by op).
-pub fn plan_transfers(
-    ir: &Ir,
-    _arrangements: &[Option<Arrangement>],
-) -> Result<Vec<Option<TransferPlan>>, PlanError> {
+pub fn plan_transfers(ir: &Ir) -> Result<Vec<Option<TransferPlan>>, PlanError> {
     let mut out = vec![None; ir.ops.len()];
     let mut tiles = Vec::new();
-    walk(ir, ir.body, &mut tiles, &mut out);
+    walk(ir, ir.body, &mut tiles, &mut out)?;
     Ok(out)
 }
 
-fn walk(ir: &Ir, r: RegionId, tiles: &mut Vec<OpId>, out: &mut Vec<Option<TransferPlan>>) {
+fn plan_one(ir: &Ir, t: &Transfer, is_load: bool, tiles: Option<OpId>, op: OpId, loc: Loc) -> Result<TransferPlan, PlanError> {
+    let g = ir.group_threads(t.group);
+    let items = ir.datas[t.data.index()].items;
+    let bytes = ir.datas[t.data.index()].dtype.bytes();
+    let (access_threads, arrangement) = match t.algorithm {
+        Algorithm::Transpose => (g, Arrangement::Striped { threads: g }),
+        Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced => {
+            (32, Arrangement::Striped { threads: 32 })
+        }
+        other => (g, of_algorithm(other, g)),
+    };
+    let (item_stride, thread_stride) =
+        index_map(arrangement, access_threads, items).ok_or_else(|| PlanError::Layout {
+            op,
+            loc,
+            reason: format!("{arrangement:?} over {access_threads} threads x {items} items"),
+        })?;
+    let vector = match t.algorithm {
+        Algorithm::Vectorize => vector_width(items, bytes),
+        _ => 1,
+    };
+    Ok(TransferPlan {
+        group_threads: access_threads,
+        items,
+        arrangement,
+        item_stride,
+        thread_stride,
+        group_tile: access_threads * items,
+        block_tile: ir.block_threads() * items,
+        tiles,
+        read_only: is_load && ir.params[t.param.index()].role == Role::Input,
+        algorithm: t.algorithm,
+        vector,
+    })
+}
+
+fn walk(
+    ir: &Ir,
+    r: RegionId,
+    tiles: &mut Vec<OpId>,
+    out: &mut Vec<Option<TransferPlan>>,
+) -> Result<(), PlanError> {
     for &op in ir.region(r) {
-        let kind = &ir.op(op).kind;
+        let data = ir.op(op);
+        let kind = &data.kind;
         if let OpKind::Load(t) | OpKind::Store(t) = kind {
-            let group_threads = ir.group_threads(t.group);
-            let items = ir.datas[t.data.index()].items;
-            let arrangement = of_algorithm(t.algorithm, group_threads);
-            let (item_stride, thread_stride) = index_map(arrangement, group_threads, items);
-            out[op.index()] = Some(TransferPlan {
-                group_threads,
-                items,
-                arrangement,
-                item_stride,
-                thread_stride,
-                group_tile: group_threads * items,
-                block_tile: ir.block_threads() * items,
-                tiles: tiles.last().copied(),
-                read_only: matches!(kind, OpKind::Load(_))
-                    && ir.params[t.param.index()].role == Role::Input,
-            });
+            let is_load = matches!(kind, OpKind::Load(_));
+            out[op.index()] = Some(plan_one(ir, t, is_load, tiles.last().copied(), op, data.loc)?);
         }
         let is_tiles = matches!(kind, OpKind::Tiles { .. });
         if is_tiles {
             tiles.push(op);
         }
         for sub in kind.regions() {
-            walk(ir, sub, tiles, out);
+            walk(ir, sub, tiles, out)?;
         }
         if is_tiles {
             tiles.pop();
         }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_maps_come_from_the_layouts() {
+        assert_eq!(index_map(Arrangement::Blocked, 128, 4), Some((1, 4)));
+        assert_eq!(
+            index_map(Arrangement::Striped { threads: 128 }, 128, 4),
+            Some((128, 1))
+        );
+        assert_eq!(index_map(Arrangement::Striped { threads: 8 }, 8, 3), Some((8, 1)));
+    }
+
+    #[test]
+    fn vector_widths() {
+        assert_eq!(vector_width(16, 4), 4);
+        assert_eq!(vector_width(6, 4), 2);
+        assert_eq!(vector_width(3, 4), 1);
+        assert_eq!(vector_width(4, 8), 2);
+        assert_eq!(vector_width(8, 1), 1);
     }
 }

@@ -1,0 +1,385 @@
+//! Lowering of exchanges through shared memory, and of the barriers the plan places.
+//!
+//! An exchange group of `S` threads owns a region of `group_elems` elements. Rank `r` writes
+//! slot `i` at region position `from(i, r)` and, after the planned barrier, reads slot `i` from
+//! position `to(i, r)`, where blocked is `r * K + i` and striped over `G` threads is
+//! `(r / G) * G * K + i * G + r % G`. Position `p` lives at element `p + p / 32` when the plan
+//! pads, else at `p`. A time-sliced exchange runs one warp at a time on a single region.
+
+use super::emit::Emitter;
+use super::expr::mem_ty;
+use super::ptx::*;
+use crate::ir::{Arrangement, DType, OpId};
+use crate::planner::{ExchangePlan, SyncScope};
+use smallvec::smallvec;
+
+/// `(thread part, item stride)` of an arrangement's position inside an exchange group:
+/// position = thread part(r) + i * item stride.
+fn form(a: Arrangement, scope: u32, items: u32) -> (Box<dyn Fn(u32) -> u32>, u32) {
+    match a {
+        Arrangement::Blocked => (Box::new(move |r| r * items), 1),
+        Arrangement::Striped { threads } if threads >= scope => (Box::new(|r| r), threads),
+        Arrangement::Striped { threads } => (
+            Box::new(move |r| (r / threads) * threads * items + r % threads),
+            threads,
+        ),
+    }
+}
+
+impl Emitter<'_> {
+    /// Emits the barriers the plan puts before step `step` of `op`.
+    pub(crate) fn sync_point(&mut self, op: OpId, step: u8) {
+        let scopes: Vec<SyncScope> = self.plan.barriers_at(op, step).map(|b| b.scope).collect();
+        for scope in scopes {
+            match scope {
+                SyncScope::Block => self.op(Op::BarSync { id: 0, count: None }),
+                SyncScope::Group { threads } if threads >= 32 => self.op(Op::BarWarpSync {
+                    mask: Operand::Imm(-1),
+                }),
+                SyncScope::Group { threads } => {
+                    // The lanes of this thread's group: ((1 << w) - 1) << (lane & ~(w - 1)).
+                    let lane = self.special(Special::Laneid);
+                    let w = threads.max(1) as i64;
+                    let start = self.reg(RegClass::B32);
+                    self.op(Op::Bin {
+                        op: BinOp::And,
+                        ty: Ty::B32,
+                        dst: start,
+                        a: lane.into(),
+                        b: Operand::Imm(!(w - 1) & 0xffff_ffff),
+                    });
+                    let mask = self.reg(RegClass::B32);
+                    self.op(Op::Mov {
+                        ty: Ty::B32,
+                        dst: mask,
+                        src: Operand::Imm((1i64 << w) - 1),
+                    });
+                    self.op(Op::Bin {
+                        op: BinOp::Shl,
+                        ty: Ty::B32,
+                        dst: mask,
+                        a: mask.into(),
+                        b: start.into(),
+                    });
+                    self.op(Op::BarWarpSync { mask: mask.into() });
+                }
+            }
+        }
+    }
+
+    /// The 32-bit shared-window address of the kernel's shared memory.
+    fn smem_base(&mut self) -> Reg {
+        if let Some(r) = self.smem {
+            return r;
+        }
+        let r = self.reg(RegClass::B32);
+        self.entry_op(Op::Mov {
+            ty: Ty::U32,
+            dst: r,
+            src: Operand::SharedAddr(0),
+        });
+        self.smem = Some(r);
+        r
+    }
+
+    /// Rearranges `src` into `dst` through shared memory as `e` says. With `valid` (the block
+    /// tile's valid count), only slots of valid positions are written and read.
+    pub(crate) fn exchange(
+        &mut self,
+        op: OpId,
+        e: &ExchangePlan,
+        dtype: DType,
+        src: &[Reg],
+        dst: &[Reg],
+        valid: Option<Reg>,
+    ) {
+        let es = e.elem_bytes as i64;
+        let (s, k) = (e.scope, e.items);
+        let Some(slice) = self.plan.slices.get(e.slice).cloned() else {
+            return;
+        };
+        let tid = self.tid();
+        let smem = self.smem_base();
+        let block = self.plan.block_threads;
+        let (gi, rank) = if s >= block && e.turns.is_none() {
+            (None, tid)
+        } else {
+            let gi = self.reg(RegClass::B32);
+            self.op(Op::Bin {
+                op: BinOp::Div,
+                ty: Ty::U32,
+                dst: gi,
+                a: tid.into(),
+                b: Operand::Imm(s as i64),
+            });
+            let r = self.reg(RegClass::B32);
+            self.op(Op::Bin {
+                op: BinOp::Rem,
+                ty: Ty::U32,
+                dst: r,
+                a: tid.into(),
+                b: Operand::Imm(s as i64),
+            });
+            (Some(gi), r)
+        };
+        // The region's address: every turn of a time-sliced exchange uses the first region.
+        let region = self.reg(RegClass::B32);
+        match (gi, e.turns) {
+            (Some(g), None) => self.op(Op::Mad {
+                ty: Ty::U32,
+                dst: region,
+                a: g.into(),
+                b: Operand::Imm(e.group_elems as i64 * es),
+                c: smem.into(),
+            }),
+            _ => self.op(Op::Mov {
+                ty: Ty::U32,
+                dst: region,
+                src: smem.into(),
+            }),
+        }
+        if slice.offset != 0 {
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U32,
+                dst: region,
+                a: region.into(),
+                b: Operand::Imm(slice.offset as i64),
+            });
+        }
+        // Valid positions of this group: p < vrem, with vrem = min(valid, tile) - gi * S * K.
+        let vrem = valid.map(|v| {
+            let tile = (block * k) as i64;
+            let c = self.reg(RegClass::B32);
+            self.op(Op::Bin {
+                op: BinOp::Min,
+                ty: Ty::U32,
+                dst: c,
+                a: v.into(),
+                b: Operand::Imm(tile),
+            });
+            if let Some(g) = gi {
+                let start = self.reg(RegClass::B32);
+                self.op(Op::Bin {
+                    op: BinOp::Mul,
+                    ty: Ty::U32,
+                    dst: start,
+                    a: g.into(),
+                    b: Operand::Imm((s * k) as i64),
+                });
+                self.op(Op::Bin {
+                    op: BinOp::Sub,
+                    ty: Ty::S32,
+                    dst: c,
+                    a: c.into(),
+                    b: start.into(),
+                });
+            }
+            c
+        });
+        let mty = mem_ty(dtype);
+        for turn in 0..e.turns.unwrap_or(1) {
+            let step = e.first_step + 2 * turn as u8;
+            self.sync_point(op, step);
+            let skip = e.turns.map(|_| {
+                let label = self.label();
+                let mine = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: mine,
+                    a: gi.map(Operand::from).unwrap_or(Operand::Imm(0)),
+                    b: Operand::Imm(turn as i64),
+                });
+                self.guarded(
+                    mine,
+                    false,
+                    Op::Bra {
+                        target: label.clone(),
+                        uni: true,
+                    },
+                );
+                label
+            });
+            self.side(e, e.from, rank, region, vrem, src, mty, true);
+            self.sync_point(op, step + 1);
+            self.side(e, e.to, rank, region, vrem, dst, mty, false);
+            if let Some(label) = skip {
+                self.op(Op::Label(label));
+            }
+        }
+    }
+
+    /// One side of an exchange: every slot written to (or read from) its position in `a`.
+    #[allow(clippy::too_many_arguments)]
+    fn side(
+        &mut self,
+        e: &ExchangePlan,
+        a: Arrangement,
+        rank: Reg,
+        region: Reg,
+        vrem: Option<Reg>,
+        regs: &[Reg],
+        mty: Ty,
+        write: bool,
+    ) {
+        let es = e.elem_bytes as i64;
+        let (part, stride) = form(a, e.scope, e.items);
+        // Whether slot(part(r) + i * stride) - slot(part(r)) is the same for every rank, so
+        // items can use immediate offsets from one address.
+        let deltas: Vec<i64> = (0..e.items)
+            .map(|i| e.slot(part(0) + i * stride) as i64 - e.slot(part(0)) as i64)
+            .collect();
+        let separable = (0..e.scope).all(|r| {
+            (0..e.items).all(|i| {
+                e.slot(part(r) + i * stride) as i64 - e.slot(part(r)) as i64 == deltas[i as usize]
+            })
+        });
+        // p0 = part(rank), computed from the rank.
+        let p0 = self.thread_part(a, e, rank);
+        let slot0 = self.slot_reg(e, p0);
+        let addr0 = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: addr0,
+            a: slot0.into(),
+            b: Operand::Imm(es),
+            c: region.into(),
+        });
+        for (i, &r) in regs.iter().enumerate() {
+            let (addr, off) = if separable {
+                (addr0, deltas[i] * es)
+            } else {
+                let p = self.reg(RegClass::B32);
+                self.op(Op::Bin {
+                    op: BinOp::Add,
+                    ty: Ty::U32,
+                    dst: p,
+                    a: p0.into(),
+                    b: Operand::Imm(i as i64 * stride as i64),
+                });
+                let sl = self.slot_reg(e, p);
+                let ad = self.reg(RegClass::B32);
+                self.op(Op::Mad {
+                    ty: Ty::U32,
+                    dst: ad,
+                    a: sl.into(),
+                    b: Operand::Imm(es),
+                    c: region.into(),
+                });
+                (ad, 0)
+            };
+            let address = Address {
+                base: AddrBase::Reg(addr),
+                offset: off,
+            };
+            let mv = if write {
+                Op::St {
+                    space: Space::Shared,
+                    ty: mty,
+                    addr: address,
+                    src: smallvec![r.into()],
+                }
+            } else {
+                Op::Ld {
+                    space: Space::Shared,
+                    ty: mty,
+                    dst: smallvec![r],
+                    addr: address,
+                }
+            };
+            match vrem {
+                None => self.op(mv),
+                Some(v) => {
+                    // Position p0 + i * stride is valid iff it is below vrem.
+                    let p = self.reg(RegClass::B32);
+                    self.op(Op::Bin {
+                        op: BinOp::Add,
+                        ty: Ty::U32,
+                        dst: p,
+                        a: p0.into(),
+                        b: Operand::Imm(i as i64 * stride as i64),
+                    });
+                    let ok = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Lt,
+                        ty: Ty::S32,
+                        dst: ok,
+                        a: p.into(),
+                        b: v.into(),
+                    });
+                    self.guarded(ok, false, mv);
+                }
+            }
+        }
+    }
+
+    fn thread_part(&mut self, a: Arrangement, e: &ExchangePlan, rank: Reg) -> Reg {
+        let r = self.reg(RegClass::B32);
+        match a {
+            Arrangement::Blocked => self.op(Op::Bin {
+                op: BinOp::Mul,
+                ty: Ty::U32,
+                dst: r,
+                a: rank.into(),
+                b: Operand::Imm(e.items as i64),
+            }),
+            Arrangement::Striped { threads } if threads >= e.scope => self.op(Op::Mov {
+                ty: Ty::U32,
+                dst: r,
+                src: rank.into(),
+            }),
+            Arrangement::Striped { threads } => {
+                let g = threads as i64;
+                let hi = self.reg(RegClass::B32);
+                self.op(Op::Bin {
+                    op: BinOp::Div,
+                    ty: Ty::U32,
+                    dst: hi,
+                    a: rank.into(),
+                    b: Operand::Imm(g),
+                });
+                let lo = self.reg(RegClass::B32);
+                self.op(Op::Bin {
+                    op: BinOp::Rem,
+                    ty: Ty::U32,
+                    dst: lo,
+                    a: rank.into(),
+                    b: Operand::Imm(g),
+                });
+                self.op(Op::Mad {
+                    ty: Ty::U32,
+                    dst: r,
+                    a: hi.into(),
+                    b: Operand::Imm(g * e.items as i64),
+                    c: lo.into(),
+                });
+            }
+        }
+        r
+    }
+
+    /// `p + p / 32` when padded, else `p`.
+    fn slot_reg(&mut self, e: &ExchangePlan, p: Reg) -> Reg {
+        if !e.padded {
+            return p;
+        }
+        let q = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Shr,
+            ty: Ty::U32,
+            dst: q,
+            a: p.into(),
+            b: Operand::Imm(5),
+        });
+        let s = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::U32,
+            dst: s,
+            a: p.into(),
+            b: q.into(),
+        });
+        s
+    }
+}

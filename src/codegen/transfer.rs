@@ -1,0 +1,364 @@
+//! Lowering of loads and stores: global accesses (scalar or vector) and, for the transposing
+//! algorithms, the exchange through shared memory.
+//!
+//! An access group of `G` threads (see [`TransferPlan`]) moves its tile at
+//! `offset + group_index * G * K`; rank `r` moves item `i` at tile element
+//! `i * item_stride + r * thread_stride`. With a valid count, item `i` moves only if that
+//! element is below the group's share of the count.
+
+use super::emit::Emitter;
+use super::expr::{Ctx, bits_or_float, mem_ty};
+use super::ptx::*;
+use crate::ir::ops::Transfer;
+use crate::ir::{Algorithm, DType, OpId};
+use crate::planner::TransferPlan;
+use smallvec::smallvec;
+use std::collections::HashMap;
+
+/// Where one thread's accesses go.
+struct Access {
+    /// Byte address of this thread's item 0.
+    addr: Reg,
+    /// `valid_g - rank * thread_stride` (signed): item `i` is valid iff
+    /// `i * item_stride < rem`. `None`: every item is valid.
+    rem: Option<Reg>,
+}
+
+impl Emitter<'_> {
+    fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
+        let r = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op,
+            ty: Ty::U32,
+            dst: r,
+            a,
+            b,
+        });
+        r
+    }
+
+    /// The block tile's offset and valid count of a transfer.
+    fn tile_of(&mut self, t: &Transfer, plan: &TransferPlan) -> (Reg, Option<Reg>) {
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
+        let offset = match (t.offset, plan.tiles) {
+            (Some(e), _) => self.eval(e, &ctx, &mut memo),
+            (None, Some(tiles)) => self.loop_var(tiles, 1),
+            (None, None) => {
+                let ctaid = self.special(Special::Ctaid(Dim::X));
+                self.u32op(
+                    BinOp::Mul,
+                    ctaid.into(),
+                    Operand::Imm(plan.block_tile as i64),
+                )
+            }
+        };
+        let valid = match (t.valid, plan.tiles) {
+            (Some(e), _) => Some(self.eval(e, &ctx, &mut memo)),
+            (None, Some(tiles)) => Some(self.loop_var(tiles, 2)),
+            (None, None) => None,
+        };
+        (offset, valid)
+    }
+
+    /// Address and valid bound of this thread's accesses.
+    fn access(
+        &mut self,
+        plan: &TransferPlan,
+        ptr: Reg,
+        size: u32,
+        offset: Reg,
+        valid: Option<Reg>,
+    ) -> Access {
+        let tid = self.tid();
+        let g = plan.group_threads;
+        let (rank, start) = if g == self.plan.block_threads {
+            (tid, None)
+        } else {
+            let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(g as i64));
+            let index = self.u32op(BinOp::Div, tid.into(), Operand::Imm(g as i64));
+            let start = self.u32op(
+                BinOp::Mul,
+                index.into(),
+                Operand::Imm(plan.group_tile as i64),
+            );
+            (rank, Some(start))
+        };
+        let base = match start {
+            Some(s) => self.u32op(BinOp::Add, offset.into(), s.into()),
+            None => offset,
+        };
+        let first = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: first,
+            a: rank.into(),
+            b: Operand::Imm(plan.thread_stride as i64),
+            c: base.into(),
+        });
+        let addr = self.reg(RegClass::B64);
+        self.op(Op::MadWide {
+            ty: Ty::U32,
+            dst: addr,
+            a: first.into(),
+            b: Operand::Imm(size as i64),
+            c: ptr.into(),
+        });
+        let rem = valid.map(|v| {
+            // The group's share of the block's count, clamped to its tile: never wraps.
+            let vg = match start {
+                None => self.u32op(
+                    BinOp::Min,
+                    v.into(),
+                    Operand::Imm(plan.group_tile as i64),
+                ),
+                Some(s) => {
+                    let above = self.u32op(BinOp::Max, v.into(), s.into());
+                    let share = self.u32op(BinOp::Sub, above.into(), s.into());
+                    self.u32op(
+                        BinOp::Min,
+                        share.into(),
+                        Operand::Imm(plan.group_tile as i64),
+                    )
+                }
+            };
+            let scaled = self.u32op(
+                BinOp::Mul,
+                rank.into(),
+                Operand::Imm(plan.thread_stride as i64),
+            );
+            let rem = self.reg(RegClass::B32);
+            self.op(Op::Bin {
+                op: BinOp::Sub,
+                ty: Ty::S32,
+                dst: rem,
+                a: vg.into(),
+                b: scaled.into(),
+            });
+            rem
+        });
+        Access { addr, rem }
+    }
+
+    /// Scalar global accesses of every slot, each guarded by its validity.
+    #[allow(clippy::too_many_arguments)]
+    fn scalar_moves(
+        &mut self,
+        is_load: bool,
+        space: Space,
+        dtype: DType,
+        plan: &TransferPlan,
+        a: &Access,
+        regs: &[Reg],
+        oob: Option<u64>,
+    ) {
+        let size = dtype.bytes() as i64;
+        for (i, &r) in regs.iter().enumerate() {
+            let pos = i as i64 * plan.item_stride as i64;
+            let addr = Address {
+                base: AddrBase::Reg(a.addr),
+                offset: pos * size,
+            };
+            let mv = if is_load {
+                Op::Ld {
+                    space,
+                    ty: mem_ty(dtype),
+                    dst: smallvec![r],
+                    addr,
+                }
+            } else {
+                Op::St {
+                    space,
+                    ty: mem_ty(dtype),
+                    addr,
+                    src: smallvec![r.into()],
+                }
+            };
+            match a.rem {
+                None => self.op(mv),
+                Some(rem) => {
+                    if let Some(bits) = oob {
+                        let d = self.constant(dtype, bits);
+                        self.op(Op::Mov {
+                            ty: bits_or_float(dtype),
+                            dst: r,
+                            src: d.into(),
+                        });
+                    }
+                    let p = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Gt,
+                        ty: Ty::S32,
+                        dst: p,
+                        a: rem.into(),
+                        b: Operand::Imm(pos),
+                    });
+                    self.guarded(p, false, mv);
+                }
+            }
+        }
+    }
+
+    /// Vector accesses where the address is aligned and (with a valid count) the thread's
+    /// whole run is valid; the scalar path otherwise, chosen at run time.
+    #[allow(clippy::too_many_arguments)]
+    fn vector_moves(
+        &mut self,
+        is_load: bool,
+        space: Space,
+        dtype: DType,
+        plan: &TransferPlan,
+        a: &Access,
+        regs: &[Reg],
+        oob: Option<u64>,
+    ) {
+        let v = plan.vector as usize;
+        let size = dtype.bytes() as i64;
+        let bytes = v as i64 * size;
+        // aligned = (addr & (bytes - 1)) == 0
+        let low = self.reg(RegClass::B64);
+        self.op(Op::Bin {
+            op: BinOp::And,
+            ty: Ty::B64,
+            dst: low,
+            a: a.addr.into(),
+            b: Operand::Imm(bytes - 1),
+        });
+        let fast = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Eq,
+            ty: Ty::U64,
+            dst: fast,
+            a: low.into(),
+            b: Operand::Imm(0),
+        });
+        if let Some(rem) = a.rem {
+            let full = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Ge,
+                ty: Ty::S32,
+                dst: full,
+                a: rem.into(),
+                b: Operand::Imm(regs.len() as i64),
+            });
+            self.op(Op::PredBin {
+                op: BinOp::And,
+                dst: fast,
+                a: fast,
+                b: full,
+            });
+        }
+        let slow = self.label();
+        let done = self.label();
+        self.guarded(
+            fast,
+            true,
+            Op::Bra {
+                target: slow.clone(),
+                uni: false,
+            },
+        );
+        for (j, chunk) in regs.chunks(v).enumerate() {
+            let addr = Address {
+                base: AddrBase::Reg(a.addr),
+                offset: j as i64 * bytes,
+            };
+            self.op(if is_load {
+                Op::Ld {
+                    space,
+                    ty: mem_ty(dtype),
+                    dst: chunk.iter().copied().collect(),
+                    addr,
+                }
+            } else {
+                Op::St {
+                    space,
+                    ty: mem_ty(dtype),
+                    addr,
+                    src: chunk.iter().map(|&r| r.into()).collect(),
+                }
+            });
+        }
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(slow));
+        self.scalar_moves(is_load, space, dtype, plan, a, regs, oob);
+        self.op(Op::Label(done));
+    }
+
+    /// Lowers a load or store, with any conversion of its payload and its own exchange.
+    pub(crate) fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
+        let Some(plan) = self
+            .plan
+            .transfers
+            .get(op.index())
+            .and_then(|p| p.clone())
+        else {
+            return;
+        };
+        let exchanges = self.plan.exchanges.get(op.index()).cloned().unwrap_or_default();
+        let dtype = self.ir.params[t.param.index()].dtype;
+        let (offset, valid) = self.tile_of(t, &plan);
+        let ptr = self.param_reg(t.param);
+        let space = if is_load && plan.read_only {
+            Space::GlobalNc
+        } else {
+            Space::Global
+        };
+        let own = exchanges.iter().find(|e| e.data.is_none()).cloned();
+        let data_regs = self.data_regs(t.data).to_vec();
+        if is_load {
+            // With a default for invalid slots every slot is written, so the exchange needs
+            // no guards; without one, invalid slots stay unwritten on both sides.
+            let guard = if t.oob_default.is_some() { None } else { valid };
+            let staged = match &own {
+                Some(_) => self.fresh_like(&data_regs),
+                None => data_regs.clone(),
+            };
+            let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
+            self.global(true, space, dtype, &plan, &a, &staged, t.oob_default);
+            if let Some(e) = own {
+                self.exchange(op, &e, dtype, &staged, &data_regs, guard);
+            }
+        } else {
+            let mut regs = data_regs;
+            for e in exchanges.iter().filter(|e| e.data == Some(t.data)) {
+                let out = self.fresh_like(&regs);
+                self.exchange(op, e, dtype, &regs, &out, valid);
+                regs = out;
+            }
+            if let Some(e) = own {
+                let out = self.fresh_like(&regs);
+                self.exchange(op, &e, dtype, &regs, &out, valid);
+                regs = out;
+            }
+            let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
+            self.global(false, space, dtype, &plan, &a, &regs, None);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn global(
+        &mut self,
+        is_load: bool,
+        space: Space,
+        dtype: DType,
+        plan: &TransferPlan,
+        a: &Access,
+        regs: &[Reg],
+        oob: Option<u64>,
+    ) {
+        if plan.algorithm == Algorithm::Vectorize && plan.vector > 1 {
+            self.vector_moves(is_load, space, dtype, plan, a, regs, oob);
+        } else {
+            self.scalar_moves(is_load, space, dtype, plan, a, regs, oob);
+        }
+    }
+
+    /// Fresh registers of the same classes.
+    pub(crate) fn fresh_like(&mut self, regs: &[Reg]) -> Vec<Reg> {
+        regs.iter().map(|r| self.reg(r.class)).collect()
+    }
+}

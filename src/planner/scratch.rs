@@ -1,0 +1,501 @@
+//! Shared memory: exchanges, slices by live range, and the barriers between accesses.
+//!
+//! Every op that moves a payload through shared memory does it as one or more *exchanges*: all
+//! threads of an exchange group write their slots at positions of one arrangement (step `2j`),
+//! then read them back at positions of another (step `2j + 1`). An op's exchanges are, in
+//! order: the conversions the arrangement pass asked for, then its own algorithm's (a
+//! transposing load or store). Steps are the only points where shared memory is touched, and
+//! the only points where barriers may go.
+//!
+//! Invariants this pass establishes:
+//! - every exchange has a slice; slices whose live ranges overlap never share bytes; an
+//!   exchange's live range is its own step pair, so exchanges in sequence reuse one region
+//!   (the kernel needs the largest, not the sum) — except in code that is not uniform across
+//!   the block, where a block barrier cannot go: those exchanges get bytes of their own;
+//! - a barrier stands before a step exactly when that step touches bytes another thread
+//!   touched since the last barrier on some path, one of the two accesses writing (loops are
+//!   walked twice, so accesses of the previous iteration count); it is `bar.warp.sync` over
+//!   the exchange group when both accesses are by the same groups over the same bytes, else
+//!   `bar.sync`;
+//! - padding (one slot per 32 elements) is chosen where the layout algebra's bank-conflict
+//!   count says it removes conflicts.
+
+use super::arrangement::{Arrangements, of_algorithm};
+use super::error::PlanError;
+use crate::ir::ops::{Algorithm, OpKind};
+use crate::ir::verify::Uniformity;
+use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
+use crate::layout::{
+    Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with,
+};
+
+/// One exchange: a payload rearranged through shared memory by groups of `scope` threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExchangePlan {
+    /// For a conversion, the payload converted; `None` for the op's own algorithm.
+    pub data: Option<DataId>,
+    /// Arrangement written.
+    pub from: Arrangement,
+    /// Arrangement read.
+    pub to: Arrangement,
+    /// Threads per exchange group (the block, a warp, or a logical warp).
+    pub scope: u32,
+    /// Items per thread.
+    pub items: u32,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// The slice (index into [`super::Plan::slices`]).
+    pub slice: usize,
+    /// Elements per group's region, including padding.
+    pub group_elems: u32,
+    /// One padding slot after every 32 elements of a group's region.
+    pub padded: bool,
+    /// Time-sliced: the groups (warps) take turns on one region; `Some(turns)`.
+    pub turns: Option<u32>,
+    /// The step of the first write (reads are the next step; a time-sliced exchange takes
+    /// `2 * turns` steps).
+    pub first_step: u8,
+}
+
+impl ExchangePlan {
+    /// The slot (in elements from the group's region start) of scope-local position `p`.
+    pub fn slot(&self, p: u32) -> u32 {
+        if self.padded { p + p / 32 } else { p }
+    }
+
+    /// Steps this exchange takes.
+    pub fn steps(&self) -> u8 {
+        2 * self.turns.unwrap_or(1).min(127) as u8
+    }
+}
+
+/// A region of shared memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// What uses it (for `explain`).
+    pub label: String,
+    /// The op that uses it.
+    pub op: OpId,
+    /// Byte offset in the kernel's shared memory.
+    pub offset: u32,
+    /// Size in bytes.
+    pub bytes: u32,
+    /// Alignment in bytes.
+    pub align: u32,
+    /// Live range in program points (inclusive).
+    pub live: (u32, u32),
+}
+
+/// Which threads a barrier synchronizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncScope {
+    /// `bar.sync 0`: the whole block.
+    Block,
+    /// `bar.warp.sync` over each group of `threads` lanes (1..=32).
+    Group {
+        /// Threads per group.
+        threads: u32,
+    },
+}
+
+/// What a barrier prevents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hazard {
+    /// A read of bytes another thread wrote.
+    ReadAfterWrite,
+    /// A write over bytes another thread may still read.
+    WriteAfterRead,
+    /// A write over bytes another thread wrote.
+    WriteAfterWrite,
+}
+
+/// A barrier before step `step` of `op`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Barrier {
+    /// The op.
+    pub op: OpId,
+    /// The step it precedes.
+    pub step: u8,
+    /// Which threads it synchronizes.
+    pub scope: SyncScope,
+    /// The earlier access it orders against (op, step).
+    pub after: (OpId, u8),
+    /// The kind of conflict.
+    pub hazard: Hazard,
+}
+
+/// The result of this pass.
+#[derive(Debug, Clone, Default)]
+pub struct Scratch {
+    /// Per op, its exchanges in step order.
+    pub exchanges: Vec<Vec<ExchangePlan>>,
+    /// The slices.
+    pub slices: Vec<Slice>,
+    /// The barriers.
+    pub barriers: Vec<Barrier>,
+    /// Shared bytes the kernel needs.
+    pub bytes: u32,
+}
+
+/// The arrangement for the layout algebra: `(kind, threads)` over a group.
+fn layout_of(a: Arrangement, scope: u32, items: u32) -> Option<crate::layout::Layout> {
+    let (kind, threads) = match a {
+        Arrangement::Blocked => (LArr::Blocked, scope),
+        Arrangement::Striped { threads } => (LArr::Striped, threads),
+    };
+    let inner = arrangement_layout(kind, threads, items).ok()?;
+    if threads == scope {
+        return Some(inner);
+    }
+    // Several striped groups inside the scope: ((items), (threads, scope / threads)) with the
+    // outer thread mode stepping one group tile.
+    let text = format!(
+        "({items},({threads},{})):({},(1,{}))",
+        scope / threads.max(1),
+        threads,
+        threads * items
+    );
+    let _ = inner;
+    text.parse().ok()
+}
+
+/// Whether padding lowers the bank conflicts of writing `from` and reading `to`.
+fn choose_padding(from: Arrangement, to: Arrangement, scope: u32, items: u32, bytes: u32) -> bool {
+    let lanes = scope.min(32);
+    let cost = |t: SmemTransform| -> Option<u32> {
+        let mut sum = 0;
+        for a in [from, to] {
+            let l = layout_of(a, scope, items)?;
+            sum += bank_conflicts_with(&l, bytes, lanes, t).ok()?.worst;
+        }
+        Some(sum)
+    };
+    match (
+        cost(SmemTransform::Identity),
+        cost(SmemTransform::Pad { every: 32, pad: 1 }),
+    ) {
+        (Some(plain), Some(padded)) => padded < plain,
+        _ => false,
+    }
+}
+
+fn striped_threads(a: Arrangement) -> u32 {
+    match a {
+        Arrangement::Blocked => 1,
+        Arrangement::Striped { threads } => threads,
+    }
+}
+
+/// Plans the exchanges, slices and barriers.
+pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch, PlanError> {
+    let mut s = Scratch {
+        exchanges: vec![Vec::new(); ir.ops.len()],
+        ..Scratch::default()
+    };
+    let block = ir.block_threads();
+    // Exchanges per op, in step order.
+    let mut order = Vec::new();
+    ir.walk(|op, _| order.push(op));
+    let divergent = divergent_ops(ir, info);
+    let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
+    for (point, &op) in order.iter().enumerate() {
+        let data = ir.op(op);
+        let mut list: Vec<(Option<DataId>, Arrangement, Arrangement, Option<u32>)> = Vec::new();
+        for c in arr.conversions.iter().filter(|c| c.op == op) {
+            list.push((Some(c.data), c.from, c.to, None));
+        }
+        if let OpKind::Load(t) | OpKind::Store(t) = &data.kind {
+            let g = ir.group_threads(t.group);
+            let is_load = matches!(data.kind, OpKind::Load(_));
+            let (moved, turns) = match t.algorithm {
+                Algorithm::Transpose => (Some(Arrangement::Striped { threads: g }), None),
+                Algorithm::WarpTranspose => (Some(Arrangement::Striped { threads: 32 }), None),
+                Algorithm::WarpTransposeTimesliced => {
+                    (Some(Arrangement::Striped { threads: 32 }), Some(block / 32))
+                }
+                _ => (None, None),
+            };
+            if let Some(m) = moved {
+                let blocked = of_algorithm(t.algorithm, g);
+                let (from, to) = if is_load { (m, blocked) } else { (blocked, m) };
+                list.push((None, from, to, turns));
+            }
+        }
+        let mut step = 0u8;
+        for (data_id, from, to, turns) in list {
+            let data_for = data_id.or(match &data.kind {
+                OpKind::Load(t) | OpKind::Store(t) => Some(t.data),
+                _ => None,
+            });
+            let Some(d) = data_for.and_then(|d| ir.datas.get(d.index())) else {
+                continue;
+            };
+            let (items, elem_bytes) = (d.items, d.dtype.bytes());
+            let scope = match turns {
+                Some(_) => 32,
+                None => striped_threads(from).max(striped_threads(to)),
+            };
+            if scope > 32 && scope != block {
+                return Err(PlanError::Layout {
+                    op,
+                    loc: data.loc,
+                    reason: format!("no exchange over groups of {scope} threads"),
+                });
+            }
+            if divergent.contains(&op) && scope > 32 {
+                return Err(PlanError::BlockExchangeInDivergentCode { op, loc: data.loc });
+            }
+            let padded = choose_padding(from, to, scope, items, elem_bytes);
+            let elems = scope * items;
+            let group_elems = if padded { elems + elems / 32 } else { elems };
+            let groups = match turns {
+                Some(_) => 1,
+                None => block / scope.max(1),
+            };
+            let bytes = group_elems * groups * elem_bytes;
+            let slice = s.slices.len();
+            s.slices.push(Slice {
+                label: format!("{} exchange {:?} -> {:?}", data.kind.name(), from, to),
+                op,
+                offset: 0,
+                bytes,
+                align: 16,
+                live: (0, 0),
+            });
+            requests.push((op, slice, point as u32 * 16 + s.exchanges[op.index()].len() as u32, divergent.contains(&op)));
+            let e = ExchangePlan {
+                data: data_id,
+                from,
+                to,
+                scope,
+                items,
+                elem_bytes,
+                slice,
+                group_elems,
+                padded,
+                turns,
+                first_step: step,
+            };
+            step = step.saturating_add(e.steps());
+            s.exchanges[op.index()].push(e);
+        }
+    }
+    allocate(&mut s, &requests, order.len() as u32 * 16 + 16);
+    Barriers::new(ir, &s).run(&mut s);
+    Ok(s)
+}
+
+/// Offsets by live range: lowest aligned offset that overlaps no placed slice whose range
+/// overlaps. Exchanges in divergent code live for the whole kernel.
+fn allocate(s: &mut Scratch, requests: &[(OpId, usize, u32, bool)], end: u32) {
+    let mut placed: Vec<usize> = Vec::new();
+    for &(_, slice, point, exclusive) in requests {
+        let live = if exclusive { (0, end) } else { (point, point) };
+        s.slices[slice].live = live;
+        let (bytes, align) = (s.slices[slice].bytes, s.slices[slice].align.max(1));
+        let mut busy: Vec<(u32, u32)> = placed
+            .iter()
+            .map(|&i| &s.slices[i])
+            .filter(|o| o.live.0 <= live.1 && live.0 <= o.live.1)
+            .map(|o| (o.offset, o.offset + o.bytes))
+            .collect();
+        busy.sort();
+        let mut offset = 0u32;
+        for (lo, hi) in busy {
+            if offset + bytes <= lo {
+                break;
+            }
+            offset = offset.max(hi.div_ceil(align) * align);
+        }
+        s.slices[slice].offset = offset;
+        s.bytes = s.bytes.max(offset + bytes);
+        placed.push(slice);
+    }
+}
+
+/// Ops under a condition (or loop bound) that is not uniform across the block.
+fn divergent_ops(ir: &Ir, info: &Info) -> Vec<OpId> {
+    fn go(ir: &Ir, info: &Info, r: RegionId, divergent: bool, out: &mut Vec<OpId>) {
+        let block = ir.block_threads();
+        let uniform = |e: ExprId| {
+            info.uniformity
+                .get(e.index())
+                .is_some_and(|u| u.covers(block) || *u >= Uniformity::BLOCK)
+        };
+        for &op in ir.region(r) {
+            if divergent {
+                out.push(op);
+            }
+            let kind = &ir.op(op).kind;
+            let inner = divergent
+                || match kind {
+                    OpKind::If { cond, .. } => !uniform(*cond),
+                    OpKind::For { start, end, .. } => !(uniform(*start) && uniform(*end)),
+                    OpKind::Tiles { n, .. } => !uniform(*n),
+                    _ => false,
+                };
+            for sub in kind.regions() {
+                go(ir, info, sub, inner, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(ir, info, ir.body, false, &mut out);
+    out
+}
+
+/// Which threads touch which bytes of an access: equal partitions mean every byte is touched
+/// by the same exchange group in both accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Part {
+    scope: u32,
+    base: u32,
+    group_bytes: u32,
+    turn: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Access {
+    at: (OpId, u8),
+    lo: u32,
+    hi: u32,
+    write: bool,
+    part: Part,
+}
+
+struct Barriers<'a> {
+    ir: &'a Ir,
+    steps: Vec<Vec<Access>>,
+    placed: Vec<Barrier>,
+}
+
+impl<'a> Barriers<'a> {
+    fn new(ir: &'a Ir, s: &Scratch) -> Self {
+        let mut steps = vec![Vec::new(); ir.ops.len()];
+        for (i, list) in s.exchanges.iter().enumerate() {
+            for e in list {
+                let sl = &s.slices[e.slice];
+                let group_bytes = e.group_elems * e.elem_bytes;
+                for turn in 0..e.turns.unwrap_or(1) {
+                    for write in [true, false] {
+                        let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
+                        steps[i].push(Access {
+                            at: (OpId(i as u32), step),
+                            lo: sl.offset,
+                            hi: sl.offset + sl.bytes,
+                            write,
+                            part: Part {
+                                scope: e.scope,
+                                base: sl.offset,
+                                group_bytes,
+                                turn: e.turns.map(|_| turn),
+                            },
+                        });
+                    }
+                }
+            }
+        }
+        Barriers {
+            ir,
+            steps,
+            placed: Vec::new(),
+        }
+    }
+
+    fn run(mut self, s: &mut Scratch) {
+        let mut pending = Vec::new();
+        self.region(self.ir.body, &mut pending);
+        s.barriers = self.placed;
+    }
+
+    fn region(&mut self, r: RegionId, pending: &mut Vec<Access>) {
+        for &op in self.ir.region(r) {
+            self.op(op, pending);
+        }
+    }
+
+    fn op(&mut self, op: OpId, pending: &mut Vec<Access>) {
+        let accesses = self.steps[op.index()].clone();
+        for a in accesses {
+            self.access(a, pending);
+        }
+        match &self.ir.op(op).kind {
+            OpKind::If {
+                then, otherwise, ..
+            } => {
+                let mut a = pending.clone();
+                self.region(*then, &mut a);
+                let mut b = pending.clone();
+                if let Some(o) = otherwise {
+                    self.region(*o, &mut b);
+                }
+                *pending = a;
+                pending.extend(b);
+            }
+            OpKind::For { body, .. } | OpKind::Tiles { body, .. } => {
+                // Twice: the second walk sees the previous iteration's accesses. After the
+                // loop, either no iteration ran or the last one did.
+                let mut inner = pending.clone();
+                self.region(*body, &mut inner);
+                self.region(*body, &mut inner);
+                pending.extend(inner);
+            }
+            _ => {}
+        }
+    }
+
+    fn access(&mut self, a: Access, pending: &mut Vec<Access>) {
+        // A barrier already placed here (by an earlier walk of a loop body) runs every time.
+        if let Some(b) = self.placed.iter().find(|b| b.op == a.at.0 && b.step == a.at.1) {
+            match b.scope {
+                SyncScope::Block => pending.clear(),
+                SyncScope::Group { .. } => pending.retain(|p| p.part != a.part),
+            }
+        }
+        let conflicts: Vec<Access> = pending
+            .iter()
+            .filter(|p| p.lo < a.hi && a.lo < p.hi && (p.write || a.write) && p.at != a.at)
+            .copied()
+            .collect();
+        if let Some(first) = conflicts.last() {
+            let local = a.part.scope <= 32 && conflicts.iter().all(|c| c.part == a.part);
+            let scope = if local {
+                SyncScope::Group {
+                    threads: a.part.scope,
+                }
+            } else {
+                SyncScope::Block
+            };
+            let hazard = match (first.write, a.write) {
+                (true, false) => Hazard::ReadAfterWrite,
+                (false, true) => Hazard::WriteAfterRead,
+                _ => Hazard::WriteAfterWrite,
+            };
+            let b = Barrier {
+                op: a.at.0,
+                step: a.at.1,
+                scope,
+                after: first.at,
+                hazard,
+            };
+            match self
+                .placed
+                .iter_mut()
+                .find(|x| x.op == b.op && x.step == b.step)
+            {
+                Some(existing) => {
+                    if scope == SyncScope::Block {
+                        existing.scope = SyncScope::Block;
+                    }
+                }
+                None => self.placed.push(b),
+            }
+            if local {
+                pending.retain(|p| p.part != a.part);
+            } else {
+                pending.clear();
+            }
+        }
+        pending.push(a);
+    }
+}
