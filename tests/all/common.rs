@@ -73,6 +73,50 @@ pub fn assemble_all(kernel: &coopgraph::Kernel) {
     }
 }
 
+/// Collects kernels and assembles them together, one ptxas run per arch (a module may hold
+/// many entries), when dropped or on [`Batch::finish`]. Entry names must differ.
+#[derive(Default)]
+pub struct Batch {
+    modules: Vec<(String, Vec<coopgraph::codegen::ptx::Module>)>,
+}
+
+impl Batch {
+    /// Adds a kernel.
+    pub fn add(&mut self, kernel: &coopgraph::Kernel) {
+        let modules = Arch::ALL.iter().map(|&a| kernel.module(a)).collect();
+        self.modules.push((kernel.name().to_string(), modules));
+    }
+
+    /// Assembles everything added so far.
+    pub fn finish(&mut self) {
+        if self.modules.is_empty() {
+            return;
+        }
+        for (i, arch) in Arch::ALL.into_iter().enumerate() {
+            let mut functions = Vec::new();
+            for (_, m) in &self.modules {
+                functions.extend(m[i].functions.iter().cloned());
+            }
+            let module = coopgraph::codegen::ptx::Module { arch, functions };
+            let names: Vec<&str> = self.modules.iter().map(|(n, _)| n.as_str()).collect();
+            assemble(
+                &coopgraph::codegen::write_module(&module),
+                arch,
+                &names.join(", "),
+            );
+        }
+        self.modules.clear();
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.finish();
+        }
+    }
+}
+
 /// Compares `actual` with the golden file `tests/golden/<name>`; with `BLESS=1` rewrites it.
 /// Paths are relative to the package root (the working directory of `cargo test`).
 pub fn check(name: &str, actual: &str) {

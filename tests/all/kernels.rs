@@ -1,8 +1,8 @@
 //! Copy and map kernels on the default device (the GPU when present, else the simulator),
-//! for every dtype, group, algorithm and partial tile, compared exactly with a CPU reference.
+//! for every dtype, group, load/store algorithm and partial tile, compared exactly with a CPU reference.
 //! Every kernel built here is also assembled by ptxas for each supported arch.
 
-use super::common::{Rng, assemble_all, assert_same, device};
+use super::common::{Batch, Rng, assemble_all, assert_same, device};
 use coopgraph::ir::{Algorithm, Element, Expr, Group, index};
 use coopgraph::runtime::DeviceElement;
 use coopgraph::{KernelBuilder, Load, Store};
@@ -65,8 +65,8 @@ fn reference<T: TestElem>(
     for q in 0..valid.min(tile) {
         let pq = q % group_tile;
         let slot = match algorithm {
-            Algorithm::Direct => pq % items as usize,
             Algorithm::Striped => pq / group as usize,
+            _ => pq % items as usize,
         };
         y[offset + q] = x[offset + q].plus(slot as u32);
     }
@@ -75,10 +75,14 @@ fn reference<T: TestElem>(
 fn copy_plus_slot<T: TestElem>(seed: u64) {
     let dev = device();
     let mut rng = Rng::new(seed);
+    let mut batch = Batch::default();
     for items in [1u32, 3, 4] {
-        for algorithm in [Algorithm::Direct, Algorithm::Striped] {
+        for algorithm in Algorithm::ALL {
             let probe = KernelBuilder::new("probe");
             for (gname, group) in groups(&probe) {
+                if !algorithm.for_warps() && gname != "block" {
+                    continue;
+                }
                 let name = format!("copy_{}_{gname}_{algorithm:?}_{items}", T::DTYPE);
                 let mut k = KernelBuilder::new(name.clone())
                     .block(BLOCK)
@@ -106,7 +110,7 @@ fn copy_plus_slot<T: TestElem>(seed: u64) {
                         .valid_items(valid),
                 );
                 let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
-                assemble_all(&kernel);
+                batch.add(&kernel);
                 let f = dev.compile(&kernel).unwrap_or_else(|e| panic!("{name}: {e}"));
                 let tile = (BLOCK * items) as usize;
                 let len = tile + 64;
