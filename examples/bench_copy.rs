@@ -1,6 +1,10 @@
-//! Copy-kernel bandwidth: direct and striped, f32 and i32, blocks of 128 and 256, 1/4/8/16
-//! items per thread, beside the device-to-device copy bandwidth measured in the same run.
-//! GB/s counts bytes read plus bytes written. Every kernel's output is checked once.
+//! Copy-kernel bandwidth: every load/store algorithm, f32 and i32, blocks of 128 and 256,
+//! 1/4/8/16 items per thread, beside the device-to-device copy bandwidth measured in the same
+//! run. GB/s counts bytes read plus bytes written. Every kernel's output is checked once.
+//!
+//! With `COOPGRAPH_CUB_CSV` naming the CSV that `benches/cub/run.sh` wrote in the same run
+//! (CUB's `BlockLoad`/`BlockStore` in the same configurations), each row also shows CUB's
+//! figure and our ratio to it.
 //!
 //! On a GPU it moves 2^28 elements (override with `COOPGRAPH_BENCH_N`); on the simulator it
 //! checks the same kernels on 2^14 elements and prints simulator times, which say nothing
@@ -78,7 +82,37 @@ fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9
 }
 
+/// CUB's figures by (dtype, algorithm, block, items), from the reference harness's CSV.
+fn cub_figures() -> std::collections::HashMap<(String, String, u32, u32), f64> {
+    let mut map = std::collections::HashMap::new();
+    let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
+        return map;
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if let [kind, dtype, alg, block, items, gbps] = f[..] {
+            if let (Ok(b), Ok(i), Ok(g)) = (block.parse(), items.parse(), gbps.parse()) {
+                map.insert((format!("{kind}:{dtype}"), alg.to_string(), b, i), g);
+            }
+        }
+    }
+    map
+}
+
+fn alg_name(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::Direct => "direct",
+        Algorithm::Striped => "striped",
+        Algorithm::Vectorize => "vectorize",
+        Algorithm::Transpose => "transpose",
+        Algorithm::WarpTranspose => "warp_transpose",
+        Algorithm::WarpTransposeTimesliced => "warp_transpose_timesliced",
+    }
+}
+
 fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
+    let cub = cub_figures();
     let xs: Vec<T> = (0..n as u64)
         .map(|i| T::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40))
         .collect();
@@ -88,13 +122,17 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
     let copy = d2d_copy(dev, &x, &mut y);
     let mut rows = Vec::new();
     if let Some(t) = copy {
+        let theirs = cub
+            .get(&(format!("memcpy:{}", T::DTYPE), "memcpy".into(), 0, 0))
+            .map(|g| format!("{g:.0}"))
+            .unwrap_or_else(|| "-".into());
         rows.push(format!(
-            "| {} | cudaMemcpy D2D | - | - | {:.0} | 100% |",
+            "| {} | device-to-device copy | - | - | {:.0} | 100% | {theirs} | - |",
             T::DTYPE,
             gbps(bytes, t)
         ));
     }
-    for alg in [Algorithm::Direct, Algorithm::Striped] {
+    for alg in Algorithm::ALL {
         for block in [128u32, 256] {
             for items in [1u32, 4, 8, 16] {
                 let kernel = copy_kernel::<T>(alg, block, items);
@@ -109,9 +147,15 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                 let pct = copy
                     .map(|c| format!("{:.1}%", 100.0 * g / gbps(bytes, c)))
                     .unwrap_or_else(|| "-".into());
+                let key = (format!("copy:{}", T::DTYPE), alg_name(alg).to_string(), block, items);
+                let (theirs, ratio) = match cub.get(&key) {
+                    Some(c) => (format!("{c:.0}"), format!("{:.2}", g / c)),
+                    None => ("-".into(), "-".into()),
+                };
                 rows.push(format!(
-                    "| {} | {alg:?} | {block} | {items} | {g:.0} | {pct} |",
-                    T::DTYPE
+                    "| {} | {} | {block} | {items} | {g:.0} | {pct} | {theirs} | {ratio} |",
+                    T::DTYPE,
+                    alg_name(alg)
                 ));
             }
         }
@@ -128,8 +172,8 @@ fn main() {
         .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 14 });
     let reps = if on_gpu { REPS } else { 1 };
     println!("device: {:?}, n = {n}", dev.backend());
-    println!("| dtype | algorithm | block | items | GB/s | % of copy |");
-    println!("|---|---|---|---|---|---|");
+    println!("| dtype | algorithm | block | items | GB/s | % of copy | CUB GB/s | ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
     for row in run::<f32>(&dev, n, reps)
         .into_iter()
         .chain(run::<i32>(&dev, n, reps))

@@ -66,6 +66,27 @@ impl Kernel {
         self.inner.key
     }
 
+    /// The same kernel with planned barrier `index` (into `plan().barriers`) left out, or
+    /// `None` past the last. For verification only: it shows, on the simulator's race checker,
+    /// that each barrier the planner placed is needed. The result is not cached under the
+    /// original's key.
+    pub fn without_barrier(&self, index: usize) -> Option<Kernel> {
+        let mut plan = self.inner.plan.clone();
+        if index >= plan.barriers.len() {
+            return None;
+        }
+        plan.barriers.remove(index);
+        Some(Kernel {
+            inner: Arc::new(Inner {
+                ir: self.inner.ir.clone(),
+                info: self.inner.info.clone(),
+                plan,
+                key: self.inner.key ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(index as u64 + 1)),
+                entry: self.inner.entry.clone(),
+            }),
+        })
+    }
+
     /// The PTX module for `arch`, as a typed model.
     pub fn module(&self, arch: Arch) -> codegen::ptx::Module {
         codegen::emit(&self.inner.ir, &self.inner.info, &self.inner.plan, arch)

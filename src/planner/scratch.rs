@@ -14,7 +14,8 @@
 //!   the block, where a block barrier cannot go: those exchanges get bytes of their own;
 //! - a barrier stands before a step exactly when that step touches bytes another thread
 //!   touched since the last barrier on some path, one of the two accesses writing (loops are
-//!   walked twice, so accesses of the previous iteration count); it is `bar.warp.sync` over
+//!   walked twice, so accesses of the previous iteration count) — accesses that map every byte
+//!   to the same thread need none, program order orders them; it is `bar.warp.sync` over
 //!   the exchange group when both accesses are by the same groups over the same bytes, else
 //!   `bar.sync`;
 //! - padding (one slot per 32 elements) is chosen where the layout algebra's bank-conflict
@@ -361,6 +362,9 @@ struct Access {
     hi: u32,
     write: bool,
     part: Part,
+    /// Which thread touches which slot: with equal parts, equal maps mean every byte is
+    /// touched by the same thread in both accesses, which program order already orders.
+    map: (Arrangement, u32, u32, bool),
 }
 
 struct Barriers<'a> {
@@ -379,7 +383,9 @@ impl<'a> Barriers<'a> {
                 for turn in 0..e.turns.unwrap_or(1) {
                     for write in [true, false] {
                         let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
+                        let arr = if write { e.from } else { e.to };
                         steps[i].push(Access {
+                            map: (arr, e.items, e.elem_bytes, e.padded),
                             at: (OpId(i as u32), step),
                             lo: sl.offset,
                             hi: sl.offset + sl.bytes,
@@ -454,7 +460,13 @@ impl<'a> Barriers<'a> {
         }
         let conflicts: Vec<Access> = pending
             .iter()
-            .filter(|p| p.lo < a.hi && a.lo < p.hi && (p.write || a.write) && p.at != a.at)
+            .filter(|p| {
+                p.lo < a.hi
+                    && a.lo < p.hi
+                    && (p.write || a.write)
+                    && p.at != a.at
+                    && !(p.part == a.part && p.map == a.map)
+            })
             .copied()
             .collect();
         if let Some(first) = conflicts.last() {

@@ -303,8 +303,8 @@ fn every_error_in_one_pass() {
 }
 
 #[test]
-fn striped_payload_into_direct_store_is_rejected_not_permuted() {
-    let mut k = KernelBuilder::new("k");
+fn striped_payload_into_direct_store_is_rejected_in_strict_mode() {
+    let mut k = KernelBuilder::new("k").strict_arrangements(true);
     let x = k.input::<f32>("x");
     let y = k.output::<f32>("y");
     let block = k.this_block();

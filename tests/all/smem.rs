@@ -1,0 +1,250 @@
+//! The shared-memory planner: exchanges, slices, barriers — each barrier shown necessary by the
+//! simulator's race checker, and every kernel race-free with them.
+
+use super::common::{Batch, Rng, assert_same, device};
+use coopgraph::ir::{Algorithm, index};
+use coopgraph::planner::{Hazard, SyncScope};
+use coopgraph::runtime::{Device, RuntimeError, SimOptions};
+use coopgraph::sim::SimError;
+use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
+
+/// A copy of `n` i32 through `load` and `store`, over one block of `block` threads.
+fn copy(name: &str, block: u32, items: u32, load: Algorithm, store: Algorithm) -> Kernel {
+    let mut k = KernelBuilder::new(name).block(block).items_per_thread(items);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct().algorithm(load).valid_items(n));
+    let u = k.map(&t, |v| v * 3 + index::item().cast::<i32>());
+    k.store_to(b, &y, &u, Store::default().algorithm(store).valid_items(n));
+    k.build().unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Runs a one-block copy kernel on `dev` and returns the output.
+fn run(dev: &Device, kernel: &Kernel, xs: &[i32], n: u32) -> Result<Vec<i32>, RuntimeError> {
+    let f = dev.compile(kernel).map_err(|e| match e {
+        Error::Runtime(r) => r,
+        other => panic!("{other}"),
+    })?;
+    let x = dev.upload(xs)?;
+    let mut y = dev.alloc_filled(xs.len(), -7i32)?;
+    f.launch_grid(1, (&x, &mut y, n))?;
+    y.to_vec()
+}
+
+/// Every pair of load/store algorithms with shared memory, plus conversions: correct on the
+/// default device, race-free on the simulator, and every planned barrier necessary.
+#[test]
+fn every_barrier_is_necessary() {
+    let checked = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    let mut batch = Batch::default();
+    let pairs = [
+        (Algorithm::Transpose, Algorithm::Transpose),
+        (Algorithm::WarpTranspose, Algorithm::WarpTranspose),
+        (Algorithm::WarpTransposeTimesliced, Algorithm::WarpTransposeTimesliced),
+        (Algorithm::Striped, Algorithm::Direct),
+        (Algorithm::Direct, Algorithm::Striped),
+        (Algorithm::Transpose, Algorithm::Striped),
+    ];
+    for (items, block) in [(4u32, 64u32), (3, 96)] {
+        for (load, store) in pairs {
+            let name = format!("smem_{load:?}_{store:?}_{block}x{items}");
+            let kernel = copy(&name, block, items, load, store);
+            batch.add(&kernel);
+            assert!(
+                !kernel.plan().barriers.is_empty(),
+                "{name} exchanges through shared memory but has no barrier"
+            );
+            let tile = (block * items) as usize;
+            let xs: Vec<i32> = Rng::new(tile as u64).vec(tile);
+            for n in [tile as u32, tile as u32 - 5] {
+                let want: Vec<i32> = (0..tile)
+                    .map(|q| {
+                        if q < n as usize {
+                            xs[q].wrapping_mul(3).wrapping_add((q % items as usize) as i32)
+                        } else {
+                            -7
+                        }
+                    })
+                    .collect();
+                // Which slot holds position q depends on the payload's arrangement: blocked
+                // unless the load was striped.
+                let want: Vec<i32> = if load == Algorithm::Striped {
+                    (0..tile)
+                        .map(|q| {
+                            if q < n as usize {
+                                xs[q].wrapping_mul(3).wrapping_add((q / block as usize) as i32)
+                            } else {
+                                -7
+                            }
+                        })
+                        .collect()
+                } else {
+                    want
+                };
+                let got = run(device(), &kernel, &xs, n).expect("runs");
+                assert_same(&got, &want, &format!("{name} n={n}"));
+                let got = run(&checked, &kernel, &xs, n).expect("race-free on the simulator");
+                assert_same(&got, &want, &format!("{name} n={n} (simulator)"));
+            }
+            for i in 0..kernel.plan().barriers.len() {
+                let b = &kernel.plan().barriers[i];
+                let without = kernel.without_barrier(i).expect("barrier exists");
+                match run(&checked, &without, &xs, tile as u32) {
+                    Err(RuntimeError::Sim(SimError::Race(_))) => {}
+                    other => panic!(
+                        "{name}: without barrier {i} ({:?} before {} step {}, {:?}) the race \
+                         checker says {other:?}\n{}",
+                        b.scope,
+                        b.op,
+                        b.step,
+                        b.hazard,
+                        kernel.explain()
+                    ),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn exchanges_in_sequence_share_one_region() {
+    // A transposing load then a transposing store: each thread writes the store's slots where
+    // it read the load's, so the second exchange needs no barrier before its write.
+    let kernel = copy("reuse", 128, 4, Algorithm::Transpose, Algorithm::Transpose);
+    let plan = kernel.plan();
+    assert_eq!(plan.slices.len(), 2);
+    assert_eq!(plan.slices[0].offset, plan.slices[1].offset);
+    assert_eq!(plan.shared_bytes, plan.slices[0].bytes, "the largest slice, not the sum");
+    assert_eq!(plan.barriers.len(), 2, "{}", kernel.explain());
+    assert!(plan.barriers.iter().all(|b| b.hazard == Hazard::ReadAfterWrite));
+    let report = kernel.explain();
+    assert!(report.contains("slice 0") && report.contains("barrier"), "{report}");
+}
+
+/// Two striped payloads converted for direct stores: the second conversion's writes land
+/// where other threads read the first's, so a block barrier orders them; it is necessary.
+#[test]
+fn reuse_by_other_threads_needs_a_barrier() {
+    let mut k = KernelBuilder::new("two").block(64).items_per_thread(4);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let z = k.output::<i32>("z");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::striped());
+    let u = k.map(&t, |v| v + 1);
+    k.store_to(b, &y, &t, Store::direct());
+    k.store_to(b, &z, &u, Store::direct());
+    let kernel = k.build().expect("builds");
+    let plan = kernel.plan();
+    assert!(
+        plan.barriers
+            .iter()
+            .any(|b| b.hazard == Hazard::WriteAfterRead && b.scope == SyncScope::Block),
+        "{}",
+        kernel.explain()
+    );
+    let checked = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    let xs: Vec<i32> = Rng::new(9).vec(256);
+    let run2 = |k: &Kernel| -> Result<(Vec<i32>, Vec<i32>), RuntimeError> {
+        let f = checked.compile(k).map_err(|e| match e {
+            Error::Runtime(r) => r,
+            other => panic!("{other}"),
+        })?;
+        let xb = checked.upload(&xs)?;
+        let mut yb = checked.alloc_zeroed::<i32>(256)?;
+        let mut zb = checked.alloc_zeroed::<i32>(256)?;
+        f.launch_grid(1, (&xb, &mut yb, &mut zb))?;
+        Ok((yb.to_vec()?, zb.to_vec()?))
+    };
+    let (ys, zs) = run2(&kernel).expect("race-free");
+    assert_same(&ys, &xs, "first store");
+    let plus: Vec<i32> = xs.iter().map(|v| v.wrapping_add(1)).collect();
+    assert_same(&zs, &plus, "second store");
+    for i in 0..plan.barriers.len() {
+        let without = kernel.without_barrier(i).expect("exists");
+        assert!(
+            matches!(run2(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
+            "barrier {i} is not shown necessary"
+        );
+    }
+}
+
+#[test]
+fn no_barrier_where_nothing_is_shared() {
+    for (load, store) in [
+        (Algorithm::Direct, Algorithm::Direct),
+        (Algorithm::Striped, Algorithm::Striped),
+        (Algorithm::Vectorize, Algorithm::Vectorize),
+    ] {
+        let kernel = copy("plain", 128, 4, load, store);
+        assert!(kernel.plan().barriers.is_empty(), "{load:?}/{store:?}");
+        assert_eq!(kernel.plan().shared_bytes, 0);
+    }
+    // A warp transpose synchronizes its warp only.
+    let kernel = copy("warp", 128, 4, Algorithm::WarpTranspose, Algorithm::Direct);
+    assert!(kernel
+        .plan()
+        .barriers
+        .iter()
+        .all(|b| b.scope == SyncScope::Group { threads: 32 }));
+}
+
+#[test]
+fn loop_carried_reuse_gets_a_barrier() {
+    let mut k = KernelBuilder::new("looped").block(64).items_per_thread(2);
+    let x = k.input::<u32>("x");
+    let y = k.output::<u32>("y");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    k.tiles(n, |k, _tile| {
+        let t = k.load_from(b, &x, Load::transpose());
+        k.store_to(b, &y, &t, Store::direct());
+    });
+    let kernel = k.build().expect("builds");
+    // The next tile's write must wait for this tile's reads.
+    assert!(
+        kernel
+            .plan()
+            .barriers
+            .iter()
+            .any(|b| b.hazard == Hazard::WriteAfterRead && b.step == 0),
+        "{}",
+        kernel.explain()
+    );
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compile");
+    let len = 1000usize;
+    let xs: Vec<u32> = Rng::new(5).vec(len);
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_filled(len, 0u32).expect("alloc");
+    f.launch_grid(2, (&xb, &mut yb, len as u32)).expect("launch");
+    assert_same(&yb.to_vec().expect("download"), &xs, "looped transpose");
+}
+
+#[test]
+fn block_exchange_under_a_warp_branch_is_rejected() {
+    let mut k = KernelBuilder::new("k").block(64).items_per_thread(2);
+    let x = k.input::<u32>("x");
+    let y = k.output::<u32>("y");
+    let w = k.this_warp();
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::striped());
+    let line = line!() + 2;
+    k.if_(index::warp_rank().eq(0u32), |k| {
+        k.store_to(w, &y, &t, Store::direct());
+    });
+    match k.build() {
+        Err(Error::Plan(coopgraph::planner::PlanError::BlockExchangeInDivergentCode {
+            loc, ..
+        })) => assert_eq!(loc.line, line),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
