@@ -11,7 +11,7 @@
 //! about a GPU.
 
 use coopgraph::ir::{Algorithm, Element, index};
-use coopgraph::runtime::{Backend, Buffer, DeviceElement, Device, Function};
+use coopgraph::runtime::{Backend, Buffer, Device, DeviceElement, Function};
 use coopgraph::{KernelBuilder, Load, Store};
 use std::time::Duration;
 
@@ -19,7 +19,9 @@ const REPS: usize = 20;
 
 fn copy_kernel<T: Element>(alg: Algorithm, block: u32, items: u32) -> coopgraph::Kernel {
     let name = format!("copy_{}_{alg:?}_{block}x{items}", T::DTYPE);
-    let mut k = KernelBuilder::new(name).block(block).items_per_thread(items);
+    let mut k = KernelBuilder::new(name)
+        .block(block)
+        .items_per_thread(items);
     let x = k.input::<T>("x");
     let y = k.output::<T>("y");
     let n = k.scalar::<u32>("n");
@@ -31,7 +33,12 @@ fn copy_kernel<T: Element>(alg: Algorithm, block: u32, items: u32) -> coopgraph:
         &x,
         Load::direct().algorithm(alg).valid_items(valid.clone()),
     );
-    k.store_to(g, &y, &t, Store::default().algorithm(alg).valid_items(valid));
+    k.store_to(
+        g,
+        &y,
+        &t,
+        Store::default().algorithm(alg).valid_items(valid),
+    );
     k.build().expect("copy kernel builds")
 }
 
@@ -49,7 +56,8 @@ fn time_launches(
     reps: usize,
 ) -> Duration {
     for _ in 0..2 {
-        f.launch_over(n, (x, &mut *y, n as u32)).expect("warm-up launch");
+        f.launch_over(n, (x, &mut *y, n as u32))
+            .expect("warm-up launch");
     }
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
@@ -147,7 +155,12 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                 let pct = copy
                     .map(|c| format!("{:.1}%", 100.0 * g / gbps(bytes, c)))
                     .unwrap_or_else(|| "-".into());
-                let key = (format!("copy:{}", T::DTYPE), alg_name(alg).to_string(), block, items);
+                let key = (
+                    format!("copy:{}", T::DTYPE),
+                    alg_name(alg).to_string(),
+                    block,
+                    items,
+                );
                 let (theirs, ratio) = match cub.get(&key) {
                     Some(c) => (format!("{c:.0}"), format!("{:.2}", g / c)),
                     None => ("-".into(), "-".into()),

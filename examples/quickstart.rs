@@ -50,6 +50,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("ran on {place}: all {n} results match the CPU");
             Ok(())
         }
-        Some(i) => Err(format!("ran on {place}: element {i} is {}, expected {}", ys[i], xs[i] * 2.0 + 1.0).into()),
+        Some(i) => Err(format!(
+            "ran on {place}: element {i} is {}, expected {}",
+            ys[i],
+            xs[i] * 2.0 + 1.0
+        )
+        .into()),
     }
 }

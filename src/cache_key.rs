@@ -38,7 +38,6 @@ impl StableHasher {
         self.u64(s.len() as u64);
         self.bytes(s.as_bytes());
     }
-
 }
 
 impl Hasher for StableHasher {

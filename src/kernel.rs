@@ -213,4 +213,3 @@ impl Compile for Kernel {
         })
     }
 }
-

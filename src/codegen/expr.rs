@@ -487,7 +487,11 @@ impl Emitter<'_> {
                         self.normalize(to, r);
                     }
                     (false, true) => {
-                        let wide = if from.is_signed_int() { Ty::S64 } else { Ty::U64 };
+                        let wide = if from.is_signed_int() {
+                            Ty::S64
+                        } else {
+                            Ty::U64
+                        };
                         self.cvt(None, wide, fty, r, a);
                     }
                     (false, false) => {

@@ -107,11 +107,7 @@ impl Emitter<'_> {
         let rem = valid.map(|v| {
             // The group's share of the block's count, clamped to its tile: never wraps.
             let vg = match start {
-                None => self.u32op(
-                    BinOp::Min,
-                    v.into(),
-                    Operand::Imm(plan.group_tile as i64),
-                ),
+                None => self.u32op(BinOp::Min, v.into(), Operand::Imm(plan.group_tile as i64)),
                 Some(s) => {
                     let above = self.u32op(BinOp::Max, v.into(), s.into());
                     let share = self.u32op(BinOp::Sub, above.into(), s.into());
@@ -290,15 +286,15 @@ impl Emitter<'_> {
 
     /// Lowers a load or store, with any conversion of its payload and its own exchange.
     pub(crate) fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
-        let Some(plan) = self
-            .plan
-            .transfers
-            .get(op.index())
-            .and_then(|p| p.clone())
-        else {
+        let Some(plan) = self.plan.transfers.get(op.index()).and_then(|p| p.clone()) else {
             return;
         };
-        let exchanges = self.plan.exchanges.get(op.index()).cloned().unwrap_or_default();
+        let exchanges = self
+            .plan
+            .exchanges
+            .get(op.index())
+            .cloned()
+            .unwrap_or_default();
         let dtype = self.ir.params[t.param.index()].dtype;
         let (offset, valid) = self.tile_of(t, &plan);
         let ptr = self.param_reg(t.param);

@@ -473,7 +473,10 @@ impl Expr<bool> {
     }
     /// 1 when true, 0 when false.
     pub fn to<T: Element>(&self) -> Expr<T> {
-        self.select(Expr::lit(T::cast_from_i64(1)), Expr::lit(T::cast_from_i64(0)))
+        self.select(
+            Expr::lit(T::cast_from_i64(1)),
+            Expr::lit(T::cast_from_i64(0)),
+        )
     }
     /// Both.
     pub fn and(&self, rhs: &Expr<bool>) -> Expr<bool> {
@@ -550,7 +553,11 @@ macro_rules! shift {
             type Output = Expr<T>;
             fn $f(self, rhs: R) -> Expr<T> {
                 let amount = rhs.into();
-                Expr::new(ExprKind::Binary(BinaryOp::$op, self.node.clone(), amount.node))
+                Expr::new(ExprKind::Binary(
+                    BinaryOp::$op,
+                    self.node.clone(),
+                    amount.node,
+                ))
             }
         }
     };

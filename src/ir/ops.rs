@@ -296,9 +296,7 @@ pub struct BlockShape {
 impl BlockShape {
     /// Total threads (saturating).
     pub fn threads(&self) -> u32 {
-        self.dims
-            .iter()
-            .fold(1u32, |acc, &d| acc.saturating_mul(d))
+        self.dims.iter().fold(1u32, |acc, &d| acc.saturating_mul(d))
     }
 }
 

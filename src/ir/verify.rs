@@ -190,12 +190,7 @@ fn uniformity(ir: &Ir) -> Vec<Uniformity> {
                     None => of(a).min(of(b)),
                 }
             }
-            _ => n
-                .kind
-                .children()
-                .map(of)
-                .min()
-                .unwrap_or(Uniformity::GRID),
+            _ => n.kind.children().map(of).min().unwrap_or(Uniformity::GRID),
         };
         u.push(v);
     }
@@ -412,8 +407,7 @@ impl Verifier<'_> {
     }
 
     fn read_slot(&mut self, data: DataId, item: u32, state: &State, loc: Loc, op: OpId) {
-        if state[data.index()] & (1u64 << item.min(63)) == 0 && self.reported.insert((data, item))
-        {
+        if state[data.index()] & (1u64 << item.min(63)) == 0 && self.reported.insert((data, item)) {
             let declared = self.ir.datas[data.index()].loc;
             self.push(
                 K::UninitializedRead {

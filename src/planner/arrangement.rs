@@ -58,7 +58,13 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     /// `data` is consumed by `op` (written at `loc`) in arrangement `need`.
-    fn need(&mut self, op: OpId, loc: Loc, data: DataId, need: Arrangement) -> Result<(), PlanError> {
+    fn need(
+        &mut self,
+        op: OpId,
+        loc: Loc,
+        data: DataId,
+        need: Arrangement,
+    ) -> Result<(), PlanError> {
         let Some((have, producer)) = self.arr[data.index()] else {
             return Ok(());
         };
@@ -88,7 +94,13 @@ impl Pass<'_> {
     }
 
     /// `data` is produced by `op` in arrangement `a`. Returns whether anything changed.
-    fn produce(&mut self, op: OpId, loc: Loc, data: DataId, a: Arrangement) -> Result<bool, PlanError> {
+    fn produce(
+        &mut self,
+        op: OpId,
+        loc: Loc,
+        data: DataId,
+        a: Arrangement,
+    ) -> Result<bool, PlanError> {
         match self.arr[data.index()] {
             None => {
                 self.arr[data.index()] = Some((a, loc));

@@ -26,9 +26,7 @@ use super::error::PlanError;
 use crate::ir::ops::{Algorithm, OpKind};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
-use crate::layout::{
-    Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with,
-};
+use crate::layout::{Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with};
 
 /// One exchange: a payload rearranged through shared memory by groups of `scope` threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,7 +261,12 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 align: 16,
                 live: (0, 0),
             });
-            requests.push((op, slice, point as u32 * 16 + s.exchanges[op.index()].len() as u32, divergent.contains(&op)));
+            requests.push((
+                op,
+                slice,
+                point as u32 * 16 + s.exchanges[op.index()].len() as u32,
+                divergent.contains(&op),
+            ));
             let e = ExchangePlan {
                 data: data_id,
                 from,
@@ -452,7 +455,11 @@ impl<'a> Barriers<'a> {
 
     fn access(&mut self, a: Access, pending: &mut Vec<Access>) {
         // A barrier already placed here (by an earlier walk of a loop body) runs every time.
-        if let Some(b) = self.placed.iter().find(|b| b.op == a.at.0 && b.step == a.at.1) {
+        if let Some(b) = self
+            .placed
+            .iter()
+            .find(|b| b.op == a.at.0 && b.step == a.at.1)
+        {
             match b.scope {
                 SyncScope::Block => pending.clear(),
                 SyncScope::Group { .. } => pending.retain(|p| p.part != a.part),

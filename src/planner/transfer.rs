@@ -53,7 +53,14 @@ pub fn plan_transfers(ir: &Ir) -> Result<Vec<Option<TransferPlan>>, PlanError> {
     Ok(out)
 }
 
-fn plan_one(ir: &Ir, t: &Transfer, is_load: bool, tiles: Option<OpId>, op: OpId, loc: Loc) -> Result<TransferPlan, PlanError> {
+fn plan_one(
+    ir: &Ir,
+    t: &Transfer,
+    is_load: bool,
+    tiles: Option<OpId>,
+    op: OpId,
+    loc: Loc,
+) -> Result<TransferPlan, PlanError> {
     let g = ir.group_threads(t.group);
     let items = ir.datas[t.data.index()].items;
     let bytes = ir.datas[t.data.index()].dtype.bytes();
@@ -100,7 +107,14 @@ fn walk(
         let kind = &data.kind;
         if let OpKind::Load(t) | OpKind::Store(t) = kind {
             let is_load = matches!(kind, OpKind::Load(_));
-            out[op.index()] = Some(plan_one(ir, t, is_load, tiles.last().copied(), op, data.loc)?);
+            out[op.index()] = Some(plan_one(
+                ir,
+                t,
+                is_load,
+                tiles.last().copied(),
+                op,
+                data.loc,
+            )?);
         }
         let is_tiles = matches!(kind, OpKind::Tiles { .. });
         if is_tiles {
@@ -127,7 +141,10 @@ mod tests {
             index_map(Arrangement::Striped { threads: 128 }, 128, 4),
             Some((128, 1))
         );
-        assert_eq!(index_map(Arrangement::Striped { threads: 8 }, 8, 3), Some((8, 1)));
+        assert_eq!(
+            index_map(Arrangement::Striped { threads: 8 }, 8, 3),
+            Some((8, 1))
+        );
     }
 
     #[test]

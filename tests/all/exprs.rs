@@ -3,10 +3,10 @@
 //! Approximate functions are checked within their documented error.
 
 use super::common::{Batch, Rng, assert_same, device};
-use std::sync::Mutex;
 use super::kernels::TestElem;
 use coopgraph::KernelBuilder;
 use coopgraph::ir::{Expr, Load, Store, index};
+use std::sync::Mutex;
 
 const BLOCK: u32 = 64;
 const ITEMS: u32 = 2;
@@ -31,7 +31,9 @@ fn map2<A: TestElem, B: TestElem, U: TestElem>(
     f: impl FnOnce(Expr<A>, Expr<B>) -> Expr<U>,
 ) -> Vec<U> {
     let dev = device();
-    let mut k = KernelBuilder::new(name).block(BLOCK).items_per_thread(ITEMS);
+    let mut k = KernelBuilder::new(name)
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
     let x = k.input::<A>("x");
     let y = k.input::<B>("y");
     let z = k.output::<U>("z");
@@ -44,10 +46,14 @@ fn map2<A: TestElem, B: TestElem, U: TestElem>(
     if let Ok(mut pending) = PENDING.lock() {
         pending.get_or_insert_with(Batch::default).add(&kernel);
     }
-    let func = dev.compile(&kernel).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let func = dev
+        .compile(&kernel)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let xb = dev.upload(xs).expect("upload");
     let yb = dev.upload(ys).expect("upload");
-    let mut zb = dev.alloc_filled(xs.len(), U::from_i64(0x77)).expect("alloc");
+    let mut zb = dev
+        .alloc_filled(xs.len(), U::from_i64(0x77))
+        .expect("alloc");
     func.launch_grid((xs.len() / TILE) as u32, (&xb, &yb, &mut zb))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     zb.to_vec().expect("download")
@@ -139,7 +145,11 @@ macro_rules! int_suite {
 
 /// `abs` that wraps at the most negative value, and is the identity on unsigned types.
 fn abs_wrapping<T: num_traits::PrimInt + num_traits::WrappingSub>(a: T) -> T {
-    if a < T::zero() { T::zero().wrapping_sub(&a) } else { a }
+    if a < T::zero() {
+        T::zero().wrapping_sub(&a)
+    } else {
+        a
+    }
 }
 
 int_suite! {
@@ -306,7 +316,13 @@ fn approximate_f32_functions() {
     let mut rng = Rng::new(99);
     let xs: Vec<f32> = (0..2 * TILE).map(|_| rng.value::<f32>() / 400.0).collect();
     let pos: Vec<f32> = xs.iter().map(|v| v.abs() + 0.5).collect();
-    type Case = (&'static str, fn(Expr<f32>) -> Expr<f32>, fn(f32) -> f32, f32, bool);
+    type Case = (
+        &'static str,
+        fn(Expr<f32>) -> Expr<f32>,
+        fn(f32) -> f32,
+        f32,
+        bool,
+    );
     let cases: [Case; 8] = [
         ("sin", |a| a.sin(), f32::sin, 2e-6, false),
         ("cos", |a| a.cos(), f32::cos, 2e-6, false),
@@ -318,11 +334,19 @@ fn approximate_f32_functions() {
         ("rsqrt", |a| a.rsqrt(), |v| 1.0 / v.sqrt(), 2e-6, true),
     ];
     for (name, f, r, tol, relative) in cases {
-        let input = if matches!(name, "log2" | "ln" | "rsqrt") { &pos } else { &xs };
+        let input = if matches!(name, "log2" | "ln" | "rsqrt") {
+            &pos
+        } else {
+            &xs
+        };
         let got = map2(&format!("approx_{name}"), input, input, |a, _b| f(a));
         for (i, (&g, &x)) in got.iter().zip(input).enumerate() {
             let w = r(x);
-            let err = if relative { ((g - w) / w).abs() } else { (g - w).abs() };
+            let err = if relative {
+                ((g - w) / w).abs()
+            } else {
+                (g - w).abs()
+            };
             assert!(
                 err <= tol,
                 "{name}({x}) = {g} at {i}, expected {w} within {tol} ({})",

@@ -35,12 +35,18 @@ fn logical_warps_of_8_striped_i8_with_default() {
     let t = k.load_from(w, &x, Load::striped().valid_items(n).oob_default(-1));
     let u = k.map(&t, |v| (v * 3i8) >> 1u32);
     k.store_to(w, &y, &u, Store::striped().valid_items(n));
-    golden_ptx("warp8_i8.sm_75.ptx", &k.build().expect("builds"), Arch::Sm75);
+    golden_ptx(
+        "warp8_i8.sm_75.ptx",
+        &k.build().expect("builds"),
+        Arch::Sm75,
+    );
 }
 
 #[test]
 fn grid_stride_tiles_and_branches() {
-    let mut k = KernelBuilder::new("tiles_branch").block(256).items_per_thread(2);
+    let mut k = KernelBuilder::new("tiles_branch")
+        .block(256)
+        .items_per_thread(2);
     let x = k.input::<f64>("x");
     let y = k.output::<f64>("y");
     let n = k.scalar::<u32>("n");
@@ -61,7 +67,11 @@ fn grid_stride_tiles_and_branches() {
         );
         k.store_to(block, &y, &out, Store::direct());
     });
-    golden_ptx("tiles_branch.sm_80.ptx", &k.build().expect("builds"), Arch::Sm80);
+    golden_ptx(
+        "tiles_branch.sm_80.ptx",
+        &k.build().expect("builds"),
+        Arch::Sm80,
+    );
 }
 
 #[test]

@@ -111,7 +111,9 @@ fn copy_plus_slot<T: TestElem>(seed: u64) {
                 );
                 let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
                 batch.add(&kernel);
-                let f = dev.compile(&kernel).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let f = dev
+                    .compile(&kernel)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
                 let tile = (BLOCK * items) as usize;
                 let len = tile + 64;
                 let xs: Vec<T> = rng.vec(len);
@@ -124,8 +126,20 @@ fn copy_plus_slot<T: TestElem>(seed: u64) {
                             .unwrap_or_else(|e| panic!("{name}: {e}"));
                         let got = yb.to_vec().expect("download");
                         let mut want = vec![poison; len];
-                        reference(&xs, &mut want, offset, valid, group_width(group), items, algorithm);
-                        assert_same(&got, &want, &format!("{name} offset={offset} valid={valid}"));
+                        reference(
+                            &xs,
+                            &mut want,
+                            offset,
+                            valid,
+                            group_width(group),
+                            items,
+                            algorithm,
+                        );
+                        assert_same(
+                            &got,
+                            &want,
+                            &format!("{name} offset={offset} valid={valid}"),
+                        );
                     }
                 }
             }
@@ -281,7 +295,11 @@ fn control_flow_and_slot_writes() {
     let kernel = k.build().expect("builds");
     assemble_all(&kernel);
     let f = dev.compile(&kernel).expect("compile");
-    let xs: Vec<i32> = Rng::new(3).vec(128).into_iter().map(|v: i32| v % 1000).collect();
+    let xs: Vec<i32> = Rng::new(3)
+        .vec(128)
+        .into_iter()
+        .map(|v: i32| v % 1000)
+        .collect();
     for reps in [0u32, 1, 5] {
         let xb = dev.upload(&xs).expect("upload");
         let mut yb = dev.alloc_filled(128, 7i32).expect("alloc");

@@ -10,7 +10,9 @@ use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
 /// A copy of `n` i32 through `load` and `store`, over one block of `block` threads.
 fn copy(name: &str, block: u32, items: u32, load: Algorithm, store: Algorithm) -> Kernel {
-    let mut k = KernelBuilder::new(name).block(block).items_per_thread(items);
+    let mut k = KernelBuilder::new(name)
+        .block(block)
+        .items_per_thread(items);
     let x = k.input::<i32>("x");
     let y = k.output::<i32>("y");
     let n = k.scalar::<u32>("n");
@@ -45,7 +47,10 @@ fn every_barrier_is_necessary() {
     let pairs = [
         (Algorithm::Transpose, Algorithm::Transpose),
         (Algorithm::WarpTranspose, Algorithm::WarpTranspose),
-        (Algorithm::WarpTransposeTimesliced, Algorithm::WarpTransposeTimesliced),
+        (
+            Algorithm::WarpTransposeTimesliced,
+            Algorithm::WarpTransposeTimesliced,
+        ),
         (Algorithm::Striped, Algorithm::Direct),
         (Algorithm::Direct, Algorithm::Striped),
         (Algorithm::Transpose, Algorithm::Striped),
@@ -65,7 +70,9 @@ fn every_barrier_is_necessary() {
                 let want: Vec<i32> = (0..tile)
                     .map(|q| {
                         if q < n as usize {
-                            xs[q].wrapping_mul(3).wrapping_add((q % items as usize) as i32)
+                            xs[q]
+                                .wrapping_mul(3)
+                                .wrapping_add((q % items as usize) as i32)
                         } else {
                             -7
                         }
@@ -77,7 +84,9 @@ fn every_barrier_is_necessary() {
                     (0..tile)
                         .map(|q| {
                             if q < n as usize {
-                                xs[q].wrapping_mul(3).wrapping_add((q / block as usize) as i32)
+                                xs[q]
+                                    .wrapping_mul(3)
+                                    .wrapping_add((q / block as usize) as i32)
                             } else {
                                 -7
                             }
@@ -119,11 +128,21 @@ fn exchanges_in_sequence_share_one_region() {
     let plan = kernel.plan();
     assert_eq!(plan.slices.len(), 2);
     assert_eq!(plan.slices[0].offset, plan.slices[1].offset);
-    assert_eq!(plan.shared_bytes, plan.slices[0].bytes, "the largest slice, not the sum");
+    assert_eq!(
+        plan.shared_bytes, plan.slices[0].bytes,
+        "the largest slice, not the sum"
+    );
     assert_eq!(plan.barriers.len(), 2, "{}", kernel.explain());
-    assert!(plan.barriers.iter().all(|b| b.hazard == Hazard::ReadAfterWrite));
+    assert!(
+        plan.barriers
+            .iter()
+            .all(|b| b.hazard == Hazard::ReadAfterWrite)
+    );
     let report = kernel.explain();
-    assert!(report.contains("slice 0") && report.contains("barrier"), "{report}");
+    assert!(
+        report.contains("slice 0") && report.contains("barrier"),
+        "{report}"
+    );
 }
 
 /// Two striped payloads converted for direct stores: the second conversion's writes land
@@ -190,11 +209,13 @@ fn no_barrier_where_nothing_is_shared() {
     }
     // A warp transpose synchronizes its warp only.
     let kernel = copy("warp", 128, 4, Algorithm::WarpTranspose, Algorithm::Direct);
-    assert!(kernel
-        .plan()
-        .barriers
-        .iter()
-        .all(|b| b.scope == SyncScope::Group { threads: 32 }));
+    assert!(
+        kernel
+            .plan()
+            .barriers
+            .iter()
+            .all(|b| b.scope == SyncScope::Group { threads: 32 })
+    );
 }
 
 #[test]
@@ -225,7 +246,8 @@ fn loop_carried_reuse_gets_a_barrier() {
     let xs: Vec<u32> = Rng::new(5).vec(len);
     let xb = dev.upload(&xs).expect("upload");
     let mut yb = dev.alloc_filled(len, 0u32).expect("alloc");
-    f.launch_grid(2, (&xb, &mut yb, len as u32)).expect("launch");
+    f.launch_grid(2, (&xb, &mut yb, len as u32))
+        .expect("launch");
     assert_same(&yb.to_vec().expect("download"), &xs, "looped transpose");
 }
 
@@ -243,7 +265,8 @@ fn block_exchange_under_a_warp_branch_is_rejected() {
     });
     match k.build() {
         Err(Error::Plan(coopgraph::planner::PlanError::BlockExchangeInDivergentCode {
-            loc, ..
+            loc,
+            ..
         })) => assert_eq!(loc.line, line),
         other => panic!("expected a rejection, got {other:?}"),
     }

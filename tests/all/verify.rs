@@ -37,7 +37,9 @@ fn copy(k: &mut KernelBuilder, group: coopgraph::ir::Group) {
 #[test]
 fn block_over_1024_threads() {
     let (k, line) = (KernelBuilder::new("k").block(2048), line!());
-    has(&errors(k), line, |k| matches!(k, K::BlockTooLarge { threads: 2048 }));
+    has(&errors(k), line, |k| {
+        matches!(k, K::BlockTooLarge { threads: 2048 })
+    });
 }
 
 #[test]
@@ -72,7 +74,9 @@ fn logical_warp_width_outside_the_set() {
     let mut k = KernelBuilder::new("k").block(64);
     let (g, line) = (k.this_warp().group_by(3), line!());
     copy(&mut k, g);
-    has(&errors(k), line, |k| matches!(k, K::GroupWidth { width: 3 }));
+    has(&errors(k), line, |k| {
+        matches!(k, K::GroupWidth { width: 3 })
+    });
 }
 
 #[test]
@@ -171,7 +175,9 @@ fn write_in_one_branch_only_is_not_a_definite_write() {
         k.assign(&t, &v);
     });
     let (_, line) = (k.store_to(block, &y, &t, Store::direct()), line!());
-    has(&errors(k), line, |k| matches!(k, K::UninitializedRead { .. }));
+    has(&errors(k), line, |k| {
+        matches!(k, K::UninitializedRead { .. })
+    });
     // Written in both arms: accepted.
     let mut k = KernelBuilder::new("k");
     let y = k.output::<u32>("y");
@@ -244,7 +250,13 @@ fn payloads_of_different_sizes() {
     let two = k.thread_data_n::<f32>(2);
     let (_, line) = (k.assign(&two, &four), line!());
     has(&errors(k), line, |k| {
-        matches!(k, K::ItemsMismatch { expected: 2, found: 4 })
+        matches!(
+            k,
+            K::ItemsMismatch {
+                expected: 2,
+                found: 4
+            }
+        )
     });
 }
 
@@ -273,7 +285,9 @@ fn loop_variable_outside_its_loop() {
     let t = k.thread_data::<u32>();
     let i = escaped.expect("loop body ran");
     let (_, line) = (k.set_item(&t, 0, i), line!());
-    has(&errors(k), line, |k| matches!(k, K::LoopVarOutOfScope { .. }));
+    has(&errors(k), line, |k| {
+        matches!(k, K::LoopVarOutOfScope { .. })
+    });
 }
 
 #[test]
@@ -313,7 +327,9 @@ fn striped_payload_into_direct_store_is_rejected_in_strict_mode() {
     let (_, line) = (k.store_to(block, &y, &u, Store::direct()), line!());
     match k.build() {
         Err(Error::Plan(coopgraph::planner::PlanError::ArrangementMismatch {
-            loc, producer, ..
+            loc,
+            producer,
+            ..
         })) => {
             assert_eq!(loc.line, line);
             assert_eq!(producer.line, load_line);
