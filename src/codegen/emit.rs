@@ -366,6 +366,26 @@ impl Emitter<'_> {
                 self.op(Op::Label(exit));
             }
             OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
+            OpKind::SharedWrite {
+                array,
+                index,
+                value,
+            } => {
+                let dtype = ir.arrays[array.index()].dtype;
+                let i = self.eval(*index, &ctx, &mut memo);
+                let v = self.eval(*value, &ctx, &mut memo);
+                let addr = self.array_addr(*array, i);
+                self.op(Op::St {
+                    space: Space::Shared,
+                    ty: mem_ty(dtype),
+                    addr: Address {
+                        base: AddrBase::Reg(addr),
+                        offset: 0,
+                    },
+                    src: smallvec![v.into()],
+                });
+            }
+            OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
         }
         self.overrides.clear();
     }
@@ -496,5 +516,37 @@ impl Emitter<'_> {
             uni: true,
         });
         self.op(Op::Label(exit));
+    }
+}
+
+impl Emitter<'_> {
+    /// The shared address of element `index` of a shared array.
+    pub(crate) fn array_addr(&mut self, array: crate::ir::ArrayId, index: Reg) -> Reg {
+        let dtype = self.ir.arrays[array.index()].dtype;
+        let offset = self
+            .plan
+            .arrays
+            .get(array.index())
+            .and_then(|&s| self.plan.slices.get(s))
+            .map_or(0, |s| s.offset);
+        let base = self.smem_base();
+        let addr = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: addr,
+            a: index.into(),
+            b: Operand::Imm(dtype.bytes() as i64),
+            c: base.into(),
+        });
+        if offset != 0 {
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U32,
+                dst: addr,
+                a: addr.into(),
+                b: Operand::Imm(offset as i64),
+            });
+        }
+        addr
     }
 }

@@ -68,7 +68,7 @@ impl Emitter<'_> {
     }
 
     /// The 32-bit shared-window address of the kernel's shared memory.
-    fn smem_base(&mut self) -> Reg {
+    pub(crate) fn smem_base(&mut self) -> Reg {
         if let Some(r) = self.smem {
             return r;
         }

@@ -308,6 +308,21 @@ impl Emitter<'_> {
                 self.unary(d, src, *op, ra)
             }
             ExprKind::Cmp(..) => self.constant(d, 0),
+            ExprKind::SharedRead(array, index) => {
+                let i = self.eval(*index, ctx, memo);
+                let addr = self.array_addr(*array, i);
+                let r = self.reg(class(d));
+                self.op(Op::Ld {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    dst: smallvec::smallvec![r],
+                    addr: Address {
+                        base: AddrBase::Reg(addr),
+                        offset: 0,
+                    },
+                });
+                r
+            }
         }
     }
 

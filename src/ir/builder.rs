@@ -5,9 +5,11 @@
 //! built.
 
 use super::dtype::{DType, Element};
-use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
+use super::entities::{ArrayId, DataId, ExprId, Loc, OpId, ParamId, RegionId, StorageId};
 use super::expr::{Arena, Expr, ExprKind, index};
-use super::handles::{Group, Input, Output, Scalar, ThreadData, Tile, Warp};
+use super::handles::{
+    Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp,
+};
 use super::ops::*;
 use smallvec::smallvec;
 
@@ -18,6 +20,7 @@ pub struct Load<T: Element> {
     pub(crate) offset: Option<Expr<u32>>,
     pub(crate) valid: Option<Expr<u32>>,
     pub(crate) oob_default: Option<T>,
+    pub(crate) storage: Option<TempStorage>,
 }
 
 impl<T: Element> Default for Load<T> {
@@ -34,6 +37,7 @@ impl<T: Element> Load<T> {
             offset: None,
             valid: None,
             oob_default: None,
+            storage: None,
         }
     }
 
@@ -86,6 +90,12 @@ impl<T: Element> Load<T> {
         self.oob_default = Some(v);
         self
     }
+
+    /// Exchanges through this temp storage instead of planned scratch.
+    pub fn temp_storage(mut self, storage: &TempStorage) -> Self {
+        self.storage = Some(*storage);
+        self
+    }
 }
 
 /// The controls of a store: algorithm, offset and valid items.
@@ -94,6 +104,7 @@ pub struct Store {
     pub(crate) algorithm: Option<Algorithm>,
     pub(crate) offset: Option<Expr<u32>>,
     pub(crate) valid: Option<Expr<u32>>,
+    pub(crate) storage: Option<TempStorage>,
 }
 
 impl Store {
@@ -144,6 +155,60 @@ impl Store {
         self.valid = Some(n.into());
         self
     }
+
+    /// Exchanges through this temp storage instead of planned scratch.
+    pub fn temp_storage(mut self, storage: &TempStorage) -> Self {
+        self.storage = Some(*storage);
+        self
+    }
+}
+
+/// The controls of a temp storage, with cuda.coop's meanings.
+#[derive(Debug, Clone, Copy)]
+pub struct StorageSpec {
+    size: Option<u32>,
+    align: Option<u32>,
+    auto_sync: bool,
+    sharing: Sharing,
+}
+
+impl Default for StorageSpec {
+    fn default() -> Self {
+        StorageSpec {
+            size: None,
+            align: None,
+            auto_sync: true,
+            sharing: Sharing::Shared,
+        }
+    }
+}
+
+impl StorageSpec {
+    /// Size in bytes (default: the largest need of the ops using it; a smaller size than an
+    /// op needs is reported when the kernel is built).
+    pub fn size_in_bytes(mut self, bytes: u32) -> Self {
+        self.size = Some(bytes);
+        self
+    }
+
+    /// Alignment in bytes, a power of two (default 16).
+    pub fn alignment(mut self, bytes: u32) -> Self {
+        self.align = Some(bytes);
+        self
+    }
+
+    /// Whether the planner places barriers between the ops using it (default `true`);
+    /// without, ordering them is the user's job (`sync_block`).
+    pub fn auto_sync(mut self, on: bool) -> Self {
+        self.auto_sync = on;
+        self
+    }
+
+    /// Whether several ops may use it (default [`Sharing::Shared`]).
+    pub fn sharing(mut self, sharing: Sharing) -> Self {
+        self.sharing = sharing;
+        self
+    }
 }
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
@@ -173,6 +238,8 @@ impl KernelBuilder {
                 params: Vec::new(),
                 groups: Vec::new(),
                 datas: Vec::new(),
+                storages: Vec::new(),
+                arrays: Vec::new(),
                 exprs: Arena::default(),
                 ops: Vec::new(),
                 regions: vec![Vec::new()],
@@ -365,6 +432,7 @@ impl KernelBuilder {
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
             valid: opts.valid.as_ref().map(|e| self.expr(e)),
             oob_default: opts.oob_default.map(Element::to_bits),
+            storage: opts.storage.map(|s| s.id),
         };
         self.push(OpKind::Load(t), loc);
     }
@@ -388,6 +456,7 @@ impl KernelBuilder {
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
             valid: opts.valid.as_ref().map(|e| self.expr(e)),
             oob_default: None,
+            storage: opts.storage.map(|s| s.id),
         };
         self.push(OpKind::Store(t), loc);
     }
@@ -479,6 +548,62 @@ impl KernelBuilder {
             },
             loc,
         );
+    }
+
+    /// Declares a temp storage: shared memory that loads and stores given it (with
+    /// `.temp_storage(..)`) use for their exchanges instead of planned scratch.
+    #[track_caller]
+    pub fn temp_storage(&mut self, spec: StorageSpec) -> TempStorage {
+        let id = StorageId(self.ir.storages.len() as u32);
+        self.ir.storages.push(StorageDecl {
+            size: spec.size,
+            align: spec.align,
+            auto_sync: spec.auto_sync,
+            sharing: spec.sharing,
+            loc: Loc::caller(),
+        });
+        TempStorage { id }
+    }
+
+    /// Declares a shared array of `len` elements, live for the whole kernel, beside the
+    /// planned scratch.
+    #[track_caller]
+    pub fn shared_array<T: Element>(&mut self, len: u32) -> SharedArray<T> {
+        let id = ArrayId(self.ir.arrays.len() as u32);
+        self.ir.arrays.push(ArrayDecl {
+            dtype: T::DTYPE,
+            len,
+            loc: Loc::caller(),
+        });
+        SharedArray::new(id, len)
+    }
+
+    /// `array[index] = value` (each thread that runs it writes one element).
+    #[track_caller]
+    pub fn shared_write<T: Element>(
+        &mut self,
+        array: &SharedArray<T>,
+        index: impl Into<Expr<u32>>,
+        value: impl Into<Expr<T>>,
+    ) {
+        let loc = Loc::caller();
+        let index = self.expr(&index.into());
+        let value = self.expr(&value.into());
+        self.push(
+            OpKind::SharedWrite {
+                array: array.id,
+                index,
+                value,
+            },
+            loc,
+        );
+    }
+
+    /// A block barrier: every thread waits until all threads of the block reach it.
+    #[track_caller]
+    pub fn sync_block(&mut self) {
+        let loc = Loc::caller();
+        self.push(OpKind::SyncBlock, loc);
     }
 
     /// Copies `src` into `dst`, slot by slot.

@@ -36,6 +36,10 @@ entity! {
     RegionId => "region";
     /// A node of the expression arena (`e0`).
     ExprId => "e";
+    /// A user-declared temp storage (`storage0`).
+    StorageId => "storage";
+    /// A user-declared shared array (`smem0`).
+    ArrayId => "smem";
 }
 
 /// A place in the user's source, recorded with `#[track_caller]` on every builder method.

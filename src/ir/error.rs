@@ -113,6 +113,21 @@ pub enum VerifyErrorKind {
     },
     /// A kernel name that is not a valid PTX identifier once sanitized (empty).
     EmptyName,
+    /// An exclusive temp storage used by more than one op.
+    ExclusiveStorageShared {
+        /// Where the first op using it was written.
+        first: Loc,
+    },
+    /// An alignment that is not a power of two (or is 0).
+    BadAlignment {
+        /// The alignment asked for.
+        align: u32,
+    },
+    /// A shared array of no elements or more bytes than a block can have.
+    ArraySize {
+        /// Elements asked for.
+        len: u32,
+    },
 }
 
 /// One verifier finding.
@@ -198,6 +213,16 @@ impl fmt::Display for VerifyError {
             }
             DuplicateParam { name } => write!(f, "a second parameter named `{name}`"),
             EmptyName => write!(f, "the kernel name is empty"),
+            ExclusiveStorageShared { first } => write!(
+                f,
+                "an exclusive temp storage is used here and by the op at {first}"
+            ),
+            BadAlignment { align } => write!(f, "alignment {align} is not a power of two"),
+            ArraySize { len } => write!(
+                f,
+                "a shared array of {len} elements; it needs 1 to 65536 elements and at most \
+                 227 KiB"
+            ),
         }
     }
 }

@@ -15,7 +15,7 @@
 //! division by zero is unspecified.
 
 use super::dtype::{DType, Element};
-use super::entities::{DataId, ExprId, OpId, ParamId};
+use super::entities::{ArrayId, DataId, ExprId, OpId, ParamId};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops;
@@ -165,13 +165,17 @@ pub enum ExprKind<C> {
     Cast(C),
     /// `a * b + c` rounded once (floats) or wrapping (integers).
     Fma(C, C, C),
+    /// Element `index` of a shared array.
+    SharedRead(ArrayId, C),
 }
 
 impl<C> ExprKind<C> {
     /// The children, in order.
     pub fn children(&self) -> impl Iterator<Item = &C> {
         let (a, b, c) = match self {
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => (Some(a), None, None),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::SharedRead(_, a) => {
+                (Some(a), None, None)
+            }
             ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => (Some(a), Some(b), None),
             ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => (Some(a), Some(b), Some(c)),
             _ => (None, None, None),
@@ -209,6 +213,7 @@ impl<C> ExprKind<C> {
                 ExprKind::Select(c, a, f(b))
             }
             ExprKind::Cast(a) => ExprKind::Cast(f(a)),
+            ExprKind::SharedRead(arr, i) => ExprKind::SharedRead(*arr, f(i)),
             ExprKind::Fma(a, b, c) => {
                 let a = f(a);
                 let b = f(b);

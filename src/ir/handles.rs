@@ -5,7 +5,7 @@
 //! caught by the verifier.
 
 use super::dtype::Element;
-use super::entities::{DataId, Loc, OpId, ParamId};
+use super::entities::{ArrayId, DataId, Loc, OpId, ParamId, StorageId};
 use super::expr::{Expr, ExprKind, index};
 use super::ops::GroupKind;
 use std::marker::PhantomData;
@@ -190,5 +190,61 @@ impl Tile {
             origin: field(1),
             valid: field(2),
         }
+    }
+}
+
+/// A user-declared temp storage (see [`crate::ir::KernelBuilder::temp_storage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TempStorage {
+    pub(crate) id: StorageId,
+}
+
+impl TempStorage {
+    /// The storage's id.
+    pub fn id(&self) -> StorageId {
+        self.id
+    }
+}
+
+/// A shared array of `T` that every thread of the block can read and write (see
+/// [`crate::ir::KernelBuilder::shared_array`]). Ordering accesses of different threads is the
+/// user's job (`sync_block`); the simulator reports races.
+#[derive(Debug)]
+pub struct SharedArray<T: Element> {
+    pub(crate) id: ArrayId,
+    pub(crate) len: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for SharedArray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element> Copy for SharedArray<T> {}
+
+impl<T: Element> SharedArray<T> {
+    pub(crate) fn new(id: ArrayId, len: u32) -> Self {
+        SharedArray {
+            id,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Elements in the array.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `index`.
+    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
+        Expr::new(ExprKind::SharedRead(self.id, index.into().node().clone()))
     }
 }

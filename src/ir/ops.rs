@@ -5,7 +5,7 @@
 //! rewriting ops.
 
 use super::dtype::DType;
-use super::entities::{DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId};
+use super::entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 use super::expr::{Arena, ExprNode};
 use smallvec::SmallVec;
 
@@ -147,6 +147,45 @@ pub struct Transfer {
     pub valid: Option<ExprId>,
     /// For loads: the value of slots past the valid items (bits); `None` leaves them unwritten.
     pub oob_default: Option<u64>,
+    /// User temp storage for the op's shared-memory exchange; `None`: planned.
+    pub storage: Option<StorageId>,
+}
+
+/// How a temp storage may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sharing {
+    /// Several ops may use it, one after another (the bytes are reused).
+    Shared,
+    /// One op only.
+    Exclusive,
+}
+
+/// A user-declared temp storage: shared memory that ops use for their exchanges instead of
+/// planned scratch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StorageDecl {
+    /// Size in bytes; `None`: the largest need of its users.
+    pub size: Option<u32>,
+    /// Alignment in bytes; `None`: 16.
+    pub align: Option<u32>,
+    /// Whether barriers are placed between its users (as the planner does for planned
+    /// scratch); without, ordering uses of the storage is the user's job (`sync_block`).
+    pub auto_sync: bool,
+    /// Whether more than one op may use it.
+    pub sharing: Sharing,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A user-declared shared array of `len` elements.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArrayDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Elements.
+    pub len: u32,
+    /// Where it was declared.
+    pub loc: Loc,
 }
 
 /// What an op does.
@@ -199,6 +238,17 @@ pub enum OpKind {
         /// The body.
         body: RegionId,
     },
+    /// `array[index] = value`.
+    SharedWrite {
+        /// The array.
+        array: ArrayId,
+        /// The element.
+        index: ExprId,
+        /// The value.
+        value: ExprId,
+    },
+    /// A block barrier (`bar.sync`): every thread of the block waits for all others.
+    SyncBlock,
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.
     Tiles {
@@ -221,6 +271,8 @@ impl OpKind {
             OpKind::If { .. } => "if",
             OpKind::For { .. } => "for",
             OpKind::Tiles { .. } => "tiles",
+            OpKind::SharedWrite { .. } => "shared_write",
+            OpKind::SyncBlock => "sync_block",
         }
     }
 
@@ -270,6 +322,11 @@ impl OpKind {
                 v.push(*end);
             }
             OpKind::Tiles { n, .. } => v.push(*n),
+            OpKind::SharedWrite { index, value, .. } => {
+                v.push(*index);
+                v.push(*value);
+            }
+            OpKind::SyncBlock => {}
         }
         v
     }
@@ -354,6 +411,10 @@ pub struct Ir {
     pub groups: Vec<GroupDecl>,
     /// Payloads.
     pub datas: Vec<DataDecl>,
+    /// Temp storages.
+    pub storages: Vec<StorageDecl>,
+    /// Shared arrays.
+    pub arrays: Vec<ArrayDecl>,
     /// Expressions.
     pub exprs: Arena,
     /// Ops.

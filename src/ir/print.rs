@@ -29,6 +29,20 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
     for (i, d) in ir.datas.iter().enumerate() {
         let _ = writeln!(out, "  d{i}: {} x {}   ; {}", d.dtype, d.items, d.loc);
     }
+    for (i, a) in ir.arrays.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  smem{i}: shared {} x {}   ; {}",
+            a.dtype, a.len, a.loc
+        );
+    }
+    for (i, st) in ir.storages.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  storage{i}: temp storage size={:?} align={:?} auto_sync={} {:?}   ; {}",
+            st.size, st.align, st.auto_sync, st.sharing, st.loc
+        );
+    }
     region(ir, ir.body, 1, errors, &mut out);
     out
 }
@@ -92,6 +106,12 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
         OpKind::If { cond, .. } => format!("if {}", e(*cond)),
         OpKind::For { start, end, .. } => format!("for i{} in {}..{}", op.0, e(*start), e(*end)),
         OpKind::Tiles { n, .. } => format!("tiles t{} of {}", op.0, e(*n)),
+        OpKind::SharedWrite {
+            array,
+            index,
+            value,
+        } => format!("{array}[{}] = {}", e(*index), e(*value)),
+        OpKind::SyncBlock => "sync_block".into(),
     }
 }
 
@@ -180,6 +200,11 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
             let _ = write!(out, "{}(", n.ty);
             sub(a, out);
             out.push(')');
+        }
+        ExprKind::SharedRead(arr, i) => {
+            let _ = write!(out, "{arr}[");
+            sub(i, out);
+            out.push(']');
         }
         ExprKind::Fma(a, b, c) => {
             out.push_str("fma(");

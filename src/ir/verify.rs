@@ -97,6 +97,9 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             ExprKind::Param(p) if p.index() >= np => Some(unknown("parameter", p.0)),
             ExprKind::Item { data, .. } if data.index() >= nd => Some(unknown("payload", data.0)),
             ExprKind::LoopVar { op, .. } if op.index() >= no => Some(unknown("loop", op.0)),
+            ExprKind::SharedRead(a, _) if a.index() >= ir.arrays.len() => {
+                Some(unknown("shared array", a.0))
+            }
             _ => n
                 .kind
                 .children()
@@ -126,7 +129,14 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(t.param.index() < np, "parameter", t.param.0);
                 check(t.data.index() < nd, "payload", t.data.0);
                 check(t.group.index() < ng, "group", t.group.0);
+                if let Some(st) = t.storage {
+                    check(st.index() < ir.storages.len(), "temp storage", st.0);
+                }
             }
+            OpKind::SharedWrite { array, .. } => {
+                check(array.index() < ir.arrays.len(), "shared array", array.0)
+            }
+            OpKind::SyncBlock => {}
             OpKind::Map { dst, srcs, .. } => {
                 check(dst.index() < nd, "payload", dst.0);
                 for s in srcs {
@@ -158,7 +168,9 @@ fn uniformity(ir: &Ir) -> Vec<Uniformity> {
         let of = |id: &ExprId| u.get(id.index()).copied().unwrap_or(Uniformity::THREAD);
         let v = match &n.kind {
             ExprKind::Const(_) | ExprKind::Param(_) => Uniformity::GRID,
-            ExprKind::Arg(_) | ExprKind::Item { .. } => Uniformity::THREAD,
+            ExprKind::Arg(_) | ExprKind::Item { .. } | ExprKind::SharedRead(..) => {
+                Uniformity::THREAD
+            }
             ExprKind::Index(k) => match k {
                 IndexKind::ThreadRank | IndexKind::Lane => Uniformity::THREAD,
                 IndexKind::WarpRank => Uniformity::WARP,
@@ -282,6 +294,34 @@ impl Verifier<'_> {
                 }
             }
         }
+        for st in &ir.storages {
+            if let Some(a) = st.align
+                && !a.is_power_of_two()
+            {
+                self.push(K::BadAlignment { align: a }, st.loc, None);
+            }
+        }
+        for a in &ir.arrays {
+            let bytes = a.len as u64 * a.dtype.bytes() as u64;
+            if a.len == 0 || a.len > 65536 || bytes > 227 * 1024 {
+                self.push(K::ArraySize { len: a.len }, a.loc, None);
+            }
+        }
+        let mut first_user: Vec<Option<Loc>> = vec![None; ir.storages.len()];
+        ir.walk(|op, _| {
+            if let OpKind::Load(t) | OpKind::Store(t) = &ir.op(op).kind
+                && let Some(st) = t.storage
+            {
+                let loc = ir.op(op).loc;
+                match first_user[st.index()] {
+                    None => first_user[st.index()] = Some(loc),
+                    Some(first) if ir.storages[st.index()].sharing == Sharing::Exclusive => {
+                        self.push(K::ExclusiveStorageShared { first }, loc, Some(op));
+                    }
+                    Some(_) => {}
+                }
+            }
+        });
         let block = ir.block_threads();
         let mut seen = HashSet::new();
         for g in &ir.groups {
@@ -389,6 +429,30 @@ impl Verifier<'_> {
                     }
                     None => self.push(K::MapValueOutsideMap, loc, Some(op)),
                 },
+                ExprKind::SharedRead(arr, index) => {
+                    let found = VType::D(self.ir.arrays[arr.index()].dtype);
+                    if found != node.ty {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: node.ty,
+                                found,
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                    let it = self.ir.expr(*index).ty;
+                    if it != VType::D(super::DType::U32) {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: VType::D(super::DType::U32),
+                                found: it,
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                }
                 ExprKind::Index(IndexKind::Item) if map_srcs.is_none() => {
                     self.push(K::MapValueOutsideMap, loc, Some(op))
                 }
@@ -570,6 +634,18 @@ impl Verifier<'_> {
                 let u = self.uniformity[start.index()].min(self.uniformity[end.index()]);
                 self.looped(op, u, loc, *body, state);
             }
+            OpKind::SharedWrite {
+                array,
+                index,
+                value,
+            } => {
+                let dtype = ir.arrays[array.index()].dtype;
+                self.expect_ty(*index, VType::D(super::DType::U32), loc, op);
+                self.expect_ty(*value, VType::D(dtype), loc, op);
+                self.expr(*index, state, op, None);
+                self.expr(*value, state, op, None);
+            }
+            OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
             OpKind::Tiles { n, body } => {
                 self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
                 self.expr(*n, state, op, None);

@@ -31,6 +31,17 @@ pub enum PlanError {
         /// Where it was written.
         loc: Loc,
     },
+    /// A temp storage smaller than an op using it needs.
+    TempStorageTooSmall {
+        /// The op.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+        /// Bytes it needs.
+        need: u32,
+        /// Bytes the storage has.
+        have: u32,
+    },
     /// A layout query failed while deriving an index map.
     Layout {
         /// The op.
@@ -61,6 +72,15 @@ impl fmt::Display for PlanError {
                 f,
                 "{loc}: {op} needs an exchange over the whole block, but runs under a \
                  condition that differs between warps; its barrier would never complete"
+            ),
+            PlanError::TempStorageTooSmall {
+                op,
+                loc,
+                need,
+                have,
+            } => write!(
+                f,
+                "{loc}: {op} needs {need} bytes of its temp storage, which has {have}"
             ),
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")

@@ -37,5 +37,6 @@ pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         exchanges: scratch.exchanges,
         slices: scratch.slices,
         barriers: scratch.barriers,
+        arrays: scratch.arrays,
     })
 }

@@ -50,6 +50,8 @@ pub struct Plan {
     pub slices: Vec<Slice>,
     /// Barriers, each before one step of one op.
     pub barriers: Vec<Barrier>,
+    /// Per shared array, its slice.
+    pub arrays: Vec<usize>,
 }
 
 impl Plan {

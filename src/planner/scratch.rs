@@ -134,6 +134,8 @@ pub struct Scratch {
     pub barriers: Vec<Barrier>,
     /// Shared bytes the kernel needs.
     pub bytes: u32,
+    /// Per shared array, its slice.
+    pub arrays: Vec<usize>,
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
@@ -197,6 +199,24 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     ir.walk(|op, _| order.push(op));
     let divergent = divergent_ops(ir, info);
     let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
+    let end = order.len() as u32 * 16 + 16;
+    // Shared arrays live for the whole kernel.
+    for (i, a) in ir.arrays.iter().enumerate() {
+        let slice = s.slices.len();
+        s.slices.push(Slice {
+            label: format!("shared array smem{i}"),
+            op: OpId(0),
+            offset: 0,
+            bytes: a.len.saturating_mul(a.dtype.bytes()),
+            align: a.dtype.bytes().max(4),
+            live: (0, end),
+        });
+        s.arrays.push(slice);
+        requests.push((OpId(0), slice, 0, true));
+    }
+    // Temp storages: one slice each, live from their first user to their last.
+    let mut storage_slices: Vec<Option<usize>> = vec![None; ir.storages.len()];
+    let mut storage_need = vec![0u32; ir.storages.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
         let mut list: Vec<(Option<DataId>, Arrangement, Arrangement, Option<u32>)> = Vec::new();
@@ -252,21 +272,61 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 None => block / scope.max(1),
             };
             let bytes = group_elems * groups * elem_bytes;
-            let slice = s.slices.len();
-            s.slices.push(Slice {
-                label: format!("{} exchange {:?} -> {:?}", data.kind.name(), from, to),
-                op,
-                offset: 0,
-                bytes,
-                align: 16,
-                live: (0, 0),
-            });
-            requests.push((
-                op,
-                slice,
-                point as u32 * 16 + s.exchanges[op.index()].len() as u32,
-                divergent.contains(&op),
-            ));
+            let storage = match &data.kind {
+                OpKind::Load(t) | OpKind::Store(t) if data_id.is_none() => t.storage,
+                _ => None,
+            };
+            let at = point as u32 * 16 + s.exchanges[op.index()].len() as u32;
+            let slice = match storage {
+                Some(st) => {
+                    let decl = &ir.storages[st.index()];
+                    if let Some(have) = decl.size
+                        && bytes > have
+                    {
+                        return Err(PlanError::TempStorageTooSmall {
+                            op,
+                            loc: data.loc,
+                            need: bytes,
+                            have,
+                        });
+                    }
+                    storage_need[st.index()] = storage_need[st.index()].max(bytes);
+                    match storage_slices[st.index()] {
+                        Some(sl) => {
+                            let live = &mut s.slices[sl].live;
+                            live.0 = live.0.min(at);
+                            live.1 = live.1.max(at);
+                            sl
+                        }
+                        None => {
+                            let sl = s.slices.len();
+                            s.slices.push(Slice {
+                                label: format!("temp storage {st}"),
+                                op,
+                                offset: 0,
+                                bytes: decl.size.unwrap_or(0),
+                                align: decl.align.unwrap_or(16).max(1),
+                                live: (at, at),
+                            });
+                            storage_slices[st.index()] = Some(sl);
+                            sl
+                        }
+                    }
+                }
+                None => {
+                    let slice = s.slices.len();
+                    s.slices.push(Slice {
+                        label: format!("{} exchange {:?} -> {:?}", data.kind.name(), from, to),
+                        op,
+                        offset: 0,
+                        bytes,
+                        align: 16,
+                        live: (0, 0),
+                    });
+                    requests.push((op, slice, at, divergent.contains(&op)));
+                    slice
+                }
+            };
             let e = ExchangePlan {
                 data: data_id,
                 from,
@@ -284,17 +344,45 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             s.exchanges[op.index()].push(e);
         }
     }
-    allocate(&mut s, &requests, order.len() as u32 * 16 + 16);
-    Barriers::new(ir, &s).run(&mut s);
+    for (i, sl) in storage_slices.iter().enumerate() {
+        if let Some(sl) = *sl {
+            let slice = &mut s.slices[sl];
+            if ir.storages[i].size.is_none() {
+                slice.bytes = storage_need[i];
+            }
+            requests.push((slice.op, sl, slice.live.0, false));
+        }
+    }
+    requests.sort_by_key(|r| r.2);
+    allocate(&mut s, &requests, end, &storage_slices);
+    // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
+    let mut manual = vec![false; s.slices.len()];
+    for (i, sl) in storage_slices.iter().enumerate() {
+        if let Some(sl) = *sl {
+            manual[sl] = !ir.storages[i].auto_sync;
+        }
+    }
+    Barriers::new(ir, &s, &manual).run(&mut s);
     Ok(s)
 }
 
 /// Offsets by live range: lowest aligned offset that overlaps no placed slice whose range
 /// overlaps. Exchanges in divergent code live for the whole kernel.
-fn allocate(s: &mut Scratch, requests: &[(OpId, usize, u32, bool)], end: u32) {
+fn allocate(
+    s: &mut Scratch,
+    requests: &[(OpId, usize, u32, bool)],
+    end: u32,
+    storages: &[Option<usize>],
+) {
     let mut placed: Vec<usize> = Vec::new();
     for &(_, slice, point, exclusive) in requests {
-        let live = if exclusive { (0, end) } else { (point, point) };
+        let live = if exclusive {
+            (0, end)
+        } else if storages.contains(&Some(slice)) {
+            s.slices[slice].live
+        } else {
+            (point, point)
+        };
         s.slices[slice].live = live;
         let (bytes, align) = (s.slices[slice].bytes, s.slices[slice].align.max(1));
         let mut busy: Vec<(u32, u32)> = placed
@@ -368,6 +456,8 @@ struct Access {
     /// Which thread touches which slot: with equal parts, equal maps mean every byte is
     /// touched by the same thread in both accesses, which program order already orders.
     map: (Arrangement, u32, u32, bool),
+    /// The access is to a temp storage whose users the user orders.
+    manual: bool,
 }
 
 struct Barriers<'a> {
@@ -377,7 +467,7 @@ struct Barriers<'a> {
 }
 
 impl<'a> Barriers<'a> {
-    fn new(ir: &'a Ir, s: &Scratch) -> Self {
+    fn new(ir: &'a Ir, s: &Scratch, manual: &[bool]) -> Self {
         let mut steps = vec![Vec::new(); ir.ops.len()];
         for (i, list) in s.exchanges.iter().enumerate() {
             for e in list {
@@ -388,6 +478,7 @@ impl<'a> Barriers<'a> {
                         let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
                         let arr = if write { e.from } else { e.to };
                         steps[i].push(Access {
+                            manual: manual.get(e.slice).copied().unwrap_or(false),
                             map: (arr, e.items, e.elem_bytes, e.padded),
                             at: (OpId(i as u32), step),
                             lo: sl.offset,
@@ -424,6 +515,10 @@ impl<'a> Barriers<'a> {
     }
 
     fn op(&mut self, op: OpId, pending: &mut Vec<Access>) {
+        if matches!(self.ir.op(op).kind, OpKind::SyncBlock) {
+            pending.clear();
+            return;
+        }
         let accesses = self.steps[op.index()].clone();
         for a in accesses {
             self.access(a, pending);
@@ -473,6 +568,7 @@ impl<'a> Barriers<'a> {
                     && (p.write || a.write)
                     && p.at != a.at
                     && !(p.part == a.part && p.map == a.map)
+                    && !(p.manual && a.manual && p.at.0 != a.at.0)
             })
             .copied()
             .collect();

@@ -271,3 +271,133 @@ fn block_exchange_under_a_warp_branch_is_rejected() {
         other => panic!("expected a rejection, got {other:?}"),
     }
 }
+
+/// Rotates a block's values through a shared array: correct with the user's barrier, and a
+/// race the simulator reports without it.
+#[test]
+fn shared_arrays_with_user_barriers() {
+    let build = |sync: bool| {
+        let mut k = KernelBuilder::new(format!("rotate_{sync}"))
+            .block(64)
+            .items_per_thread(1);
+        let x = k.input::<f32>("x");
+        let y = k.output::<f32>("y");
+        let b = k.this_block();
+        let arr = k.shared_array::<f32>(64);
+        let t = k.load_from(b, &x, Load::direct());
+        k.shared_write(&arr, index::thread_rank(), t.item(0));
+        if sync {
+            k.sync_block();
+        }
+        let r = k.fill(arr.read((index::thread_rank() + 1u32) % 64u32));
+        // A planned exchange beside the array: the two get different bytes.
+        k.store_to(b, &y, &r, Store::transpose());
+        k.build().expect("builds")
+    };
+    let kernel = build(true);
+    let plan = kernel.plan();
+    let array = &plan.slices[plan.arrays[0]];
+    assert!(
+        plan.slices
+            .iter()
+            .filter(|s| !std::ptr::eq(*s, array))
+            .all(|s| s.offset >= array.offset + array.bytes || s.offset + s.bytes <= array.offset)
+    );
+    let xs: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let want: Vec<f32> = (0..64).map(|i| ((i + 1) % 64) as f32).collect();
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compile");
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<f32>(64).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    assert_same(&yb.to_vec().expect("download"), &want, "rotate");
+    let racy = build(false);
+    let sim = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    let f = sim.compile(&racy).expect("compile");
+    let xb = sim.upload(&xs).expect("upload");
+    let mut yb = sim.alloc_zeroed::<f32>(64).expect("alloc");
+    assert!(matches!(
+        f.launch_grid(1, (&xb, &mut yb)),
+        Err(RuntimeError::Sim(SimError::Race(_)))
+    ));
+}
+
+fn storage_kernel(spec: coopgraph::ir::StorageSpec, user_sync: bool) -> Result<Kernel, Error> {
+    let mut k = KernelBuilder::new(format!("storage_{user_sync}"))
+        .block(64)
+        .items_per_thread(4);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let z = k.output::<i32>("z");
+    let b = k.this_block();
+    let ts = k.temp_storage(spec);
+    let t = k.load_from(b, &x, Load::transpose().temp_storage(&ts));
+    let u = k.map(&t, |v| v + 1);
+    k.store_to(b, &y, &u, Store::direct());
+    if user_sync {
+        k.sync_block();
+    }
+    let t2 = k.load_from(b, &x, Load::warp_transpose().temp_storage(&ts));
+    k.store_to(b, &z, &t2, Store::direct());
+    k.build()
+}
+
+#[test]
+fn temp_storage_sharing_and_sync() {
+    use coopgraph::ir::{Sharing, StorageSpec};
+    let sim = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    let xs: Vec<i32> = Rng::new(4).vec(256);
+    let run = |dev: &Device, k: &Kernel| -> Result<(Vec<i32>, Vec<i32>), RuntimeError> {
+        let f = dev.compile(k).map_err(|e| match e {
+            Error::Runtime(r) => r,
+            other => panic!("{other}"),
+        })?;
+        let xb = dev.upload(&xs)?;
+        let mut yb = dev.alloc_zeroed::<i32>(256)?;
+        let mut zb = dev.alloc_zeroed::<i32>(256)?;
+        f.launch_grid(1, (&xb, &mut yb, &mut zb))?;
+        Ok((yb.to_vec()?, zb.to_vec()?))
+    };
+    let plus: Vec<i32> = xs.iter().map(|v| v.wrapping_add(1)).collect();
+    // auto_sync (the default): the planner orders the two users; one slice serves both.
+    let auto = storage_kernel(StorageSpec::default(), false).expect("builds");
+    assert_eq!(auto.plan().slices.len(), 1, "{}", auto.explain());
+    let (ys, zs) = run(device(), &auto).expect("runs");
+    assert_same(&ys, &plus, "auto-sync first user");
+    assert_same(&zs, &xs, "auto-sync second user");
+    // Without auto_sync and without a user barrier: the race checker objects...
+    let manual = StorageSpec::default().auto_sync(false);
+    let racy = storage_kernel(manual, false).expect("builds");
+    assert!(matches!(
+        run(&sim, &racy),
+        Err(RuntimeError::Sim(SimError::Race(_)))
+    ));
+    // ...and with the user's barrier it is right.
+    let synced = storage_kernel(manual, true).expect("builds");
+    let (ys, zs) = run(&sim, &synced).expect("race-free");
+    assert_same(&ys, &plus, "user-synced first user");
+    assert_same(&zs, &xs, "user-synced second user");
+    // Too small a storage, and an exclusive one used twice, are errors naming the op.
+    match storage_kernel(StorageSpec::default().size_in_bytes(64), false) {
+        Err(Error::Plan(coopgraph::planner::PlanError::TempStorageTooSmall {
+            need, have, ..
+        })) => {
+            assert_eq!(have, 64);
+            assert!(need > 64);
+        }
+        other => panic!("expected a too-small storage, got {other:?}"),
+    }
+    match storage_kernel(StorageSpec::default().sharing(Sharing::Exclusive), false) {
+        Err(Error::Verify(e)) => assert!(e.has(|k| matches!(
+            k,
+            coopgraph::ir::VerifyErrorKind::ExclusiveStorageShared { .. }
+        ))),
+        other => panic!("expected an exclusive-storage error, got {other:?}"),
+    }
+}
