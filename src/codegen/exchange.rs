@@ -201,13 +201,60 @@ impl Emitter<'_> {
                 );
                 label
             });
-            self.side(e, e.from, rank, region, vrem, src, mty, true);
+            self.guarded_side(e, e.from, rank, region, vrem, src, mty, true);
             self.sync_point(op, step + 1);
-            self.side(e, e.to, rank, region, vrem, dst, mty, false);
+            self.guarded_side(e, e.to, rank, region, vrem, dst, mty, false);
             if let Some(label) = skip {
                 self.op(Op::Label(label));
             }
         }
+    }
+
+    /// One side of an exchange; with a valid bound, a group whose whole region is valid takes
+    /// an unguarded copy of the side (the common case), the others the guarded one. Barriers
+    /// stay outside both, so every thread meets them at the same instruction.
+    #[allow(clippy::too_many_arguments)]
+    fn guarded_side(
+        &mut self,
+        e: &ExchangePlan,
+        a: Arrangement,
+        rank: Reg,
+        region: Reg,
+        vrem: Option<Reg>,
+        regs: &[Reg],
+        mty: Ty,
+        write: bool,
+    ) {
+        let Some(v) = vrem else {
+            self.side(e, a, rank, region, None, regs, mty, write);
+            return;
+        };
+        let full = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ge,
+            ty: Ty::S32,
+            dst: full,
+            a: v.into(),
+            b: Operand::Imm((e.scope * e.items) as i64),
+        });
+        let fast = self.label();
+        let done = self.label();
+        self.guarded(
+            full,
+            false,
+            Op::Bra {
+                target: fast.clone(),
+                uni: false,
+            },
+        );
+        self.side(e, a, rank, region, vrem, regs, mty, write);
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(fast));
+        self.side(e, a, rank, region, None, regs, mty, write);
+        self.op(Op::Label(done));
     }
 
     /// One side of an exchange: every slot written to (or read from) its position in `a`.

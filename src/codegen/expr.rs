@@ -485,9 +485,26 @@ impl Emitter<'_> {
             }
             (false, true) => self.cvt(Some(Round::Rn), mem_ty(to), fty, r, a),
             (true, false) => {
-                // Float → int saturates and maps NaN to 0, as Rust's `as` does.
+                // Float → int saturates, as Rust's `as` does. NaN must give 0: the hardware
+                // gives the most negative value for some widths, so select it explicitly.
                 self.cvt(Some(Round::Rzi), mem_ty(to), mem_ty(from), r, a);
                 self.normalize(to, r);
+                let nan = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Nan,
+                    ty: mem_ty(from),
+                    dst: nan,
+                    a: a.into(),
+                    b: a.into(),
+                });
+                let ty = bits_or_float(to);
+                self.op(Op::Selp {
+                    ty,
+                    dst: r,
+                    a: Operand::Imm(0),
+                    b: r.into(),
+                    p: nan,
+                });
             }
             (false, false) => {
                 let (fw, tw) = (from.bytes() == 8, to.bytes() == 8);
