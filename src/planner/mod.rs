@@ -1,6 +1,6 @@
 //! The planner: passes over the verified IR that decide how each op is lowered.
 //!
-//! Input: the IR and the verifier's [`Info`](crate::ir::Info) (proof that the IR verified).
+//! Input: the IR and the verifier's [`Info`] (proof that the IR verified).
 //! Output: one [`Plan`], plain data that code generation reads and nothing writes back to.
 //!
 //! Passes, each in its own file:
