@@ -1,30 +1,17 @@
 //! Lowering of exchanges through shared memory, and of the barriers the plan places.
 //!
 //! An exchange group of `S` threads owns a region of `group_elems` elements. Rank `r` writes
-//! slot `i` at region position `from(i, r)` and, after the planned barrier, reads slot `i` from
-//! position `to(i, r)`, where blocked is `r * K + i` and striped over `G` threads is
-//! `(r / G) * G * K + i * G + r % G`. Position `p` lives at element `p + p / 32` when the plan
+//! slot `i` at region position `write(i, r)` and, after the planned barrier, reads slot `i`
+//! from position `read(i, r)`; both forms come from the arrangements' layouts (blocked is
+//! `r * K + i`, striped over `G` threads `(r / G) * G * K + i * G + r % G`). Position `p` lives at element `p + p / 32` when the plan
 //! pads, else at `p`. A time-sliced exchange runs one warp at a time on a single region.
 
 use super::emit::Emitter;
 use super::expr::mem_ty;
 use super::ptx::*;
-use crate::ir::{Arrangement, DType, OpId};
-use crate::planner::{ExchangePlan, SyncScope};
+use crate::ir::{DType, OpId};
+use crate::planner::{ExchangePlan, PositionForm, SyncScope};
 use smallvec::smallvec;
-
-/// `(thread part, item stride)` of an arrangement's position inside an exchange group:
-/// position = thread part(r) + i * item stride.
-fn form(a: Arrangement, scope: u32, items: u32) -> (Box<dyn Fn(u32) -> u32>, u32) {
-    match a {
-        Arrangement::Blocked => (Box::new(move |r| r * items), 1),
-        Arrangement::Striped { threads } if threads >= scope => (Box::new(|r| r), threads),
-        Arrangement::Striped { threads } => (
-            Box::new(move |r| (r / threads) * threads * items + r % threads),
-            threads,
-        ),
-    }
-}
 
 impl Emitter<'_> {
     /// Emits the barriers the plan puts before step `step` of `op`.
@@ -201,9 +188,9 @@ impl Emitter<'_> {
                 );
                 label
             });
-            self.guarded_side(e, e.from, rank, region, vrem, src, mty, true);
+            self.guarded_side(e, &e.write, rank, region, vrem, src, mty, true);
             self.sync_point(op, step + 1);
-            self.guarded_side(e, e.to, rank, region, vrem, dst, mty, false);
+            self.guarded_side(e, &e.read, rank, region, vrem, dst, mty, false);
             if let Some(label) = skip {
                 self.op(Op::Label(label));
             }
@@ -217,7 +204,7 @@ impl Emitter<'_> {
     fn guarded_side(
         &mut self,
         e: &ExchangePlan,
-        a: Arrangement,
+        a: &PositionForm,
         rank: Reg,
         region: Reg,
         vrem: Option<Reg>,
@@ -262,7 +249,7 @@ impl Emitter<'_> {
     fn side(
         &mut self,
         e: &ExchangePlan,
-        a: Arrangement,
+        a: &PositionForm,
         rank: Reg,
         region: Reg,
         vrem: Option<Reg>,
@@ -271,7 +258,8 @@ impl Emitter<'_> {
         write: bool,
     ) {
         let es = e.elem_bytes as i64;
-        let (part, stride) = form(a, e.scope, e.items);
+        let stride = a.item_stride;
+        let part = |r: u32| a.thread_part(r);
         // Whether slot(part(r) + i * stride) - slot(part(r)) is the same for every rank, so
         // items can use immediate offsets from one address.
         let deltas: Vec<i64> = (0..e.items)
@@ -283,7 +271,7 @@ impl Emitter<'_> {
             })
         });
         // p0 = part(rank), computed from the rank.
-        let p0 = self.thread_part(a, e, rank);
+        let p0 = self.thread_part(a, e.scope, rank);
         let slot0 = self.slot_reg(e, p0);
         let addr0 = self.reg(RegClass::B32);
         self.op(Op::Mad {
@@ -361,49 +349,48 @@ impl Emitter<'_> {
         }
     }
 
-    fn thread_part(&mut self, a: Arrangement, e: &ExchangePlan, rank: Reg) -> Reg {
-        let r = self.reg(RegClass::B32);
-        match a {
-            Arrangement::Blocked => self.op(Op::Bin {
-                op: BinOp::Mul,
-                ty: Ty::U32,
-                dst: r,
-                a: rank.into(),
-                b: Operand::Imm(e.items as i64),
-            }),
-            Arrangement::Striped { threads } if threads >= e.scope => self.op(Op::Mov {
-                ty: Ty::U32,
-                dst: r,
-                src: rank.into(),
-            }),
-            Arrangement::Striped { threads } => {
-                let g = threads as i64;
-                let hi = self.reg(RegClass::B32);
+    /// Evaluates the rank's part of a position form: `sum ((rank / d) % e) * s`.
+    fn thread_part(&mut self, a: &PositionForm, scope: u32, rank: Reg) -> Reg {
+        let acc = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::U32,
+            dst: acc,
+            src: Operand::Imm(0),
+        });
+        for &(extent, divisor, stride) in &a.thread_terms {
+            let mut digit = rank;
+            if divisor > 1 {
+                let q = self.reg(RegClass::B32);
                 self.op(Op::Bin {
                     op: BinOp::Div,
                     ty: Ty::U32,
-                    dst: hi,
-                    a: rank.into(),
-                    b: Operand::Imm(g),
+                    dst: q,
+                    a: digit.into(),
+                    b: Operand::Imm(divisor as i64),
                 });
-                let lo = self.reg(RegClass::B32);
+                digit = q;
+            }
+            // Ranks stay below the group size, so the top digit needs no remainder.
+            if (extent as u64) * (divisor as u64) < scope as u64 {
+                let m = self.reg(RegClass::B32);
                 self.op(Op::Bin {
                     op: BinOp::Rem,
                     ty: Ty::U32,
-                    dst: lo,
-                    a: rank.into(),
-                    b: Operand::Imm(g),
+                    dst: m,
+                    a: digit.into(),
+                    b: Operand::Imm(extent as i64),
                 });
-                self.op(Op::Mad {
-                    ty: Ty::U32,
-                    dst: r,
-                    a: hi.into(),
-                    b: Operand::Imm(g * e.items as i64),
-                    c: lo.into(),
-                });
+                digit = m;
             }
+            self.op(Op::Mad {
+                ty: Ty::U32,
+                dst: acc,
+                a: digit.into(),
+                b: Operand::Imm(stride as i64),
+                c: acc.into(),
+            });
         }
-        r
+        acc
     }
 
     /// `p + p / 32` when padded, else `p`.

@@ -19,7 +19,7 @@ pub mod transfer;
 
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{Barrier, ExchangePlan, Hazard, Slice, SyncScope};
+pub use scratch::{Barrier, ExchangePlan, Hazard, PositionForm, Slice, SyncScope};
 
 use crate::ir::{Info, Ir};
 

@@ -26,7 +26,63 @@ use super::error::PlanError;
 use crate::ir::ops::{Algorithm, OpKind};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
-use crate::layout::{Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with};
+use crate::layout::{
+    Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
+};
+
+/// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
+/// layout: `position = item * item_stride + sum over terms of ((rank / divisor) % extent) *
+/// stride`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PositionForm {
+    /// Added per item.
+    pub item_stride: u32,
+    /// The digits of the rank: `(extent, divisor, stride)`, lowest first.
+    pub thread_terms: Vec<(u32, u32, u32)>,
+}
+
+impl PositionForm {
+    /// The form of an arrangement over an exchange group of `scope` threads with `items`
+    /// items each, derived from its layout.
+    pub fn of(a: Arrangement, scope: u32, items: u32) -> Option<PositionForm> {
+        let layout = layout_of(a, scope, items)?;
+        let d = decompose(&layout).ok()?;
+        let item_stride = match d.item.terms() {
+            [] => 0,
+            [t] => u32::try_from(t.stride).ok()?,
+            _ => return None,
+        };
+        let thread_terms = d
+            .thread
+            .terms()
+            .iter()
+            .map(|t| {
+                Some((
+                    u32::try_from(t.extent).ok()?,
+                    u32::try_from(t.divisor).ok()?,
+                    u32::try_from(t.stride).ok()?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PositionForm {
+            item_stride,
+            thread_terms,
+        })
+    }
+
+    /// The rank's part of the position.
+    pub fn thread_part(&self, rank: u32) -> u32 {
+        self.thread_terms
+            .iter()
+            .map(|&(e, d, s)| (rank / d.max(1)) % e.max(1) * s)
+            .sum()
+    }
+
+    /// The position of `(item, rank)`.
+    pub fn position(&self, item: u32, rank: u32) -> u32 {
+        item * self.item_stride + self.thread_part(rank)
+    }
+}
 
 /// One exchange: a payload rearranged through shared memory by groups of `scope` threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +93,10 @@ pub struct ExchangePlan {
     pub from: Arrangement,
     /// Arrangement read.
     pub to: Arrangement,
+    /// Where each thread writes its slots.
+    pub write: PositionForm,
+    /// Where each thread reads its slots.
+    pub read: PositionForm,
     /// Threads per exchange group (the block, a warp, or a logical warp).
     pub scope: u32,
     /// Items per thread.
@@ -327,10 +387,21 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                     slice
                 }
             };
+            let forms =
+                PositionForm::of(from, scope, items).zip(PositionForm::of(to, scope, items));
+            let Some((write, read)) = forms else {
+                return Err(PlanError::Layout {
+                    op,
+                    loc: data.loc,
+                    reason: format!("{from:?} -> {to:?} over {scope} threads x {items} items"),
+                });
+            };
             let e = ExchangePlan {
                 data: data_id,
                 from,
                 to,
+                write,
+                read,
                 scope,
                 items,
                 elem_bytes,
@@ -612,5 +683,24 @@ impl<'a> Barriers<'a> {
             }
         }
         pending.push(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_forms_come_from_layouts() {
+        let blocked = PositionForm::of(Arrangement::Blocked, 64, 4).expect("form");
+        let striped = PositionForm::of(Arrangement::Striped { threads: 64 }, 64, 4).expect("form");
+        let warps = PositionForm::of(Arrangement::Striped { threads: 32 }, 64, 4).expect("form");
+        for r in 0..64 {
+            for i in 0..4 {
+                assert_eq!(blocked.position(i, r), r * 4 + i);
+                assert_eq!(striped.position(i, r), i * 64 + r);
+                assert_eq!(warps.position(i, r), (r / 32) * 128 + i * 32 + r % 32);
+            }
+        }
     }
 }
