@@ -3,7 +3,7 @@
 use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
-use crate::planner::{self, Plan};
+use crate::planner::{self, Plan, PlanError};
 use crate::runtime::{Compile, KernelImage, ParamKind, ParamSig};
 use std::sync::Arc;
 
@@ -120,6 +120,35 @@ impl Kernel {
         self.inner.plan.block_tile
     }
 
+    /// Checks the kernel's shared memory against what a block of `arch` can have; the error
+    /// names every op and shared array that needs bytes.
+    pub fn check_shared_memory(&self, arch: Arch) -> Result<(), PlanError> {
+        let plan = &self.inner.plan;
+        let limit = arch.max_shared_per_block();
+        if plan.shared_bytes <= limit {
+            return Ok(());
+        }
+        let ir = &self.inner.ir;
+        let users = plan
+            .slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let loc = match plan.arrays.iter().position(|&a| a == i) {
+                    Some(a) => ir.arrays[a].loc,
+                    None => ir.op(s.op).loc,
+                };
+                (s.label.clone(), loc, s.bytes)
+            })
+            .collect();
+        Err(PlanError::SharedMemory {
+            need: plan.shared_bytes,
+            limit,
+            arch,
+            users,
+        })
+    }
+
     /// A readable report of the kernel and its plan.
     pub fn explain(&self) -> String {
         let ir = &self.inner.ir;
@@ -127,8 +156,15 @@ impl Kernel {
         let mut s = crate::ir::print::listing(ir, &[]);
         s.push_str("plan:\n");
         s.push_str(&format!(
-            "  block {} threads, tile {} elements, shared memory {} bytes\n",
-            plan.block_threads, plan.block_tile, plan.shared_bytes
+            "  block {} threads, tile {} elements, shared memory {} bytes{}\n",
+            plan.block_threads,
+            plan.block_tile,
+            plan.shared_bytes,
+            if plan.shared_bytes > Arch::MAX_STATIC_SHARED {
+                " (dynamic: past the 48 KiB static limit)"
+            } else {
+                ""
+            }
         ));
         for (i, a) in plan.arrangements.iter().enumerate() {
             if let Some(a) = a {
@@ -200,6 +236,9 @@ impl Compile for Kernel {
     }
 
     fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error> {
+        self.check_shared_memory(arch)?;
+        let bytes = self.inner.plan.shared_bytes;
+        let dynamic = bytes > Arch::MAX_STATIC_SHARED;
         Ok(KernelImage {
             entry: self.inner.entry.clone(),
             ptx: self.ptx(arch),
@@ -207,8 +246,8 @@ impl Compile for Kernel {
             params: self.signature(),
             block: self.inner.ir.block.dims,
             tile_elems: self.inner.plan.block_tile,
-            static_smem: self.inner.plan.shared_bytes,
-            dynamic_smem: 0,
+            static_smem: if dynamic { 0 } else { bytes },
+            dynamic_smem: if dynamic { bytes } else { 0 },
             needs_cooperative: false,
         })
     }

@@ -63,10 +63,12 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
             reqntid: Some(ir.block.dims),
             maxnreg: None,
             shared: if plan.shared_bytes > 0 {
+                // Past the static limit the same bytes come from dynamic shared memory.
+                let dynamic = plan.shared_bytes > Arch::MAX_STATIC_SHARED;
                 vec![SharedDecl {
                     name: "smem".into(),
                     align: 16,
-                    bytes: plan.shared_bytes,
+                    bytes: if dynamic { 0 } else { plan.shared_bytes },
                 }]
             } else {
                 Vec::new()

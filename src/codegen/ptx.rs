@@ -51,7 +51,9 @@ pub struct Param {
     pub ty: Ty,
 }
 
-/// A `.shared .align A .b8 name[bytes];` declaration.
+/// A `.shared .align A .b8 name[bytes];` declaration; with `bytes == 0`, the function's
+/// dynamic shared memory, `.extern .shared .align A .b8 name[];` (written at module scope just
+/// before the function), sized at launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedDecl {
     /// The symbol.

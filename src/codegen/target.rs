@@ -47,6 +47,19 @@ impl Arch {
         Arch::ALL.iter().rev().copied().find(|a| a.sm() <= cc)
     }
 
+    /// The most shared memory one block may use, in bytes, with the opt-in attribute.
+    pub fn max_shared_per_block(self) -> u32 {
+        match self {
+            Arch::Sm75 => 64 * 1024,
+            Arch::Sm80 => 163 * 1024,
+            Arch::Sm90 => 227 * 1024,
+        }
+    }
+
+    /// The most static shared memory a block may declare; above it, dynamic shared memory
+    /// (with the opt-in attribute set at load) is used.
+    pub const MAX_STATIC_SHARED: u32 = 48 * 1024;
+
     /// Whether `redux.sync` (warp reductions of 32-bit integers in hardware) is available.
     pub fn has_redux(self) -> bool {
         self >= Arch::Sm80

@@ -32,6 +32,11 @@ fn write_module_to(out: &mut String, m: &Module) -> fmt::Result {
 }
 
 fn write_function(out: &mut String, f: &Function) -> fmt::Result {
+    // Dynamic shared memory (sized at launch) is declared at module scope, just before the
+    // function that uses it; the parser attaches it to that function.
+    for s in f.shared.iter().filter(|s| s.bytes == 0) {
+        writeln!(out, ".extern .shared .align {} .b8 {}[];", s.align, s.name)?;
+    }
     writeln!(out, ".visible .entry {}(", f.name)?;
     for (i, p) in f.params.iter().enumerate() {
         let sep = if i + 1 == f.params.len() { "" } else { "," };
@@ -56,7 +61,7 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
             )?;
         }
     }
-    for s in &f.shared {
+    for s in f.shared.iter().filter(|s| s.bytes > 0) {
         writeln!(
             out,
             "\t.shared .align {} .b8 {}[{}];",

@@ -42,6 +42,18 @@ pub enum PlanError {
         /// Bytes the storage has.
         have: u32,
     },
+    /// More shared memory than a block of the target arch can have.
+    SharedMemory {
+        /// Bytes the kernel needs.
+        need: u32,
+        /// The arch's limit.
+        limit: u32,
+        /// The arch.
+        arch: crate::codegen::Arch,
+        /// The ops (or shared arrays) that need the bytes, with where they were written and how
+        /// many bytes each needs.
+        users: Vec<(String, Loc, u32)>,
+    },
     /// A layout query failed while deriving an index map.
     Layout {
         /// The op.
@@ -82,6 +94,21 @@ impl fmt::Display for PlanError {
                 f,
                 "{loc}: {op} needs {need} bytes of its temp storage, which has {have}"
             ),
+            PlanError::SharedMemory {
+                need,
+                limit,
+                arch,
+                users,
+            } => {
+                write!(
+                    f,
+                    "the kernel needs {need} bytes of shared memory; {arch} allows {limit}. Used by:"
+                )?;
+                for (what, loc, bytes) in users {
+                    write!(f, "\n  {loc}: {what}: {bytes} bytes")?;
+                }
+                Ok(())
+            }
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")
             }
