@@ -364,9 +364,27 @@ impl KernelBuilder {
         self.ir.datas.push(DataDecl {
             dtype: T::DTYPE,
             items,
+            align: None,
             loc,
         });
         ThreadData::new(id, items)
+    }
+
+    /// A new payload of `items` items per thread whose items may be moved in vectors of at
+    /// most `alignment` bytes (a power of two, at least the element size): `vectorize` loads
+    /// and stores into it use no wider accesses.
+    #[track_caller]
+    pub fn thread_data_aligned<T: Element>(&mut self, items: u32, alignment: u32) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let t = self.thread_data_n::<T>(items);
+        if !alignment.is_power_of_two() || alignment < T::DTYPE.bytes() {
+            self.ir.issues.push(BuilderIssue::DataAlign {
+                align: alignment,
+                loc,
+            });
+        }
+        self.ir.datas[t.id.index()].align = Some(alignment);
+        t
     }
 
     fn expr<T: super::expr::ExprType>(&mut self, e: &Expr<T>) -> ExprId {

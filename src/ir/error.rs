@@ -217,7 +217,10 @@ impl fmt::Display for VerifyError {
                 f,
                 "an exclusive temp storage is used here and by the op at {first}"
             ),
-            BadAlignment { align } => write!(f, "alignment {align} is not a power of two"),
+            BadAlignment { align } => write!(
+                f,
+                "alignment {align} is not a power of two at least the element size"
+            ),
             ArraySize { len } => write!(
                 f,
                 "a shared array of {len} elements; it needs 1 to 65536 elements and at most \

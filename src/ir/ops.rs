@@ -82,6 +82,9 @@ pub struct DataDecl {
     pub dtype: DType,
     /// Items per thread.
     pub items: u32,
+    /// Alignment in bytes the payload's items may be moved with (a power of two, at least the
+    /// element size): `vectorize` uses vectors of at most this many bytes. `None`: 16.
+    pub align: Option<u32>,
     /// Where it was made.
     pub loc: Loc,
 }
@@ -373,6 +376,13 @@ pub enum BuilderIssue {
         item: u32,
         /// The payload's items.
         items: u32,
+        /// Where.
+        loc: Loc,
+    },
+    /// A payload alignment that is not a power of two at least the element size.
+    DataAlign {
+        /// The alignment asked for.
+        align: u32,
         /// Where.
         loc: Loc,
     },

@@ -289,6 +289,9 @@ impl Verifier<'_> {
                         )
                     }
                 }
+                BuilderIssue::DataAlign { align, loc } => {
+                    self.push(K::BadAlignment { align: *align }, *loc, None)
+                }
                 BuilderIssue::DuplicateParam { name, loc } => {
                     self.push(K::DuplicateParam { name: name.clone() }, *loc, None)
                 }

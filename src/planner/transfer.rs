@@ -78,7 +78,15 @@ fn plan_one(
             reason: format!("{arrangement:?} over {access_threads} threads x {items} items"),
         })?;
     let vector = match t.algorithm {
-        Algorithm::Vectorize => vector_width(items, bytes),
+        Algorithm::Vectorize => {
+            // No wider than the payload's alignment allows.
+            let align = ir.datas[t.data.index()].align.unwrap_or(16);
+            let mut v = vector_width(items, bytes);
+            while v > 1 && v * bytes > align {
+                v /= 2;
+            }
+            v
+        }
         _ => 1,
     };
     Ok(TransferPlan {
