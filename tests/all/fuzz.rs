@@ -1,0 +1,154 @@
+//! No input to the public API panics: random builder programs (valid or not) either build or
+//! return typed errors; those that build emit PTX for every arch and run on the simulator
+//! (possibly reporting faults as errors) without panicking.
+
+use coopgraph::ir::{Algorithm, Expr, index};
+use coopgraph::runtime::Device;
+use coopgraph::{KernelBuilder, Load, Store};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Load(usize, u8, bool, bool, bool),
+    Map(u8),
+    Store(usize, u8, bool),
+    Branch(u8, Vec<Step>),
+    Loop(u32, Vec<Step>),
+    SetItem(u32),
+    Sync,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let leaf = prop_oneof![
+        (
+            0usize..8,
+            0u8..6,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(g, a, v, o, d)| Step::Load(g, a, v, o, d)),
+        (0u8..8).prop_map(Step::Map),
+        (0usize..8, 0u8..6, any::<bool>()).prop_map(|(g, a, v)| Step::Store(g, a, v)),
+        (0u32..70).prop_map(Step::SetItem),
+        Just(Step::Sync),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            (0u8..4, prop::collection::vec(inner.clone(), 0..4))
+                .prop_map(|(c, s)| Step::Branch(c, s)),
+            (0u32..3, prop::collection::vec(inner, 0..4)).prop_map(|(n, s)| Step::Loop(n, s)),
+        ]
+    })
+}
+
+const ALGS: [Algorithm; 6] = Algorithm::ALL;
+
+fn group(k: &KernelBuilder, g: usize) -> coopgraph::ir::Group {
+    match g {
+        0 => k.this_block(),
+        1 => k.this_warp().into(),
+        w => k.this_warp().group_by([1, 2, 4, 8, 16, 3, 64][w - 2]),
+    }
+}
+
+fn record(
+    k: &mut KernelBuilder,
+    steps: &[Step],
+    x: &coopgraph::ir::Input<f32>,
+    y: &coopgraph::ir::Output<f32>,
+    n: &coopgraph::ir::Scalar<u32>,
+    cur: &mut coopgraph::ir::ThreadData<f32>,
+) {
+    for s in steps {
+        match s {
+            Step::Load(g, a, valid, offset, default) => {
+                let mut l = Load::direct().algorithm(ALGS[*a as usize % 6]);
+                if *valid {
+                    l = l.valid_items(*n);
+                }
+                if *offset {
+                    l = l.offset(index::block_index() * 7u32);
+                }
+                if *default {
+                    l = l.oob_default(0.5);
+                }
+                let grp = group(k, *g);
+                *cur = k.load_from(grp, x, l);
+            }
+            Step::Map(op) => {
+                let op = *op;
+                *cur = k.map(cur, move |v| match op {
+                    0 => v * 2.0,
+                    1 => v.sqrt(),
+                    2 => v.cast::<i32>().cast::<f32>(),
+                    3 => v.clone().max(index::item().cast::<f32>()),
+                    4 => v.gt(1.0f32).select(v.clone(), -v),
+                    5 => v.sin(),
+                    6 => v.fma(3.0f32, 1.0f32),
+                    _ => Expr::lit(1.0f32),
+                });
+            }
+            Step::Store(g, a, valid) => {
+                let mut st = Store::default().algorithm(ALGS[*a as usize % 6]);
+                if *valid {
+                    st = st.valid_items(*n);
+                }
+                let grp = group(k, *g);
+                k.store_to(grp, y, cur, st);
+            }
+            Step::Branch(c, inner) => {
+                let cond = match c {
+                    0 => index::thread_rank().lt(17u32),
+                    1 => index::warp_rank().eq(0u32),
+                    2 => n.expr().gt(3u32),
+                    _ => (index::thread_rank() / 8u32).eq(1u32),
+                };
+                let mut c2 = *cur;
+                k.if_(cond, |k| record(k, inner, x, y, n, &mut c2));
+            }
+            Step::Loop(count, inner) => {
+                let mut c2 = *cur;
+                k.for_range(0u32, *count, |k, _| record(k, inner, x, y, n, &mut c2));
+            }
+            Step::SetItem(i) => k.set_item(cur, *i, 1.0f32),
+            Step::Sync => k.sync_block(),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_programs_never_panic(
+        block in prop_oneof![1 => Just(0u32), 4 => Just(32), 1 => Just(48), 4 => Just(64),
+            4 => Just(96), 1 => Just(1025)],
+        items in prop_oneof![1 => Just(0u32), 4 => Just(1), 4 => Just(3), 4 => Just(4),
+            1 => Just(65)],
+        fill in any::<bool>(),
+        steps in prop::collection::vec(step(), 0..6),
+    ) {
+        let mut k = KernelBuilder::new("fuzz").block(block).items_per_thread(items);
+        let x = k.input::<f32>("x");
+        let y = k.output::<f32>("y");
+        let n = k.scalar::<u32>("n");
+        let mut cur = if fill { k.fill(0.25f32) } else { k.thread_data::<f32>() };
+        record(&mut k, &steps, &x, &y, &n, &mut cur);
+        let Ok(kernel) = k.build() else {
+            return Ok(());
+        };
+        for arch in coopgraph::codegen::Arch::ALL {
+            let _ = kernel.ptx(arch);
+        }
+        let dev = Device::sim();
+        if let Ok(f) = dev.compile(&kernel) {
+            let len = 4096;
+            let xs: Vec<f32> = (0..len).map(|i| i as f32).collect();
+            let xb = dev.upload(&xs).expect("upload");
+            let mut yb = dev.alloc_zeroed::<f32>(len).expect("alloc");
+            // Faults (out of bounds, uninitialized reads) are errors, never panics.
+            let _ = f.launch_grid(2, (&xb, &mut yb, 300u32));
+        }
+    }
+}
