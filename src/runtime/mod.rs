@@ -1,1 +1,54 @@
-//! placeholder
+//! The runtime: devices, buffers, module loading, the specialization cache and typed launch, on
+//! a CUDA GPU (through cudarc's driver API, loaded dynamically, so the crate builds and runs
+//! where no CUDA is installed) or on the CPU simulator of the same PTX.
+//!
+//! ```text
+//! Compile (kernel) --emit--> KernelImage --Device::compile--> Function --launch--> GPU / sim
+//!                                           (cache: per context)   (args checked)
+//! ```
+//!
+//! - [`Device`]: a GPU ([`Device::cuda`]) or the simulator ([`Device::sim`]);
+//!   [`default_device`] picks one as `COOPGRAPH_DEVICE` says.
+//! - [`Buffer`]: an array in a device's memory; interoperates with cudarc's `CudaSlice`.
+//! - [`KernelImage`] and [`Compile`]: the contract with code generation.
+//! - [`Device::compile`]: the specialization cache; [`Function::launch`]: the typed launch.
+//! - [`Event`] and [`Device::time`]: GPU timing for benchmarks.
+//!
+//! Architecture invariants:
+//! - `unsafe` only at the driver boundary (`driver.rs`, `load.rs`), each block with a `SAFETY:`
+//!   comment; everything else here is safe code, and launch arguments are checked against the
+//!   kernel's signature before any address reaches the driver.
+//! - A function is never used in a context it was not loaded in: the cache lives with the
+//!   context, a [`Function`] launches only on the device it was compiled for, and every buffer
+//!   and stream passed to a launch is checked to belong to that context.
+//! - No public function panics for want of a driver: the driver library and its entry points
+//!   are checked before the first driver call, and their absence is
+//!   [`RuntimeError::NoDriver`] (or [`RuntimeError::MissingDriverSymbol`]).
+
+mod args;
+mod buffer;
+mod cache;
+mod device;
+mod driver;
+mod error;
+mod event;
+mod image;
+mod launch;
+mod load;
+
+pub use crate::sim::{LaunchReport, SimOptions};
+pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
+pub use buffer::{Buffer, DeviceElement};
+pub use cache::CacheStats;
+pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};
+pub use error::{Foreign, RuntimeError};
+pub use event::Event;
+pub use image::{Compile, KernelImage, ParamKind, ParamSig};
+pub use launch::{Function, LaunchConfig};
+
+/// The default device: the GPU where one is present, the simulator otherwise, unless
+/// `COOPGRAPH_DEVICE` says `cuda` (then a GPU or an error) or `sim`. See
+/// [`Device::default_device`].
+pub fn default_device() -> Result<Device, RuntimeError> {
+    Device::default_device()
+}

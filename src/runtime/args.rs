@@ -1,0 +1,502 @@
+//! Launch arguments: what may be passed to a kernel, and the check of a launch's arguments
+//! against the kernel's signature.
+//!
+//! An argument becomes an [`ArgSlot`] through [`Arg`]; a tuple of arguments (or an
+//! [`ArgList`]) becomes a list of slots through [`KernelArgs`]. Before a launch, [`check`]
+//! matches the slots with [`KernelImage::params`](super::KernelImage::params): the count, each
+//! argument's role and dtype, and the device each buffer lives on. Only then do raw addresses
+//! reach the driver or the simulator.
+//!
+//! Roles: an [`Input`](ParamKind::Input) parameter takes `&Buffer<T>` or `&mut Buffer<T>`; an
+//! [`Output`](ParamKind::Output) parameter takes only `&mut Buffer<T>`, so the borrow checker
+//! sees every buffer a kernel writes; a [`Scalar`](ParamKind::Scalar) parameter takes a value of
+//! exactly its dtype. `CudaSlice<T>` references work like `Buffer<T>` references on CUDA.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice};
+use smallvec::SmallVec;
+
+use super::RuntimeError;
+use super::buffer::{Buffer, BufferRepr, DeviceElement};
+use super::driver::{CudaMem, CudaMemMut};
+use super::error::Foreign;
+use super::image::{ParamKind, ParamSig};
+use crate::ir::{DType, Element};
+
+/// What an argument is, or what a parameter takes, for matching and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    /// A buffer of `dtype`, borrowed shared (`&Buffer<T>`) or exclusively (`&mut Buffer<T>`,
+    /// `writable`).
+    Buffer {
+        /// The element type.
+        dtype: DType,
+        /// Whether the buffer is borrowed exclusively, so the kernel may write it.
+        writable: bool,
+    },
+    /// A scalar value of this dtype.
+    Scalar(DType),
+}
+
+impl ArgKind {
+    /// What a parameter takes, in the terms of the arguments that fit it (an input parameter
+    /// is described as `&Buffer<T>`, though `&mut Buffer<T>` fits it too).
+    pub fn expected_by(param: &ParamSig) -> ArgKind {
+        match param.kind {
+            ParamKind::Input => ArgKind::Buffer {
+                dtype: param.dtype,
+                writable: false,
+            },
+            ParamKind::Output => ArgKind::Buffer {
+                dtype: param.dtype,
+                writable: true,
+            },
+            ParamKind::Scalar => ArgKind::Scalar(param.dtype),
+        }
+    }
+
+    /// Whether an argument of this kind fits `param`.
+    pub fn fits(self, param: &ParamSig) -> bool {
+        match (param.kind, self) {
+            (ParamKind::Input, ArgKind::Buffer { dtype, .. }) => dtype == param.dtype,
+            (ParamKind::Output, ArgKind::Buffer { dtype, writable }) => {
+                writable && dtype == param.dtype
+            }
+            (ParamKind::Scalar, ArgKind::Scalar(dtype)) => dtype == param.dtype,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ArgKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgKind::Buffer {
+                dtype,
+                writable: false,
+            } => write!(f, "&Buffer<{dtype}>"),
+            ArgKind::Buffer {
+                dtype,
+                writable: true,
+            } => write!(f, "&mut Buffer<{dtype}>"),
+            ArgKind::Scalar(dtype) => write!(f, "{dtype}"),
+        }
+    }
+}
+
+/// One launch argument, ready to be checked and passed. Opaque: made by [`Arg::into_slot`].
+pub struct ArgSlot<'a>(pub(super) Slot<'a>);
+
+/// The inside of an [`ArgSlot`].
+pub(super) enum Slot<'a> {
+    /// A scalar: its dtype and its bits, zero-extended to 64.
+    Scalar { dtype: DType, bits: u64 },
+    /// A CUDA buffer the kernel may only read.
+    CudaRead { dtype: DType, mem: &'a dyn CudaMem },
+    /// A CUDA buffer the kernel may write.
+    CudaWrite {
+        dtype: DType,
+        mem: &'a mut dyn CudaMemMut,
+    },
+    /// A simulator buffer: its address in simulator `owner`.
+    Sim {
+        dtype: DType,
+        writable: bool,
+        addr: u64,
+        owner: u64,
+    },
+}
+
+impl ArgSlot<'_> {
+    /// What this argument is.
+    pub fn kind(&self) -> ArgKind {
+        match &self.0 {
+            Slot::Scalar { dtype, .. } => ArgKind::Scalar(*dtype),
+            Slot::CudaRead { dtype, .. } => ArgKind::Buffer {
+                dtype: *dtype,
+                writable: false,
+            },
+            Slot::CudaWrite { dtype, .. } => ArgKind::Buffer {
+                dtype: *dtype,
+                writable: true,
+            },
+            Slot::Sim {
+                dtype, writable, ..
+            } => ArgKind::Buffer {
+                dtype: *dtype,
+                writable: *writable,
+            },
+        }
+    }
+}
+
+impl fmt::Debug for ArgSlot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ArgSlot({})", self.kind())
+    }
+}
+
+/// A value that can be passed to a kernel: `&Buffer<T>`, `&mut Buffer<T>`, `&CudaSlice<T>`,
+/// `&mut CudaSlice<T>`, or a scalar of an element type (`u32`, `f32`, ...) by value.
+pub trait Arg<'a> {
+    /// The argument as a launch slot.
+    fn into_slot(self) -> ArgSlot<'a>;
+}
+
+impl<'a> Arg<'a> for ArgSlot<'a> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        self
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(match &self.repr {
+            BufferRepr::Cuda(slice) => Slot::CudaRead {
+                dtype: T::DTYPE,
+                mem: slice,
+            },
+            BufferRepr::Sim(sim) => Slot::Sim {
+                dtype: T::DTYPE,
+                writable: false,
+                addr: sim.addr,
+                owner: sim.shared.id,
+            },
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a mut Buffer<T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(match &mut self.repr {
+            BufferRepr::Cuda(slice) => Slot::CudaWrite {
+                dtype: T::DTYPE,
+                mem: slice,
+            },
+            BufferRepr::Sim(sim) => Slot::Sim {
+                dtype: T::DTYPE,
+                writable: true,
+                addr: sim.addr,
+                owner: sim.shared.id,
+            },
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a CudaSlice<T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(Slot::CudaRead {
+            dtype: T::DTYPE,
+            mem: self,
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a mut CudaSlice<T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(Slot::CudaWrite {
+            dtype: T::DTYPE,
+            mem: self,
+        })
+    }
+}
+
+macro_rules! scalar_args {
+    ($($t:ty),*) => {$(
+        impl<'a> Arg<'a> for $t {
+            fn into_slot(self) -> ArgSlot<'a> {
+                ArgSlot(Slot::Scalar { dtype: <$t as Element>::DTYPE, bits: Element::to_bits(self) })
+            }
+        }
+    )*};
+}
+
+scalar_args!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// A list of launch arguments built at run time, for kernels whose arity is not known
+/// statically. It is itself [`KernelArgs`].
+#[derive(Debug, Default)]
+pub struct ArgList<'a> {
+    slots: SmallVec<[ArgSlot<'a>; 12]>,
+}
+
+impl<'a> ArgList<'a> {
+    /// An empty list.
+    pub fn new() -> Self {
+        ArgList {
+            slots: SmallVec::new(),
+        }
+    }
+
+    /// Appends an argument.
+    pub fn push(&mut self, arg: impl Arg<'a>) -> &mut Self {
+        self.slots.push(arg.into_slot());
+        self
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+/// The arguments of one launch: a tuple of up to 12 [`Arg`]s, `()`, or an [`ArgList`].
+pub trait KernelArgs<'a> {
+    /// Appends the arguments, in order, to `list`.
+    fn push_into(self, list: &mut ArgList<'a>);
+}
+
+impl<'a> KernelArgs<'a> for ArgList<'a> {
+    fn push_into(self, list: &mut ArgList<'a>) {
+        list.slots.extend(self.slots);
+    }
+}
+
+impl<'a> KernelArgs<'a> for () {
+    fn push_into(self, _list: &mut ArgList<'a>) {}
+}
+
+macro_rules! tuple_args {
+    ($($name:ident),+) => {
+        impl<'a, $($name: Arg<'a>),+> KernelArgs<'a> for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn push_into(self, list: &mut ArgList<'a>) {
+                let ($($name,)+) = self;
+                $(list.push($name);)+
+            }
+        }
+    };
+}
+
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
+tuple_args!(A, B, C, D, E, F, G, H, I);
+tuple_args!(A, B, C, D, E, F, G, H, I, J);
+tuple_args!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_args!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+/// Where a launch runs: the buffers passed must live there.
+#[derive(Clone, Copy)]
+pub(super) enum Target<'d> {
+    /// A CUDA context.
+    Cuda(&'d Arc<CudaContext>),
+    /// The simulator with this id.
+    Sim(u64),
+}
+
+/// Arguments that passed [`check`]: one per parameter, each fitting its parameter and living
+/// on the launch's device. Only `check` makes one.
+pub(super) struct CheckedArgs<'s, 'a>(&'s mut [ArgSlot<'a>]);
+
+impl<'s, 'a> CheckedArgs<'s, 'a> {
+    /// The checked slots.
+    pub(super) fn into_slots(self) -> &'s mut [ArgSlot<'a>] {
+        self.0
+    }
+}
+
+/// Matches `list` with `params`: count, role and dtype of each argument, and the device of each
+/// buffer.
+pub(super) fn check<'s, 'a>(
+    params: &[ParamSig],
+    list: &'s mut ArgList<'a>,
+    target: Target<'_>,
+) -> Result<CheckedArgs<'s, 'a>, RuntimeError> {
+    if list.slots.len() != params.len() {
+        return Err(RuntimeError::ArgCount {
+            expected: params.len(),
+            got: list.slots.len(),
+        });
+    }
+    for (index, (slot, param)) in list.slots.iter().zip(params).enumerate() {
+        let got = slot.kind();
+        if !got.fits(param) {
+            return Err(RuntimeError::ArgMismatch {
+                index,
+                name: param.name.clone(),
+                expected: ArgKind::expected_by(param),
+                got,
+            });
+        }
+        let same_device = match (&slot.0, target) {
+            (Slot::Scalar { .. }, _) => true,
+            (Slot::CudaRead { mem, .. }, Target::Cuda(ctx)) => **mem.context() == **ctx,
+            (Slot::CudaWrite { mem, .. }, Target::Cuda(ctx)) => **mem.context() == **ctx,
+            (Slot::Sim { owner, .. }, Target::Sim(id)) => *owner == id,
+            _ => false,
+        };
+        if !same_device {
+            return Err(RuntimeError::WrongDevice {
+                what: Foreign::Argument {
+                    index,
+                    name: param.name.clone(),
+                },
+            });
+        }
+    }
+    Ok(CheckedArgs(&mut list.slots))
+}
+
+/// The simulator's view of checked arguments: one `u64` per parameter (addresses and scalar
+/// bits).
+pub(super) fn sim_params(args: CheckedArgs<'_, '_>) -> SmallVec<[u64; 12]> {
+    args.into_slots()
+        .iter()
+        .map(|slot| match slot.0 {
+            Slot::Scalar { bits, .. } => bits,
+            Slot::Sim { addr, .. } => addr,
+            // `check` with a simulator target admits no CUDA buffers; a null address would
+            // make the simulator report an out-of-bounds access, never touch host memory.
+            Slot::CudaRead { .. } | Slot::CudaWrite { .. } => 0,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Vec<ParamSig> {
+        vec![
+            ParamSig::new("x", ParamKind::Input, DType::F32),
+            ParamSig::new("y", ParamKind::Output, DType::F32),
+            ParamSig::new("n", ParamKind::Scalar, DType::U32),
+        ]
+    }
+
+    fn sim_slot(dtype: DType, writable: bool, owner: u64) -> ArgSlot<'static> {
+        ArgSlot(Slot::Sim {
+            dtype,
+            writable,
+            addr: 0x1000,
+            owner,
+        })
+    }
+
+    #[test]
+    fn kinds_fit_their_roles() {
+        let p = params();
+        let read = ArgKind::Buffer {
+            dtype: DType::F32,
+            writable: false,
+        };
+        let write = ArgKind::Buffer {
+            dtype: DType::F32,
+            writable: true,
+        };
+        assert!(read.fits(&p[0]) && write.fits(&p[0]));
+        assert!(!read.fits(&p[1]) && write.fits(&p[1]));
+        assert!(ArgKind::Scalar(DType::U32).fits(&p[2]));
+        assert!(!ArgKind::Scalar(DType::I32).fits(&p[2]));
+        assert!(!read.fits(&p[2]));
+        assert_eq!(read.to_string(), "&Buffer<f32>");
+        assert_eq!(write.to_string(), "&mut Buffer<f32>");
+        assert_eq!(ArgKind::Scalar(DType::U32).to_string(), "u32");
+    }
+
+    #[test]
+    fn check_reports_count_role_dtype_and_device() {
+        let p = params();
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7));
+        assert!(matches!(
+            check(&p, &mut list, Target::Sim(7)),
+            Err(RuntimeError::ArgCount {
+                expected: 3,
+                got: 1
+            })
+        ));
+
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(sim_slot(DType::F32, false, 7))
+            .push(5u32);
+        match check(&p, &mut list, Target::Sim(7)) {
+            Err(RuntimeError::ArgMismatch {
+                index,
+                name,
+                expected,
+                got,
+            }) => {
+                assert_eq!((index, name.as_str()), (1, "y"));
+                assert_eq!(
+                    expected,
+                    ArgKind::Buffer {
+                        dtype: DType::F32,
+                        writable: true
+                    }
+                );
+                assert_eq!(
+                    got,
+                    ArgKind::Buffer {
+                        dtype: DType::F32,
+                        writable: false
+                    }
+                );
+            }
+            other => panic!("expected ArgMismatch, got {:?}", other.err()),
+        }
+
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(sim_slot(DType::F32, true, 7))
+            .push(5i32);
+        assert!(matches!(
+            check(&p, &mut list, Target::Sim(7)),
+            Err(RuntimeError::ArgMismatch { index: 2, .. })
+        ));
+
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(sim_slot(DType::F32, true, 8))
+            .push(5u32);
+        assert!(matches!(
+            check(&p, &mut list, Target::Sim(7)),
+            Err(RuntimeError::WrongDevice { .. })
+        ));
+
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, true, 7))
+            .push(sim_slot(DType::F32, true, 7))
+            .push(5u32);
+        let checked = check(&p, &mut list, Target::Sim(7)).expect("arguments fit");
+        assert_eq!(sim_params(checked).as_slice(), &[0x1000, 0x1000, 5]);
+    }
+
+    #[test]
+    fn scalars_carry_their_bits() {
+        let slot = (-1i8).into_slot();
+        assert_eq!(slot.kind(), ArgKind::Scalar(DType::I8));
+        assert!(matches!(slot.0, Slot::Scalar { bits: 0xff, .. }));
+        let slot = 1.5f32.into_slot();
+        assert!(matches!(slot.0, Slot::Scalar { bits, .. } if bits == u64::from(1.5f32.to_bits())));
+    }
+
+    #[test]
+    fn tuples_push_in_order() {
+        let mut list = ArgList::new();
+        (
+            1u8, 2u16, 3u32, 4u64, 5i8, 6i16, 7i32, 8i64, 9.0f32, 10.0f64, 11u32, 12u32,
+        )
+            .push_into(&mut list);
+        assert_eq!(list.len(), 12);
+        assert_eq!(list.slots[0].kind(), ArgKind::Scalar(DType::U8));
+        assert_eq!(list.slots[9].kind(), ArgKind::Scalar(DType::F64));
+        let mut empty = ArgList::new();
+        ().push_into(&mut empty);
+        assert!(empty.is_empty());
+    }
+}

@@ -1,0 +1,259 @@
+//! The specialization cache: one loaded module per (kernel, arch, crate version) per context.
+//!
+//! Architecture invariant: a function is never used in a context it was not loaded in. The map
+//! lives with the context, not with the process: every CUDA [`Device`] of one context shares
+//! that context's map (found through a registry keyed by the context handle), a device of
+//! another context or ordinal has its own, and each simulator has its own. The map keeps the
+//! context alive, so a context handle found in the registry always names the live context the
+//! map was made for.
+//!
+//! A hit is a hash-map lookup under a lock with the key's hash precomputed by the kernel (well
+//! under a microsecond); a miss emits and loads once per key even when many threads ask at the
+//! same time (the others wait for the first); a failure is not cached, so the next call tries
+//! again.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use cudarc::driver::CudaContext;
+
+use super::device::{Device, Imp};
+use super::image::{Compile, Fnv64};
+use super::launch::{Function, LoadedKernel};
+use crate::codegen::Arch;
+
+/// The crate version, folded into every key so kernels emitted by another version of the code
+/// generator are never taken for this one's (matters once keys also name a disk cache).
+const VERSION_HASH: u64 = Fnv64::new()
+    .write_const(env!("CARGO_PKG_VERSION").as_bytes())
+    .finish();
+
+/// A cache key: the kernel's structural hash, the arch, and the crate version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct CacheKey {
+    kernel: u64,
+    arch: Arch,
+    version: u64,
+}
+
+impl CacheKey {
+    pub(super) fn new(kernel: u64, arch: Arch) -> Self {
+        CacheKey {
+            kernel,
+            arch,
+            version: VERSION_HASH,
+        }
+    }
+}
+
+impl Hash for CacheKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // The kernel's key is already a hash: mix in the rest and hand over one word.
+        let mixed = self.kernel
+            ^ self.version.rotate_left(17)
+            ^ u64::from(self.arch.sm()).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        state.write_u64(mixed);
+    }
+}
+
+/// A hasher for keys that are hashes already: passes the word through (with a final mix, so
+/// keys that differ only in high bits spread over buckets).
+#[derive(Default)]
+pub(super) struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^ (x >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = Fnv64::new();
+        h.write(&self.0.to_le_bytes());
+        h.write(bytes);
+        self.0 = h.finish();
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// One key's entry: the loaded kernel once there is one, and the lock the first compiler holds
+/// while the others wait.
+#[derive(Default)]
+struct Slot {
+    kernel: OnceLock<Arc<LoadedKernel>>,
+    init: Mutex<()>,
+}
+
+/// The loaded kernels of one context (or one simulator).
+pub(super) struct KernelCache {
+    slots: Mutex<HashMap<CacheKey, Arc<Slot>, BuildHasherDefault<PassThrough>>>,
+    /// Keeps the context (and so its handle's identity) alive as long as the map.
+    _ctx: Option<Arc<CudaContext>>,
+}
+
+impl KernelCache {
+    pub(super) fn new(ctx: Option<Arc<CudaContext>>) -> Self {
+        KernelCache {
+            slots: Mutex::new(HashMap::default()),
+            _ctx: ctx,
+        }
+    }
+
+    /// The map of `ctx`, shared by every device of that context.
+    pub(super) fn for_context(ctx: &Arc<CudaContext>) -> Arc<KernelCache> {
+        type Registry = Vec<(usize, Weak<KernelCache>)>;
+        static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
+        let handle = ctx.cu_ctx() as usize;
+        let mut registry = relock(&REGISTRY);
+        if let Some(cache) = registry
+            .iter()
+            .filter(|(h, _)| *h == handle)
+            .find_map(|(_, weak)| weak.upgrade())
+        {
+            return cache;
+        }
+        registry.retain(|(_, weak)| weak.strong_count() > 0);
+        let cache = Arc::new(KernelCache::new(Some(ctx.clone())));
+        registry.push((handle, Arc::downgrade(&cache)));
+        cache
+    }
+
+    fn slot(&self, key: CacheKey) -> Arc<Slot> {
+        relock(&self.slots).entry(key).or_default().clone()
+    }
+
+    /// Kernels loaded so far.
+    fn len(&self) -> usize {
+        relock(&self.slots)
+            .values()
+            .filter(|s| s.kernel.get().is_some())
+            .count()
+    }
+}
+
+/// Locks `m`, taking over the data if a panic poisoned it (every critical section here leaves
+/// the data consistent: inserts of complete values only).
+fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The counters behind [`CacheStats`], one set per [`Device`] (clones share them).
+#[derive(Debug, Default)]
+pub(super) struct StatCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    loads: AtomicU64,
+}
+
+/// How [`Device::compile`] calls through one device went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    /// Calls answered from the cache (including calls that waited for another thread's load).
+    pub hits: u64,
+    /// Calls that emitted the kernel (each is followed by a load attempt).
+    pub misses: u64,
+    /// Modules loaded successfully (JIT on CUDA, parse on the simulator).
+    pub loads: u64,
+    /// Kernels in the cache of this device's context, loaded by any device of it.
+    pub entries: u64,
+}
+
+impl Device {
+    /// Loads `kernel` for this device's arch, or finds it loaded already in this device's
+    /// context.
+    ///
+    /// The cache key is `(kernel.cache_key(), arch, crate version)`. On a hit nothing is
+    /// emitted or loaded. When several threads compile one kernel at once, one emits and loads
+    /// it and the others wait for it. Errors (from [`Compile::emit`] or from loading) are not
+    /// cached.
+    ///
+    /// The cache belongs to the context: devices opened on the same CUDA context share it,
+    /// devices of other contexts (or ordinals) have their own, and so does each simulator. A
+    /// function is therefore only ever launched in the context it was loaded in.
+    pub fn compile<K: Compile + ?Sized>(&self, kernel: &K) -> Result<Function, crate::Error> {
+        let key = CacheKey::new(kernel.cache_key(), self.arch());
+        let slot = self.inner.cache.slot(key);
+        if let Some(loaded) = slot.kernel.get() {
+            return Ok(self.hit(loaded));
+        }
+        let _first = relock(&slot.init);
+        if let Some(loaded) = slot.kernel.get() {
+            return Ok(self.hit(loaded));
+        }
+        self.inner.stats.misses.fetch_add(1, Ordering::Relaxed);
+        let image = kernel.emit(self.arch())?;
+        let loaded = Arc::new(LoadedKernel::load(self, image)?);
+        self.inner.stats.loads.fetch_add(1, Ordering::Relaxed);
+        // Only this thread sets the cell (it holds `init`), so the value set is `loaded`.
+        let loaded = slot.kernel.get_or_init(|| loaded);
+        Ok(Function::new(self.clone(), loaded.clone()))
+    }
+
+    fn hit(&self, loaded: &Arc<LoadedKernel>) -> Function {
+        self.inner.stats.hits.fetch_add(1, Ordering::Relaxed);
+        Function::new(self.clone(), loaded.clone())
+    }
+
+    /// Counts of cache hits, misses and loads through this device (and its clones), and the
+    /// number of kernels in its context's cache.
+    pub fn cache_stats(&self) -> CacheStats {
+        let s = &self.inner.stats;
+        CacheStats {
+            hits: s.hits.load(Ordering::Relaxed),
+            misses: s.misses.load(Ordering::Relaxed),
+            loads: s.loads.load(Ordering::Relaxed),
+            entries: self.inner.cache.len() as u64,
+        }
+    }
+
+    /// Whether `self` and `other` share one specialization cache (same CUDA context, or the
+    /// same simulator).
+    pub fn shares_cache_with(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner.cache, &other.inner.cache)
+    }
+
+    /// The simulator id or CUDA context of this device, for launch checks.
+    pub(super) fn target(&self) -> super::args::Target<'_> {
+        match &self.inner.imp {
+            Imp::Cuda(c) => super::args::Target::Cuda(&c.ctx),
+            Imp::Sim(s) => super::args::Target::Sim(s.id),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+
+    fn hash(key: CacheKey) -> u64 {
+        BuildHasherDefault::<PassThrough>::default().hash_one(key)
+    }
+
+    #[test]
+    fn keys_separate_kernel_and_arch() {
+        let a = CacheKey::new(1, Arch::Sm90);
+        assert_eq!(a, CacheKey::new(1, Arch::Sm90));
+        assert_ne!(a, CacheKey::new(2, Arch::Sm90));
+        assert_ne!(a, CacheKey::new(1, Arch::Sm80));
+        assert_ne!(hash(a), hash(CacheKey::new(1, Arch::Sm80)));
+        assert_ne!(hash(a), hash(CacheKey::new(2, Arch::Sm90)));
+        // The std hasher agrees on equality (keys are usable in any map).
+        let s = RandomState::new();
+        assert_eq!(s.hash_one(a), s.hash_one(CacheKey::new(1, Arch::Sm90)));
+    }
+
+    #[test]
+    fn version_is_part_of_the_key() {
+        assert_ne!(VERSION_HASH, Fnv64::new().finish());
+        assert_eq!(CacheKey::new(5, Arch::Sm75).version, VERSION_HASH);
+    }
+}

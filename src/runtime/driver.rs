@@ -1,0 +1,452 @@
+//! The driver boundary: finding the driver library, and the raw driver calls that cudarc's safe
+//! API does not offer (launch from a module we loaded ourselves, occupancy, function attributes,
+//! memset of 16- and 32-bit patterns).
+//!
+//! Every `unsafe` block of the runtime lives here or in `load.rs`, each with a `SAFETY:` comment.
+//! Everything above this file is safe code. Nothing here is reachable without a CUDA [`Device`]
+//! or a cudarc object, and creating either means the driver library was found: cudarc's
+//! dynamically loaded entry points panic when the library is missing, so [`ensure_driver`] is
+//! the gate every CUDA path goes through first.
+//!
+//! [`Device`]: super::Device
+
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+    SyncOnDrop, sys,
+};
+
+use super::RuntimeError;
+use super::args::{CheckedArgs, Slot};
+use super::error::Foreign;
+
+/// Driver entry points the runtime reaches, directly or through cudarc. A driver lacking one of
+/// them would make cudarc panic on first use; checking them up front turns that into
+/// [`RuntimeError::MissingDriverSymbol`].
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuEventDestroy_v2",
+    "cuModuleLoadDataEx",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+    "cuLaunchCooperativeKernel",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+];
+
+/// Checks, once per process, that the CUDA driver library can be loaded and has every entry
+/// point the runtime uses. Never panics.
+pub(super) fn ensure_driver() -> Result<(), RuntimeError> {
+    static STATE: OnceLock<Result<(), Option<&'static str>>> = OnceLock::new();
+    let state = STATE.get_or_init(|| {
+        // SAFETY: `is_culib_present` only tries `dlopen` on the candidate library names and
+        // closes what it opened; loading libcuda runs no user-visible initialisation.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(None);
+        }
+        // SAFETY: the library was just found under one of the names `culib` tries, so `culib`
+        // loads it instead of panicking; it keeps the library loaded for the process.
+        let lib = unsafe { sys::culib() };
+        for &name in REQUIRED_SYMBOLS {
+            // SAFETY: the symbol is only looked up, never called through this pointer type.
+            let found = unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_ok();
+            if !found {
+                return Err(Some(name));
+            }
+        }
+        Ok(())
+    });
+    match *state {
+        Ok(()) => Ok(()),
+        Err(None) => Err(RuntimeError::NoDriver),
+        Err(Some(name)) => Err(RuntimeError::MissingDriverSymbol { name }),
+    }
+}
+
+/// A module loaded in a context and the entry function looked up in it. Unloads the module on
+/// drop. Holds the context, so the context outlives the module and the function handle.
+#[derive(Debug)]
+pub(super) struct CudaKernel {
+    pub(super) module: sys::CUmodule,
+    pub(super) function: sys::CUfunction,
+    pub(super) ctx: Arc<CudaContext>,
+}
+
+// SAFETY: `CUmodule` and `CUfunction` are opaque driver handles that the driver allows any
+// thread to use once the owning context is current; every use below binds `ctx` first. The
+// handles are never freed while shared (only in `Drop`, with `&mut self`).
+unsafe impl Send for CudaKernel {}
+// SAFETY: as for `Send`: the driver synchronizes concurrent use of module and function handles.
+unsafe impl Sync for CudaKernel {}
+
+impl Drop for CudaKernel {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `module` was loaded by `cuModuleLoadDataEx` in `ctx`, is unloaded only
+            // here, and no launch can be in flight from host code that still holds this value.
+            // Work already queued on the device keeps the module's code alive in the driver.
+            let _ = unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+/// Whether the driver has the optional entry point `name` (one the runtime can do without).
+fn has_symbol(name: &str) -> bool {
+    if ensure_driver().is_err() {
+        return false;
+    }
+    // SAFETY: `ensure_driver` found the library, so `culib` loads it instead of panicking; the
+    // symbol is only looked up, never called through this pointer type.
+    unsafe { sys::culib().get::<*const c_void>(name.as_bytes()) }.is_ok()
+}
+
+impl CudaKernel {
+    /// Bytes of each parameter of the entry, as the driver reads them from the PTX; `None`
+    /// where the driver cannot say (`cuFuncGetParamInfo` needs a CUDA 12.4 driver).
+    pub(super) fn param_sizes(&self) -> Result<Option<Vec<u32>>, RuntimeError> {
+        static PRESENT: OnceLock<bool> = OnceLock::new();
+        if !*PRESENT.get_or_init(|| has_symbol("cuFuncGetParamInfo")) {
+            return Ok(None);
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        let mut sizes = Vec::new();
+        // PTX allows at most 4 KiB of parameters, so at most 4096 of them.
+        for index in 0..4096 {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: `function` is a live handle in the bound context; both out pointers are
+            // valid; an index past the last parameter is reported, not read.
+            let status =
+                unsafe { sys::cuFuncGetParamInfo(self.function, index, &mut offset, &mut size) };
+            match status {
+                sys::CUresult::CUDA_SUCCESS => sizes.push(u32::try_from(size).unwrap_or(u32::MAX)),
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
+                code => {
+                    return Err(RuntimeError::Driver {
+                        call: "cuFuncGetParamInfo",
+                        code: DriverError(code),
+                    });
+                }
+            }
+        }
+        Ok(Some(sizes))
+    }
+
+    /// `cuFuncGetAttribute` on the entry.
+    pub(super) fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<i32, RuntimeError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        let mut value = 0i32;
+        // SAFETY: `function` is a live handle of a module loaded in `ctx` (bound above);
+        // `value` is a valid out pointer.
+        unsafe { sys::cuFuncGetAttribute(&mut value, attr, self.function) }
+            .result()
+            .map_err(RuntimeError::driver("cuFuncGetAttribute"))?;
+        Ok(value)
+    }
+
+    /// Raises the entry's dynamic shared memory limit to `bytes`.
+    pub(super) fn set_max_dynamic_smem(&self, bytes: u32) -> Result<(), RuntimeError> {
+        let value = i32::try_from(bytes).map_err(|_| RuntimeError::SharedMemory {
+            need: u64::from(bytes),
+            limit: i32::MAX as u64,
+        })?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        // SAFETY: `function` is a live handle in the bound context; the attribute takes an int.
+        unsafe {
+            sys::cuFuncSetAttribute(
+                self.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        }
+        .result()
+        .map_err(RuntimeError::driver("cuFuncSetAttribute"))
+    }
+
+    /// Blocks of this entry that fit on one SM at once.
+    pub(super) fn max_active_blocks(
+        &self,
+        threads_per_block: u32,
+        dynamic_smem: u32,
+    ) -> Result<u32, RuntimeError> {
+        let threads = i32::try_from(threads_per_block).unwrap_or(i32::MAX);
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        let mut blocks = 0i32;
+        // SAFETY: `function` is a live handle in the bound context; `blocks` is a valid out
+        // pointer; flags 0 is `CU_OCCUPANCY_DEFAULT`.
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                &mut blocks,
+                self.function,
+                threads,
+                dynamic_smem as usize,
+                0,
+            )
+        }
+        .result()
+        .map_err(RuntimeError::driver(
+            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+        ))?;
+        Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
+    /// Launches the entry on `stream`.
+    ///
+    /// `args` went through [`super::args::check`], which matched every argument with the
+    /// image's parameters (count, role, dtype) and checked that every buffer lives in this
+    /// kernel's context; `stream` belongs to the same context (checked by the caller).
+    pub(super) fn launch(
+        &self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        stream: &CudaStream,
+        cooperative: bool,
+        args: CheckedArgs<'_, '_>,
+    ) -> Result<(), RuntimeError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        let slots = args.into_slots();
+        // One 8-byte cell per parameter: a device address, or a scalar's bytes at the start.
+        let mut cells: smallvec::SmallVec<[u64; 12]> = smallvec::SmallVec::new();
+        // Guards that record the read/write events of cudarc's cross-stream tracking once the
+        // launch is queued (as cudarc's own launch builder does); dropped after the launch.
+        let mut guards: smallvec::SmallVec<[SyncOnDrop<'_>; 12]> = smallvec::SmallVec::new();
+        for slot in slots.iter_mut() {
+            match &mut slot.0 {
+                Slot::Scalar { dtype, bits } => cells.push(scalar_cell(dtype.bytes(), *bits)),
+                Slot::CudaRead { mem, .. } => {
+                    let (ptr, guard) = mem.read_ptr(stream);
+                    cells.push(ptr);
+                    guards.push(guard);
+                }
+                Slot::CudaWrite { mem, .. } => {
+                    let (ptr, guard) = mem.write_ptr(stream);
+                    cells.push(ptr);
+                    guards.push(guard);
+                }
+                // `check` admits simulator buffers only for simulator functions.
+                Slot::Sim { .. } => {
+                    return Err(RuntimeError::WrongDevice {
+                        what: Foreign::Argument {
+                            index: cells.len(),
+                            name: String::new(),
+                        },
+                    });
+                }
+            }
+        }
+        let mut params: smallvec::SmallVec<[*mut c_void; 12]> = cells
+            .iter_mut()
+            .map(|c| c as *mut u64 as *mut c_void)
+            .collect();
+        let [gx, gy, gz] = grid;
+        let [bx, by, bz] = block;
+        let result = if cooperative {
+            // SAFETY: `function` is live in the bound context and `stream` belongs to it.
+            // `params` holds one pointer per declared parameter (count checked), each to an
+            // 8-byte cell holding a device address of a buffer of the parameter's dtype in this
+            // context, or the scalar's bytes in native order at the start of the cell (the
+            // driver copies exactly the parameter's size). The cells outlive the call, which
+            // copies them. The grid fits the occupancy limit (checked by the caller).
+            unsafe {
+                sys::cuLaunchCooperativeKernel(
+                    self.function,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    dynamic_smem,
+                    stream.cu_stream(),
+                    params.as_mut_ptr(),
+                )
+            }
+        } else {
+            // SAFETY: as above, with no extra options (`extra` is null).
+            unsafe {
+                sys::cuLaunchKernel(
+                    self.function,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    dynamic_smem,
+                    stream.cu_stream(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        };
+        drop(guards);
+        result
+            .result()
+            .map_err(RuntimeError::driver(if cooperative {
+                "cuLaunchCooperativeKernel"
+            } else {
+                "cuLaunchKernel"
+            }))
+    }
+}
+
+/// A scalar's bytes in native order at the start of an 8-byte cell.
+fn scalar_cell(size: u32, bits: u64) -> u64 {
+    let mut cell = [0u8; 8];
+    match size {
+        1 => cell[..1].copy_from_slice(&(bits as u8).to_ne_bytes()),
+        2 => cell[..2].copy_from_slice(&(bits as u16).to_ne_bytes()),
+        4 => cell[..4].copy_from_slice(&(bits as u32).to_ne_bytes()),
+        _ => cell.copy_from_slice(&bits.to_ne_bytes()),
+    }
+    u64::from_ne_bytes(cell)
+}
+
+/// A CUDA buffer of any element type, seen as memory a kernel reads.
+pub(super) trait CudaMem: Send + Sync {
+    /// The context the memory was allocated in.
+    fn context(&self) -> &Arc<CudaContext>;
+    /// The address, after making `stream` wait for earlier writes; the guard records the read.
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+
+/// A CUDA buffer of any element type, seen as memory a kernel writes.
+pub(super) trait CudaMemMut: Send + Sync {
+    /// The context the memory was allocated in.
+    fn context(&self) -> &Arc<CudaContext>;
+    /// The address, after making `stream` wait for earlier reads and writes; the guard records
+    /// the write.
+    fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+
+impl<T: Send + Sync> CudaMem for CudaSlice<T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        CudaSlice::context(self)
+    }
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+}
+
+impl<T: Send + Sync> CudaMemMut for CudaSlice<T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        CudaSlice::context(self)
+    }
+    fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr_mut(stream)
+    }
+}
+
+/// Fills `slice` with a repeated 1-, 2- or 4-byte pattern on `stream` (`cuMemsetD8/16/32Async`).
+/// `pattern` holds the element's bits; `size` is the element size.
+pub(super) fn memset_pattern<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    slice: &mut CudaSlice<T>,
+    size: u32,
+    pattern: u32,
+) -> Result<(), RuntimeError> {
+    let elems = slice.len();
+    if elems == 0 {
+        return Ok(());
+    }
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+    let (ptr, _record) = slice.device_ptr_mut(stream);
+    // `ptr` is the start of `slice`, a live allocation of `bytes` bytes in the stream's
+    // (bound) context. Each fill below writes `bytes / unit` units of `unit` bytes, so it stays
+    // inside the allocation; `_record` orders later users of the slice after the fill.
+    let bytes = elems * std::mem::size_of::<T>();
+    let cu_stream = stream.cu_stream();
+    let (call, result) = match size {
+        1 => (
+            "cuMemsetD8Async",
+            // SAFETY: see above; unit 1.
+            unsafe { sys::cuMemsetD8Async(ptr, pattern as u8, bytes, cu_stream) },
+        ),
+        2 => (
+            "cuMemsetD16Async",
+            // SAFETY: see above; unit 2.
+            unsafe { sys::cuMemsetD16Async(ptr, pattern as u16, bytes / 2, cu_stream) },
+        ),
+        _ => (
+            "cuMemsetD32Async",
+            // SAFETY: see above; unit 4.
+            unsafe { sys::cuMemsetD32Async(ptr, pattern, bytes / 4, cu_stream) },
+        ),
+    };
+    result.result().map_err(RuntimeError::driver(call))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_cells_hold_the_value_at_the_start() {
+        let cell = scalar_cell(4, 0xdead_beef).to_ne_bytes();
+        assert_eq!(
+            u32::from_ne_bytes(cell[..4].try_into().unwrap()),
+            0xdead_beef
+        );
+        let cell = scalar_cell(1, 0x1ff).to_ne_bytes();
+        assert_eq!(cell[0], 0xff);
+        assert_eq!(&cell[1..], &[0; 7]);
+        let cell = scalar_cell(2, 0xabcd).to_ne_bytes();
+        assert_eq!(u16::from_ne_bytes([cell[0], cell[1]]), 0xabcd);
+        assert_eq!(scalar_cell(8, u64::MAX - 1), u64::MAX - 1);
+    }
+
+    #[test]
+    fn driver_check_never_panics() {
+        // On a machine without libcuda this is `NoDriver`; with one, it is `Ok`.
+        match ensure_driver() {
+            Ok(()) | Err(RuntimeError::NoDriver) => {}
+            Err(RuntimeError::MissingDriverSymbol { name }) => {
+                assert!(REQUIRED_SYMBOLS.contains(&name))
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+}

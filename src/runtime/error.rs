@@ -1,0 +1,320 @@
+//! Errors of the runtime: opening a device, moving data, loading a module, launching.
+
+use std::fmt;
+
+use cudarc::driver::DriverError;
+
+use crate::ir::DType;
+
+use super::args::ArgKind;
+
+/// An error from the runtime: opening a device, moving data, loading a module, or launching.
+///
+/// `Display` never calls into the driver. (`Debug` of a driver error asks the driver for the
+/// error's description; driver errors only exist where a driver was loaded.)
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// No CUDA driver library (`libcuda`) could be loaded on this machine.
+    NoDriver,
+    /// The CUDA driver library lacks an entry point the runtime calls (the driver is too old).
+    MissingDriverSymbol {
+        /// The missing entry point, e.g. `cuLaunchCooperativeKernel`.
+        name: &'static str,
+    },
+    /// The driver is present but has no device with this ordinal.
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+    },
+    /// The device is older than every architecture code generation supports.
+    UnsupportedDevice {
+        /// The device's ordinal.
+        ordinal: usize,
+        /// Its compute capability `(major, minor)`.
+        compute_capability: (i32, i32),
+    },
+    /// `COOPGRAPH_DEVICE` holds a value that names no backend.
+    EnvVar {
+        /// The value found.
+        value: String,
+    },
+    /// A driver call failed.
+    Driver {
+        /// The driver (or cudarc) call that failed.
+        call: &'static str,
+        /// The driver's error.
+        code: DriverError,
+    },
+    /// The driver's JIT rejected the PTX.
+    Jit {
+        /// The JIT's error log (and info log, when it wrote one).
+        log: String,
+        /// The PTX text that failed to load.
+        ptx: String,
+        /// The driver's error.
+        code: DriverError,
+    },
+    /// The PTX text contains a NUL byte, so it cannot be handed to the driver.
+    PtxNul {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+    /// The loaded module has no entry with the image's name.
+    MissingEntry {
+        /// The entry name looked for.
+        entry: String,
+    },
+    /// The PTX entry's parameters differ in number or size from the image's signature.
+    SignatureMismatch {
+        /// The entry.
+        entry: String,
+        /// Bytes of each parameter as the PTX declares them.
+        declared: Vec<u32>,
+        /// Bytes of each parameter the signature implies (8 for a buffer's address).
+        expected: Vec<u32>,
+    },
+    /// A launch passed the wrong number of arguments.
+    ArgCount {
+        /// Parameters the kernel declares.
+        expected: usize,
+        /// Arguments passed.
+        got: usize,
+    },
+    /// A launch argument does not fit its parameter (dtype or role).
+    ArgMismatch {
+        /// Position of the argument (0-based).
+        index: usize,
+        /// The parameter's name.
+        name: String,
+        /// What the parameter takes.
+        expected: ArgKind,
+        /// What was passed.
+        got: ArgKind,
+    },
+    /// The launch's block shape differs from the one the kernel was built for.
+    BlockMismatch {
+        /// The kernel's block shape.
+        expected: [u32; 3],
+        /// The block shape asked for.
+        got: [u32; 3],
+    },
+    /// The kernel's block is empty or has more threads than the device allows per block.
+    BlockTooLarge {
+        /// The kernel's block shape.
+        block: [u32; 3],
+        /// Most threads per block on the device.
+        max_threads: u32,
+    },
+    /// [`Function::launch_over`](super::Function::launch_over) on a kernel whose image
+    /// declares no elements per tile.
+    ZeroTile {
+        /// The kernel's entry.
+        entry: String,
+    },
+    /// The grid is empty or beyond the device's grid limits.
+    GridTooLarge {
+        /// The grid asked for (for `launch_over`, the x extent that would be needed, saturated
+        /// at `u64::MAX`).
+        grid: [u64; 3],
+        /// The largest grid extent per dimension.
+        max: [u64; 3],
+    },
+    /// A cooperative launch asked for more blocks than can be resident at once; launching it
+    /// would hang at the first grid-wide barrier.
+    CooperativeGridTooLarge {
+        /// Blocks asked for (product of the grid's extents).
+        grid: u64,
+        /// Blocks that can be resident at once (blocks per SM times SMs).
+        max: u64,
+    },
+    /// The device cannot launch cooperative kernels.
+    CooperativeUnsupported,
+    /// A kernel needs more shared memory per block than the device offers.
+    SharedMemory {
+        /// Bytes needed (static plus dynamic).
+        need: u64,
+        /// Bytes available per block (with the opt-in).
+        limit: u64,
+    },
+    /// A launch asked for less dynamic shared memory than the kernel needs.
+    DynamicSharedMemoryTooSmall {
+        /// Bytes asked for.
+        given: u32,
+        /// Bytes the kernel needs.
+        need: u32,
+    },
+    /// A buffer, stream or event belongs to another device or context.
+    WrongDevice {
+        /// What came from the other device.
+        what: Foreign,
+    },
+    /// Host data and a buffer differ in length.
+    LengthMismatch {
+        /// The buffer's length in elements.
+        buffer: usize,
+        /// The host data's length in elements.
+        host: usize,
+    },
+    /// A buffer's size in bytes does not fit the address space.
+    TooLarge {
+        /// Elements asked for.
+        elems: usize,
+        /// Their dtype.
+        dtype: DType,
+    },
+    /// The simulator failed.
+    Sim(crate::sim::SimError),
+}
+
+/// What [`RuntimeError::WrongDevice`] found on another device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Foreign {
+    /// A launch argument (a buffer).
+    Argument {
+        /// Its position (0-based).
+        index: usize,
+        /// The parameter's name.
+        name: String,
+    },
+    /// The stream a launch was asked to use.
+    Stream,
+    /// The start event of a time measurement.
+    Event,
+    /// The loaded function itself.
+    Function,
+}
+
+impl fmt::Display for Foreign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Foreign::Argument { index, name } => write!(f, "argument {index} (`{name}`)"),
+            Foreign::Stream => f.write_str("the launch stream"),
+            Foreign::Event => f.write_str("the start event"),
+            Foreign::Function => f.write_str("the function"),
+        }
+    }
+}
+
+impl RuntimeError {
+    pub(crate) fn driver(call: &'static str) -> impl FnOnce(DriverError) -> RuntimeError {
+        move |code| RuntimeError::Driver { call, code }
+    }
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use RuntimeError as E;
+        match self {
+            E::NoDriver => f.write_str("no CUDA driver library (libcuda) could be loaded"),
+            E::MissingDriverSymbol { name } => {
+                write!(f, "the CUDA driver library lacks `{name}` (driver too old)")
+            }
+            E::NoDevice { ordinal } => write!(f, "no CUDA device with ordinal {ordinal}"),
+            E::UnsupportedDevice {
+                ordinal,
+                compute_capability: (major, minor),
+            } => write!(
+                f,
+                "CUDA device {ordinal} has compute capability {major}.{minor}, older than sm_75"
+            ),
+            E::EnvVar { value } => write!(
+                f,
+                "COOPGRAPH_DEVICE={value:?} names no backend (expected `cuda`, `cuda:N` or `sim`)"
+            ),
+            E::Driver { call, code } => write!(f, "{call} failed: {:?}", code.0),
+            E::Jit { log, code, ptx } => {
+                write!(f, "the driver JIT rejected the PTX ({:?})", code.0)?;
+                if log.trim().is_empty() {
+                    f.write_str(" with an empty log")?;
+                } else {
+                    write!(f, ":\n{}", log.trim_end())?;
+                }
+                write!(f, "\n({} bytes of PTX)", ptx.len())
+            }
+            E::PtxNul { offset } => write!(f, "the PTX text holds a NUL byte at offset {offset}"),
+            E::MissingEntry { entry } => write!(f, "the module has no entry `{entry}`"),
+            E::SignatureMismatch {
+                entry,
+                declared,
+                expected,
+            } => write!(
+                f,
+                "`{entry}` declares parameters of {declared:?} bytes, its signature needs {expected:?}"
+            ),
+            E::ArgCount { expected, got } => {
+                write!(
+                    f,
+                    "the kernel takes {expected} arguments, {got} were passed"
+                )
+            }
+            E::ArgMismatch {
+                index,
+                name,
+                expected,
+                got,
+            } => write!(
+                f,
+                "argument {index} (`{name}`) takes {expected}, {got} was passed"
+            ),
+            E::BlockMismatch { expected, got } => write!(
+                f,
+                "the kernel was built for blocks of {expected:?} threads, the launch asked for {got:?}"
+            ),
+            E::BlockTooLarge { block, max_threads } => write!(
+                f,
+                "a block of {block:?} threads is empty or exceeds the device's {max_threads} threads per block"
+            ),
+            E::ZeroTile { entry } => write!(
+                f,
+                "`{entry}` declares no elements per tile, so it cannot be launched over a length"
+            ),
+            E::GridTooLarge { grid, max } => {
+                write!(f, "grid {grid:?} is empty or exceeds the limit {max:?}")
+            }
+            E::CooperativeGridTooLarge { grid, max } => write!(
+                f,
+                "a cooperative launch of {grid} blocks exceeds the {max} blocks that can be resident at once"
+            ),
+            E::CooperativeUnsupported => {
+                f.write_str("the device cannot launch cooperative kernels")
+            }
+            E::SharedMemory { need, limit } => write!(
+                f,
+                "the kernel needs {need} bytes of shared memory per block, the device offers {limit}"
+            ),
+            E::DynamicSharedMemoryTooSmall { given, need } => write!(
+                f,
+                "the launch gives {given} bytes of dynamic shared memory, the kernel needs {need}"
+            ),
+            E::WrongDevice { what } => {
+                write!(f, "{what} belongs to another device or context")
+            }
+            E::LengthMismatch { buffer, host } => write!(
+                f,
+                "the buffer holds {buffer} elements, the host data {host}"
+            ),
+            E::TooLarge { elems, dtype } => {
+                write!(f, "{elems} elements of {dtype} exceed the address space")
+            }
+            E::Sim(e) => write!(f, "simulator: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RuntimeError::Driver { code, .. } | RuntimeError::Jit { code, .. } => Some(code),
+            RuntimeError::Sim(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::sim::SimError> for RuntimeError {
+    fn from(e: crate::sim::SimError) -> Self {
+        RuntimeError::Sim(e)
+    }
+}

@@ -1,0 +1,233 @@
+//! The contract between code generation and the runtime: a [`KernelImage`] (PTX text plus the
+//! signature and launch shape it was written for) and the [`Compile`] trait that produces one.
+//!
+//! The runtime trusts nothing in an image beyond what it can check: launch arguments are checked
+//! against [`KernelImage::params`], the launch block against [`KernelImage::block`], and shared
+//! memory against the device's limits.
+
+use std::fmt;
+
+use crate::codegen::Arch;
+use crate::ir::DType;
+
+/// A kernel ready to load: its PTX text and everything a launch needs to know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelImage {
+    /// The name of the `.entry` in [`ptx`](Self::ptx) to launch.
+    pub entry: String,
+    /// The PTX module text (one or more entries).
+    pub ptx: String,
+    /// The architecture the PTX was written for.
+    pub arch: Arch,
+    /// The entry's parameters, in order.
+    pub params: Vec<ParamSig>,
+    /// The block shape the kernel was built for (its `.reqntid`); every launch uses it.
+    pub block: [u32; 3],
+    /// Elements one block handles per tile: [`Function::launch_over`] launches
+    /// `ceil(n / tile_elems)` blocks.
+    ///
+    /// [`Function::launch_over`]: super::Function::launch_over
+    pub tile_elems: u32,
+    /// Bytes of statically declared shared memory per block.
+    pub static_smem: u32,
+    /// Bytes of dynamic shared memory per block the kernel needs at launch.
+    pub dynamic_smem: u32,
+    /// Whether the kernel synchronizes the whole grid, so it must be launched cooperatively
+    /// (every block resident at once).
+    pub needs_cooperative: bool,
+}
+
+impl KernelImage {
+    /// Threads per block (the product of [`block`](Self::block)).
+    pub fn threads_per_block(&self) -> u64 {
+        self.block.iter().map(|&d| u64::from(d)).product()
+    }
+
+    /// Shared memory per block: static plus dynamic, in bytes.
+    pub fn smem_per_block(&self) -> u64 {
+        u64::from(self.static_smem) + u64::from(self.dynamic_smem)
+    }
+}
+
+/// One parameter of a kernel entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ParamSig {
+    /// The parameter's name (for error messages).
+    pub name: String,
+    /// What the parameter is: a buffer read, a buffer written, or a scalar.
+    pub kind: ParamKind,
+    /// The element type of the buffer, or the scalar's type.
+    pub dtype: DType,
+}
+
+impl ParamSig {
+    /// A parameter.
+    pub fn new(name: impl Into<String>, kind: ParamKind, dtype: DType) -> Self {
+        ParamSig {
+            name: name.into(),
+            kind,
+            dtype,
+        }
+    }
+}
+
+/// The role of a kernel parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A buffer the kernel only reads; passed as a 64-bit global address.
+    Input,
+    /// A buffer the kernel writes (and may also read); passed as a 64-bit global address.
+    Output,
+    /// A value passed by copy.
+    Scalar,
+}
+
+impl fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ParamKind::Input => "input",
+            ParamKind::Output => "output",
+            ParamKind::Scalar => "scalar",
+        })
+    }
+}
+
+/// Something that can be turned into a [`KernelImage`]: the kernel builder's built kernel, or a
+/// hand-written image.
+///
+/// [`Device::compile`](super::Device::compile) calls [`cache_key`](Self::cache_key) on every
+/// call and [`emit`](Self::emit) only when no image for that key and arch has been loaded in the
+/// device's context yet.
+pub trait Compile {
+    /// A structural hash of everything [`emit`](Self::emit) depends on except the arch (the IR
+    /// and the options), stable across runs and machines. Two kernels with equal keys must emit
+    /// the same image for the same arch. Computing it should be cheap (precompute it when the
+    /// kernel is built): it is the whole cost of a cache hit.
+    fn cache_key(&self) -> u64;
+
+    /// The kernel's name, for messages.
+    fn name(&self) -> &str;
+
+    /// Writes the kernel as PTX for `arch`.
+    fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error>;
+}
+
+/// A [`KernelImage`] compiles to itself (for hand-written PTX). Its cache key hashes the whole
+/// image, so it is computed on each call: prefer a precomputed key on hot paths.
+impl Compile for KernelImage {
+    fn cache_key(&self) -> u64 {
+        let mut h = Fnv64::new();
+        h.write(self.entry.as_bytes());
+        h.write(self.ptx.as_bytes());
+        h.write(&[self.arch.sm() as u8]);
+        for p in &self.params {
+            h.write(p.name.as_bytes());
+            h.write(&[p.kind as u8, p.dtype as u8]);
+        }
+        for v in self
+            .block
+            .iter()
+            .chain([&self.tile_elems, &self.static_smem, &self.dynamic_smem])
+        {
+            h.write(&v.to_le_bytes());
+        }
+        h.write(&[u8::from(self.needs_cooperative)]);
+        h.finish()
+    }
+
+    fn name(&self) -> &str {
+        &self.entry
+    }
+
+    fn emit(&self, _arch: Arch) -> Result<KernelImage, crate::Error> {
+        Ok(self.clone())
+    }
+}
+
+/// FNV-1a, 64 bits: a hash that is stable across runs, machines and Rust versions (unlike
+/// `std`'s `DefaultHasher`), for cache keys.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fnv64(u64);
+
+impl Fnv64 {
+    pub(crate) const fn new() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub(crate) const fn write_const(mut self, bytes: &[u8]) -> Self {
+        let mut i = 0;
+        while i < bytes.len() {
+            self.0 ^= bytes[i] as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+            i += 1;
+        }
+        // Separate consecutive writes so ("ab", "c") and ("a", "bc") differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        self
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        *self = self.write_const(bytes);
+    }
+
+    pub(crate) const fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image() -> KernelImage {
+        KernelImage {
+            entry: "k".into(),
+            ptx: ".version 7.8\n.target sm_90\n".into(),
+            arch: Arch::Sm90,
+            params: vec![ParamSig::new("x", ParamKind::Input, DType::F32)],
+            block: [128, 1, 1],
+            tile_elems: 512,
+            static_smem: 0,
+            dynamic_smem: 0,
+            needs_cooperative: false,
+        }
+    }
+
+    const PINNED_KEY: u64 = 5_325_218_804_406_533_432;
+
+    #[test]
+    fn image_key_is_stable_and_structural() {
+        let a = image();
+        assert_eq!(a.cache_key(), image().cache_key());
+        // A fixed value: the key must not change between runs, machines or Rust versions.
+        assert_eq!(a.cache_key(), PINNED_KEY);
+        let mut b = image();
+        b.block = [256, 1, 1];
+        assert_ne!(a.cache_key(), b.cache_key());
+        let mut c = image();
+        c.params[0].kind = ParamKind::Output;
+        assert_ne!(a.cache_key(), c.cache_key());
+    }
+
+    #[test]
+    fn fnv_separates_writes() {
+        let mut x = Fnv64::new();
+        x.write(b"ab");
+        x.write(b"c");
+        let mut y = Fnv64::new();
+        y.write(b"a");
+        y.write(b"bc");
+        assert_ne!(x.finish(), y.finish());
+    }
+
+    #[test]
+    fn sizes() {
+        let mut a = image();
+        a.block = [32, 4, 2];
+        a.static_smem = 100;
+        a.dynamic_smem = 28;
+        assert_eq!(a.threads_per_block(), 256);
+        assert_eq!(a.smem_per_block(), 128);
+    }
+}

@@ -1,0 +1,364 @@
+//! Loaded functions and their launch: shape checks, argument checks, occupancy for cooperative
+//! launches, then the driver (or the simulator).
+//!
+//! The launch goes through `cuLaunchKernel` / `cuLaunchCooperativeKernel` on the module we
+//! loaded with `cuModuleLoadDataEx` (cudarc's launch builder only takes modules cudarc loaded
+//! itself). Buffer arguments take part in cudarc's cross-stream tracking exactly as in its
+//! builder: the stream waits for earlier writers (and, for outputs, readers) of each buffer,
+//! and the launch is recorded as a read or write of it.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaStream, sys};
+
+use super::RuntimeError;
+use super::args::{self, ArgList, KernelArgs};
+use super::device::{Device, Imp};
+use super::driver::CudaKernel;
+use super::error::Foreign;
+use super::image::KernelImage;
+use super::load::{self, DEFAULT_DYNAMIC_SMEM};
+use crate::sim::{LaunchReport, SimModule};
+
+/// A kernel loaded in one context (or one simulator): the module and the image it came from.
+pub(super) struct LoadedKernel {
+    image: KernelImage,
+    module: LoadedModule,
+    /// The JIT's info log (empty on the simulator).
+    jit_log: String,
+    /// The largest dynamic shared memory the function is configured for (locked while the
+    /// driver attribute is raised, so concurrent launches never lower it).
+    smem_configured: Mutex<u32>,
+}
+
+enum LoadedModule {
+    Cuda(CudaKernel),
+    Sim(SimModule),
+}
+
+impl LoadedKernel {
+    /// Loads `image` on `device`.
+    pub(super) fn load(device: &Device, image: KernelImage) -> Result<Self, RuntimeError> {
+        let limits = device.limits();
+        let threads = image.threads_per_block();
+        if threads == 0 || threads > u64::from(limits.max_threads_per_block) {
+            return Err(RuntimeError::BlockTooLarge {
+                block: image.block,
+                max_threads: limits.max_threads_per_block,
+            });
+        }
+        let (module, jit_log) = match &device.inner.imp {
+            Imp::Cuda(c) => {
+                let (kernel, log) = load::load_cuda(&c.ctx, &image, limits)?;
+                (LoadedModule::Cuda(kernel), log)
+            }
+            Imp::Sim(s) => (
+                LoadedModule::Sim(load::load_sim(&s.lock(), &image, limits)?),
+                String::new(),
+            ),
+        };
+        let smem_configured = Mutex::new(image.dynamic_smem.max(DEFAULT_DYNAMIC_SMEM));
+        Ok(LoadedKernel {
+            image,
+            module,
+            jit_log,
+            smem_configured,
+        })
+    }
+}
+
+/// Where and how to launch: the grid, and optionally a different stream or more dynamic shared
+/// memory than the kernel's image asks for.
+#[derive(Debug, Clone)]
+pub struct LaunchConfig {
+    /// Blocks in each dimension (each at least 1).
+    pub grid: [u32; 3],
+    /// The block shape; `None` uses the image's. When given it must equal the image's.
+    pub block: Option<[u32; 3]>,
+    /// Dynamic shared memory per block; `None` uses the image's. When given it must be at least
+    /// the image's.
+    pub dynamic_smem: Option<u32>,
+    /// The stream to launch on (CUDA only); `None` uses the device's.
+    pub stream: Option<Arc<CudaStream>>,
+}
+
+impl LaunchConfig {
+    /// A launch of `grid` blocks with everything else from the image and the device.
+    pub fn grid(grid: [u32; 3]) -> Self {
+        LaunchConfig {
+            grid,
+            block: None,
+            dynamic_smem: None,
+            stream: None,
+        }
+    }
+
+    /// A one-dimensional launch of `blocks` blocks.
+    pub fn blocks(blocks: u32) -> Self {
+        LaunchConfig::grid([blocks, 1, 1])
+    }
+
+    /// Launches on `stream` instead of the device's stream.
+    pub fn on_stream(mut self, stream: Arc<CudaStream>) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Gives each block `bytes` of dynamic shared memory.
+    pub fn with_dynamic_smem(mut self, bytes: u32) -> Self {
+        self.dynamic_smem = Some(bytes);
+        self
+    }
+}
+
+impl Default for LaunchConfig {
+    /// One block.
+    fn default() -> Self {
+        LaunchConfig::blocks(1)
+    }
+}
+
+/// A kernel loaded on a device, ready to launch. Cheap to clone.
+///
+/// Made by [`Device::compile`]; it launches only on the device (context) it was loaded in.
+#[derive(Clone)]
+pub struct Function {
+    device: Device,
+    kernel: Arc<LoadedKernel>,
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Function({} on {:?})",
+            self.kernel.image.entry, self.device
+        )
+    }
+}
+
+impl Function {
+    pub(super) fn new(device: Device, kernel: Arc<LoadedKernel>) -> Self {
+        Function { device, kernel }
+    }
+
+    /// The image the function was loaded from (PTX, signature, block shape).
+    pub fn image(&self) -> &KernelImage {
+        &self.kernel.image
+    }
+
+    /// The entry's name.
+    pub fn name(&self) -> &str {
+        &self.kernel.image.entry
+    }
+
+    /// The device the function runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The driver JIT's info log for this function's module (registers, spills); empty on the
+    /// simulator.
+    pub fn jit_log(&self) -> &str {
+        &self.kernel.jit_log
+    }
+
+    /// Whether `self` and `other` are the same loaded module (so one was a cache hit of the
+    /// other).
+    pub fn same_module(&self, other: &Function) -> bool {
+        Arc::ptr_eq(&self.kernel, &other.kernel)
+    }
+
+    /// Launches over `n` elements: `ceil(n / tile_elems)` blocks (at least one) along x.
+    pub fn launch_over<'a>(&self, n: usize, args: impl KernelArgs<'a>) -> Result<(), RuntimeError> {
+        let image = &self.kernel.image;
+        if image.tile_elems == 0 {
+            return Err(RuntimeError::ZeroTile {
+                entry: image.entry.clone(),
+            });
+        }
+        let tile = u64::from(image.tile_elems);
+        let blocks = (n as u64).div_ceil(tile).max(1);
+        let max = self.device.limits().max_grid;
+        let grid_x = u32::try_from(blocks).ok().filter(|&b| b <= max[0]).ok_or(
+            RuntimeError::GridTooLarge {
+                grid: [blocks, 1, 1],
+                max: max.map(u64::from),
+            },
+        )?;
+        self.launch(LaunchConfig::blocks(grid_x), args)
+    }
+
+    /// Launches `grid_x` blocks along x.
+    pub fn launch_grid<'a>(
+        &self,
+        grid_x: u32,
+        args: impl KernelArgs<'a>,
+    ) -> Result<(), RuntimeError> {
+        self.launch(LaunchConfig::blocks(grid_x), args)
+    }
+
+    /// Launches with `config`, after checking the block shape, the grid against the device's
+    /// limits (and, for kernels that need it, against the number of blocks that can be
+    /// resident at once), shared memory, and every argument against the image's parameters.
+    ///
+    /// On CUDA the launch is queued on the stream and this returns once the driver accepted
+    /// it; errors inside the kernel surface at the next synchronization. On the simulator the
+    /// kernel runs to completion here.
+    pub fn launch<'a>(
+        &self,
+        config: LaunchConfig,
+        args: impl KernelArgs<'a>,
+    ) -> Result<(), RuntimeError> {
+        self.launch_inner(config, args).map(|_| ())
+    }
+
+    /// As [`launch`](Self::launch), and on the simulator also returns the simulator's report
+    /// of the run (`None` on CUDA).
+    pub fn launch_with_report<'a>(
+        &self,
+        config: LaunchConfig,
+        args: impl KernelArgs<'a>,
+    ) -> Result<Option<LaunchReport>, RuntimeError> {
+        self.launch_inner(config, args)
+    }
+
+    fn launch_inner<'a>(
+        &self,
+        config: LaunchConfig,
+        args: impl KernelArgs<'a>,
+    ) -> Result<Option<LaunchReport>, RuntimeError> {
+        let image = &self.kernel.image;
+        let limits = self.device.limits();
+
+        let block = config.block.unwrap_or(image.block);
+        if block != image.block {
+            return Err(RuntimeError::BlockMismatch {
+                expected: image.block,
+                got: block,
+            });
+        }
+        let grid = config.grid;
+        if grid
+            .iter()
+            .zip(limits.max_grid)
+            .any(|(&g, m)| g == 0 || g > m)
+        {
+            return Err(RuntimeError::GridTooLarge {
+                grid: grid.map(u64::from),
+                max: limits.max_grid.map(u64::from),
+            });
+        }
+        let dynamic_smem = config.dynamic_smem.unwrap_or(image.dynamic_smem);
+        if dynamic_smem < image.dynamic_smem {
+            return Err(RuntimeError::DynamicSharedMemoryTooSmall {
+                given: dynamic_smem,
+                need: image.dynamic_smem,
+            });
+        }
+        load::check_shared_memory(image, dynamic_smem, limits)?;
+
+        let mut list = ArgList::new();
+        args.push_into(&mut list);
+        let checked = args::check(&image.params, &mut list, self.device.target())?;
+
+        if image.needs_cooperative {
+            if !limits.cooperative {
+                return Err(RuntimeError::CooperativeUnsupported);
+            }
+            let blocks: u64 = grid.iter().map(|&g| u64::from(g)).product();
+            let max = u64::from(self.blocks_per_sm(dynamic_smem)?) * u64::from(limits.sm_count);
+            if blocks > max {
+                return Err(RuntimeError::CooperativeGridTooLarge { grid: blocks, max });
+            }
+        }
+
+        match (&self.kernel.module, &self.device.inner.imp) {
+            (LoadedModule::Cuda(kernel), Imp::Cuda(c)) => {
+                let stream = config.stream.as_ref().unwrap_or(&c.stream);
+                if **stream.context() != *kernel.ctx {
+                    return Err(RuntimeError::WrongDevice {
+                        what: Foreign::Stream,
+                    });
+                }
+                if dynamic_smem > DEFAULT_DYNAMIC_SMEM {
+                    let mut configured = self
+                        .kernel
+                        .smem_configured
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if dynamic_smem > *configured {
+                        kernel.set_max_dynamic_smem(dynamic_smem)?;
+                        *configured = dynamic_smem;
+                    }
+                }
+                kernel.launch(
+                    grid,
+                    block,
+                    dynamic_smem,
+                    stream,
+                    image.needs_cooperative,
+                    checked,
+                )?;
+                Ok(None)
+            }
+            (LoadedModule::Sim(module), Imp::Sim(s)) => {
+                if config.stream.is_some() {
+                    return Err(RuntimeError::WrongDevice {
+                        what: Foreign::Stream,
+                    });
+                }
+                let params = args::sim_params(checked);
+                let report =
+                    s.lock()
+                        .launch(module, &image.entry, grid, block, dynamic_smem, &params)?;
+                Ok(Some(report))
+            }
+            // A function is made only by `Device::compile` on the device it holds, so its
+            // module and device are of one backend; this arm is never taken.
+            (LoadedModule::Cuda(_), Imp::Sim(_)) | (LoadedModule::Sim(_), Imp::Cuda(_)) => {
+                Err(RuntimeError::WrongDevice {
+                    what: Foreign::Function,
+                })
+            }
+        }
+    }
+
+    /// Blocks of this kernel (with the image's dynamic shared memory) that can be resident on
+    /// one SM at once: the driver's occupancy on CUDA, [`DeviceLimits::blocks_per_sm`](super::DeviceLimits::blocks_per_sm)
+    /// on the simulator.
+    pub fn max_active_blocks_per_sm(&self) -> Result<u32, RuntimeError> {
+        self.blocks_per_sm(self.kernel.image.dynamic_smem)
+    }
+
+    /// The largest grid (in blocks) a cooperative launch of this kernel may use:
+    /// [`max_active_blocks_per_sm`](Self::max_active_blocks_per_sm) times the SM count.
+    pub fn max_cooperative_blocks(&self) -> Result<u64, RuntimeError> {
+        Ok(u64::from(self.max_active_blocks_per_sm()?) * u64::from(self.device.sm_count()))
+    }
+
+    fn blocks_per_sm(&self, dynamic_smem: u32) -> Result<u32, RuntimeError> {
+        let image = &self.kernel.image;
+        match &self.kernel.module {
+            LoadedModule::Cuda(kernel) => {
+                let threads = u32::try_from(image.threads_per_block()).unwrap_or(u32::MAX);
+                kernel.max_active_blocks(threads, dynamic_smem)
+            }
+            LoadedModule::Sim(_) => Ok(self.device.limits().blocks_per_sm(
+                image.threads_per_block(),
+                u64::from(image.static_smem) + u64::from(dynamic_smem),
+            )),
+        }
+    }
+
+    /// Registers per thread the JIT allocated (CUDA only; `None` on the simulator).
+    pub fn num_registers(&self) -> Result<Option<u32>, RuntimeError> {
+        match &self.kernel.module {
+            LoadedModule::Cuda(kernel) => {
+                let n = kernel.attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?;
+                Ok(Some(u32::try_from(n).unwrap_or(0)))
+            }
+            LoadedModule::Sim(_) => Ok(None),
+        }
+    }
+}
