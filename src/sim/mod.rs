@@ -1,1 +1,427 @@
-//! placeholder
+//! A CPU simulator that executes the PTX text the code generator emits, with checkers.
+//!
+//! The simulator parses the same text the GPU gets ([`parse()`]), decodes each entry once into a
+//! compact program ([`Simulator::load_module`]), and runs a grid of blocks over simulated
+//! global memory that it owns ([`Simulator::alloc`], [`Simulator::write`],
+//! [`Simulator::read`], [`Simulator::launch`]). It is the embedded default backend: with no
+//! GPU, every kernel runs here.
+//!
+//! ```
+//! use coopgraph::sim::{SimOptions, Simulator};
+//! let ptx = "\
+//! .version 7.0
+//! .target sm_80
+//! .address_size 64
+//!
+//! .visible .entry twice(
+//! \t.param .u64 p
+//! )
+//! {
+//! \t.reg .b32 %r<2>;
+//! \t.reg .b64 %rd<4>;
+//!
+//! \tld.param.u64 %rd0, [p];
+//! \tmov.u32 %r0, %tid.x;
+//! \tmul.wide.u32 %rd1, %r0, 4;
+//! \tadd.u64 %rd2, %rd0, %rd1;
+//! \tld.global.u32 %r1, [%rd2];
+//! \tshl.b32 %r1, %r1, 1;
+//! \tst.global.u32 [%rd2], %r1;
+//! \tret;
+//! }
+//! ";
+//! let mut sim = Simulator::new(SimOptions::default());
+//! let m = sim.load_module(ptx)?;
+//! let buf = sim.alloc(4 * 32)?;
+//! let data: Vec<u8> = (0u32..32).flat_map(|i| i.to_le_bytes()).collect();
+//! sim.write(buf, &data)?;
+//! sim.launch(&m, "twice", [1, 1, 1], [32, 1, 1], 0, &[buf])?;
+//! let mut out = vec![0u8; 4 * 32];
+//! sim.read(buf, &mut out)?;
+//! assert_eq!(u32::from_le_bytes([out[12], out[13], out[14], out[15]]), 6);
+//! # Ok::<(), coopgraph::sim::SimError>(())
+//! ```
+//!
+//! # Execution model
+//! Threads run independently, as on Volta and later: each is an interpreter with its own pc
+//! and registers (a flat array of typed slots: `%p`, `%r`, `%rd`, `%f`, `%fd`), and runs until
+//! it reaches a collective (barrier, shuffle, vote, match, redux, warp sync, activemask) or
+//! exits (a thread that spins also yields after a quantum, so flag waits make progress).
+//! When no thread can run, every collective whose participants have all arrived completes:
+//! - `bar.sync id` without a count needs every thread of the block at the same instruction;
+//!   `bar.sync id, count` completes for the first `count / 32` whole warps to arrive at the
+//!   same instruction (arrival is per warp, as the hardware counts it);
+//! - a warp collective needs every non-exited lane of its member mask at the same
+//!   instruction with the same mask (a shuffle that reads an exited or non-member lane gets
+//!   an undefined value); `activemask` needs nobody and returns the lanes of the warp that
+//!   wait at it together.
+//!
+//! Blocks run one after another in linear order (or spread over [`SimOptions::threads`]
+//! workers); global stores are visible to later blocks and after the launch, as on the GPU.
+//! Shared memory holds the static declarations in order, then the dynamic part (where every
+//! `.extern .shared` declaration starts). `%warpid` is the warp's index in the block and
+//! `%nwarpid` the block's warp count; `%clock64` and `%globaltimer` count the block's
+//! thread-instructions so far.
+//!
+//! Invariants:
+//! - nothing in the simulator panics on any input; every problem is a [`SimError`] naming the
+//!   PTX line, the op comment above it and the threads involved;
+//! - a kernel never hangs the simulator: a stuck block is a participation fault, and a block
+//!   that runs more than [`SimOptions::max_steps`] thread-instructions is a step-limit error;
+//! - results are deterministic: the same launch on the same memory gives the same memory and
+//!   report, with one worker or many, for kernels whose blocks do not race with one another;
+//! - arithmetic gives the bits an H200 gives for the same PTX (checked instruction by
+//!   instruction, NaN payloads and division by zero included), except the `.approx`
+//!   functions, which are computed with Rust's std and differ in the last bits; the decoder
+//!   also refuses the forms the driver's JIT refuses (8/16-bit types outside `ld`/`st`/`cvt`,
+//!   integer literals as float operands, `cvt` rounding modifiers the conversion does not
+//!   take).
+//!
+//! # Checkers
+//! All are on by default; [`SimOptions`] turns each off.
+//! - **participation** (always on in effect: a stuck state is always an error): reports a
+//!   barrier or warp collective that some required thread never reaches — a divergent
+//!   branch, an exit before a `bar.sync`, a member mask naming lanes that wait elsewhere, a
+//!   lane outside its own mask, different collective instructions, a counted barrier that
+//!   cannot fill — with the waiting threads, the absent ones and where each of those is.
+//!   Turned off, the hardware's rules apply instead: exited threads release barriers, and
+//!   barrier or warp-collective instances gather across instructions of the same kind.
+//! - **races**: reports two accesses to the same shared-memory byte by different threads, at
+//!   least one a write and not both atomic, that nothing orders. Orderings: program order in
+//!   a thread; a completed `bar.sync` orders what its participating threads did before it
+//!   with what they do after it; a completed warp collective (`bar.warp.sync`, `shfl.sync`,
+//!   `vote.sync`, `match.sync`, `redux.sync`) does the same for its lanes; orderings compose.
+//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found;
+//!   global memory is not checked.
+//! - **out of bounds** (always on): reports accesses outside every live allocation (global),
+//!   past the static plus dynamic size (shared), outside the thread's window (local; see
+//!   [`SimOptions::local_bytes`]) or outside a parameter, and misaligned accesses, with the
+//!   nearest buffer's extent.
+//! - **uninitialized**: tracks a defined bit per register and per byte of shared, local and
+//!   global memory, propagates undefinedness through arithmetic like valgrind's memcheck, and
+//!   reports when an undefined value reaches an observable use: a store's value or address, a
+//!   guard or branch predicate, a collective's operand (a shuffled value itself propagates),
+//!   or an atomic (including the memory it updates). The report says where the value became
+//!   undefined. Registers are tracked whole: a result is undefined when any operand is.
+//!
+//! One fault ends a launch, and it is the block's first, with one exception: when a block has
+//! both an undefined-value fault and a later race, the race is reported, because a missing
+//! barrier usually shows first as a read of shared memory that its writer, scheduled later,
+//! has not yet written. Blocks run in linear order and the first faulting block is reported.
+
+mod alu;
+mod block;
+#[cfg(test)]
+mod coverage;
+mod decode;
+mod error;
+mod exec;
+#[cfg(test)]
+mod known_results;
+mod memory;
+mod parse;
+mod race;
+
+pub use error::{
+    AbsentGroup, AbsentState, Access, AccessKind, Extent, InvalidReason, LaunchProblem, Location,
+    MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault, ParticipationProblem,
+    RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+};
+pub use parse::parse;
+
+use crate::codegen::ptx::Module;
+use crate::codegen::target::Arch;
+use block::{BlockRun, Counts, Shape};
+use decode::Program;
+use memory::GlobalMemory;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the simulator checks and how it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Report shared-memory races.
+    pub check_races: bool,
+    /// Report undefined values reaching observable uses.
+    pub check_uninit: bool,
+    /// Apply the strict participation rules (a stuck block is reported either way).
+    pub check_participation: bool,
+    /// Most thread-instructions one block may run before it is reported as runaway.
+    pub max_steps: u64,
+    /// Worker threads that run blocks in parallel (1 runs them in order on the caller's).
+    pub threads: usize,
+    /// Bytes of local memory each thread may address (`[0, local_bytes)` in the `.local`
+    /// window). The PTX model declares no local arrays, so the default is 0.
+    pub local_bytes: u32,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            check_races: true,
+            check_uninit: true,
+            check_participation: true,
+            max_steps: 1 << 32,
+            threads: 1,
+            local_bytes: 0,
+        }
+    }
+}
+
+/// A parsed and decoded module, ready to launch.
+#[derive(Debug, Clone)]
+pub struct SimModule {
+    module: Module,
+    programs: Vec<Program>,
+}
+
+impl SimModule {
+    /// The parsed module.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The entry names.
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
+        self.programs.iter().map(|p| p.name.as_str())
+    }
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchReport {
+    /// Thread-instructions executed (guarded-off instructions and completed collectives
+    /// count; labels and comments do not).
+    pub thread_instructions: u64,
+    /// Blocks run.
+    pub blocks: u64,
+    /// Threads run.
+    pub threads: u64,
+    /// Barrier instances completed.
+    pub barriers: u64,
+    /// Warp collective instances completed (`activemask` excluded).
+    pub warp_collectives: u64,
+    /// Scheduler rounds (each runs every ready thread of a block once).
+    pub rounds: u64,
+}
+
+/// The simulator: owns the simulated global memory and runs kernels on it.
+pub struct Simulator {
+    options: SimOptions,
+    memory: GlobalMemory,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Simulator {
+    /// A simulator with empty memory.
+    pub fn new(options: SimOptions) -> Self {
+        Simulator {
+            options,
+            memory: GlobalMemory::new(),
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SimOptions {
+        &self.options
+    }
+
+    /// Changes the options for later launches.
+    pub fn set_options(&mut self, options: SimOptions) {
+        self.options = options;
+    }
+
+    /// Allocates `bytes` of device memory whose contents are undefined until written. The
+    /// address is 256-byte aligned, and an unmapped gap (at least 64 KiB, and at least the
+    /// allocation's size) follows, so overruns fault. Addresses are never reused.
+    pub fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.memory.alloc(bytes, false)
+    }
+
+    /// Like [`Simulator::alloc`], but the memory is zeroed and counts as written.
+    pub fn alloc_zeroed(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.memory.alloc(bytes, true)
+    }
+
+    /// Frees an allocation by its start address.
+    pub fn free(&mut self, addr: u64) -> Result<(), SimError> {
+        self.memory.free(addr)
+    }
+
+    /// Copies host bytes into one allocation (marking them written).
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), SimError> {
+        self.memory.write(addr, data)
+    }
+
+    /// Copies bytes of one allocation to the host.
+    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), SimError> {
+        self.memory.read(addr, out)
+    }
+
+    /// Parses PTX text and decodes every entry (registers, labels, operators resolved once).
+    pub fn load_module(&self, ptx: &str) -> Result<SimModule, SimError> {
+        let parsed = parse::parse_with_lines(ptx)?;
+        let text: Vec<&str> = ptx.split('\n').collect();
+        let programs = parsed
+            .module
+            .functions
+            .iter()
+            .zip(&parsed.lines)
+            .map(|(f, l)| decode::decode(f, l, &text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SimModule {
+            module: parsed.module,
+            programs,
+        })
+    }
+
+    /// Runs `entry` over a grid of blocks. `params` holds one value per `.param` of the entry:
+    /// its bits in the low bytes (pointers are addresses from [`Simulator::alloc`]).
+    pub fn launch(
+        &mut self,
+        module: &SimModule,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[u64],
+    ) -> Result<LaunchReport, SimError> {
+        let prog = module
+            .programs
+            .iter()
+            .find(|p| p.name == entry)
+            .ok_or_else(|| SimError::NoSuchEntry {
+                name: entry.to_string(),
+                entries: module.entries().map(str::to_string).collect(),
+            })?;
+        if params.len() != prog.params.len() {
+            return Err(SimError::BadParams {
+                entry: entry.to_string(),
+                expected: prog.params.len(),
+                got: params.len(),
+            });
+        }
+        let refuse = |problem| SimError::BadLaunch {
+            entry: entry.to_string(),
+            problem,
+        };
+        let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
+        let dims_ok = grid.iter().chain(&block).all(|d| *d > 0)
+            && threads <= 1024
+            && block[2] <= 64
+            && grid[0] < (1 << 31)
+            && grid[1] <= 65535
+            && grid[2] <= 65535;
+        if !dims_ok {
+            return Err(refuse(LaunchProblem::Dimensions { grid, block }));
+        }
+        if let Some(required) = prog.reqntid {
+            if required != block {
+                return Err(refuse(LaunchProblem::Reqntid { required, block }));
+            }
+        }
+        let limit = module.module.arch.max_shared_per_block();
+        let total = u64::from(prog.dyn_base) + u64::from(dynamic_smem_bytes);
+        let static_limit = Arch::MAX_STATIC_SHARED;
+        if prog.static_smem > static_limit || total > u64::from(limit) {
+            return Err(refuse(LaunchProblem::SharedMemory {
+                static_bytes: prog.static_smem,
+                dynamic_bytes: dynamic_smem_bytes,
+                limit: if prog.static_smem > static_limit {
+                    static_limit
+                } else {
+                    limit
+                },
+            }));
+        }
+        let mut pbuf = vec![0u8; prog.param_bytes as usize];
+        for (p, v) in prog.params.iter().zip(params) {
+            let bytes = v.to_le_bytes();
+            let (o, n) = (p.offset as usize, p.size as usize);
+            if let Some(dst) = pbuf.get_mut(o..o + n) {
+                dst.copy_from_slice(&bytes[..n]);
+            }
+        }
+        let nblocks = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        };
+        let ctaid = |b: u64| {
+            let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
+            [
+                (b % gx) as u32,
+                ((b / gx) % gy) as u32,
+                (b / (gx * gy)) as u32,
+            ]
+        };
+        let workers = self.options.threads.max(1).min(nblocks as usize);
+        let opts = &self.options;
+        let view = self.memory.view(workers > 1);
+        let counts = if workers <= 1 {
+            let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape);
+            for b in 0..nblocks {
+                run.run(ctaid(b))?;
+            }
+            run.counts()
+        } else {
+            let next = AtomicU64::new(0);
+            let failed = AtomicU64::new(u64::MAX);
+            let errors: Mutex<Vec<(u64, SimError)>> = Mutex::new(Vec::new());
+            let total: Mutex<Counts> = Mutex::new(Counts::default());
+            let work = || {
+                let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape);
+                loop {
+                    let b = next.fetch_add(1, Ordering::Relaxed);
+                    // Blocks after a failed one need not run; earlier ones still must, so
+                    // the error reported is always the first block's in linear order.
+                    if b >= nblocks || b > failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if let Err(e) = run.run(ctaid(b)) {
+                        failed.fetch_min(b, Ordering::Relaxed);
+                        errors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((b, e));
+                    }
+                }
+                let c = run.counts();
+                let mut t = total.lock().unwrap_or_else(|p| p.into_inner());
+                t.steps += c.steps;
+                t.barriers += c.barriers;
+                t.warp_collectives += c.warp_collectives;
+                t.rounds += c.rounds;
+            };
+            std::thread::scope(|s| {
+                for _ in 1..workers {
+                    // A worker that cannot start leaves its blocks to the others.
+                    let _ = std::thread::Builder::new().spawn_scoped(s, work);
+                }
+                work();
+            });
+            let mut errors = errors.into_inner().unwrap_or_else(|p| p.into_inner());
+            errors.sort_by_key(|e| e.0);
+            if let Some((_, e)) = errors.into_iter().next() {
+                return Err(e);
+            }
+            total.into_inner().unwrap_or_else(|p| p.into_inner())
+        };
+        Ok(LaunchReport {
+            thread_instructions: counts.steps,
+            blocks: nblocks,
+            threads: nblocks.saturating_mul(threads),
+            barriers: counts.barriers,
+            warp_collectives: counts.warp_collectives,
+            rounds: counts.rounds,
+        })
+    }
+}

@@ -1,0 +1,479 @@
+//! The thread interpreter: runs one thread's decoded instructions until it reaches a
+//! collective, exits, faults or spends its budget.
+//!
+//! It is generic over whether undefined values are tracked (`U`), so the unchecked build of the
+//! loop carries no shadow work at all. Registers are the thread's flat slice of slots; each
+//! slot has an *origin* word when tracking: 0 when defined, `NEVER | slot` for a register never
+//! written, `pc + 1` for a value that came from a load of unwritten memory (or a shuffle from a
+//! lane outside the collective) at decoded instruction `pc`. Arithmetic passes an operand's
+//! origin on to its result; the first observable use of an undefined value is noted in
+//! [`Env::pending`] and the thread goes on (the block decides what to report).
+
+use super::alu::{AtomKind, atom_apply};
+use super::decode::{Atomic, Ext, Inst, Mem, NONE, Program};
+use super::error::{AccessKind, MemSpace, UseKind};
+use super::memory::GlobalView;
+use super::race::{RaceHit, RaceState};
+
+/// Origin bit of a register never written; the low bits are its slot.
+pub(crate) const NEVER: u32 = 1 << 31;
+
+/// A block's shared memory and its shadow state.
+pub(crate) struct SharedMem {
+    pub data: Vec<u8>,
+    /// One byte per shared byte: non-zero once written in this block.
+    pub written: Vec<u8>,
+    /// Present when race checking is on.
+    pub race: Option<RaceState>,
+}
+
+/// What one thread may touch while it runs.
+pub(crate) struct Env<'a> {
+    pub prog: &'a Program,
+    pub global: &'a GlobalView<'a>,
+    pub params: &'a [u8],
+    pub regs: &'a mut [u64],
+    pub origin: &'a mut [u32],
+    pub shared: &'a mut SharedMem,
+    pub local: &'a mut [u8],
+    pub local_written: &'a mut [u8],
+    /// Index of the global allocation found last.
+    pub hint: &'a mut usize,
+    /// Linear thread index in the block.
+    pub tid: u32,
+    /// The block's clock when this run started.
+    pub clock: u64,
+    /// The first undefined-value fault of this run and its pc. Such faults do not stop the
+    /// thread: a race found later in the block explains them better (see the block module).
+    pub pending: Option<(u32, Fault)>,
+}
+
+/// Why a thread stopped.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// At a collective (its pc points at it).
+    Coll,
+    /// Exited (its pc points at the `ret`).
+    Exit,
+    /// Spent its budget.
+    Yield,
+    /// Faulted at its pc.
+    Fault(Fault),
+}
+
+/// A fault found while running a thread.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Fault {
+    Bounds {
+        space: MemSpace,
+        addr: u64,
+        size: u32,
+    },
+    Misaligned {
+        space: MemSpace,
+        addr: u64,
+        size: u32,
+    },
+    Uninit {
+        use_kind: UseKind,
+        slot: u32,
+        origin: u32,
+    },
+    UninitMemory {
+        space: MemSpace,
+        addr: u64,
+    },
+    Race {
+        hit: RaceHit,
+        kind: AccessKind,
+    },
+}
+
+type F = Result<(), Fault>;
+
+#[inline(always)]
+fn join(a: u32, b: u32) -> u32 {
+    if a != 0 { a } else { b }
+}
+
+/// Runs thread `env.tid` from `*pc` for at most `budget` instructions; returns why it stopped
+/// and how many instructions it executed. `*pc` is left at the stopping instruction.
+pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -> (Stop, u64) {
+    let code = &env.prog.code[..];
+    let mut p = *pc as usize;
+    let mut steps = 0u64;
+    let stop = loop {
+        if steps >= budget {
+            break Stop::Yield;
+        }
+        let Some(ins) = code.get(p) else {
+            break Stop::Exit;
+        };
+        if ins.guard != NONE {
+            let g = ins.guard as usize;
+            if U {
+                check(env, ins.guard, UseKind::Predicate, p as u32);
+            }
+            if (env.regs[g] != 0) == ins.negate {
+                steps += 1;
+                p += 1;
+                continue;
+            }
+        }
+        match ins.inst {
+            Inst::Un { f, dst, a } => {
+                env.regs[dst as usize] = f(env.regs[a as usize]);
+                if U {
+                    env.origin[dst as usize] = env.origin[a as usize];
+                }
+            }
+            Inst::Bin { f, dst, a, b } => {
+                env.regs[dst as usize] = f(env.regs[a as usize], env.regs[b as usize]);
+                if U {
+                    env.origin[dst as usize] = join(env.origin[a as usize], env.origin[b as usize]);
+                }
+            }
+            Inst::Tri { f, dst, a, b, c } => {
+                let r = &env.regs;
+                env.regs[dst as usize] = f(r[a as usize], r[b as usize], r[c as usize]);
+                if U {
+                    let o = &env.origin;
+                    env.origin[dst as usize] =
+                        join(o[a as usize], join(o[b as usize], o[c as usize]));
+                }
+            }
+            Inst::Selp { dst, a, b, p: c } => {
+                let s = if env.regs[c as usize] != 0 { a } else { b };
+                env.regs[dst as usize] = env.regs[s as usize];
+                if U {
+                    env.origin[dst as usize] = join(env.origin[c as usize], env.origin[s as usize]);
+                }
+            }
+            Inst::Cvt { cvt, dst, src } => {
+                env.regs[dst as usize] = cvt.apply(env.regs[src as usize]);
+                if U {
+                    env.origin[dst as usize] = env.origin[src as usize];
+                }
+            }
+            Inst::Clock { dst } => {
+                env.regs[dst as usize] = env.clock.wrapping_add(steps);
+                if U {
+                    env.origin[dst as usize] = 0;
+                }
+            }
+            Inst::Ld(ref m) => {
+                if let Err(f) = load::<U>(env, m, p as u32) {
+                    break Stop::Fault(f);
+                }
+            }
+            Inst::St(ref m) => {
+                if let Err(f) = store::<U>(env, m, p as u32) {
+                    break Stop::Fault(f);
+                }
+            }
+            Inst::Atom(ref a) => {
+                if let Err(f) = atomic::<U>(env, a, p as u32) {
+                    break Stop::Fault(f);
+                }
+            }
+            Inst::Bra { target } => {
+                steps += 1;
+                p = target as usize;
+                continue;
+            }
+            Inst::Ret => {
+                steps += 1;
+                break Stop::Exit;
+            }
+            // Counted when the collective completes.
+            Inst::Coll(_) => break Stop::Coll,
+            Inst::Nop => {}
+        }
+        steps += 1;
+        p += 1;
+    };
+    *pc = p as u32;
+    (stop, steps)
+}
+
+/// Notes the first observable use of an undefined value.
+#[inline(always)]
+fn check(env: &mut Env<'_>, slot: u32, use_kind: UseKind, pc: u32) {
+    let o = env.origin[slot as usize];
+    if o != 0 && env.pending.is_none() {
+        env.pending = Some((
+            pc,
+            Fault::Uninit {
+                use_kind,
+                slot,
+                origin: o,
+            },
+        ));
+    }
+}
+
+#[inline(always)]
+fn address<const U: bool>(
+    env: &mut Env<'_>,
+    space: MemSpace,
+    base: u32,
+    disp: i64,
+    size: u32,
+    pc: u32,
+) -> Result<u64, Fault> {
+    let b = if base == NONE {
+        0
+    } else {
+        if U {
+            check(env, base, UseKind::Address, pc);
+        }
+        env.regs[base as usize]
+    };
+    let addr = b.checked_add_signed(disp).ok_or(Fault::Bounds {
+        space,
+        addr: b.wrapping_add_signed(disp),
+        size,
+    })?;
+    if addr % u64::from(size) != 0 {
+        return Err(Fault::Misaligned { space, addr, size });
+    }
+    Ok(addr)
+}
+
+#[inline(always)]
+fn extend(v: u64, size: u32, ext: Ext) -> u64 {
+    let sh = 64 - size * 8;
+    match ext {
+        Ext::Zero => v,
+        Ext::Sign32 => ((((v << sh) as i64) >> sh) as u64) & 0xFFFF_FFFF,
+        Ext::Sign64 => (((v << sh) as i64) >> sh) as u64,
+    }
+}
+
+#[inline(always)]
+fn le(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = bytes.len().min(8);
+    b[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// The in-bounds byte range `[addr, addr+len)` of a window of `size` bytes.
+#[inline(always)]
+fn window(space: MemSpace, addr: u64, len: u32, size: usize) -> Result<usize, Fault> {
+    match addr.checked_add(u64::from(len)) {
+        Some(end) if end <= size as u64 => Ok(addr as usize),
+        _ => Err(Fault::Bounds {
+            space,
+            addr,
+            size: len,
+        }),
+    }
+}
+
+#[inline(always)]
+fn set<const U: bool>(env: &mut Env<'_>, slot: u32, v: u64, defined: bool, pc: u32) {
+    env.regs[slot as usize] = v;
+    if U {
+        env.origin[slot as usize] = if defined { 0 } else { pc + 1 };
+    }
+}
+
+fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
+    let size = u32::from(m.size);
+    let total = size * u32::from(m.n);
+    let addr = address::<U>(env, m.space, m.base, m.disp, total, pc)?;
+    let bounds = Fault::Bounds {
+        space: m.space,
+        addr,
+        size: total,
+    };
+    match m.space {
+        MemSpace::Global => {
+            let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
+            for k in 0..usize::from(m.n) {
+                let (v, def) = a.load(off + (k as u64) * u64::from(size), size);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
+            }
+        }
+        MemSpace::Shared => {
+            let start = window(m.space, addr, total, env.shared.data.len())?;
+            if let Some(race) = env.shared.race.as_mut() {
+                for b in start..start + total as usize {
+                    race.read(b, env.tid, pc).map_err(|hit| Fault::Race {
+                        hit,
+                        kind: AccessKind::Read,
+                    })?;
+                }
+            }
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = le(&env.shared.data[o..o + size as usize]);
+                let def = !U
+                    || env.shared.written[o..o + size as usize]
+                        .iter()
+                        .all(|w| *w != 0);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
+            }
+        }
+        MemSpace::Local => {
+            let start = window(m.space, addr, total, env.local.len())?;
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = le(&env.local[o..o + size as usize]);
+                let def = !U
+                    || env.local_written[o..o + size as usize]
+                        .iter()
+                        .all(|w| *w != 0);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
+            }
+        }
+        MemSpace::Param => {
+            let end = addr.saturating_add(u64::from(total));
+            let inside = env.prog.params.iter().any(|p| {
+                addr >= u64::from(p.offset) && end <= u64::from(p.offset) + u64::from(p.size)
+            });
+            if !inside {
+                return Err(bounds);
+            }
+            let start = addr as usize;
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = env.params.get(o..o + size as usize).map_or(0, le);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), true, pc);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
+    let size = u32::from(m.size);
+    let total = size * u32::from(m.n);
+    let addr = address::<U>(env, m.space, m.base, m.disp, total, pc)?;
+    if U {
+        for k in 0..usize::from(m.n) {
+            check(env, m.regs[k], UseKind::StoreValue, pc);
+        }
+    }
+    let bounds = Fault::Bounds {
+        space: m.space,
+        addr,
+        size: total,
+    };
+    match m.space {
+        MemSpace::Global => {
+            let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
+            let parallel = env.global.parallel;
+            for k in 0..usize::from(m.n) {
+                let v = env.regs[m.regs[k] as usize];
+                a.store(off + (k as u64) * u64::from(size), size, v, parallel);
+            }
+        }
+        MemSpace::Shared => {
+            let start = window(m.space, addr, total, env.shared.data.len())?;
+            if let Some(race) = env.shared.race.as_mut() {
+                for b in start..start + total as usize {
+                    race.write(b, env.tid, pc).map_err(|hit| Fault::Race {
+                        hit,
+                        kind: AccessKind::Write,
+                    })?;
+                }
+            }
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = env.regs[m.regs[k] as usize].to_le_bytes();
+                env.shared.data[o..o + size as usize].copy_from_slice(&v[..size as usize]);
+                env.shared.written[o..o + size as usize].fill(1);
+            }
+        }
+        MemSpace::Local => {
+            let start = window(m.space, addr, total, env.local.len())?;
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = env.regs[m.regs[k] as usize].to_le_bytes();
+                env.local[o..o + size as usize].copy_from_slice(&v[..size as usize]);
+                env.local_written[o..o + size as usize].fill(1);
+            }
+        }
+        // Decoding refuses stores to parameters.
+        MemSpace::Param => return Err(bounds),
+    }
+    Ok(())
+}
+
+fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
+    let size = at.kind.bytes();
+    let addr = address::<U>(env, at.space, at.base, at.disp, size, pc)?;
+    if U {
+        check(env, at.a, UseKind::Atomic, pc);
+        if at.b != NONE {
+            check(env, at.b, UseKind::Atomic, pc);
+        }
+    }
+    let av = env.regs[at.a as usize];
+    let bv = if at.b == NONE {
+        0
+    } else {
+        env.regs[at.b as usize]
+    };
+    let (op, kind) = (at.op, at.kind);
+    let bounds = Fault::Bounds {
+        space: at.space,
+        addr,
+        size,
+    };
+    let old = match at.space {
+        MemSpace::Global => {
+            let (a, off) = env.global.find(addr, size, env.hint).ok_or(bounds)?;
+            let (old, def) = a.update(off, size, |old| atom_apply(op, kind, old, av, bv));
+            if U && !def && env.pending.is_none() {
+                env.pending = Some((
+                    pc,
+                    Fault::UninitMemory {
+                        space: at.space,
+                        addr,
+                    },
+                ));
+            }
+            old
+        }
+        MemSpace::Shared => {
+            let start = window(at.space, addr, size, env.shared.data.len())?;
+            let end = start + size as usize;
+            if let Some(race) = env.shared.race.as_mut() {
+                for b in start..end {
+                    race.atomic(b, env.tid, pc).map_err(|hit| Fault::Race {
+                        hit,
+                        kind: AccessKind::Atomic,
+                    })?;
+                }
+            }
+            if U && env.pending.is_none() && env.shared.written[start..end].contains(&0) {
+                env.pending = Some((
+                    pc,
+                    Fault::UninitMemory {
+                        space: at.space,
+                        addr,
+                    },
+                ));
+            }
+            let old = le(&env.shared.data[start..end]);
+            let new = atom_apply(op, kind, old, av, bv).to_le_bytes();
+            env.shared.data[start..end].copy_from_slice(&new[..size as usize]);
+            env.shared.written[start..end].fill(1);
+            old
+        }
+        // Decoding allows atomics only on global and shared memory.
+        MemSpace::Local | MemSpace::Param => return Err(bounds),
+    };
+    if at.dst != NONE {
+        let old = if kind == AtomKind::S32 || kind == AtomKind::U32 || kind == AtomKind::F32 {
+            old & 0xFFFF_FFFF
+        } else {
+            old
+        };
+        set::<U>(env, at.dst, old, true, pc);
+    }
+    Ok(())
+}
