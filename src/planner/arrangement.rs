@@ -93,17 +93,19 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// `data` is produced by `op` in arrangement `a`. Returns whether anything changed.
+    /// `data` is produced by `op` (written at `loc`) in arrangement `a`, which was fixed at
+    /// `origin`. Returns whether anything changed.
     fn produce(
         &mut self,
         op: OpId,
         loc: Loc,
+        origin: Loc,
         data: DataId,
         a: Arrangement,
     ) -> Result<bool, PlanError> {
         match self.arr[data.index()] {
             None => {
-                self.arr[data.index()] = Some((a, loc));
+                self.arr[data.index()] = Some((a, origin));
                 Ok(true)
             }
             Some((have, producer)) if have != a => Err(PlanError::ArrangementMismatch {
@@ -136,19 +138,20 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             match &data.kind {
                 OpKind::Load(t) => {
                     let a = of_algorithm(t.algorithm, ir.group_threads(t.group));
-                    changed |= p.produce(op, data.loc, t.data, a)?;
+                    changed |= p.produce(op, data.loc, data.loc, t.data, a)?;
                 }
                 OpKind::Map { dst, srcs, .. } => {
-                    if let Some((a, _)) = srcs.iter().find_map(|s| p.arr[s.index()]) {
+                    // The result keeps the operand's arrangement and where it was fixed.
+                    if let Some((a, origin)) = srcs.iter().find_map(|s| p.arr[s.index()]) {
                         changed |= match p.arr[dst.index()] {
-                            None => p.produce(op, data.loc, *dst, a)?,
+                            None => p.produce(op, data.loc, origin, *dst, a)?,
                             Some(_) => false,
                         };
                     }
                 }
                 OpKind::Assign { dst, src } => {
-                    if let (None, Some((a, _))) = (p.arr[dst.index()], p.arr[src.index()]) {
-                        changed |= p.produce(op, data.loc, *dst, a)?;
+                    if let (None, Some((a, origin))) = (p.arr[dst.index()], p.arr[src.index()]) {
+                        changed |= p.produce(op, data.loc, origin, *dst, a)?;
                     }
                 }
                 _ => {}

@@ -401,3 +401,90 @@ fn temp_storage_sharing_and_sync() {
         other => panic!("expected an exclusive-storage error, got {other:?}"),
     }
 }
+
+/// Past 48 KiB the kernel's shared memory becomes dynamic (sized at launch, with the opt-in
+/// attribute set at load); past the arch's limit compiling fails naming every user.
+#[test]
+fn dynamic_shared_memory_past_48k() {
+    let build = |len: u32| {
+        let mut k = KernelBuilder::new(format!("big_{len}")).block(256).items_per_thread(4);
+        let x = k.input::<f32>("x");
+        let y = k.output::<f32>("y");
+        let b = k.this_block();
+        let arr = k.shared_array::<f32>(len);
+        let t = k.load_from(b, &x, Load::transpose());
+        k.shared_write(&arr, index::thread_rank() * 4u32, t.item(0));
+        k.sync_block();
+        let u = k.map(&t, |v| v + arr.read(index::thread_rank() * 4u32));
+        k.store_to(b, &y, &u, Store::transpose());
+        k.build().expect("builds")
+    };
+    let kernel = build(16 * 1024);
+    assert!(kernel.plan().shared_bytes > 48 * 1024);
+    assert!(kernel.explain().contains("dynamic"));
+    let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
+    assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"), "{ptx}");
+    super::common::assemble_all(&kernel);
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compile");
+    let xs: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<f32>(1024).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    // Thread t's item 0 is element 4t; every item of thread t gets it added.
+    let want: Vec<f32> = (0..1024).map(|i| (i + (i / 4) * 4) as f32).collect();
+    assert_same(&yb.to_vec().expect("download"), &want, "dynamic shared memory");
+    // Too much for any block: the error names the array and the exchanges.
+    let mut k = KernelBuilder::new("too_big").block(128);
+    let a = k.shared_array::<f32>(40_000);
+    let line = line!() - 1;
+    let b2 = k.shared_array::<f32>(40_000);
+    k.shared_write(&a, index::thread_rank(), 1.0f32);
+    k.shared_write(&b2, index::thread_rank(), 1.0f32);
+    let kernel = k.build().expect("builds");
+    match dev.compile(&kernel) {
+        Err(Error::Plan(coopgraph::planner::PlanError::SharedMemory { need, users, .. })) => {
+            assert_eq!(need, 320_000);
+            assert!(users.iter().any(|(_, loc, bytes)| loc.line == line && *bytes == 160_000));
+        }
+        other => panic!("expected a shared-memory error, got {other:?}"),
+    }
+}
+
+/// A payload's alignment bounds the vectors `vectorize` moves it with.
+#[test]
+fn payload_alignment_bounds_vector_width() {
+    let build = |align: Option<u32>| {
+        let mut k = KernelBuilder::new("aligned").block(64).items_per_thread(4);
+        let x = k.input::<f32>("x");
+        let y = k.output::<f32>("y");
+        let b = k.this_block();
+        let t = match align {
+            Some(a) => k.thread_data_aligned::<f32>(4, a),
+            None => k.thread_data::<f32>(),
+        };
+        k.load_into(b, &x, &t, Load::vectorize());
+        k.store_to(b, &y, &t, Store::vectorize());
+        k.build()
+    };
+    let vector = |k: &Kernel| k.plan().transfers[0].as_ref().map(|t| t.vector);
+    assert_eq!(vector(&build(None).expect("builds")), Some(4));
+    assert_eq!(vector(&build(Some(8)).expect("builds")), Some(2));
+    assert_eq!(vector(&build(Some(4)).expect("builds")), Some(1));
+    let line = line!() + 2;
+    let mut k = KernelBuilder::new("bad");
+    k.thread_data_aligned::<f64>(2, 4);
+    match k.build() {
+        Err(Error::Verify(e)) => assert!(e.errors.iter().any(|e| e.loc.line == line
+            && matches!(e.kind, coopgraph::ir::VerifyErrorKind::BadAlignment { align: 4 }))),
+        other => panic!("expected an alignment error, got {other:?}"),
+    }
+    let kernel = build(Some(8)).expect("builds");
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compile");
+    let xs: Vec<f32> = (0..256).map(|i| i as f32).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<f32>(256).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    assert_same(&yb.to_vec().expect("download"), &xs, "aligned vectorize");
+}
