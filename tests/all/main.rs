@@ -1,6 +1,8 @@
 //! The integration tests: one binary with modules.
+mod agreement;
 mod common;
 mod exprs;
+mod fuzz;
 mod golden;
 mod kernels;
 mod layout;
@@ -9,5 +11,3 @@ mod runtime;
 mod sim;
 mod smem;
 mod verify;
-mod agreement;
-mod fuzz;

@@ -407,7 +407,9 @@ fn temp_storage_sharing_and_sync() {
 #[test]
 fn dynamic_shared_memory_past_48k() {
     let build = |len: u32| {
-        let mut k = KernelBuilder::new(format!("big_{len}")).block(256).items_per_thread(4);
+        let mut k = KernelBuilder::new(format!("big_{len}"))
+            .block(256)
+            .items_per_thread(4);
         let x = k.input::<f32>("x");
         let y = k.output::<f32>("y");
         let b = k.this_block();
@@ -423,7 +425,10 @@ fn dynamic_shared_memory_past_48k() {
     assert!(kernel.plan().shared_bytes > 48 * 1024);
     assert!(kernel.explain().contains("dynamic"));
     let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
-    assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"), "{ptx}");
+    assert!(
+        ptx.contains(".extern .shared .align 16 .b8 smem[];"),
+        "{ptx}"
+    );
     super::common::assemble_all(&kernel);
     let dev = device();
     let f = dev.compile(&kernel).expect("compile");
@@ -433,7 +438,11 @@ fn dynamic_shared_memory_past_48k() {
     f.launch_grid(1, (&xb, &mut yb)).expect("launch");
     // Thread t's item 0 is element 4t; every item of thread t gets it added.
     let want: Vec<f32> = (0..1024).map(|i| (i + (i / 4) * 4) as f32).collect();
-    assert_same(&yb.to_vec().expect("download"), &want, "dynamic shared memory");
+    assert_same(
+        &yb.to_vec().expect("download"),
+        &want,
+        "dynamic shared memory",
+    );
     // Too much for any block: the error names the array and the exchanges.
     let mut k = KernelBuilder::new("too_big").block(128);
     let a = k.shared_array::<f32>(40_000);
@@ -445,7 +454,11 @@ fn dynamic_shared_memory_past_48k() {
     match dev.compile(&kernel) {
         Err(Error::Plan(coopgraph::planner::PlanError::SharedMemory { need, users, .. })) => {
             assert_eq!(need, 320_000);
-            assert!(users.iter().any(|(_, loc, bytes)| loc.line == line && *bytes == 160_000));
+            assert!(
+                users
+                    .iter()
+                    .any(|(_, loc, bytes)| loc.line == line && *bytes == 160_000)
+            );
         }
         other => panic!("expected a shared-memory error, got {other:?}"),
     }
@@ -476,7 +489,10 @@ fn payload_alignment_bounds_vector_width() {
     k.thread_data_aligned::<f64>(2, 4);
     match k.build() {
         Err(Error::Verify(e)) => assert!(e.errors.iter().any(|e| e.loc.line == line
-            && matches!(e.kind, coopgraph::ir::VerifyErrorKind::BadAlignment { align: 4 }))),
+            && matches!(
+                e.kind,
+                coopgraph::ir::VerifyErrorKind::BadAlignment { align: 4 }
+            ))),
         other => panic!("expected an alignment error, got {other:?}"),
     }
     let kernel = build(Some(8)).expect("builds");
