@@ -9,23 +9,45 @@
 use crate::ir::Ir;
 use std::hash::{Hash, Hasher};
 
-/// 64-bit FNV-1a over the bytes written to it.
-#[derive(Debug, Clone)]
+/// 64-bit FNV-1a over the bytes written to it: the one stable hash of the crate (kernel keys
+/// here, cache and image keys in the runtime).
+#[derive(Debug, Clone, Copy)]
 pub struct StableHasher(u64);
 
 impl Default for StableHasher {
     fn default() -> Self {
-        StableHasher(0xcbf2_9ce4_8422_2325)
+        StableHasher::new()
     }
 }
 
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
 impl StableHasher {
+    /// The hasher with nothing written.
+    pub const fn new() -> Self {
+        StableHasher(0xcbf2_9ce4_8422_2325)
+    }
+
     /// Mixes bytes in.
     pub fn bytes(&mut self, b: &[u8]) {
         for &x in b {
             self.0 ^= x as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
         }
+    }
+
+    /// Mixes bytes in, then a separator, so that `("ab", "c")` and `("a", "bc")` differ;
+    /// usable in constants.
+    pub const fn field(mut self, bytes: &[u8]) -> Self {
+        let mut i = 0;
+        while i < bytes.len() {
+            self.0 ^= bytes[i] as u64;
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
+            i += 1;
+        }
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(FNV_PRIME);
+        self
     }
 
     /// Mixes a number in (little-endian).
@@ -37,6 +59,11 @@ impl StableHasher {
     pub fn str(&mut self, s: &str) {
         self.u64(s.len() as u64);
         self.bytes(s.as_bytes());
+    }
+
+    /// The hash so far (also usable in constants).
+    pub const fn value(self) -> u64 {
+        self.0
     }
 }
 

@@ -20,15 +20,16 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use cudarc::driver::CudaContext;
 
 use super::device::{Device, Imp};
-use super::image::{Compile, Fnv64};
+use super::image::Compile;
 use super::launch::{Function, LoadedKernel};
+use crate::cache_key::StableHasher;
 use crate::codegen::Arch;
 
 /// The crate version, folded into every key so kernels emitted by another version of the code
 /// generator are never taken for this one's (matters once keys also name a disk cache).
-const VERSION_HASH: u64 = Fnv64::new()
-    .write_const(env!("CARGO_PKG_VERSION").as_bytes())
-    .finish();
+const VERSION_HASH: u64 = StableHasher::new()
+    .field(env!("CARGO_PKG_VERSION").as_bytes())
+    .value();
 
 /// A cache key: the kernel's structural hash, the arch, and the crate version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,10 +73,10 @@ impl Hasher for PassThrough {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = Fnv64::new();
-        h.write(&self.0.to_le_bytes());
-        h.write(bytes);
-        self.0 = h.finish();
+        let mut h = StableHasher::new();
+        h = h.field(&self.0.to_le_bytes());
+        h = h.field(bytes);
+        self.0 = h.value();
     }
 
     fn write_u64(&mut self, v: u64) {
@@ -253,7 +254,7 @@ mod tests {
 
     #[test]
     fn version_is_part_of_the_key() {
-        assert_ne!(VERSION_HASH, Fnv64::new().finish());
+        assert_ne!(VERSION_HASH, StableHasher::new().value());
         assert_eq!(CacheKey::new(5, Arch::Sm75).version, VERSION_HASH);
     }
 }

@@ -5,6 +5,7 @@
 //! against [`KernelImage::params`], the launch block against [`KernelImage::block`], and shared
 //! memory against the device's limits.
 
+use crate::cache_key::StableHasher;
 use std::fmt;
 
 use crate::codegen::Arch;
@@ -116,23 +117,23 @@ pub trait Compile {
 /// image, so it is computed on each call: prefer a precomputed key on hot paths.
 impl Compile for KernelImage {
     fn cache_key(&self) -> u64 {
-        let mut h = Fnv64::new();
-        h.write(self.entry.as_bytes());
-        h.write(self.ptx.as_bytes());
-        h.write(&[self.arch.sm() as u8]);
+        let mut h = StableHasher::new();
+        h = h.field(self.entry.as_bytes());
+        h = h.field(self.ptx.as_bytes());
+        h = h.field(&[self.arch.sm() as u8]);
         for p in &self.params {
-            h.write(p.name.as_bytes());
-            h.write(&[p.kind as u8, p.dtype as u8]);
+            h = h.field(p.name.as_bytes());
+            h = h.field(&[p.kind as u8, p.dtype as u8]);
         }
         for v in self
             .block
             .iter()
             .chain([&self.tile_elems, &self.static_smem, &self.dynamic_smem])
         {
-            h.write(&v.to_le_bytes());
+            h = h.field(&v.to_le_bytes());
         }
-        h.write(&[u8::from(self.needs_cooperative)]);
-        h.finish()
+        h = h.field(&[u8::from(self.needs_cooperative)]);
+        h.value()
     }
 
     fn name(&self) -> &str {
@@ -141,38 +142,6 @@ impl Compile for KernelImage {
 
     fn emit(&self, _arch: Arch) -> Result<KernelImage, crate::Error> {
         Ok(self.clone())
-    }
-}
-
-/// FNV-1a, 64 bits: a hash that is stable across runs, machines and Rust versions (unlike
-/// `std`'s `DefaultHasher`), for cache keys.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Fnv64(u64);
-
-impl Fnv64 {
-    pub(crate) const fn new() -> Self {
-        Fnv64(0xcbf2_9ce4_8422_2325)
-    }
-
-    pub(crate) const fn write_const(mut self, bytes: &[u8]) -> Self {
-        let mut i = 0;
-        while i < bytes.len() {
-            self.0 ^= bytes[i] as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-            i += 1;
-        }
-        // Separate consecutive writes so ("ab", "c") and ("a", "bc") differ.
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        self
-    }
-
-    pub(crate) fn write(&mut self, bytes: &[u8]) {
-        *self = self.write_const(bytes);
-    }
-
-    pub(crate) const fn finish(self) -> u64 {
-        self.0
     }
 }
 
@@ -212,13 +181,13 @@ mod tests {
 
     #[test]
     fn fnv_separates_writes() {
-        let mut x = Fnv64::new();
-        x.write(b"ab");
-        x.write(b"c");
-        let mut y = Fnv64::new();
-        y.write(b"a");
-        y.write(b"bc");
-        assert_ne!(x.finish(), y.finish());
+        let mut x = StableHasher::new();
+        x = x.field(b"ab");
+        x = x.field(b"c");
+        let mut y = StableHasher::new();
+        y = y.field(b"a");
+        y = y.field(b"bc");
+        assert_ne!(x.value(), y.value());
     }
 
     #[test]
