@@ -38,6 +38,7 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         ir,
         info,
         plan,
+        arch,
         regs: RegCounts::default(),
         entry: Vec::new(),
         body: Vec::new(),
@@ -85,6 +86,7 @@ pub struct Emitter<'a> {
     #[allow(dead_code)]
     pub(crate) info: &'a Info,
     pub(crate) plan: &'a Plan,
+    pub(crate) arch: Arch,
     regs: RegCounts,
     /// Parameter loads and special-register reads: run once, before everything.
     entry: Vec<Instr>,
@@ -388,6 +390,7 @@ impl Emitter<'_> {
                 });
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::Reduce(r) => self.reduce(op, r),
         }
         self.overrides.clear();
     }

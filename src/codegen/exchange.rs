@@ -24,34 +24,43 @@ impl Emitter<'_> {
                     mask: Operand::Imm(-1),
                 }),
                 SyncScope::Group { threads } => {
-                    // The lanes of this thread's group: ((1 << w) - 1) << (lane & ~(w - 1)).
-                    let lane = self.special(Special::Laneid);
-                    let w = threads.max(1) as i64;
-                    let start = self.reg(RegClass::B32);
-                    self.op(Op::Bin {
-                        op: BinOp::And,
-                        ty: Ty::B32,
-                        dst: start,
-                        a: lane.into(),
-                        b: Operand::Imm(!(w - 1) & 0xffff_ffff),
-                    });
-                    let mask = self.reg(RegClass::B32);
-                    self.op(Op::Mov {
-                        ty: Ty::B32,
-                        dst: mask,
-                        src: Operand::Imm((1i64 << w) - 1),
-                    });
-                    self.op(Op::Bin {
-                        op: BinOp::Shl,
-                        ty: Ty::B32,
-                        dst: mask,
-                        a: mask.into(),
-                        b: start.into(),
-                    });
-                    self.op(Op::BarWarpSync { mask: mask.into() });
+                    let mask = self.group_mask(threads);
+                    self.op(Op::BarWarpSync { mask });
                 }
             }
         }
+    }
+
+    /// The member mask of this thread's logical warp of `w` lanes:
+    /// `((1 << w) - 1) << (lane & !(w - 1))`, or all lanes for `w >= 32`.
+    pub(crate) fn group_mask(&mut self, w: u32) -> Operand {
+        if w >= 32 {
+            return Operand::Imm(-1);
+        }
+        let lane = self.special(Special::Laneid);
+        let w = w.max(1) as i64;
+        let start = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::And,
+            ty: Ty::B32,
+            dst: start,
+            a: lane.into(),
+            b: Operand::Imm(!(w - 1) & 0xffff_ffff),
+        });
+        let mask = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::B32,
+            dst: mask,
+            src: Operand::Imm((1i64 << w) - 1),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Shl,
+            ty: Ty::B32,
+            dst: mask,
+            a: mask.into(),
+            b: start.into(),
+        });
+        mask.into()
     }
 
     /// The 32-bit shared-window address of the kernel's shared memory.

@@ -326,7 +326,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn binary(&mut self, d: DType, op: B, a: Reg, b: Reg) -> Reg {
+    pub(crate) fn binary(&mut self, d: DType, op: B, a: Reg, b: Reg) -> Reg {
         let ty = arith_ty(d);
         let r = self.reg(class(d));
         let (pop, ty, wraps) = match op {

@@ -7,6 +7,7 @@ pub mod emit;
 pub mod exchange;
 pub mod expr;
 pub mod ptx;
+pub mod reduce;
 pub mod target;
 pub mod transfer;
 pub mod write;

@@ -25,7 +25,8 @@ struct Access {
 }
 
 impl Emitter<'_> {
-    fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
+    /// `op.u32 dst, a, b` into a new register.
+    pub(crate) fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
         let r = self.reg(RegClass::B32);
         self.op(Op::Bin {
             op,

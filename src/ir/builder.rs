@@ -163,6 +163,115 @@ impl Store {
     }
 }
 
+/// The controls of a reduction: operator, broadcast, valid items, block algorithm.
+pub struct Reduce<T: Element> {
+    op: ReduceKind<T>,
+    broadcast: bool,
+    valid: Option<Expr<u32>>,
+    algorithm: ReduceAlgorithm,
+}
+
+type Combine<T> = Box<dyn FnOnce(Expr<T>, Expr<T>) -> Expr<T>>;
+
+enum ReduceKind<T: Element> {
+    Fixed(ReduceOp),
+    Custom(Combine<T>, bool),
+}
+
+impl<T: Element> std::fmt::Debug for Reduce<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = match &self.op {
+            ReduceKind::Fixed(op) => format!("{op:?}"),
+            ReduceKind::Custom(_, c) => format!("Custom {{ commutative: {c} }}"),
+        };
+        write!(
+            f,
+            "Reduce {{ op: {op}, broadcast: {}, algorithm: {:?} }}",
+            self.broadcast, self.algorithm
+        )
+    }
+}
+
+impl<T: Element> Reduce<T> {
+    fn fixed(op: ReduceOp) -> Self {
+        Reduce {
+            op: ReduceKind::Fixed(op),
+            broadcast: false,
+            valid: None,
+            algorithm: ReduceAlgorithm::WarpReductions,
+        }
+    }
+
+    /// The sum (wrapping for integers).
+    pub fn sum() -> Self {
+        Reduce::fixed(ReduceOp::Sum)
+    }
+
+    /// The product (wrapping for integers).
+    pub fn product() -> Self {
+        Reduce::fixed(ReduceOp::Product)
+    }
+
+    /// The minimum.
+    pub fn min() -> Self {
+        Reduce::fixed(ReduceOp::Min)
+    }
+
+    /// The maximum.
+    pub fn max() -> Self {
+        Reduce::fixed(ReduceOp::Max)
+    }
+
+    /// A user operator, associative; `commutative` says whether `a op b == b op a` (if not,
+    /// values are combined in position order, over a blocked payload).
+    pub fn custom(
+        commutative: bool,
+        f: impl FnOnce(Expr<T>, Expr<T>) -> Expr<T> + 'static,
+    ) -> Self {
+        Reduce {
+            op: ReduceKind::Custom(Box::new(f), commutative),
+            broadcast: false,
+            valid: None,
+            algorithm: ReduceAlgorithm::WarpReductions,
+        }
+    }
+
+    /// Every rank of the group gets the result (else rank 0 only).
+    pub fn broadcast(mut self) -> Self {
+        self.broadcast = true;
+        self
+    }
+
+    /// With one item per thread: only ranks below `n` take part.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+
+    /// The block algorithm (default: warp reductions).
+    pub fn algorithm(mut self, a: ReduceAlgorithm) -> Self {
+        self.algorithm = a;
+        self
+    }
+}
+
+impl<T: super::expr::IntElement> Reduce<T> {
+    /// Bitwise and.
+    pub fn bit_and() -> Self {
+        Reduce::fixed(ReduceOp::BitAnd)
+    }
+
+    /// Bitwise or.
+    pub fn bit_or() -> Self {
+        Reduce::fixed(ReduceOp::BitOr)
+    }
+
+    /// Bitwise xor.
+    pub fn bit_xor() -> Self {
+        Reduce::fixed(ReduceOp::BitXor)
+    }
+}
+
 /// The controls of a temp storage, with cuda.coop's meanings.
 #[derive(Debug, Clone, Copy)]
 pub struct StorageSpec {
@@ -615,6 +724,44 @@ impl KernelBuilder {
             },
             loc,
         );
+    }
+
+    /// Reduces every item of `src` over `group` into a one-item payload: the result is at the
+    /// group's rank 0, or at every rank with [`Reduce::broadcast`].
+    #[track_caller]
+    pub fn reduce<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Reduce<T>,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(1);
+        let op = match controls.op {
+            ReduceKind::Fixed(op) => op,
+            ReduceKind::Custom(f, commutative) => {
+                let body = f(Expr::arg(0), Expr::arg(1));
+                ReduceOp::Custom {
+                    expr: self.expr(&body),
+                    commutative,
+                }
+            }
+        };
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        self.push(
+            OpKind::Reduce(Reduction {
+                group,
+                src: src.id,
+                dst: dst.id,
+                op,
+                broadcast: controls.broadcast,
+                valid,
+                algorithm: controls.algorithm,
+            }),
+            loc,
+        );
+        dst
     }
 
     /// A block barrier: every thread waits until all threads of the block reach it.

@@ -113,6 +113,13 @@ pub enum VerifyErrorKind {
     },
     /// A kernel name that is not a valid PTX identifier once sanitized (empty).
     EmptyName,
+    /// A commutative-only algorithm with an operator declared not commutative.
+    NotCommutative,
+    /// `valid_items` on a reduction of more than one item per thread.
+    ValidItemsNeedOneItem {
+        /// The payload's items.
+        items: u32,
+    },
     /// An exclusive temp storage used by more than one op.
     ExclusiveStorageShared {
         /// Where the first op using it was written.
@@ -213,6 +220,14 @@ impl fmt::Display for VerifyError {
             }
             DuplicateParam { name } => write!(f, "a second parameter named `{name}`"),
             EmptyName => write!(f, "the kernel name is empty"),
+            NotCommutative => write!(
+                f,
+                "raking_commutative_only needs a commutative operator; use raking"
+            ),
+            ValidItemsNeedOneItem { items } => write!(
+                f,
+                "valid_items on a reduction needs one item per thread, not {items}"
+            ),
             ExclusiveStorageShared { first } => write!(
                 f,
                 "an exclusive temp storage is used here and by the op at {first}"

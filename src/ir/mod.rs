@@ -14,11 +14,11 @@ pub mod ops;
 pub mod print;
 pub mod verify;
 
-pub use builder::{KernelBuilder, Load, Pipeline, StorageSpec, Store};
+pub use builder::{KernelBuilder, Load, Pipeline, Reduce, StorageSpec, Store};
 pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 pub use error::{VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
-pub use ops::{Algorithm, Arrangement, GroupKind, Ir, Role, Sharing};
+pub use ops::{Algorithm, Arrangement, GroupKind, Ir, ReduceAlgorithm, ReduceOp, Role, Sharing};
 pub use verify::{Info, Uniformity};

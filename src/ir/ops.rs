@@ -154,6 +154,74 @@ pub struct Transfer {
     pub storage: Option<StorageId>,
 }
 
+/// The operator of a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// `a + b` (wrapping for integers).
+    Sum,
+    /// `a * b` (wrapping for integers).
+    Product,
+    /// The smaller.
+    Min,
+    /// The larger.
+    Max,
+    /// Bitwise and.
+    BitAnd,
+    /// Bitwise or.
+    BitOr,
+    /// Bitwise xor.
+    BitXor,
+    /// A user operator: an expression of `Arg(0)` (the earlier value) and `Arg(1)` (the later).
+    Custom {
+        /// The body.
+        expr: ExprId,
+        /// Whether `a op b == b op a`; if not, values are combined in position order over a
+        /// blocked payload.
+        commutative: bool,
+    },
+}
+
+impl ReduceOp {
+    /// Whether the operator may combine values in any order.
+    pub fn commutative(self) -> bool {
+        match self {
+            ReduceOp::Custom { commutative, .. } => commutative,
+            _ => true,
+        }
+    }
+}
+
+/// Block reduction algorithms (CUB's `BlockReduce` set). Warp groups always reduce with
+/// shuffles (or `redux.sync` for 32-bit integers on sm_80+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceAlgorithm {
+    /// Every thread shares its partial; the first warp rakes them (commutative operators only).
+    RakingCommutativeOnly,
+    /// Every thread shares its partial; the first warp rakes consecutive segments in order.
+    Raking,
+    /// Each warp reduces with shuffles; the first warp reduces the warps' results.
+    WarpReductions,
+}
+
+/// A reduction.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reduction {
+    /// The group.
+    pub group: GroupId,
+    /// The payload reduced.
+    pub src: DataId,
+    /// The one-item result.
+    pub dst: DataId,
+    /// The operator.
+    pub op: ReduceOp,
+    /// Whether every rank gets the result (else rank 0 only).
+    pub broadcast: bool,
+    /// With one item per thread: only ranks below this count take part.
+    pub valid: Option<ExprId>,
+    /// The block algorithm.
+    pub algorithm: ReduceAlgorithm,
+}
+
 /// How a temp storage may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sharing {
@@ -252,6 +320,9 @@ pub enum OpKind {
     },
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
+    /// Reduces every item of the group's threads with `op` into `dst` (one item): the result
+    /// is at rank 0, or at every rank with `broadcast`.
+    Reduce(Reduction),
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.
     Tiles {
@@ -276,6 +347,7 @@ impl OpKind {
             OpKind::Tiles { .. } => "tiles",
             OpKind::SharedWrite { .. } => "shared_write",
             OpKind::SyncBlock => "sync_block",
+            OpKind::Reduce(_) => "reduce",
         }
     }
 
@@ -283,6 +355,7 @@ impl OpKind {
     pub fn group(&self) -> Option<GroupId> {
         match self {
             OpKind::Load(t) | OpKind::Store(t) => Some(t.group),
+            OpKind::Reduce(r) => Some(r.group),
             _ => None,
         }
     }
@@ -330,6 +403,12 @@ impl OpKind {
                 v.push(*value);
             }
             OpKind::SyncBlock => {}
+            OpKind::Reduce(r) => {
+                v.extend(r.valid);
+                if let ReduceOp::Custom { expr, .. } = r.op {
+                    v.push(expr);
+                }
+            }
         }
         v
     }

@@ -112,6 +112,17 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             value,
         } => format!("{array}[{}] = {}", e(*index), e(*value)),
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Reduce(r) => format!(
+            "{} = reduce.{:?}{} {:?} {}{}",
+            r.dst,
+            r.algorithm,
+            if r.broadcast { ".broadcast" } else { "" },
+            r.op,
+            r.src,
+            r.valid
+                .map(|v| format!(" valid={}", e(v)))
+                .unwrap_or_default()
+        ),
     }
 }
 

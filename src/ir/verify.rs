@@ -137,6 +137,11 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(array.index() < ir.arrays.len(), "shared array", array.0)
             }
             OpKind::SyncBlock => {}
+            OpKind::Reduce(r) => {
+                check(r.src.index() < nd, "payload", r.src.0);
+                check(r.dst.index() < nd, "payload", r.dst.0);
+                check(r.group.index() < ng, "group", r.group.0);
+            }
             OpKind::Map { dst, srcs, .. } => {
                 check(dst.index() < nd, "payload", dst.0);
                 for s in srcs {
@@ -649,6 +654,47 @@ impl Verifier<'_> {
                 self.expr(*value, state, op, None);
             }
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Reduce(r) => {
+                let (s, d) = (&ir.datas[r.src.index()], &ir.datas[r.dst.index()]);
+                if s.dtype != d.dtype {
+                    self.push(
+                        K::TypeMismatch {
+                            expected: VType::D(d.dtype),
+                            found: VType::D(s.dtype),
+                        },
+                        loc,
+                        Some(op),
+                    );
+                }
+                if let Some(v) = r.valid {
+                    self.expect_ty(v, VType::D(super::DType::U32), loc, op);
+                    self.expr(v, state, op, None);
+                    if s.items != 1 {
+                        self.push(K::ValidItemsNeedOneItem { items: s.items }, loc, Some(op));
+                    }
+                }
+                if let super::ops::ReduceOp::Custom { expr, .. } = r.op {
+                    self.expect_ty(expr, VType::D(s.dtype), loc, op);
+                    let srcs = [r.src, r.src];
+                    self.expr(expr, state, op, Some(&srcs));
+                }
+                let group = ir.groups[r.group.index()].kind;
+                let block = ir.block_threads();
+                if group == GroupKind::Block && block > 32 && block % 32 != 0 {
+                    self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+                }
+                if group == GroupKind::Block && block <= 32 && !block.is_power_of_two() {
+                    self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+                }
+                if r.algorithm == super::ops::ReduceAlgorithm::RakingCommutativeOnly
+                    && !r.op.commutative()
+                {
+                    self.push(K::NotCommutative, loc, Some(op));
+                }
+                self.read_all(r.src, state, loc, op);
+                self.write_all(r.dst, state);
+                self.collective(group, loc, op);
+            }
             OpKind::Tiles { n, body } => {
                 self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
                 self.expr(*n, state, op, None);

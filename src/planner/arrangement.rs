@@ -168,6 +168,10 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                 let need = of_algorithm(t.algorithm, ir.group_threads(t.group));
                 p.need(op, data.loc, t.data, need)?;
             }
+            OpKind::Reduce(r) if !r.op.commutative() => {
+                // Position order is rank order only over a blocked payload.
+                p.need(op, data.loc, r.src, Arrangement::Blocked)?;
+            }
             OpKind::Map { dst, srcs, .. } => {
                 if let Some((want, _)) = p.arr[dst.index()] {
                     for s in srcs {

@@ -19,7 +19,7 @@ pub mod transfer;
 
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{Barrier, ExchangePlan, Hazard, PositionForm, Slice, SyncScope};
+pub use scratch::{Barrier, CollectivePlan, ExchangePlan, Hazard, PositionForm, Slice, SyncScope};
 
 use crate::ir::{Info, Ir};
 
@@ -38,5 +38,6 @@ pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         slices: scratch.slices,
         barriers: scratch.barriers,
         arrays: scratch.arrays,
+        collectives: scratch.collectives,
     })
 }

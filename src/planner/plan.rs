@@ -1,6 +1,6 @@
 //! The plan: plain data that code generation reads.
 
-use super::scratch::{Barrier, ExchangePlan, Slice};
+use super::scratch::{Barrier, CollectivePlan, ExchangePlan, Slice};
 use crate::ir::{Algorithm, Arrangement, OpId};
 
 /// How one load or store moves its tile.
@@ -52,6 +52,8 @@ pub struct Plan {
     pub barriers: Vec<Barrier>,
     /// Per shared array, its slice.
     pub arrays: Vec<usize>,
+    /// Per op, the shared memory of a block-wide collective.
+    pub collectives: Vec<Option<CollectivePlan>>,
 }
 
 impl Plan {

@@ -23,7 +23,7 @@
 
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
-use crate::ir::ops::{Algorithm, OpKind};
+use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
 use crate::layout::{
@@ -196,6 +196,25 @@ pub struct Scratch {
     pub bytes: u32,
     /// Per shared array, its slice.
     pub arrays: Vec<usize>,
+    /// Per op, the shared memory of a block-wide collective (a reduction).
+    pub collectives: Vec<Option<CollectivePlan>>,
+}
+
+/// Shared memory of a block-wide reduction: `entries` partials (step `f` writes them, `f + 1`
+/// reads them), then, with `broadcast`, one result slot (`f + 2` writes it, `f + 3` reads it),
+/// where `f` is `first_step`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectivePlan {
+    /// The slice.
+    pub slice: usize,
+    /// Partials: one per warp, or one per thread for the raking algorithms.
+    pub entries: u32,
+    /// Bytes per value.
+    pub elem_bytes: u32,
+    /// Whether the result is shared with every thread.
+    pub broadcast: bool,
+    /// The step of the first write (after the op's conversions).
+    pub first_step: u8,
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
@@ -415,6 +434,40 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             s.exchanges[op.index()].push(e);
         }
     }
+    s.collectives = vec![None; ir.ops.len()];
+    for (point, &op) in order.iter().enumerate() {
+        let data = ir.op(op);
+        let OpKind::Reduce(r) = &data.kind else {
+            continue;
+        };
+        let threads = ir.group_threads(r.group);
+        if threads <= 32 {
+            continue;
+        }
+        let elem_bytes = ir.datas[r.src.index()].dtype.bytes();
+        let entries = match r.algorithm {
+            ReduceAlgorithm::WarpReductions => threads.div_ceil(32),
+            ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => threads,
+        };
+        let slice = s.slices.len();
+        s.slices.push(Slice {
+            label: format!("reduce {:?} partials", r.algorithm),
+            op,
+            offset: 0,
+            bytes: (entries + 1) * elem_bytes,
+            align: 16,
+            live: (0, 0),
+        });
+        requests.push((op, slice, point as u32 * 16 + 8, divergent.contains(&op)));
+        let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
+        s.collectives[op.index()] = Some(CollectivePlan {
+            slice,
+            entries,
+            elem_bytes,
+            broadcast: r.broadcast,
+            first_step,
+        });
+    }
     for (i, sl) in storage_slices.iter().enumerate() {
         if let Some(sl) = *sl {
             let slice = &mut s.slices[sl];
@@ -428,6 +481,40 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     allocate(&mut s, &requests, end, &storage_slices);
     // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
     let mut manual = vec![false; s.slices.len()];
+    s.collectives = vec![None; ir.ops.len()];
+    for (point, &op) in order.iter().enumerate() {
+        let data = ir.op(op);
+        let OpKind::Reduce(r) = &data.kind else {
+            continue;
+        };
+        let threads = ir.group_threads(r.group);
+        if threads <= 32 {
+            continue;
+        }
+        let elem_bytes = ir.datas[r.src.index()].dtype.bytes();
+        let entries = match r.algorithm {
+            ReduceAlgorithm::WarpReductions => threads.div_ceil(32),
+            ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => threads,
+        };
+        let slice = s.slices.len();
+        s.slices.push(Slice {
+            label: format!("reduce {:?} partials", r.algorithm),
+            op,
+            offset: 0,
+            bytes: (entries + 1) * elem_bytes,
+            align: 16,
+            live: (0, 0),
+        });
+        requests.push((op, slice, point as u32 * 16 + 8, divergent.contains(&op)));
+        let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
+        s.collectives[op.index()] = Some(CollectivePlan {
+            slice,
+            entries,
+            elem_bytes,
+            broadcast: r.broadcast,
+            first_step,
+        });
+    }
     for (i, sl) in storage_slices.iter().enumerate() {
         if let Some(sl) = *sl {
             manual[sl] = !ir.storages[i].auto_sync;
@@ -517,6 +604,15 @@ struct Part {
     turn: Option<u32>,
 }
 
+/// Which thread touches which byte of an access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    /// An exchange side: the arrangement's slot map.
+    Exchange(Arrangement, u32, u32, bool),
+    /// A collective's step: its own pattern, the same as no other step's.
+    Step(OpId, u8),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Access {
     at: (OpId, u8),
@@ -526,7 +622,7 @@ struct Access {
     part: Part,
     /// Which thread touches which slot: with equal parts, equal maps mean every byte is
     /// touched by the same thread in both accesses, which program order already orders.
-    map: (Arrangement, u32, u32, bool),
+    map: Who,
     /// The access is to a temp storage whose users the user orders.
     manual: bool,
 }
@@ -550,7 +646,7 @@ impl<'a> Barriers<'a> {
                         let arr = if write { e.from } else { e.to };
                         steps[i].push(Access {
                             manual: manual.get(e.slice).copied().unwrap_or(false),
-                            map: (arr, e.items, e.elem_bytes, e.padded),
+                            map: Who::Exchange(arr, e.items, e.elem_bytes, e.padded),
                             at: (OpId(i as u32), step),
                             lo: sl.offset,
                             hi: sl.offset + sl.bytes,
@@ -564,6 +660,35 @@ impl<'a> Barriers<'a> {
                         });
                     }
                 }
+            }
+        }
+        for (i, c) in s.collectives.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let sl = &s.slices[c.slice];
+            let op = OpId(i as u32);
+            let result = sl.offset + c.entries * c.elem_bytes;
+            let mut add = |step: u8, write: bool, lo: u32, hi: u32| {
+                steps[i].push(Access {
+                    manual: false,
+                    map: Who::Step(op, step),
+                    at: (op, step),
+                    lo,
+                    hi,
+                    write,
+                    part: Part {
+                        scope: u32::MAX,
+                        base: sl.offset,
+                        group_bytes: sl.bytes,
+                        turn: None,
+                    },
+                });
+            };
+            let f = c.first_step;
+            add(f, true, sl.offset, result);
+            add(f + 1, false, sl.offset, result);
+            if c.broadcast {
+                add(f + 2, true, result, result + c.elem_bytes);
+                add(f + 3, false, result, result + c.elem_bytes);
             }
         }
         Barriers {

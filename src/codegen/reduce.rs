@@ -1,0 +1,717 @@
+//! Lowering of reductions.
+//!
+//! Each thread folds its items in order; a (logical) warp combines its lanes with a
+//! `shfl.sync.down` tree (rank `r` takes rank `r + d` for `d = 1, 2, 4, ...`, so values combine
+//! in rank order and non-commutative operators stay correct), or with one `redux.sync` for 32-bit
+//! integer operators on sm_80+. A block combines its warps' results through the shared memory
+//! the plan gives it, at the steps the plan numbers, with the barriers the plan places:
+//! warp reductions (lane 0 of each warp shares its warp's value, warp 0 reduces them), raking
+//! (every thread shares, warp 0 folds consecutive segments in order, then reduces), and
+//! raking for commutative operators (threads past the first warp share, warp 0 folds them into
+//! its own values).
+
+use super::emit::Emitter;
+use super::expr::{Ctx, bits_or_float, class, mem_ty};
+use super::ptx::*;
+use crate::ir::expr::BinaryOp;
+use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
+use crate::ir::{DType, OpId};
+use crate::planner::CollectivePlan;
+use smallvec::smallvec;
+use std::collections::HashMap;
+
+impl Emitter<'_> {
+    /// `a op b` for a reduction operator.
+    fn combine(&mut self, op: ReduceOp, d: DType, a: Reg, b: Reg) -> Reg {
+        let bin = match op {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Product => BinaryOp::Mul,
+            ReduceOp::Min => BinaryOp::Min,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::BitAnd => BinaryOp::And,
+            ReduceOp::BitOr => BinaryOp::Or,
+            ReduceOp::BitXor => BinaryOp::Xor,
+            ReduceOp::Custom { expr, .. } => {
+                let ctx = Ctx {
+                    args: vec![a, b],
+                    item: None,
+                };
+                let mut memo = HashMap::new();
+                return self.eval(expr, &ctx, &mut memo);
+            }
+        };
+        self.binary(d, bin, a, b)
+    }
+
+    /// `shfl.sync` of a value of any dtype (64-bit values move as two halves).
+    fn shuffle(&mut self, mode: ShflMode, v: Reg, b: Operand, c: i64, mask: Operand) -> Reg {
+        let one = |e: &mut Self, src: Reg| {
+            let dst = e.reg(src.class);
+            e.op(Op::Shfl {
+                mode,
+                dst,
+                pred: None,
+                src: src.into(),
+                b,
+                c: Operand::Imm(c),
+                mask,
+            });
+            dst
+        };
+        match v.class {
+            RegClass::B32 | RegClass::F32 => one(self, v),
+            _ => {
+                let bits = if v.class == RegClass::F64 {
+                    let r = self.reg(RegClass::B64);
+                    self.op(Op::Mov {
+                        ty: Ty::B64,
+                        dst: r,
+                        src: v.into(),
+                    });
+                    r
+                } else {
+                    v
+                };
+                let lo = self.reg(RegClass::B32);
+                self.op(Op::Cvt {
+                    round: None,
+                    sat: false,
+                    dty: Ty::U32,
+                    sty: Ty::U64,
+                    dst: lo,
+                    src: bits,
+                });
+                let shifted = self.reg(RegClass::B64);
+                self.op(Op::Bin {
+                    op: BinOp::Shr,
+                    ty: Ty::U64,
+                    dst: shifted,
+                    a: bits.into(),
+                    b: Operand::Imm(32),
+                });
+                let hi = self.reg(RegClass::B32);
+                self.op(Op::Cvt {
+                    round: None,
+                    sat: false,
+                    dty: Ty::U32,
+                    sty: Ty::U64,
+                    dst: hi,
+                    src: shifted,
+                });
+                let (lo2, hi2) = (one(self, lo), one(self, hi));
+                let wide_lo = self.reg(RegClass::B64);
+                self.op(Op::Cvt {
+                    round: None,
+                    sat: false,
+                    dty: Ty::U64,
+                    sty: Ty::U32,
+                    dst: wide_lo,
+                    src: lo2,
+                });
+                let wide_hi = self.reg(RegClass::B64);
+                self.op(Op::Cvt {
+                    round: None,
+                    sat: false,
+                    dty: Ty::U64,
+                    sty: Ty::U32,
+                    dst: wide_hi,
+                    src: hi2,
+                });
+                self.op(Op::Bin {
+                    op: BinOp::Shl,
+                    ty: Ty::B64,
+                    dst: wide_hi,
+                    a: wide_hi.into(),
+                    b: Operand::Imm(32),
+                });
+                let joined = self.reg(RegClass::B64);
+                self.op(Op::Bin {
+                    op: BinOp::Or,
+                    ty: Ty::B64,
+                    dst: joined,
+                    a: wide_lo.into(),
+                    b: wide_hi.into(),
+                });
+                if v.class == RegClass::F64 {
+                    let r = self.reg(RegClass::F64);
+                    self.op(Op::Mov {
+                        ty: Ty::B64,
+                        dst: r,
+                        src: joined.into(),
+                    });
+                    r
+                } else {
+                    joined
+                }
+            }
+        }
+    }
+
+    /// Reduces `acc` over logical warps of `w` lanes; the result is at each warp's rank 0 (at
+    /// every rank when `redux.sync` does it). With `limit`, only ranks below it take part.
+    #[allow(clippy::too_many_arguments)]
+    fn warp_reduce(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        acc: Reg,
+        w: u32,
+        rank: Reg,
+        limit: Option<Reg>,
+        mask: Operand,
+    ) -> Reg {
+        let redux = match op {
+            ReduceOp::Sum => Some(AtomOp::Add),
+            ReduceOp::Min => Some(AtomOp::Min),
+            ReduceOp::Max => Some(AtomOp::Max),
+            ReduceOp::BitAnd => Some(AtomOp::And),
+            ReduceOp::BitOr => Some(AtomOp::Or),
+            ReduceOp::BitXor => Some(AtomOp::Xor),
+            _ => None,
+        };
+        let int32 = matches!(
+            d,
+            DType::I8 | DType::I16 | DType::I32 | DType::U8 | DType::U16 | DType::U32
+        );
+        if let Some(rop) = redux
+            && int32
+            && limit.is_none()
+            && self.arch.has_redux()
+        {
+            let ty = match rop {
+                AtomOp::And | AtomOp::Or | AtomOp::Xor => Ty::B32,
+                _ if d.is_signed_int() => Ty::S32,
+                _ => Ty::U32,
+            };
+            let r = self.reg(RegClass::B32);
+            self.op(Op::Redux {
+                op: rop,
+                ty,
+                dst: r,
+                src: acc.into(),
+                mask,
+            });
+            self.normalize(d, r);
+            return r;
+        }
+        let c = (((32 - w.min(32)) << 8) | 0x1f) as i64;
+        let mut acc = acc;
+        let mut off = 1;
+        while off < w {
+            let other = self.shuffle(ShflMode::Down, acc, Operand::Imm(off as i64), c, mask);
+            let sum = self.combine(op, d, acc, other);
+            acc = match limit {
+                None => sum,
+                Some(l) => {
+                    // Take the other value only if its rank takes part.
+                    let src = self.u32op(BinOp::Add, rank.into(), Operand::Imm(off as i64));
+                    let ok = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Lt,
+                        ty: Ty::U32,
+                        dst: ok,
+                        a: src.into(),
+                        b: l.into(),
+                    });
+                    let r = self.reg(class(d));
+                    self.op(Op::Selp {
+                        ty: bits_or_float(d),
+                        dst: r,
+                        a: sum.into(),
+                        b: acc.into(),
+                        p: ok,
+                    });
+                    r
+                }
+            };
+            off *= 2;
+        }
+        acc
+    }
+
+    fn shared_value(&mut self, load: bool, d: DType, addr: Reg, value: Reg) {
+        let address = Address {
+            base: AddrBase::Reg(addr),
+            offset: 0,
+        };
+        self.op(if load {
+            Op::Ld {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                dst: smallvec![value],
+                addr: address,
+            }
+        } else {
+            Op::St {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                addr: address,
+                src: smallvec![value.into()],
+            }
+        });
+    }
+
+    /// `smem + slice offset + index * size`.
+    fn entry_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
+        let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
+        let base = self.smem_base();
+        let a = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: a,
+            a: index,
+            b: Operand::Imm(c.elem_bytes as i64),
+            c: base.into(),
+        });
+        if offset != 0 {
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U32,
+                dst: a,
+                a: a.into(),
+                b: Operand::Imm(offset as i64),
+            });
+        }
+        a
+    }
+
+    /// A predicate `a < b` (unsigned).
+    fn below(&mut self, a: Operand, b: Operand) -> Reg {
+        let p = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Lt,
+            ty: Ty::U32,
+            dst: p,
+            a,
+            b,
+        });
+        p
+    }
+
+    /// Lowers a reduction.
+    pub(crate) fn reduce(&mut self, op: OpId, r: &Reduction) {
+        let d = self.ir.datas[r.src.index()].dtype;
+        let items = self.data_regs(r.src).to_vec();
+        let Some(&out) = self.data_regs(r.dst).first() else {
+            return;
+        };
+        let Some(&first) = items.first() else {
+            return;
+        };
+        let mut acc = first;
+        for &v in &items[1..] {
+            acc = self.combine(r.op, d, acc, v);
+        }
+        let valid = r.valid.map(|e| {
+            let mut memo = HashMap::new();
+            self.eval(e, &Ctx::default(), &mut memo)
+        });
+        let threads = self.ir.group_threads(r.group);
+        let tid = self.tid();
+        let result = if threads <= 32 {
+            let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64));
+            let mask = self.group_mask(threads);
+            let mut res = self.warp_reduce(r.op, d, acc, threads, rank, valid, mask);
+            if r.broadcast {
+                let c = (((32 - threads) << 8) | 0x1f) as i64;
+                res = self.shuffle(ShflMode::Idx, res, Operand::Imm(0), c, mask);
+            }
+            res
+        } else {
+            let Some(c) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+                return;
+            };
+            self.block_reduce(op, r, d, acc, valid, &c)
+        };
+        self.mov_into(d, r.dst, 0, result);
+        let _ = out;
+    }
+
+    /// The block part of a reduction; the result is at thread 0 (every thread with
+    /// broadcast).
+    #[allow(clippy::too_many_arguments)]
+    fn block_reduce(
+        &mut self,
+        op: OpId,
+        r: &Reduction,
+        d: DType,
+        acc: Reg,
+        valid: Option<Reg>,
+        c: &CollectivePlan,
+    ) -> Reg {
+        let threads = self.plan.block_threads;
+        let tid = self.tid();
+        let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
+        let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
+        let full = Operand::Imm(-1);
+        let f = c.first_step;
+        let skip_write = self.label();
+        let after_raking = self.label();
+        let result = self.reg(class(d));
+        match r.algorithm {
+            ReduceAlgorithm::WarpReductions => {
+                // Each warp's share of the valid count.
+                let limit = valid.map(|v| {
+                    let start = self.u32op(BinOp::Mul, warp.into(), Operand::Imm(32));
+                    let above = self.u32op(BinOp::Max, v.into(), start.into());
+                    let share = self.u32op(BinOp::Sub, above.into(), start.into());
+                    self.u32op(BinOp::Min, share.into(), Operand::Imm(32))
+                });
+                let part = self.warp_reduce(r.op, d, acc, 32, lane, limit, full);
+                self.sync_point(op, f);
+                // Lane 0 of each warp with a valid thread shares its warp's value.
+                let lead = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: lead,
+                    a: lane.into(),
+                    b: Operand::Imm(0),
+                });
+                self.guarded(
+                    lead,
+                    false,
+                    Op::Bra {
+                        target: skip_write.clone(),
+                        uni: false,
+                    },
+                );
+                if let Some(l) = limit {
+                    let none = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Eq,
+                        ty: Ty::U32,
+                        dst: none,
+                        a: l.into(),
+                        b: Operand::Imm(0),
+                    });
+                    self.guarded(
+                        none,
+                        false,
+                        Op::Bra {
+                            target: skip_write.clone(),
+                            uni: false,
+                        },
+                    );
+                }
+                let a = self.entry_addr(c, warp.into());
+                self.shared_value(false, d, a, part);
+                self.op(Op::Label(skip_write));
+                self.sync_point(op, f + 1);
+                // Warp 0 reduces the shared values of warps with a valid thread.
+                let warps = c.entries;
+                let count = match valid {
+                    None => None,
+                    Some(v) => {
+                        let plus = self.u32op(BinOp::Add, v.into(), Operand::Imm(31));
+                        let n = self.u32op(BinOp::Div, plus.into(), Operand::Imm(32));
+                        Some(self.u32op(BinOp::Min, n.into(), Operand::Imm(warps as i64)))
+                    }
+                };
+                let not_first = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: not_first,
+                    a: warp.into(),
+                    b: Operand::Imm(0),
+                });
+                self.guarded(
+                    not_first,
+                    false,
+                    Op::Bra {
+                        target: after_raking.clone(),
+                        uni: true,
+                    },
+                );
+                let bound = count
+                    .map(Operand::from)
+                    .unwrap_or(Operand::Imm(warps as i64));
+                let has = self.below(lane.into(), bound);
+                let v = self.reg(class(d));
+                self.op(Op::Mov {
+                    ty: bits_or_float(d),
+                    dst: v,
+                    src: part.into(),
+                });
+                let a = self.entry_addr(c, lane.into());
+                let address = Address {
+                    base: AddrBase::Reg(a),
+                    offset: 0,
+                };
+                self.guarded(
+                    has,
+                    false,
+                    Op::Ld {
+                        space: Space::Shared,
+                        ty: mem_ty(d),
+                        dst: smallvec![v],
+                        addr: address,
+                    },
+                );
+                let limit = Some(count.unwrap_or_else(|| {
+                    let w = self.reg(RegClass::B32);
+                    self.op(Op::Mov {
+                        ty: Ty::U32,
+                        dst: w,
+                        src: Operand::Imm(warps as i64),
+                    });
+                    w
+                }));
+                let total = self.warp_reduce(r.op, d, v, 32, lane, limit, full);
+                self.op(Op::Mov {
+                    ty: bits_or_float(d),
+                    dst: result,
+                    src: total.into(),
+                });
+            }
+            ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => {
+                let commutative_only = r.algorithm == ReduceAlgorithm::RakingCommutativeOnly;
+                // With commutative-only raking, warp 0 keeps its values and the other threads
+                // share theirs; otherwise every thread shares, in rank order.
+                let (shared_from, shared) = if commutative_only {
+                    (32, threads - 32)
+                } else {
+                    (0, threads)
+                };
+                self.sync_point(op, f);
+                let count =
+                    valid.map(|v| self.u32op(BinOp::Min, v.into(), Operand::Imm(threads as i64)));
+                let writes = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ge,
+                    ty: Ty::U32,
+                    dst: writes,
+                    a: tid.into(),
+                    b: Operand::Imm(shared_from as i64),
+                });
+                if let Some(n) = count {
+                    let ok = self.below(tid.into(), n.into());
+                    self.op(Op::PredBin {
+                        op: BinOp::And,
+                        dst: writes,
+                        a: writes,
+                        b: ok,
+                    });
+                }
+                let idx = self.u32op(BinOp::Sub, tid.into(), Operand::Imm(shared_from as i64));
+                let a = self.entry_addr(c, idx.into());
+                self.guarded(
+                    writes,
+                    false,
+                    Op::St {
+                        space: Space::Shared,
+                        ty: mem_ty(d),
+                        addr: Address {
+                            base: AddrBase::Reg(a),
+                            offset: 0,
+                        },
+                        src: smallvec![acc.into()],
+                    },
+                );
+                self.sync_point(op, f + 1);
+                let not_first = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: not_first,
+                    a: warp.into(),
+                    b: Operand::Imm(0),
+                });
+                self.guarded(
+                    not_first,
+                    false,
+                    Op::Bra {
+                        target: after_raking.clone(),
+                        uni: true,
+                    },
+                );
+                // Lane l folds shared entries [l * seg, (l + 1) * seg) in order.
+                let seg = shared.div_ceil(32).max(1);
+                let mut have = if commutative_only {
+                    // Its own value counts if its thread is valid.
+                    count.map(|n| self.below(lane.into(), n.into()))
+                } else {
+                    None
+                };
+                let mut folded = if commutative_only { Some(acc) } else { None };
+                for j in 0..seg {
+                    let index = self.reg(RegClass::B32);
+                    self.op(Op::Mad {
+                        ty: Ty::U32,
+                        dst: index,
+                        a: lane.into(),
+                        b: Operand::Imm(seg as i64),
+                        c: Operand::Imm(j as i64),
+                    });
+                    // The entry exists and its thread is valid.
+                    let exists = self.below(index.into(), Operand::Imm(shared as i64));
+                    if let Some(n) = count {
+                        let t =
+                            self.u32op(BinOp::Add, index.into(), Operand::Imm(shared_from as i64));
+                        let ok = self.below(t.into(), n.into());
+                        self.op(Op::PredBin {
+                            op: BinOp::And,
+                            dst: exists,
+                            a: exists,
+                            b: ok,
+                        });
+                    }
+                    let v = self.reg(class(d));
+                    let a = self.entry_addr(c, index.into());
+                    self.guarded(
+                        exists,
+                        false,
+                        Op::Ld {
+                            space: Space::Shared,
+                            ty: mem_ty(d),
+                            dst: smallvec![v],
+                            addr: Address {
+                                base: AddrBase::Reg(a),
+                                offset: 0,
+                            },
+                        },
+                    );
+                    folded = Some(match folded {
+                        None => {
+                            have = Some(exists);
+                            v
+                        }
+                        Some(prev) => {
+                            let sum = self.combine(r.op, d, prev, v);
+                            match have {
+                                // `prev` is a value: take the entry if it exists.
+                                None => {
+                                    let pick = self.reg(class(d));
+                                    self.op(Op::Selp {
+                                        ty: bits_or_float(d),
+                                        dst: pick,
+                                        a: sum.into(),
+                                        b: prev.into(),
+                                        p: exists,
+                                    });
+                                    pick
+                                }
+                                // `prev` may be no value yet: sum if both, the entry alone
+                                // if only it, else `prev`.
+                                Some(h) => {
+                                    let both = self.reg(RegClass::Pred);
+                                    self.op(Op::PredBin {
+                                        op: BinOp::And,
+                                        dst: both,
+                                        a: h,
+                                        b: exists,
+                                    });
+                                    let pick = self.reg(class(d));
+                                    self.op(Op::Selp {
+                                        ty: bits_or_float(d),
+                                        dst: pick,
+                                        a: sum.into(),
+                                        b: prev.into(),
+                                        p: both,
+                                    });
+                                    let only_new = self.reg(RegClass::Pred);
+                                    self.op(Op::PredNot {
+                                        dst: only_new,
+                                        a: h,
+                                    });
+                                    let pick2 = self.reg(class(d));
+                                    self.op(Op::Selp {
+                                        ty: bits_or_float(d),
+                                        dst: pick2,
+                                        a: v.into(),
+                                        b: pick.into(),
+                                        p: only_new,
+                                    });
+                                    let h2 = self.reg(RegClass::Pred);
+                                    self.op(Op::PredBin {
+                                        op: BinOp::Or,
+                                        dst: h2,
+                                        a: h,
+                                        b: exists,
+                                    });
+                                    have = Some(h2);
+                                    pick2
+                                }
+                            }
+                        }
+                    });
+                }
+                let folded = folded.unwrap_or(acc);
+                // Lanes that hold a value: a prefix of the warp (entries are in rank order).
+                let lanes = match count {
+                    None => None,
+                    Some(n) => {
+                        let rest = if commutative_only {
+                            // Own values of lanes below n, or raked entries below n - 32.
+                            let own = self.u32op(BinOp::Min, n.into(), Operand::Imm(32));
+                            let beyond = self.u32op(BinOp::Max, n.into(), Operand::Imm(32));
+                            let past = self.u32op(BinOp::Sub, beyond.into(), Operand::Imm(32));
+                            let plus =
+                                self.u32op(BinOp::Add, past.into(), Operand::Imm(seg as i64 - 1));
+                            let raked =
+                                self.u32op(BinOp::Div, plus.into(), Operand::Imm(seg as i64));
+                            self.u32op(BinOp::Max, own.into(), raked.into())
+                        } else {
+                            let plus =
+                                self.u32op(BinOp::Add, n.into(), Operand::Imm(seg as i64 - 1));
+                            self.u32op(BinOp::Div, plus.into(), Operand::Imm(seg as i64))
+                        };
+                        Some(rest)
+                    }
+                };
+                let limit = if commutative_only || lanes.is_some() {
+                    lanes
+                } else {
+                    // Every lane with an existing segment holds a value.
+                    let n = shared.div_ceil(seg);
+                    let w = self.reg(RegClass::B32);
+                    self.op(Op::Mov {
+                        ty: Ty::U32,
+                        dst: w,
+                        src: Operand::Imm(n as i64),
+                    });
+                    Some(w)
+                };
+                let total = self.warp_reduce(r.op, d, folded, 32, lane, limit, full);
+                self.op(Op::Mov {
+                    ty: bits_or_float(d),
+                    dst: result,
+                    src: total.into(),
+                });
+            }
+        }
+        self.op(Op::Label(after_raking));
+        if !r.broadcast {
+            return result;
+        }
+        // Thread 0 shares the result; every thread reads it.
+        self.sync_point(op, f + 2);
+        let slot = self.entry_addr(c, Operand::Imm(c.entries as i64));
+        let first = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Eq,
+            ty: Ty::U32,
+            dst: first,
+            a: tid.into(),
+            b: Operand::Imm(0),
+        });
+        self.guarded(
+            first,
+            false,
+            Op::St {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                addr: Address {
+                    base: AddrBase::Reg(slot),
+                    offset: 0,
+                },
+                src: smallvec![result.into()],
+            },
+        );
+        self.sync_point(op, f + 3);
+        let all = self.reg(class(d));
+        self.shared_value(true, d, slot, all);
+        all
+    }
+}

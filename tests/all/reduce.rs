@@ -1,0 +1,318 @@
+//! Reductions over blocks, warps and logical warps: every operator, block algorithm, dtype,
+//! valid count and broadcast, against a CPU fold in position order.
+
+use super::common::{Batch, Rng, assert_same, device};
+use coopgraph::ir::{Expr, Group, GroupKind, Reduce, ReduceAlgorithm};
+use coopgraph::runtime::DeviceElement;
+use coopgraph::{KernelBuilder, Load, Store};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Sum,
+    Product,
+    Min,
+    Max,
+    First,
+    Last,
+}
+
+trait Val: DeviceElement + PartialOrd {
+    fn fold(op: Op, a: Self, b: Self) -> Self;
+    fn sample(rng: &mut Rng, op: Op) -> Self;
+}
+
+macro_rules! int_val {
+    ($($t:ty),*) => {$(
+        impl Val for $t {
+            fn fold(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum => a.wrapping_add(b),
+                    Op::Product => a.wrapping_mul(b),
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    Op::First => a,
+                    Op::Last => b,
+                }
+            }
+            fn sample(rng: &mut Rng, _op: Op) -> Self {
+                rng.value()
+            }
+        }
+    )*};
+}
+int_val!(i8, i16, i32, i64, u8, u32, u64);
+
+macro_rules! float_val {
+    ($($t:ty),*) => {$(
+        impl Val for $t {
+            fn fold(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum => a + b,
+                    Op::Product => a * b,
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    Op::First => a,
+                    Op::Last => b,
+                }
+            }
+            fn sample(rng: &mut Rng, op: Op) -> Self {
+                // Small integers (or ±1 for products): every order of summing is exact.
+                let v = (rng.next() % 17) as i64 - 8;
+                match op {
+                    Op::Product => if v < 0 { -1.0 } else { 1.0 },
+                    _ => v as $t,
+                }
+            }
+        }
+    )*};
+}
+float_val!(f32, f64);
+
+fn controls<T: Val>(op: Op) -> Reduce<T> {
+    match op {
+        Op::Sum => Reduce::sum(),
+        Op::Product => Reduce::product(),
+        Op::Min => Reduce::min(),
+        Op::Max => Reduce::max(),
+        Op::First => Reduce::custom(false, |a: Expr<T>, _b| a),
+        Op::Last => Reduce::custom(false, |_a, b: Expr<T>| b),
+    }
+}
+
+fn width(g: Group, block: u32) -> u32 {
+    match g.kind() {
+        GroupKind::Block => block,
+        GroupKind::LogicalWarp { width } => width,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check<T: Val>(
+    batch: &mut Batch,
+    block: u32,
+    items: u32,
+    group: Group,
+    op: Op,
+    alg: ReduceAlgorithm,
+    broadcast: bool,
+    valid: Option<u32>,
+    seed: u64,
+) {
+    let name = format!(
+        "reduce_{}_{block}x{items}_{}_{op:?}_{alg:?}_{broadcast}_{}",
+        T::DTYPE,
+        width(group, block),
+        valid.map_or("all".to_string(), |v| v.to_string())
+    );
+    let mut k = KernelBuilder::new(name.clone())
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<T>("x");
+    let y = k.output::<T>("y");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let mut c = controls::<T>(op).algorithm(alg);
+    if broadcast {
+        c = c.broadcast();
+    }
+    if valid.is_some() {
+        c = c.valid_items(n);
+    }
+    let r = k.reduce(group, &t, c);
+    let out = k.thread_data_n::<T>(1);
+    k.set_item(&out, 0, Expr::lit(T::cast_from_i64(0)));
+    if broadcast {
+        k.assign(&out, &r);
+    } else {
+        k.if_(group.rank().eq(0u32), |k| k.assign(&out, &r));
+    }
+    k.store_to(b, &y, &out, Store::direct());
+    let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+    batch.add(&kernel);
+    let dev = device();
+    let f = dev
+        .compile(&kernel)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut rng = Rng::new(seed);
+    let len = (block * items) as usize;
+    let xs: Vec<T> = (0..len).map(|_| T::sample(&mut rng, op)).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev
+        .alloc_filled(block as usize, T::cast_from_i64(99))
+        .expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb, valid.unwrap_or(0)))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let got = yb.to_vec().expect("download");
+    let w = width(group, block) as usize;
+    let k = items as usize;
+    let mut want = vec![T::cast_from_i64(0); block as usize];
+    for g in 0..block as usize / w {
+        let ranks = valid.map_or(w, |v| (v as usize).min(w));
+        let mut acc: Option<T> = None;
+        for r in 0..ranks {
+            for i in 0..k {
+                let v = xs[(g * w + r) * k + i];
+                acc = Some(match acc {
+                    None => v,
+                    Some(a) => T::fold(op, a, v),
+                });
+            }
+        }
+        let Some(total) = acc else { continue };
+        for r in 0..w {
+            if broadcast || r == 0 {
+                want[g * w + r] = total;
+            }
+        }
+    }
+    assert_same(&got, &want, &name);
+}
+
+fn sweep<T: Val>(seed: u64) {
+    let mut batch = Batch::default();
+    let probe = KernelBuilder::new("probe");
+    let groups = [
+        probe.this_block(),
+        probe.this_warp().into(),
+        probe.this_warp().group_by(8),
+        probe.this_warp().group_by(1),
+    ];
+    for op in [Op::Sum, Op::Min, Op::Max, Op::Product, Op::Last] {
+        for &g in &groups {
+            let algs: &[ReduceAlgorithm] = if g.kind() == GroupKind::Block {
+                &[
+                    ReduceAlgorithm::WarpReductions,
+                    ReduceAlgorithm::Raking,
+                    ReduceAlgorithm::RakingCommutativeOnly,
+                ]
+            } else {
+                &[ReduceAlgorithm::WarpReductions]
+            };
+            for &alg in algs {
+                if alg == ReduceAlgorithm::RakingCommutativeOnly && op == Op::Last {
+                    continue;
+                }
+                for (block, items) in [(128u32, 4u32), (256, 1)] {
+                    check::<T>(&mut batch, block, items, g, op, alg, false, None, seed);
+                    check::<T>(&mut batch, block, items, g, op, alg, true, None, seed + 1);
+                }
+                for v in [1u32, 5, 100] {
+                    check::<T>(
+                        &mut batch,
+                        256,
+                        1,
+                        g,
+                        op,
+                        alg,
+                        true,
+                        Some(v),
+                        seed + v as u64,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_i32() {
+    sweep::<i32>(1);
+}
+
+#[test]
+fn reduce_u32() {
+    sweep::<u32>(2);
+}
+
+#[test]
+fn reduce_f32() {
+    sweep::<f32>(3);
+}
+
+#[test]
+fn reduce_f64() {
+    sweep::<f64>(4);
+}
+
+#[test]
+fn reduce_i64() {
+    sweep::<i64>(5);
+}
+
+#[test]
+fn reduce_narrow() {
+    sweep::<i8>(6);
+    sweep::<u8>(7);
+    sweep::<i16>(8);
+}
+
+#[test]
+fn reduce_first_u64() {
+    let mut batch = Batch::default();
+    let probe = KernelBuilder::new("probe");
+    for g in [probe.this_block(), probe.this_warp().group_by(16)] {
+        for alg in [ReduceAlgorithm::WarpReductions, ReduceAlgorithm::Raking] {
+            check::<u64>(&mut batch, 64, 2, g, Op::First, alg, true, None, 9);
+        }
+    }
+}
+
+/// Every barrier the planner places for a block reduction is needed: without it the
+/// simulator's race checker reports a race.
+#[test]
+fn reduction_barriers_are_necessary() {
+    use coopgraph::runtime::{Device, RuntimeError, SimOptions};
+    use coopgraph::sim::SimError;
+    let sim = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    for alg in [
+        ReduceAlgorithm::WarpReductions,
+        ReduceAlgorithm::Raking,
+        ReduceAlgorithm::RakingCommutativeOnly,
+    ] {
+        let mut k = KernelBuilder::new(format!("twice_{alg:?}"))
+            .block(128)
+            .items_per_thread(2);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        // Two reductions in a row reuse the same bytes.
+        let r1 = k.reduce(b, &t, Reduce::sum().algorithm(alg).broadcast());
+        let s1 = r1.item(0);
+        let u = k.map(&t, move |v| v - s1);
+        let u1 = k.thread_data_n::<i32>(1);
+        k.set_item(&u1, 0, u.item(0) + u.item(1));
+        let r2 = k.reduce(b, &u1, Reduce::max().algorithm(alg).broadcast());
+        k.store_to(b, &y, &r2, Store::direct());
+        let kernel = k.build().expect("builds");
+        assert!(kernel.plan().barriers.len() >= 4, "{}", kernel.explain());
+        let xs: Vec<i32> = (0..256).map(|i| i % 13).collect();
+        let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
+            let f = sim.compile(kernel).map_err(|e| match e {
+                coopgraph::Error::Runtime(r) => r,
+                other => panic!("{other}"),
+            })?;
+            let xb = sim.upload(&xs)?;
+            let mut yb = sim.alloc_zeroed::<i32>(128)?;
+            f.launch_grid(1, (&xb, &mut yb))?;
+            yb.to_vec()
+        };
+        let sum: i32 = xs.iter().sum();
+        let best = (0..128).map(|t| xs[2 * t] + xs[2 * t + 1] - 2 * sum).max();
+        let best = best.expect("threads");
+        let got = run(&kernel).expect("race-free");
+        assert!(got.iter().all(|&v| v == best), "{alg:?}: {got:?}");
+        for i in 0..kernel.plan().barriers.len() {
+            let without = kernel.without_barrier(i).expect("exists");
+            assert!(
+                matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
+                "{alg:?}: barrier {i} not shown necessary\n{}",
+                kernel.explain()
+            );
+        }
+    }
+}
