@@ -391,6 +391,7 @@ impl Emitter<'_> {
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
             OpKind::Reduce(r) => self.reduce(op, r),
+            OpKind::Scan(sc) => self.scan(op, sc),
         }
         self.overrides.clear();
     }

@@ -8,6 +8,7 @@ pub mod exchange;
 pub mod expr;
 pub mod ptx;
 pub mod reduce;
+pub mod scan;
 pub mod target;
 pub mod transfer;
 pub mod write;

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 impl Emitter<'_> {
     /// `a op b` for a reduction operator.
-    fn combine(&mut self, op: ReduceOp, d: DType, a: Reg, b: Reg) -> Reg {
+    pub(crate) fn combine_op(&mut self, op: ReduceOp, d: DType, a: Reg, b: Reg) -> Reg {
         let bin = match op {
             ReduceOp::Sum => BinaryOp::Add,
             ReduceOp::Product => BinaryOp::Mul,
@@ -44,7 +44,14 @@ impl Emitter<'_> {
     }
 
     /// `shfl.sync` of a value of any dtype (64-bit values move as two halves).
-    fn shuffle(&mut self, mode: ShflMode, v: Reg, b: Operand, c: i64, mask: Operand) -> Reg {
+    pub(crate) fn shuffle_value(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+    ) -> Reg {
         let one = |e: &mut Self, src: Reg| {
             let dst = e.reg(src.class);
             e.op(Op::Shfl {
@@ -198,8 +205,8 @@ impl Emitter<'_> {
         let mut acc = acc;
         let mut off = 1;
         while off < w {
-            let other = self.shuffle(ShflMode::Down, acc, Operand::Imm(off as i64), c, mask);
-            let sum = self.combine(op, d, acc, other);
+            let other = self.shuffle_value(ShflMode::Down, acc, Operand::Imm(off as i64), c, mask);
+            let sum = self.combine_op(op, d, acc, other);
             acc = match limit {
                 None => sum,
                 Some(l) => {
@@ -252,7 +259,7 @@ impl Emitter<'_> {
     }
 
     /// `smem + slice offset + index * size`.
-    fn entry_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
+    pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
         let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
         let base = self.smem_base();
         let a = self.reg(RegClass::B32);
@@ -300,7 +307,7 @@ impl Emitter<'_> {
         };
         let mut acc = first;
         for &v in &items[1..] {
-            acc = self.combine(r.op, d, acc, v);
+            acc = self.combine_op(r.op, d, acc, v);
         }
         let valid = r.valid.map(|e| {
             let mut memo = HashMap::new();
@@ -314,7 +321,7 @@ impl Emitter<'_> {
             let mut res = self.warp_reduce(r.op, d, acc, threads, rank, valid, mask);
             if r.broadcast {
                 let c = (((32 - threads) << 8) | 0x1f) as i64;
-                res = self.shuffle(ShflMode::Idx, res, Operand::Imm(0), c, mask);
+                res = self.shuffle_value(ShflMode::Idx, res, Operand::Imm(0), c, mask);
             }
             res
         } else {
@@ -394,7 +401,7 @@ impl Emitter<'_> {
                         },
                     );
                 }
-                let a = self.entry_addr(c, warp.into());
+                let a = self.collective_addr(c, warp.into());
                 self.shared_value(false, d, a, part);
                 self.op(Op::Label(skip_write));
                 self.sync_point(op, f + 1);
@@ -434,7 +441,7 @@ impl Emitter<'_> {
                     dst: v,
                     src: part.into(),
                 });
-                let a = self.entry_addr(c, lane.into());
+                let a = self.collective_addr(c, lane.into());
                 let address = Address {
                     base: AddrBase::Reg(a),
                     offset: 0,
@@ -495,7 +502,7 @@ impl Emitter<'_> {
                     });
                 }
                 let idx = self.u32op(BinOp::Sub, tid.into(), Operand::Imm(shared_from as i64));
-                let a = self.entry_addr(c, idx.into());
+                let a = self.collective_addr(c, idx.into());
                 self.guarded(
                     writes,
                     false,
@@ -558,7 +565,7 @@ impl Emitter<'_> {
                         });
                     }
                     let v = self.reg(class(d));
-                    let a = self.entry_addr(c, index.into());
+                    let a = self.collective_addr(c, index.into());
                     self.guarded(
                         exists,
                         false,
@@ -578,7 +585,7 @@ impl Emitter<'_> {
                             v
                         }
                         Some(prev) => {
-                            let sum = self.combine(r.op, d, prev, v);
+                            let sum = self.combine_op(r.op, d, prev, v);
                             match have {
                                 // `prev` is a value: take the entry if it exists.
                                 None => {
@@ -687,7 +694,7 @@ impl Emitter<'_> {
         }
         // Thread 0 shares the result; every thread reads it.
         self.sync_point(op, f + 2);
-        let slot = self.entry_addr(c, Operand::Imm(c.entries as i64));
+        let slot = self.collective_addr(c, Operand::Imm(c.entries as i64));
         let first = self.reg(RegClass::Pred);
         self.op(Op::Setp {
             cmp: Cmp::Eq,

@@ -272,6 +272,63 @@ impl<T: super::expr::IntElement> Reduce<T> {
     }
 }
 
+/// The controls of a scan: inclusive or exclusive, operator, initial value.
+pub struct Scan<T: Element> {
+    op: ReduceKind<T>,
+    inclusive: bool,
+    initial: Option<Expr<T>>,
+}
+
+impl<T: Element> std::fmt::Debug for Scan<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Scan {{ inclusive: {} }}", self.inclusive)
+    }
+}
+
+impl<T: Element> Scan<T> {
+    fn fixed(op: ReduceOp, inclusive: bool) -> Self {
+        Scan {
+            op: ReduceKind::Fixed(op),
+            inclusive,
+            initial: None,
+        }
+    }
+
+    /// Inclusive prefix sums.
+    pub fn inclusive_sum() -> Self {
+        Scan::fixed(ReduceOp::Sum, true)
+    }
+
+    /// Exclusive prefix sums (starting from 0 unless [`Scan::initial_value`] says otherwise).
+    pub fn exclusive_sum() -> Self {
+        Scan::fixed(ReduceOp::Sum, false).initial_value(T::cast_from_i64(0))
+    }
+
+    /// Inclusive scan with `op` (one of [`Reduce`]'s operators or a custom one).
+    pub fn inclusive(op: Reduce<T>) -> Self {
+        Scan {
+            op: op.op,
+            inclusive: true,
+            initial: None,
+        }
+    }
+
+    /// Exclusive scan with `op`; needs [`Scan::initial_value`].
+    pub fn exclusive(op: Reduce<T>) -> Self {
+        Scan {
+            op: op.op,
+            inclusive: false,
+            initial: None,
+        }
+    }
+
+    /// The value the scan starts from.
+    pub fn initial_value(mut self, v: impl Into<Expr<T>>) -> Self {
+        self.initial = Some(v.into());
+        self
+    }
+}
+
 /// The controls of a temp storage, with cuda.coop's meanings.
 #[derive(Debug, Clone, Copy)]
 pub struct StorageSpec {
@@ -762,6 +819,69 @@ impl KernelBuilder {
             loc,
         );
         dst
+    }
+
+    /// Scans `src` over `group` in position order (a blocked payload; others are converted).
+    #[track_caller]
+    pub fn scan<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+    ) -> ThreadData<T> {
+        self.scan_inner(group.into(), src, controls, false).0
+    }
+
+    /// As [`scan`](Self::scan), also returning the group's total (without the initial value)
+    /// at every rank, as a one-item payload.
+    #[track_caller]
+    pub fn scan_with_aggregate<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+    ) -> (ThreadData<T>, ThreadData<T>) {
+        let (d, a) = self.scan_inner(group.into(), src, controls, true);
+        let a = a.unwrap_or(d);
+        (d, a)
+    }
+
+    #[track_caller]
+    fn scan_inner<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+        aggregate: bool,
+    ) -> (ThreadData<T>, Option<ThreadData<T>>) {
+        let loc = Loc::caller();
+        let group = self.group_id(group);
+        let dst = self.thread_data_n::<T>(src.items);
+        let agg = aggregate.then(|| self.thread_data_n::<T>(1));
+        let op = match controls.op {
+            ReduceKind::Fixed(op) => op,
+            ReduceKind::Custom(f, commutative) => {
+                let body = f(Expr::arg(0), Expr::arg(1));
+                ReduceOp::Custom {
+                    expr: self.expr(&body),
+                    commutative,
+                }
+            }
+        };
+        let initial = controls.initial.as_ref().map(|e| self.expr(e));
+        self.push(
+            OpKind::Scan(ScanSpec {
+                group,
+                src: src.id,
+                dst: dst.id,
+                op,
+                inclusive: controls.inclusive,
+                initial,
+                aggregate: agg.map(|a| a.id),
+            }),
+            loc,
+        );
+        (dst, agg)
     }
 
     /// A block barrier: every thread waits until all threads of the block reach it.

@@ -113,6 +113,8 @@ pub enum VerifyErrorKind {
     },
     /// A kernel name that is not a valid PTX identifier once sanitized (empty).
     EmptyName,
+    /// An exclusive scan without an initial value (its first output would be undefined).
+    ExclusiveScanNeedsInitial,
     /// A commutative-only algorithm with an operator declared not commutative.
     NotCommutative,
     /// `valid_items` on a reduction of more than one item per thread.
@@ -220,6 +222,9 @@ impl fmt::Display for VerifyError {
             }
             DuplicateParam { name } => write!(f, "a second parameter named `{name}`"),
             EmptyName => write!(f, "the kernel name is empty"),
+            ExclusiveScanNeedsInitial => {
+                write!(f, "an exclusive scan needs an initial value")
+            }
             NotCommutative => write!(
                 f,
                 "raking_commutative_only needs a commutative operator; use raking"

@@ -14,7 +14,7 @@ pub mod ops;
 pub mod print;
 pub mod verify;
 
-pub use builder::{KernelBuilder, Load, Pipeline, Reduce, StorageSpec, Store};
+pub use builder::{KernelBuilder, Load, Pipeline, Reduce, Scan, StorageSpec, Store};
 pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 pub use error::{VerifyError, VerifyErrorKind, VerifyErrors};

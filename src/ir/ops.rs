@@ -222,6 +222,27 @@ pub struct Reduction {
     pub algorithm: ReduceAlgorithm,
 }
 
+/// A scan: `dst[p] = initial op x[0] op ... op x[p]` (inclusive) or up to `x[p - 1]`
+/// (exclusive), over positions `p` of the group's tile in blocked order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ScanSpec {
+    /// The group.
+    pub group: GroupId,
+    /// The payload scanned.
+    pub src: DataId,
+    /// The result, as many items as `src`.
+    pub dst: DataId,
+    /// The operator (associative; applied in position order).
+    pub op: ReduceOp,
+    /// Inclusive (else exclusive).
+    pub inclusive: bool,
+    /// The value the scan starts from (required for exclusive scans).
+    pub initial: Option<ExprId>,
+    /// A one-item payload that receives the group's total (without the initial value) at
+    /// every rank.
+    pub aggregate: Option<DataId>,
+}
+
 /// How a temp storage may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sharing {
@@ -323,6 +344,8 @@ pub enum OpKind {
     /// Reduces every item of the group's threads with `op` into `dst` (one item): the result
     /// is at rank 0, or at every rank with `broadcast`.
     Reduce(Reduction),
+    /// Scans the group's items in position order (a blocked payload) into `dst`.
+    Scan(ScanSpec),
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.
     Tiles {
@@ -348,6 +371,7 @@ impl OpKind {
             OpKind::SharedWrite { .. } => "shared_write",
             OpKind::SyncBlock => "sync_block",
             OpKind::Reduce(_) => "reduce",
+            OpKind::Scan(_) => "scan",
         }
     }
 
@@ -356,6 +380,7 @@ impl OpKind {
         match self {
             OpKind::Load(t) | OpKind::Store(t) => Some(t.group),
             OpKind::Reduce(r) => Some(r.group),
+            OpKind::Scan(s) => Some(s.group),
             _ => None,
         }
     }
@@ -406,6 +431,12 @@ impl OpKind {
             OpKind::Reduce(r) => {
                 v.extend(r.valid);
                 if let ReduceOp::Custom { expr, .. } = r.op {
+                    v.push(expr);
+                }
+            }
+            OpKind::Scan(s) => {
+                v.extend(s.initial);
+                if let ReduceOp::Custom { expr, .. } = s.op {
                     v.push(expr);
                 }
             }

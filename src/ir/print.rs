@@ -112,6 +112,20 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             value,
         } => format!("{array}[{}] = {}", e(*index), e(*value)),
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Scan(sc) => format!(
+            "{} = scan.{} {:?} {}{}",
+            sc.dst,
+            if sc.inclusive {
+                "inclusive"
+            } else {
+                "exclusive"
+            },
+            sc.op,
+            sc.src,
+            sc.initial
+                .map(|v| format!(" initial={}", e(v)))
+                .unwrap_or_default()
+        ),
         OpKind::Reduce(r) => format!(
             "{} = reduce.{:?}{} {:?} {}{}",
             r.dst,

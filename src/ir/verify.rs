@@ -142,6 +142,14 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(r.dst.index() < nd, "payload", r.dst.0);
                 check(r.group.index() < ng, "group", r.group.0);
             }
+            OpKind::Scan(sc) => {
+                check(sc.src.index() < nd, "payload", sc.src.0);
+                check(sc.dst.index() < nd, "payload", sc.dst.0);
+                check(sc.group.index() < ng, "group", sc.group.0);
+                if let Some(a) = sc.aggregate {
+                    check(a.index() < nd, "payload", a.0);
+                }
+            }
             OpKind::Map { dst, srcs, .. } => {
                 check(dst.index() < nd, "payload", dst.0);
                 for s in srcs {
@@ -654,6 +662,34 @@ impl Verifier<'_> {
                 self.expr(*value, state, op, None);
             }
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Scan(sc) => {
+                let s = &ir.datas[sc.src.index()];
+                if let Some(v) = sc.initial {
+                    self.expect_ty(v, VType::D(s.dtype), loc, op);
+                    self.expr(v, state, op, None);
+                } else if !sc.inclusive {
+                    self.push(K::ExclusiveScanNeedsInitial, loc, Some(op));
+                }
+                if let super::ops::ReduceOp::Custom { expr, .. } = sc.op {
+                    self.expect_ty(expr, VType::D(s.dtype), loc, op);
+                    let srcs = [sc.src, sc.src];
+                    self.expr(expr, state, op, Some(&srcs));
+                }
+                let group = ir.groups[sc.group.index()].kind;
+                let block = ir.block_threads();
+                if group == GroupKind::Block
+                    && ((block > 32 && block % 32 != 0)
+                        || (block <= 32 && !block.is_power_of_two()))
+                {
+                    self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+                }
+                self.read_all(sc.src, state, loc, op);
+                self.write_all(sc.dst, state);
+                if let Some(a) = sc.aggregate {
+                    self.write_all(a, state);
+                }
+                self.collective(group, loc, op);
+            }
             OpKind::Reduce(r) => {
                 let (s, d) = (&ir.datas[r.src.index()], &ir.datas[r.dst.index()]);
                 if s.dtype != d.dtype {

@@ -149,6 +149,9 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                         };
                     }
                 }
+                OpKind::Scan(sc) => {
+                    changed |= p.produce(op, data.loc, data.loc, sc.dst, Arrangement::Blocked)?;
+                }
                 OpKind::Assign { dst, src } => {
                     if let (None, Some((a, origin))) = (p.arr[dst.index()], p.arr[src.index()]) {
                         changed |= p.produce(op, data.loc, origin, *dst, a)?;
@@ -167,6 +170,9 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             OpKind::Store(t) => {
                 let need = of_algorithm(t.algorithm, ir.group_threads(t.group));
                 p.need(op, data.loc, t.data, need)?;
+            }
+            OpKind::Scan(sc) => {
+                p.need(op, data.loc, sc.src, Arrangement::Blocked)?;
             }
             OpKind::Reduce(r) if !r.op.commutative() => {
                 // Position order is rank order only over a blocked payload.

@@ -437,21 +437,23 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     s.collectives = vec![None; ir.ops.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
-        let OpKind::Reduce(r) = &data.kind else {
-            continue;
+        let (group, src, entries_of, broadcast, label) = match &data.kind {
+            OpKind::Reduce(r) => (r.group, r.src, Some(r.algorithm), r.broadcast, "reduce"),
+            OpKind::Scan(sc) => (sc.group, sc.src, None, false, "scan"),
+            _ => continue,
         };
-        let threads = ir.group_threads(r.group);
+        let threads = ir.group_threads(group);
         if threads <= 32 {
             continue;
         }
-        let elem_bytes = ir.datas[r.src.index()].dtype.bytes();
-        let entries = match r.algorithm {
-            ReduceAlgorithm::WarpReductions => threads.div_ceil(32),
-            ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => threads,
+        let elem_bytes = ir.datas[src.index()].dtype.bytes();
+        let entries = match entries_of {
+            Some(ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly) => threads,
+            Some(ReduceAlgorithm::WarpReductions) | None => threads.div_ceil(32),
         };
         let slice = s.slices.len();
         s.slices.push(Slice {
-            label: format!("reduce {:?} partials", r.algorithm),
+            label: format!("{label} partials"),
             op,
             offset: 0,
             bytes: (entries + 1) * elem_bytes,
@@ -464,7 +466,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             slice,
             entries,
             elem_bytes,
-            broadcast: r.broadcast,
+            broadcast,
             first_step,
         });
     }
@@ -484,21 +486,23 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     s.collectives = vec![None; ir.ops.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
-        let OpKind::Reduce(r) = &data.kind else {
-            continue;
+        let (group, src, entries_of, broadcast, label) = match &data.kind {
+            OpKind::Reduce(r) => (r.group, r.src, Some(r.algorithm), r.broadcast, "reduce"),
+            OpKind::Scan(sc) => (sc.group, sc.src, None, false, "scan"),
+            _ => continue,
         };
-        let threads = ir.group_threads(r.group);
+        let threads = ir.group_threads(group);
         if threads <= 32 {
             continue;
         }
-        let elem_bytes = ir.datas[r.src.index()].dtype.bytes();
-        let entries = match r.algorithm {
-            ReduceAlgorithm::WarpReductions => threads.div_ceil(32),
-            ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => threads,
+        let elem_bytes = ir.datas[src.index()].dtype.bytes();
+        let entries = match entries_of {
+            Some(ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly) => threads,
+            Some(ReduceAlgorithm::WarpReductions) | None => threads.div_ceil(32),
         };
         let slice = s.slices.len();
         s.slices.push(Slice {
-            label: format!("reduce {:?} partials", r.algorithm),
+            label: format!("{label} partials"),
             op,
             offset: 0,
             bytes: (entries + 1) * elem_bytes,
@@ -511,7 +515,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             slice,
             entries,
             elem_bytes,
-            broadcast: r.broadcast,
+            broadcast,
             first_step,
         });
     }

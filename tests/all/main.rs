@@ -9,6 +9,7 @@ mod layout;
 mod layout_reference;
 mod reduce;
 mod runtime;
+mod scan;
 mod sim;
 mod smem;
 mod verify;

@@ -1,0 +1,202 @@
+//! Lowering of scans (warp scans): each thread scans its blocked items; a (logical) warp scans
+//! the thread totals with a `shfl.sync.up` tree (rank `r` takes `r - d` for `d = 1, 2, 4, ...`,
+//! earlier values on the left, so any associative operator works); a block shares each warp's
+//! total through the plan's shared memory (the last lane of each warp writes at the plan's first
+//! step, every thread reads after the planned barrier) and every thread folds the totals of the
+//! warps before its own.
+
+use super::emit::Emitter;
+use super::expr::{Ctx, bits_or_float, class, mem_ty};
+use super::ptx::*;
+use crate::ir::ops::ScanSpec;
+use crate::ir::{DType, OpId};
+use smallvec::smallvec;
+use std::collections::HashMap;
+
+impl Emitter<'_> {
+    /// `p ? a : b` for a value of dtype `d`.
+    fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
+        let r = self.reg(class(d));
+        self.op(Op::Selp {
+            ty: bits_or_float(d),
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+            p,
+        });
+        r
+    }
+
+    /// Lowers a scan.
+    pub(crate) fn scan(&mut self, op: OpId, sc: &ScanSpec) {
+        let d = self.ir.datas[sc.src.index()].dtype;
+        let x = self.data_regs(sc.src).to_vec();
+        let out = self.data_regs(sc.dst).to_vec();
+        if x.is_empty() || out.len() != x.len() {
+            return;
+        }
+        // Thread-local inclusive scan.
+        let mut t = vec![x[0]];
+        for &v in &x[1..] {
+            let prev = t[t.len() - 1];
+            let n = self.combine_op(sc.op, d, prev, v);
+            t.push(n);
+        }
+        let total = t[t.len() - 1];
+        let threads = self.ir.group_threads(sc.group);
+        let w = threads.min(32);
+        let tid = self.tid();
+        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64));
+        let mask = self.group_mask(w);
+        // Inclusive scan of thread totals within the (logical) warp.
+        let up_c = ((32 - w) << 8) as i64;
+        let mut incl = total;
+        let mut off = 1;
+        while off < w {
+            let other =
+                self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off as i64), up_c, mask);
+            let sum = self.combine_op(sc.op, d, other, incl);
+            let has = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Ge,
+                ty: Ty::U32,
+                dst: has,
+                a: rank.into(),
+                b: Operand::Imm(off as i64),
+            });
+            incl = self.pick(d, has, sum, incl);
+            off *= 2;
+        }
+        // This thread's exclusive prefix within the warp: the inclusive value of rank - 1.
+        let excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), up_c, mask);
+        let has_excl = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ne,
+            ty: Ty::U32,
+            dst: has_excl,
+            a: rank.into(),
+            b: Operand::Imm(0),
+        });
+        let (prefix, has_prefix, aggregate) = if threads <= 32 {
+            let c = (((32 - w) << 8) | 0x1f) as i64;
+            let agg = sc.aggregate.map(|_| {
+                self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(w as i64 - 1), c, mask)
+            });
+            (excl, has_excl, agg)
+        } else {
+            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+                return;
+            };
+            let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
+            // The last lane of each warp shares the warp's total.
+            self.sync_point(op, cp.first_step);
+            let last = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Eq,
+                ty: Ty::U32,
+                dst: last,
+                a: rank.into(),
+                b: Operand::Imm(31),
+            });
+            let slot = self.collective_addr(&cp, warp.into());
+            self.guarded(
+                last,
+                false,
+                Op::St {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    addr: Address {
+                        base: AddrBase::Reg(slot),
+                        offset: 0,
+                    },
+                    src: smallvec![incl.into()],
+                },
+            );
+            self.sync_point(op, cp.first_step + 1);
+            // Fold the totals of the warps before this one (and, for the aggregate, all).
+            let mut before: Option<(Reg, Reg)> = None;
+            let mut all: Option<Reg> = None;
+            for j in 0..cp.entries {
+                let a = self.collective_addr(&cp, Operand::Imm(j as i64));
+                let v = self.reg(class(d));
+                self.op(Op::Ld {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    dst: smallvec![v],
+                    addr: Address {
+                        base: AddrBase::Reg(a),
+                        offset: 0,
+                    },
+                });
+                if sc.aggregate.is_some() {
+                    all = Some(match all {
+                        None => v,
+                        Some(prev) => self.combine_op(sc.op, d, prev, v),
+                    });
+                }
+                let counts = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Gt,
+                    ty: Ty::U32,
+                    dst: counts,
+                    a: warp.into(),
+                    b: Operand::Imm(j as i64),
+                });
+                before = Some(match before {
+                    None => (v, counts),
+                    Some((acc, had)) => {
+                        let sum = self.combine_op(sc.op, d, acc, v);
+                        let next = self.pick(d, counts, sum, acc);
+                        (next, had)
+                    }
+                });
+            }
+            let Some((warp_prefix, has_warp)) = before else {
+                return;
+            };
+            // prefix = warp prefix (op) the thread's exclusive prefix, where each exists.
+            let both = self.combine_op(sc.op, d, warp_prefix, excl);
+            let with_warp = self.pick(d, has_excl, both, warp_prefix);
+            let prefix = self.pick(d, has_warp, with_warp, excl);
+            let has = self.reg(RegClass::Pred);
+            self.op(Op::PredBin {
+                op: BinOp::Or,
+                dst: has,
+                a: has_warp,
+                b: has_excl,
+            });
+            (prefix, has, all)
+        };
+        // The initial value goes first.
+        let (prefix, has_prefix) = match sc.initial {
+            None => (prefix, Some(has_prefix)),
+            Some(e) => {
+                let mut memo = HashMap::new();
+                let init = self.eval(e, &Ctx::default(), &mut memo);
+                let joined = self.combine_op(sc.op, d, init, prefix);
+                (self.pick(d, has_prefix, joined, init), None)
+            }
+        };
+        for (i, &dst) in out.iter().enumerate() {
+            let v = if sc.inclusive {
+                let joined = self.combine_op(sc.op, d, prefix, t[i]);
+                match has_prefix {
+                    None => joined,
+                    Some(h) => self.pick(d, h, joined, t[i]),
+                }
+            } else if i == 0 {
+                prefix
+            } else {
+                self.combine_op(sc.op, d, prefix, t[i - 1])
+            };
+            self.op(Op::Mov {
+                ty: bits_or_float(d),
+                dst,
+                src: v.into(),
+            });
+        }
+        if let (Some(a), Some(agg)) = (sc.aggregate, aggregate) {
+            self.mov_into(d, a, 0, agg);
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Scans over blocks, warps and logical warps: inclusive and exclusive, sums, min/max and
+//! non-commutative operators, initial values and aggregates, against a CPU scan in position
+//! order.
+
+use super::common::{Batch, Rng, assert_same, device};
+use coopgraph::ir::{Expr, Group, GroupKind, Reduce, Scan};
+use coopgraph::runtime::DeviceElement;
+use coopgraph::{KernelBuilder, Load, Store};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Sum,
+    Max,
+    First,
+}
+
+trait Val: DeviceElement + PartialOrd {
+    fn fold(op: Op, a: Self, b: Self) -> Self;
+    fn sample(rng: &mut Rng) -> Self;
+}
+
+macro_rules! val {
+    ($($t:ty: $add:ident, $max:expr;)*) => {$(
+        impl Val for $t {
+            fn fold(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum => a.$add(b),
+                    Op::Max => $max(a, b),
+                    Op::First => a,
+                }
+            }
+            fn sample(rng: &mut Rng) -> Self {
+                // Small integers: float sums are exact in any order.
+                ((rng.next() % 17) as i64 - 8) as $t
+            }
+        }
+    )*};
+}
+
+trait AddF {
+    fn addf(self, b: Self) -> Self;
+}
+impl AddF for f32 {
+    fn addf(self, b: Self) -> Self {
+        self + b
+    }
+}
+impl AddF for f64 {
+    fn addf(self, b: Self) -> Self {
+        self + b
+    }
+}
+
+val! {
+    i32: wrapping_add, |a: i32, b: i32| a.max(b);
+    u8: wrapping_add, |a: u8, b: u8| a.max(b);
+    i64: wrapping_add, |a: i64, b: i64| a.max(b);
+    f32: addf, |a: f32, b: f32| a.max(b);
+    f64: addf, |a: f64, b: f64| a.max(b);
+}
+
+fn width(g: Group, block: u32) -> u32 {
+    match g.kind() {
+        GroupKind::Block => block,
+        GroupKind::LogicalWarp { width } => width,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check<T: Val>(
+    batch: &mut Batch,
+    block: u32,
+    items: u32,
+    group: Group,
+    op: Op,
+    inclusive: bool,
+    initial: Option<i64>,
+    seed: u64,
+) {
+    let name = format!(
+        "scan_{}_{block}x{items}_{}_{op:?}_{inclusive}_{}",
+        T::DTYPE,
+        width(group, block),
+        initial.map_or("none".into(), |v| v.to_string())
+    );
+    let mut k = KernelBuilder::new(name.clone())
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<T>("x");
+    let y = k.output::<T>("y");
+    let z = k.output::<T>("z");
+    let b = k.this_block();
+    // A striped load: the scan's input is converted to blocked order by the planner.
+    let t = k.load_from(b, &x, Load::striped());
+    let r: Reduce<T> = match op {
+        Op::Sum => Reduce::sum(),
+        Op::Max => Reduce::max(),
+        Op::First => Reduce::custom(false, |a: Expr<T>, _b| a),
+    };
+    let mut c = if inclusive {
+        Scan::inclusive(r)
+    } else {
+        Scan::exclusive(r)
+    };
+    if let Some(v) = initial {
+        c = c.initial_value(T::cast_from_i64(v));
+    }
+    let (s, agg) = k.scan_with_aggregate(group, &t, c);
+    k.store_to(b, &y, &s, Store::direct());
+    k.store_to(b, &z, &agg, Store::direct());
+    let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+    batch.add(&kernel);
+    let dev = device();
+    let f = dev
+        .compile(&kernel)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut rng = Rng::new(seed);
+    let len = (block * items) as usize;
+    let xs: Vec<T> = (0..len).map(|_| T::sample(&mut rng)).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_filled(len, T::cast_from_i64(99)).expect("alloc");
+    let mut zb = dev
+        .alloc_filled(block as usize, T::cast_from_i64(99))
+        .expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb, &mut zb))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let w = (width(group, block) * items) as usize;
+    let mut want = vec![T::cast_from_i64(0); len];
+    let mut totals = vec![T::cast_from_i64(0); block as usize];
+    for g in 0..len / w {
+        let mut acc: Option<T> = initial.map(T::cast_from_i64);
+        for p in 0..w {
+            let v = xs[g * w + p];
+            let next = match acc {
+                None => v,
+                Some(a) => T::fold(op, a, v),
+            };
+            want[g * w + p] = if inclusive { next } else { acc.unwrap_or(v) };
+            acc = Some(next);
+        }
+        let total = xs[g * w..(g + 1) * w]
+            .iter()
+            .copied()
+            .reduce(|a, b| T::fold(op, a, b))
+            .expect("items");
+        let gw = width(group, block) as usize;
+        for r in 0..gw {
+            totals[g * gw + r] = total;
+        }
+    }
+    assert_same(&yb.to_vec().expect("download"), &want, &name);
+    assert_same(
+        &zb.to_vec().expect("download"),
+        &totals,
+        &format!("{name} aggregate"),
+    );
+}
+
+fn sweep<T: Val>(seed: u64) {
+    let mut batch = Batch::default();
+    let probe = KernelBuilder::new("probe");
+    let groups = [
+        probe.this_block(),
+        probe.this_warp().into(),
+        probe.this_warp().group_by(8),
+        probe.this_warp().group_by(1),
+    ];
+    for g in groups {
+        for op in [Op::Sum, Op::Max, Op::First] {
+            for (block, items) in [(128u32, 4u32), (256, 1), (64, 3)] {
+                check::<T>(&mut batch, block, items, g, op, true, None, seed);
+                check::<T>(&mut batch, block, items, g, op, true, Some(5), seed + 1);
+                check::<T>(&mut batch, block, items, g, op, false, Some(-3), seed + 2);
+            }
+        }
+    }
+}
+
+#[test]
+fn scan_i32() {
+    sweep::<i32>(11);
+}
+
+#[test]
+fn scan_f32() {
+    sweep::<f32>(12);
+}
+
+#[test]
+fn scan_u8_i64_f64() {
+    sweep::<u8>(13);
+    sweep::<i64>(14);
+    sweep::<f64>(15);
+}
+
+#[test]
+fn exclusive_scan_needs_an_initial_value() {
+    let mut k = KernelBuilder::new("k");
+    let x = k.input::<i32>("x");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let line = line!() + 1;
+    k.scan(b, &t, Scan::exclusive(Reduce::max()));
+    match k.build() {
+        Err(coopgraph::Error::Verify(e)) => assert!(e.errors.iter().any(|e| e.loc.line == line
+            && e.kind == coopgraph::ir::VerifyErrorKind::ExclusiveScanNeedsInitial)),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// The barriers of back-to-back block scans are each necessary.
+#[test]
+fn scan_barriers_are_necessary() {
+    use coopgraph::runtime::{Device, RuntimeError, SimOptions};
+    use coopgraph::sim::SimError;
+    let sim = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    let mut k = KernelBuilder::new("scans").block(128).items_per_thread(2);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let s1 = k.scan(b, &t, Scan::inclusive_sum());
+    let s2 = k.scan(b, &s1, Scan::exclusive_sum());
+    k.store_to(b, &y, &s2, Store::direct());
+    let kernel = k.build().expect("builds");
+    let xs: Vec<i32> = (0..256).map(|i| i % 7 - 3).collect();
+    let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
+        let f = sim.compile(kernel).map_err(|e| match e {
+            coopgraph::Error::Runtime(r) => r,
+            other => panic!("{other}"),
+        })?;
+        let xb = sim.upload(&xs)?;
+        let mut yb = sim.alloc_zeroed::<i32>(256)?;
+        f.launch_grid(1, (&xb, &mut yb))?;
+        yb.to_vec()
+    };
+    let mut incl = Vec::new();
+    let mut acc = 0;
+    for v in &xs {
+        acc += v;
+        incl.push(acc);
+    }
+    let mut want = Vec::new();
+    let mut acc = 0;
+    for v in &incl {
+        want.push(acc);
+        acc += v;
+    }
+    assert_eq!(run(&kernel).expect("race-free"), want);
+    assert!(kernel.plan().barriers.len() >= 3, "{}", kernel.explain());
+    for i in 0..kernel.plan().barriers.len() {
+        let without = kernel.without_barrier(i).expect("exists");
+        assert!(
+            matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
+            "barrier {i} not shown necessary\n{}",
+            kernel.explain()
+        );
+    }
+}
