@@ -1,0 +1,240 @@
+//! Block reduce and block scan bandwidth, beside CUB's `BlockReduce`/`BlockScan` in the same
+//! configurations: f32 and i32, blocks of 128 and 256, 1/4/8/16 items per thread.
+//!
+//! - reduce: striped load, block sum (each algorithm), thread 0 writes one partial per block;
+//!   GB/s counts `n * size` read plus the partials written. Checked: every partial.
+//! - scan: warp-transposed load, block inclusive sum (warp scans) of each tile independently,
+//!   warp-transposed store; GB/s counts `2 * n * size`. Checked: every element.
+//!
+//! With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/reduce_scan.cu` wrote in the same run,
+//! each row shows CUB's figure and our ratio. On a GPU it uses 2^28 elements
+//! (`COOPGRAPH_BENCH_N` overrides); on the simulator 2^14, and its times mean nothing.
+
+use coopgraph::ir::{Element, Reduce, ReduceAlgorithm, Scan, index};
+use coopgraph::runtime::{Backend, Device, DeviceElement};
+use coopgraph::{Kernel, KernelBuilder, Load, Store};
+use std::collections::HashMap;
+use std::time::Duration;
+
+fn tile_valid(
+    k: &mut KernelBuilder,
+    n: &coopgraph::ir::Scalar<u32>,
+    tile: u32,
+) -> coopgraph::ir::Expr<u32> {
+    let _ = k;
+    let origin = index::block_index() * tile;
+    n.expr().gt(origin.clone()).select(n.expr() - origin, 0u32)
+}
+
+fn reduce_kernel<T: Element>(alg: ReduceAlgorithm, block: u32, items: u32) -> Kernel {
+    let mut k = KernelBuilder::new(format!("bsum_{}_{alg:?}_{block}x{items}", T::DTYPE))
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<T>("x");
+    let p = k.output::<T>("partials");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    let valid = tile_valid(&mut k, &n, block * items);
+    let t = k.load_from(
+        b,
+        &x,
+        Load::striped()
+            .valid_items(valid)
+            .oob_default(T::cast_from_i64(0)),
+    );
+    let s = k.reduce(b, &t, Reduce::sum().algorithm(alg));
+    // Thread 0's result goes to partials[block].
+    k.store_to(
+        b,
+        &p,
+        &s,
+        Store::direct()
+            .offset(index::block_index())
+            .valid_items(1u32),
+    );
+    k.build().expect("reduce kernel builds")
+}
+
+fn scan_kernel<T: Element>(block: u32, items: u32) -> Kernel {
+    let mut k = KernelBuilder::new(format!("bscan_{}_{block}x{items}", T::DTYPE))
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<T>("x");
+    let y = k.output::<T>("y");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    let valid = tile_valid(&mut k, &n, block * items);
+    let t = k.load_from(
+        b,
+        &x,
+        Load::warp_transpose()
+            .valid_items(valid.clone())
+            .oob_default(T::cast_from_i64(0)),
+    );
+    let s = k.scan(b, &t, Scan::inclusive_sum());
+    k.store_to(b, &y, &s, Store::warp_transpose().valid_items(valid));
+    k.build().expect("scan kernel builds")
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time(dev: &Device, reps: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    f();
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        let ((), t) = dev.time(&mut f).expect("timed");
+        v.push(t);
+    }
+    median(v)
+}
+
+fn cub() -> HashMap<(String, String, String, u32, u32), f64> {
+    let mut m = HashMap::new();
+    let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
+        return m;
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    for line in text.lines().skip(1) {
+        if let [kind, dtype, alg, block, items, gbps] = line.split(',').collect::<Vec<_>>()[..]
+            && let (Ok(b), Ok(i), Ok(g)) = (block.parse(), items.parse(), gbps.parse())
+        {
+            m.insert((kind.into(), dtype.into(), alg.into(), b, i), g);
+        }
+    }
+    m
+}
+
+fn alg_name(a: ReduceAlgorithm) -> &'static str {
+    match a {
+        ReduceAlgorithm::RakingCommutativeOnly => "raking_commutative_only",
+        ReduceAlgorithm::Raking => "raking",
+        ReduceAlgorithm::WarpReductions => "warp_reductions",
+    }
+}
+
+trait Sample: DeviceElement {
+    fn sample(i: u64) -> Self;
+    fn add(a: Self, b: Self) -> Self;
+}
+impl Sample for f32 {
+    fn sample(i: u64) -> Self {
+        (i % 7) as f32
+    }
+    fn add(a: Self, b: Self) -> Self {
+        a + b
+    }
+}
+impl Sample for i32 {
+    fn sample(i: u64) -> Self {
+        (i % 100) as i32
+    }
+    fn add(a: Self, b: Self) -> Self {
+        a.wrapping_add(b)
+    }
+}
+
+fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
+    let table = cub();
+    let xs: Vec<T> = (0..n as u64).map(T::sample).collect();
+    let x = dev.upload(&xs).expect("upload");
+    let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
+    let row = |kind: &str, alg: &str, block: u32, items: u32, g: f64| {
+        let key = (
+            kind.to_string(),
+            T::DTYPE.to_string(),
+            alg.to_string(),
+            block,
+            items,
+        );
+        let (theirs, ratio) = match table.get(&key) {
+            Some(c) => (format!("{c:.0}"), format!("{:.2}", g / c)),
+            None => ("-".into(), "-".into()),
+        };
+        format!(
+            "| {kind} | {} | {alg} | {block} | {items} | {g:.0} | {theirs} | {ratio} |",
+            T::DTYPE
+        )
+    };
+    for block in [128u32, 256] {
+        for items in [1u32, 4, 8, 16] {
+            let tile = (block * items) as usize;
+            let blocks = n.div_ceil(tile);
+            for alg in [
+                ReduceAlgorithm::RakingCommutativeOnly,
+                ReduceAlgorithm::Raking,
+                ReduceAlgorithm::WarpReductions,
+            ] {
+                let f = dev
+                    .compile(&reduce_kernel::<T>(alg, block, items))
+                    .expect("compile");
+                let mut p = dev.alloc_zeroed::<T>(blocks).expect("alloc");
+                f.launch_over(n, (&x, &mut p, n as u32)).expect("launch");
+                let got = p.to_vec().expect("download");
+                for (b, chunk) in xs.chunks(tile).enumerate() {
+                    let want = chunk.iter().copied().fold(T::sample(0), T::add);
+                    assert!(got[b] == want, "reduce {alg:?} {block}x{items}: block {b}");
+                }
+                let t = time(dev, reps, || {
+                    f.launch_over(n, (&x, &mut p, n as u32)).expect("launch")
+                });
+                let bytes = n * 4 + blocks * 4;
+                rows.push(row(
+                    "reduce",
+                    alg_name(alg),
+                    block,
+                    items,
+                    bytes as f64 / t.as_secs_f64() / 1e9,
+                ));
+            }
+            let f = dev
+                .compile(&scan_kernel::<T>(block, items))
+                .expect("compile");
+            f.launch_over(n, (&x, &mut y, n as u32)).expect("launch");
+            let got = y.to_vec().expect("download");
+            for (b, chunk) in xs.chunks(tile).enumerate() {
+                let mut acc = T::sample(0);
+                for (i, &v) in chunk.iter().enumerate() {
+                    acc = T::add(acc, v);
+                    assert!(
+                        got[b * tile + i] == acc,
+                        "scan {block}x{items}: element {}",
+                        b * tile + i
+                    );
+                }
+            }
+            let t = time(dev, reps, || {
+                f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
+            });
+            rows.push(row(
+                "scan",
+                "warp_scans",
+                block,
+                items,
+                (2 * n * 4) as f64 / t.as_secs_f64() / 1e9,
+            ));
+        }
+    }
+}
+
+fn main() {
+    let dev = Device::default_device().expect("a device");
+    let on_gpu = matches!(dev.backend(), Backend::Cuda { .. });
+    let n = std::env::var("COOPGRAPH_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 14 });
+    let reps = if on_gpu { 20 } else { 1 };
+    println!("device: {:?}, n = {n}", dev.backend());
+    println!("| kind | dtype | algorithm | block | items | GB/s | CUB GB/s | ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    run::<f32>(&dev, n, reps, &mut rows);
+    run::<i32>(&dev, n, reps, &mut rows);
+    for r in rows {
+        println!("{r}");
+    }
+}
