@@ -392,6 +392,14 @@ impl Emitter<'_> {
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
             OpKind::Reduce(r) => self.reduce(op, r),
             OpKind::Scan(sc) => self.scan(op, sc),
+            OpKind::Exchange { src, dst, .. } => {
+                // The planned conversion of `src` already ran; its registers stand for `src`.
+                let dtype = ir.datas[dst.index()].dtype;
+                let regs = self.data_regs(*src).to_vec();
+                for (i, r) in regs.into_iter().enumerate() {
+                    self.mov_into(dtype, *dst, i as u32, r);
+                }
+            }
         }
         self.overrides.clear();
     }

@@ -884,6 +884,31 @@ impl KernelBuilder {
         (dst, agg)
     }
 
+    /// A payload with `src`'s items rearranged to `to` (blocked, or striped over `threads`):
+    /// CUB's `BlockExchange` conversions, planned through shared memory. An explicit
+    /// exchange is allowed in strict mode.
+    #[track_caller]
+    pub fn exchange<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(src.items);
+        self.push(
+            OpKind::Exchange {
+                group,
+                src: src.id,
+                dst: dst.id,
+                to,
+            },
+            loc,
+        );
+        dst
+    }
+
     /// A block barrier: every thread waits until all threads of the block reach it.
     #[track_caller]
     pub fn sync_block(&mut self) {

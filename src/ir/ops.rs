@@ -346,6 +346,18 @@ pub enum OpKind {
     Reduce(Reduction),
     /// Scans the group's items in position order (a blocked payload) into `dst`.
     Scan(ScanSpec),
+    /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
+    /// arrangements differ).
+    Exchange {
+        /// The group (for participation).
+        group: GroupId,
+        /// The payload.
+        src: DataId,
+        /// The result.
+        dst: DataId,
+        /// The arrangement of the result.
+        to: Arrangement,
+    },
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.
     Tiles {
@@ -372,6 +384,7 @@ impl OpKind {
             OpKind::SyncBlock => "sync_block",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
+            OpKind::Exchange { .. } => "exchange",
         }
     }
 
@@ -381,6 +394,7 @@ impl OpKind {
             OpKind::Load(t) | OpKind::Store(t) => Some(t.group),
             OpKind::Reduce(r) => Some(r.group),
             OpKind::Scan(s) => Some(s.group),
+            OpKind::Exchange { group, .. } => Some(*group),
             _ => None,
         }
     }
@@ -427,7 +441,7 @@ impl OpKind {
                 v.push(*index);
                 v.push(*value);
             }
-            OpKind::SyncBlock => {}
+            OpKind::SyncBlock | OpKind::Exchange { .. } => {}
             OpKind::Reduce(r) => {
                 v.extend(r.valid);
                 if let ReduceOp::Custom { expr, .. } = r.op {

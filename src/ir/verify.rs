@@ -142,6 +142,13 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(r.dst.index() < nd, "payload", r.dst.0);
                 check(r.group.index() < ng, "group", r.group.0);
             }
+            OpKind::Exchange {
+                group, src, dst, ..
+            } => {
+                check(src.index() < nd, "payload", src.0);
+                check(dst.index() < nd, "payload", dst.0);
+                check(group.index() < ng, "group", group.0);
+            }
             OpKind::Scan(sc) => {
                 check(sc.src.index() < nd, "payload", sc.src.0);
                 check(sc.dst.index() < nd, "payload", sc.dst.0);
@@ -662,6 +669,13 @@ impl Verifier<'_> {
                 self.expr(*value, state, op, None);
             }
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Exchange {
+                group, src, dst, ..
+            } => {
+                self.read_all(*src, state, loc, op);
+                self.write_all(*dst, state);
+                self.collective(ir.groups[group.index()].kind, loc, op);
+            }
             OpKind::Scan(sc) => {
                 let s = &ir.datas[sc.src.index()];
                 if let Some(v) = sc.initial {

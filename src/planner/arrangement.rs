@@ -50,13 +50,13 @@ pub struct Arrangements {
     pub conversions: Vec<Conversion>,
 }
 
-struct Pass<'a> {
-    ir: &'a Ir,
+struct Pass {
+    strict: bool,
     arr: Vec<Option<(Arrangement, Loc)>>,
     conversions: Vec<Conversion>,
 }
 
-impl Pass<'_> {
+impl Pass {
     /// `data` is consumed by `op` (written at `loc`) in arrangement `need`.
     fn need(
         &mut self,
@@ -71,7 +71,7 @@ impl Pass<'_> {
         if have == need {
             return Ok(());
         }
-        if self.ir.strict_arrangements {
+        if self.strict {
             return Err(PlanError::ArrangementMismatch {
                 data,
                 op,
@@ -126,7 +126,7 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
     let mut order = Vec::new();
     ir.walk(|op, _| order.push(op));
     let mut p = Pass {
-        ir,
+        strict: ir.strict_arrangements,
         arr: vec![None; ir.datas.len()],
         conversions: Vec::new(),
     };
@@ -152,6 +152,9 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                 OpKind::Scan(sc) => {
                     changed |= p.produce(op, data.loc, data.loc, sc.dst, Arrangement::Blocked)?;
                 }
+                OpKind::Exchange { dst, to, .. } => {
+                    changed |= p.produce(op, data.loc, data.loc, *dst, *to)?;
+                }
                 OpKind::Assign { dst, src } => {
                     if let (None, Some((a, origin))) = (p.arr[dst.index()], p.arr[src.index()]) {
                         changed |= p.produce(op, data.loc, origin, *dst, a)?;
@@ -173,6 +176,12 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             }
             OpKind::Scan(sc) => {
                 p.need(op, data.loc, sc.src, Arrangement::Blocked)?;
+            }
+            OpKind::Exchange { src, to, .. } => {
+                // Asked for explicitly, so allowed in strict mode too.
+                let strict = std::mem::replace(&mut p.strict, false);
+                p.need(op, data.loc, *src, *to)?;
+                p.strict = strict;
             }
             OpKind::Reduce(r) if !r.op.commutative() => {
                 // Position order is rank order only over a blocked payload.

@@ -504,3 +504,60 @@ fn payload_alignment_bounds_vector_width() {
     f.launch_grid(1, (&xb, &mut yb)).expect("launch");
     assert_same(&yb.to_vec().expect("download"), &xs, "aligned vectorize");
 }
+
+/// Explicit exchanges: blocked ↔ striped over the block and over warps, in strict mode too.
+#[test]
+fn explicit_exchanges() {
+    use coopgraph::ir::Arrangement;
+    let mut batch = Batch::default();
+    let dev = device();
+    for (case, (to, back)) in [
+        (Arrangement::Striped { threads: 64 }, Algorithm::Striped),
+        (Arrangement::Striped { threads: 32 }, Algorithm::Direct),
+        (Arrangement::Blocked, Algorithm::Direct),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut k = KernelBuilder::new(format!("exchange_{case}"))
+            .block(64)
+            .items_per_thread(4)
+            .strict_arrangements(true);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let e = k.exchange(b, &t, to);
+        // Tag each item with its slot, which depends on the arrangement.
+        let u = k.map(&e, |v| v * 8 + index::item().cast::<i32>());
+        let u = if back == Algorithm::Direct && to != Arrangement::Blocked {
+            k.exchange(b, &u, Arrangement::Blocked)
+        } else {
+            u
+        };
+        k.store_to(b, &y, &u, Store::default().algorithm(back));
+        let kernel = k.build().expect("builds in strict mode");
+        batch.add(&kernel);
+        let xs: Vec<i32> = (0..256).collect();
+        let f = dev.compile(&kernel).expect("compile");
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<i32>(256).expect("alloc");
+        f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+        let want: Vec<i32> = (0..256usize)
+            .map(|p| {
+                let slot = match to {
+                    Arrangement::Blocked => p % 4,
+                    Arrangement::Striped { threads } => {
+                        (p % (threads as usize * 4)) / threads as usize
+                    }
+                };
+                p as i32 * 8 + slot as i32
+            })
+            .collect();
+        assert_same(
+            &yb.to_vec().expect("download"),
+            &want,
+            &format!("exchange to {to:?}"),
+        );
+    }
+}
