@@ -392,6 +392,7 @@ impl Emitter<'_> {
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
             OpKind::Reduce(r) => self.reduce(op, r),
             OpKind::Scan(sc) => self.scan(op, sc),
+            OpKind::Neighbor(nb) => self.neighbor(op, nb),
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

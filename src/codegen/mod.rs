@@ -6,6 +6,7 @@
 pub mod emit;
 pub mod exchange;
 pub mod expr;
+pub mod neighbor;
 pub mod ptx;
 pub mod reduce;
 pub mod scan;

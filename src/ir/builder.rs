@@ -272,6 +272,12 @@ impl<T: super::expr::IntElement> Reduce<T> {
     }
 }
 
+/// An operator on two items: `(this, neighbour) -> result`.
+pub type BinaryFn<T> = fn(Expr<T>, Expr<T>) -> Expr<T>;
+
+/// A flag operator on two items in position order: `(earlier, later) -> flag`.
+pub type FlagFn<T> = fn(Expr<T>, Expr<T>) -> Expr<bool>;
+
 /// The controls of a scan: inclusive or exclusive, operator, initial value.
 pub struct Scan<T: Element> {
     op: ReduceKind<T>,
@@ -907,6 +913,158 @@ impl KernelBuilder {
             loc,
         );
         dst
+    }
+
+    #[track_caller]
+    fn neighbor<T: Element, U: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        kind: NeighborKind,
+        op: Option<ExprId>,
+        edge: Option<ExprId>,
+    ) -> ThreadData<U> {
+        let loc = Loc::caller();
+        let group = self.group_id(group);
+        let dst = self.thread_data_n::<U>(src.items);
+        self.push(
+            OpKind::Neighbor(NeighborSpec {
+                group,
+                src: src.id,
+                dst: dst.id,
+                kind,
+                op,
+                edge,
+            }),
+            loc,
+        );
+        dst
+    }
+
+    /// Adjacent differences in position order: `x[p] - x[p - 1]`, or `f(x[p], x[p - 1])`;
+    /// position 0 uses `predecessor` (the item before the tile) or keeps its value.
+    #[track_caller]
+    pub fn adjacent_difference_left<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<BinaryFn<T>>,
+        predecessor: Option<Expr<T>>,
+    ) -> ThreadData<T> {
+        let body = f.unwrap_or(|a, b| a - b)(Expr::arg(0), Expr::arg(1));
+        let op = Some(self.expr(&body));
+        let edge = predecessor.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::AdjacentLeft, op, edge)
+    }
+
+    /// Adjacent differences to the right: `x[p] - x[p + 1]`, or `f(x[p], x[p + 1])`; the last
+    /// position uses `successor` or keeps its value.
+    #[track_caller]
+    pub fn adjacent_difference_right<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<BinaryFn<T>>,
+        successor: Option<Expr<T>>,
+    ) -> ThreadData<T> {
+        let body = f.unwrap_or(|a, b| a - b)(Expr::arg(0), Expr::arg(1));
+        let op = Some(self.expr(&body));
+        let edge = successor.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::AdjacentRight, op, edge)
+    }
+
+    /// Head flags (1 where a run starts): `x[p - 1] != x[p]`, or `f(x[p - 1], x[p])`; position
+    /// 0 compares with `predecessor`, else is a head.
+    #[track_caller]
+    pub fn flag_heads<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<FlagFn<T>>,
+        predecessor: Option<Expr<T>>,
+    ) -> ThreadData<u32> {
+        let body = f.unwrap_or(|a, b| a.ne(b))(Expr::arg(0), Expr::arg(1));
+        let op = Some(self.expr(&body));
+        let edge = predecessor.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::Heads, op, edge)
+    }
+
+    /// Tail flags (1 where a run ends): `x[p] != x[p + 1]`, or `f(x[p], x[p + 1])`; the last
+    /// position compares with `successor`, else is a tail.
+    #[track_caller]
+    pub fn flag_tails<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<FlagFn<T>>,
+        successor: Option<Expr<T>>,
+    ) -> ThreadData<u32> {
+        let body = f.unwrap_or(|a, b| a.ne(b))(Expr::arg(0), Expr::arg(1));
+        let op = Some(self.expr(&body));
+        let edge = successor.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::Tails, op, edge)
+    }
+
+    /// Block shuffle up: position `p` gets `x[p - 1]`; position 0 gets `edge` or keeps its
+    /// value.
+    #[track_caller]
+    pub fn shuffle_up<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        edge: Option<Expr<T>>,
+    ) -> ThreadData<T> {
+        let edge = edge.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::ShiftUp, None, edge)
+    }
+
+    /// Block shuffle down: position `p` gets `x[p + 1]`; the last position gets `edge` or keeps
+    /// its value.
+    #[track_caller]
+    pub fn shuffle_down<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        edge: Option<Expr<T>>,
+    ) -> ThreadData<T> {
+        let edge = edge.as_ref().map(|e| self.expr(e));
+        self.neighbor(group.into(), src, NeighborKind::ShiftDown, None, edge)
+    }
+
+    /// Block shuffle by offset (one item per thread): rank `r` gets rank `r + distance`'s value
+    /// when that rank is in the group, else keeps its own.
+    #[track_caller]
+    pub fn shuffle_offset<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        distance: i32,
+    ) -> ThreadData<T> {
+        self.neighbor(
+            group.into(),
+            src,
+            NeighborKind::Offset(distance),
+            None,
+            None,
+        )
+    }
+
+    /// Block shuffle by rotation (one item per thread): rank `r` gets rank
+    /// `(r + distance) mod size`'s value.
+    #[track_caller]
+    pub fn shuffle_rotate<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        distance: i32,
+    ) -> ThreadData<T> {
+        self.neighbor(
+            group.into(),
+            src,
+            NeighborKind::Rotate(distance),
+            None,
+            None,
+        )
     }
 
     /// A block barrier: every thread waits until all threads of the block reach it.

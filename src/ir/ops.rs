@@ -243,6 +243,47 @@ pub struct ScanSpec {
     pub aggregate: Option<DataId>,
 }
 
+/// What a neighbour op computes, for position `p` of the group's tile (blocked order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NeighborKind {
+    /// `op(x[p], x[p - 1])` (default `x[p] - x[p - 1]`); position 0 takes the tile predecessor
+    /// (`edge`) or is copied.
+    AdjacentLeft,
+    /// `op(x[p], x[p + 1])`; the last position takes the tile successor or is copied.
+    AdjacentRight,
+    /// Head flags: `op(x[p - 1], x[p])` (default `!=`) as 1 or 0; position 0 compares with the
+    /// predecessor, else is a head.
+    Heads,
+    /// Tail flags: `op(x[p], x[p + 1])`; the last position compares with the successor, else
+    /// is a tail.
+    Tails,
+    /// `x[p - 1]` (block shuffle up); position 0 takes `edge` or keeps its value.
+    ShiftUp,
+    /// `x[p + 1]` (block shuffle down); the last position takes `edge` or keeps its value.
+    ShiftDown,
+    /// One item per thread: the value of rank `r + distance`, when in the group (else kept).
+    Offset(i32),
+    /// One item per thread: the value of rank `(r + distance) mod size`.
+    Rotate(i32),
+}
+
+/// A neighbour op.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NeighborSpec {
+    /// The group.
+    pub group: GroupId,
+    /// The payload (blocked; others are converted).
+    pub src: DataId,
+    /// The result (flags are `u32` 1 or 0).
+    pub dst: DataId,
+    /// What to compute.
+    pub kind: NeighborKind,
+    /// The operator (`Arg(0)`, `Arg(1)` as documented per kind); `None`: the default.
+    pub op: Option<ExprId>,
+    /// The tile predecessor or successor value.
+    pub edge: Option<ExprId>,
+}
+
 /// How a temp storage may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sharing {
@@ -346,6 +387,9 @@ pub enum OpKind {
     Reduce(Reduction),
     /// Scans the group's items in position order (a blocked payload) into `dst`.
     Scan(ScanSpec),
+    /// Each item combined with its neighbour in position order (adjacent difference,
+    /// discontinuity flags, block shuffles).
+    Neighbor(NeighborSpec),
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).
     Exchange {
@@ -385,6 +429,7 @@ impl OpKind {
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
             OpKind::Exchange { .. } => "exchange",
+            OpKind::Neighbor(_) => "neighbor",
         }
     }
 
@@ -395,6 +440,7 @@ impl OpKind {
             OpKind::Reduce(r) => Some(r.group),
             OpKind::Scan(s) => Some(s.group),
             OpKind::Exchange { group, .. } => Some(*group),
+            OpKind::Neighbor(nb) => Some(nb.group),
             _ => None,
         }
     }
@@ -442,6 +488,10 @@ impl OpKind {
                 v.push(*value);
             }
             OpKind::SyncBlock | OpKind::Exchange { .. } => {}
+            OpKind::Neighbor(nb) => {
+                v.extend(nb.op);
+                v.extend(nb.edge);
+            }
             OpKind::Reduce(r) => {
                 v.extend(r.valid);
                 if let ReduceOp::Custom { expr, .. } = r.op {

@@ -112,6 +112,7 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             value,
         } => format!("{array}[{}] = {}", e(*index), e(*value)),
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),
         OpKind::Scan(sc) => format!(
             "{} = scan.{} {:?} {}{}",

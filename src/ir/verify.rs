@@ -142,6 +142,11 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(r.dst.index() < nd, "payload", r.dst.0);
                 check(r.group.index() < ng, "group", r.group.0);
             }
+            OpKind::Neighbor(nb) => {
+                check(nb.src.index() < nd, "payload", nb.src.0);
+                check(nb.dst.index() < nd, "payload", nb.dst.0);
+                check(nb.group.index() < ng, "group", nb.group.0);
+            }
             OpKind::Exchange {
                 group, src, dst, ..
             } => {
@@ -669,6 +674,43 @@ impl Verifier<'_> {
                 self.expr(*value, state, op, None);
             }
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Neighbor(nb) => {
+                use super::ops::NeighborKind as N;
+                let s = &ir.datas[nb.src.index()];
+                let flags = matches!(nb.kind, N::Heads | N::Tails);
+                if let Some(e) = nb.op {
+                    let want = if flags {
+                        VType::Bool
+                    } else {
+                        VType::D(s.dtype)
+                    };
+                    self.expect_ty(e, want, loc, op);
+                    let srcs = [nb.src, nb.src];
+                    self.expr(e, state, op, Some(&srcs));
+                }
+                if let Some(e) = nb.edge {
+                    self.expect_ty(e, VType::D(s.dtype), loc, op);
+                    self.expr(e, state, op, None);
+                }
+                if matches!(nb.kind, N::Offset(_) | N::Rotate(_)) && s.items != 1 {
+                    self.push(
+                        K::ItemsMismatch {
+                            expected: 1,
+                            found: s.items,
+                        },
+                        loc,
+                        Some(op),
+                    );
+                }
+                let group = ir.groups[nb.group.index()].kind;
+                let block = ir.block_threads();
+                if group == GroupKind::Block && block <= 32 && !block.is_power_of_two() {
+                    self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+                }
+                self.read_all(nb.src, state, loc, op);
+                self.write_all(nb.dst, state);
+                self.collective(group, loc, op);
+            }
             OpKind::Exchange {
                 group, src, dst, ..
             } => {

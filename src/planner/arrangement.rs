@@ -155,6 +155,9 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                 OpKind::Exchange { dst, to, .. } => {
                     changed |= p.produce(op, data.loc, data.loc, *dst, *to)?;
                 }
+                OpKind::Neighbor(nb) if !one_per_thread(&nb.kind) => {
+                    changed |= p.produce(op, data.loc, data.loc, nb.dst, Arrangement::Blocked)?;
+                }
                 OpKind::Assign { dst, src } => {
                     if let (None, Some((a, origin))) = (p.arr[dst.index()], p.arr[src.index()]) {
                         changed |= p.produce(op, data.loc, origin, *dst, a)?;
@@ -176,6 +179,9 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             }
             OpKind::Scan(sc) => {
                 p.need(op, data.loc, sc.src, Arrangement::Blocked)?;
+            }
+            OpKind::Neighbor(nb) if !one_per_thread(&nb.kind) => {
+                p.need(op, data.loc, nb.src, Arrangement::Blocked)?;
             }
             OpKind::Exchange { src, to, .. } => {
                 // Asked for explicitly, so allowed in strict mode too.
@@ -206,4 +212,10 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
         of: p.arr.into_iter().map(|a| a.map(|(a, _)| a)).collect(),
         conversions: p.conversions,
     })
+}
+
+/// Shuffles by offset or rotation move one value per thread: any arrangement will do.
+fn one_per_thread(kind: &crate::ir::ops::NeighborKind) -> bool {
+    use crate::ir::ops::NeighborKind as N;
+    matches!(kind, N::Offset(_) | N::Rotate(_))
 }

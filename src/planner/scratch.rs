@@ -437,9 +437,17 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     s.collectives = vec![None; ir.ops.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
-        let (group, src, entries_of, broadcast, label) = match &data.kind {
-            OpKind::Reduce(r) => (r.group, r.src, Some(r.algorithm), r.broadcast, "reduce"),
-            OpKind::Scan(sc) => (sc.group, sc.src, None, false, "scan"),
+        // One shared value per warp, or per thread.
+        let (group, src, per_thread, broadcast, label) = match &data.kind {
+            OpKind::Reduce(r) => (
+                r.group,
+                r.src,
+                r.algorithm != ReduceAlgorithm::WarpReductions,
+                r.broadcast,
+                "reduce",
+            ),
+            OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
+            OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
             _ => continue,
         };
         let threads = ir.group_threads(group);
@@ -447,9 +455,10 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             continue;
         }
         let elem_bytes = ir.datas[src.index()].dtype.bytes();
-        let entries = match entries_of {
-            Some(ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly) => threads,
-            Some(ReduceAlgorithm::WarpReductions) | None => threads.div_ceil(32),
+        let entries = if per_thread {
+            threads
+        } else {
+            threads.div_ceil(32)
         };
         let slice = s.slices.len();
         s.slices.push(Slice {
@@ -486,9 +495,17 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     s.collectives = vec![None; ir.ops.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
-        let (group, src, entries_of, broadcast, label) = match &data.kind {
-            OpKind::Reduce(r) => (r.group, r.src, Some(r.algorithm), r.broadcast, "reduce"),
-            OpKind::Scan(sc) => (sc.group, sc.src, None, false, "scan"),
+        // One shared value per warp, or per thread.
+        let (group, src, per_thread, broadcast, label) = match &data.kind {
+            OpKind::Reduce(r) => (
+                r.group,
+                r.src,
+                r.algorithm != ReduceAlgorithm::WarpReductions,
+                r.broadcast,
+                "reduce",
+            ),
+            OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
+            OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
             _ => continue,
         };
         let threads = ir.group_threads(group);
@@ -496,9 +513,10 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             continue;
         }
         let elem_bytes = ir.datas[src.index()].dtype.bytes();
-        let entries = match entries_of {
-            Some(ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly) => threads,
-            Some(ReduceAlgorithm::WarpReductions) | None => threads.div_ceil(32),
+        let entries = if per_thread {
+            threads
+        } else {
+            threads.div_ceil(32)
         };
         let slice = s.slices.len();
         s.slices.push(Slice {

@@ -7,6 +7,7 @@ mod golden;
 mod kernels;
 mod layout;
 mod layout_reference;
+mod neighbor;
 mod reduce;
 mod runtime;
 mod scan;

@@ -1,0 +1,273 @@
+//! Lowering of neighbour ops (adjacent difference, discontinuity flags, block shuffles).
+//!
+//! Each thread shares one value — its last item (when positions look left), its first item
+//! (when they look right), or its only item (offset and rotate shuffles) — and reads the value
+//! of the rank it needs: through `shfl.sync.idx` inside a (logical) warp, or through the plan's
+//! shared memory across a block (written at the plan's first step, read after the planned
+//! barrier). Items inside a thread use their own neighbours directly.
+
+use super::emit::Emitter;
+use super::expr::{Ctx, bits_or_float, class, mem_ty};
+use super::ptx::*;
+use crate::ir::ops::{NeighborKind as N, NeighborSpec};
+use crate::ir::{DType, ExprId, OpId};
+use smallvec::smallvec;
+use std::collections::HashMap;
+
+impl Emitter<'_> {
+    fn apply(&mut self, e: ExprId, a: Reg, b: Reg) -> Reg {
+        let ctx = Ctx {
+            args: vec![a, b],
+            item: None,
+        };
+        let mut memo = HashMap::new();
+        self.eval(e, &ctx, &mut memo)
+    }
+
+    /// A flag predicate as a `u32` 1 or 0.
+    fn flag(&mut self, p: Reg) -> Reg {
+        let r = self.reg(RegClass::B32);
+        self.op(Op::Selp {
+            ty: Ty::U32,
+            dst: r,
+            a: Operand::Imm(1),
+            b: Operand::Imm(0),
+            p,
+        });
+        r
+    }
+
+    fn pick_value(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
+        let r = self.reg(class(d));
+        self.op(Op::Selp {
+            ty: bits_or_float(d),
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+            p,
+        });
+        r
+    }
+
+    /// Lowers a neighbour op.
+    pub(crate) fn neighbor(&mut self, op: OpId, nb: &NeighborSpec) {
+        let d = self.ir.datas[nb.src.index()].dtype;
+        let x = self.data_regs(nb.src).to_vec();
+        let out = self.data_regs(nb.dst).to_vec();
+        let k = x.len();
+        if k == 0 || out.len() != k {
+            return;
+        }
+        let (share, off, rotate) = match nb.kind {
+            N::AdjacentLeft | N::Heads | N::ShiftUp => (x[k - 1], -1i64, false),
+            N::AdjacentRight | N::Tails | N::ShiftDown => (x[0], 1, false),
+            N::Offset(dist) => (x[0], dist as i64, false),
+            N::Rotate(dist) => (x[0], dist as i64, true),
+        };
+        let threads = self.ir.group_threads(nb.group);
+        let tid = self.tid();
+        let rank = if threads >= self.plan.block_threads {
+            tid
+        } else {
+            self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64))
+        };
+        // The rank read, and whether it is in the group.
+        let n = threads as i64;
+        let target = self.reg(RegClass::B32);
+        let shift = if rotate { off.rem_euclid(n) } else { off };
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::S32,
+            dst: target,
+            a: rank.into(),
+            b: Operand::Imm(shift),
+        });
+        let has = self.reg(RegClass::Pred);
+        if rotate {
+            self.op(Op::Bin {
+                op: BinOp::Rem,
+                ty: Ty::U32,
+                dst: target,
+                a: target.into(),
+                b: Operand::Imm(n),
+            });
+            self.op(Op::Setp {
+                cmp: Cmp::Eq,
+                ty: Ty::U32,
+                dst: has,
+                a: target.into(),
+                b: target.into(),
+            });
+        } else {
+            // 0 <= target < n, as one unsigned compare.
+            self.op(Op::Setp {
+                cmp: Cmp::Lt,
+                ty: Ty::U32,
+                dst: has,
+                a: target.into(),
+                b: Operand::Imm(n),
+            });
+        }
+        let nv = if threads <= 32 {
+            let mask = self.group_mask(threads);
+            let c = (((32 - threads) << 8) | 0x1f) as i64;
+            let lane = self.reg(RegClass::B32);
+            self.op(Op::Bin {
+                op: BinOp::And,
+                ty: Ty::B32,
+                dst: lane,
+                a: target.into(),
+                b: Operand::Imm(n - 1),
+            });
+            self.shuffle_value(ShflMode::Idx, share, lane.into(), c, mask)
+        } else {
+            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+                return;
+            };
+            self.sync_point(op, cp.first_step);
+            let mine = self.collective_addr(&cp, tid.into());
+            self.op(Op::St {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                addr: Address {
+                    base: AddrBase::Reg(mine),
+                    offset: 0,
+                },
+                src: smallvec![share.into()],
+            });
+            self.sync_point(op, cp.first_step + 1);
+            let theirs = self.collective_addr(&cp, target.into());
+            let v = self.reg(class(d));
+            // Keep the register defined where no rank is read.
+            self.op(Op::Mov {
+                ty: bits_or_float(d),
+                dst: v,
+                src: share.into(),
+            });
+            self.guarded(
+                has,
+                false,
+                Op::Ld {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    dst: smallvec![v],
+                    addr: Address {
+                        base: AddrBase::Reg(theirs),
+                        offset: 0,
+                    },
+                },
+            );
+            v
+        };
+        let edge = nb.edge.map(|e| {
+            let mut memo = HashMap::new();
+            self.eval(e, &Ctx::default(), &mut memo)
+        });
+        let results: Vec<Reg> = match nb.kind {
+            N::AdjacentLeft | N::AdjacentRight => {
+                let Some(f) = nb.op else { return };
+                let left = nb.kind == N::AdjacentLeft;
+                let edge_item = if left { 0 } else { k - 1 };
+                (0..k)
+                    .map(|i| {
+                        if i != edge_item {
+                            let j = if left { i - 1 } else { i + 1 };
+                            return self.apply(f, x[i], x[j]);
+                        }
+                        let with = self.apply(f, x[i], nv);
+                        let fallback = match edge {
+                            Some(e) => self.apply(f, x[i], e),
+                            None => x[i],
+                        };
+                        self.pick_value(d, has, with, fallback)
+                    })
+                    .collect()
+            }
+            N::Heads | N::Tails => {
+                let Some(f) = nb.op else { return };
+                let heads = nb.kind == N::Heads;
+                let edge_item = if heads { 0 } else { k - 1 };
+                (0..k)
+                    .map(|i| {
+                        let p = if i != edge_item {
+                            if heads {
+                                self.apply(f, x[i - 1], x[i])
+                            } else {
+                                self.apply(f, x[i], x[i + 1])
+                            }
+                        } else {
+                            let with = if heads {
+                                self.apply(f, nv, x[i])
+                            } else {
+                                self.apply(f, x[i], nv)
+                            };
+                            let fallback = match edge {
+                                Some(e) if heads => self.apply(f, e, x[i]),
+                                Some(e) => self.apply(f, x[i], e),
+                                None => {
+                                    // No neighbour: a head (or tail).
+                                    let t = self.reg(RegClass::Pred);
+                                    self.op(Op::Setp {
+                                        cmp: Cmp::Eq,
+                                        ty: Ty::U32,
+                                        dst: t,
+                                        a: tid.into(),
+                                        b: tid.into(),
+                                    });
+                                    t
+                                }
+                            };
+                            let r = self.reg(RegClass::Pred);
+                            let a = self.reg(RegClass::Pred);
+                            self.op(Op::PredBin {
+                                op: BinOp::And,
+                                dst: a,
+                                a: has,
+                                b: with,
+                            });
+                            let not_has = self.reg(RegClass::Pred);
+                            self.op(Op::PredNot {
+                                dst: not_has,
+                                a: has,
+                            });
+                            let b = self.reg(RegClass::Pred);
+                            self.op(Op::PredBin {
+                                op: BinOp::And,
+                                dst: b,
+                                a: not_has,
+                                b: fallback,
+                            });
+                            self.op(Op::PredBin {
+                                op: BinOp::Or,
+                                dst: r,
+                                a,
+                                b,
+                            });
+                            r
+                        };
+                        self.flag(p)
+                    })
+                    .collect()
+            }
+            N::ShiftUp | N::ShiftDown => {
+                let up = nb.kind == N::ShiftUp;
+                let edge_item = if up { 0 } else { k - 1 };
+                (0..k)
+                    .map(|i| {
+                        if i != edge_item {
+                            return if up { x[i - 1] } else { x[i + 1] };
+                        }
+                        let fallback = edge.unwrap_or(x[i]);
+                        self.pick_value(d, has, nv, fallback)
+                    })
+                    .collect()
+            }
+            N::Offset(_) => vec![self.pick_value(d, has, nv, x[0])],
+            N::Rotate(_) => vec![nv],
+        };
+        let out_ty = self.ir.datas[nb.dst.index()].dtype;
+        for (i, r) in results.into_iter().enumerate() {
+            self.mov_into(out_ty, nb.dst, i as u32, r);
+        }
+    }
+}

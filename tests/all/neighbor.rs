@@ -1,0 +1,176 @@
+//! Adjacent differences, discontinuity flags and block shuffles over blocks, warps and
+//! logical warps, against a CPU reference in position order.
+
+use super::common::{Batch, Rng, assert_same, device};
+use coopgraph::ir::{Expr, Group, GroupKind};
+use coopgraph::{Kernel, KernelBuilder, Load, Store};
+
+#[derive(Debug, Clone, Copy)]
+enum Case {
+    Left(bool),
+    Right(bool),
+    Heads(bool),
+    Tails(bool),
+    Up(bool),
+    Down(bool),
+    Offset(i32),
+    Rotate(i32),
+}
+
+const EDGE: i32 = 1000;
+
+fn build(name: &str, block: u32, items: u32, g: Group, case: Case) -> Kernel {
+    let mut k = KernelBuilder::new(name)
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<i32>("x");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::striped());
+    let edge = |on: bool| on.then(|| Expr::lit(EDGE));
+    match case {
+        Case::Heads(e) | Case::Tails(e) => {
+            let y = k.output::<u32>("y");
+            let f = if matches!(case, Case::Heads(_)) {
+                k.flag_heads(g, &t, None, edge(e))
+            } else {
+                k.flag_tails(g, &t, None, edge(e))
+            };
+            k.store_to(b, &y, &f, Store::direct());
+        }
+        _ => {
+            let y = k.output::<i32>("y");
+            let r = match case {
+                Case::Left(e) => k.adjacent_difference_left(g, &t, None, edge(e)),
+                Case::Right(e) => {
+                    k.adjacent_difference_right(g, &t, Some(|a, b| a * 2 - b), edge(e))
+                }
+                Case::Up(e) => k.shuffle_up(g, &t, edge(e)),
+                Case::Down(e) => k.shuffle_down(g, &t, edge(e)),
+                Case::Offset(d) => k.shuffle_offset(g, &t, d),
+                Case::Rotate(d) => k.shuffle_rotate(g, &t, d),
+                _ => unreachable!("flags are handled above"),
+            };
+            k.store_to(b, &y, &r, Store::direct());
+        }
+    }
+    k.build().unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The expected output at position `p` of a group tile `tile` (blocked, `w` threads).
+fn reference(case: Case, tile: &[i32], w: usize, k: usize) -> Vec<i64> {
+    let n = tile.len();
+    (0..n)
+        .map(|p| {
+            let prev = (p > 0).then(|| tile[p - 1]);
+            let next = (p + 1 < n).then(|| tile[p + 1]);
+            let x = tile[p];
+            match case {
+                Case::Left(e) => match (prev, e) {
+                    (Some(q), _) => x.wrapping_sub(q) as i64,
+                    (None, true) => x.wrapping_sub(EDGE) as i64,
+                    (None, false) => x as i64,
+                },
+                Case::Right(e) => match (next, e) {
+                    (Some(q), _) => x.wrapping_mul(2).wrapping_sub(q) as i64,
+                    (None, true) => x.wrapping_mul(2).wrapping_sub(EDGE) as i64,
+                    (None, false) => x as i64,
+                },
+                Case::Heads(e) => match (prev, e) {
+                    (Some(q), _) => (q != x) as i64,
+                    (None, true) => (EDGE != x) as i64,
+                    (None, false) => 1,
+                },
+                Case::Tails(e) => match (next, e) {
+                    (Some(q), _) => (x != q) as i64,
+                    (None, true) => (x != EDGE) as i64,
+                    (None, false) => 1,
+                },
+                Case::Up(e) => prev.map_or(if e { EDGE } else { x }, |q| q) as i64,
+                Case::Down(e) => next.map_or(if e { EDGE } else { x }, |q| q) as i64,
+                Case::Offset(d) => {
+                    let r = p / k;
+                    let t = r as i64 + d as i64;
+                    (if (0..w as i64).contains(&t) {
+                        tile[t as usize * k]
+                    } else {
+                        x
+                    }) as i64
+                }
+                Case::Rotate(d) => {
+                    let r = p / k;
+                    tile[(r as i64 + d as i64).rem_euclid(w as i64) as usize * k] as i64
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn neighbours_in_position_order() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let probe = KernelBuilder::new("probe");
+    let groups = [
+        probe.this_block(),
+        probe.this_warp().into(),
+        probe.this_warp().group_by(8),
+    ];
+    let mut case_no = 0u64;
+    for g in groups {
+        for (block, items) in [(128u32, 3u32), (64, 1)] {
+            let cases = [
+                Case::Left(false),
+                Case::Left(true),
+                Case::Right(false),
+                Case::Right(true),
+                Case::Heads(false),
+                Case::Heads(true),
+                Case::Tails(false),
+                Case::Tails(true),
+                Case::Up(false),
+                Case::Up(true),
+                Case::Down(true),
+                Case::Down(false),
+                Case::Offset(3),
+                Case::Offset(-5),
+                Case::Rotate(5),
+                Case::Rotate(-3),
+            ];
+            for case in cases {
+                if matches!(case, Case::Offset(_) | Case::Rotate(_)) && items != 1 {
+                    continue;
+                }
+                case_no += 1;
+                let name = format!("neighbor_{case_no}");
+                let kernel = build(&name, block, items, g, case);
+                batch.add(&kernel);
+                let f = dev.compile(&kernel).expect("compile");
+                let len = (block * items) as usize;
+                let mut rng = Rng::new(case_no);
+                let xs: Vec<i32> = (0..len).map(|_| (rng.next() % 3) as i32).collect();
+                let xb = dev.upload(&xs).expect("upload");
+                let w = match g.kind() {
+                    GroupKind::Block => block,
+                    GroupKind::LogicalWarp { width } => width,
+                } as usize;
+                let k = items as usize;
+                let mut want = Vec::new();
+                for tile in xs.chunks(w * k) {
+                    want.extend(reference(case, tile, w, k));
+                }
+                let what = format!("{case:?} over {w} threads, {block}x{items}");
+                if matches!(case, Case::Heads(_) | Case::Tails(_)) {
+                    let mut yb = dev.alloc_filled(len, 7u32).expect("alloc");
+                    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+                    let want: Vec<u32> = want.iter().map(|&v| v as u32).collect();
+                    assert_same(&yb.to_vec().expect("download"), &want, &what);
+                } else {
+                    let mut yb = dev.alloc_filled(len, 7i32).expect("alloc");
+                    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+                    let want: Vec<i32> = want.iter().map(|&v| v as i32).collect();
+                    assert_same(&yb.to_vec().expect("download"), &want, &what);
+                }
+            }
+        }
+    }
+}
