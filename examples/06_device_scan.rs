@@ -1,7 +1,7 @@
 //! A whole-array inclusive scan in the reduce-then-scan form: (1) each tile's sum, (2) one
-//! block scans the tile sums, carrying a running total from tile to tile (each tile's scan
-//! starts from the running value and adds its aggregate to it), (3) each tile scans itself
-//! starting from its prefix. Checked against the CPU; on a GPU prints GB/s (2 · n · 4 bytes per
+//! block scans the tile sums, carrying a running total from tile to tile through a prefix
+//! callback (each tile's scan starts from the running value, and the callback adds the tile's
+//! total to it), (3) each tile scans itself starting from its prefix. Checked against the CPU; on a GPU prints GB/s (2 · n · 4 bytes per
 //! scan) beside `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV` names the reference
 //! harness's CSV from the same run.
 
@@ -35,7 +35,8 @@ fn tile_sums() -> Result<Kernel, coopgraph::Error> {
     k.build()
 }
 
-/// prefixes = exclusive scan of partials, by one block looping over its tiles.
+/// prefixes = exclusive scan of partials, by one block looping over its tiles; a prefix
+/// callback carries the running total from tile to tile.
 fn scan_sums() -> Result<Kernel, coopgraph::Error> {
     let mut k = KernelBuilder::new("scan_sums")
         .block(1024)
@@ -48,11 +49,13 @@ fn scan_sums() -> Result<Kernel, coopgraph::Error> {
     k.set_item(&running, 0, 0u32);
     k.tiles(m, |k, _tile| {
         let t = k.load_from(b, &p, Load::warp_transpose().oob_default(0));
-        let start = running.item(0);
-        let (s, total) = k.scan_with_aggregate(b, &t, Scan::exclusive_sum().initial_value(start));
+        let s = k.scan_with_prefix(b, &t, Scan::exclusive_sum(), |k, total| {
+            // This tile starts where the last one ended; the next starts after this one.
+            let start = running.item(0);
+            k.set_item(&running, 0, running.item(0) + total);
+            start
+        });
         k.store_to(b, &q, &s, Store::warp_transpose());
-        let next = running.item(0) + total.item(0);
-        k.set_item(&running, 0, next);
     });
     k.build()
 }

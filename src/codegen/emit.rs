@@ -236,6 +236,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Lowers a nested region in place (a scan's prefix callback).
+    pub(crate) fn lower_region(&mut self, r: RegionId) {
+        let saved = std::mem::take(&mut self.overrides);
+        self.region(r);
+        self.overrides = saved;
+    }
+
     fn lower(&mut self, op: OpId) {
         let ir = self.ir;
         let data = ir.op(op);

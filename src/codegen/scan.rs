@@ -167,12 +167,35 @@ impl Emitter<'_> {
             });
             (prefix, has, all)
         };
-        // The initial value goes first.
-        let (prefix, has_prefix) = match sc.initial {
-            None => (prefix, Some(has_prefix)),
-            Some(e) => {
+        // A prefix callback sees the total, runs its ops, and seeds the scan like an initial
+        // value.
+        let seed = match &sc.callback {
+            None => sc.initial.map(|e| {
                 let mut memo = HashMap::new();
-                let init = self.eval(e, &Ctx::default(), &mut memo);
+                self.eval(e, &Ctx::default(), &mut memo)
+            }),
+            Some(cb) => {
+                if let (Some(a), Some(agg)) = (sc.aggregate, aggregate) {
+                    self.mov_into(d, a, 0, agg);
+                }
+                // The prefix is taken before the callback's ops (which may advance the state
+                // it was read from) run.
+                let mut memo = HashMap::new();
+                let p = self.eval(cb.prefix, &Ctx::default(), &mut memo);
+                let held = self.reg(class(d));
+                self.op(Op::Mov {
+                    ty: bits_or_float(d),
+                    dst: held,
+                    src: p.into(),
+                });
+                self.lower_region(cb.body);
+                Some(held)
+            }
+        };
+        // The initial value goes first.
+        let (prefix, has_prefix) = match seed {
+            None => (prefix, Some(has_prefix)),
+            Some(init) => {
                 let joined = self.combine_op(sc.op, d, init, prefix);
                 (self.pick(d, has_prefix, joined, init), None)
             }

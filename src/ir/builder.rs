@@ -884,10 +884,60 @@ impl KernelBuilder {
                 inclusive: controls.inclusive,
                 initial,
                 aggregate: agg.map(|a| a.id),
+                callback: None,
             }),
             loc,
         );
         (dst, agg)
+    }
+
+    /// A scan seeded by a prefix callback, for running scans over many tiles: once the
+    /// group's total of this tile is known, `callback` gets it and returns the prefix the
+    /// tile's scan starts from. The prefix is evaluated first; the ops the callback records
+    /// run after it (so returning `running.item(0)` and then adding the total to `running`
+    /// seeds this tile with the old total and the next with the new). The callback runs in
+    /// every thread of the group, which all see the same total.
+    #[track_caller]
+    pub fn scan_with_prefix<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+        callback: impl FnOnce(&mut Self, Expr<T>) -> Expr<T>,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(src.items);
+        let agg = self.thread_data_n::<T>(1);
+        let op = match controls.op {
+            ReduceKind::Fixed(op) => op,
+            ReduceKind::Custom(f, commutative) => {
+                let body = f(Expr::arg(0), Expr::arg(1));
+                ReduceOp::Custom {
+                    expr: self.expr(&body),
+                    commutative,
+                }
+            }
+        };
+        let body = self.new_region();
+        self.cursor.push(body);
+        let prefix = callback(self, agg.item(0));
+        self.cursor.pop();
+        let prefix = self.expr(&prefix);
+        self.push(
+            OpKind::Scan(ScanSpec {
+                group,
+                src: src.id,
+                dst: dst.id,
+                op,
+                inclusive: controls.inclusive,
+                initial: None,
+                aggregate: Some(agg.id),
+                callback: Some(PrefixCallback { body, prefix }),
+            }),
+            loc,
+        );
+        dst
     }
 
     /// A payload with `src`'s items rearranged to `to` (blocked, or striped over `threads`):

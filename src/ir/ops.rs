@@ -241,6 +241,18 @@ pub struct ScanSpec {
     /// A one-item payload that receives the group's total (without the initial value) at
     /// every rank.
     pub aggregate: Option<DataId>,
+    /// A prefix callback: once the group's total is known (in `aggregate`), `body` runs and
+    /// `prefix` seeds the scan in place of an initial value.
+    pub callback: Option<PrefixCallback>,
+}
+
+/// A scan's prefix callback (for running scans over many tiles).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PrefixCallback {
+    /// The ops run once the total is known.
+    pub body: RegionId,
+    /// The prefix the scan starts from.
+    pub prefix: ExprId,
 }
 
 /// What a neighbour op computes, for position `p` of the group's tile (blocked order).
@@ -463,6 +475,13 @@ impl OpKind {
                 v.push(*body);
                 v
             }
+            OpKind::Scan(ScanSpec {
+                callback: Some(c), ..
+            }) => {
+                let mut v = SmallVec::new();
+                v.push(c.body);
+                v
+            }
             _ => SmallVec::new(),
         }
     }
@@ -500,6 +519,7 @@ impl OpKind {
             }
             OpKind::Scan(s) => {
                 v.extend(s.initial);
+                v.extend(s.callback.as_ref().map(|c| c.prefix));
                 if let ReduceOp::Custom { expr, .. } = s.op {
                     v.push(expr);
                 }

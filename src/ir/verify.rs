@@ -723,8 +723,17 @@ impl Verifier<'_> {
                 if let Some(v) = sc.initial {
                     self.expect_ty(v, VType::D(s.dtype), loc, op);
                     self.expr(v, state, op, None);
-                } else if !sc.inclusive {
+                } else if !sc.inclusive && sc.callback.is_none() {
                     self.push(K::ExclusiveScanNeedsInitial, loc, Some(op));
+                }
+                if let Some(c) = &sc.callback {
+                    // The total is written, the prefix evaluated, then the callback's ops run.
+                    if let Some(a) = sc.aggregate {
+                        self.write_all(a, state);
+                    }
+                    self.expect_ty(c.prefix, VType::D(s.dtype), loc, op);
+                    self.expr(c.prefix, state, op, None);
+                    self.region(c.body, state);
                 }
                 if let super::ops::ReduceOp::Custom { expr, .. } = sc.op {
                     self.expect_ty(expr, VType::D(s.dtype), loc, op);

@@ -762,7 +762,12 @@ impl<'a> Barriers<'a> {
                 self.region(*body, &mut inner);
                 pending.extend(inner);
             }
-            _ => {}
+            // A scan's prefix callback runs after the scan's shared-memory steps.
+            other => {
+                for r in other.regions() {
+                    self.region(r, pending);
+                }
+            }
         }
     }
 

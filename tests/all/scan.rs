@@ -260,3 +260,57 @@ fn scan_barriers_are_necessary() {
         );
     }
 }
+
+/// A running scan over many tiles in one block: a prefix callback carries the total.
+#[test]
+fn prefix_callback_carries_a_running_total() {
+    let dev = device();
+    for (block, items, group_is_warp) in [(128u32, 4u32, false), (32, 2, true)] {
+        let mut k = KernelBuilder::new(format!("running_{block}_{items}"))
+            .block(block)
+            .items_per_thread(items);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let n = k.scalar::<u32>("n");
+        let b = k.this_block();
+        let g: Group = if group_is_warp {
+            k.this_warp().into()
+        } else {
+            b
+        };
+        let running = k.thread_data_n::<i32>(1);
+        k.set_item(&running, 0, 10i32);
+        k.tiles(n, |k, _tile| {
+            let t = k.load_from(b, &x, Load::direct().oob_default(0));
+            let s = k.scan_with_prefix(g, &t, Scan::inclusive_sum(), |k, total| {
+                let start = running.item(0);
+                k.set_item(&running, 0, running.item(0) + total);
+                start
+            });
+            k.store_to(b, &y, &s, Store::direct());
+        });
+        let kernel = k.build().expect("builds");
+        super::common::assemble_all(&kernel);
+        let f = dev.compile(&kernel).expect("compile");
+        let len = 3000usize;
+        let xs: Vec<i32> = (0..len as i32).map(|i| i % 9 - 4).collect();
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<i32>(len).expect("alloc");
+        // One block walks every tile in order.
+        f.launch_grid(1, (&xb, &mut yb, len as u32))
+            .expect("launch");
+        let mut acc = 10i32;
+        let want: Vec<i32> = xs
+            .iter()
+            .map(|v| {
+                acc += v;
+                acc
+            })
+            .collect();
+        assert_same(
+            &yb.to_vec().expect("download"),
+            &want,
+            &format!("running scan {block}x{items}"),
+        );
+    }
+}
