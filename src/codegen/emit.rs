@@ -400,6 +400,14 @@ impl Emitter<'_> {
             OpKind::Reduce(r) => self.reduce(op, r),
             OpKind::Scan(sc) => self.scan(op, sc),
             OpKind::Neighbor(nb) => self.neighbor(op, nb),
+            OpKind::Scatter {
+                src,
+                ranks,
+                flags,
+                dst,
+                to,
+                ..
+            } => self.scatter(op, *src, *ranks, *flags, *dst, *to),
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

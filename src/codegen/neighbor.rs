@@ -271,3 +271,105 @@ impl Emitter<'_> {
         }
     }
 }
+
+impl Emitter<'_> {
+    /// Lowers a scatter: items to their ranked tile positions, then the tile read back in the
+    /// result's arrangement.
+    pub(crate) fn scatter(
+        &mut self,
+        op: OpId,
+        src: crate::ir::DataId,
+        ranks: crate::ir::DataId,
+        flags: Option<crate::ir::DataId>,
+        dst: crate::ir::DataId,
+        to: crate::ir::Arrangement,
+    ) {
+        let d = self.ir.datas[src.index()].dtype;
+        let x = self.data_regs(src).to_vec();
+        let r = self.data_regs(ranks).to_vec();
+        let fl = flags.map(|f| self.data_regs(f).to_vec());
+        let k = x.len() as u32;
+        let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+            return;
+        };
+        let tile = cp.entries as i64;
+        self.sync_point(op, cp.first_step);
+        for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
+            let ok = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Lt,
+                ty: Ty::U32,
+                dst: ok,
+                a: rank.into(),
+                b: Operand::Imm(tile),
+            });
+            if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
+                let set = self.reg(RegClass::Pred);
+                self.op(Op::Setp {
+                    cmp: Cmp::Ne,
+                    ty: Ty::U32,
+                    dst: set,
+                    a: (*f).into(),
+                    b: Operand::Imm(0),
+                });
+                self.op(Op::PredBin {
+                    op: BinOp::And,
+                    dst: ok,
+                    a: ok,
+                    b: set,
+                });
+            }
+            let a = self.collective_addr(&cp, rank.into());
+            self.guarded(
+                ok,
+                false,
+                Op::St {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    addr: Address {
+                        base: AddrBase::Reg(a),
+                        offset: 0,
+                    },
+                    src: smallvec![v.into()],
+                },
+            );
+        }
+        self.sync_point(op, cp.first_step + 1);
+        let block = self.plan.block_threads;
+        let Some(form) = crate::planner::PositionForm::of(to, block, k) else {
+            return;
+        };
+        let tid = self.tid();
+        let out = self.data_regs(dst).to_vec();
+        for (i, &o) in out.iter().enumerate() {
+            // position = sum of the rank's digit terms + i * item stride.
+            let pos = self.reg(RegClass::B32);
+            self.op(Op::Mov {
+                ty: Ty::U32,
+                dst: pos,
+                src: Operand::Imm(i as i64 * form.item_stride as i64),
+            });
+            for &(extent, divisor, stride) in &form.thread_terms {
+                let q = self.u32op(BinOp::Div, tid.into(), Operand::Imm(divisor.max(1) as i64));
+                let m = self.u32op(BinOp::Rem, q.into(), Operand::Imm(extent.max(1) as i64));
+                self.op(Op::Mad {
+                    ty: Ty::U32,
+                    dst: pos,
+                    a: m.into(),
+                    b: Operand::Imm(stride as i64),
+                    c: pos.into(),
+                });
+            }
+            let a = self.collective_addr(&cp, pos.into());
+            self.op(Op::Ld {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                dst: smallvec![o],
+                addr: Address {
+                    base: AddrBase::Reg(a),
+                    offset: 0,
+                },
+            });
+        }
+    }
+}

@@ -1117,6 +1117,36 @@ impl KernelBuilder {
         )
     }
 
+    /// Scatters each item to the tile position its rank names (ranks past the tile, and items
+    /// whose flag is 0, are skipped), then reads the tile back in arrangement `to`: CUB's
+    /// `ScatterToBlocked`/`ScatterToStriped` (guarded, and flagged with `flags`). Block
+    /// groups only. Positions no item was scattered to stay unwritten.
+    #[track_caller]
+    pub fn scatter<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        ranks: &ThreadData<u32>,
+        flags: Option<&ThreadData<u32>>,
+        to: Arrangement,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(src.items);
+        self.push(
+            OpKind::Scatter {
+                group,
+                src: src.id,
+                ranks: ranks.id,
+                flags: flags.map(|f| f.id),
+                dst: dst.id,
+                to,
+            },
+            loc,
+        );
+        dst
+    }
+
     /// A block barrier: every thread waits until all threads of the block reach it.
     #[track_caller]
     pub fn sync_block(&mut self) {

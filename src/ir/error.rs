@@ -115,6 +115,8 @@ pub enum VerifyErrorKind {
     EmptyName,
     /// An exclusive scan without an initial value (its first output would be undefined).
     ExclusiveScanNeedsInitial,
+    /// An op that only a block group can run (scatters).
+    BlockOnly,
     /// A commutative-only algorithm with an operator declared not commutative.
     NotCommutative,
     /// `valid_items` on a reduction of more than one item per thread.
@@ -225,6 +227,7 @@ impl fmt::Display for VerifyError {
             ExclusiveScanNeedsInitial => {
                 write!(f, "an exclusive scan needs an initial value")
             }
+            BlockOnly => write!(f, "this op runs over the block only"),
             NotCommutative => write!(
                 f,
                 "raking_commutative_only needs a commutative operator; use raking"

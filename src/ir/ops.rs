@@ -402,6 +402,22 @@ pub enum OpKind {
     /// Each item combined with its neighbour in position order (adjacent difference,
     /// discontinuity flags, block shuffles).
     Neighbor(NeighborSpec),
+    /// Each item of `src` goes to tile position `ranks` (same slot), then `dst` reads the
+    /// tile in arrangement `to`. Ranks past the tile, and items whose flag is 0, are skipped.
+    Scatter {
+        /// The group (the block).
+        group: GroupId,
+        /// The items.
+        src: DataId,
+        /// Their tile positions (`u32`).
+        ranks: DataId,
+        /// Per item, 1 to scatter it, 0 to skip it (`u32`).
+        flags: Option<DataId>,
+        /// The result.
+        dst: DataId,
+        /// The arrangement of the result.
+        to: Arrangement,
+    },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).
     Exchange {
@@ -442,6 +458,7 @@ impl OpKind {
             OpKind::Scan(_) => "scan",
             OpKind::Exchange { .. } => "exchange",
             OpKind::Neighbor(_) => "neighbor",
+            OpKind::Scatter { .. } => "scatter",
         }
     }
 
@@ -453,6 +470,7 @@ impl OpKind {
             OpKind::Scan(s) => Some(s.group),
             OpKind::Exchange { group, .. } => Some(*group),
             OpKind::Neighbor(nb) => Some(nb.group),
+            OpKind::Scatter { group, .. } => Some(*group),
             _ => None,
         }
     }
@@ -506,7 +524,7 @@ impl OpKind {
                 v.push(*index);
                 v.push(*value);
             }
-            OpKind::SyncBlock | OpKind::Exchange { .. } => {}
+            OpKind::SyncBlock | OpKind::Exchange { .. } | OpKind::Scatter { .. } => {}
             OpKind::Neighbor(nb) => {
                 v.extend(nb.op);
                 v.extend(nb.edge);

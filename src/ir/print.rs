@@ -112,6 +112,17 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             value,
         } => format!("{array}[{}] = {}", e(*index), e(*value)),
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Scatter {
+            src,
+            ranks,
+            flags,
+            dst,
+            to,
+            ..
+        } => format!(
+            "{dst} = scatter {src} by {ranks}{} to {to:?}",
+            flags.map(|f| format!(" where {f}")).unwrap_or_default()
+        ),
         OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),
         OpKind::Scan(sc) => format!(

@@ -142,6 +142,22 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(r.dst.index() < nd, "payload", r.dst.0);
                 check(r.group.index() < ng, "group", r.group.0);
             }
+            OpKind::Scatter {
+                group,
+                src,
+                ranks,
+                flags,
+                dst,
+                ..
+            } => {
+                for d in [Some(*src), Some(*ranks), *flags, Some(*dst)]
+                    .into_iter()
+                    .flatten()
+                {
+                    check(d.index() < nd, "payload", d.0);
+                }
+                check(group.index() < ng, "group", group.0);
+            }
             OpKind::Neighbor(nb) => {
                 check(nb.src.index() < nd, "payload", nb.src.0);
                 check(nb.dst.index() < nd, "payload", nb.dst.0);
@@ -674,6 +690,38 @@ impl Verifier<'_> {
                 self.expr(*value, state, op, None);
             }
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Scatter {
+                group,
+                src,
+                ranks,
+                flags,
+                dst,
+                ..
+            } => {
+                let items = ir.datas[src.index()].items;
+                for aux in [Some(*ranks), *flags].into_iter().flatten() {
+                    let a = &ir.datas[aux.index()];
+                    self.items_match(items, a.items, loc, op);
+                    if a.dtype != super::DType::U32 {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: VType::D(super::DType::U32),
+                                found: VType::D(a.dtype),
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                    self.read_all(aux, state, loc, op);
+                }
+                let g = ir.groups[group.index()].kind;
+                if g != GroupKind::Block {
+                    self.push(K::BlockOnly, loc, Some(op));
+                }
+                self.read_all(*src, state, loc, op);
+                self.write_all(*dst, state);
+                self.collective(g, loc, op);
+            }
             OpKind::Neighbor(nb) => {
                 use super::ops::NeighborKind as N;
                 let s = &ir.datas[nb.src.index()];

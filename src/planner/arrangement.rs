@@ -152,7 +152,7 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                 OpKind::Scan(sc) => {
                     changed |= p.produce(op, data.loc, data.loc, sc.dst, Arrangement::Blocked)?;
                 }
-                OpKind::Exchange { dst, to, .. } => {
+                OpKind::Exchange { dst, to, .. } | OpKind::Scatter { dst, to, .. } => {
                     changed |= p.produce(op, data.loc, data.loc, *dst, *to)?;
                 }
                 OpKind::Neighbor(nb) if !one_per_thread(&nb.kind) => {
@@ -182,6 +182,16 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             }
             OpKind::Neighbor(nb) if !one_per_thread(&nb.kind) => {
                 p.need(op, data.loc, nb.src, Arrangement::Blocked)?;
+            }
+            OpKind::Scatter {
+                src, ranks, flags, ..
+            } => {
+                // Ranks and flags pair with items slot by slot.
+                if let Some((want, _)) = p.arr[src.index()] {
+                    for aux in [Some(*ranks), *flags].into_iter().flatten() {
+                        p.need(op, data.loc, aux, want)?;
+                    }
+                }
             }
             OpKind::Exchange { src, to, .. } => {
                 // Asked for explicitly, so allowed in strict mode too.

@@ -448,14 +448,19 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             ),
             OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
             OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
+            OpKind::Scatter { group, src, .. } => (*group, *src, true, false, "scatter"),
             _ => continue,
         };
         let threads = ir.group_threads(group);
-        if threads <= 32 {
+        let is_scatter = matches!(data.kind, OpKind::Scatter { .. });
+        if threads <= 32 && !is_scatter {
             continue;
         }
         let elem_bytes = ir.datas[src.index()].dtype.bytes();
-        let entries = if per_thread {
+        let entries = if is_scatter {
+            // The whole tile.
+            threads * ir.datas[src.index()].items
+        } else if per_thread {
             threads
         } else {
             threads.div_ceil(32)
@@ -506,14 +511,19 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             ),
             OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
             OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
+            OpKind::Scatter { group, src, .. } => (*group, *src, true, false, "scatter"),
             _ => continue,
         };
         let threads = ir.group_threads(group);
-        if threads <= 32 {
+        let is_scatter = matches!(data.kind, OpKind::Scatter { .. });
+        if threads <= 32 && !is_scatter {
             continue;
         }
         let elem_bytes = ir.datas[src.index()].dtype.bytes();
-        let entries = if per_thread {
+        let entries = if is_scatter {
+            // The whole tile.
+            threads * ir.datas[src.index()].items
+        } else if per_thread {
             threads
         } else {
             threads.div_ceil(32)

@@ -174,3 +174,86 @@ fn neighbours_in_position_order() {
         }
     }
 }
+
+/// Scatters by rank into blocked and striped order: a reversal, and a compaction of the
+/// flagged (even) items where the others carry ranks past the tile.
+#[test]
+fn scatter_by_rank() {
+    use coopgraph::ir::{Algorithm, Arrangement};
+    let mut batch = Batch::default();
+    let dev = device();
+    let n = 256usize;
+    for (case, (to, compact)) in [
+        (Arrangement::Blocked, false),
+        (Arrangement::Striped { threads: 64 }, false),
+        (Arrangement::Blocked, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut k = KernelBuilder::new(format!("scatter_{case}"))
+            .block(64)
+            .items_per_thread(4);
+        let x = k.input::<f32>("x");
+        let rk = k.input::<u32>("ranks");
+        let fl = k.input::<u32>("flags");
+        let y = k.output::<f32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let r = k.load_from(b, &rk, Load::direct());
+        let f = k.load_from(b, &fl, Load::direct());
+        let s = k.scatter(b, &t, &r, compact.then_some(&f), to);
+        let alg = if to == Arrangement::Blocked {
+            Algorithm::Direct
+        } else {
+            Algorithm::Striped
+        };
+        // Only the compacted half is defined after a compaction.
+        let valid = if compact { n as u32 / 2 } else { n as u32 };
+        k.store_to(
+            b,
+            &y,
+            &s,
+            Store::default().algorithm(alg).valid_items(valid),
+        );
+        let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
+        batch.add(&kernel);
+        let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let (ranks, flags): (Vec<u32>, Vec<u32>) = if compact {
+            (0..n as u32)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        (i / 2, 1)
+                    } else {
+                        (n as u32 + i, 0)
+                    }
+                })
+                .unzip()
+        } else {
+            (
+                (0..n as u32).map(|i| n as u32 - 1 - i).collect(),
+                vec![1; n],
+            )
+        };
+        let f = dev.compile(&kernel).expect("compile");
+        let (xb, rb, fb) = (
+            dev.upload(&xs).expect("upload"),
+            dev.upload(&ranks).expect("upload"),
+            dev.upload(&flags).expect("upload"),
+        );
+        let mut yb = dev.alloc_filled(n, -1.0f32).expect("alloc");
+        f.launch_grid(1, (&xb, &rb, &fb, &mut yb)).expect("launch");
+        let want: Vec<f32> = (0..n)
+            .map(|p| match compact {
+                false => (n - 1 - p) as f32,
+                true if p < n / 2 => (2 * p) as f32,
+                true => -1.0,
+            })
+            .collect();
+        assert_same(
+            &yb.to_vec().expect("download"),
+            &want,
+            &format!("scatter to {to:?}"),
+        );
+    }
+}
