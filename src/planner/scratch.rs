@@ -497,56 +497,6 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     allocate(&mut s, &requests, end, &storage_slices);
     // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
     let mut manual = vec![false; s.slices.len()];
-    s.collectives = vec![None; ir.ops.len()];
-    for (point, &op) in order.iter().enumerate() {
-        let data = ir.op(op);
-        // One shared value per warp, or per thread.
-        let (group, src, per_thread, broadcast, label) = match &data.kind {
-            OpKind::Reduce(r) => (
-                r.group,
-                r.src,
-                r.algorithm != ReduceAlgorithm::WarpReductions,
-                r.broadcast,
-                "reduce",
-            ),
-            OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
-            OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
-            OpKind::Scatter { group, src, .. } => (*group, *src, true, false, "scatter"),
-            _ => continue,
-        };
-        let threads = ir.group_threads(group);
-        let is_scatter = matches!(data.kind, OpKind::Scatter { .. });
-        if threads <= 32 && !is_scatter {
-            continue;
-        }
-        let elem_bytes = ir.datas[src.index()].dtype.bytes();
-        let entries = if is_scatter {
-            // The whole tile.
-            threads * ir.datas[src.index()].items
-        } else if per_thread {
-            threads
-        } else {
-            threads.div_ceil(32)
-        };
-        let slice = s.slices.len();
-        s.slices.push(Slice {
-            label: format!("{label} partials"),
-            op,
-            offset: 0,
-            bytes: (entries + 1) * elem_bytes,
-            align: 16,
-            live: (0, 0),
-        });
-        requests.push((op, slice, point as u32 * 16 + 8, divergent.contains(&op)));
-        let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
-        s.collectives[op.index()] = Some(CollectivePlan {
-            slice,
-            entries,
-            elem_bytes,
-            broadcast,
-            first_step,
-        });
-    }
     for (i, sl) in storage_slices.iter().enumerate() {
         if let Some(sl) = *sl {
             manual[sl] = !ir.storages[i].auto_sync;
