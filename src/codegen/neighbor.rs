@@ -10,7 +10,7 @@ use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
 use super::ptx::*;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
-use crate::ir::{DType, ExprId, OpId};
+use crate::ir::{ExprId, OpId};
 use smallvec::smallvec;
 use std::collections::HashMap;
 
@@ -32,18 +32,6 @@ impl Emitter<'_> {
             dst: r,
             a: Operand::Imm(1),
             b: Operand::Imm(0),
-            p,
-        });
-        r
-    }
-
-    fn pick_value(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
-        let r = self.reg(class(d));
-        self.op(Op::Selp {
-            ty: bits_or_float(d),
-            dst: r,
-            a: a.into(),
-            b: b.into(),
             p,
         });
         r
@@ -179,7 +167,7 @@ impl Emitter<'_> {
                             Some(e) => self.apply(f, x[i], e),
                             None => x[i],
                         };
-                        self.pick_value(d, has, with, fallback)
+                        self.pick(d, has, with, fallback)
                     })
                     .collect()
             }
@@ -258,11 +246,11 @@ impl Emitter<'_> {
                             return if up { x[i - 1] } else { x[i + 1] };
                         }
                         let fallback = edge.unwrap_or(x[i]);
-                        self.pick_value(d, has, nv, fallback)
+                        self.pick(d, has, nv, fallback)
                     })
                     .collect()
             }
-            N::Offset(_) => vec![self.pick_value(d, has, nv, x[0])],
+            N::Offset(_) => vec![self.pick(d, has, nv, x[0])],
             N::Rotate(_) => vec![nv],
         };
         let out_ty = self.ir.datas[nb.dst.index()].dtype;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 impl Emitter<'_> {
     /// `p ? a : b` for a value of dtype `d`.
-    fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
+    pub(crate) fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
         let r = self.reg(class(d));
         self.op(Op::Selp {
             ty: bits_or_float(d),
