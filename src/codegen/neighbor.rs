@@ -96,9 +96,19 @@ impl Emitter<'_> {
                 b: Operand::Imm(n),
             });
         }
+        // The rank whose shared value leaves the tile (the last for up, the first for down).
+        let out_rank = match nb.kind {
+            N::ShiftUp => n - 1,
+            _ => 0,
+        };
+        let mut shifted: Option<Reg> = None;
         let nv = if threads <= 32 {
             let mask = self.group_mask(threads);
             let c = (((32 - threads) << 8) | 0x1f) as i64;
+            if nb.shifted_out.is_some() {
+                shifted =
+                    Some(self.shuffle_value(ShflMode::Idx, share, Operand::Imm(out_rank), c, mask));
+            }
             let lane = self.reg(RegClass::B32);
             self.op(Op::Bin {
                 op: BinOp::And,
@@ -124,6 +134,20 @@ impl Emitter<'_> {
                 src: smallvec![share.into()],
             });
             self.sync_point(op, cp.first_step + 1);
+            if nb.shifted_out.is_some() {
+                let at = self.collective_addr(&cp, Operand::Imm(out_rank));
+                let v = self.reg(class(d));
+                self.op(Op::Ld {
+                    space: Space::Shared,
+                    ty: mem_ty(d),
+                    dst: smallvec![v],
+                    addr: Address {
+                        base: AddrBase::Reg(at),
+                        offset: 0,
+                    },
+                });
+                shifted = Some(v);
+            }
             let theirs = self.collective_addr(&cp, target.into());
             let v = self.reg(class(d));
             // Keep the register defined where no rank is read.
@@ -256,6 +280,9 @@ impl Emitter<'_> {
         let out_ty = self.ir.datas[nb.dst.index()].dtype;
         for (i, r) in results.into_iter().enumerate() {
             self.mov_into(out_ty, nb.dst, i as u32, r);
+        }
+        if let (Some(o), Some(v)) = (nb.shifted_out, shifted) {
+            self.mov_into(d, o, 0, v);
         }
     }
 }

@@ -974,6 +974,19 @@ impl KernelBuilder {
         op: Option<ExprId>,
         edge: Option<ExprId>,
     ) -> ThreadData<U> {
+        self.neighbor_out(group, src, kind, op, edge, None)
+    }
+
+    #[track_caller]
+    fn neighbor_out<T: Element, U: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        kind: NeighborKind,
+        op: Option<ExprId>,
+        edge: Option<ExprId>,
+        shifted_out: Option<DataId>,
+    ) -> ThreadData<U> {
         let loc = Loc::caller();
         let group = self.group_id(group);
         let dst = self.thread_data_n::<U>(src.items);
@@ -985,6 +998,7 @@ impl KernelBuilder {
                 kind,
                 op,
                 edge,
+                shifted_out,
             }),
             loc,
         );
@@ -1079,6 +1093,50 @@ impl KernelBuilder {
     ) -> ThreadData<T> {
         let edge = edge.as_ref().map(|e| self.expr(e));
         self.neighbor(group.into(), src, NeighborKind::ShiftDown, None, edge)
+    }
+
+    /// [`shuffle_up`](Self::shuffle_up), also returning the tile's last item (the one shifted
+    /// out, CUB's block suffix) at every rank.
+    #[track_caller]
+    pub fn shuffle_up_with_suffix<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        edge: Option<Expr<T>>,
+    ) -> (ThreadData<T>, ThreadData<T>) {
+        let edge = edge.as_ref().map(|e| self.expr(e));
+        let out = self.thread_data_n::<T>(1);
+        let r = self.neighbor_out(
+            group.into(),
+            src,
+            NeighborKind::ShiftUp,
+            None,
+            edge,
+            Some(out.id),
+        );
+        (r, out)
+    }
+
+    /// [`shuffle_down`](Self::shuffle_down), also returning the tile's first item (the one
+    /// shifted out, CUB's block prefix) at every rank.
+    #[track_caller]
+    pub fn shuffle_down_with_prefix<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        edge: Option<Expr<T>>,
+    ) -> (ThreadData<T>, ThreadData<T>) {
+        let edge = edge.as_ref().map(|e| self.expr(e));
+        let out = self.thread_data_n::<T>(1);
+        let r = self.neighbor_out(
+            group.into(),
+            src,
+            NeighborKind::ShiftDown,
+            None,
+            edge,
+            Some(out.id),
+        );
+        (r, out)
     }
 
     /// Block shuffle by offset (one item per thread): rank `r` gets rank `r + distance`'s value

@@ -294,6 +294,9 @@ pub struct NeighborSpec {
     pub op: Option<ExprId>,
     /// The tile predecessor or successor value.
     pub edge: Option<ExprId>,
+    /// For `ShiftUp`, the item shifted out of the tile (its last); for `ShiftDown`, the item
+    /// shifted out at the front (its first): a one-item payload at every rank.
+    pub shifted_out: Option<DataId>,
 }
 
 /// How a temp storage may be used.

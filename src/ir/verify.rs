@@ -159,6 +159,9 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(group.index() < ng, "group", group.0);
             }
             OpKind::Neighbor(nb) => {
+                if let Some(o) = nb.shifted_out {
+                    check(o.index() < nd, "payload", o.0);
+                }
                 check(nb.src.index() < nd, "payload", nb.src.0);
                 check(nb.dst.index() < nd, "payload", nb.dst.0);
                 check(nb.group.index() < ng, "group", nb.group.0);
@@ -757,6 +760,9 @@ impl Verifier<'_> {
                 }
                 self.read_all(nb.src, state, loc, op);
                 self.write_all(nb.dst, state);
+                if let Some(o) = nb.shifted_out {
+                    self.write_all(o, state);
+                }
                 self.collective(group, loc, op);
             }
             OpKind::Exchange {

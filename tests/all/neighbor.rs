@@ -257,3 +257,77 @@ fn scatter_by_rank() {
         );
     }
 }
+
+/// Block shuffles also hand every rank the item shifted out of the tile.
+#[test]
+fn shuffles_return_the_item_shifted_out() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let probe = KernelBuilder::new("probe");
+    for (case, g) in [probe.this_block(), probe.this_warp().group_by(8)]
+        .into_iter()
+        .enumerate()
+    {
+        for up in [true, false] {
+            let mut k = KernelBuilder::new(format!("shifted_{case}_{up}"))
+                .block(128)
+                .items_per_thread(3);
+            let x = k.input::<i32>("x");
+            let y = k.output::<i32>("y");
+            let z = k.output::<i32>("z");
+            let b = k.this_block();
+            let t = k.load_from(b, &x, Load::direct());
+            let (s, out) = if up {
+                k.shuffle_up_with_suffix(g, &t, Some(Expr::lit(-1)))
+            } else {
+                k.shuffle_down_with_prefix(g, &t, Some(Expr::lit(-1)))
+            };
+            k.store_to(b, &y, &s, Store::direct());
+            k.store_to(b, &z, &out, Store::direct());
+            let kernel = k.build().expect("builds");
+            batch.add(&kernel);
+            let f = dev.compile(&kernel).expect("compile");
+            let xs: Vec<i32> = (0..384).collect();
+            let xb = dev.upload(&xs).expect("upload");
+            let mut yb = dev.alloc_zeroed::<i32>(384).expect("alloc");
+            let mut zb = dev.alloc_zeroed::<i32>(128).expect("alloc");
+            f.launch_grid(1, (&xb, &mut yb, &mut zb)).expect("launch");
+            let w = match g.kind() {
+                GroupKind::Block => 128usize,
+                GroupKind::LogicalWarp { width } => width as usize,
+            };
+            let tile = w * 3;
+            let want_y: Vec<i32> = (0..384usize)
+                .map(|p| {
+                    let q = p % tile;
+                    match (up, q) {
+                        (true, 0) => -1,
+                        (true, _) => p as i32 - 1,
+                        (false, q) if q == tile - 1 => -1,
+                        (false, _) => p as i32 + 1,
+                    }
+                })
+                .collect();
+            let want_z: Vec<i32> = (0..128usize)
+                .map(|t| {
+                    let start = (t / w) * tile;
+                    if up {
+                        (start + tile - 1) as i32
+                    } else {
+                        start as i32
+                    }
+                })
+                .collect();
+            assert_same(
+                &yb.to_vec().expect("y"),
+                &want_y,
+                &format!("shuffle up={up} over {w}"),
+            );
+            assert_same(
+                &zb.to_vec().expect("z"),
+                &want_z,
+                &format!("shifted out, up={up} over {w}"),
+            );
+        }
+    }
+}
