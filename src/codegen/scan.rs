@@ -8,8 +8,9 @@
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
 use super::ptx::*;
-use crate::ir::ops::ScanSpec;
+use crate::ir::ops::{ScanAlgorithm, ScanSpec};
 use crate::ir::{DType, OpId};
+use crate::planner::CollectivePlan;
 use smallvec::smallvec;
 use std::collections::HashMap;
 
@@ -83,6 +84,12 @@ impl Emitter<'_> {
                 self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(w as i64 - 1), c, mask)
             });
             (excl, has_excl, agg)
+        } else if sc.algorithm != ScanAlgorithm::WarpScans {
+            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+                return;
+            };
+            let (p, h, a) = self.raking_prefix(op, sc, d, total, &cp);
+            (p, h, Some(a))
         } else {
             let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
                 return;
@@ -221,5 +228,180 @@ impl Emitter<'_> {
         if let (Some(a), Some(agg)) = (sc.aggregate, aggregate) {
             self.mov_into(d, a, 0, agg);
         }
+    }
+}
+
+impl Emitter<'_> {
+    fn shared_at(&mut self, load: bool, d: DType, cp: &CollectivePlan, index: Operand, v: Reg) {
+        let a = self.collective_addr(cp, index);
+        let addr = Address {
+            base: AddrBase::Reg(a),
+            offset: 0,
+        };
+        self.op(if load {
+            Op::Ld {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                dst: smallvec![v],
+                addr,
+            }
+        } else {
+            Op::St {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                addr,
+                src: smallvec![v.into()],
+            }
+        });
+    }
+
+    /// The raking block part of a scan: every thread shares its total; lane `l` of the first
+    /// warp scans entries `[l * seg, (l + 1) * seg)` in order, the lanes scan their segment
+    /// totals, and each entry gets its exclusive prefix written back (re-reading the entries
+    /// for `Raking`, from registers for `RakingMemoize`). Returns this thread's prefix, whether
+    /// it has one, and the block total.
+    fn raking_prefix(
+        &mut self,
+        op: OpId,
+        sc: &ScanSpec,
+        d: DType,
+        total: Reg,
+        cp: &CollectivePlan,
+    ) -> (Reg, Reg, Reg) {
+        let tid = self.tid();
+        let threads = self.plan.block_threads;
+        let seg = (threads / 32).max(1);
+        let f = cp.first_step;
+        self.sync_point(op, f);
+        self.shared_at(false, d, cp, tid.into(), total);
+        self.sync_point(op, f + 1);
+        let skip = self.label();
+        let not_first = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ge,
+            ty: Ty::U32,
+            dst: not_first,
+            a: tid.into(),
+            b: Operand::Imm(32),
+        });
+        self.guarded(
+            not_first,
+            false,
+            Op::Bra {
+                target: skip.clone(),
+                uni: true,
+            },
+        );
+        let lane = tid;
+        let base = self.u32op(BinOp::Mul, lane.into(), Operand::Imm(seg as i64));
+        let index = |e: &mut Self, j: u32| e.u32op(BinOp::Add, base.into(), Operand::Imm(j as i64));
+        // Up-sweep: the segment's running values.
+        let mut running = Vec::with_capacity(seg as usize);
+        for j in 0..seg {
+            let at = index(self, j);
+            let v = self.reg(class(d));
+            self.shared_at(true, d, cp, at.into(), v);
+            let r = match running.last() {
+                None => v,
+                Some(&prev) => self.combine_op(sc.op, d, prev, v),
+            };
+            running.push(r);
+        }
+        let seg_total = running[running.len() - 1];
+        let full = Operand::Imm(-1);
+        let mut incl = seg_total;
+        let mut off = 1;
+        while off < 32 {
+            let other = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off), 0, full);
+            let sum = self.combine_op(sc.op, d, other, incl);
+            let has = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Ge,
+                ty: Ty::U32,
+                dst: has,
+                a: lane.into(),
+                b: Operand::Imm(off),
+            });
+            incl = self.pick(d, has, sum, incl);
+            off *= 2;
+        }
+        let seg_excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), 0, full);
+        let lane_has = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ne,
+            ty: Ty::U32,
+            dst: lane_has,
+            a: lane.into(),
+            b: Operand::Imm(0),
+        });
+        let block_total = self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(31), 0x1f, full);
+        // Down-sweep: entry j's prefix = segment prefix (op) running value of entry j - 1.
+        // Without memoizing, the running values are recomputed from the entries, each read
+        // before its prefix overwrites it (the second pass over shared memory).
+        let memoize = sc.algorithm == ScanAlgorithm::RakingMemoize;
+        let mut again: Option<Reg> = None;
+        for j in 0..seg {
+            let at = index(self, j);
+            let before = if j == 0 {
+                None
+            } else if memoize {
+                Some(running[j as usize - 1])
+            } else {
+                again
+            };
+            let p = match before {
+                None => seg_excl,
+                Some(b) => {
+                    let joined = self.combine_op(sc.op, d, seg_excl, b);
+                    self.pick(d, lane_has, joined, b)
+                }
+            };
+            if !memoize && j + 1 < seg {
+                let v = self.reg(class(d));
+                self.shared_at(true, d, cp, at.into(), v);
+                again = Some(match again {
+                    None => v,
+                    Some(a) => self.combine_op(sc.op, d, a, v),
+                });
+            }
+            self.shared_at(false, d, cp, at.into(), p);
+        }
+        let last = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Eq,
+            ty: Ty::U32,
+            dst: last,
+            a: lane.into(),
+            b: Operand::Imm(31),
+        });
+        let slot = self.collective_addr(cp, Operand::Imm(cp.entries as i64));
+        self.guarded(
+            last,
+            false,
+            Op::St {
+                space: Space::Shared,
+                ty: mem_ty(d),
+                addr: Address {
+                    base: AddrBase::Reg(slot),
+                    offset: 0,
+                },
+                src: smallvec![block_total.into()],
+            },
+        );
+        self.op(Op::Label(skip));
+        self.sync_point(op, f + 3);
+        let prefix = self.reg(class(d));
+        self.shared_at(true, d, cp, tid.into(), prefix);
+        let agg = self.reg(class(d));
+        self.shared_at(true, d, cp, Operand::Imm(cp.entries as i64), agg);
+        let has = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ne,
+            ty: Ty::U32,
+            dst: has,
+            a: tid.into(),
+            b: Operand::Imm(0),
+        });
+        (prefix, has, agg)
     }
 }

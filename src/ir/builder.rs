@@ -283,6 +283,7 @@ pub struct Scan<T: Element> {
     op: ReduceKind<T>,
     inclusive: bool,
     initial: Option<Expr<T>>,
+    algorithm: ScanAlgorithm,
 }
 
 impl<T: Element> std::fmt::Debug for Scan<T> {
@@ -297,6 +298,7 @@ impl<T: Element> Scan<T> {
             op: ReduceKind::Fixed(op),
             inclusive,
             initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
         }
     }
 
@@ -316,6 +318,7 @@ impl<T: Element> Scan<T> {
             op: op.op,
             inclusive: true,
             initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
         }
     }
 
@@ -325,12 +328,19 @@ impl<T: Element> Scan<T> {
             op: op.op,
             inclusive: false,
             initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
         }
     }
 
     /// The value the scan starts from.
     pub fn initial_value(mut self, v: impl Into<Expr<T>>) -> Self {
         self.initial = Some(v.into());
+        self
+    }
+
+    /// The block algorithm (default: warp scans).
+    pub fn algorithm(mut self, a: ScanAlgorithm) -> Self {
+        self.algorithm = a;
         self
     }
 }
@@ -885,6 +895,7 @@ impl KernelBuilder {
                 initial,
                 aggregate: agg.map(|a| a.id),
                 callback: None,
+                algorithm: controls.algorithm,
             }),
             loc,
         );
@@ -934,6 +945,7 @@ impl KernelBuilder {
                 initial: None,
                 aggregate: Some(agg.id),
                 callback: Some(PrefixCallback { body, prefix }),
+                algorithm: controls.algorithm,
             }),
             loc,
         );

@@ -20,5 +20,8 @@ pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionI
 pub use error::{VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
-pub use ops::{Algorithm, Arrangement, GroupKind, Ir, ReduceAlgorithm, ReduceOp, Role, Sharing};
+pub use ops::{
+    Algorithm, Arrangement, GroupKind, Ir, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
+    ScanAlgorithm, Sharing,
+};
 pub use verify::{Info, Uniformity};

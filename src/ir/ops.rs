@@ -244,6 +244,20 @@ pub struct ScanSpec {
     /// A prefix callback: once the group's total is known (in `aggregate`), `body` runs and
     /// `prefix` seeds the scan in place of an initial value.
     pub callback: Option<PrefixCallback>,
+    /// The block algorithm.
+    pub algorithm: ScanAlgorithm,
+}
+
+/// Block scan algorithms (CUB's `BlockScan` set). Warp groups always scan with shuffles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScanAlgorithm {
+    /// Every thread shares its total; the first warp rakes consecutive segments (reading them
+    /// again from shared memory to write the prefixes back) and scans the segment totals.
+    Raking,
+    /// As raking, keeping the raked segment in registers between the two passes.
+    RakingMemoize,
+    /// Each warp scans with shuffles; every thread folds the totals of the warps before it.
+    WarpScans,
 }
 
 /// A scan's prefix callback (for running scans over many tiles).

@@ -23,7 +23,7 @@
 
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
-use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm};
+use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
 use crate::layout::{
@@ -215,6 +215,13 @@ pub struct CollectivePlan {
     pub broadcast: bool,
     /// The step of the first write (after the op's conversions).
     pub first_step: u8,
+    /// A raking scan: after the first warp reads the entries (step `f + 1`), it writes each
+    /// entry's prefix back, and the total to the slot after them (`f + 2`, the same threads
+    /// over the same entries), and every thread reads its entry and the total (`f + 3`).
+    pub rake_back: bool,
+    /// Step `f` writes entry `t` by thread `t` (and, with `rake_back`, step `f + 3` reads it
+    /// back by the same thread): such accesses of two ops over the same bytes need no barrier.
+    pub own_entries: bool,
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
@@ -446,7 +453,13 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 r.broadcast,
                 "reduce",
             ),
-            OpKind::Scan(sc) => (sc.group, sc.src, false, false, "scan"),
+            OpKind::Scan(sc) => (
+                sc.group,
+                sc.src,
+                sc.algorithm != ScanAlgorithm::WarpScans,
+                false,
+                "scan",
+            ),
             OpKind::Neighbor(nb) => (nb.group, nb.src, true, false, "neighbour"),
             OpKind::Scatter { group, src, .. } => (*group, *src, true, false, "scatter"),
             _ => continue,
@@ -476,12 +489,22 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         });
         requests.push((op, slice, point as u32 * 16 + 8, divergent.contains(&op)));
         let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
+        let rake_back =
+            matches!(&data.kind, OpKind::Scan(sc) if sc.algorithm != ScanAlgorithm::WarpScans);
+        let own_entries = match &data.kind {
+            OpKind::Reduce(r) => r.algorithm == ReduceAlgorithm::Raking,
+            OpKind::Scan(_) => rake_back,
+            OpKind::Neighbor(_) => true,
+            _ => false,
+        };
         s.collectives[op.index()] = Some(CollectivePlan {
             slice,
             entries,
             elem_bytes,
             broadcast,
             first_step,
+            rake_back,
+            own_entries,
         });
     }
     for (i, sl) in storage_slices.iter().enumerate() {
@@ -593,6 +616,8 @@ enum Who {
     Exchange(Arrangement, u32, u32, bool),
     /// A collective's step: its own pattern, the same as no other step's.
     Step(OpId, u8),
+    /// Entry `t` of `bytes`-byte values by thread `t`.
+    OwnEntry(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -649,10 +674,11 @@ impl<'a> Barriers<'a> {
             let sl = &s.slices[c.slice];
             let op = OpId(i as u32);
             let result = sl.offset + c.entries * c.elem_bytes;
-            let mut add = |step: u8, write: bool, lo: u32, hi: u32| {
+            let own = Who::OwnEntry(c.elem_bytes);
+            let mut add_as = |step: u8, map: Who, write: bool, lo: u32, hi: u32| {
                 steps[i].push(Access {
                     manual: false,
-                    map: Who::Step(op, step),
+                    map,
                     at: (op, step),
                     lo,
                     hi,
@@ -665,12 +691,21 @@ impl<'a> Barriers<'a> {
                     },
                 });
             };
+            let step = |who: u8| Who::Step(op, who);
             let f = c.first_step;
-            add(f, true, sl.offset, result);
-            add(f + 1, false, sl.offset, result);
+            let first = if c.own_entries { own } else { step(f) };
+            add_as(f, first, true, sl.offset, result);
+            add_as(f + 1, step(f + 1), false, sl.offset, result);
             if c.broadcast {
-                add(f + 2, true, result, result + c.elem_bytes);
-                add(f + 3, false, result, result + c.elem_bytes);
+                add_as(f + 2, step(f + 2), true, result, result + c.elem_bytes);
+                add_as(f + 3, step(f + 3), false, result, result + c.elem_bytes);
+            }
+            if c.rake_back {
+                // The raking lanes write back the entries they read: the same threads. Then
+                // each thread reads its own entry, and every thread the total.
+                add_as(f + 2, step(f + 1), true, sl.offset, result + c.elem_bytes);
+                add_as(f + 3, own, false, sl.offset, result);
+                add_as(f + 3, step(f + 3), false, result, result + c.elem_bytes);
             }
         }
         Barriers {

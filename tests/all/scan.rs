@@ -3,9 +3,16 @@
 //! order.
 
 use super::common::{Batch, Rng, assert_same, device};
+use coopgraph::ir::ScanAlgorithm;
 use coopgraph::ir::{Expr, Group, GroupKind, Reduce, Scan};
 use coopgraph::runtime::DeviceElement;
 use coopgraph::{KernelBuilder, Load, Store};
+use std::cell::Cell;
+
+thread_local! {
+    /// The block algorithm the current test scans with.
+    static ALGORITHM: Cell<ScanAlgorithm> = const { Cell::new(ScanAlgorithm::WarpScans) };
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {
@@ -78,7 +85,8 @@ fn check<T: Val>(
     seed: u64,
 ) {
     let name = format!(
-        "scan_{}_{block}x{items}_{}_{op:?}_{inclusive}_{}",
+        "scan_{:?}_{}_{block}x{items}_{}_{op:?}_{inclusive}_{}",
+        ALGORITHM.with(|a| a.get()),
         T::DTYPE,
         width(group, block),
         initial.map_or("none".into(), |v| v.to_string())
@@ -102,6 +110,7 @@ fn check<T: Val>(
     } else {
         Scan::exclusive(r)
     };
+    c = c.algorithm(ALGORITHM.with(|a| a.get()));
     if let Some(v) = initial {
         c = c.initial_value(T::cast_from_i64(v));
     }
@@ -217,47 +226,55 @@ fn scan_barriers_are_necessary() {
         check_uninit: false,
         ..SimOptions::default()
     });
-    let mut k = KernelBuilder::new("scans").block(128).items_per_thread(2);
-    let x = k.input::<i32>("x");
-    let y = k.output::<i32>("y");
-    let b = k.this_block();
-    let t = k.load_from(b, &x, Load::direct());
-    let s1 = k.scan(b, &t, Scan::inclusive_sum());
-    let s2 = k.scan(b, &s1, Scan::exclusive_sum());
-    k.store_to(b, &y, &s2, Store::direct());
-    let kernel = k.build().expect("builds");
-    let xs: Vec<i32> = (0..256).map(|i| i % 7 - 3).collect();
-    let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
-        let f = sim.compile(kernel).map_err(|e| match e {
-            coopgraph::Error::Runtime(r) => r,
-            other => panic!("{other}"),
-        })?;
-        let xb = sim.upload(&xs)?;
-        let mut yb = sim.alloc_zeroed::<i32>(256)?;
-        f.launch_grid(1, (&xb, &mut yb))?;
-        yb.to_vec()
-    };
-    let mut incl = Vec::new();
-    let mut acc = 0;
-    for v in &xs {
-        acc += v;
-        incl.push(acc);
-    }
-    let mut want = Vec::new();
-    let mut acc = 0;
-    for v in &incl {
-        want.push(acc);
-        acc += v;
-    }
-    assert_eq!(run(&kernel).expect("race-free"), want);
-    assert!(kernel.plan().barriers.len() >= 3, "{}", kernel.explain());
-    for i in 0..kernel.plan().barriers.len() {
-        let without = kernel.without_barrier(i).expect("exists");
-        assert!(
-            matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
-            "barrier {i} not shown necessary\n{}",
-            kernel.explain()
-        );
+    for alg in [
+        ScanAlgorithm::WarpScans,
+        ScanAlgorithm::Raking,
+        ScanAlgorithm::RakingMemoize,
+    ] {
+        let mut k = KernelBuilder::new(format!("scans_{alg:?}"))
+            .block(128)
+            .items_per_thread(2);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let s1 = k.scan(b, &t, Scan::inclusive_sum().algorithm(alg));
+        let s2 = k.scan(b, &s1, Scan::exclusive_sum().algorithm(alg));
+        k.store_to(b, &y, &s2, Store::direct());
+        let kernel = k.build().expect("builds");
+        let xs: Vec<i32> = (0..256).map(|i| i % 7 - 3).collect();
+        let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
+            let f = sim.compile(kernel).map_err(|e| match e {
+                coopgraph::Error::Runtime(r) => r,
+                other => panic!("{other}"),
+            })?;
+            let xb = sim.upload(&xs)?;
+            let mut yb = sim.alloc_zeroed::<i32>(256)?;
+            f.launch_grid(1, (&xb, &mut yb))?;
+            yb.to_vec()
+        };
+        let mut incl = Vec::new();
+        let mut acc = 0;
+        for v in &xs {
+            acc += v;
+            incl.push(acc);
+        }
+        let mut want = Vec::new();
+        let mut acc = 0;
+        for v in &incl {
+            want.push(acc);
+            acc += v;
+        }
+        assert_eq!(run(&kernel).expect("race-free"), want);
+        assert!(kernel.plan().barriers.len() >= 3, "{}", kernel.explain());
+        for i in 0..kernel.plan().barriers.len() {
+            let without = kernel.without_barrier(i).expect("exists");
+            assert!(
+                matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
+                "barrier {i} not shown necessary\n{}",
+                kernel.explain()
+            );
+        }
     }
 }
 
@@ -312,5 +329,24 @@ fn prefix_callback_carries_a_running_total() {
             &want,
             &format!("running scan {block}x{items}"),
         );
+    }
+}
+
+/// The raking block algorithms give the same results.
+#[test]
+fn raking_scans() {
+    for alg in [ScanAlgorithm::Raking, ScanAlgorithm::RakingMemoize] {
+        ALGORITHM.with(|a| a.set(alg));
+        let mut batch = Batch::default();
+        let probe = KernelBuilder::new("probe");
+        let g = probe.this_block();
+        for op in [Op::Sum, Op::Max, Op::First] {
+            for (block, items) in [(128u32, 4u32), (256, 1), (64, 3), (128, 2)] {
+                check::<i32>(&mut batch, block, items, g, op, false, Some(0), 23);
+                check::<i32>(&mut batch, block, items, g, op, true, None, 21);
+                check::<f32>(&mut batch, block, items, g, op, false, Some(-3), 22);
+            }
+        }
+        ALGORITHM.with(|a| a.set(ScanAlgorithm::WarpScans));
     }
 }
