@@ -962,6 +962,20 @@ impl KernelBuilder {
         src: &ThreadData<T>,
         to: Arrangement,
     ) -> ThreadData<T> {
+        self.exchange_with(group, src, to, false)
+    }
+
+    /// [`exchange`](Self::exchange) between blocked and warp-striped order, the warps taking
+    /// turns on one warp-sized region of shared memory (CUB's warp time slicing) when
+    /// `time_sliced`.
+    #[track_caller]
+    pub fn exchange_with<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+        time_sliced: bool,
+    ) -> ThreadData<T> {
         let loc = Loc::caller();
         let group = self.group_id(group.into());
         let dst = self.thread_data_n::<T>(src.items);
@@ -971,6 +985,7 @@ impl KernelBuilder {
                 src: src.id,
                 dst: dst.id,
                 to,
+                time_sliced,
             },
             loc,
         );

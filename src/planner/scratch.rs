@@ -307,7 +307,23 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         let data = ir.op(op);
         let mut list: Vec<(Option<DataId>, Arrangement, Arrangement, Option<u32>)> = Vec::new();
         for c in arr.conversions.iter().filter(|c| c.op == op) {
-            list.push((Some(c.data), c.from, c.to, None));
+            // An explicit time-sliced exchange between blocked and warp-striped order.
+            let warp_striped = |a: Arrangement| a == Arrangement::Striped { threads: 32 };
+            let turns = match &data.kind {
+                OpKind::Exchange {
+                    src,
+                    time_sliced: true,
+                    ..
+                } if *src == c.data
+                    && block % 32 == 0
+                    && (warp_striped(c.from) || warp_striped(c.to))
+                    && (c.from == Arrangement::Blocked || c.to == Arrangement::Blocked) =>
+                {
+                    Some(block / 32)
+                }
+                _ => None,
+            };
+            list.push((Some(c.data), c.from, c.to, turns));
         }
         if let OpKind::Load(t) | OpKind::Store(t) = &data.kind {
             let g = ir.group_threads(t.group);

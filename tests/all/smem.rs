@@ -630,3 +630,58 @@ fn live_slices_never_share_bytes() {
         "mixed shared memory users",
     );
 }
+
+/// A time-sliced exchange between blocked and warp-striped order: right, using one warp-sized
+/// region, and every barrier needed.
+#[test]
+fn time_sliced_exchange() {
+    use coopgraph::ir::Arrangement;
+    let build = |sliced: bool| {
+        let mut k = KernelBuilder::new(format!("sliced_{sliced}"))
+            .block(128)
+            .items_per_thread(4);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let w = k.exchange_with(b, &t, Arrangement::Striped { threads: 32 }, sliced);
+        let u = k.map(&w, |v| v * 4 + index::item().cast::<i32>());
+        let back = k.exchange_with(b, &u, Arrangement::Blocked, sliced);
+        k.store_to(b, &y, &back, Store::direct());
+        k.build().expect("builds")
+    };
+    let sliced = build(true);
+    let plain = build(false);
+    assert!(sliced.plan().shared_bytes * 2 < plain.plan().shared_bytes);
+    super::common::assemble_all(&sliced);
+    let xs: Vec<i32> = (0..512).collect();
+    let want: Vec<i32> = (0..512).map(|p| p * 4 + ((p % 128) / 32)).collect();
+    let dev = device();
+    let f = dev.compile(&sliced).expect("compile");
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<i32>(512).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    assert_same(
+        &yb.to_vec().expect("download"),
+        &want,
+        "time-sliced exchange",
+    );
+    let sim = Device::sim_with(SimOptions {
+        check_uninit: false,
+        ..SimOptions::default()
+    });
+    for i in 0..sliced.plan().barriers.len() {
+        let without = sliced.without_barrier(i).expect("exists");
+        let f = sim.compile(&without).expect("compile");
+        let xb = sim.upload(&xs).expect("upload");
+        let mut yb = sim.alloc_zeroed::<i32>(512).expect("alloc");
+        assert!(
+            matches!(
+                f.launch_grid(1, (&xb, &mut yb)),
+                Err(RuntimeError::Sim(SimError::Race(_)))
+            ),
+            "barrier {i} not shown necessary\n{}",
+            sliced.explain()
+        );
+    }
+}
