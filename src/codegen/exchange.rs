@@ -9,7 +9,7 @@
 use super::emit::Emitter;
 use super::expr::mem_ty;
 use super::ptx::*;
-use crate::ir::{DType, OpId};
+use crate::ir::{Arrangement, DType, OpId};
 use crate::planner::{ExchangePlan, PositionForm, SyncScope};
 use smallvec::smallvec;
 
@@ -89,6 +89,10 @@ impl Emitter<'_> {
         dst: &[Reg],
         valid: Option<Reg>,
     ) {
+        if e.via_shuffles {
+            self.shuffle_exchange(e, dtype, src, dst);
+            return;
+        }
         let es = e.elem_bytes as i64;
         let (s, k) = (e.scope, e.items);
         let Some(slice) = self.plan.slices.get(e.slice).cloned() else {
@@ -424,5 +428,74 @@ impl Emitter<'_> {
             b: q.into(),
         });
         s
+    }
+}
+
+impl Emitter<'_> {
+    /// An exchange inside groups of at most 32 threads through `shfl.sync.idx`: slot `i` of
+    /// rank `r` holds position `q = read(i, r)`, which rank `s` holds in slot `j` under the
+    /// write arrangement; every candidate slot is shuffled from `s` and the one at `j` kept.
+    fn shuffle_exchange(&mut self, e: &ExchangePlan, d: DType, src: &[Reg], dst: &[Reg]) {
+        let (s, k) = (e.scope, e.items as i64);
+        let tid = self.tid();
+        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(s as i64));
+        let mask = self.group_mask(s);
+        let c = (((32 - s.min(32)) << 8) | 0x1f) as i64;
+        let part = self.thread_part(&e.read, s, rank);
+        for (i, &out) in dst.iter().enumerate() {
+            let q = self.u32op(
+                BinOp::Add,
+                part.into(),
+                Operand::Imm(i as i64 * e.read.item_stride as i64),
+            );
+            // Where position q lives under the write arrangement.
+            let (source, slot) = match e.from {
+                Arrangement::Blocked => (
+                    self.u32op(BinOp::Div, q.into(), Operand::Imm(k)),
+                    self.u32op(BinOp::Rem, q.into(), Operand::Imm(k)),
+                ),
+                Arrangement::Striped { threads } => {
+                    let g = threads as i64;
+                    let group = self.u32op(BinOp::Div, q.into(), Operand::Imm(g * k));
+                    let within = self.u32op(BinOp::Rem, q.into(), Operand::Imm(g * k));
+                    let slot = self.u32op(BinOp::Div, within.into(), Operand::Imm(g));
+                    let lane = self.u32op(BinOp::Rem, within.into(), Operand::Imm(g));
+                    let source = self.reg(RegClass::B32);
+                    self.op(Op::Mad {
+                        ty: Ty::U32,
+                        dst: source,
+                        a: group.into(),
+                        b: Operand::Imm(g),
+                        c: lane.into(),
+                    });
+                    (source, slot)
+                }
+            };
+            let mut value: Option<Reg> = None;
+            for (j, &candidate) in src.iter().enumerate() {
+                let v = self.shuffle_value(ShflMode::Idx, candidate, source.into(), c, mask);
+                value = Some(match value {
+                    None => v,
+                    Some(prev) => {
+                        let here = self.reg(RegClass::Pred);
+                        self.op(Op::Setp {
+                            cmp: Cmp::Eq,
+                            ty: Ty::U32,
+                            dst: here,
+                            a: slot.into(),
+                            b: Operand::Imm(j as i64),
+                        });
+                        self.pick(d, here, v, prev)
+                    }
+                });
+            }
+            if let Some(v) = value {
+                self.op(Op::Mov {
+                    ty: super::expr::bits_or_float(d),
+                    dst: out,
+                    src: v.into(),
+                });
+            }
+        }
     }
 }

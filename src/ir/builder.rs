@@ -962,7 +962,20 @@ impl KernelBuilder {
         src: &ThreadData<T>,
         to: Arrangement,
     ) -> ThreadData<T> {
-        self.exchange_with(group, src, to, false)
+        self.exchange_inner(group.into(), src, to, false, false)
+    }
+
+    /// [`exchange`](Self::exchange) within groups of at most 32 threads through `shfl.sync`
+    /// (CUB's `WarpExchange` shuffle variant): no shared memory and no barrier, `K * K`
+    /// shuffles for `K` items per thread.
+    #[track_caller]
+    pub fn exchange_via_shuffles<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+    ) -> ThreadData<T> {
+        self.exchange_inner(group.into(), src, to, false, true)
     }
 
     /// [`exchange`](Self::exchange) between blocked and warp-striped order, the warps taking
@@ -976,8 +989,20 @@ impl KernelBuilder {
         to: Arrangement,
         time_sliced: bool,
     ) -> ThreadData<T> {
+        self.exchange_inner(group.into(), src, to, time_sliced, false)
+    }
+
+    #[track_caller]
+    fn exchange_inner<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        to: Arrangement,
+        time_sliced: bool,
+        shuffles: bool,
+    ) -> ThreadData<T> {
         let loc = Loc::caller();
-        let group = self.group_id(group.into());
+        let group = self.group_id(group);
         let dst = self.thread_data_n::<T>(src.items);
         self.push(
             OpKind::Exchange {
@@ -986,6 +1011,7 @@ impl KernelBuilder {
                 dst: dst.id,
                 to,
                 time_sliced,
+                shuffles,
             },
             loc,
         );

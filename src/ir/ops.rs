@@ -449,6 +449,8 @@ pub enum OpKind {
         /// Between blocked and warp-striped: the warps take turns on one warp-sized region
         /// (less shared memory, a block barrier per turn).
         time_sliced: bool,
+        /// Within groups of at most 32 threads: through shuffles, no shared memory.
+        shuffles: bool,
     },
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.

@@ -114,6 +114,8 @@ pub struct ExchangePlan {
     /// The step of the first write (reads are the next step; a time-sliced exchange takes
     /// `2 * turns` steps).
     pub first_step: u8,
+    /// Through shuffles within the group: no shared memory, no steps.
+    pub via_shuffles: bool,
 }
 
 impl ExchangePlan {
@@ -124,6 +126,9 @@ impl ExchangePlan {
 
     /// Steps this exchange takes.
     pub fn steps(&self) -> u8 {
+        if self.via_shuffles {
+            return 0;
+        }
         2 * self.turns.unwrap_or(1).min(127) as u8
     }
 }
@@ -273,6 +278,10 @@ fn striped_threads(a: Arrangement) -> u32 {
     }
 }
 
+/// An exchange an op needs: the payload (for a conversion), from, to, time-slicing turns, and
+/// whether it goes through shuffles.
+type ExchangeRequest = (Option<DataId>, Arrangement, Arrangement, Option<u32>, bool);
+
 /// Plans the exchanges, slices and barriers.
 pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch, PlanError> {
     let mut s = Scratch {
@@ -305,7 +314,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let mut storage_need = vec![0u32; ir.storages.len()];
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
-        let mut list: Vec<(Option<DataId>, Arrangement, Arrangement, Option<u32>)> = Vec::new();
+        let mut list: Vec<ExchangeRequest> = Vec::new();
         for c in arr.conversions.iter().filter(|c| c.op == op) {
             // An explicit time-sliced exchange between blocked and warp-striped order.
             let warp_striped = |a: Arrangement| a == Arrangement::Striped { threads: 32 };
@@ -323,7 +332,11 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 }
                 _ => None,
             };
-            list.push((Some(c.data), c.from, c.to, turns));
+            let shuffles = matches!(
+                &data.kind,
+                OpKind::Exchange { src, shuffles: true, .. } if *src == c.data
+            );
+            list.push((Some(c.data), c.from, c.to, turns, shuffles));
         }
         if let OpKind::Load(t) | OpKind::Store(t) = &data.kind {
             let g = ir.group_threads(t.group);
@@ -339,11 +352,11 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             if let Some(m) = moved {
                 let blocked = of_algorithm(t.algorithm, g);
                 let (from, to) = if is_load { (m, blocked) } else { (blocked, m) };
-                list.push((None, from, to, turns));
+                list.push((None, from, to, turns, false));
             }
         }
         let mut step = 0u8;
-        for (data_id, from, to, turns) in list {
+        for (data_id, from, to, turns, via_shuffles) in list {
             let data_for = data_id.or(match &data.kind {
                 OpKind::Load(t) | OpKind::Store(t) => Some(t.data),
                 _ => None,
@@ -366,14 +379,27 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             if divergent.contains(&op) && scope > 32 {
                 return Err(PlanError::BlockExchangeInDivergentCode { op, loc: data.loc });
             }
-            let padded = choose_padding(from, to, scope, items, elem_bytes);
+            if via_shuffles && scope > 32 {
+                return Err(PlanError::Layout {
+                    op,
+                    loc: data.loc,
+                    reason: format!(
+                        "an exchange through shuffles needs groups of at most 32 threads, not {scope}"
+                    ),
+                });
+            }
+            let padded = !via_shuffles && choose_padding(from, to, scope, items, elem_bytes);
             let elems = scope * items;
             let group_elems = if padded { elems + elems / 32 } else { elems };
             let groups = match turns {
                 Some(_) => 1,
                 None => block / scope.max(1),
             };
-            let bytes = group_elems * groups * elem_bytes;
+            let bytes = if via_shuffles {
+                0
+            } else {
+                group_elems * groups * elem_bytes
+            };
             let storage = match &data.kind {
                 OpKind::Load(t) | OpKind::Store(t) if data_id.is_none() => t.storage,
                 _ => None,
@@ -452,6 +478,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 padded,
                 turns,
                 first_step: step,
+                via_shuffles,
             };
             step = step.saturating_add(e.steps());
             s.exchanges[op.index()].push(e);
@@ -660,7 +687,7 @@ impl<'a> Barriers<'a> {
     fn new(ir: &'a Ir, s: &Scratch, manual: &[bool]) -> Self {
         let mut steps = vec![Vec::new(); ir.ops.len()];
         for (i, list) in s.exchanges.iter().enumerate() {
-            for e in list {
+            for e in list.iter().filter(|e| !e.via_shuffles) {
                 let sl = &s.slices[e.slice];
                 let group_bytes = e.group_elems * e.elem_bytes;
                 for turn in 0..e.turns.unwrap_or(1) {

@@ -685,3 +685,72 @@ fn time_sliced_exchange() {
         );
     }
 }
+
+/// Exchanges inside logical warps through shuffles: no shared memory, same results.
+#[test]
+fn exchanges_through_shuffles() {
+    use coopgraph::ir::Arrangement;
+    let mut batch = Batch::default();
+    let dev = device();
+    for (case, (w, items)) in [(32u32, 4u32), (8, 3), (16, 1), (4, 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut k = KernelBuilder::new(format!("shfl_exchange_{case}"))
+            .block(64)
+            .items_per_thread(items);
+        let x = k.input::<i64>("x");
+        let y = k.output::<i64>("y");
+        let z = k.output::<i64>("z");
+        let g = k.this_warp().group_by(w);
+        let t = k.load_from(g, &x, Load::direct());
+        let s = k.exchange_via_shuffles(g, &t, Arrangement::Striped { threads: w });
+        // Tag with the slot: striped slot i of rank r is group position i*w + r.
+        let u = k.map(&s, |v| v * 8 + index::item().cast::<i64>());
+        k.store_to(g, &y, &u, Store::striped());
+        let back = k.exchange_via_shuffles(g, &u, Arrangement::Blocked);
+        k.store_to(g, &z, &back, Store::direct());
+        let kernel = k.build().expect("builds");
+        assert_eq!(kernel.plan().shared_bytes, 0, "{}", kernel.explain());
+        assert!(kernel.plan().barriers.is_empty());
+        batch.add(&kernel);
+        let n = (64 * items) as usize;
+        let xs: Vec<i64> = (0..n as i64).map(|v| v * 3 - 100).collect();
+        let f = dev.compile(&kernel).expect("compile");
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<i64>(n).expect("alloc");
+        let mut zb = dev.alloc_zeroed::<i64>(n).expect("alloc");
+        f.launch_grid(1, (&xb, &mut yb, &mut zb)).expect("launch");
+        let tile = (w * items) as usize;
+        let want: Vec<i64> = (0..n)
+            .map(|p| xs[p] * 8 + ((p % tile) / w as usize) as i64)
+            .collect();
+        assert_same(
+            &yb.to_vec().expect("y"),
+            &want,
+            &format!("to striped over {w}"),
+        );
+        assert_same(
+            &zb.to_vec().expect("z"),
+            &want,
+            &format!("back to blocked over {w}"),
+        );
+    }
+}
+
+#[test]
+fn block_exchange_through_shuffles_is_rejected() {
+    use coopgraph::ir::Arrangement;
+    let mut k = KernelBuilder::new("k").block(64).items_per_thread(2);
+    let x = k.input::<i32>("x");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let line = line!() + 1;
+    k.exchange_via_shuffles(b, &t, Arrangement::Striped { threads: 64 });
+    match k.build() {
+        Err(Error::Plan(coopgraph::planner::PlanError::Layout { loc, .. })) => {
+            assert_eq!(loc.line, line)
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
