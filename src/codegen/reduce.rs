@@ -305,16 +305,43 @@ impl Emitter<'_> {
         let Some(&first) = items.first() else {
             return;
         };
-        let mut acc = first;
-        for &v in &items[1..] {
-            acc = self.combine_op(r.op, d, acc, v);
-        }
-        let valid = r.valid.map(|e| {
+        let valid_items = r.valid.map(|e| {
             let mut memo = HashMap::new();
             self.eval(e, &Ctx::default(), &mut memo)
         });
         let threads = self.ir.group_threads(r.group);
         let tid = self.tid();
+        let k = items.len() as i64;
+        let mut acc = first;
+        // With a valid count over several items per thread, item i of rank r counts only if
+        // r * K + i < valid (blocked positions); ranks below ceil(valid / K) hold a value.
+        let in_group_rank = (k > 1 && valid_items.is_some())
+            .then(|| self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64)));
+        for (i, &v) in items.iter().enumerate().skip(1) {
+            let sum = self.combine_op(r.op, d, acc, v);
+            acc = match (valid_items, in_group_rank) {
+                (Some(n), Some(rank)) => {
+                    let pos = self.reg(RegClass::B32);
+                    self.op(Op::Mad {
+                        ty: Ty::U32,
+                        dst: pos,
+                        a: rank.into(),
+                        b: Operand::Imm(k),
+                        c: Operand::Imm(i as i64),
+                    });
+                    let ok = self.below(pos.into(), n.into());
+                    self.pick(d, ok, sum, acc)
+                }
+                _ => sum,
+            };
+        }
+        let valid = match (valid_items, k > 1) {
+            (Some(n), true) => {
+                let plus = self.u32op(BinOp::Add, n.into(), Operand::Imm(k - 1));
+                Some(self.u32op(BinOp::Div, plus.into(), Operand::Imm(k)))
+            }
+            (v, _) => v,
+        };
         let result = if threads <= 32 {
             let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64));
             let mask = self.group_mask(threads);

@@ -119,11 +119,6 @@ pub enum VerifyErrorKind {
     BlockOnly,
     /// A commutative-only algorithm with an operator declared not commutative.
     NotCommutative,
-    /// `valid_items` on a reduction of more than one item per thread.
-    ValidItemsNeedOneItem {
-        /// The payload's items.
-        items: u32,
-    },
     /// An exclusive temp storage used by more than one op.
     ExclusiveStorageShared {
         /// Where the first op using it was written.
@@ -231,10 +226,6 @@ impl fmt::Display for VerifyError {
             NotCommutative => write!(
                 f,
                 "raking_commutative_only needs a commutative operator; use raking"
-            ),
-            ValidItemsNeedOneItem { items } => write!(
-                f,
-                "valid_items on a reduction needs one item per thread, not {items}"
             ),
             ExclusiveStorageShared { first } => write!(
                 f,

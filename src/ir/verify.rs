@@ -824,9 +824,8 @@ impl Verifier<'_> {
                 if let Some(v) = r.valid {
                     self.expect_ty(v, VType::D(super::DType::U32), loc, op);
                     self.expr(v, state, op, None);
-                    if s.items != 1 {
-                        self.push(K::ValidItemsNeedOneItem { items: s.items }, loc, Some(op));
-                    }
+                    // Several items per thread count in blocked position order (the planner
+                    // converts a payload arranged otherwise).
                 }
                 if let super::ops::ReduceOp::Custom { expr, .. } = r.op {
                     self.expect_ty(expr, VType::D(s.dtype), loc, op);

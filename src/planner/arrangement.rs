@@ -199,7 +199,10 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
                 p.need(op, data.loc, *src, *to)?;
                 p.strict = strict;
             }
-            OpKind::Reduce(r) if !r.op.commutative() => {
+            OpKind::Reduce(r)
+                if !r.op.commutative()
+                    || (r.valid.is_some() && ir.datas[r.src.index()].items > 1) =>
+            {
                 // Position order is rank order only over a blocked payload.
                 p.need(op, data.loc, r.src, Arrangement::Blocked)?;
             }

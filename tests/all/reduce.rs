@@ -316,3 +316,58 @@ fn reduction_barriers_are_necessary() {
         }
     }
 }
+
+/// A valid count over several items per thread: the first `valid` positions (blocked order)
+/// of each group take part; a striped payload is converted first.
+#[test]
+fn valid_items_over_several_items() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let probe = KernelBuilder::new("probe");
+    let mut case = 0;
+    for g in [
+        probe.this_block(),
+        probe.this_warp().into(),
+        probe.this_warp().group_by(4),
+    ] {
+        for op in [Op::Sum, Op::Last] {
+            for valid in [1u32, 5, 77, 400, 512] {
+                case += 1;
+                let mut k = KernelBuilder::new(format!("valid_multi_{case}"))
+                    .block(128)
+                    .items_per_thread(4);
+                let x = k.input::<i32>("x");
+                let y = k.output::<i32>("y");
+                let n = k.scalar::<u32>("n");
+                let b = k.this_block();
+                let t = k.load_from(b, &x, Load::striped());
+                let r = k.reduce(g, &t, controls::<i32>(op).valid_items(n).broadcast());
+                k.store_to(b, &y, &r, Store::direct());
+                let kernel = k.build().expect("builds");
+                batch.add(&kernel);
+                let f = dev.compile(&kernel).expect("compile");
+                let xs: Vec<i32> = (0..512).map(|i| (i * 7919) % 101 - 50).collect();
+                let xb = dev.upload(&xs).expect("upload");
+                let mut yb = dev.alloc_zeroed::<i32>(128).expect("alloc");
+                f.launch_grid(1, (&xb, &mut yb, valid)).expect("launch");
+                let w = width(g, 128) as usize;
+                let want: Vec<i32> = (0..128usize)
+                    .map(|t| {
+                        let start = (t / w) * w * 4;
+                        let m = (valid as usize).min(w * 4);
+                        xs[start..start + m]
+                            .iter()
+                            .copied()
+                            .reduce(|a, b| i32::fold(op, a, b))
+                            .expect("at least one")
+                    })
+                    .collect();
+                assert_same(
+                    &yb.to_vec().expect("download"),
+                    &want,
+                    &format!("{op:?} over {w} threads, valid {valid}"),
+                );
+            }
+        }
+    }
+}
