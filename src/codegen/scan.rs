@@ -36,16 +36,48 @@ impl Emitter<'_> {
         if x.is_empty() || out.len() != x.len() {
             return;
         }
+        let threads = self.ir.group_threads(sc.group);
+        let w = threads.min(32);
+        let k = x.len() as i64;
+        // With a valid count, position rank * K + i takes part only below it.
+        let valid = sc.valid.map(|e| {
+            let mut memo = HashMap::new();
+            self.eval(e, &Ctx::default(), &mut memo)
+        });
+        let group_rank = valid.map(|_| {
+            let tid = self.tid();
+            self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64))
+        });
         // Thread-local inclusive scan.
         let mut t = vec![x[0]];
-        for &v in &x[1..] {
+        for (i, &v) in x.iter().enumerate().skip(1) {
             let prev = t[t.len() - 1];
             let n = self.combine_op(sc.op, d, prev, v);
+            let n = match (valid, group_rank) {
+                (Some(vn), Some(r)) => {
+                    let pos = self.reg(RegClass::B32);
+                    self.op(Op::Mad {
+                        ty: Ty::U32,
+                        dst: pos,
+                        a: r.into(),
+                        b: Operand::Imm(k),
+                        c: Operand::Imm(i as i64),
+                    });
+                    let ok = self.reg(RegClass::Pred);
+                    self.op(Op::Setp {
+                        cmp: Cmp::Lt,
+                        ty: Ty::U32,
+                        dst: ok,
+                        a: pos.into(),
+                        b: vn.into(),
+                    });
+                    self.pick(d, ok, n, prev)
+                }
+                _ => n,
+            };
             t.push(n);
         }
         let total = t[t.len() - 1];
-        let threads = self.ir.group_threads(sc.group);
-        let w = threads.min(32);
         let tid = self.tid();
         let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64));
         let mask = self.group_mask(w);
@@ -80,9 +112,20 @@ impl Emitter<'_> {
         });
         let (prefix, has_prefix, aggregate) = if threads <= 32 {
             let c = (((32 - w) << 8) | 0x1f) as i64;
-            let agg = sc.aggregate.map(|_| {
-                self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(w as i64 - 1), c, mask)
-            });
+            // The total is the inclusive value of the last rank holding a valid position.
+            let last: Operand = match valid {
+                None => Operand::Imm(w as i64 - 1),
+                Some(vn) => {
+                    let plus = self.u32op(BinOp::Add, vn.into(), Operand::Imm(k - 1));
+                    let ranks = self.u32op(BinOp::Div, plus.into(), Operand::Imm(k));
+                    let ranks = self.u32op(BinOp::Min, ranks.into(), Operand::Imm(w as i64));
+                    let ranks = self.u32op(BinOp::Max, ranks.into(), Operand::Imm(1));
+                    self.u32op(BinOp::Sub, ranks.into(), Operand::Imm(1)).into()
+                }
+            };
+            let agg = sc
+                .aggregate
+                .map(|_| self.shuffle_value(ShflMode::Idx, incl, last, c, mask));
             (excl, has_excl, agg)
         } else if sc.algorithm != ScanAlgorithm::WarpScans {
             let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {

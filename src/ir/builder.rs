@@ -284,6 +284,7 @@ pub struct Scan<T: Element> {
     inclusive: bool,
     initial: Option<Expr<T>>,
     algorithm: ScanAlgorithm,
+    valid: Option<Expr<u32>>,
 }
 
 impl<T: Element> std::fmt::Debug for Scan<T> {
@@ -299,6 +300,7 @@ impl<T: Element> Scan<T> {
             inclusive,
             initial: None,
             algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
         }
     }
 
@@ -319,6 +321,7 @@ impl<T: Element> Scan<T> {
             inclusive: true,
             initial: None,
             algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
         }
     }
 
@@ -329,6 +332,7 @@ impl<T: Element> Scan<T> {
             inclusive: false,
             initial: None,
             algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
         }
     }
 
@@ -341,6 +345,13 @@ impl<T: Element> Scan<T> {
     /// The block algorithm (default: warp scans).
     pub fn algorithm(mut self, a: ScanAlgorithm) -> Self {
         self.algorithm = a;
+        self
+    }
+
+    /// For warp and logical-warp groups: only the first `n` positions of each group's tile
+    /// take part (outputs past them are unspecified; the aggregate counts the valid ones).
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
         self
     }
 }
@@ -885,6 +896,7 @@ impl KernelBuilder {
             }
         };
         let initial = controls.initial.as_ref().map(|e| self.expr(e));
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
         self.push(
             OpKind::Scan(ScanSpec {
                 group,
@@ -896,6 +908,7 @@ impl KernelBuilder {
                 aggregate: agg.map(|a| a.id),
                 callback: None,
                 algorithm: controls.algorithm,
+                valid,
             }),
             loc,
         );
@@ -930,6 +943,7 @@ impl KernelBuilder {
                 }
             }
         };
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
         let body = self.new_region();
         self.cursor.push(body);
         let prefix = callback(self, agg.item(0));
@@ -946,6 +960,7 @@ impl KernelBuilder {
                 aggregate: Some(agg.id),
                 callback: Some(PrefixCallback { body, prefix }),
                 algorithm: controls.algorithm,
+                valid,
             }),
             loc,
         );

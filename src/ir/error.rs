@@ -119,6 +119,9 @@ pub enum VerifyErrorKind {
     BlockOnly,
     /// A commutative-only algorithm with an operator declared not commutative.
     NotCommutative,
+    /// `valid_items` on a scan over more than 32 threads (as CUB's block scans, they take
+    /// whole tiles).
+    ValidItemsNeedWarpGroup,
     /// An exclusive temp storage used by more than one op.
     ExclusiveStorageShared {
         /// Where the first op using it was written.
@@ -226,6 +229,10 @@ impl fmt::Display for VerifyError {
             NotCommutative => write!(
                 f,
                 "raking_commutative_only needs a commutative operator; use raking"
+            ),
+            ValidItemsNeedWarpGroup => write!(
+                f,
+                "valid_items on a scan needs a warp or logical-warp group"
             ),
             ExclusiveStorageShared { first } => write!(
                 f,

@@ -246,6 +246,9 @@ pub struct ScanSpec {
     pub callback: Option<PrefixCallback>,
     /// The block algorithm.
     pub algorithm: ScanAlgorithm,
+    /// Groups of at most 32 threads: only the first this many positions (blocked order) take
+    /// part; outputs past them are unspecified, and the aggregate counts the valid ones.
+    pub valid: Option<ExprId>,
 }
 
 /// Block scan algorithms (CUB's `BlockScan` set). Warp groups always scan with shuffles.
@@ -559,6 +562,7 @@ impl OpKind {
             }
             OpKind::Scan(s) => {
                 v.extend(s.initial);
+                v.extend(s.valid);
                 v.extend(s.callback.as_ref().map(|c| c.prefix));
                 if let ReduceOp::Custom { expr, .. } = s.op {
                     v.push(expr);

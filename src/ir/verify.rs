@@ -796,6 +796,13 @@ impl Verifier<'_> {
                 }
                 let group = ir.groups[sc.group.index()].kind;
                 let block = ir.block_threads();
+                if let Some(v) = sc.valid {
+                    self.expect_ty(v, VType::D(super::DType::U32), loc, op);
+                    self.expr(v, state, op, None);
+                    if ir.group_threads(sc.group) > 32 {
+                        self.push(K::ValidItemsNeedWarpGroup, loc, Some(op));
+                    }
+                }
                 if group == GroupKind::Block
                     && ((block > 32 && block % 32 != 0)
                         || (block <= 32 && !block.is_power_of_two()))

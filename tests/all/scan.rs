@@ -350,3 +350,84 @@ fn raking_scans() {
         ALGORITHM.with(|a| a.set(ScanAlgorithm::WarpScans));
     }
 }
+
+/// Warp and logical-warp scans with a valid count: valid positions scan the valid items, and
+/// the aggregate counts only them.
+#[test]
+fn warp_scans_with_valid_items() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let probe = KernelBuilder::new("probe");
+    let mut case = 0;
+    for g in [probe.this_warp().into(), probe.this_warp().group_by(8)] {
+        for items in [1u32, 3] {
+            for op in [Op::Sum, Op::Max] {
+                let w = width(g, 64) as usize;
+                let tile = w * items as usize;
+                for valid in [1usize, 5, tile - 1, tile, tile + 9] {
+                    case += 1;
+                    let mut k = KernelBuilder::new(format!("scan_valid_{case}"))
+                        .block(64)
+                        .items_per_thread(items);
+                    let x = k.input::<i32>("x");
+                    let y = k.output::<i32>("y");
+                    let z = k.output::<i32>("z");
+                    let n = k.scalar::<u32>("n");
+                    let b = k.this_block();
+                    let t = k.load_from(b, &x, Load::direct());
+                    let r: Reduce<i32> = if op == Op::Sum {
+                        Reduce::sum()
+                    } else {
+                        Reduce::max()
+                    };
+                    let (s, agg) = k.scan_with_aggregate(g, &t, Scan::inclusive(r).valid_items(n));
+                    k.store_to(b, &y, &s, Store::direct());
+                    k.store_to(b, &z, &agg, Store::direct());
+                    let kernel = k.build().expect("builds");
+                    batch.add(&kernel);
+                    let f = dev.compile(&kernel).expect("compile");
+                    let len = 64 * items as usize;
+                    let xs: Vec<i32> = (0..len as i32).map(|i| (i * 37) % 23 - 11).collect();
+                    let xb = dev.upload(&xs).expect("upload");
+                    let mut yb = dev.alloc_zeroed::<i32>(len).expect("alloc");
+                    let mut zb = dev.alloc_zeroed::<i32>(64).expect("alloc");
+                    f.launch_grid(1, (&xb, &mut yb, &mut zb, valid as u32))
+                        .expect("launch");
+                    let got = yb.to_vec().expect("y");
+                    let got_agg = zb.to_vec().expect("z");
+                    for (gi, chunk) in xs.chunks(tile).enumerate() {
+                        let m = valid.min(tile);
+                        let mut acc: Option<i32> = None;
+                        for (p, &v) in chunk.iter().enumerate().take(m) {
+                            let next = acc.map_or(v, |a| i32::fold(op, a, v));
+                            assert_eq!(got[gi * tile + p], next, "case {case} position {p}");
+                            acc = Some(next);
+                        }
+                        for r in 0..w {
+                            assert_eq!(
+                                got_agg[gi * w + r],
+                                acc.expect("valid"),
+                                "case {case} aggregate"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn block_scans_take_whole_tiles() {
+    let mut k = KernelBuilder::new("k").block(64).items_per_thread(2);
+    let x = k.input::<i32>("x");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    k.scan(b, &t, Scan::inclusive_sum().valid_items(10u32));
+    match k.build() {
+        Err(coopgraph::Error::Verify(e)) => {
+            assert!(e.has(|k| matches!(k, coopgraph::ir::VerifyErrorKind::ValidItemsNeedWarpGroup)))
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
