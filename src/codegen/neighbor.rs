@@ -277,6 +277,51 @@ impl Emitter<'_> {
             N::Offset(_) => vec![self.pick(d, has, nv, x[0])],
             N::Rotate(_) => vec![nv],
         };
+        // A partial tile: positions past the valid ones (looking right, from the last valid
+        // one) keep their input.
+        let results = match nb.valid {
+            Some(e) if matches!(nb.kind, N::AdjacentLeft | N::AdjacentRight) => {
+                let mut memo = HashMap::new();
+                let v = self.eval(e, &Ctx::default(), &mut memo);
+                let bound = if nb.kind == N::AdjacentRight {
+                    let b = self.reg(RegClass::B32);
+                    self.op(Op::Bin {
+                        op: BinOp::Sub,
+                        ty: Ty::S32,
+                        dst: b,
+                        a: v.into(),
+                        b: Operand::Imm(1),
+                    });
+                    b
+                } else {
+                    v
+                };
+                results
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        let pos = self.reg(RegClass::B32);
+                        self.op(Op::Mad {
+                            ty: Ty::U32,
+                            dst: pos,
+                            a: rank.into(),
+                            b: Operand::Imm(k as i64),
+                            c: Operand::Imm(i as i64),
+                        });
+                        let keep = self.reg(RegClass::Pred);
+                        self.op(Op::Setp {
+                            cmp: Cmp::Lt,
+                            ty: Ty::S32,
+                            dst: keep,
+                            a: pos.into(),
+                            b: bound.into(),
+                        });
+                        self.pick(d, keep, r, x[i])
+                    })
+                    .collect()
+            }
+            _ => results,
+        };
         let out_ty = self.ir.datas[nb.dst.index()].dtype;
         for (i, r) in results.into_iter().enumerate() {
             self.mov_into(out_ty, nb.dst, i as u32, r);

@@ -1067,6 +1067,7 @@ impl KernelBuilder {
                 op,
                 edge,
                 shifted_out,
+                valid: None,
             }),
             loc,
         );
@@ -1087,6 +1088,51 @@ impl KernelBuilder {
         let op = Some(self.expr(&body));
         let edge = predecessor.as_ref().map(|e| self.expr(e));
         self.neighbor(group.into(), src, NeighborKind::AdjacentLeft, op, edge)
+    }
+
+    /// [`adjacent_difference_left`](Self::adjacent_difference_left) over a partial tile:
+    /// positions from `valid` on keep their input (CUB's `SubtractLeftPartialTile`).
+    #[track_caller]
+    pub fn adjacent_difference_left_partial<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<BinaryFn<T>>,
+        predecessor: Option<Expr<T>>,
+        valid: impl Into<Expr<u32>>,
+    ) -> ThreadData<T> {
+        let d = self.adjacent_difference_left(group, src, f, predecessor);
+        self.set_neighbor_valid(d.id, valid.into());
+        d
+    }
+
+    /// [`adjacent_difference_right`](Self::adjacent_difference_right) over a partial tile:
+    /// the last valid position and those after it keep their input (CUB's
+    /// `SubtractRightPartialTile`).
+    #[track_caller]
+    pub fn adjacent_difference_right_partial<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<BinaryFn<T>>,
+        valid: impl Into<Expr<u32>>,
+    ) -> ThreadData<T> {
+        let d = self.adjacent_difference_right(group, src, f, None);
+        self.set_neighbor_valid(d.id, valid.into());
+        d
+    }
+
+    /// Sets the valid count of the neighbour op that produced `dst` (the last op recorded).
+    fn set_neighbor_valid(&mut self, dst: DataId, valid: Expr<u32>) {
+        let e = self.expr(&valid);
+        if let Some(OpData {
+            kind: OpKind::Neighbor(nb),
+            ..
+        }) = self.ir.ops.last_mut()
+            && nb.dst == dst
+        {
+            nb.valid = Some(e);
+        }
     }
 
     /// Adjacent differences to the right: `x[p] - x[p + 1]`, or `f(x[p], x[p + 1])`; the last

@@ -314,6 +314,9 @@ pub struct NeighborSpec {
     /// For `ShiftUp`, the item shifted out of the tile (its last); for `ShiftDown`, the item
     /// shifted out at the front (its first): a one-item payload at every rank.
     pub shifted_out: Option<DataId>,
+    /// Adjacent differences over a partial tile: positions from this count on (and, looking
+    /// right, the last valid one) keep their input.
+    pub valid: Option<ExprId>,
 }
 
 /// How a temp storage may be used.
@@ -553,6 +556,7 @@ impl OpKind {
             OpKind::Neighbor(nb) => {
                 v.extend(nb.op);
                 v.extend(nb.edge);
+                v.extend(nb.valid);
             }
             OpKind::Reduce(r) => {
                 v.extend(r.valid);

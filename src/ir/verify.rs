@@ -743,6 +743,10 @@ impl Verifier<'_> {
                     self.expect_ty(e, VType::D(s.dtype), loc, op);
                     self.expr(e, state, op, None);
                 }
+                if let Some(e) = nb.valid {
+                    self.expect_ty(e, VType::D(super::DType::U32), loc, op);
+                    self.expr(e, state, op, None);
+                }
                 if matches!(nb.kind, N::Offset(_) | N::Rotate(_)) && s.items != 1 {
                     self.push(
                         K::ItemsMismatch {

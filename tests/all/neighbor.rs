@@ -331,3 +331,68 @@ fn shuffles_return_the_item_shifted_out() {
         }
     }
 }
+
+/// Adjacent differences over partial tiles: positions past the valid ones keep their input
+/// (looking right, from the last valid one).
+#[test]
+fn adjacent_differences_over_partial_tiles() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let probe = KernelBuilder::new("probe");
+    let mut case = 0;
+    for g in [probe.this_block(), probe.this_warp().group_by(8)] {
+        for left in [true, false] {
+            let w = match g.kind() {
+                GroupKind::Block => 64usize,
+                GroupKind::LogicalWarp { width } => width as usize,
+            };
+            let tile = w * 3;
+            for valid in [1usize, 5, tile - 1, tile] {
+                case += 1;
+                let mut k = KernelBuilder::new(format!("partial_{case}"))
+                    .block(64)
+                    .items_per_thread(3);
+                let x = k.input::<i32>("x");
+                let y = k.output::<i32>("y");
+                let n = k.scalar::<u32>("n");
+                let b = k.this_block();
+                let t = k.load_from(b, &x, Load::direct());
+                let d = if left {
+                    k.adjacent_difference_left_partial(g, &t, None, Some(Expr::lit(100)), n)
+                } else {
+                    k.adjacent_difference_right_partial(g, &t, None, n)
+                };
+                k.store_to(b, &y, &d, Store::direct());
+                let kernel = k.build().expect("builds");
+                batch.add(&kernel);
+                let f = dev.compile(&kernel).expect("compile");
+                let xs: Vec<i32> = (0..192).map(|i| (i * 13) % 29).collect();
+                let xb = dev.upload(&xs).expect("upload");
+                let mut yb = dev.alloc_zeroed::<i32>(192).expect("alloc");
+                f.launch_grid(1, (&xb, &mut yb, valid as u32))
+                    .expect("launch");
+                let want: Vec<i32> = (0..192usize)
+                    .map(|p| {
+                        let q = p % tile;
+                        if left {
+                            match q {
+                                q if q >= valid => xs[p],
+                                0 => xs[p] - 100,
+                                _ => xs[p] - xs[p - 1],
+                            }
+                        } else if q + 1 >= valid {
+                            xs[p]
+                        } else {
+                            xs[p] - xs[p + 1]
+                        }
+                    })
+                    .collect();
+                assert_same(
+                    &yb.to_vec().expect("download"),
+                    &want,
+                    &format!("left={left} over {w}, valid {valid}"),
+                );
+            }
+        }
+    }
+}
