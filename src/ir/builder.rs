@@ -1183,6 +1183,22 @@ impl KernelBuilder {
         self.neighbor(group.into(), src, NeighborKind::Tails, op, edge)
     }
 
+    /// Head and tail flags together (CUB's `FlagHeadsAndTails`): `(heads, tails)`.
+    #[track_caller]
+    pub fn flag_heads_and_tails<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        f: Option<FlagFn<T>>,
+        predecessor: Option<Expr<T>>,
+        successor: Option<Expr<T>>,
+    ) -> (ThreadData<u32>, ThreadData<u32>) {
+        let group = group.into();
+        let heads = self.flag_heads(group, src, f, predecessor);
+        let tails = self.flag_tails(group, src, f, successor);
+        (heads, tails)
+    }
+
     /// Block shuffle up: position `p` gets `x[p - 1]`; position 0 gets `edge` or keeps its
     /// value.
     #[track_caller]

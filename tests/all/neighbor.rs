@@ -396,3 +396,41 @@ fn adjacent_differences_over_partial_tiles() {
         }
     }
 }
+
+#[test]
+fn heads_and_tails_together() {
+    let dev = device();
+    let mut k = KernelBuilder::new("heads_tails")
+        .block(32)
+        .items_per_thread(2);
+    let x = k.input::<i32>("x");
+    let h = k.output::<u32>("h");
+    let t = k.output::<u32>("t");
+    let b = k.this_block();
+    let v = k.load_from(b, &x, Load::direct());
+    let (heads, tails) = k.flag_heads_and_tails(b, &v, None, None, Some(Expr::lit(7)));
+    k.store_to(b, &h, &heads, Store::direct());
+    k.store_to(b, &t, &tails, Store::direct());
+    let kernel = k.build().expect("builds");
+    super::common::assemble_all(&kernel);
+    let f = dev.compile(&kernel).expect("compile");
+    let xs: Vec<i32> = (0..64).map(|i| i / 3).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut hb = dev.alloc_zeroed::<u32>(64).expect("alloc");
+    let mut tb = dev.alloc_zeroed::<u32>(64).expect("alloc");
+    f.launch_grid(1, (&xb, &mut hb, &mut tb)).expect("launch");
+    let want_h: Vec<u32> = (0..64)
+        .map(|p| (p == 0 || xs[p - 1] != xs[p]) as u32)
+        .collect();
+    let want_t: Vec<u32> = (0..64)
+        .map(|p| {
+            (if p == 63 {
+                xs[p] != 7
+            } else {
+                xs[p] != xs[p + 1]
+            }) as u32
+        })
+        .collect();
+    assert_same(&hb.to_vec().expect("h"), &want_h, "heads");
+    assert_same(&tb.to_vec().expect("t"), &want_t, "tails");
+}
