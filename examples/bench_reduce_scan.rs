@@ -3,14 +3,14 @@
 //!
 //! - reduce: striped load, block sum (each algorithm), thread 0 writes one partial per block;
 //!   GB/s counts `n * size` read plus the partials written. Checked: every partial.
-//! - scan: warp-transposed load, block inclusive sum (warp scans) of each tile independently,
-//!   warp-transposed store; GB/s counts `2 * n * size`. Checked: every element.
+//! - scan: warp-transposed load, block inclusive sum (each algorithm) of each tile
+//!   independently, warp-transposed store; GB/s counts `2 * n * size`. Checked: every element.
 //!
 //! With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/reduce_scan.cu` wrote in the same run,
 //! each row shows CUB's figure and our ratio. On a GPU it uses 2^28 elements
 //! (`COOPGRAPH_BENCH_N` overrides); on the simulator 2^14, and its times mean nothing.
 
-use coopgraph::ir::{Element, Reduce, ReduceAlgorithm, Scan, index};
+use coopgraph::ir::{Element, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, index};
 use coopgraph::runtime::{Backend, Device, DeviceElement};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 use std::collections::HashMap;
@@ -55,8 +55,8 @@ fn reduce_kernel<T: Element>(alg: ReduceAlgorithm, block: u32, items: u32) -> Ke
     k.build().expect("reduce kernel builds")
 }
 
-fn scan_kernel<T: Element>(block: u32, items: u32) -> Kernel {
-    let mut k = KernelBuilder::new(format!("bscan_{}_{block}x{items}", T::DTYPE))
+fn scan_kernel<T: Element>(alg: ScanAlgorithm, block: u32, items: u32) -> Kernel {
+    let mut k = KernelBuilder::new(format!("bscan_{}_{alg:?}_{block}x{items}", T::DTYPE))
         .block(block)
         .items_per_thread(items);
     let x = k.input::<T>("x");
@@ -71,7 +71,7 @@ fn scan_kernel<T: Element>(block: u32, items: u32) -> Kernel {
             .valid_items(valid.clone())
             .oob_default(T::cast_from_i64(0)),
     );
-    let s = k.scan(b, &t, Scan::inclusive_sum());
+    let s = k.scan(b, &t, Scan::inclusive_sum().algorithm(alg));
     k.store_to(b, &y, &s, Store::warp_transpose().valid_items(valid));
     k.build().expect("scan kernel builds")
 }
@@ -190,32 +190,33 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
                     bytes as f64 / t.as_secs_f64() / 1e9,
                 ));
             }
-            let f = dev
-                .compile(&scan_kernel::<T>(block, items))
-                .expect("compile");
-            f.launch_over(n, (&x, &mut y, n as u32)).expect("launch");
-            let got = y.to_vec().expect("download");
-            for (b, chunk) in xs.chunks(tile).enumerate() {
-                let mut acc = T::sample(0);
-                for (i, &v) in chunk.iter().enumerate() {
-                    acc = T::add(acc, v);
-                    assert!(
-                        got[b * tile + i] == acc,
-                        "scan {block}x{items}: element {}",
-                        b * tile + i
-                    );
+            for (alg, name) in [
+                (ScanAlgorithm::Raking, "raking"),
+                (ScanAlgorithm::RakingMemoize, "raking_memoize"),
+                (ScanAlgorithm::WarpScans, "warp_scans"),
+            ] {
+                let f = dev
+                    .compile(&scan_kernel::<T>(alg, block, items))
+                    .expect("compile");
+                f.launch_over(n, (&x, &mut y, n as u32)).expect("launch");
+                let got = y.to_vec().expect("download");
+                for (b, chunk) in xs.chunks(tile).enumerate() {
+                    let mut acc = T::sample(0);
+                    for (i, &v) in chunk.iter().enumerate() {
+                        acc = T::add(acc, v);
+                        assert!(
+                            got[b * tile + i] == acc,
+                            "scan {alg:?} {block}x{items}: element {}",
+                            b * tile + i
+                        );
+                    }
                 }
+                let t = time(dev, reps, || {
+                    f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
+                });
+                let g = (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;
+                rows.push(row("scan", name, block, items, g));
             }
-            let t = time(dev, reps, || {
-                f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
-            });
-            rows.push(row(
-                "scan",
-                "warp_scans",
-                block,
-                items,
-                (2 * n * 4) as f64 / t.as_secs_f64() / 1e9,
-            ));
         }
     }
 }
