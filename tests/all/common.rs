@@ -224,3 +224,36 @@ pub fn assert_same<T: Element>(actual: &[T], expected: &[T], what: &str) {
         );
     }
 }
+
+/// The simulator with the race checker on and the uninitialized-read checker off, so that a
+/// missing barrier shows as the race it is rather than as an earlier read of unwritten memory.
+pub fn race_checker() -> Device {
+    Device::sim_with(coopgraph::runtime::SimOptions {
+        check_uninit: false,
+        ..coopgraph::runtime::SimOptions::default()
+    })
+}
+
+/// Asserts that leaving out each barrier the planner placed in `kernel` makes `run` report a
+/// race: every barrier is needed.
+pub fn assert_barriers_necessary<R: std::fmt::Debug>(
+    kernel: &coopgraph::Kernel,
+    run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
+) {
+    for i in 0..kernel.plan().barriers.len() {
+        let without = kernel.without_barrier(i).expect("barrier exists");
+        let result = run(&without);
+        assert!(
+            matches!(
+                result,
+                Err(coopgraph::runtime::RuntimeError::Sim(
+                    coopgraph::sim::SimError::Race(_)
+                ))
+            ),
+            "{}: without barrier {i} ({:?}) the race checker says {result:?}\n{}",
+            kernel.name(),
+            kernel.plan().barriers[i],
+            kernel.explain()
+        );
+    }
+}

@@ -263,7 +263,6 @@ fn reduce_first_u64() {
 #[test]
 fn reduction_barriers_are_necessary() {
     use coopgraph::runtime::{Device, RuntimeError, SimOptions};
-    use coopgraph::sim::SimError;
     let sim = Device::sim_with(SimOptions {
         check_uninit: false,
         ..SimOptions::default()
@@ -306,14 +305,7 @@ fn reduction_barriers_are_necessary() {
         let best = best.expect("threads");
         let got = run(&kernel).expect("race-free");
         assert!(got.iter().all(|&v| v == best), "{alg:?}: {got:?}");
-        for i in 0..kernel.plan().barriers.len() {
-            let without = kernel.without_barrier(i).expect("exists");
-            assert!(
-                matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
-                "{alg:?}: barrier {i} not shown necessary\n{}",
-                kernel.explain()
-            );
-        }
+        super::common::assert_barriers_necessary(&kernel, run);
     }
 }
 

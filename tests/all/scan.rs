@@ -221,7 +221,6 @@ fn exclusive_scan_needs_an_initial_value() {
 #[test]
 fn scan_barriers_are_necessary() {
     use coopgraph::runtime::{Device, RuntimeError, SimOptions};
-    use coopgraph::sim::SimError;
     let sim = Device::sim_with(SimOptions {
         check_uninit: false,
         ..SimOptions::default()
@@ -267,14 +266,7 @@ fn scan_barriers_are_necessary() {
         }
         assert_eq!(run(&kernel).expect("race-free"), want);
         assert!(kernel.plan().barriers.len() >= 3, "{}", kernel.explain());
-        for i in 0..kernel.plan().barriers.len() {
-            let without = kernel.without_barrier(i).expect("exists");
-            assert!(
-                matches!(run(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
-                "barrier {i} not shown necessary\n{}",
-                kernel.explain()
-            );
-        }
+        super::common::assert_barriers_necessary(&kernel, run);
     }
 }
 

@@ -187,13 +187,7 @@ fn reuse_by_other_threads_needs_a_barrier() {
     assert_same(&ys, &xs, "first store");
     let plus: Vec<i32> = xs.iter().map(|v| v.wrapping_add(1)).collect();
     assert_same(&zs, &plus, "second store");
-    for i in 0..plan.barriers.len() {
-        let without = kernel.without_barrier(i).expect("exists");
-        assert!(
-            matches!(run2(&without), Err(RuntimeError::Sim(SimError::Race(_)))),
-            "barrier {i} is not shown necessary"
-        );
-    }
+    super::common::assert_barriers_necessary(&kernel, run2);
 }
 
 #[test]
@@ -666,24 +660,17 @@ fn time_sliced_exchange() {
         &want,
         "time-sliced exchange",
     );
-    let sim = Device::sim_with(SimOptions {
-        check_uninit: false,
-        ..SimOptions::default()
+    let sim = super::common::race_checker();
+    super::common::assert_barriers_necessary(&sliced, |k| {
+        let f = sim.compile(k).map_err(|e| match e {
+            Error::Runtime(r) => r,
+            other => panic!("{other}"),
+        })?;
+        let xb = sim.upload(&xs)?;
+        let mut yb = sim.alloc_zeroed::<i32>(512)?;
+        f.launch_grid(1, (&xb, &mut yb))?;
+        yb.to_vec()
     });
-    for i in 0..sliced.plan().barriers.len() {
-        let without = sliced.without_barrier(i).expect("exists");
-        let f = sim.compile(&without).expect("compile");
-        let xb = sim.upload(&xs).expect("upload");
-        let mut yb = sim.alloc_zeroed::<i32>(512).expect("alloc");
-        assert!(
-            matches!(
-                f.launch_grid(1, (&xb, &mut yb)),
-                Err(RuntimeError::Sim(SimError::Race(_)))
-            ),
-            "barrier {i} not shown necessary\n{}",
-            sliced.explain()
-        );
-    }
 }
 
 /// Exchanges inside logical warps through shuffles: no shared memory, same results.
