@@ -405,9 +405,8 @@ impl Emitter<'_> {
                 ranks,
                 flags,
                 dst,
-                to,
                 ..
-            } => self.scatter(op, *src, *ranks, *flags, *dst, *to),
+            } => self.scatter(op, *src, *ranks, *flags, *dst),
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

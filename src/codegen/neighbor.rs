@@ -334,7 +334,7 @@ impl Emitter<'_> {
 
 impl Emitter<'_> {
     /// Lowers a scatter: items to their ranked tile positions, then the tile read back in the
-    /// result's arrangement.
+    /// result's arrangement (the plan's `read_back` form).
     pub(crate) fn scatter(
         &mut self,
         op: OpId,
@@ -342,13 +342,11 @@ impl Emitter<'_> {
         ranks: crate::ir::DataId,
         flags: Option<crate::ir::DataId>,
         dst: crate::ir::DataId,
-        to: crate::ir::Arrangement,
     ) {
         let d = self.ir.datas[src.index()].dtype;
         let x = self.data_regs(src).to_vec();
         let r = self.data_regs(ranks).to_vec();
         let fl = flags.map(|f| self.data_regs(f).to_vec());
-        let k = x.len() as u32;
         let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
             return;
         };
@@ -395,8 +393,7 @@ impl Emitter<'_> {
             );
         }
         self.sync_point(op, cp.first_step + 1);
-        let block = self.plan.block_threads;
-        let Some(form) = crate::planner::PositionForm::of(to, block, k) else {
+        let Some(form) = cp.read_back.clone() else {
             return;
         };
         let tid = self.tid();

@@ -1074,6 +1074,22 @@ impl KernelBuilder {
         dst
     }
 
+    /// A neighbour op whose operator is `f(Arg(0), Arg(1))`.
+    #[track_caller]
+    fn neighbor_fn<T: Element, U: Element, R: super::expr::ExprType>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        kind: NeighborKind,
+        f: fn(Expr<T>, Expr<T>) -> Expr<R>,
+        edge: Option<Expr<T>>,
+    ) -> ThreadData<U> {
+        let body = f(Expr::arg(0), Expr::arg(1));
+        let op = Some(self.expr(&body));
+        let edge = edge.as_ref().map(|e| self.expr(e));
+        self.neighbor(group, src, kind, op, edge)
+    }
+
     /// Adjacent differences in position order: `x[p] - x[p - 1]`, or `f(x[p], x[p - 1])`;
     /// position 0 uses `predecessor` (the item before the tile) or keeps its value.
     #[track_caller]
@@ -1084,10 +1100,13 @@ impl KernelBuilder {
         f: Option<BinaryFn<T>>,
         predecessor: Option<Expr<T>>,
     ) -> ThreadData<T> {
-        let body = f.unwrap_or(|a, b| a - b)(Expr::arg(0), Expr::arg(1));
-        let op = Some(self.expr(&body));
-        let edge = predecessor.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::AdjacentLeft, op, edge)
+        self.neighbor_fn(
+            group.into(),
+            src,
+            NeighborKind::AdjacentLeft,
+            f.unwrap_or(|a, b| a - b),
+            predecessor,
+        )
     }
 
     /// [`adjacent_difference_left`](Self::adjacent_difference_left) over a partial tile:
@@ -1145,10 +1164,13 @@ impl KernelBuilder {
         f: Option<BinaryFn<T>>,
         successor: Option<Expr<T>>,
     ) -> ThreadData<T> {
-        let body = f.unwrap_or(|a, b| a - b)(Expr::arg(0), Expr::arg(1));
-        let op = Some(self.expr(&body));
-        let edge = successor.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::AdjacentRight, op, edge)
+        self.neighbor_fn(
+            group.into(),
+            src,
+            NeighborKind::AdjacentRight,
+            f.unwrap_or(|a, b| a - b),
+            successor,
+        )
     }
 
     /// Head flags (1 where a run starts): `x[p - 1] != x[p]`, or `f(x[p - 1], x[p])`; position
@@ -1161,10 +1183,13 @@ impl KernelBuilder {
         f: Option<FlagFn<T>>,
         predecessor: Option<Expr<T>>,
     ) -> ThreadData<u32> {
-        let body = f.unwrap_or(|a, b| a.ne(b))(Expr::arg(0), Expr::arg(1));
-        let op = Some(self.expr(&body));
-        let edge = predecessor.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::Heads, op, edge)
+        self.neighbor_fn(
+            group.into(),
+            src,
+            NeighborKind::Heads,
+            f.unwrap_or(|a, b| a.ne(b)),
+            predecessor,
+        )
     }
 
     /// Tail flags (1 where a run ends): `x[p] != x[p + 1]`, or `f(x[p], x[p + 1])`; the last
@@ -1177,10 +1202,13 @@ impl KernelBuilder {
         f: Option<FlagFn<T>>,
         successor: Option<Expr<T>>,
     ) -> ThreadData<u32> {
-        let body = f.unwrap_or(|a, b| a.ne(b))(Expr::arg(0), Expr::arg(1));
-        let op = Some(self.expr(&body));
-        let edge = successor.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::Tails, op, edge)
+        self.neighbor_fn(
+            group.into(),
+            src,
+            NeighborKind::Tails,
+            f.unwrap_or(|a, b| a.ne(b)),
+            successor,
+        )
     }
 
     /// Head and tail flags together (CUB's `FlagHeadsAndTails`): `(heads, tails)`.

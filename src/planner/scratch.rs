@@ -227,6 +227,9 @@ pub struct CollectivePlan {
     /// Step `f` writes entry `t` by thread `t` (and, with `rake_back`, step `f + 3` reads it
     /// back by the same thread): such accesses of two ops over the same bytes need no barrier.
     pub own_entries: bool,
+    /// For a scatter: where each thread reads its slots back (the result's arrangement over
+    /// the block, from its layout).
+    pub read_back: Option<PositionForm>,
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
@@ -534,6 +537,19 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
         let rake_back =
             matches!(&data.kind, OpKind::Scan(sc) if sc.algorithm != ScanAlgorithm::WarpScans);
+        let read_back = match &data.kind {
+            OpKind::Scatter { to, .. } => {
+                let items = ir.datas[src.index()].items;
+                Some(
+                    PositionForm::of(*to, threads, items).ok_or_else(|| PlanError::Layout {
+                        op,
+                        loc: data.loc,
+                        reason: format!("{to:?} over {threads} threads x {items} items"),
+                    })?,
+                )
+            }
+            _ => None,
+        };
         let own_entries = match &data.kind {
             OpKind::Reduce(r) => r.algorithm == ReduceAlgorithm::Raking,
             OpKind::Scan(_) => rake_back,
@@ -548,6 +564,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             first_step,
             rake_back,
             own_entries,
+            read_back,
         });
     }
     for (i, sl) in storage_slices.iter().enumerate() {
