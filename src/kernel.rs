@@ -210,6 +210,23 @@ impl Kernel {
                 ));
             }
         }
+        for (i, c) in plan.collectives.iter().enumerate() {
+            if let Some(c) = c {
+                s.push_str(&format!(
+                    "  op{i} step {}: {} shared entries of {} bytes{}{}, slice {}\n",
+                    c.first_step,
+                    c.entries,
+                    c.elem_bytes,
+                    if c.segment > 0 {
+                        format!(", raked in segments of {}", c.segment)
+                    } else {
+                        String::new()
+                    },
+                    if c.padded { ", padded" } else { "" },
+                    c.slice
+                ));
+            }
+        }
         for (i, sl) in plan.slices.iter().enumerate() {
             s.push_str(&format!(
                 "  slice {i}: {} bytes at {} (align {}), live {}..={}: {}\n",

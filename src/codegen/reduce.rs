@@ -241,25 +241,31 @@ impl Emitter<'_> {
             base: AddrBase::Reg(addr),
             offset: 0,
         };
-        self.op(if load {
-            Op::Ld {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                dst: smallvec![value],
-                addr: address,
-            }
-        } else {
-            Op::St {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                addr: address,
-                src: smallvec![value.into()],
-            }
-        });
+        self.shared_access(load, d, address, value);
     }
 
-    /// `smem + slice offset + index * size`.
+    /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
+    /// slot, padding included).
     pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
+        let slot = match index {
+            Operand::Imm(i) => Operand::Imm(c.slot(i as u32) as i64),
+            other if c.padded => {
+                let pads = self.u32op(BinOp::Div, other, Operand::Imm(c.segment as i64));
+                self.u32op(BinOp::Add, other, pads.into()).into()
+            }
+            other => other,
+        };
+        self.scaled_collective_addr(c, slot, c.elem_bytes)
+    }
+
+    /// The address of the first entry of raking lane `lane`'s segment; the segment's entries
+    /// follow at `elem_bytes` steps (padding only falls between segments).
+    pub(crate) fn segment_addr(&mut self, c: &CollectivePlan, lane: Reg) -> Reg {
+        self.scaled_collective_addr(c, lane.into(), c.segment_stride() * c.elem_bytes)
+    }
+
+    /// `smem + slice offset + index * scale`.
+    fn scaled_collective_addr(&mut self, c: &CollectivePlan, index: Operand, scale: u32) -> Reg {
         let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
         let base = self.smem_base();
         let a = self.reg(RegClass::B32);
@@ -267,7 +273,7 @@ impl Emitter<'_> {
             ty: Ty::U32,
             dst: a,
             a: index,
-            b: Operand::Imm(c.elem_bytes as i64),
+            b: Operand::Imm(scale as i64),
             c: base.into(),
         });
         if offset != 0 {
@@ -561,7 +567,7 @@ impl Emitter<'_> {
                     },
                 );
                 // Lane l folds shared entries [l * seg, (l + 1) * seg) in order.
-                let seg = shared.div_ceil(32).max(1);
+                let seg = c.segment.max(1);
                 let mut have = if commutative_only {
                     // Its own value counts if its thread is valid.
                     count.map(|n| self.below(lane.into(), n.into()))
@@ -569,100 +575,100 @@ impl Emitter<'_> {
                     None
                 };
                 let mut folded = if commutative_only { Some(acc) } else { None };
+                let seg_base = self.segment_addr(c, lane);
                 for j in 0..seg {
-                    let index = self.reg(RegClass::B32);
-                    self.op(Op::Mad {
-                        ty: Ty::U32,
-                        dst: index,
-                        a: lane.into(),
-                        b: Operand::Imm(seg as i64),
-                        c: Operand::Imm(j as i64),
-                    });
-                    // The entry exists and its thread is valid.
-                    let exists = self.below(index.into(), Operand::Imm(shared as i64));
-                    if let Some(n) = count {
-                        let t =
-                            self.u32op(BinOp::Add, index.into(), Operand::Imm(shared_from as i64));
-                        let ok = self.below(t.into(), n.into());
-                        self.op(Op::PredBin {
-                            op: BinOp::And,
-                            dst: exists,
-                            a: exists,
-                            b: ok,
+                    // The entry exists (statically, unless the last lanes' segments run past
+                    // the shared entries) and its thread is valid.
+                    let may_miss = 31 * seg + j >= shared;
+                    let exists = if may_miss || count.is_some() {
+                        let index = self.reg(RegClass::B32);
+                        self.op(Op::Mad {
+                            ty: Ty::U32,
+                            dst: index,
+                            a: lane.into(),
+                            b: Operand::Imm(seg as i64),
+                            c: Operand::Imm(j as i64),
                         });
-                    }
+                        let limit = match count {
+                            // Entry e is thread e + shared_from's value.
+                            Some(n) => {
+                                let n_entries = self.u32op(
+                                    BinOp::Max,
+                                    n.into(),
+                                    Operand::Imm(shared_from as i64),
+                                );
+                                let n_entries = self.u32op(
+                                    BinOp::Sub,
+                                    n_entries.into(),
+                                    Operand::Imm(shared_from as i64),
+                                );
+                                self.u32op(
+                                    BinOp::Min,
+                                    n_entries.into(),
+                                    Operand::Imm(shared as i64),
+                                )
+                                .into()
+                            }
+                            None => Operand::Imm(shared as i64),
+                        };
+                        Some(self.below(index.into(), limit))
+                    } else {
+                        None
+                    };
                     let v = self.reg(class(d));
-                    let a = self.collective_addr(c, index.into());
-                    self.guarded(
-                        exists,
-                        false,
-                        Op::Ld {
-                            space: Space::Shared,
-                            ty: mem_ty(d),
-                            dst: smallvec![v],
-                            addr: Address {
-                                base: AddrBase::Reg(a),
-                                offset: 0,
-                            },
+                    let load = Op::Ld {
+                        space: Space::Shared,
+                        ty: mem_ty(d),
+                        dst: smallvec![v],
+                        addr: Address {
+                            base: AddrBase::Reg(seg_base),
+                            offset: (j * c.elem_bytes) as i64,
                         },
-                    );
+                    };
+                    match exists {
+                        Some(e) => self.guarded(e, false, load),
+                        None => self.op(load),
+                    }
                     folded = Some(match folded {
                         None => {
-                            have = Some(exists);
+                            have = exists;
                             v
                         }
                         Some(prev) => {
                             let sum = self.combine_op(r.op, d, prev, v);
-                            match have {
+                            match (have, exists) {
+                                // Both are values.
+                                (None, None) => sum,
                                 // `prev` is a value: take the entry if it exists.
-                                None => {
-                                    let pick = self.reg(class(d));
-                                    self.op(Op::Selp {
-                                        ty: bits_or_float(d),
-                                        dst: pick,
-                                        a: sum.into(),
-                                        b: prev.into(),
-                                        p: exists,
-                                    });
-                                    pick
+                                (None, Some(e)) => self.pick(d, e, sum, prev),
+                                // The entry is a value: `prev` joins it if it is one.
+                                (Some(h), None) => {
+                                    have = None;
+                                    self.pick(d, h, sum, v)
                                 }
                                 // `prev` may be no value yet: sum if both, the entry alone
                                 // if only it, else `prev`.
-                                Some(h) => {
+                                (Some(h), Some(e)) => {
                                     let both = self.reg(RegClass::Pred);
                                     self.op(Op::PredBin {
                                         op: BinOp::And,
                                         dst: both,
                                         a: h,
-                                        b: exists,
+                                        b: e,
                                     });
-                                    let pick = self.reg(class(d));
-                                    self.op(Op::Selp {
-                                        ty: bits_or_float(d),
-                                        dst: pick,
-                                        a: sum.into(),
-                                        b: prev.into(),
-                                        p: both,
-                                    });
+                                    let pick = self.pick(d, both, sum, prev);
                                     let only_new = self.reg(RegClass::Pred);
                                     self.op(Op::PredNot {
                                         dst: only_new,
                                         a: h,
                                     });
-                                    let pick2 = self.reg(class(d));
-                                    self.op(Op::Selp {
-                                        ty: bits_or_float(d),
-                                        dst: pick2,
-                                        a: v.into(),
-                                        b: pick.into(),
-                                        p: only_new,
-                                    });
+                                    let pick2 = self.pick(d, only_new, v, pick);
                                     let h2 = self.reg(RegClass::Pred);
                                     self.op(Op::PredBin {
                                         op: BinOp::Or,
                                         dst: h2,
                                         a: h,
-                                        b: exists,
+                                        b: e,
                                     });
                                     have = Some(h2);
                                     pick2
@@ -696,6 +702,9 @@ impl Emitter<'_> {
                 };
                 let limit = if commutative_only || lanes.is_some() {
                     lanes
+                } else if shared.div_ceil(seg) >= 32 {
+                    // Every lane holds a value.
+                    None
                 } else {
                     // Every lane with an existing segment holds a value.
                     let n = shared.div_ceil(seg);

@@ -281,6 +281,11 @@ impl Emitter<'_> {
             base: AddrBase::Reg(a),
             offset: 0,
         };
+        self.shared_access(load, d, addr, v);
+    }
+
+    /// A shared-memory load into, or store of, `v`.
+    pub(crate) fn shared_access(&mut self, load: bool, d: DType, addr: Address, v: Reg) {
         self.op(if load {
             Op::Ld {
                 space: Space::Shared,
@@ -312,8 +317,7 @@ impl Emitter<'_> {
         cp: &CollectivePlan,
     ) -> (Reg, Reg, Reg) {
         let tid = self.tid();
-        let threads = self.plan.block_threads;
-        let seg = (threads / 32).max(1);
+        let seg = cp.segment.max(1);
         let f = cp.first_step;
         self.sync_point(op, f);
         self.shared_at(false, d, cp, tid.into(), total);
@@ -336,14 +340,16 @@ impl Emitter<'_> {
             },
         );
         let lane = tid;
-        let base = self.u32op(BinOp::Mul, lane.into(), Operand::Imm(seg as i64));
-        let index = |e: &mut Self, j: u32| e.u32op(BinOp::Add, base.into(), Operand::Imm(j as i64));
+        let base = self.segment_addr(cp, lane);
+        let entry = |j: u32| Address {
+            base: AddrBase::Reg(base),
+            offset: (j * cp.elem_bytes) as i64,
+        };
         // Up-sweep: the segment's running values.
         let mut running = Vec::with_capacity(seg as usize);
         for j in 0..seg {
-            let at = index(self, j);
             let v = self.reg(class(d));
-            self.shared_at(true, d, cp, at.into(), v);
+            self.shared_access(true, d, entry(j), v);
             let r = match running.last() {
                 None => v,
                 Some(&prev) => self.combine_op(sc.op, d, prev, v),
@@ -384,7 +390,6 @@ impl Emitter<'_> {
         let memoize = sc.algorithm == ScanAlgorithm::RakingMemoize;
         let mut again: Option<Reg> = None;
         for j in 0..seg {
-            let at = index(self, j);
             let before = if j == 0 {
                 None
             } else if memoize {
@@ -401,13 +406,13 @@ impl Emitter<'_> {
             };
             if !memoize && j + 1 < seg {
                 let v = self.reg(class(d));
-                self.shared_at(true, d, cp, at.into(), v);
+                self.shared_access(true, d, entry(j), v);
                 again = Some(match again {
                     None => v,
                     Some(a) => self.combine_op(sc.op, d, a, v),
                 });
             }
-            self.shared_at(false, d, cp, at.into(), p);
+            self.shared_access(false, d, entry(j), p);
         }
         let last = self.reg(RegClass::Pred);
         self.op(Op::Setp {

@@ -75,6 +75,20 @@ pub enum Arrangement {
     },
 }
 
+impl Arrangement {
+    /// Whether a payload of `items` items per thread holds the same positions in `self` as in
+    /// `other`. With one item per thread every arrangement puts rank `r` at position `r`, and
+    /// striping over single threads is blocking; such arrangements need no exchange between
+    /// them.
+    pub fn same_positions(self, other: Arrangement, items: u32) -> bool {
+        let norm = |a: Arrangement| match a {
+            Arrangement::Striped { threads: 1 } => Arrangement::Blocked,
+            a => a,
+        };
+        items <= 1 || norm(self) == norm(other)
+    }
+}
+
 /// A declared payload: `items` registers of `dtype` per thread.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DataDecl {

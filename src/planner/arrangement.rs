@@ -7,8 +7,9 @@
 //! write leaves it free. Where an op needs another arrangement — a store whose algorithm reads
 //! another order, a map whose operands disagree, an assignment into a payload arranged
 //! otherwise — the planner records a [`Conversion`] (an exchange through shared memory run
-//! just before that op), or, in strict mode, rejects the kernel naming both ops. Runs to a
-//! fixed point, so loops are covered.
+//! just before that op), or, in strict mode, rejects the kernel naming both ops. Arrangements
+//! that put every item at the same position (any two, with one item per thread) need no
+//! conversion. Runs to a fixed point, so loops are covered.
 
 use super::error::PlanError;
 use crate::ir::ops::{Algorithm, OpKind};
@@ -53,6 +54,8 @@ pub struct Arrangements {
 struct Pass {
     strict: bool,
     arr: Vec<Option<(Arrangement, Loc)>>,
+    /// Items per thread of each payload.
+    items: Vec<u32>,
     conversions: Vec<Conversion>,
 }
 
@@ -68,7 +71,7 @@ impl Pass {
         let Some((have, producer)) = self.arr[data.index()] else {
             return Ok(());
         };
-        if have == need {
+        if have.same_positions(need, self.items[data.index()]) {
             return Ok(());
         }
         if self.strict {
@@ -108,14 +111,16 @@ impl Pass {
                 self.arr[data.index()] = Some((a, origin));
                 Ok(true)
             }
-            Some((have, producer)) if have != a => Err(PlanError::ArrangementMismatch {
-                data,
-                op,
-                loc,
-                have,
-                producer,
-                need: a,
-            }),
+            Some((have, producer)) if !have.same_positions(a, self.items[data.index()]) => {
+                Err(PlanError::ArrangementMismatch {
+                    data,
+                    op,
+                    loc,
+                    have,
+                    producer,
+                    need: a,
+                })
+            }
             Some(_) => Ok(false),
         }
     }
@@ -128,6 +133,7 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
     let mut p = Pass {
         strict: ir.strict_arrangements,
         arr: vec![None; ir.datas.len()],
+        items: ir.datas.iter().map(|d| d.items).collect(),
         conversions: Vec::new(),
     };
     // Each round fixes at least one more payload or stops, so `datas + 1` rounds suffice.

@@ -230,6 +230,54 @@ pub struct CollectivePlan {
     /// For a scatter: where each thread reads its slots back (the result's arrangement over
     /// the block, from its layout).
     pub read_back: Option<PositionForm>,
+    /// For the raking algorithms: the entries each lane of the first warp folds, in order
+    /// (lane `l` takes entries `l * segment ..`); 0 otherwise.
+    pub segment: u32,
+    /// One unused slot follows every `segment` entries, so that the raking lanes' reads fall
+    /// in different banks (chosen by the bank-conflict count of the writes and the reads).
+    pub padded: bool,
+}
+
+impl CollectivePlan {
+    /// The slot (in elements from the slice's start) of entry `e`; entry `entries` is the
+    /// result slot after the entries.
+    pub fn slot(&self, e: u32) -> u32 {
+        if self.padded {
+            e + e / self.segment.max(1)
+        } else {
+            e
+        }
+    }
+
+    /// Slots from one raking segment's start to the next's.
+    pub fn segment_stride(&self) -> u32 {
+        self.segment + u32::from(self.padded)
+    }
+}
+
+/// Whether one padding slot per raking segment lowers the bank conflicts of `writers` threads
+/// writing one entry each in rank order and 32 lanes reading `segment` consecutive entries
+/// each.
+fn choose_segment_padding(writers: u32, segment: u32, elem_bytes: u32) -> bool {
+    if segment < 2 {
+        return false;
+    }
+    let cost = |t: SmemTransform| -> Option<u32> {
+        let write = arrangement_layout(LArr::Blocked, writers, 1).ok()?;
+        let read = arrangement_layout(LArr::Blocked, 32, segment).ok()?;
+        Some(
+            bank_conflicts_with(&write, elem_bytes, 32, t).ok()?.worst
+                + bank_conflicts_with(&read, elem_bytes, 32, t).ok()?.worst,
+        )
+    };
+    let padded = SmemTransform::Pad {
+        every: segment,
+        pad: 1,
+    };
+    match (cost(SmemTransform::Identity), cost(padded)) {
+        (Some(plain), Some(padded)) => padded < plain,
+        _ => false,
+    }
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
@@ -352,10 +400,14 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 }
                 _ => (None, None),
             };
+            let items = ir.datas[t.data.index()].items;
             if let Some(m) = moved {
                 let blocked = of_algorithm(t.algorithm, g);
                 let (from, to) = if is_load { (m, blocked) } else { (blocked, m) };
-                list.push((None, from, to, turns, false));
+                // With the same positions on both sides, the access order is already blocked.
+                if !from.same_positions(to, items) {
+                    list.push((None, from, to, turns, false));
+                }
             }
         }
         let mut step = 0u8;
@@ -524,12 +576,33 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         } else {
             threads.div_ceil(32)
         };
+        // Raking: lane `l` of the first warp folds `segment` entries from `l * segment` (with
+        // commutative-only raking, the first warp's own values are not shared).
+        let (segment, writers) = match &data.kind {
+            OpKind::Reduce(r) if r.algorithm == ReduceAlgorithm::RakingCommutativeOnly => {
+                let shared = threads.saturating_sub(32);
+                (shared.div_ceil(32), shared)
+            }
+            OpKind::Reduce(r) if r.algorithm == ReduceAlgorithm::Raking => {
+                (threads.div_ceil(32), threads)
+            }
+            OpKind::Scan(sc) if sc.algorithm != ScanAlgorithm::WarpScans => {
+                (threads.div_ceil(32), threads)
+            }
+            _ => (0, 0),
+        };
+        let padded = choose_segment_padding(writers, segment, elem_bytes);
+        let slots = if padded {
+            entries + entries / segment
+        } else {
+            entries
+        };
         let slice = s.slices.len();
         s.slices.push(Slice {
             label: format!("{label} partials"),
             op,
             offset: 0,
-            bytes: (entries + 1) * elem_bytes,
+            bytes: (slots + 1) * elem_bytes,
             align: 16,
             live: (0, 0),
         });
@@ -565,6 +638,8 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             rake_back,
             own_entries,
             read_back,
+            segment,
+            padded,
         });
     }
     for (i, sl) in storage_slices.iter().enumerate() {
@@ -676,8 +751,9 @@ enum Who {
     Exchange(Arrangement, u32, u32, bool),
     /// A collective's step: its own pattern, the same as no other step's.
     Step(OpId, u8),
-    /// Entry `t` of `bytes`-byte values by thread `t`.
-    OwnEntry(u32),
+    /// Entry `t` of `bytes`-byte values by thread `t`, with one padding slot after every
+    /// `.1` entries (0: none).
+    OwnEntry(u32, u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -733,8 +809,8 @@ impl<'a> Barriers<'a> {
             let Some(c) = c else { continue };
             let sl = &s.slices[c.slice];
             let op = OpId(i as u32);
-            let result = sl.offset + c.entries * c.elem_bytes;
-            let own = Who::OwnEntry(c.elem_bytes);
+            let result = sl.offset + c.slot(c.entries) * c.elem_bytes;
+            let own = Who::OwnEntry(c.elem_bytes, if c.padded { c.segment } else { 0 });
             let mut add_as = |step: u8, map: Who, write: bool, lo: u32, hi: u32| {
                 steps[i].push(Access {
                     manual: false,

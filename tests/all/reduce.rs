@@ -363,3 +363,68 @@ fn valid_items_over_several_items() {
         }
     }
 }
+
+/// The raking entries are padded where the raking lanes' reads would conflict: one slot per
+/// segment of 8 (8-way conflicts unpadded), none for the odd segments of commutative-only
+/// raking over 256 threads; the sweeps above run both shapes against the CPU fold.
+#[test]
+fn raking_entries_are_padded_where_segments_conflict() {
+    use coopgraph::ir::{Scan, ScanAlgorithm};
+    use coopgraph::layout::{Arrangement, SmemTransform, arrangement_layout, bank_conflicts_with};
+    let plan_of = |alg: Option<ReduceAlgorithm>, scan: Option<ScanAlgorithm>, bytes: u32| {
+        let mut k = KernelBuilder::new("raking").block(256).items_per_thread(2);
+        let b = k.this_block();
+        let kernel = if bytes == 8 {
+            let x = k.input::<f64>("x");
+            let y = k.output::<f64>("y");
+            let t = k.load_from(b, &x, Load::direct());
+            let r = match (alg, scan) {
+                (Some(a), _) => k.reduce(b, &t, Reduce::sum().algorithm(a)),
+                (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
+                _ => unreachable!("one of the two"),
+            };
+            k.store_to(b, &y, &r, Store::direct());
+            k.build().expect("builds")
+        } else {
+            let x = k.input::<f32>("x");
+            let y = k.output::<f32>("y");
+            let t = k.load_from(b, &x, Load::direct());
+            let r = match (alg, scan) {
+                (Some(a), _) => k.reduce(b, &t, Reduce::sum().algorithm(a)),
+                (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
+                _ => unreachable!("one of the two"),
+            };
+            k.store_to(b, &y, &r, Store::direct());
+            k.build().expect("builds")
+        };
+        let c = kernel
+            .plan()
+            .collectives
+            .iter()
+            .flatten()
+            .next()
+            .cloned()
+            .expect("a collective plan");
+        assert!(kernel.explain().contains("raked in segments of"));
+        (c.segment, c.padded)
+    };
+    for bytes in [4, 8] {
+        assert_eq!(
+            plan_of(Some(ReduceAlgorithm::Raking), None, bytes),
+            (8, true)
+        );
+        assert_eq!(
+            plan_of(Some(ReduceAlgorithm::RakingCommutativeOnly), None, bytes),
+            (7, false)
+        );
+        for alg in [ScanAlgorithm::Raking, ScanAlgorithm::RakingMemoize] {
+            assert_eq!(plan_of(None, Some(alg), bytes), (8, true));
+        }
+    }
+    // What the choice rests on: 32 lanes reading segments of 8 f32 values.
+    let reads = arrangement_layout(Arrangement::Blocked, 32, 8).expect("layout");
+    let plain = bank_conflicts_with(&reads, 4, 32, SmemTransform::Identity).expect("count");
+    let padded = SmemTransform::Pad { every: 8, pad: 1 };
+    let padded = bank_conflicts_with(&reads, 4, 32, padded).expect("count");
+    assert_eq!((plain.worst, padded.worst), (7, 0));
+}

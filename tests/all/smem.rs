@@ -741,3 +741,59 @@ fn block_exchange_through_shuffles_is_rejected() {
         other => panic!("expected a rejection, got {other:?}"),
     }
 }
+
+/// With one item per thread every arrangement holds the same positions: no algorithm's
+/// exchange, no conversion, no shared memory and no barrier; the copies stay correct and
+/// strict mode sees no mismatch.
+#[test]
+fn one_item_per_thread_needs_no_exchange() {
+    let mut batch = Batch::default();
+    let dev = device();
+    let algs = [
+        Algorithm::Direct,
+        Algorithm::Striped,
+        Algorithm::Vectorize,
+        Algorithm::Transpose,
+        Algorithm::WarpTranspose,
+        Algorithm::WarpTransposeTimesliced,
+    ];
+    let xs: Vec<i32> = (0..128).map(|i| i * 7 - 300).collect();
+    for load in algs {
+        for store in algs {
+            let kernel = copy(&format!("one_item_{load:?}_{store:?}"), 128, 1, load, store);
+            batch.add(&kernel);
+            assert_eq!(
+                (kernel.plan().shared_bytes, kernel.plan().barriers.len()),
+                (0, 0),
+                "{load:?}/{store:?}\n{}",
+                kernel.explain()
+            );
+            for n in [128u32, 77] {
+                let got = run(dev, &kernel, &xs, n).expect("runs");
+                let want: Vec<i32> = (0..128)
+                    .map(|i| if i < n as usize { xs[i] * 3 } else { -7 })
+                    .collect();
+                assert_same(&got, &want, &format!("{load:?}/{store:?}, n = {n}"));
+            }
+        }
+    }
+    let strict = |items: u32| {
+        let mut k = KernelBuilder::new("strict_one_item")
+            .block(64)
+            .items_per_thread(items)
+            .strict_arrangements(true);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::striped());
+        k.store_to(b, &y, &t, Store::direct());
+        k.build()
+    };
+    assert!(strict(1).is_ok());
+    assert!(matches!(
+        strict(2),
+        Err(Error::Plan(
+            coopgraph::planner::PlanError::ArrangementMismatch { .. }
+        ))
+    ));
+}
