@@ -113,13 +113,13 @@ impl Emitter<'_> {
 
     /// Appends an unguarded instruction.
     pub fn op(&mut self, op: Op) {
-        self.body.push(op.into());
+        self.body.push(strength_reduced(op).into());
     }
 
     pub(crate) fn guarded(&mut self, pred: Reg, negate: bool, op: Op) {
         self.body.push(Instr {
             guard: Some(Guard { pred, negate }),
-            op,
+            op: strength_reduced(op),
         });
     }
 
@@ -266,7 +266,7 @@ impl Emitter<'_> {
                     let dtype = ir.datas[d.index()].dtype;
                     let src = self.data_regs(d).to_vec();
                     let dst = self.fresh_like(&src);
-                    self.exchange(op, &e, dtype, &src, &dst, None);
+                    self.exchange(op, &e, dtype, &src, &dst, None, false);
                     self.overrides.insert(d, dst);
                 }
             }
@@ -577,5 +577,84 @@ impl Emitter<'_> {
             });
         }
         addr
+    }
+}
+
+/// Unsigned division and remainder by a power of two as a shift and a mask: ptxas emits its
+/// general division sequence for `div.u32`/`rem.u32` by an immediate, which costs a dozen
+/// instructions and registers in every rank computation.
+fn strength_reduced(op: Op) -> Op {
+    match op {
+        Op::Bin {
+            op: kind @ (BinOp::Div | BinOp::Rem),
+            ty: ty @ (Ty::U32 | Ty::U64),
+            dst,
+            a,
+            b: Operand::Imm(n),
+        } if n > 0 && (n as u64).is_power_of_two() => {
+            if kind == BinOp::Div {
+                Op::Bin {
+                    op: BinOp::Shr,
+                    ty,
+                    dst,
+                    a,
+                    b: Operand::Imm(n.trailing_zeros() as i64),
+                }
+            } else {
+                Op::Bin {
+                    op: BinOp::And,
+                    ty: if ty == Ty::U32 { Ty::B32 } else { Ty::B64 },
+                    dst,
+                    a,
+                    b: Operand::Imm(n - 1),
+                }
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(op: BinOp, ty: Ty, b: i64) -> Op {
+        Op::Bin {
+            op,
+            ty,
+            dst: Reg {
+                class: RegClass::B32,
+                index: 1,
+            },
+            a: Operand::Reg(Reg {
+                class: RegClass::B32,
+                index: 0,
+            }),
+            b: Operand::Imm(b),
+        }
+    }
+
+    #[test]
+    fn unsigned_division_by_powers_of_two_becomes_shifts_and_masks() {
+        assert_eq!(
+            strength_reduced(bin(BinOp::Div, Ty::U32, 32)),
+            bin(BinOp::Shr, Ty::U32, 5)
+        );
+        assert_eq!(
+            strength_reduced(bin(BinOp::Rem, Ty::U32, 32)),
+            bin(BinOp::And, Ty::B32, 31)
+        );
+        assert_eq!(
+            strength_reduced(bin(BinOp::Rem, Ty::U64, 1)),
+            bin(BinOp::And, Ty::B64, 0)
+        );
+        // Signed division rounds toward zero: not a shift. Other divisors stay.
+        for kept in [
+            bin(BinOp::Div, Ty::S32, 32),
+            bin(BinOp::Div, Ty::U32, 24),
+            bin(BinOp::Rem, Ty::U32, 0),
+        ] {
+            assert_eq!(strength_reduced(kept.clone()), kept);
+        }
     }
 }

@@ -3,11 +3,12 @@
 //! An exchange group of `S` threads owns a region of `group_elems` elements. Rank `r` writes
 //! slot `i` at region position `write(i, r)` and, after the planned barrier, reads slot `i`
 //! from position `read(i, r)`; both forms come from the arrangements' layouts (blocked is
-//! `r * K + i`, striped over `G` threads `(r / G) * G * K + i * G + r % G`). Position `p` lives at element `p + p / 32` when the plan
-//! pads, else at `p`. A time-sliced exchange runs one warp at a time on a single region.
+//! `r * K + i`, striped over `G` threads `(r / G) * G * K + i * G + r % G`). Position `p`
+//! lives at element `p + p / 32` when the plan pads, else at `p`. A time-sliced exchange runs
+//! one warp at a time on a single region, in place on one copy of the slots.
 
 use super::emit::Emitter;
-use super::expr::mem_ty;
+use super::expr::{bits_or_float, mem_ty};
 use super::ptx::*;
 use crate::ir::{Arrangement, DType, OpId};
 use crate::planner::{ExchangePlan, PositionForm, SyncScope};
@@ -79,7 +80,10 @@ impl Emitter<'_> {
     }
 
     /// Rearranges `src` into `dst` through shared memory as `e` says. With `valid` (the block
-    /// tile's valid count), only slots of valid positions are written and read.
+    /// tile's valid count), only slots of valid positions are written and read; with
+    /// `keep_invalid` (a load without a default), result slots at invalid positions keep their
+    /// contents, else (a store, which never writes them) they may take any value.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn exchange(
         &mut self,
         op: OpId,
@@ -88,6 +92,7 @@ impl Emitter<'_> {
         src: &[Reg],
         dst: &[Reg],
         valid: Option<Reg>,
+        keep_invalid: bool,
     ) {
         if e.via_shuffles {
             self.shuffle_exchange(e, dtype, src, dst);
@@ -178,6 +183,16 @@ impl Emitter<'_> {
             c
         });
         let mty = mem_ty(dtype);
+        // Time-sliced, the turns exchange one copy of the slots in place, so that one set of
+        // registers is live across them (not the source and the result); the result takes
+        // the valid slots after the last turn.
+        let work = e
+            .turns
+            .map(|_| self.working_copy(e, dtype, rank, vrem, src));
+        let (from, into) = match &work {
+            Some(w) => (w.as_slice(), w.as_slice()),
+            None => (src, dst),
+        };
         for turn in 0..e.turns.unwrap_or(1) {
             let step = e.first_step + 2 * turn as u8;
             self.sync_point(op, step);
@@ -201,13 +216,122 @@ impl Emitter<'_> {
                 );
                 label
             });
-            self.guarded_side(e, &e.write, rank, region, vrem, src, mty, true);
+            // In place, every slot moves: a slot past the valid count carries whatever it
+            // held through the region (the group's own bytes), and the result takes only
+            // the valid ones below; no per-item predicate lives across the turns.
+            let guard = if work.is_some() { None } else { vrem };
+            self.guarded_side(e, &e.write, rank, region, guard, from, mty, true);
             self.sync_point(op, step + 1);
-            self.guarded_side(e, &e.read, rank, region, vrem, dst, mty, false);
+            self.guarded_side(e, &e.read, rank, region, guard, into, mty, false);
             if let Some(label) = skip {
                 self.op(Op::Label(label));
             }
         }
+        if let Some(work) = work {
+            let keep = vrem.filter(|_| keep_invalid);
+            let p0 = keep.map(|_| self.thread_part(&e.read, e.scope, rank));
+            for (i, (&d, &w)) in dst.iter().zip(&work).enumerate() {
+                let mv = Op::Mov {
+                    ty: bits_or_float(dtype),
+                    dst: d,
+                    src: w.into(),
+                };
+                match (keep, p0) {
+                    (Some(v), Some(p0)) => {
+                        let ok = self.valid_position(p0, i as u32 * e.read.item_stride, v);
+                        self.guarded(ok, false, mv);
+                    }
+                    _ => self.op(mv),
+                }
+            }
+        }
+    }
+
+    /// A copy of `src` for an in-place exchange: with a valid bound, the slots at invalid
+    /// write positions (which may never have been written) become zero bits, so that every
+    /// slot may move through shared memory. A group whose region is all valid copies plainly.
+    fn working_copy(
+        &mut self,
+        e: &ExchangePlan,
+        dtype: DType,
+        rank: Reg,
+        vrem: Option<Reg>,
+        src: &[Reg],
+    ) -> Vec<Reg> {
+        let work = self.fresh_like(src);
+        let ty = bits_or_float(dtype);
+        let copy = |me: &mut Self| {
+            for (&w, &r) in work.iter().zip(src) {
+                me.op(Op::Mov {
+                    ty,
+                    dst: w,
+                    src: r.into(),
+                });
+            }
+        };
+        let Some(v) = vrem else {
+            copy(self);
+            return work;
+        };
+        let full = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ge,
+            ty: Ty::S32,
+            dst: full,
+            a: v.into(),
+            b: Operand::Imm((e.scope * e.items) as i64),
+        });
+        let fast = self.label();
+        let done = self.label();
+        self.guarded(
+            full,
+            false,
+            Op::Bra {
+                target: fast.clone(),
+                uni: false,
+            },
+        );
+        let p0 = self.thread_part(&e.write, e.scope, rank);
+        let zero = self.constant(dtype, 0);
+        for (i, (&w, &r)) in work.iter().zip(src).enumerate() {
+            let ok = self.valid_position(p0, i as u32 * e.write.item_stride, v);
+            self.op(Op::Selp {
+                ty,
+                dst: w,
+                a: r.into(),
+                b: zero.into(),
+                p: ok,
+            });
+        }
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(fast));
+        copy(self);
+        self.op(Op::Label(done));
+        work
+    }
+
+    /// Whether position `p0 + delta` of a group is below its valid bound `vrem`.
+    fn valid_position(&mut self, p0: Reg, delta: u32, vrem: Reg) -> Reg {
+        let p = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::U32,
+            dst: p,
+            a: p0.into(),
+            b: Operand::Imm(delta as i64),
+        });
+        let ok = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Lt,
+            ty: Ty::S32,
+            dst: ok,
+            a: p.into(),
+            b: vrem.into(),
+        });
+        ok
     }
 
     /// One side of an exchange; with a valid bound, a group whose whole region is valid takes
@@ -340,22 +464,7 @@ impl Emitter<'_> {
                 None => self.op(mv),
                 Some(v) => {
                     // Position p0 + i * stride is valid iff it is below vrem.
-                    let p = self.reg(RegClass::B32);
-                    self.op(Op::Bin {
-                        op: BinOp::Add,
-                        ty: Ty::U32,
-                        dst: p,
-                        a: p0.into(),
-                        b: Operand::Imm(i as i64 * stride as i64),
-                    });
-                    let ok = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Lt,
-                        ty: Ty::S32,
-                        dst: ok,
-                        a: p.into(),
-                        b: v.into(),
-                    });
+                    let ok = self.valid_position(p0, i as u32 * stride, v);
                     self.guarded(ok, false, mv);
                 }
             }

@@ -81,36 +81,8 @@ impl Emitter<'_> {
         let tid = self.tid();
         let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64));
         let mask = self.group_mask(w);
-        // Inclusive scan of thread totals within the (logical) warp.
-        let up_c = ((32 - w) << 8) as i64;
-        let mut incl = total;
-        let mut off = 1;
-        while off < w {
-            let other =
-                self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off as i64), up_c, mask);
-            let sum = self.combine_op(sc.op, d, other, incl);
-            let has = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Ge,
-                ty: Ty::U32,
-                dst: has,
-                a: rank.into(),
-                b: Operand::Imm(off as i64),
-            });
-            incl = self.pick(d, has, sum, incl);
-            off *= 2;
-        }
-        // This thread's exclusive prefix within the warp: the inclusive value of rank - 1.
-        let excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), up_c, mask);
-        let has_excl = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ne,
-            ty: Ty::U32,
-            dst: has_excl,
-            a: rank.into(),
-            b: Operand::Imm(0),
-        });
         let (prefix, has_prefix, aggregate) = if threads <= 32 {
+            let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let c = (((32 - w) << 8) | 0x1f) as i64;
             // The total is the inclusive value of the last rank holding a valid position.
             let last: Operand = match valid {
@@ -137,6 +109,7 @@ impl Emitter<'_> {
             let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
                 return;
             };
+            let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
             // The last lane of each warp shares the warp's total.
             self.sync_point(op, cp.first_step);
@@ -275,6 +248,49 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// The (logical) warp's inclusive scan of the thread totals: this thread's inclusive
+    /// value, its exclusive prefix (the inclusive value of rank - 1), and whether it has one.
+    fn warp_scan_totals(
+        &mut self,
+        sc: &ScanSpec,
+        d: DType,
+        total: Reg,
+        rank: Reg,
+        w: u32,
+        mask: Operand,
+    ) -> (Reg, Reg, Reg) {
+        // Inclusive scan of thread totals within the (logical) warp.
+        let up_c = ((32 - w) << 8) as i64;
+        let mut incl = total;
+        let mut off = 1;
+        while off < w {
+            let other =
+                self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off as i64), up_c, mask);
+            let sum = self.combine_op(sc.op, d, other, incl);
+            let has = self.reg(RegClass::Pred);
+            self.op(Op::Setp {
+                cmp: Cmp::Ge,
+                ty: Ty::U32,
+                dst: has,
+                a: rank.into(),
+                b: Operand::Imm(off as i64),
+            });
+            incl = self.pick(d, has, sum, incl);
+            off *= 2;
+        }
+        // This thread's exclusive prefix within the warp: the inclusive value of rank - 1.
+        let excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), up_c, mask);
+        let has_excl = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Ne,
+            ty: Ty::U32,
+            dst: has_excl,
+            a: rank.into(),
+            b: Operand::Imm(0),
+        });
+        (incl, excl, has_excl)
+    }
+
     fn shared_at(&mut self, load: bool, d: DType, cp: &CollectivePlan, index: Operand, v: Reg) {
         let a = self.collective_addr(cp, index);
         let addr = Address {
@@ -358,31 +374,7 @@ impl Emitter<'_> {
         }
         let seg_total = running[running.len() - 1];
         let full = Operand::Imm(-1);
-        let mut incl = seg_total;
-        let mut off = 1;
-        while off < 32 {
-            let other = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off), 0, full);
-            let sum = self.combine_op(sc.op, d, other, incl);
-            let has = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Ge,
-                ty: Ty::U32,
-                dst: has,
-                a: lane.into(),
-                b: Operand::Imm(off),
-            });
-            incl = self.pick(d, has, sum, incl);
-            off *= 2;
-        }
-        let seg_excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), 0, full);
-        let lane_has = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ne,
-            ty: Ty::U32,
-            dst: lane_has,
-            a: lane.into(),
-            b: Operand::Imm(0),
-        });
+        let (incl, seg_excl, lane_has) = self.warp_scan_totals(sc, d, seg_total, lane, 32, full);
         let block_total = self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(31), 0x1f, full);
         // Down-sweep: entry j's prefix = segment prefix (op) running value of entry j - 1.
         // Without memoizing, the running values are recomputed from the entries, each read

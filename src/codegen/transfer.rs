@@ -137,9 +137,61 @@ impl Emitter<'_> {
         Access { addr, rem }
     }
 
-    /// Scalar global accesses of every slot, each guarded by its validity.
+    /// Scalar global accesses of every slot. With a valid count and several items, a thread
+    /// whose every item is valid (all but the last tile's) takes an unguarded copy of the
+    /// moves, the others one guarded item by item: no per-item predicate stays live across
+    /// what runs between a load and a store of the same tile.
     #[allow(clippy::too_many_arguments)]
     fn scalar_moves(
+        &mut self,
+        is_load: bool,
+        space: Space,
+        dtype: DType,
+        plan: &TransferPlan,
+        a: &Access,
+        regs: &[Reg],
+        oob: Option<u64>,
+    ) {
+        let Some(rem) = a.rem.filter(|_| regs.len() > 1) else {
+            self.guarded_moves(is_load, space, dtype, plan, a, regs, oob);
+            return;
+        };
+        let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
+        let partial = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp: Cmp::Le,
+            ty: Ty::S32,
+            dst: partial,
+            a: rem.into(),
+            b: Operand::Imm(last),
+        });
+        let slow = self.label();
+        let done = self.label();
+        self.guarded(
+            partial,
+            false,
+            Op::Bra {
+                target: slow.clone(),
+                uni: false,
+            },
+        );
+        let every = Access {
+            addr: a.addr,
+            rem: None,
+        };
+        self.guarded_moves(is_load, space, dtype, plan, &every, regs, None);
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(slow));
+        self.guarded_moves(is_load, space, dtype, plan, a, regs, oob);
+        self.op(Op::Label(done));
+    }
+
+    /// Scalar global accesses of every slot, each guarded by its validity.
+    #[allow(clippy::too_many_arguments)]
+    fn guarded_moves(
         &mut self,
         is_load: bool,
         space: Space,
@@ -317,18 +369,18 @@ impl Emitter<'_> {
             let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
             self.global(true, space, dtype, &plan, &a, &staged, t.oob_default);
             if let Some(e) = own {
-                self.exchange(op, &e, dtype, &staged, &data_regs, guard);
+                self.exchange(op, &e, dtype, &staged, &data_regs, guard, true);
             }
         } else {
             let mut regs = data_regs;
             for e in exchanges.iter().filter(|e| e.data == Some(t.data)) {
                 let out = self.fresh_like(&regs);
-                self.exchange(op, e, dtype, &regs, &out, valid);
+                self.exchange(op, e, dtype, &regs, &out, valid, false);
                 regs = out;
             }
             if let Some(e) = own {
                 let out = self.fresh_like(&regs);
-                self.exchange(op, &e, dtype, &regs, &out, valid);
+                self.exchange(op, &e, dtype, &regs, &out, valid, false);
                 regs = out;
             }
             let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
