@@ -409,12 +409,12 @@ impl Emitter<'_> {
         });
         // p0 = part(rank), computed from the rank.
         let p0 = self.thread_part(a, e.scope, rank);
-        let slot0 = self.slot_reg(e, p0);
+        let slot0 = self.padded_slot(p0.into(), e.padding());
         let addr0 = self.reg(RegClass::B32);
         self.op(Op::Mad {
             ty: Ty::U32,
             dst: addr0,
-            a: slot0.into(),
+            a: slot0,
             b: Operand::Imm(es),
             c: region.into(),
         });
@@ -430,12 +430,12 @@ impl Emitter<'_> {
                     a: p0.into(),
                     b: Operand::Imm(i as i64 * stride as i64),
                 });
-                let sl = self.slot_reg(e, p);
+                let sl = self.padded_slot(p.into(), e.padding());
                 let ad = self.reg(RegClass::B32);
                 self.op(Op::Mad {
                     ty: Ty::U32,
                     dst: ad,
-                    a: sl.into(),
+                    a: sl,
                     b: Operand::Imm(es),
                     c: region.into(),
                 });
@@ -513,30 +513,6 @@ impl Emitter<'_> {
             });
         }
         acc
-    }
-
-    /// `p + p / 32` when padded, else `p`.
-    fn slot_reg(&mut self, e: &ExchangePlan, p: Reg) -> Reg {
-        if !e.padded {
-            return p;
-        }
-        let q = self.reg(RegClass::B32);
-        self.op(Op::Bin {
-            op: BinOp::Shr,
-            ty: Ty::U32,
-            dst: q,
-            a: p.into(),
-            b: Operand::Imm(5),
-        });
-        let s = self.reg(RegClass::B32);
-        self.op(Op::Bin {
-            op: BinOp::Add,
-            ty: Ty::U32,
-            dst: s,
-            a: p.into(),
-            b: q.into(),
-        });
-        s
     }
 }
 

@@ -16,7 +16,7 @@ use super::ptx::*;
 use crate::ir::expr::BinaryOp;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};
-use crate::planner::CollectivePlan;
+use crate::planner::{CollectivePlan, padded_slot};
 use smallvec::smallvec;
 use std::collections::HashMap;
 
@@ -247,15 +247,21 @@ impl Emitter<'_> {
     /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
     /// slot, padding included).
     pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
-        let slot = match index {
-            Operand::Imm(i) => Operand::Imm(c.slot(i as u32) as i64),
-            other if c.padded => {
-                let pads = self.u32op(BinOp::Div, other, Operand::Imm(c.segment as i64));
-                self.u32op(BinOp::Add, other, pads.into()).into()
-            }
-            other => other,
-        };
+        let slot = self.padded_slot(index, c.padding());
         self.scaled_collective_addr(c, slot, c.elem_bytes)
+    }
+
+    /// The slot of position `p` with one unused slot after every `every` positions: the plan's
+    /// [`padded_slot`], evaluated at run time for a register.
+    pub(crate) fn padded_slot(&mut self, p: Operand, every: Option<u32>) -> Operand {
+        match (p, every) {
+            (_, None) => p,
+            (Operand::Imm(i), every) => Operand::Imm(padded_slot(i as u32, every) as i64),
+            (p, Some(n)) => {
+                let pads = self.u32op(BinOp::Div, p, Operand::Imm(n.max(1) as i64));
+                self.u32op(BinOp::Add, p, pads.into()).into()
+            }
+        }
     }
 
     /// The address of the first entry of raking lane `lane`'s segment; the segment's entries

@@ -19,7 +19,9 @@ pub mod transfer;
 
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{Barrier, CollectivePlan, ExchangePlan, Hazard, PositionForm, Slice, SyncScope};
+pub use scratch::{
+    Barrier, CollectivePlan, ExchangePlan, Hazard, PositionForm, Slice, SyncScope, padded_slot,
+};
 
 use crate::ir::{Info, Ir};
 

@@ -118,10 +118,22 @@ pub struct ExchangePlan {
     pub via_shuffles: bool,
 }
 
+/// The slot of position `p` when one unused slot follows every `every` positions (`None`: no
+/// padding). Exchanges and raking collectives pad this way; code generation evaluates the same
+/// formula at run time.
+pub fn padded_slot(p: u32, every: Option<u32>) -> u32 {
+    every.map_or(p, |n| p + p / n.max(1))
+}
+
 impl ExchangePlan {
+    /// Positions between two padding slots, if padded.
+    pub fn padding(&self) -> Option<u32> {
+        self.padded.then_some(32)
+    }
+
     /// The slot (in elements from the group's region start) of scope-local position `p`.
     pub fn slot(&self, p: u32) -> u32 {
-        if self.padded { p + p / 32 } else { p }
+        padded_slot(p, self.padding())
     }
 
     /// Steps this exchange takes.
@@ -239,14 +251,15 @@ pub struct CollectivePlan {
 }
 
 impl CollectivePlan {
+    /// Entries between two padding slots, if padded.
+    pub fn padding(&self) -> Option<u32> {
+        self.padded.then_some(self.segment.max(1))
+    }
+
     /// The slot (in elements from the slice's start) of entry `e`; entry `entries` is the
     /// result slot after the entries.
     pub fn slot(&self, e: u32) -> u32 {
-        if self.padded {
-            e + e / self.segment.max(1)
-        } else {
-            e
-        }
+        padded_slot(e, self.padding())
     }
 
     /// Slots from one raking segment's start to the next's.
@@ -592,11 +605,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             _ => (0, 0),
         };
         let padded = choose_segment_padding(writers, segment, elem_bytes);
-        let slots = if padded {
-            entries + entries / segment
-        } else {
-            entries
-        };
+        let slots = padded_slot(entries, padded.then_some(segment));
         let slice = s.slices.len();
         s.slices.push(Slice {
             label: format!("{label} partials"),
