@@ -123,6 +123,48 @@ impl Emitter<'_> {
         });
     }
 
+    /// Two run-time paths: `@[!]p bra L1; fall; bra L2; L1: jumped; L2:` — `jumped` where `p`
+    /// (negated with `negate`) holds, `fall` elsewhere.
+    pub(crate) fn split(
+        &mut self,
+        p: Reg,
+        negate: bool,
+        jumped: impl FnOnce(&mut Self),
+        fall: impl FnOnce(&mut Self),
+    ) {
+        let there = self.label();
+        let done = self.label();
+        self.guarded(
+            p,
+            negate,
+            Op::Bra {
+                target: there.clone(),
+                uni: false,
+            },
+        );
+        fall(self);
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(there));
+        jumped(self);
+        self.op(Op::Label(done));
+    }
+
+    /// A predicate `a cmp b` over signed 32-bit values.
+    pub(crate) fn setp_s32(&mut self, cmp: Cmp, a: Reg, b: i64) -> Reg {
+        let p = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp,
+            ty: Ty::S32,
+            dst: p,
+            a: a.into(),
+            b: Operand::Imm(b),
+        });
+        p
+    }
+
     pub(crate) fn label(&mut self) -> String {
         self.labels += 1;
         format!("$L{}", self.labels)

@@ -273,43 +273,21 @@ impl Emitter<'_> {
             copy(self);
             return work;
         };
-        let full = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ge,
-            ty: Ty::S32,
-            dst: full,
-            a: v.into(),
-            b: Operand::Imm((e.scope * e.items) as i64),
+        let full = self.setp_s32(Cmp::Ge, v, (e.scope * e.items) as i64);
+        self.split(full, false, copy, |me| {
+            let p0 = me.thread_part(&e.write, e.scope, rank);
+            let zero = me.constant(dtype, 0);
+            for (i, (&w, &r)) in work.iter().zip(src).enumerate() {
+                let ok = me.valid_position(p0, i as u32 * e.write.item_stride, v);
+                me.op(Op::Selp {
+                    ty,
+                    dst: w,
+                    a: r.into(),
+                    b: zero.into(),
+                    p: ok,
+                });
+            }
         });
-        let fast = self.label();
-        let done = self.label();
-        self.guarded(
-            full,
-            false,
-            Op::Bra {
-                target: fast.clone(),
-                uni: false,
-            },
-        );
-        let p0 = self.thread_part(&e.write, e.scope, rank);
-        let zero = self.constant(dtype, 0);
-        for (i, (&w, &r)) in work.iter().zip(src).enumerate() {
-            let ok = self.valid_position(p0, i as u32 * e.write.item_stride, v);
-            self.op(Op::Selp {
-                ty,
-                dst: w,
-                a: r.into(),
-                b: zero.into(),
-                p: ok,
-            });
-        }
-        self.op(Op::Bra {
-            target: done.clone(),
-            uni: false,
-        });
-        self.op(Op::Label(fast));
-        copy(self);
-        self.op(Op::Label(done));
         work
     }
 
@@ -353,32 +331,13 @@ impl Emitter<'_> {
             self.side(e, a, rank, region, None, regs, mty, write);
             return;
         };
-        let full = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ge,
-            ty: Ty::S32,
-            dst: full,
-            a: v.into(),
-            b: Operand::Imm((e.scope * e.items) as i64),
-        });
-        let fast = self.label();
-        let done = self.label();
-        self.guarded(
+        let full = self.setp_s32(Cmp::Ge, v, (e.scope * e.items) as i64);
+        self.split(
             full,
             false,
-            Op::Bra {
-                target: fast.clone(),
-                uni: false,
-            },
+            |me| me.side(e, a, rank, region, None, regs, mty, write),
+            |me| me.side(e, a, rank, region, vrem, regs, mty, write),
         );
-        self.side(e, a, rank, region, vrem, regs, mty, write);
-        self.op(Op::Bra {
-            target: done.clone(),
-            uni: false,
-        });
-        self.op(Op::Label(fast));
-        self.side(e, a, rank, region, None, regs, mty, write);
-        self.op(Op::Label(done));
     }
 
     /// One side of an exchange: every slot written to (or read from) its position in `a`.

@@ -157,36 +157,17 @@ impl Emitter<'_> {
             return;
         };
         let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
-        let partial = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Le,
-            ty: Ty::S32,
-            dst: partial,
-            a: rem.into(),
-            b: Operand::Imm(last),
-        });
-        let slow = self.label();
-        let done = self.label();
-        self.guarded(
-            partial,
-            false,
-            Op::Bra {
-                target: slow.clone(),
-                uni: false,
-            },
-        );
+        let partial = self.setp_s32(Cmp::Le, rem, last);
         let every = Access {
             addr: a.addr,
             rem: None,
         };
-        self.guarded_moves(is_load, space, dtype, plan, &every, regs, None);
-        self.op(Op::Bra {
-            target: done.clone(),
-            uni: false,
-        });
-        self.op(Op::Label(slow));
-        self.guarded_moves(is_load, space, dtype, plan, a, regs, oob);
-        self.op(Op::Label(done));
+        self.split(
+            partial,
+            false,
+            |me| me.guarded_moves(is_load, space, dtype, plan, a, regs, oob),
+            |me| me.guarded_moves(is_load, space, dtype, plan, &every, regs, None),
+        );
     }
 
     /// Scalar global accesses of every slot, each guarded by its validity.
@@ -297,44 +278,35 @@ impl Emitter<'_> {
                 b: full,
             });
         }
-        let slow = self.label();
-        let done = self.label();
-        self.guarded(
+        let vectors = |me: &mut Self| {
+            for (j, chunk) in regs.chunks(v).enumerate() {
+                let addr = Address {
+                    base: AddrBase::Reg(a.addr),
+                    offset: j as i64 * bytes,
+                };
+                me.op(if is_load {
+                    Op::Ld {
+                        space,
+                        ty: mem_ty(dtype),
+                        dst: chunk.iter().copied().collect(),
+                        addr,
+                    }
+                } else {
+                    Op::St {
+                        space,
+                        ty: mem_ty(dtype),
+                        addr,
+                        src: chunk.iter().map(|&r| r.into()).collect(),
+                    }
+                });
+            }
+        };
+        self.split(
             fast,
             true,
-            Op::Bra {
-                target: slow.clone(),
-                uni: false,
-            },
+            |me| me.scalar_moves(is_load, space, dtype, plan, a, regs, oob),
+            vectors,
         );
-        for (j, chunk) in regs.chunks(v).enumerate() {
-            let addr = Address {
-                base: AddrBase::Reg(a.addr),
-                offset: j as i64 * bytes,
-            };
-            self.op(if is_load {
-                Op::Ld {
-                    space,
-                    ty: mem_ty(dtype),
-                    dst: chunk.iter().copied().collect(),
-                    addr,
-                }
-            } else {
-                Op::St {
-                    space,
-                    ty: mem_ty(dtype),
-                    addr,
-                    src: chunk.iter().map(|&r| r.into()).collect(),
-                }
-            });
-        }
-        self.op(Op::Bra {
-            target: done.clone(),
-            uni: false,
-        });
-        self.op(Op::Label(slow));
-        self.scalar_moves(is_load, space, dtype, plan, a, regs, oob);
-        self.op(Op::Label(done));
     }
 
     /// Lowers a load or store, with any conversion of its payload and its own exchange.

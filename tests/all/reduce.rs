@@ -371,32 +371,22 @@ fn valid_items_over_several_items() {
 fn raking_entries_are_padded_where_segments_conflict() {
     use coopgraph::ir::{Scan, ScanAlgorithm};
     use coopgraph::layout::{Arrangement, SmemTransform, arrangement_layout, bank_conflicts_with};
-    let plan_of = |alg: Option<ReduceAlgorithm>, scan: Option<ScanAlgorithm>, bytes: u32| {
+    fn plan_of<T: coopgraph::ir::Element>(
+        alg: Option<ReduceAlgorithm>,
+        scan: Option<ScanAlgorithm>,
+    ) -> (u32, bool) {
         let mut k = KernelBuilder::new("raking").block(256).items_per_thread(2);
         let b = k.this_block();
-        let kernel = if bytes == 8 {
-            let x = k.input::<f64>("x");
-            let y = k.output::<f64>("y");
-            let t = k.load_from(b, &x, Load::direct());
-            let r = match (alg, scan) {
-                (Some(a), _) => k.reduce(b, &t, Reduce::sum().algorithm(a)),
-                (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
-                _ => unreachable!("one of the two"),
-            };
-            k.store_to(b, &y, &r, Store::direct());
-            k.build().expect("builds")
-        } else {
-            let x = k.input::<f32>("x");
-            let y = k.output::<f32>("y");
-            let t = k.load_from(b, &x, Load::direct());
-            let r = match (alg, scan) {
-                (Some(a), _) => k.reduce(b, &t, Reduce::sum().algorithm(a)),
-                (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
-                _ => unreachable!("one of the two"),
-            };
-            k.store_to(b, &y, &r, Store::direct());
-            k.build().expect("builds")
+        let x = k.input::<T>("x");
+        let y = k.output::<T>("y");
+        let t = k.load_from(b, &x, Load::direct());
+        let r = match (alg, scan) {
+            (Some(a), _) => k.reduce(b, &t, Reduce::sum().algorithm(a)),
+            (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
+            _ => unreachable!("one of the two"),
         };
+        k.store_to(b, &y, &r, Store::direct());
+        let kernel = k.build().expect("builds");
         let c = kernel
             .plan()
             .collectives
@@ -407,6 +397,13 @@ fn raking_entries_are_padded_where_segments_conflict() {
             .expect("a collective plan");
         assert!(kernel.explain().contains("raked in segments of"));
         (c.segment, c.padded)
+    }
+    let plan_of = |alg: Option<ReduceAlgorithm>, scan: Option<ScanAlgorithm>, bytes: u32| {
+        if bytes == 8 {
+            plan_of::<f64>(alg, scan)
+        } else {
+            plan_of::<f32>(alg, scan)
+        }
     };
     for bytes in [4, 8] {
         assert_eq!(
