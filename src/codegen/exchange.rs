@@ -109,22 +109,8 @@ impl Emitter<'_> {
         let (gi, rank) = if s >= block && e.turns.is_none() {
             (None, tid)
         } else {
-            let gi = self.reg(RegClass::B32);
-            self.op(Op::Bin {
-                op: BinOp::Div,
-                ty: Ty::U32,
-                dst: gi,
-                a: tid.into(),
-                b: Operand::Imm(s as i64),
-            });
-            let r = self.reg(RegClass::B32);
-            self.op(Op::Bin {
-                op: BinOp::Rem,
-                ty: Ty::U32,
-                dst: r,
-                a: tid.into(),
-                b: Operand::Imm(s as i64),
-            });
+            let gi = self.u32op(BinOp::Div, tid.into(), Operand::Imm(s as i64));
+            let r = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(s as i64));
             (Some(gi), r)
         };
         // The region's address: every turn of a time-sliced exchange uses the first region.
@@ -293,14 +279,7 @@ impl Emitter<'_> {
 
     /// Whether position `p0 + delta` of a group is below its valid bound `vrem`.
     fn valid_position(&mut self, p0: Reg, delta: u32, vrem: Reg) -> Reg {
-        let p = self.reg(RegClass::B32);
-        self.op(Op::Bin {
-            op: BinOp::Add,
-            ty: Ty::U32,
-            dst: p,
-            a: p0.into(),
-            b: Operand::Imm(delta as i64),
-        });
+        let p = self.u32op(BinOp::Add, p0.into(), Operand::Imm(delta as i64));
         let ok = self.reg(RegClass::Pred);
         self.op(Op::Setp {
             cmp: Cmp::Lt,
