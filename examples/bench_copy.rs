@@ -10,12 +10,12 @@
 //! checks the same kernels on 2^14 elements and prints simulator times, which say nothing
 //! about a GPU.
 
-use coopgraph::ir::{Algorithm, Element, index};
-use coopgraph::runtime::{Backend, Buffer, Device, DeviceElement, Function};
-use coopgraph::{KernelBuilder, Load, Store};
-use std::time::Duration;
+#[path = "support/bench.rs"]
+mod bench;
 
-const REPS: usize = 20;
+use coopgraph::ir::{Algorithm, Element, index};
+use coopgraph::runtime::{Device, DeviceElement};
+use coopgraph::{KernelBuilder, Load, Store};
 
 fn copy_kernel<T: Element>(alg: Algorithm, block: u32, items: u32) -> coopgraph::Kernel {
     let name = format!("copy_{}_{alg:?}_{block}x{items}", T::DTYPE);
@@ -42,72 +42,6 @@ fn copy_kernel<T: Element>(alg: Algorithm, block: u32, items: u32) -> coopgraph:
     k.build().expect("copy kernel builds")
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time_launches(
-    dev: &Device,
-    f: &Function,
-    n: usize,
-    x: &Buffer<impl DeviceElement>,
-    y: &mut Buffer<impl DeviceElement>,
-    reps: usize,
-) -> Duration {
-    for _ in 0..2 {
-        f.launch_over(n, (x, &mut *y, n as u32))
-            .expect("warm-up launch");
-    }
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let (r, t) = dev
-            .time(|| f.launch_over(n, (x, &mut *y, n as u32)))
-            .expect("timed launch");
-        r.expect("launch");
-        times.push(t);
-    }
-    median(times)
-}
-
-fn d2d_copy<T: DeviceElement>(dev: &Device, x: &Buffer<T>, y: &mut Buffer<T>) -> Option<Duration> {
-    let stream = dev.cuda_stream()?.clone();
-    let (src, dst) = (x.as_cuda()?, y.as_cuda_mut()?);
-    let mut times = Vec::new();
-    for i in 0..REPS + 2 {
-        let (r, t) = dev
-            .time(|| stream.memcpy_dtod(src, dst))
-            .expect("timed copy");
-        r.expect("device-to-device copy");
-        if i >= 2 {
-            times.push(t);
-        }
-    }
-    Some(median(times))
-}
-
-fn gbps(bytes: usize, t: Duration) -> f64 {
-    bytes as f64 / t.as_secs_f64() / 1e9
-}
-
-/// CUB's figures by (dtype, algorithm, block, items), from the reference harness's CSV.
-fn cub_figures() -> std::collections::HashMap<(String, String, u32, u32), f64> {
-    let mut map = std::collections::HashMap::new();
-    let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
-        return map;
-    };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if let [kind, dtype, alg, block, items, gbps] = f[..] {
-            if let (Ok(b), Ok(i), Ok(g)) = (block.parse(), items.parse(), gbps.parse()) {
-                map.insert((format!("{kind}:{dtype}"), alg.to_string(), b, i), g);
-            }
-        }
-    }
-    map
-}
-
 fn alg_name(a: Algorithm) -> &'static str {
     match a {
         Algorithm::Direct => "direct",
@@ -120,24 +54,21 @@ fn alg_name(a: Algorithm) -> &'static str {
 }
 
 fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
-    let cub = cub_figures();
+    let cub = bench::cub_figures();
+    let dtype = T::DTYPE.to_string();
     let xs: Vec<T> = (0..n as u64)
         .map(|i| T::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40))
         .collect();
     let x = dev.upload(&xs).expect("upload");
     let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
     let bytes = 2 * n * T::DTYPE.bytes() as usize;
-    let copy = d2d_copy(dev, &x, &mut y);
+    let copy = bench::copy_gbps(dev, reps, &x, &mut y);
     let mut rows = Vec::new();
-    if let Some(t) = copy {
-        let theirs = cub
-            .get(&(format!("memcpy:{}", T::DTYPE), "memcpy".into(), 0, 0))
-            .map(|g| format!("{g:.0}"))
-            .unwrap_or_else(|| "-".into());
+    if let Some(g) = copy {
+        let key = ("memcpy".into(), dtype.clone(), "memcpy".into(), 0, 0);
+        let (theirs, _) = bench::versus(g, cub.get(&key));
         rows.push(format!(
-            "| {} | device-to-device copy | - | - | {:.0} | 100% | {theirs} | - |",
-            T::DTYPE,
-            gbps(bytes, t)
+            "| {dtype} | device-to-device copy | - | - | {g:.0} | 100% | {theirs} | - |"
         ));
     }
     for alg in Algorithm::ALL {
@@ -150,25 +81,22 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                 f.launch_over(n, (&x, &mut out, n as u32)).expect("launch");
                 let got = out.to_vec().expect("download");
                 assert!(got == xs, "{} copied wrongly", kernel.name());
-                let t = time_launches(dev, &f, n, &x, &mut y, reps);
-                let g = gbps(bytes, t);
-                let pct = copy
-                    .map(|c| format!("{:.1}%", 100.0 * g / gbps(bytes, c)))
-                    .unwrap_or_else(|| "-".into());
+                let t = bench::time(dev, reps, || {
+                    f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
+                });
+                let g = bench::gbps(bytes, t);
                 let key = (
-                    format!("copy:{}", T::DTYPE),
-                    alg_name(alg).to_string(),
+                    "copy".into(),
+                    dtype.clone(),
+                    alg_name(alg).into(),
                     block,
                     items,
                 );
-                let (theirs, ratio) = match cub.get(&key) {
-                    Some(c) => (format!("{c:.0}"), format!("{:.2}", g / c)),
-                    None => ("-".into(), "-".into()),
-                };
+                let (theirs, ratio) = bench::versus(g, cub.get(&key));
                 rows.push(format!(
-                    "| {} | {} | {block} | {items} | {g:.0} | {pct} | {theirs} | {ratio} |",
-                    T::DTYPE,
-                    alg_name(alg)
+                    "| {dtype} | {} | {block} | {items} | {g:.0} | {} | {theirs} | {ratio} |",
+                    alg_name(alg),
+                    bench::percent(g, copy),
                 ));
             }
         }
@@ -178,12 +106,7 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
 
 fn main() {
     let dev = Device::default_device().expect("a device");
-    let on_gpu = matches!(dev.backend(), Backend::Cuda { .. });
-    let n = std::env::var("COOPGRAPH_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 14 });
-    let reps = if on_gpu { REPS } else { 1 };
+    let (on_gpu, n, reps) = bench::size(&dev);
     println!("device: {:?}, n = {n}", dev.backend());
     println!("| dtype | algorithm | block | items | GB/s | % of copy | CUB GB/s | ratio |");
     println!("|---|---|---|---|---|---|---|---|");

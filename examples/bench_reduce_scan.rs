@@ -6,15 +6,18 @@
 //! - scan: warp-transposed load, block inclusive sum (each algorithm) of each tile
 //!   independently, warp-transposed store; GB/s counts `2 * n * size`. Checked: every element.
 //!
-//! With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/reduce_scan.cu` wrote in the same run,
-//! each row shows CUB's figure and our ratio. On a GPU it uses 2^28 elements
-//! (`COOPGRAPH_BENCH_N` overrides); on the simulator 2^14, and its times mean nothing.
+//! Each figure is also given as a percentage of the device-to-device copy measured in the same
+//! run (a reduction only reads, so it may pass 100%). With `COOPGRAPH_CUB_CSV` naming the CSV
+//! `benches/cub/reduce_scan.cu` wrote in the same run, each row shows CUB's figure and our
+//! ratio. On a GPU it uses 2^28 elements (`COOPGRAPH_BENCH_N` overrides); on the simulator
+//! 2^14, and its times mean nothing.
+
+#[path = "support/bench.rs"]
+mod bench;
 
 use coopgraph::ir::{Element, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, index};
-use coopgraph::runtime::{Backend, Device, DeviceElement};
+use coopgraph::runtime::{Device, DeviceElement};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
-use std::collections::HashMap;
-use std::time::Duration;
 
 fn tile_valid(
     k: &mut KernelBuilder,
@@ -76,38 +79,6 @@ fn scan_kernel<T: Element>(alg: ScanAlgorithm, block: u32, items: u32) -> Kernel
     k.build().expect("scan kernel builds")
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time(dev: &Device, reps: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    f();
-    let mut v = Vec::new();
-    for _ in 0..reps {
-        let ((), t) = dev.time(&mut f).expect("timed");
-        v.push(t);
-    }
-    median(v)
-}
-
-fn cub() -> HashMap<(String, String, String, u32, u32), f64> {
-    let mut m = HashMap::new();
-    let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
-        return m;
-    };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    for line in text.lines().skip(1) {
-        if let [kind, dtype, alg, block, items, gbps] = line.split(',').collect::<Vec<_>>()[..]
-            && let (Ok(b), Ok(i), Ok(g)) = (block.parse(), items.parse(), gbps.parse())
-        {
-            m.insert((kind.into(), dtype.into(), alg.into(), b, i), g);
-        }
-    }
-    m
-}
-
 fn alg_name(a: ReduceAlgorithm) -> &'static str {
     match a {
         ReduceAlgorithm::RakingCommutativeOnly => "raking_commutative_only",
@@ -138,10 +109,17 @@ impl Sample for i32 {
 }
 
 fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
-    let table = cub();
+    let table = bench::cub_figures();
     let xs: Vec<T> = (0..n as u64).map(T::sample).collect();
     let x = dev.upload(&xs).expect("upload");
     let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
+    let copy = bench::copy_gbps(dev, reps, &x, &mut y);
+    if let Some(g) = copy {
+        rows.push(format!(
+            "| copy | {} | device-to-device | - | - | {g:.0} | 100% | - | - |",
+            T::DTYPE
+        ));
+    }
     let row = |kind: &str, alg: &str, block: u32, items: u32, g: f64| {
         let key = (
             kind.to_string(),
@@ -150,13 +128,11 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
             block,
             items,
         );
-        let (theirs, ratio) = match table.get(&key) {
-            Some(c) => (format!("{c:.0}"), format!("{:.2}", g / c)),
-            None => ("-".into(), "-".into()),
-        };
+        let (theirs, ratio) = bench::versus(g, table.get(&key));
         format!(
-            "| {kind} | {} | {alg} | {block} | {items} | {g:.0} | {theirs} | {ratio} |",
-            T::DTYPE
+            "| {kind} | {} | {alg} | {block} | {items} | {g:.0} | {} | {theirs} | {ratio} |",
+            T::DTYPE,
+            bench::percent(g, copy),
         )
     };
     for block in [128u32, 256] {
@@ -178,7 +154,7 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
                     let want = chunk.iter().copied().fold(T::sample(0), T::add);
                     assert!(got[b] == want, "reduce {alg:?} {block}x{items}: block {b}");
                 }
-                let t = time(dev, reps, || {
+                let t = bench::time(dev, reps, || {
                     f.launch_over(n, (&x, &mut p, n as u32)).expect("launch")
                 });
                 let bytes = n * 4 + blocks * 4;
@@ -211,7 +187,7 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
                         );
                     }
                 }
-                let t = time(dev, reps, || {
+                let t = bench::time(dev, reps, || {
                     f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
                 });
                 let g = (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;
@@ -223,19 +199,17 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
 
 fn main() {
     let dev = Device::default_device().expect("a device");
-    let on_gpu = matches!(dev.backend(), Backend::Cuda { .. });
-    let n = std::env::var("COOPGRAPH_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 14 });
-    let reps = if on_gpu { 20 } else { 1 };
+    let (on_gpu, n, reps) = bench::size(&dev);
     println!("device: {:?}, n = {n}", dev.backend());
-    println!("| kind | dtype | algorithm | block | items | GB/s | CUB GB/s | ratio |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| kind | dtype | algorithm | block | items | GB/s | % of copy | CUB GB/s | ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     run::<f32>(&dev, n, reps, &mut rows);
     run::<i32>(&dev, n, reps, &mut rows);
     for r in rows {
         println!("{r}");
+    }
+    if !on_gpu {
+        println!("(simulator: figures are CPU time, not GPU bandwidth)");
     }
 }
