@@ -52,12 +52,39 @@ impl Emitter<'_> {
         c: i64,
         mask: Operand,
     ) -> Reg {
-        let one = |e: &mut Self, src: Reg| {
+        self.shuffle(mode, v, b, c, mask, None)
+    }
+
+    /// [`Self::shuffle_value`], and whether the source lane was in range (inside the
+    /// segment `c` sets): `shfl.sync`'s predicate output, so no comparison is needed.
+    pub(crate) fn shuffle_in_range(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+    ) -> (Reg, Reg) {
+        let p = self.reg(RegClass::Pred);
+        (self.shuffle(mode, v, b, c, mask, Some(p)), p)
+    }
+
+    /// A shuffle of any dtype; `in_range` receives the predicate output of the (first) `shfl`.
+    fn shuffle(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+        in_range: Option<Reg>,
+    ) -> Reg {
+        let one = |e: &mut Self, src: Reg, pred: Option<Reg>| {
             let dst = e.reg(src.class);
             e.op(Op::Shfl {
                 mode,
                 dst,
-                pred: None,
+                pred,
                 src: src.into(),
                 b,
                 c: Operand::Imm(c),
@@ -66,7 +93,7 @@ impl Emitter<'_> {
             dst
         };
         match v.class {
-            RegClass::B32 | RegClass::F32 => one(self, v),
+            RegClass::B32 | RegClass::F32 => one(self, v, in_range),
             _ => {
                 let bits = if v.class == RegClass::F64 {
                     let r = self.reg(RegClass::B64);
@@ -105,7 +132,7 @@ impl Emitter<'_> {
                     dst: hi,
                     src: shifted,
                 });
-                let (lo2, hi2) = (one(self, lo), one(self, hi));
+                let (lo2, hi2) = (one(self, lo, in_range), one(self, hi, None));
                 let wide_lo = self.reg(RegClass::B64);
                 self.op(Op::Cvt {
                     round: None,

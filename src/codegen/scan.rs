@@ -264,17 +264,10 @@ impl Emitter<'_> {
         let mut incl = total;
         let mut off = 1;
         while off < w {
-            let other =
-                self.shuffle_value(ShflMode::Up, incl, Operand::Imm(off as i64), up_c, mask);
+            // Rank r takes r - off where that rank exists: the shuffle says so.
+            let (other, has) =
+                self.shuffle_in_range(ShflMode::Up, incl, Operand::Imm(off as i64), up_c, mask);
             let sum = self.combine_op(sc.op, d, other, incl);
-            let has = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Ge,
-                ty: Ty::U32,
-                dst: has,
-                a: rank.into(),
-                b: Operand::Imm(off as i64),
-            });
             incl = self.pick(d, has, sum, incl);
             off *= 2;
         }
