@@ -1,9 +1,11 @@
 //! A whole-array inclusive scan in the reduce-then-scan form: (1) each tile's sum, (2) one
 //! block scans the tile sums, carrying a running total from tile to tile through a prefix
 //! callback (each tile's scan starts from the running value, and the callback adds the tile's
-//! total to it), (3) each tile scans itself starting from its prefix. Checked against the CPU; on a GPU prints GB/s (2 · n · 4 bytes per
-//! scan) beside `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV` names the reference
-//! harness's CSV from the same run.
+//! total to it), (3) each tile's scan is seeded through a prefix callback with its prefix,
+//! which thread 0 loads (the callback's value is taken from thread 0). Checked against the
+//! CPU; on a GPU prints GB/s (2 · n · 4 bytes per scan) beside
+//! `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV` names the reference harness's CSV
+//! from the same run.
 
 use coopgraph::ir::{Reduce, Scan};
 use coopgraph::runtime::{Backend, Buffer, Device};
@@ -71,20 +73,20 @@ fn scan_tiles() -> Result<Kernel, coopgraph::Error> {
     let n = k.scalar::<u32>("n");
     let b = k.this_block();
     k.tiles(n, |k, tile| {
-        // Thread 0 reads the tile's prefix; a one-thread reduction hands it to all.
-        let one = k.thread_data_n::<u32>(1);
+        // Thread 0 reads the tile's prefix; the prefix callback's value is taken from
+        // thread 0 and seeds the whole block's scan.
+        let carry = k.thread_data_n::<u32>(1);
         k.load_into(
             b,
             &q,
-            &one,
+            &carry,
             Load::direct()
                 .offset(tile.index.clone())
                 .valid_items(1u32)
                 .oob_default(0),
         );
-        let prefix = k.reduce(b, &one, Reduce::sum().valid_items(1u32).broadcast());
         let t = k.load_from(b, &x, Load::warp_transpose());
-        let s = k.scan(b, &t, Scan::inclusive_sum().initial_value(prefix.item(0)));
+        let s = k.scan_with_prefix(b, &t, Scan::inclusive_sum(), |_k, _total| carry.item(0));
         k.store_to(b, &y, &s, Store::warp_transpose());
     });
     k.build()

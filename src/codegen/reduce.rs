@@ -291,6 +291,11 @@ impl Emitter<'_> {
         }
     }
 
+    /// The address of slot `slot` (already past the padding) of a collective's slice.
+    pub(crate) fn collective_slot_addr(&mut self, c: &CollectivePlan, slot: u32) -> Reg {
+        self.scaled_collective_addr(c, Operand::Imm(slot as i64), c.elem_bytes)
+    }
+
     /// The address of the first entry of raking lane `lane`'s segment; the segment's entries
     /// follow at `elem_bytes` steps (padding only falls between segments).
     pub(crate) fn segment_addr(&mut self, c: &CollectivePlan, lane: Reg) -> Reg {

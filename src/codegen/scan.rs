@@ -191,7 +191,7 @@ impl Emitter<'_> {
             (prefix, has, all)
         };
         // A prefix callback sees the total, runs its ops, and seeds the scan like an initial
-        // value.
+        // value: rank 0's prefix, handed to the group.
         let seed = match &sc.callback {
             None => sc.initial.map(|e| {
                 let mut memo = HashMap::new();
@@ -211,8 +211,50 @@ impl Emitter<'_> {
                     dst: held,
                     src: p.into(),
                 });
+                // Rank 0's prefix seeds the whole group.
+                let seed = match self.plan.collectives.get(op.index()).cloned().flatten() {
+                    Some(cp) if cp.prefix_slot => {
+                        let tid = self.tid();
+                        self.sync_point(op, cp.first_step + 4);
+                        let first = self.reg(RegClass::Pred);
+                        self.op(Op::Setp {
+                            cmp: Cmp::Eq,
+                            ty: Ty::U32,
+                            dst: first,
+                            a: tid.into(),
+                            b: Operand::Imm(0),
+                        });
+                        let at = self.collective_slot_addr(&cp, cp.prefix_slot_index());
+                        self.guarded(
+                            first,
+                            false,
+                            Op::St {
+                                space: Space::Shared,
+                                ty: mem_ty(d),
+                                addr: Address {
+                                    base: AddrBase::Reg(at),
+                                    offset: 0,
+                                },
+                                src: smallvec![held.into()],
+                            },
+                        );
+                        self.sync_point(op, cp.first_step + 5);
+                        let all = self.reg(class(d));
+                        let address = Address {
+                            base: AddrBase::Reg(at),
+                            offset: 0,
+                        };
+                        self.shared_access(true, d, address, all);
+                        all
+                    }
+                    _ if threads > 1 => {
+                        let c = (((32 - w) << 8) | 0x1f) as i64;
+                        self.shuffle_value(ShflMode::Idx, held, Operand::Imm(0), c, mask)
+                    }
+                    _ => held,
+                };
                 self.lower_region(cb.body);
-                Some(held)
+                Some(seed)
             }
         };
         // The initial value goes first.

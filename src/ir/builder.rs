@@ -920,7 +920,10 @@ impl KernelBuilder {
     /// tile's scan starts from. The prefix is evaluated first; the ops the callback records
     /// run after it (so returning `running.item(0)` and then adding the total to `running`
     /// seeds this tile with the old total and the next with the new). The callback runs in
-    /// every thread of the group, which all see the same total.
+    /// every thread of the group, which all see the same total; the prefix of the group's
+    /// rank 0 seeds every thread (as CUB takes its callback's value from lane 0), so a value
+    /// only rank 0 holds — a tile's carry it loaded — is enough. A block group hands it on
+    /// through shared memory (one more barrier), a warp through a shuffle.
     #[track_caller]
     pub fn scan_with_prefix<T: Element>(
         &mut self,

@@ -256,7 +256,8 @@ pub struct ScanSpec {
     /// every rank.
     pub aggregate: Option<DataId>,
     /// A prefix callback: once the group's total is known (in `aggregate`), `body` runs and
-    /// `prefix` seeds the scan in place of an initial value.
+    /// `prefix` (rank 0's, handed to the whole group) seeds the scan in place of an initial
+    /// value.
     pub callback: Option<PrefixCallback>,
     /// The block algorithm.
     pub algorithm: ScanAlgorithm,

@@ -248,6 +248,10 @@ pub struct CollectivePlan {
     /// One unused slot follows every `segment` entries, so that the raking lanes' reads fall
     /// in different banks (chosen by the bank-conflict count of the writes and the reads).
     pub padded: bool,
+    /// A scan with a prefix callback: rank 0 writes its prefix to the slot after the result
+    /// slot (step `f + 4`) and every thread reads it (`f + 5`), so the whole group starts from
+    /// rank 0's prefix.
+    pub prefix_slot: bool,
 }
 
 impl CollectivePlan {
@@ -260,6 +264,11 @@ impl CollectivePlan {
     /// result slot after the entries.
     pub fn slot(&self, e: u32) -> u32 {
         padded_slot(e, self.padding())
+    }
+
+    /// The slot rank 0's prefix goes through (with `prefix_slot`).
+    pub fn prefix_slot_index(&self) -> u32 {
+        self.slot(self.entries) + 1
     }
 
     /// Slots from one raking segment's start to the next's.
@@ -605,13 +614,15 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             _ => (0, 0),
         };
         let padded = choose_segment_padding(writers, segment, elem_bytes);
-        let slots = padded_slot(entries, padded.then_some(segment));
+        let prefix_slot = matches!(&data.kind, OpKind::Scan(sc) if sc.callback.is_some());
+        // The entries, the result slot, and rank 0's prefix.
+        let slots = padded_slot(entries, padded.then_some(segment)) + 1 + u32::from(prefix_slot);
         let slice = s.slices.len();
         s.slices.push(Slice {
             label: format!("{label} partials"),
             op,
             offset: 0,
-            bytes: (slots + 1) * elem_bytes,
+            bytes: slots * elem_bytes,
             align: 16,
             live: (0, 0),
         });
@@ -649,6 +660,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             read_back,
             segment,
             padded,
+            prefix_slot,
         });
     }
     for (i, sl) in storage_slices.iter().enumerate() {
@@ -851,6 +863,11 @@ impl<'a> Barriers<'a> {
                 add_as(f + 2, step(f + 1), true, sl.offset, result + c.elem_bytes);
                 add_as(f + 3, own, false, sl.offset, result);
                 add_as(f + 3, step(f + 3), false, result, result + c.elem_bytes);
+            }
+            if c.prefix_slot {
+                let at = sl.offset + c.prefix_slot_index() * c.elem_bytes;
+                add_as(f + 4, step(f + 4), true, at, at + c.elem_bytes);
+                add_as(f + 5, step(f + 5), false, at, at + c.elem_bytes);
             }
         }
         Barriers {

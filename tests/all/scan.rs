@@ -4,7 +4,7 @@
 
 use super::common::{Batch, Rng, assert_same, device};
 use coopgraph::ir::ScanAlgorithm;
-use coopgraph::ir::{Expr, Group, GroupKind, Reduce, Scan};
+use coopgraph::ir::{Expr, Group, GroupKind, Reduce, Scan, index};
 use coopgraph::runtime::DeviceElement;
 use coopgraph::{KernelBuilder, Load, Store};
 use std::cell::Cell;
@@ -421,5 +421,109 @@ fn block_scans_take_whole_tiles() {
             assert!(e.has(|k| matches!(k, coopgraph::ir::VerifyErrorKind::ValidItemsNeedWarpGroup)))
         }
         other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// The prefix a callback returns is taken from the group's rank 0 and seeds every thread, as
+/// CUB takes its callback's value from lane 0: here only rank 0 holds the tile's carry (the
+/// others hold garbage), for block scans of each algorithm, warps and logical warps. Every
+/// barrier the block scans get is necessary.
+#[test]
+fn prefix_callback_value_comes_from_rank_0() {
+    let dev = device();
+    let mut batch = Batch::default();
+    let algs = [
+        ScanAlgorithm::WarpScans,
+        ScanAlgorithm::Raking,
+        ScanAlgorithm::RakingMemoize,
+    ];
+    for (case, (group, alg)) in [
+        (0u32, algs[0]),
+        (0, algs[1]),
+        (0, algs[2]),
+        (32, algs[0]),
+        (8, algs[0]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (block, items) = (128u32, 3u32);
+        let mut k = KernelBuilder::new(format!("rank0_prefix_{case}"))
+            .block(block)
+            .items_per_thread(items);
+        let x = k.input::<i32>("x");
+        let carries = k.input::<i32>("carries");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let g: Group = match group {
+            0 => b,
+            32 => k.this_warp().into(),
+            w => k.this_warp().group_by(w),
+        };
+        let threads = if group == 0 { block } else { group };
+        // Rank r of each group gets carries[group index] at rank 0, and 1000 + r elsewhere.
+        let mine = k.thread_data_n::<i32>(1);
+        let rank = index::thread_rank() % threads;
+        // Thread t reads element offset + t: every thread of a group reads its group's carry.
+        let offset = index::thread_rank() / threads - index::thread_rank();
+        k.load_into(
+            b,
+            &carries,
+            &mine,
+            Load::direct().offset(offset).valid_items(block),
+        );
+        let t = k.load_from(b, &x, Load::direct());
+        let s = k.scan_with_prefix(
+            g,
+            &t,
+            Scan::inclusive_sum().algorithm(alg),
+            move |_k, _total| {
+                rank.eq(0u32)
+                    .select(mine.item(0), rank.cast::<i32>() + 1000)
+            },
+        );
+        k.store_to(b, &y, &s, Store::direct());
+        let kernel = k.build().expect("builds");
+        batch.add(&kernel);
+        let groups = (block / threads) as usize;
+        let tile = (threads * items) as usize;
+        let xs: Vec<i32> = (0..(block * items) as i32).map(|i| i % 7 - 3).collect();
+        let cs: Vec<i32> = (0..groups as i32).map(|i| 100 * (i + 1)).collect();
+        let run =
+            |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, coopgraph::runtime::RuntimeError> {
+                let f = dev.compile(kernel).map_err(|e| match e {
+                    coopgraph::Error::Runtime(r) => r,
+                    other => panic!("{other}"),
+                })?;
+                let xb = dev.upload(&xs)?;
+                let cb = dev.upload(&cs)?;
+                let mut yb = dev.alloc_zeroed::<i32>(xs.len())?;
+                f.launch_grid(1, (&xb, &cb, &mut yb))?;
+                yb.to_vec()
+            };
+        let mut want = Vec::new();
+        for (gi, chunk) in xs.chunks(tile).enumerate() {
+            let mut acc = cs[gi];
+            for v in chunk {
+                acc += v;
+                want.push(acc);
+            }
+        }
+        assert_same(&run(&kernel).expect("runs"), &want, &format!("case {case}"));
+        if group == 0 {
+            let sim = super::common::race_checker();
+            let run_sim = |kernel: &coopgraph::Kernel| {
+                let f = sim.compile(kernel).map_err(|e| match e {
+                    coopgraph::Error::Runtime(r) => r,
+                    other => panic!("{other}"),
+                })?;
+                let xb = sim.upload(&xs)?;
+                let cb = sim.upload(&cs)?;
+                let mut yb = sim.alloc_zeroed::<i32>(xs.len())?;
+                f.launch_grid(1, (&xb, &cb, &mut yb))?;
+                yb.to_vec()
+            };
+            super::common::assert_barriers_necessary(&kernel, run_sim);
+        }
     }
 }
