@@ -152,15 +152,15 @@ impl Emitter<'_> {
         self.op(Op::Label(done));
     }
 
-    /// A predicate `a cmp b` over signed 32-bit values.
-    pub(crate) fn setp_s32(&mut self, cmp: Cmp, a: Reg, b: i64) -> Reg {
+    /// A new predicate `a cmp b` over values of type `ty`.
+    pub(crate) fn setp(&mut self, cmp: Cmp, ty: Ty, a: Operand, b: Operand) -> Reg {
         let p = self.reg(RegClass::Pred);
         self.op(Op::Setp {
             cmp,
-            ty: Ty::S32,
+            ty,
             dst: p,
-            a: a.into(),
-            b: Operand::Imm(b),
+            a,
+            b,
         });
         p
     }
@@ -391,14 +391,7 @@ impl Emitter<'_> {
                 let head = self.label();
                 let exit = self.label();
                 self.op(Op::Label(head.clone()));
-                let p = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ge,
-                    ty: Ty::U32,
-                    dst: p,
-                    a: i.into(),
-                    b: e.into(),
-                });
+                let p = self.setp(Cmp::Ge, Ty::U32, i.into(), e.into());
                 self.guarded(
                     p,
                     false,
@@ -502,14 +495,7 @@ impl Emitter<'_> {
             a: n.into(),
             b: Operand::Imm(tile as i64),
         });
-        let has_rem = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ne,
-            ty: Ty::U32,
-            dst: has_rem,
-            a: rem.into(),
-            b: Operand::Imm(0),
-        });
+        let has_rem = self.setp(Cmp::Ne, Ty::U32, rem.into(), Operand::Imm(0));
         let extra = self.reg(RegClass::B32);
         self.op(Op::Selp {
             ty: Ty::U32,
@@ -537,14 +523,7 @@ impl Emitter<'_> {
         let head = self.label();
         let exit = self.label();
         self.op(Op::Label(head.clone()));
-        let done = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ge,
-            ty: Ty::U32,
-            dst: done,
-            a: t.into(),
-            b: ntiles.into(),
-        });
+        let done = self.setp(Cmp::Ge, Ty::U32, t.into(), ntiles.into());
         self.guarded(
             done,
             false,

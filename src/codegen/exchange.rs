@@ -184,14 +184,12 @@ impl Emitter<'_> {
             self.sync_point(op, step);
             let skip = e.turns.map(|_| {
                 let label = self.label();
-                let mine = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ne,
-                    ty: Ty::U32,
-                    dst: mine,
-                    a: gi.map(Operand::from).unwrap_or(Operand::Imm(0)),
-                    b: Operand::Imm(turn as i64),
-                });
+                let mine = self.setp(
+                    Cmp::Ne,
+                    Ty::U32,
+                    gi.map(Operand::from).unwrap_or(Operand::Imm(0)),
+                    Operand::Imm(turn as i64),
+                );
                 self.guarded(
                     mine,
                     false,
@@ -259,7 +257,12 @@ impl Emitter<'_> {
             copy(self);
             return work;
         };
-        let full = self.setp_s32(Cmp::Ge, v, (e.scope * e.items) as i64);
+        let full = self.setp(
+            Cmp::Ge,
+            Ty::S32,
+            v.into(),
+            Operand::Imm((e.scope * e.items) as i64),
+        );
         self.split(full, false, copy, |me| {
             let p0 = me.thread_part(&e.write, e.scope, rank);
             let zero = me.constant(dtype, 0);
@@ -280,15 +283,7 @@ impl Emitter<'_> {
     /// Whether position `p0 + delta` of a group is below its valid bound `vrem`.
     fn valid_position(&mut self, p0: Reg, delta: u32, vrem: Reg) -> Reg {
         let p = self.u32op(BinOp::Add, p0.into(), Operand::Imm(delta as i64));
-        let ok = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Lt,
-            ty: Ty::S32,
-            dst: ok,
-            a: p.into(),
-            b: vrem.into(),
-        });
-        ok
+        self.setp(Cmp::Lt, Ty::S32, p.into(), vrem.into())
     }
 
     /// One side of an exchange; with a valid bound, a group whose whole region is valid takes
@@ -310,7 +305,12 @@ impl Emitter<'_> {
             self.side(e, a, rank, region, None, regs, mty, write);
             return;
         };
-        let full = self.setp_s32(Cmp::Ge, v, (e.scope * e.items) as i64);
+        let full = self.setp(
+            Cmp::Ge,
+            Ty::S32,
+            v.into(),
+            Operand::Imm((e.scope * e.items) as i64),
+        );
         self.split(
             full,
             false,
@@ -500,14 +500,7 @@ impl Emitter<'_> {
                 value = Some(match value {
                     None => v,
                     Some(prev) => {
-                        let here = self.reg(RegClass::Pred);
-                        self.op(Op::Setp {
-                            cmp: Cmp::Eq,
-                            ty: Ty::U32,
-                            dst: here,
-                            a: slot.into(),
-                            b: Operand::Imm(j as i64),
-                        });
+                        let here = self.setp(Cmp::Eq, Ty::U32, slot.into(), Operand::Imm(j as i64));
                         self.pick(d, here, v, prev)
                     }
                 });

@@ -489,14 +489,7 @@ impl Emitter<'_> {
                 // gives the most negative value for some widths, so select it explicitly.
                 self.cvt(Some(Round::Rzi), mem_ty(to), mem_ty(from), r, a);
                 self.normalize(to, r);
-                let nan = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Nan,
-                    ty: mem_ty(from),
-                    dst: nan,
-                    a: a.into(),
-                    b: a.into(),
-                });
+                let nan = self.setp(Cmp::Nan, mem_ty(from), a.into(), a.into());
                 let ty = bits_or_float(to);
                 self.op(Op::Selp {
                     ty,

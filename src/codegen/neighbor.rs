@@ -216,18 +216,8 @@ impl Emitter<'_> {
                             let fallback = match edge {
                                 Some(e) if heads => self.apply(f, e, x[i]),
                                 Some(e) => self.apply(f, x[i], e),
-                                None => {
-                                    // No neighbour: a head (or tail).
-                                    let t = self.reg(RegClass::Pred);
-                                    self.op(Op::Setp {
-                                        cmp: Cmp::Eq,
-                                        ty: Ty::U32,
-                                        dst: t,
-                                        a: tid.into(),
-                                        b: tid.into(),
-                                    });
-                                    t
-                                }
+                                // No neighbour: a head (or tail), always true.
+                                None => self.setp(Cmp::Eq, Ty::U32, tid.into(), tid.into()),
                             };
                             let r = self.reg(RegClass::Pred);
                             let a = self.reg(RegClass::Pred);
@@ -308,14 +298,7 @@ impl Emitter<'_> {
                             b: Operand::Imm(k as i64),
                             c: Operand::Imm(i as i64),
                         });
-                        let keep = self.reg(RegClass::Pred);
-                        self.op(Op::Setp {
-                            cmp: Cmp::Lt,
-                            ty: Ty::S32,
-                            dst: keep,
-                            a: pos.into(),
-                            b: bound.into(),
-                        });
+                        let keep = self.setp(Cmp::Lt, Ty::S32, pos.into(), bound.into());
                         self.pick(d, keep, r, x[i])
                     })
                     .collect()
@@ -353,23 +336,9 @@ impl Emitter<'_> {
         let tile = cp.entries as i64;
         self.sync_point(op, cp.first_step);
         for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
-            let ok = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Lt,
-                ty: Ty::U32,
-                dst: ok,
-                a: rank.into(),
-                b: Operand::Imm(tile),
-            });
+            let ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), Operand::Imm(tile));
             if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
-                let set = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ne,
-                    ty: Ty::U32,
-                    dst: set,
-                    a: (*f).into(),
-                    b: Operand::Imm(0),
-                });
+                let set = self.setp(Cmp::Ne, Ty::U32, (*f).into(), Operand::Imm(0));
                 self.op(Op::PredBin {
                     op: BinOp::And,
                     dst: ok,

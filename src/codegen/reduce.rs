@@ -239,14 +239,7 @@ impl Emitter<'_> {
                 Some(l) => {
                     // Take the other value only if its rank takes part.
                     let src = self.u32op(BinOp::Add, rank.into(), Operand::Imm(off as i64));
-                    let ok = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Lt,
-                        ty: Ty::U32,
-                        dst: ok,
-                        a: src.into(),
-                        b: l.into(),
-                    });
+                    let ok = self.setp(Cmp::Lt, Ty::U32, src.into(), l.into());
                     let r = self.reg(class(d));
                     self.op(Op::Selp {
                         ty: bits_or_float(d),
@@ -328,15 +321,7 @@ impl Emitter<'_> {
 
     /// A predicate `a < b` (unsigned).
     fn below(&mut self, a: Operand, b: Operand) -> Reg {
-        let p = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Lt,
-            ty: Ty::U32,
-            dst: p,
-            a,
-            b,
-        });
-        p
+        self.setp(Cmp::Lt, Ty::U32, a, b)
     }
 
     /// Lowers a reduction.
@@ -438,14 +423,7 @@ impl Emitter<'_> {
                 let part = self.warp_reduce(r.op, d, acc, 32, lane, limit, full);
                 self.sync_point(op, f);
                 // Lane 0 of each warp with a valid thread shares its warp's value.
-                let lead = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ne,
-                    ty: Ty::U32,
-                    dst: lead,
-                    a: lane.into(),
-                    b: Operand::Imm(0),
-                });
+                let lead = self.setp(Cmp::Ne, Ty::U32, lane.into(), Operand::Imm(0));
                 self.guarded(
                     lead,
                     false,
@@ -455,14 +433,7 @@ impl Emitter<'_> {
                     },
                 );
                 if let Some(l) = limit {
-                    let none = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Eq,
-                        ty: Ty::U32,
-                        dst: none,
-                        a: l.into(),
-                        b: Operand::Imm(0),
-                    });
+                    let none = self.setp(Cmp::Eq, Ty::U32, l.into(), Operand::Imm(0));
                     self.guarded(
                         none,
                         false,
@@ -486,14 +457,7 @@ impl Emitter<'_> {
                         Some(self.u32op(BinOp::Min, n.into(), Operand::Imm(warps as i64)))
                     }
                 };
-                let not_first = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ne,
-                    ty: Ty::U32,
-                    dst: not_first,
-                    a: warp.into(),
-                    b: Operand::Imm(0),
-                });
+                let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
                 self.guarded(
                     not_first,
                     false,
@@ -555,14 +519,12 @@ impl Emitter<'_> {
                 self.sync_point(op, f);
                 let count =
                     valid.map(|v| self.u32op(BinOp::Min, v.into(), Operand::Imm(threads as i64)));
-                let writes = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ge,
-                    ty: Ty::U32,
-                    dst: writes,
-                    a: tid.into(),
-                    b: Operand::Imm(shared_from as i64),
-                });
+                let writes = self.setp(
+                    Cmp::Ge,
+                    Ty::U32,
+                    tid.into(),
+                    Operand::Imm(shared_from as i64),
+                );
                 if let Some(n) = count {
                     let ok = self.below(tid.into(), n.into());
                     self.op(Op::PredBin {
@@ -588,14 +550,7 @@ impl Emitter<'_> {
                     },
                 );
                 self.sync_point(op, f + 1);
-                let not_first = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Ne,
-                    ty: Ty::U32,
-                    dst: not_first,
-                    a: warp.into(),
-                    b: Operand::Imm(0),
-                });
+                let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
                 self.guarded(
                     not_first,
                     false,
@@ -769,14 +724,7 @@ impl Emitter<'_> {
         // Thread 0 shares the result; every thread reads it.
         self.sync_point(op, f + 2);
         let slot = self.collective_addr(c, Operand::Imm(c.entries as i64));
-        let first = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Eq,
-            ty: Ty::U32,
-            dst: first,
-            a: tid.into(),
-            b: Operand::Imm(0),
-        });
+        let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
         self.guarded(
             first,
             false,

@@ -63,14 +63,7 @@ impl Emitter<'_> {
                         b: Operand::Imm(k),
                         c: Operand::Imm(i as i64),
                     });
-                    let ok = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Lt,
-                        ty: Ty::U32,
-                        dst: ok,
-                        a: pos.into(),
-                        b: vn.into(),
-                    });
+                    let ok = self.setp(Cmp::Lt, Ty::U32, pos.into(), vn.into());
                     self.pick(d, ok, n, prev)
                 }
                 _ => n,
@@ -113,14 +106,7 @@ impl Emitter<'_> {
             let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
             // The last lane of each warp shares the warp's total.
             self.sync_point(op, cp.first_step);
-            let last = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Eq,
-                ty: Ty::U32,
-                dst: last,
-                a: rank.into(),
-                b: Operand::Imm(31),
-            });
+            let last = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(31));
             let slot = self.collective_addr(&cp, warp.into());
             self.guarded(
                 last,
@@ -157,14 +143,7 @@ impl Emitter<'_> {
                         Some(prev) => self.combine_op(sc.op, d, prev, v),
                     });
                 }
-                let counts = self.reg(RegClass::Pred);
-                self.op(Op::Setp {
-                    cmp: Cmp::Gt,
-                    ty: Ty::U32,
-                    dst: counts,
-                    a: warp.into(),
-                    b: Operand::Imm(j as i64),
-                });
+                let counts = self.setp(Cmp::Gt, Ty::U32, warp.into(), Operand::Imm(j as i64));
                 before = Some(match before {
                     None => (v, counts),
                     Some((acc, had)) => {
@@ -216,14 +195,7 @@ impl Emitter<'_> {
                     Some(cp) if cp.prefix_slot => {
                         let tid = self.tid();
                         self.sync_point(op, cp.first_step + 4);
-                        let first = self.reg(RegClass::Pred);
-                        self.op(Op::Setp {
-                            cmp: Cmp::Eq,
-                            ty: Ty::U32,
-                            dst: first,
-                            a: tid.into(),
-                            b: Operand::Imm(0),
-                        });
+                        let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
                         let at = self.collective_slot_addr(&cp, cp.prefix_slot_index());
                         self.guarded(
                             first,
@@ -315,14 +287,7 @@ impl Emitter<'_> {
         }
         // This thread's exclusive prefix within the warp: the inclusive value of rank - 1.
         let excl = self.shuffle_value(ShflMode::Up, incl, Operand::Imm(1), up_c, mask);
-        let has_excl = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ne,
-            ty: Ty::U32,
-            dst: has_excl,
-            a: rank.into(),
-            b: Operand::Imm(0),
-        });
+        let has_excl = self.setp(Cmp::Ne, Ty::U32, rank.into(), Operand::Imm(0));
         (incl, excl, has_excl)
     }
 
@@ -374,14 +339,7 @@ impl Emitter<'_> {
         self.shared_at(false, d, cp, tid.into(), total);
         self.sync_point(op, f + 1);
         let skip = self.label();
-        let not_first = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ge,
-            ty: Ty::U32,
-            dst: not_first,
-            a: tid.into(),
-            b: Operand::Imm(32),
-        });
+        let not_first = self.setp(Cmp::Ge, Ty::U32, tid.into(), Operand::Imm(32));
         self.guarded(
             not_first,
             false,
@@ -441,14 +399,7 @@ impl Emitter<'_> {
             }
             self.shared_access(false, d, entry(j), p);
         }
-        let last = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Eq,
-            ty: Ty::U32,
-            dst: last,
-            a: lane.into(),
-            b: Operand::Imm(31),
-        });
+        let last = self.setp(Cmp::Eq, Ty::U32, lane.into(), Operand::Imm(31));
         let slot = self.collective_addr(cp, Operand::Imm(cp.entries as i64));
         self.guarded(
             last,
@@ -469,14 +420,7 @@ impl Emitter<'_> {
         self.shared_at(true, d, cp, tid.into(), prefix);
         let agg = self.reg(class(d));
         self.shared_at(true, d, cp, Operand::Imm(cp.entries as i64), agg);
-        let has = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Ne,
-            ty: Ty::U32,
-            dst: has,
-            a: tid.into(),
-            b: Operand::Imm(0),
-        });
+        let has = self.setp(Cmp::Ne, Ty::U32, tid.into(), Operand::Imm(0));
         (prefix, has, agg)
     }
 }

@@ -157,7 +157,7 @@ impl Emitter<'_> {
             return;
         };
         let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
-        let partial = self.setp_s32(Cmp::Le, rem, last);
+        let partial = self.setp(Cmp::Le, Ty::S32, rem.into(), Operand::Imm(last));
         let every = Access {
             addr: a.addr,
             rem: None,
@@ -215,14 +215,7 @@ impl Emitter<'_> {
                             src: d.into(),
                         });
                     }
-                    let p = self.reg(RegClass::Pred);
-                    self.op(Op::Setp {
-                        cmp: Cmp::Gt,
-                        ty: Ty::S32,
-                        dst: p,
-                        a: rem.into(),
-                        b: Operand::Imm(pos),
-                    });
+                    let p = self.setp(Cmp::Gt, Ty::S32, rem.into(), Operand::Imm(pos));
                     self.guarded(p, false, mv);
                 }
             }
@@ -254,23 +247,14 @@ impl Emitter<'_> {
             a: a.addr.into(),
             b: Operand::Imm(bytes - 1),
         });
-        let fast = self.reg(RegClass::Pred);
-        self.op(Op::Setp {
-            cmp: Cmp::Eq,
-            ty: Ty::U64,
-            dst: fast,
-            a: low.into(),
-            b: Operand::Imm(0),
-        });
+        let fast = self.setp(Cmp::Eq, Ty::U64, low.into(), Operand::Imm(0));
         if let Some(rem) = a.rem {
-            let full = self.reg(RegClass::Pred);
-            self.op(Op::Setp {
-                cmp: Cmp::Ge,
-                ty: Ty::S32,
-                dst: full,
-                a: rem.into(),
-                b: Operand::Imm(regs.len() as i64),
-            });
+            let full = self.setp(
+                Cmp::Ge,
+                Ty::S32,
+                rem.into(),
+                Operand::Imm(regs.len() as i64),
+            );
             self.op(Op::PredBin {
                 op: BinOp::And,
                 dst: fast,
