@@ -234,6 +234,33 @@ pub fn race_checker() -> Device {
     })
 }
 
+/// `dev.compile(kernel)`, where only a runtime error (a simulator fault, a launch problem) is
+/// an expected outcome; any other error fails the test.
+pub fn compiled(
+    dev: &Device,
+    kernel: &coopgraph::Kernel,
+) -> Result<coopgraph::runtime::Function, coopgraph::runtime::RuntimeError> {
+    dev.compile(kernel).map_err(|e| match e {
+        coopgraph::Error::Runtime(r) => r,
+        other => panic!("{}: {other}", kernel.name()),
+    })
+}
+
+/// Runs a kernel taking `(x, y)` (i32) on one block of `dev`, `y` of `out` zeroed elements,
+/// and returns `y`.
+pub fn run_xy(
+    dev: &Device,
+    kernel: &coopgraph::Kernel,
+    xs: &[i32],
+    out: usize,
+) -> Result<Vec<i32>, coopgraph::runtime::RuntimeError> {
+    let f = compiled(dev, kernel)?;
+    let x = dev.upload(xs)?;
+    let mut y = dev.alloc_zeroed::<i32>(out)?;
+    f.launch_grid(1, (&x, &mut y))?;
+    y.to_vec()
+}
+
 /// Asserts that leaving out each barrier the planner placed in `kernel` makes `run` report a
 /// race: every barrier is needed.
 pub fn assert_barriers_necessary<R: std::fmt::Debug>(

@@ -262,11 +262,7 @@ fn reduce_first_u64() {
 /// simulator's race checker reports a race.
 #[test]
 fn reduction_barriers_are_necessary() {
-    use coopgraph::runtime::{Device, RuntimeError, SimOptions};
-    let sim = Device::sim_with(SimOptions {
-        check_uninit: false,
-        ..SimOptions::default()
-    });
+    let sim = super::common::race_checker();
     for alg in [
         ReduceAlgorithm::WarpReductions,
         ReduceAlgorithm::Raking,
@@ -290,16 +286,7 @@ fn reduction_barriers_are_necessary() {
         let kernel = k.build().expect("builds");
         assert!(kernel.plan().barriers.len() >= 4, "{}", kernel.explain());
         let xs: Vec<i32> = (0..256).map(|i| i % 13).collect();
-        let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
-            let f = sim.compile(kernel).map_err(|e| match e {
-                coopgraph::Error::Runtime(r) => r,
-                other => panic!("{other}"),
-            })?;
-            let xb = sim.upload(&xs)?;
-            let mut yb = sim.alloc_zeroed::<i32>(128)?;
-            f.launch_grid(1, (&xb, &mut yb))?;
-            yb.to_vec()
-        };
+        let run = |kernel: &coopgraph::Kernel| super::common::run_xy(&sim, kernel, &xs, 128);
         let sum: i32 = xs.iter().sum();
         let best = (0..128).map(|t| xs[2 * t] + xs[2 * t + 1] - 2 * sum).max();
         let best = best.expect("threads");

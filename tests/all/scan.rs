@@ -220,11 +220,7 @@ fn exclusive_scan_needs_an_initial_value() {
 /// The barriers of back-to-back block scans are each necessary.
 #[test]
 fn scan_barriers_are_necessary() {
-    use coopgraph::runtime::{Device, RuntimeError, SimOptions};
-    let sim = Device::sim_with(SimOptions {
-        check_uninit: false,
-        ..SimOptions::default()
-    });
+    let sim = super::common::race_checker();
     for alg in [
         ScanAlgorithm::WarpScans,
         ScanAlgorithm::Raking,
@@ -242,16 +238,7 @@ fn scan_barriers_are_necessary() {
         k.store_to(b, &y, &s2, Store::direct());
         let kernel = k.build().expect("builds");
         let xs: Vec<i32> = (0..256).map(|i| i % 7 - 3).collect();
-        let run = |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, RuntimeError> {
-            let f = sim.compile(kernel).map_err(|e| match e {
-                coopgraph::Error::Runtime(r) => r,
-                other => panic!("{other}"),
-            })?;
-            let xb = sim.upload(&xs)?;
-            let mut yb = sim.alloc_zeroed::<i32>(256)?;
-            f.launch_grid(1, (&xb, &mut yb))?;
-            yb.to_vec()
-        };
+        let run = |kernel: &coopgraph::Kernel| super::common::run_xy(&sim, kernel, &xs, 256);
         let mut incl = Vec::new();
         let mut acc = 0;
         for v in &xs {
@@ -489,18 +476,14 @@ fn prefix_callback_value_comes_from_rank_0() {
         let tile = (threads * items) as usize;
         let xs: Vec<i32> = (0..(block * items) as i32).map(|i| i % 7 - 3).collect();
         let cs: Vec<i32> = (0..groups as i32).map(|i| 100 * (i + 1)).collect();
-        let run =
-            |kernel: &coopgraph::Kernel| -> Result<Vec<i32>, coopgraph::runtime::RuntimeError> {
-                let f = dev.compile(kernel).map_err(|e| match e {
-                    coopgraph::Error::Runtime(r) => r,
-                    other => panic!("{other}"),
-                })?;
-                let xb = dev.upload(&xs)?;
-                let cb = dev.upload(&cs)?;
-                let mut yb = dev.alloc_zeroed::<i32>(xs.len())?;
-                f.launch_grid(1, (&xb, &cb, &mut yb))?;
-                yb.to_vec()
-            };
+        let run = |dev: &coopgraph::runtime::Device, kernel: &coopgraph::Kernel| {
+            let f = super::common::compiled(dev, kernel)?;
+            let xb = dev.upload(&xs)?;
+            let cb = dev.upload(&cs)?;
+            let mut yb = dev.alloc_zeroed::<i32>(xs.len())?;
+            f.launch_grid(1, (&xb, &cb, &mut yb))?;
+            yb.to_vec()
+        };
         let mut want = Vec::new();
         for (gi, chunk) in xs.chunks(tile).enumerate() {
             let mut acc = cs[gi];
@@ -509,21 +492,14 @@ fn prefix_callback_value_comes_from_rank_0() {
                 want.push(acc);
             }
         }
-        assert_same(&run(&kernel).expect("runs"), &want, &format!("case {case}"));
+        assert_same(
+            &run(dev, &kernel).expect("runs"),
+            &want,
+            &format!("case {case}"),
+        );
         if group == 0 {
             let sim = super::common::race_checker();
-            let run_sim = |kernel: &coopgraph::Kernel| {
-                let f = sim.compile(kernel).map_err(|e| match e {
-                    coopgraph::Error::Runtime(r) => r,
-                    other => panic!("{other}"),
-                })?;
-                let xb = sim.upload(&xs)?;
-                let cb = sim.upload(&cs)?;
-                let mut yb = sim.alloc_zeroed::<i32>(xs.len())?;
-                f.launch_grid(1, (&xb, &cb, &mut yb))?;
-                yb.to_vec()
-            };
-            super::common::assert_barriers_necessary(&kernel, run_sim);
+            super::common::assert_barriers_necessary(&kernel, |k| run(&sim, k));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The shared-memory planner: exchanges, slices, barriers — each barrier shown necessary by the
 //! simulator's race checker, and every kernel race-free with them.
 
-use super::common::{Batch, Rng, assert_same, device};
+use super::common::{Batch, Rng, assert_same, compiled, device};
 use coopgraph::ir::{Algorithm, index};
 use coopgraph::planner::{Hazard, SyncScope};
 use coopgraph::runtime::{Device, RuntimeError, SimOptions};
@@ -25,10 +25,7 @@ fn copy(name: &str, block: u32, items: u32, load: Algorithm, store: Algorithm) -
 
 /// Runs a one-block copy kernel on `dev` and returns the output.
 fn run(dev: &Device, kernel: &Kernel, xs: &[i32], n: u32) -> Result<Vec<i32>, RuntimeError> {
-    let f = dev.compile(kernel).map_err(|e| match e {
-        Error::Runtime(r) => r,
-        other => panic!("{other}"),
-    })?;
+    let f = compiled(dev, kernel)?;
     let x = dev.upload(xs)?;
     let mut y = dev.alloc_filled(xs.len(), -7i32)?;
     f.launch_grid(1, (&x, &mut y, n))?;
@@ -173,10 +170,7 @@ fn reuse_by_other_threads_needs_a_barrier() {
     });
     let xs: Vec<i32> = Rng::new(9).vec(256);
     let run2 = |k: &Kernel| -> Result<(Vec<i32>, Vec<i32>), RuntimeError> {
-        let f = checked.compile(k).map_err(|e| match e {
-            Error::Runtime(r) => r,
-            other => panic!("{other}"),
-        })?;
+        let f = compiled(&checked, k)?;
         let xb = checked.upload(&xs)?;
         let mut yb = checked.alloc_zeroed::<i32>(256)?;
         let mut zb = checked.alloc_zeroed::<i32>(256)?;
@@ -348,10 +342,7 @@ fn temp_storage_sharing_and_sync() {
     });
     let xs: Vec<i32> = Rng::new(4).vec(256);
     let run = |dev: &Device, k: &Kernel| -> Result<(Vec<i32>, Vec<i32>), RuntimeError> {
-        let f = dev.compile(k).map_err(|e| match e {
-            Error::Runtime(r) => r,
-            other => panic!("{other}"),
-        })?;
+        let f = compiled(dev, k)?;
         let xb = dev.upload(&xs)?;
         let mut yb = dev.alloc_zeroed::<i32>(256)?;
         let mut zb = dev.alloc_zeroed::<i32>(256)?;
@@ -662,10 +653,7 @@ fn time_sliced_exchange() {
     );
     let sim = super::common::race_checker();
     super::common::assert_barriers_necessary(&sliced, |k| {
-        let f = sim.compile(k).map_err(|e| match e {
-            Error::Runtime(r) => r,
-            other => panic!("{other}"),
-        })?;
+        let f = compiled(&sim, k)?;
         let xb = sim.upload(&xs)?;
         let mut yb = sim.alloc_zeroed::<i32>(512)?;
         f.launch_grid(1, (&xb, &mut yb))?;
