@@ -5,7 +5,7 @@
 
 use crate::codegen::ptx::*;
 use crate::codegen::{Arch, write_module};
-use crate::sim::{InvalidReason, ParseReason, SimError, SimOptions, Simulator, parse};
+use crate::sim::{InvalidReason, ParseReason, SimError, SimOptions, Simulator, entry_text, parse};
 use proptest::prelude::*;
 use smallvec::smallvec;
 use std::collections::BTreeSet;
@@ -68,31 +68,9 @@ pub(super) fn f64b(x: f64) -> u64 {
     x.to_bits()
 }
 
-/// Wraps a body in the writer's exact layout, with generous register declarations.
-/// `params` are `"u64 name"`, `shared` are full `.shared` declarations.
+/// A hand-written kernel: the simulator's own wrapper.
 fn kernel(name: &str, params: &[&str], shared: &[&str], body: &str) -> String {
-    let mut s = String::from(".version 7.0\n.target sm_80\n.address_size 64\n\n");
-    s += &format!(".visible .entry {name}(\n");
-    for (k, prm) in params.iter().enumerate() {
-        let sep = if k + 1 == params.len() { "" } else { "," };
-        s += &format!("\t.param .{prm}{sep}\n");
-    }
-    s += ")\n{\n";
-    s += "\t.reg .pred %p<16>;\n\t.reg .b32 %r<64>;\n\t.reg .b64 %rd<32>;\n";
-    s += "\t.reg .f32 %f<32>;\n\t.reg .f64 %fd<16>;\n";
-    for sh in shared {
-        s += &format!("\t{sh}\n");
-    }
-    s += "\n";
-    for line in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if !line.ends_with(':') {
-            s.push('\t');
-        }
-        s += line;
-        s.push('\n');
-    }
-    s += "}\n";
-    s
+    entry_text(name, params, shared, body)
 }
 
 /// The 1-based line of the first line containing `needle` after line `after`.

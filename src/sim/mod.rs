@@ -114,6 +114,7 @@ mod block;
 #[cfg(test)]
 mod coverage;
 mod decode;
+mod entry_text;
 mod error;
 mod exec;
 #[cfg(test)]
@@ -122,6 +123,7 @@ mod memory;
 mod parse;
 mod race;
 
+pub use entry_text::entry_text;
 pub use error::{
     AbsentGroup, AbsentState, Access, AccessKind, Extent, InvalidReason, LaunchProblem, Location,
     MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault, ParticipationProblem,
