@@ -1,9 +1,12 @@
-//! Lowering of scans (warp scans): each thread scans its blocked items; a (logical) warp scans
-//! the thread totals with a `shfl.sync.up` tree (rank `r` takes `r - d` for `d = 1, 2, 4, ...`,
-//! earlier values on the left, so any associative operator works); a block shares each warp's
-//! total through the plan's shared memory (the last lane of each warp writes at the plan's first
-//! step, every thread reads after the planned barrier) and every thread folds the totals of the
-//! warps before its own.
+//! Lowering of scans: each thread scans its blocked items; a (logical) warp scans the thread
+//! totals with a `shfl.sync.up` tree (rank `r` takes `r - d` for `d = 1, 2, 4, ...` where the
+//! shuffle says that rank exists, earlier values on the left, so any associative operator
+//! works). A block either shares each warp's total through the plan's shared memory (warp
+//! scans: the last lane of each warp writes at the plan's first step, every thread reads after
+//! the planned barrier and folds the totals of the warps before its own) or rakes: every thread
+//! shares its total, the first warp scans the plan's padded segments and writes each entry's
+//! prefix back, and every thread reads its own. A prefix callback's value is rank 0's, handed
+//! to the group through one more shared slot (a block) or a shuffle (a warp).
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
