@@ -289,6 +289,35 @@ pub enum Special {
     GlobalTimer,
 }
 
+impl Special {
+    /// Every one of the special registers, in declaration order.
+    pub const ALL: [Special; 23] = [
+        Special::Tid(Dim::X),
+        Special::Tid(Dim::Y),
+        Special::Tid(Dim::Z),
+        Special::Ntid(Dim::X),
+        Special::Ntid(Dim::Y),
+        Special::Ntid(Dim::Z),
+        Special::Ctaid(Dim::X),
+        Special::Ctaid(Dim::Y),
+        Special::Ctaid(Dim::Z),
+        Special::Nctaid(Dim::X),
+        Special::Nctaid(Dim::Y),
+        Special::Nctaid(Dim::Z),
+        Special::Laneid,
+        Special::Warpid,
+        Special::Nwarpid,
+        Special::LanemaskLt,
+        Special::LanemaskLe,
+        Special::LanemaskGt,
+        Special::LanemaskGe,
+        Special::DynamicSmemSize,
+        Special::TotalSmemSize,
+        Special::Clock64,
+        Special::GlobalTimer,
+    ];
+}
+
 /// A dimension of a 3-D special register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -374,6 +403,21 @@ pub enum Cmp {
     Nan,
 }
 
+impl Cmp {
+    /// Every one of the comparisons, in declaration order.
+    pub const ALL: [Cmp; 9] = [
+        Cmp::Eq,
+        Cmp::Ne,
+        Cmp::Lt,
+        Cmp::Le,
+        Cmp::Gt,
+        Cmp::Ge,
+        Cmp::Neu,
+        Cmp::Num,
+        Cmp::Nan,
+    ];
+}
+
 /// Two-operand arithmetic and bit operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BinOp {
@@ -407,6 +451,27 @@ pub enum BinOp {
     Shr,
     /// `copysign` (floats): the magnitude of `b` with the sign of `a`.
     Copysign,
+}
+
+impl BinOp {
+    /// Every one of the two-operand operations, in declaration order.
+    pub const ALL: [BinOp; 15] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::MulHi,
+        BinOp::MulWide,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::Copysign,
+    ];
 }
 
 /// One-operand operations.
@@ -444,6 +509,27 @@ pub enum UnOp {
     Tanh,
 }
 
+impl UnOp {
+    /// Every one of the one-operand operations, in declaration order.
+    pub const ALL: [UnOp; 15] = [
+        UnOp::Neg,
+        UnOp::Abs,
+        UnOp::Not,
+        UnOp::Cnot,
+        UnOp::Popc,
+        UnOp::Clz,
+        UnOp::Brev,
+        UnOp::Sqrt,
+        UnOp::Rsqrt,
+        UnOp::Rcp,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Ex2,
+        UnOp::Lg2,
+        UnOp::Tanh,
+    ];
+}
+
 /// Rounding modifiers of `cvt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Round {
@@ -459,6 +545,18 @@ pub enum Round {
     Rmi,
     /// `.rpi`: integer result, toward plus infinity.
     Rpi,
+}
+
+impl Round {
+    /// Every one of the rounding modes, in declaration order.
+    pub const ALL: [Round; 6] = [
+        Round::Rn,
+        Round::Rz,
+        Round::Rni,
+        Round::Rzi,
+        Round::Rmi,
+        Round::Rpi,
+    ];
 }
 
 /// `shfl.sync` modes.
@@ -499,6 +597,22 @@ pub enum AtomOp {
     Inc,
     /// `atom.dec`.
     Dec,
+}
+
+impl AtomOp {
+    /// Every one of the atomic operations, in declaration order.
+    pub const ALL: [AtomOp; 10] = [
+        AtomOp::Add,
+        AtomOp::Min,
+        AtomOp::Max,
+        AtomOp::And,
+        AtomOp::Or,
+        AtomOp::Xor,
+        AtomOp::Exch,
+        AtomOp::Cas,
+        AtomOp::Inc,
+        AtomOp::Dec,
+    ];
 }
 
 /// Memory-fence scopes.

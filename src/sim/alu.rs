@@ -1040,55 +1040,10 @@ mod tests {
             1e19f64.to_bits(),
         ]
         .to_vec();
-        let bin_ops = [
-            BinOp::Add,
-            BinOp::Sub,
-            BinOp::Mul,
-            BinOp::MulHi,
-            BinOp::MulWide,
-            BinOp::Div,
-            BinOp::Rem,
-            BinOp::Min,
-            BinOp::Max,
-            BinOp::And,
-            BinOp::Or,
-            BinOp::Xor,
-            BinOp::Shl,
-            BinOp::Shr,
-            BinOp::Copysign,
-        ];
-        let un_ops = [
-            UnOp::Neg,
-            UnOp::Abs,
-            UnOp::Not,
-            UnOp::Cnot,
-            UnOp::Popc,
-            UnOp::Clz,
-            UnOp::Brev,
-            UnOp::Sqrt,
-            UnOp::Rsqrt,
-            UnOp::Rcp,
-            UnOp::Sin,
-            UnOp::Cos,
-            UnOp::Ex2,
-            UnOp::Lg2,
-            UnOp::Tanh,
-        ];
-        let cmps = [
-            Cmp::Eq,
-            Cmp::Ne,
-            Cmp::Lt,
-            Cmp::Le,
-            Cmp::Gt,
-            Cmp::Ge,
-            Cmp::Neu,
-            Cmp::Num,
-            Cmp::Nan,
-        ];
         let fits = |v: u64, bits: u32| bits >= 64 || v >> bits == 0;
         for ty in Ty::ALL {
             let rb = if ty == Ty::Pred { 1 } else { reg_bits(ty) };
-            for op in bin_ops {
+            for op in BinOp::ALL {
                 if let Some(g) = bin(op, ty) {
                     let out = if op == BinOp::MulWide {
                         2 * ty.bytes() * 8
@@ -1103,14 +1058,14 @@ mod tests {
                     }
                 }
             }
-            for op in un_ops {
+            for op in UnOp::ALL {
                 if let Some(g) = un(op, ty) {
                     for &a in &vals {
                         assert!(fits(g(a), un_result_bits(op, ty).max(32)));
                     }
                 }
             }
-            for c in cmps {
+            for c in Cmp::ALL {
                 if let Some(g) = setp(c, ty) {
                     for &a in &vals {
                         for &b in &vals {

@@ -947,3 +947,15 @@ proptest! {
         }
     }
 }
+
+/// The production lists of every operation (`BinOp::ALL` and the rest, which the parser
+/// searches) match the exhaustive chains above, so a new variant cannot be left out of them.
+#[test]
+fn every_all_list_is_complete() {
+    assert_eq!(bin_ops(), BinOp::ALL.to_vec());
+    assert_eq!(un_ops(), UnOp::ALL.to_vec());
+    assert_eq!(cmps(), Cmp::ALL.to_vec());
+    assert_eq!(rounds(), Round::ALL.to_vec());
+    assert_eq!(atom_ops(), AtomOp::ALL.to_vec());
+    assert_eq!(specials(), Special::ALL.to_vec());
+}

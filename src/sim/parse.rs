@@ -42,102 +42,6 @@ pub(crate) struct FnLines {
     pub end: u32,
 }
 
-const BIN_OPS: [BinOp; 15] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::MulHi,
-    BinOp::MulWide,
-    BinOp::Div,
-    BinOp::Rem,
-    BinOp::Min,
-    BinOp::Max,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Xor,
-    BinOp::Shl,
-    BinOp::Shr,
-    BinOp::Copysign,
-];
-
-const UN_OPS: [UnOp; 15] = [
-    UnOp::Neg,
-    UnOp::Abs,
-    UnOp::Not,
-    UnOp::Cnot,
-    UnOp::Popc,
-    UnOp::Clz,
-    UnOp::Brev,
-    UnOp::Sqrt,
-    UnOp::Rsqrt,
-    UnOp::Rcp,
-    UnOp::Sin,
-    UnOp::Cos,
-    UnOp::Ex2,
-    UnOp::Lg2,
-    UnOp::Tanh,
-];
-
-const CMPS: [Cmp; 9] = [
-    Cmp::Eq,
-    Cmp::Ne,
-    Cmp::Lt,
-    Cmp::Le,
-    Cmp::Gt,
-    Cmp::Ge,
-    Cmp::Neu,
-    Cmp::Num,
-    Cmp::Nan,
-];
-
-const ROUNDS: [Round; 6] = [
-    Round::Rn,
-    Round::Rz,
-    Round::Rni,
-    Round::Rzi,
-    Round::Rmi,
-    Round::Rpi,
-];
-
-const ATOM_OPS: [AtomOp; 10] = [
-    AtomOp::Add,
-    AtomOp::Min,
-    AtomOp::Max,
-    AtomOp::And,
-    AtomOp::Or,
-    AtomOp::Xor,
-    AtomOp::Exch,
-    AtomOp::Cas,
-    AtomOp::Inc,
-    AtomOp::Dec,
-];
-
-const SPECIALS: [Special; 23] = [
-    Special::Tid(Dim::X),
-    Special::Tid(Dim::Y),
-    Special::Tid(Dim::Z),
-    Special::Ntid(Dim::X),
-    Special::Ntid(Dim::Y),
-    Special::Ntid(Dim::Z),
-    Special::Ctaid(Dim::X),
-    Special::Ctaid(Dim::Y),
-    Special::Ctaid(Dim::Z),
-    Special::Nctaid(Dim::X),
-    Special::Nctaid(Dim::Y),
-    Special::Nctaid(Dim::Z),
-    Special::Laneid,
-    Special::Warpid,
-    Special::Nwarpid,
-    Special::LanemaskLt,
-    Special::LanemaskLe,
-    Special::LanemaskGt,
-    Special::LanemaskGe,
-    Special::DynamicSmemSize,
-    Special::TotalSmemSize,
-    Special::Clock64,
-    Special::GlobalTimer,
-];
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
     Top,
@@ -592,7 +496,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
                 [c, t] => [c, t],
                 _ => return Err(ParseReason::UnknownMnemonic),
             };
-            let cmp = CMPS
+            let cmp = Cmp::ALL
                 .iter()
                 .copied()
                 .find(|c| cmp_name(*c) == cmp)
@@ -623,7 +527,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
             let mut round = None;
             if let Some(r) = rest
                 .first()
-                .and_then(|r| ROUNDS.iter().copied().find(|x| round_name(*x) == *r))
+                .and_then(|r| Round::ALL.iter().copied().find(|x| round_name(*x) == *r))
             {
                 round = Some(r);
                 rest = &rest[1..];
@@ -834,7 +738,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
         _ => {
             let (prefix, ty) = mn.rsplit_once('.').ok_or(ParseReason::UnknownMnemonic)?;
             let ty = ty_of(ty).ok_or(ParseReason::UnknownMnemonic)?;
-            if let Some(op) = BIN_OPS
+            if let Some(op) = BinOp::ALL
                 .iter()
                 .copied()
                 .find(|op| bin_mnemonic(*op, ty) == prefix)
@@ -848,7 +752,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
                     b: opd(&b)?,
                 });
             }
-            if let Some(op) = UN_OPS
+            if let Some(op) = UnOp::ALL
                 .iter()
                 .copied()
                 .find(|op| un_mnemonic(*op, ty) == prefix)
@@ -878,7 +782,7 @@ fn tys<const N: usize>(parts: &[&str]) -> R<[Ty; N]> {
 }
 
 fn atom_op_of(s: &str) -> R<AtomOp> {
-    ATOM_OPS
+    AtomOp::ALL
         .iter()
         .copied()
         .find(|o| atom_name(*o) == s)
@@ -1019,7 +923,11 @@ fn parse_reg(s: &str) -> R<Reg> {
 
 fn parse_operand(s: &str, f: &Function) -> R<Operand> {
     if s.starts_with('%') {
-        if let Some(sp) = SPECIALS.iter().copied().find(|sp| special_name(*sp) == s) {
+        if let Some(sp) = Special::ALL
+            .iter()
+            .copied()
+            .find(|sp| special_name(*sp) == s)
+        {
             return Ok(Operand::Special(sp));
         }
         return parse_reg(s).map(Operand::Reg);
@@ -1070,12 +978,12 @@ mod tests {
                 .enumerate()
                 .all(|(i, x)| xs[..i].iter().all(|y| y != x))
         }
-        assert!(distinct(&BIN_OPS));
-        assert!(distinct(&UN_OPS));
-        assert!(distinct(&CMPS));
-        assert!(distinct(&ROUNDS));
-        assert!(distinct(&ATOM_OPS));
-        assert!(distinct(&SPECIALS));
+        assert!(distinct(&BinOp::ALL));
+        assert!(distinct(&UnOp::ALL));
+        assert!(distinct(&Cmp::ALL));
+        assert!(distinct(&Round::ALL));
+        assert!(distinct(&AtomOp::ALL));
+        assert!(distinct(&Special::ALL));
     }
 
     #[test]
