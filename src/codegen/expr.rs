@@ -534,7 +534,7 @@ impl Emitter<'_> {
         r
     }
 
-    fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
+    pub(crate) fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
         self.op(Op::Cvt {
             round,
             sat: false,

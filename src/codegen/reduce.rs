@@ -106,58 +106,19 @@ impl Emitter<'_> {
                 } else {
                     v
                 };
+                // Two 32-bit halves: lo = bits, hi = bits >> 32; shuffled, then joined.
                 let lo = self.reg(RegClass::B32);
-                self.op(Op::Cvt {
-                    round: None,
-                    sat: false,
-                    dty: Ty::U32,
-                    sty: Ty::U64,
-                    dst: lo,
-                    src: bits,
-                });
+                self.cvt(None, Ty::U32, Ty::U64, lo, bits);
                 let shifted = self.reg(RegClass::B64);
-                self.op(Op::Bin {
-                    op: BinOp::Shr,
-                    ty: Ty::U64,
-                    dst: shifted,
-                    a: bits.into(),
-                    b: Operand::Imm(32),
-                });
+                self.bin_into(BinOp::Shr, Ty::U64, shifted, bits.into(), 32);
                 let hi = self.reg(RegClass::B32);
-                self.op(Op::Cvt {
-                    round: None,
-                    sat: false,
-                    dty: Ty::U32,
-                    sty: Ty::U64,
-                    dst: hi,
-                    src: shifted,
-                });
+                self.cvt(None, Ty::U32, Ty::U64, hi, shifted);
                 let (lo2, hi2) = (one(self, lo, in_range), one(self, hi, None));
                 let wide_lo = self.reg(RegClass::B64);
-                self.op(Op::Cvt {
-                    round: None,
-                    sat: false,
-                    dty: Ty::U64,
-                    sty: Ty::U32,
-                    dst: wide_lo,
-                    src: lo2,
-                });
+                self.cvt(None, Ty::U64, Ty::U32, wide_lo, lo2);
                 let wide_hi = self.reg(RegClass::B64);
-                self.op(Op::Cvt {
-                    round: None,
-                    sat: false,
-                    dty: Ty::U64,
-                    sty: Ty::U32,
-                    dst: wide_hi,
-                    src: hi2,
-                });
-                self.op(Op::Bin {
-                    op: BinOp::Shl,
-                    ty: Ty::B64,
-                    dst: wide_hi,
-                    a: wide_hi.into(),
-                    b: Operand::Imm(32),
-                });
+                self.cvt(None, Ty::U64, Ty::U32, wide_hi, hi2);
+                self.bin_into(BinOp::Shl, Ty::B64, wide_hi, wide_hi.into(), 32);
                 let joined = self.reg(RegClass::B64);
                 self.op(Op::Bin {
                     op: BinOp::Or,
@@ -322,6 +283,17 @@ impl Emitter<'_> {
     /// A predicate `a < b` (unsigned).
     fn below(&mut self, a: Operand, b: Operand) -> Reg {
         self.setp(Cmp::Lt, Ty::U32, a, b)
+    }
+
+    /// `op.ty dst, a, imm`.
+    fn bin_into(&mut self, op: BinOp, ty: Ty, dst: Reg, a: Operand, imm: i64) {
+        self.op(Op::Bin {
+            op,
+            ty,
+            dst,
+            a,
+            b: Operand::Imm(imm),
+        });
     }
 
     /// Lowers a reduction.
