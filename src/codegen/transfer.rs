@@ -24,6 +24,16 @@ struct Access {
     rem: Option<Reg>,
 }
 
+/// One load's or store's global moves: direction, space, element type, plan and addresses.
+#[derive(Clone, Copy)]
+struct Moves<'a> {
+    is_load: bool,
+    space: Space,
+    dtype: DType,
+    plan: &'a TransferPlan,
+    a: &'a Access,
+}
+
 impl Emitter<'_> {
     /// `op.u32 dst, a, b` into a new register.
     pub(crate) fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
@@ -141,19 +151,10 @@ impl Emitter<'_> {
     /// whose every item is valid (all but the last tile's) takes an unguarded copy of the
     /// moves, the others one guarded item by item: no per-item predicate stays live across
     /// what runs between a load and a store of the same tile.
-    #[allow(clippy::too_many_arguments)]
-    fn scalar_moves(
-        &mut self,
-        is_load: bool,
-        space: Space,
-        dtype: DType,
-        plan: &TransferPlan,
-        a: &Access,
-        regs: &[Reg],
-        oob: Option<u64>,
-    ) {
+    fn scalar_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
+        let (plan, a) = (m.plan, m.a);
         let Some(rem) = a.rem.filter(|_| regs.len() > 1) else {
-            self.guarded_moves(is_load, space, dtype, plan, a, regs, oob);
+            self.guarded_moves(m, regs, oob);
             return;
         };
         let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
@@ -162,26 +163,24 @@ impl Emitter<'_> {
             addr: a.addr,
             rem: None,
         };
+        let all_valid = Moves { a: &every, ..*m };
         self.split(
             partial,
             false,
-            |me| me.guarded_moves(is_load, space, dtype, plan, a, regs, oob),
-            |me| me.guarded_moves(is_load, space, dtype, plan, &every, regs, None),
+            |me| me.guarded_moves(m, regs, oob),
+            |me| me.guarded_moves(&all_valid, regs, None),
         );
     }
 
     /// Scalar global accesses of every slot, each guarded by its validity.
-    #[allow(clippy::too_many_arguments)]
-    fn guarded_moves(
-        &mut self,
-        is_load: bool,
-        space: Space,
-        dtype: DType,
-        plan: &TransferPlan,
-        a: &Access,
-        regs: &[Reg],
-        oob: Option<u64>,
-    ) {
+    fn guarded_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
+        let Moves {
+            is_load,
+            space,
+            dtype,
+            plan,
+            a,
+        } = *m;
         let size = dtype.bytes() as i64;
         for (i, &r) in regs.iter().enumerate() {
             let pos = i as i64 * plan.item_stride as i64;
@@ -224,17 +223,14 @@ impl Emitter<'_> {
 
     /// Vector accesses where the address is aligned and (with a valid count) the thread's
     /// whole run is valid; the scalar path otherwise, chosen at run time.
-    #[allow(clippy::too_many_arguments)]
-    fn vector_moves(
-        &mut self,
-        is_load: bool,
-        space: Space,
-        dtype: DType,
-        plan: &TransferPlan,
-        a: &Access,
-        regs: &[Reg],
-        oob: Option<u64>,
-    ) {
+    fn vector_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
+        let Moves {
+            is_load,
+            space,
+            dtype,
+            plan,
+            a,
+        } = *m;
         let v = plan.vector as usize;
         let size = dtype.bytes() as i64;
         let bytes = v as i64 * size;
@@ -285,12 +281,7 @@ impl Emitter<'_> {
                 });
             }
         };
-        self.split(
-            fast,
-            true,
-            |me| me.scalar_moves(is_load, space, dtype, plan, a, regs, oob),
-            vectors,
-        );
+        self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
     }
 
     /// Lowers a load or store, with any conversion of its payload and its own exchange.
@@ -323,7 +314,14 @@ impl Emitter<'_> {
                 None => data_regs.clone(),
             };
             let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
-            self.global(true, space, dtype, &plan, &a, &staged, t.oob_default);
+            let m = Moves {
+                is_load: true,
+                space,
+                dtype,
+                plan: &plan,
+                a: &a,
+            };
+            self.global(&m, &staged, t.oob_default);
             if let Some(e) = own {
                 self.exchange(op, &e, dtype, &staged, &data_regs, guard, true);
             }
@@ -340,25 +338,23 @@ impl Emitter<'_> {
                 regs = out;
             }
             let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
-            self.global(false, space, dtype, &plan, &a, &regs, None);
+            let m = Moves {
+                is_load: false,
+                space,
+                dtype,
+                plan: &plan,
+                a: &a,
+            };
+            self.global(&m, &regs, None);
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn global(
-        &mut self,
-        is_load: bool,
-        space: Space,
-        dtype: DType,
-        plan: &TransferPlan,
-        a: &Access,
-        regs: &[Reg],
-        oob: Option<u64>,
-    ) {
+    fn global(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
+        let plan = m.plan;
         if plan.algorithm == Algorithm::Vectorize && plan.vector > 1 {
-            self.vector_moves(is_load, space, dtype, plan, a, regs, oob);
+            self.vector_moves(m, regs, oob);
         } else {
-            self.scalar_moves(is_load, space, dtype, plan, a, regs, oob);
+            self.scalar_moves(m, regs, oob);
         }
     }
 
