@@ -7,11 +7,10 @@
 //! barrier). Items inside a thread use their own neighbours directly.
 
 use super::emit::Emitter;
-use super::expr::{Ctx, bits_or_float, class, mem_ty};
+use super::expr::{Ctx, bits_or_float, class};
 use super::ptx::*;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
-use smallvec::smallvec;
 use std::collections::HashMap;
 
 impl Emitter<'_> {
@@ -124,28 +123,12 @@ impl Emitter<'_> {
             };
             self.sync_point(op, cp.first_step);
             let mine = self.collective_addr(&cp, tid.into());
-            self.op(Op::St {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                addr: Address {
-                    base: AddrBase::Reg(mine),
-                    offset: 0,
-                },
-                src: smallvec![share.into()],
-            });
+            self.shared_value(false, d, mine, share);
             self.sync_point(op, cp.first_step + 1);
             if nb.shifted_out.is_some() {
                 let at = self.collective_addr(&cp, Operand::Imm(out_rank));
                 let v = self.reg(class(d));
-                self.op(Op::Ld {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    dst: smallvec![v],
-                    addr: Address {
-                        base: AddrBase::Reg(at),
-                        offset: 0,
-                    },
-                });
+                self.shared_value(true, d, at, v);
                 shifted = Some(v);
             }
             let theirs = self.collective_addr(&cp, target.into());
@@ -156,19 +139,7 @@ impl Emitter<'_> {
                 dst: v,
                 src: share.into(),
             });
-            self.guarded(
-                has,
-                false,
-                Op::Ld {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    dst: smallvec![v],
-                    addr: Address {
-                        base: AddrBase::Reg(theirs),
-                        offset: 0,
-                    },
-                },
-            );
+            self.shared_access_if(has, true, d, theirs, v);
             v
         };
         let edge = nb.edge.map(|e| {
@@ -347,19 +318,7 @@ impl Emitter<'_> {
                 });
             }
             let a = self.collective_addr(&cp, rank.into());
-            self.guarded(
-                ok,
-                false,
-                Op::St {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    addr: Address {
-                        base: AddrBase::Reg(a),
-                        offset: 0,
-                    },
-                    src: smallvec![v.into()],
-                },
-            );
+            self.shared_access_if(ok, false, d, a, v);
         }
         self.sync_point(op, cp.first_step + 1);
         let Some(form) = cp.read_back.clone() else {
@@ -387,15 +346,7 @@ impl Emitter<'_> {
                 });
             }
             let a = self.collective_addr(&cp, pos.into());
-            self.op(Op::Ld {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                dst: smallvec![o],
-                addr: Address {
-                    base: AddrBase::Reg(a),
-                    offset: 0,
-                },
-            });
+            self.shared_value(true, d, a, o);
         }
     }
 }

@@ -217,14 +217,6 @@ impl Emitter<'_> {
         acc
     }
 
-    fn shared_value(&mut self, load: bool, d: DType, addr: Reg, value: Reg) {
-        let address = Address {
-            base: AddrBase::Reg(addr),
-            offset: 0,
-        };
-        self.shared_access(load, d, address, value);
-    }
-
     /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
     /// slot, padding included).
     pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
@@ -449,20 +441,7 @@ impl Emitter<'_> {
                     src: part.into(),
                 });
                 let a = self.collective_addr(c, lane.into());
-                let address = Address {
-                    base: AddrBase::Reg(a),
-                    offset: 0,
-                };
-                self.guarded(
-                    has,
-                    false,
-                    Op::Ld {
-                        space: Space::Shared,
-                        ty: mem_ty(d),
-                        dst: smallvec![v],
-                        addr: address,
-                    },
-                );
+                self.shared_access_if(has, true, d, a, v);
                 let limit = Some(count.unwrap_or_else(|| {
                     let w = self.reg(RegClass::B32);
                     self.op(Op::Mov {
@@ -508,19 +487,7 @@ impl Emitter<'_> {
                 }
                 let idx = self.u32op(BinOp::Sub, tid.into(), Operand::Imm(shared_from as i64));
                 let a = self.collective_addr(c, idx.into());
-                self.guarded(
-                    writes,
-                    false,
-                    Op::St {
-                        space: Space::Shared,
-                        ty: mem_ty(d),
-                        addr: Address {
-                            base: AddrBase::Reg(a),
-                            offset: 0,
-                        },
-                        src: smallvec![acc.into()],
-                    },
-                );
+                self.shared_access_if(writes, false, d, a, acc);
                 self.sync_point(op, f + 1);
                 let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
                 self.guarded(
@@ -697,19 +664,7 @@ impl Emitter<'_> {
         self.sync_point(op, f + 2);
         let slot = self.collective_addr(c, Operand::Imm(c.entries as i64));
         let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
-        self.guarded(
-            first,
-            false,
-            Op::St {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                addr: Address {
-                    base: AddrBase::Reg(slot),
-                    offset: 0,
-                },
-                src: smallvec![result.into()],
-            },
-        );
+        self.shared_access_if(first, false, d, slot, result);
         self.sync_point(op, f + 3);
         let all = self.reg(class(d));
         self.shared_value(true, d, slot, all);

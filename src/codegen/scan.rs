@@ -111,19 +111,7 @@ impl Emitter<'_> {
             self.sync_point(op, cp.first_step);
             let last = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(31));
             let slot = self.collective_addr(&cp, warp.into());
-            self.guarded(
-                last,
-                false,
-                Op::St {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    addr: Address {
-                        base: AddrBase::Reg(slot),
-                        offset: 0,
-                    },
-                    src: smallvec![incl.into()],
-                },
-            );
+            self.shared_access_if(last, false, d, slot, incl);
             self.sync_point(op, cp.first_step + 1);
             // Fold the totals of the warps before this one (and, for the aggregate, all).
             let mut before: Option<(Reg, Reg)> = None;
@@ -131,15 +119,7 @@ impl Emitter<'_> {
             for j in 0..cp.entries {
                 let a = self.collective_addr(&cp, Operand::Imm(j as i64));
                 let v = self.reg(class(d));
-                self.op(Op::Ld {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    dst: smallvec![v],
-                    addr: Address {
-                        base: AddrBase::Reg(a),
-                        offset: 0,
-                    },
-                });
+                self.shared_value(true, d, a, v);
                 if sc.aggregate.is_some() {
                     all = Some(match all {
                         None => v,
@@ -200,19 +180,7 @@ impl Emitter<'_> {
                         self.sync_point(op, cp.first_step + 4);
                         let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
                         let at = self.collective_slot_addr(&cp, cp.prefix_slot_index());
-                        self.guarded(
-                            first,
-                            false,
-                            Op::St {
-                                space: Space::Shared,
-                                ty: mem_ty(d),
-                                addr: Address {
-                                    base: AddrBase::Reg(at),
-                                    offset: 0,
-                                },
-                                src: smallvec![held.into()],
-                            },
-                        );
+                        self.shared_access_if(first, false, d, at, held);
                         self.sync_point(op, cp.first_step + 5);
                         let all = self.reg(class(d));
                         let address = Address {
@@ -294,32 +262,33 @@ impl Emitter<'_> {
         (incl, excl, has_excl)
     }
 
+    /// [`Self::shared_value`] at a collective's entry `index`.
     fn shared_at(&mut self, load: bool, d: DType, cp: &CollectivePlan, index: Operand, v: Reg) {
         let a = self.collective_addr(cp, index);
-        let addr = Address {
-            base: AddrBase::Reg(a),
-            offset: 0,
-        };
-        self.shared_access(load, d, addr, v);
+        self.shared_value(load, d, a, v);
     }
 
     /// A shared-memory load into, or store of, `v`.
     pub(crate) fn shared_access(&mut self, load: bool, d: DType, addr: Address, v: Reg) {
-        self.op(if load {
-            Op::Ld {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                dst: smallvec![v],
-                addr,
-            }
-        } else {
-            Op::St {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                addr,
-                src: smallvec![v.into()],
-            }
-        });
+        self.op(shared_op(load, d, addr, v));
+    }
+
+    /// A shared-memory load into, or store of, `value` at `[addr]`.
+    pub(crate) fn shared_value(&mut self, load: bool, d: DType, addr: Reg, value: Reg) {
+        let address = Address {
+            base: AddrBase::Reg(addr),
+            offset: 0,
+        };
+        self.shared_access(load, d, address, value);
+    }
+
+    /// [`Self::shared_access`] at `[addr]`, only where `p` holds.
+    pub(crate) fn shared_access_if(&mut self, p: Reg, load: bool, d: DType, addr: Reg, v: Reg) {
+        let addr = Address {
+            base: AddrBase::Reg(addr),
+            offset: 0,
+        };
+        self.guarded(p, false, shared_op(load, d, addr, v));
     }
 
     /// The raking block part of a scan: every thread shares its total; lane `l` of the first
@@ -404,19 +373,7 @@ impl Emitter<'_> {
         }
         let last = self.setp(Cmp::Eq, Ty::U32, lane.into(), Operand::Imm(31));
         let slot = self.collective_addr(cp, Operand::Imm(cp.entries as i64));
-        self.guarded(
-            last,
-            false,
-            Op::St {
-                space: Space::Shared,
-                ty: mem_ty(d),
-                addr: Address {
-                    base: AddrBase::Reg(slot),
-                    offset: 0,
-                },
-                src: smallvec![block_total.into()],
-            },
-        );
+        self.shared_access_if(last, false, d, slot, block_total);
         self.op(Op::Label(skip));
         self.sync_point(op, f + 3);
         let prefix = self.reg(class(d));
@@ -425,5 +382,24 @@ impl Emitter<'_> {
         self.shared_at(true, d, cp, Operand::Imm(cp.entries as i64), agg);
         let has = self.setp(Cmp::Ne, Ty::U32, tid.into(), Operand::Imm(0));
         (prefix, has, agg)
+    }
+}
+
+/// A shared-memory load into, or store of, `v`.
+fn shared_op(load: bool, d: DType, addr: Address, v: Reg) -> Op {
+    if load {
+        Op::Ld {
+            space: Space::Shared,
+            ty: mem_ty(d),
+            dst: smallvec![v],
+            addr,
+        }
+    } else {
+        Op::St {
+            space: Space::Shared,
+            ty: mem_ty(d),
+            addr,
+            src: smallvec![v.into()],
+        }
     }
 }
