@@ -152,6 +152,27 @@ impl Emitter<'_> {
         self.op(Op::Label(done));
     }
 
+    /// Whether blocked position `rank * k + i` is below `n` (compared as `ty`, `U32` or
+    /// `S32`): the valid-count test of one item.
+    pub(crate) fn blocked_position_below(
+        &mut self,
+        rank: Reg,
+        k: i64,
+        i: i64,
+        n: Reg,
+        ty: Ty,
+    ) -> Reg {
+        let pos = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: pos,
+            a: rank.into(),
+            b: Operand::Imm(k),
+            c: Operand::Imm(i),
+        });
+        self.setp(Cmp::Lt, ty, pos.into(), n.into())
+    }
+
     /// A new predicate `a cmp b` over values of type `ty`.
     pub(crate) fn setp(&mut self, cmp: Cmp, ty: Ty, a: Operand, b: Operand) -> Reg {
         let p = self.reg(RegClass::Pred);

@@ -261,15 +261,8 @@ impl Emitter<'_> {
                     .into_iter()
                     .enumerate()
                     .map(|(i, r)| {
-                        let pos = self.reg(RegClass::B32);
-                        self.op(Op::Mad {
-                            ty: Ty::U32,
-                            dst: pos,
-                            a: rank.into(),
-                            b: Operand::Imm(k as i64),
-                            c: Operand::Imm(i as i64),
-                        });
-                        let keep = self.setp(Cmp::Lt, Ty::S32, pos.into(), bound.into());
+                        let keep =
+                            self.blocked_position_below(rank, k as i64, i as i64, bound, Ty::S32);
                         self.pick(d, keep, r, x[i])
                     })
                     .collect()

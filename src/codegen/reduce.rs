@@ -314,15 +314,7 @@ impl Emitter<'_> {
             let sum = self.combine_op(r.op, d, acc, v);
             acc = match (valid_items, in_group_rank) {
                 (Some(n), Some(rank)) => {
-                    let pos = self.reg(RegClass::B32);
-                    self.op(Op::Mad {
-                        ty: Ty::U32,
-                        dst: pos,
-                        a: rank.into(),
-                        b: Operand::Imm(k),
-                        c: Operand::Imm(i as i64),
-                    });
-                    let ok = self.below(pos.into(), n.into());
+                    let ok = self.blocked_position_below(rank, k, i as i64, n, Ty::U32);
                     self.pick(d, ok, sum, acc)
                 }
                 _ => sum,

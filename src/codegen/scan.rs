@@ -58,15 +58,7 @@ impl Emitter<'_> {
             let n = self.combine_op(sc.op, d, prev, v);
             let n = match (valid, group_rank) {
                 (Some(vn), Some(r)) => {
-                    let pos = self.reg(RegClass::B32);
-                    self.op(Op::Mad {
-                        ty: Ty::U32,
-                        dst: pos,
-                        a: r.into(),
-                        b: Operand::Imm(k),
-                        c: Operand::Imm(i as i64),
-                    });
-                    let ok = self.setp(Cmp::Lt, Ty::U32, pos.into(), vn.into());
+                    let ok = self.blocked_position_below(r, k, i as i64, vn, Ty::U32);
                     self.pick(d, ok, n, prev)
                 }
                 _ => n,
