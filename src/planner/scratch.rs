@@ -27,7 +27,7 @@ use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
 use crate::layout::{
-    Arrangement as LArr, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
+    Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
 };
 
 /// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
@@ -284,26 +284,41 @@ fn choose_segment_padding(writers: u32, segment: u32, elem_bytes: u32) -> bool {
     if segment < 2 {
         return false;
     }
-    let cost = |t: SmemTransform| -> Option<u32> {
-        let write = arrangement_layout(LArr::Blocked, writers, 1).ok()?;
-        let read = arrangement_layout(LArr::Blocked, 32, segment).ok()?;
-        Some(
-            bank_conflicts_with(&write, elem_bytes, 32, t).ok()?.worst
-                + bank_conflicts_with(&read, elem_bytes, 32, t).ok()?.worst,
-        )
+    let layouts = [
+        arrangement_layout(LArr::Blocked, writers, 1),
+        arrangement_layout(LArr::Blocked, 32, segment),
+    ];
+    let Ok(layouts) = layouts.into_iter().collect::<Result<Vec<_>, _>>() else {
+        return false;
     };
     let padded = SmemTransform::Pad {
         every: segment,
         pad: 1,
     };
-    match (cost(SmemTransform::Identity), cost(padded)) {
-        (Some(plain), Some(padded)) => padded < plain,
-        _ => false,
-    }
+    padding_pays(&layouts, elem_bytes, 32, padded)
+}
+
+/// Whether `padding` lowers the summed worst-case bank conflicts of `accesses` (layouts of
+/// accesses by `lanes` threads to `bytes`-byte elements) below the unpadded count.
+fn padding_pays(accesses: &[Layout], bytes: u32, lanes: u32, padding: SmemTransform) -> bool {
+    let cost = |t: SmemTransform| -> Option<u32> {
+        accesses
+            .iter()
+            .map(|l| {
+                bank_conflicts_with(l, bytes, lanes, t)
+                    .ok()
+                    .map(|r| r.worst)
+            })
+            .sum()
+    };
+    matches!(
+        (cost(SmemTransform::Identity), cost(padding)),
+        (Some(plain), Some(padded)) if padded < plain
+    )
 }
 
 /// The arrangement for the layout algebra: `(kind, threads)` over a group.
-fn layout_of(a: Arrangement, scope: u32, items: u32) -> Option<crate::layout::Layout> {
+fn layout_of(a: Arrangement, scope: u32, items: u32) -> Option<Layout> {
     let (kind, threads) = match a {
         Arrangement::Blocked => (LArr::Blocked, scope),
         Arrangement::Striped { threads } => (LArr::Striped, threads),
@@ -320,28 +335,21 @@ fn layout_of(a: Arrangement, scope: u32, items: u32) -> Option<crate::layout::La
         threads,
         threads * items
     );
-    let _ = inner;
     text.parse().ok()
 }
 
 /// Whether padding lowers the bank conflicts of writing `from` and reading `to`.
 fn choose_padding(from: Arrangement, to: Arrangement, scope: u32, items: u32, bytes: u32) -> bool {
-    let lanes = scope.min(32);
-    let cost = |t: SmemTransform| -> Option<u32> {
-        let mut sum = 0;
-        for a in [from, to] {
-            let l = layout_of(a, scope, items)?;
-            sum += bank_conflicts_with(&l, bytes, lanes, t).ok()?.worst;
-        }
-        Some(sum)
+    let layouts = [from, to].map(|a| layout_of(a, scope, items));
+    let Some(layouts) = layouts.into_iter().collect::<Option<Vec<_>>>() else {
+        return false;
     };
-    match (
-        cost(SmemTransform::Identity),
-        cost(SmemTransform::Pad { every: 32, pad: 1 }),
-    ) {
-        (Some(plain), Some(padded)) => padded < plain,
-        _ => false,
-    }
+    padding_pays(
+        &layouts,
+        bytes,
+        scope.min(32),
+        SmemTransform::Pad { every: 32, pad: 1 },
+    )
 }
 
 fn striped_threads(a: Arrangement) -> u32 {
