@@ -352,18 +352,7 @@ impl Decomposition {
 /// assert_eq!(d.position(2, 37), 96 + 2 * 32 + 5);
 /// ```
 pub fn decompose(layout: &Layout) -> Result<Decomposition, LayoutError> {
-    let (Some(item), Some(thread)) = (layout.mode(0), layout.mode(1)) else {
-        return Err(LayoutError::WrongRank {
-            expected: 2,
-            found: layout.rank(),
-        });
-    };
-    if layout.rank() != 2 {
-        return Err(LayoutError::WrongRank {
-            expected: 2,
-            found: layout.rank(),
-        });
-    }
+    let (item, thread) = layout.two_modes()?;
     Ok(Decomposition {
         item: ModeForm::of(&item),
         thread: ModeForm::of(&thread),

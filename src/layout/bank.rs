@@ -125,18 +125,7 @@ pub fn bank_conflicts_with(
     if !(1..=BANKS).contains(&lanes) {
         return Err(LayoutError::InvalidLanes { lanes });
     }
-    let (Some(item_mode), Some(thread_mode)) = (layout.mode(0), layout.mode(1)) else {
-        return Err(LayoutError::WrongRank {
-            expected: 2,
-            found: layout.rank(),
-        });
-    };
-    if layout.rank() != 2 {
-        return Err(LayoutError::WrongRank {
-            expected: 2,
-            found: layout.rank(),
-        });
-    }
+    let (item_mode, thread_mode) = layout.two_modes()?;
     let (items, threads) = (item_mode.size(), thread_mode.size());
     let points = items.saturating_mul(threads);
     if points > MAX_ANALYSIS_POINTS {

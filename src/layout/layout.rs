@@ -120,6 +120,15 @@ impl Layout {
         })
     }
 
+    /// The two modes of a rank-2 layout (an `(items, threads)` arrangement); a layout of
+    /// another rank is an error.
+    pub fn two_modes(&self) -> Result<(Layout, Layout), LayoutError> {
+        match (self.rank(), self.mode(0), self.mode(1)) {
+            (2, Some(a), Some(b)) => Ok((a, b)),
+            (found, ..) => Err(LayoutError::WrongRank { expected: 2, found }),
+        }
+    }
+
     /// The top-level modes, in order.
     pub fn modes(&self) -> impl Iterator<Item = Layout> + '_ {
         (0..self.rank()).filter_map(|i| self.mode(i))
