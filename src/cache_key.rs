@@ -1,13 +1,25 @@
-//! The structural cache key of a kernel: a canonical serialization of the IR, hashed.
+//! The cache key of a kernel: a canonical serialization of the whole IR, and its 128-bit hash.
 //!
-//! The serialization covers everything that changes the generated code (names, block shape,
-//! parameters, payloads, expressions, ops, regions) and nothing that does not (source
-//! locations). The hash is 64-bit FNV-1a, fixed here so keys are stable across runs and machines of one
-//! byte order (std's `DefaultHasher` promises neither), which lets them key a disk cache.
-//! Derived `Hash` impls feed it; they write integers in native byte order.
+//! The serialization ([`canonical_ir`]) writes every field of the IR except source locations:
+//! the name, block shape, items per thread, strict mode, every parameter, group, payload
+//! (dtype, items, alignment), temp storage (size, alignment, auto-sync, sharing), shared array,
+//! expression node, op with all its controls, every region, the body and the builder's issues.
+//! Each struct is destructured exhaustively and each enum matched without a wildcard, so a new
+//! IR field or variant does not compile until it is written here. Integers are little-endian,
+//! strings and lists carry their length, and enums a fixed tag, so the bytes are the same on
+//! every machine and run, and no two IRs write the same bytes.
+//!
+//! A [`KernelKey`] holds the bytes and their 128-bit FNV-1a hash. Keys compare equal only when
+//! the bytes are equal (the hash is checked first, so unequal keys almost never compare bytes),
+//! so a hash collision can never make the cache return another kernel's module.
 
-use crate::ir::Ir;
+use crate::ir::dtype::DType;
+use crate::ir::entities::{ArrayId, DataId, ExprId, GroupId, OpId, ParamId, RegionId, StorageId};
+use crate::ir::expr::{BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
+use crate::ir::ops::*;
+use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// 64-bit FNV-1a over the bytes written to it: the one stable hash of the crate (kernel keys
 /// here, cache and image keys in the runtime).
@@ -77,30 +89,924 @@ impl Hasher for StableHasher {
     }
 }
 
-/// The key of a kernel's IR, including the crate version.
-pub fn key(ir: &Ir) -> u64 {
-    let mut h = StableHasher::default();
-    h.str(env!("CARGO_PKG_VERSION"));
-    h.str(&ir.name);
-    ir.block.dims.hash(&mut h);
-    ir.items_per_thread.hash(&mut h);
-    h.u64(ir.params.len() as u64);
-    for p in &ir.params {
-        (&p.name, p.role, p.dtype).hash(&mut h);
+/// 128-bit FNV-1a of `bytes`.
+pub fn fnv128(bytes: &[u8]) -> u128 {
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
+}
+
+/// The identity of a kernel for the specialization cache: a canonical serialization of
+/// everything its image depends on, and the serialization's 128-bit hash.
+///
+/// Two keys are equal exactly when their bytes are: the hash only makes unequal keys cheap to
+/// tell apart. Cloning shares the bytes.
+///
+/// ```
+/// use coopgraph::cache_key::KernelKey;
+///
+/// let a = KernelKey::new(b"kernel a".to_vec());
+/// assert_eq!(a, KernelKey::new(b"kernel a".to_vec()));
+/// assert_ne!(a, KernelKey::new(b"kernel b".to_vec()));
+/// assert_eq!(a.bytes(), b"kernel a");
+/// ```
+#[derive(Clone)]
+pub struct KernelKey {
+    digest: u128,
+    bytes: Arc<[u8]>,
+}
+
+impl KernelKey {
+    /// The key of these bytes (hashed here).
+    pub fn new(bytes: impl Into<Arc<[u8]>>) -> KernelKey {
+        let bytes = bytes.into();
+        KernelKey {
+            digest: fnv128(&bytes),
+            bytes,
+        }
     }
-    h.u64(ir.groups.len() as u64);
-    for g in &ir.groups {
-        g.kind.hash(&mut h);
+
+    /// A key whose hash is `digest` whatever its bytes: two keys with one digest and different
+    /// bytes, as a hash collision would make them.
+    #[cfg(test)]
+    pub(crate) fn with_digest(digest: u128, bytes: impl Into<Arc<[u8]>>) -> KernelKey {
+        KernelKey {
+            digest,
+            bytes: bytes.into(),
+        }
     }
-    h.u64(ir.datas.len() as u64);
-    for d in &ir.datas {
-        (d.dtype, d.items).hash(&mut h);
+
+    /// The 128-bit FNV-1a hash of the bytes.
+    pub fn digest(&self) -> u128 {
+        self.digest
     }
-    ir.exprs.nodes().hash(&mut h);
-    h.u64(ir.ops.len() as u64);
-    for op in &ir.ops {
-        op.kind.hash(&mut h);
+
+    /// The canonical serialization.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
-    ir.regions.hash(&mut h);
-    h.finish()
+}
+
+impl PartialEq for KernelKey {
+    fn eq(&self, other: &KernelKey) -> bool {
+        Arc::ptr_eq(&self.bytes, &other.bytes)
+            || (self.digest == other.digest && self.bytes == other.bytes)
+    }
+}
+
+impl Eq for KernelKey {}
+
+impl Hash for KernelKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64((self.digest as u64) ^ ((self.digest >> 64) as u64));
+    }
+}
+
+impl fmt::Debug for KernelKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "KernelKey({:032x}, {} bytes)",
+            self.digest,
+            self.bytes.len()
+        )
+    }
+}
+
+/// The key of a kernel's IR: [`canonical_ir`] and its hash.
+pub fn key(ir: &Ir) -> KernelKey {
+    KernelKey::new(canonical_ir(ir))
+}
+
+/// The canonical serialization of `ir`: a header with the crate version, then every field
+/// except source locations (see the module documentation).
+pub fn canonical_ir(ir: &Ir) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.str("coopgraph kernel ir");
+    w.str(env!("CARGO_PKG_VERSION"));
+    ir.write(&mut w);
+    w.out
+}
+
+/// The canonical byte writer.
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    out: Vec<u8>,
+}
+
+impl Writer {
+    /// The bytes written so far.
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+
+    /// One byte (an enum tag).
+    pub fn tag(&mut self, t: u8) {
+        self.out.push(t);
+    }
+
+    /// A flag.
+    pub fn bool(&mut self, b: bool) {
+        self.out.push(u8::from(b));
+    }
+
+    /// A 32-bit number, little-endian.
+    pub fn u32(&mut self, v: u32) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A 64-bit number, little-endian.
+    pub fn u64(&mut self, v: u64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A length (of a string or list).
+    pub fn count(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+
+    /// A string, length first.
+    pub fn str(&mut self, s: &str) {
+        self.count(s.len());
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    /// A value that may be absent: a tag, then the value.
+    pub fn opt<T: Canonical>(&mut self, v: &Option<T>) {
+        match v {
+            None => self.tag(0),
+            Some(x) => {
+                self.tag(1);
+                x.write(self);
+            }
+        }
+    }
+
+    /// A list, length first.
+    pub fn seq<T: Canonical>(&mut self, v: &[T]) {
+        self.count(v.len());
+        for x in v {
+            x.write(self);
+        }
+    }
+}
+
+/// A value with a canonical serialization.
+pub(crate) trait Canonical {
+    /// Writes the value's canonical bytes.
+    fn write(&self, w: &mut Writer);
+}
+
+impl Canonical for u32 {
+    fn write(&self, w: &mut Writer) {
+        w.u32(*self);
+    }
+}
+
+impl Canonical for u64 {
+    fn write(&self, w: &mut Writer) {
+        w.u64(*self);
+    }
+}
+
+impl Canonical for bool {
+    fn write(&self, w: &mut Writer) {
+        w.bool(*self);
+    }
+}
+
+impl Canonical for String {
+    fn write(&self, w: &mut Writer) {
+        w.str(self);
+    }
+}
+
+impl<T: Canonical> Canonical for Vec<T> {
+    fn write(&self, w: &mut Writer) {
+        w.seq(self);
+    }
+}
+
+macro_rules! canonical_entity {
+    ($($t:ty),*) => {$(
+        impl Canonical for $t {
+            fn write(&self, w: &mut Writer) {
+                w.u32(self.0);
+            }
+        }
+    )*};
+}
+canonical_entity!(
+    ParamId, GroupId, DataId, OpId, RegionId, ExprId, StorageId, ArrayId
+);
+
+impl Canonical for DType {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            DType::I8 => 0,
+            DType::I16 => 1,
+            DType::I32 => 2,
+            DType::I64 => 3,
+            DType::U8 => 4,
+            DType::U16 => 5,
+            DType::U32 => 6,
+            DType::U64 => 7,
+            DType::F32 => 8,
+            DType::F64 => 9,
+        });
+    }
+}
+
+impl Canonical for Ir {
+    fn write(&self, w: &mut Writer) {
+        let Ir {
+            name,
+            block,
+            items_per_thread,
+            items_loc: _,
+            strict_arrangements,
+            params,
+            groups,
+            datas,
+            storages,
+            arrays,
+            exprs,
+            ops,
+            regions,
+            body,
+            issues,
+        } = self;
+        w.str(name);
+        let BlockShape { dims, loc: _ } = block;
+        for d in dims {
+            w.u32(*d);
+        }
+        w.u32(*items_per_thread);
+        w.bool(*strict_arrangements);
+        w.seq(params);
+        w.seq(groups);
+        w.seq(datas);
+        w.seq(storages);
+        w.seq(arrays);
+        w.seq(exprs.nodes());
+        w.seq(ops);
+        w.seq(regions);
+        body.write(w);
+        w.seq(issues);
+    }
+}
+
+impl Canonical for Role {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            Role::Input => 0,
+            Role::Output => 1,
+            Role::Scalar => 2,
+        });
+    }
+}
+
+impl Canonical for ParamDecl {
+    fn write(&self, w: &mut Writer) {
+        let ParamDecl {
+            name,
+            role,
+            dtype,
+            loc: _,
+        } = self;
+        w.str(name);
+        role.write(w);
+        dtype.write(w);
+    }
+}
+
+impl Canonical for GroupKind {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            GroupKind::Block => w.tag(0),
+            GroupKind::LogicalWarp { width } => {
+                w.tag(1);
+                w.u32(*width);
+            }
+        }
+    }
+}
+
+impl Canonical for GroupDecl {
+    fn write(&self, w: &mut Writer) {
+        let GroupDecl { kind, loc: _ } = self;
+        kind.write(w);
+    }
+}
+
+impl Canonical for DataDecl {
+    fn write(&self, w: &mut Writer) {
+        let DataDecl {
+            dtype,
+            items,
+            align,
+            loc: _,
+        } = self;
+        dtype.write(w);
+        w.u32(*items);
+        w.opt(align);
+    }
+}
+
+impl Canonical for Sharing {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            Sharing::Shared => 0,
+            Sharing::Exclusive => 1,
+        });
+    }
+}
+
+impl Canonical for StorageDecl {
+    fn write(&self, w: &mut Writer) {
+        let StorageDecl {
+            size,
+            align,
+            auto_sync,
+            sharing,
+            loc: _,
+        } = self;
+        w.opt(size);
+        w.opt(align);
+        w.bool(*auto_sync);
+        sharing.write(w);
+    }
+}
+
+impl Canonical for ArrayDecl {
+    fn write(&self, w: &mut Writer) {
+        let ArrayDecl { dtype, len, loc: _ } = self;
+        dtype.write(w);
+        w.u32(*len);
+    }
+}
+
+impl Canonical for VType {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            VType::Bool => w.tag(0),
+            VType::D(d) => {
+                w.tag(1);
+                d.write(w);
+            }
+        }
+    }
+}
+
+impl Canonical for IndexKind {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            IndexKind::ThreadRank => 0,
+            IndexKind::Lane => 1,
+            IndexKind::WarpRank => 2,
+            IndexKind::BlockIndex => 3,
+            IndexKind::GridBlocks => 4,
+            IndexKind::BlockThreads => 5,
+            IndexKind::Item => 6,
+        });
+    }
+}
+
+impl Canonical for UnaryOp {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            UnaryOp::Neg => 0,
+            UnaryOp::Not => 1,
+            UnaryOp::Abs => 2,
+            UnaryOp::Sqrt => 3,
+            UnaryOp::Rsqrt => 4,
+            UnaryOp::Rcp => 5,
+            UnaryOp::Exp2 => 6,
+            UnaryOp::Log2 => 7,
+            UnaryOp::Sin => 8,
+            UnaryOp::Cos => 9,
+            UnaryOp::Tanh => 10,
+            UnaryOp::Floor => 11,
+            UnaryOp::Ceil => 12,
+            UnaryOp::Trunc => 13,
+            UnaryOp::Round => 14,
+            UnaryOp::Popc => 15,
+            UnaryOp::Clz => 16,
+            UnaryOp::Brev => 17,
+            UnaryOp::IsNan => 18,
+        });
+    }
+}
+
+impl Canonical for BinaryOp {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            BinaryOp::Add => 0,
+            BinaryOp::Sub => 1,
+            BinaryOp::Mul => 2,
+            BinaryOp::Div => 3,
+            BinaryOp::Rem => 4,
+            BinaryOp::Min => 5,
+            BinaryOp::Max => 6,
+            BinaryOp::And => 7,
+            BinaryOp::Or => 8,
+            BinaryOp::Xor => 9,
+            BinaryOp::Shl => 10,
+            BinaryOp::Shr => 11,
+        });
+    }
+}
+
+impl Canonical for CmpOp {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            CmpOp::Eq => 0,
+            CmpOp::Ne => 1,
+            CmpOp::Lt => 2,
+            CmpOp::Le => 3,
+            CmpOp::Gt => 4,
+            CmpOp::Ge => 5,
+        });
+    }
+}
+
+impl Canonical for ExprNode {
+    fn write(&self, w: &mut Writer) {
+        let ExprNode { kind, ty } = self;
+        ty.write(w);
+        match kind {
+            ExprKind::Const(bits) => {
+                w.tag(0);
+                w.u64(*bits);
+            }
+            ExprKind::Param(p) => {
+                w.tag(1);
+                p.write(w);
+            }
+            ExprKind::Arg(i) => {
+                w.tag(2);
+                w.tag(*i);
+            }
+            ExprKind::Item { data, item } => {
+                w.tag(3);
+                data.write(w);
+                w.u32(*item);
+            }
+            ExprKind::Index(k) => {
+                w.tag(4);
+                k.write(w);
+            }
+            ExprKind::LoopVar { op, field } => {
+                w.tag(5);
+                op.write(w);
+                w.tag(*field);
+            }
+            ExprKind::Unary(o, a) => {
+                w.tag(6);
+                o.write(w);
+                a.write(w);
+            }
+            ExprKind::Binary(o, a, b) => {
+                w.tag(7);
+                o.write(w);
+                a.write(w);
+                b.write(w);
+            }
+            ExprKind::Cmp(o, a, b) => {
+                w.tag(8);
+                o.write(w);
+                a.write(w);
+                b.write(w);
+            }
+            ExprKind::Select(c, a, b) => {
+                w.tag(9);
+                c.write(w);
+                a.write(w);
+                b.write(w);
+            }
+            ExprKind::Cast(a) => {
+                w.tag(10);
+                a.write(w);
+            }
+            ExprKind::Fma(a, b, c) => {
+                w.tag(11);
+                a.write(w);
+                b.write(w);
+                c.write(w);
+            }
+            ExprKind::SharedRead(arr, i) => {
+                w.tag(12);
+                arr.write(w);
+                i.write(w);
+            }
+        }
+    }
+}
+
+impl Canonical for Algorithm {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            Algorithm::Direct => 0,
+            Algorithm::Striped => 1,
+            Algorithm::Vectorize => 2,
+            Algorithm::Transpose => 3,
+            Algorithm::WarpTranspose => 4,
+            Algorithm::WarpTransposeTimesliced => 5,
+        });
+    }
+}
+
+impl Canonical for Arrangement {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            Arrangement::Blocked => w.tag(0),
+            Arrangement::Striped { threads } => {
+                w.tag(1);
+                w.u32(*threads);
+            }
+        }
+    }
+}
+
+impl Canonical for Transfer {
+    fn write(&self, w: &mut Writer) {
+        let Transfer {
+            group,
+            param,
+            data,
+            algorithm,
+            offset,
+            valid,
+            oob_default,
+            storage,
+        } = self;
+        group.write(w);
+        param.write(w);
+        data.write(w);
+        algorithm.write(w);
+        w.opt(offset);
+        w.opt(valid);
+        w.opt(oob_default);
+        w.opt(storage);
+    }
+}
+
+impl Canonical for ReduceOp {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            ReduceOp::Sum => w.tag(0),
+            ReduceOp::Product => w.tag(1),
+            ReduceOp::Min => w.tag(2),
+            ReduceOp::Max => w.tag(3),
+            ReduceOp::BitAnd => w.tag(4),
+            ReduceOp::BitOr => w.tag(5),
+            ReduceOp::BitXor => w.tag(6),
+            ReduceOp::Custom { expr, commutative } => {
+                w.tag(7);
+                expr.write(w);
+                w.bool(*commutative);
+            }
+        }
+    }
+}
+
+impl Canonical for ReduceAlgorithm {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            ReduceAlgorithm::RakingCommutativeOnly => 0,
+            ReduceAlgorithm::Raking => 1,
+            ReduceAlgorithm::WarpReductions => 2,
+        });
+    }
+}
+
+impl Canonical for ScanAlgorithm {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            ScanAlgorithm::Raking => 0,
+            ScanAlgorithm::RakingMemoize => 1,
+            ScanAlgorithm::WarpScans => 2,
+        });
+    }
+}
+
+impl Canonical for Reduction {
+    fn write(&self, w: &mut Writer) {
+        let Reduction {
+            group,
+            src,
+            dst,
+            op,
+            broadcast,
+            valid,
+            algorithm,
+        } = self;
+        group.write(w);
+        src.write(w);
+        dst.write(w);
+        op.write(w);
+        w.bool(*broadcast);
+        w.opt(valid);
+        algorithm.write(w);
+    }
+}
+
+impl Canonical for PrefixCallback {
+    fn write(&self, w: &mut Writer) {
+        let PrefixCallback { body, prefix } = self;
+        body.write(w);
+        prefix.write(w);
+    }
+}
+
+impl Canonical for ScanSpec {
+    fn write(&self, w: &mut Writer) {
+        let ScanSpec {
+            group,
+            src,
+            dst,
+            op,
+            inclusive,
+            initial,
+            aggregate,
+            callback,
+            algorithm,
+            valid,
+        } = self;
+        group.write(w);
+        src.write(w);
+        dst.write(w);
+        op.write(w);
+        w.bool(*inclusive);
+        w.opt(initial);
+        w.opt(aggregate);
+        w.opt(callback);
+        algorithm.write(w);
+        w.opt(valid);
+    }
+}
+
+impl Canonical for NeighborKind {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            NeighborKind::AdjacentLeft => w.tag(0),
+            NeighborKind::AdjacentRight => w.tag(1),
+            NeighborKind::Heads => w.tag(2),
+            NeighborKind::Tails => w.tag(3),
+            NeighborKind::ShiftUp => w.tag(4),
+            NeighborKind::ShiftDown => w.tag(5),
+            NeighborKind::Offset(d) => {
+                w.tag(6);
+                w.u32(*d as u32);
+            }
+            NeighborKind::Rotate(d) => {
+                w.tag(7);
+                w.u32(*d as u32);
+            }
+        }
+    }
+}
+
+impl Canonical for NeighborSpec {
+    fn write(&self, w: &mut Writer) {
+        let NeighborSpec {
+            group,
+            src,
+            dst,
+            kind,
+            op,
+            edge,
+            shifted_out,
+            valid,
+        } = self;
+        group.write(w);
+        src.write(w);
+        dst.write(w);
+        kind.write(w);
+        w.opt(op);
+        w.opt(edge);
+        w.opt(shifted_out);
+        w.opt(valid);
+    }
+}
+
+impl Canonical for OpData {
+    fn write(&self, w: &mut Writer) {
+        let OpData { kind, loc: _ } = self;
+        match kind {
+            OpKind::Load(t) => {
+                w.tag(0);
+                t.write(w);
+            }
+            OpKind::Store(t) => {
+                w.tag(1);
+                t.write(w);
+            }
+            OpKind::Map { dst, srcs, expr } => {
+                w.tag(2);
+                dst.write(w);
+                w.seq(srcs);
+                expr.write(w);
+            }
+            OpKind::SetItem { dst, item, expr } => {
+                w.tag(3);
+                dst.write(w);
+                w.u32(*item);
+                expr.write(w);
+            }
+            OpKind::Assign { dst, src } => {
+                w.tag(4);
+                dst.write(w);
+                src.write(w);
+            }
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                w.tag(5);
+                cond.write(w);
+                then.write(w);
+                w.opt(otherwise);
+            }
+            OpKind::For { start, end, body } => {
+                w.tag(6);
+                start.write(w);
+                end.write(w);
+                body.write(w);
+            }
+            OpKind::SharedWrite {
+                array,
+                index,
+                value,
+            } => {
+                w.tag(7);
+                array.write(w);
+                index.write(w);
+                value.write(w);
+            }
+            OpKind::SyncBlock => w.tag(8),
+            OpKind::Reduce(r) => {
+                w.tag(9);
+                r.write(w);
+            }
+            OpKind::Scan(s) => {
+                w.tag(10);
+                s.write(w);
+            }
+            OpKind::Neighbor(nb) => {
+                w.tag(11);
+                nb.write(w);
+            }
+            OpKind::Scatter {
+                group,
+                src,
+                ranks,
+                flags,
+                dst,
+                to,
+            } => {
+                w.tag(12);
+                group.write(w);
+                src.write(w);
+                ranks.write(w);
+                w.opt(flags);
+                dst.write(w);
+                to.write(w);
+            }
+            OpKind::Exchange {
+                group,
+                src,
+                dst,
+                to,
+                time_sliced,
+                shuffles,
+            } => {
+                w.tag(13);
+                group.write(w);
+                src.write(w);
+                dst.write(w);
+                to.write(w);
+                w.bool(*time_sliced);
+                w.bool(*shuffles);
+            }
+            OpKind::Tiles { n, body } => {
+                w.tag(14);
+                n.write(w);
+                body.write(w);
+            }
+        }
+    }
+}
+
+impl Canonical for BuilderIssue {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            BuilderIssue::GroupWidth { width, loc: _ } => {
+                w.tag(0);
+                w.u32(*width);
+            }
+            BuilderIssue::ItemOutOfRange {
+                item,
+                items,
+                loc: _,
+            } => {
+                w.tag(1);
+                w.u32(*item);
+                w.u32(*items);
+            }
+            BuilderIssue::DataAlign { align, loc: _ } => {
+                w.tag(2);
+                w.u32(*align);
+            }
+            BuilderIssue::Items { items, loc: _ } => {
+                w.tag(3);
+                w.u32(*items);
+            }
+            BuilderIssue::DuplicateParam { name, loc: _ } => {
+                w.tag(4);
+                w.str(name);
+            }
+        }
+    }
+}
+
+impl Canonical for crate::planner::Barrier {
+    fn write(&self, w: &mut Writer) {
+        use crate::planner::{Hazard, SyncScope};
+        let crate::planner::Barrier {
+            op,
+            step,
+            scope,
+            after,
+            hazard,
+        } = self;
+        op.write(w);
+        w.tag(*step);
+        match scope {
+            SyncScope::Block => w.tag(0),
+            SyncScope::Group { threads } => {
+                w.tag(1);
+                w.u32(*threads);
+            }
+        }
+        after.0.write(w);
+        w.tag(after.1);
+        w.tag(match hazard {
+            Hazard::ReadAfterWrite => 0,
+            Hazard::WriteAfterRead => 1,
+            Hazard::WriteAfterWrite => 2,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv128_matches_the_reference_vectors() {
+        assert_eq!(fnv128(b""), 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d);
+        assert_eq!(fnv128(b"a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
+    }
+
+    #[test]
+    fn keys_compare_bytes_not_only_hashes() {
+        let a = KernelKey::with_digest(7, b"one".to_vec());
+        let b = KernelKey::with_digest(7, b"two".to_vec());
+        assert_ne!(a, b);
+        assert_eq!(a, KernelKey::with_digest(7, b"one".to_vec()));
+        assert_eq!(a, a.clone());
+    }
+
+    #[test]
+    fn lists_and_strings_carry_their_lengths() {
+        let write = |f: &dyn Fn(&mut Writer)| {
+            let mut w = Writer::default();
+            f(&mut w);
+            w.finish()
+        };
+        assert_ne!(
+            write(&|w| {
+                w.str("ab");
+                w.str("c");
+            }),
+            write(&|w| {
+                w.str("a");
+                w.str("bc");
+            })
+        );
+        assert_ne!(
+            write(&|w| {
+                w.seq(&[1u32, 2]);
+                w.seq::<u32>(&[]);
+            }),
+            write(&|w| {
+                w.seq(&[1u32]);
+                w.seq(&[2u32]);
+            })
+        );
+    }
 }

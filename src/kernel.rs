@@ -1,5 +1,6 @@
 //! A built kernel: verified IR, its plan, and its cache key; PTX is emitted per arch on demand.
 
+use crate::cache_key::{KernelKey, Writer};
 use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
@@ -19,7 +20,9 @@ struct Inner {
     ir: Ir,
     info: Info,
     plan: Plan,
-    key: u64,
+    key: KernelKey,
+    /// How many leading bytes of the key are the IR's serialization.
+    ir_bytes: usize,
     entry: String,
 }
 
@@ -27,14 +30,18 @@ impl Kernel {
     pub(crate) fn from_ir(ir: Ir) -> Result<Kernel, crate::Error> {
         let info = verify(&ir)?;
         let plan = planner::plan(&ir, &info)?;
-        let key = crate::cache_key::key(&ir);
+        let mut bytes = crate::cache_key::canonical_ir(&ir);
+        let ir_bytes = bytes.len();
+        // The planned barriers are the IR's.
+        bytes.push(0);
         let entry = codegen::entry_name(&ir.name);
         Ok(Kernel {
             inner: Arc::new(Inner {
                 ir,
                 info,
                 plan,
-                key,
+                key: KernelKey::new(bytes),
+                ir_bytes,
                 entry,
             }),
         })
@@ -60,28 +67,39 @@ impl Kernel {
         &self.inner.plan
     }
 
-    /// The structural hash of the IR: equal for kernels built the same way, whatever source
-    /// lines built them; stable across runs and machines.
-    pub fn key(&self) -> u64 {
-        self.inner.key
+    /// The cache key: the canonical serialization of the IR (and, for a kernel from
+    /// [`without_barrier`](Self::without_barrier), of its barriers) with its 128-bit hash.
+    /// Equal for kernels built the same way, whatever source lines (or builders) built them;
+    /// stable across runs and machines.
+    pub fn key(&self) -> &KernelKey {
+        &self.inner.key
     }
 
     /// The same kernel with planned barrier `index` (into `plan().barriers`) left out, or
     /// `None` past the last. For verification only: it shows, on the simulator's race checker,
-    /// that each barrier the planner placed is needed. The result is not cached under the
-    /// original's key.
+    /// that each barrier the planner placed is needed. Its key is the IR's serialization
+    /// followed by the barriers it keeps, so it is cached apart from the original and from
+    /// every other kernel.
     pub fn without_barrier(&self, index: usize) -> Option<Kernel> {
         let mut plan = self.inner.plan.clone();
         if index >= plan.barriers.len() {
             return None;
         }
         plan.barriers.remove(index);
+        let ir_bytes = self.inner.ir_bytes;
+        let mut w = Writer::default();
+        // Explicit barriers: the ones left, each where it stands and what it synchronizes.
+        w.tag(1);
+        w.seq(&plan.barriers);
+        let mut bytes = self.inner.key.bytes()[..ir_bytes].to_vec();
+        bytes.extend(w.finish());
         Some(Kernel {
             inner: Arc::new(Inner {
                 ir: self.inner.ir.clone(),
                 info: self.inner.info.clone(),
                 plan,
-                key: self.inner.key ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(index as u64 + 1)),
+                key: KernelKey::new(bytes),
+                ir_bytes,
                 entry: self.inner.entry.clone(),
             }),
         })
@@ -244,8 +262,8 @@ impl Kernel {
 }
 
 impl Compile for Kernel {
-    fn cache_key(&self) -> u64 {
-        self.inner.key
+    fn cache_key(&self) -> KernelKey {
+        self.inner.key.clone()
     }
 
     fn name(&self) -> &str {

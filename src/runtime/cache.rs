@@ -7,8 +7,10 @@
 //! context alive, so a context handle found in the registry always names the live context the
 //! map was made for.
 //!
-//! A hit is a hash-map lookup under a lock with the key's hash precomputed by the kernel (well
-//! under a microsecond); a miss emits and loads once per key even when many threads ask at the
+//! A hit is a hash-map lookup under a lock with the key's hash precomputed by the kernel, and one
+//! comparison of the key's bytes with the entry's (skipped when both share the bytes, as every
+//! clone of one kernel does): well under a microsecond. Entries are told apart by their whole
+//! key, so two kernels whose hashes collide get modules of their own. A miss emits and loads once per key even when many threads ask at the
 //! same time (the others wait for the first); a failure is not cached, so the next call tries
 //! again.
 
@@ -22,7 +24,7 @@ use cudarc::driver::CudaContext;
 use super::device::{Device, Imp};
 use super::image::Compile;
 use super::launch::{Function, LoadedKernel};
-use crate::cache_key::StableHasher;
+use crate::cache_key::{KernelKey, StableHasher};
 use crate::codegen::Arch;
 
 /// The crate version, folded into every key so kernels emitted by another version of the code
@@ -31,16 +33,17 @@ const VERSION_HASH: u64 = StableHasher::new()
     .field(env!("CARGO_PKG_VERSION").as_bytes())
     .value();
 
-/// A cache key: the kernel's structural hash, the arch, and the crate version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A cache key: the kernel's key (its serialization and hash), the arch, and the crate
+/// version. Equal keys have equal serializations.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct CacheKey {
-    kernel: u64,
+    kernel: KernelKey,
     arch: Arch,
     version: u64,
 }
 
 impl CacheKey {
-    pub(super) fn new(kernel: u64, arch: Arch) -> Self {
+    pub(super) fn new(kernel: KernelKey, arch: Arch) -> Self {
         CacheKey {
             kernel,
             arch,
@@ -52,7 +55,9 @@ impl CacheKey {
 impl Hash for CacheKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // The kernel's key is already a hash: mix in the rest and hand over one word.
-        let mixed = self.kernel
+        let d = self.kernel.digest();
+        let mixed = (d as u64)
+            ^ ((d >> 64) as u64).rotate_left(31)
             ^ self.version.rotate_left(17)
             ^ u64::from(self.arch.sm()).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         state.write_u64(mixed);
@@ -127,6 +132,8 @@ impl KernelCache {
     }
 
     fn slot(&self, key: CacheKey) -> Arc<Slot> {
+        // `HashMap` compares keys whose hashes match: a collision compares the bytes and
+        // finds them different, so the colliding kernel gets a slot of its own.
         relock(&self.slots).entry(key).or_default().clone()
     }
 
@@ -170,7 +177,8 @@ impl Device {
     /// Loads `kernel` for this device's arch, or finds it loaded already in this device's
     /// context.
     ///
-    /// The cache key is `(kernel.cache_key(), arch, crate version)`. On a hit nothing is
+    /// The cache key is `(kernel.cache_key(), arch, crate version)`, compared whole (the
+    /// kernel's serialization, not only its hash). On a hit nothing is
     /// emitted or loaded. When several threads compile one kernel at once, one emits and loads
     /// it and the others wait for it. Errors (from [`Compile::emit`] or from loading) are not
     /// cached.
@@ -239,22 +247,81 @@ mod tests {
         BuildHasherDefault::<PassThrough>::default().hash_one(key)
     }
 
+    fn key(n: u8, arch: Arch) -> CacheKey {
+        CacheKey::new(KernelKey::new(vec![n]), arch)
+    }
+
     #[test]
     fn keys_separate_kernel_and_arch() {
-        let a = CacheKey::new(1, Arch::Sm90);
-        assert_eq!(a, CacheKey::new(1, Arch::Sm90));
-        assert_ne!(a, CacheKey::new(2, Arch::Sm90));
-        assert_ne!(a, CacheKey::new(1, Arch::Sm80));
-        assert_ne!(hash(a), hash(CacheKey::new(1, Arch::Sm80)));
-        assert_ne!(hash(a), hash(CacheKey::new(2, Arch::Sm90)));
+        let a = key(1, Arch::Sm90);
+        assert_eq!(a, key(1, Arch::Sm90));
+        assert_ne!(a, key(2, Arch::Sm90));
+        assert_ne!(a, key(1, Arch::Sm80));
+        assert_ne!(hash(a.clone()), hash(key(1, Arch::Sm80)));
+        assert_ne!(hash(a.clone()), hash(key(2, Arch::Sm90)));
         // The std hasher agrees on equality (keys are usable in any map).
         let s = RandomState::new();
-        assert_eq!(s.hash_one(a), s.hash_one(CacheKey::new(1, Arch::Sm90)));
+        assert_eq!(s.hash_one(&a), s.hash_one(key(1, Arch::Sm90)));
     }
 
     #[test]
     fn version_is_part_of_the_key() {
         assert_ne!(VERSION_HASH, StableHasher::new().value());
-        assert_eq!(CacheKey::new(5, Arch::Sm75).version, VERSION_HASH);
+        assert_eq!(key(5, Arch::Sm75).version, VERSION_HASH);
+    }
+
+    /// A kernel whose key the test chooses, hash included.
+    struct Forged {
+        key: KernelKey,
+        image: super::super::KernelImage,
+    }
+
+    impl Compile for Forged {
+        fn cache_key(&self) -> KernelKey {
+            self.key.clone()
+        }
+        fn name(&self) -> &str {
+            &self.image.entry
+        }
+        fn emit(&self, _arch: Arch) -> Result<super::super::KernelImage, crate::Error> {
+            Ok(self.image.clone())
+        }
+    }
+
+    fn forged(entry: &str, bytes: &[u8]) -> Forged {
+        use super::super::{KernelImage, ParamKind, ParamSig};
+        let ptx = crate::sim::entry_text(entry, &["u64 p"], &[], "ret;");
+        Forged {
+            // One hash for every forged kernel: only the bytes tell them apart.
+            key: KernelKey::with_digest(0x5eed, bytes.to_vec()),
+            image: KernelImage {
+                entry: entry.into(),
+                ptx,
+                arch: Arch::Sm90,
+                params: vec![ParamSig::new("p", ParamKind::Input, crate::ir::DType::U32)],
+                block: [32, 1, 1],
+                tile_elems: 32,
+                static_smem: 0,
+                dynamic_smem: 0,
+                needs_cooperative: false,
+            },
+        }
+    }
+
+    #[test]
+    fn colliding_hashes_never_share_a_module() {
+        let dev = Device::sim();
+        let (a, b) = (forged("first", b"kernel a"), forged("second", b"kernel b"));
+        assert_eq!(a.key.digest(), b.key.digest());
+        let fa = dev.compile(&a).expect("loads");
+        let fb = dev.compile(&b).expect("loads");
+        assert!(!fa.same_module(&fb));
+        assert_eq!((fa.name(), fb.name()), ("first", "second"));
+        // Each finds its own module again, through a key of its own bytes (not a clone).
+        let again = forged("unused", b"kernel b");
+        assert!(dev.compile(&again).expect("hit").same_module(&fb));
+        assert!(dev.compile(&a).expect("hit").same_module(&fa));
+        let stats = dev.cache_stats();
+        assert_eq!((stats.misses, stats.hits, stats.entries), (2, 2, 2));
     }
 }

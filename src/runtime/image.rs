@@ -5,7 +5,7 @@
 //! against [`KernelImage::params`], the launch block against [`KernelImage::block`], and shared
 //! memory against the device's limits.
 
-use crate::cache_key::StableHasher;
+use crate::cache_key::{Canonical, KernelKey, Writer};
 use std::fmt;
 
 use crate::codegen::Arch;
@@ -100,11 +100,14 @@ impl fmt::Display for ParamKind {
 /// call and [`emit`](Self::emit) only when no image for that key and arch has been loaded in the
 /// device's context yet.
 pub trait Compile {
-    /// A structural hash of everything [`emit`](Self::emit) depends on except the arch (the IR
-    /// and the options), stable across runs and machines. Two kernels with equal keys must emit
-    /// the same image for the same arch. Computing it should be cheap (precompute it when the
-    /// kernel is built): it is the whole cost of a cache hit.
-    fn cache_key(&self) -> u64;
+    /// The identity of everything [`emit`](Self::emit) depends on except the arch (the IR and
+    /// the options): a canonical serialization and its hash, stable across runs and machines.
+    /// Two kernels with equal keys must emit the same image for the same arch (up to comments).
+    /// The cache compares whole keys, so distinct kernels need distinct bytes, not only
+    /// distinct hashes. Computing it should be cheap (precompute it when the kernel is built
+    /// and clone it, which shares the bytes): with one comparison of the bytes, it is the whole
+    /// cost of a cache hit.
+    fn cache_key(&self) -> KernelKey;
 
     /// The kernel's name, for messages.
     fn name(&self) -> &str;
@@ -113,27 +116,49 @@ pub trait Compile {
     fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error>;
 }
 
-/// A [`KernelImage`] compiles to itself (for hand-written PTX). Its cache key hashes the whole
-/// image, so it is computed on each call: prefer a precomputed key on hot paths.
+impl Canonical for ParamSig {
+    fn write(&self, w: &mut Writer) {
+        let ParamSig { name, kind, dtype } = self;
+        w.str(name);
+        w.tag(match kind {
+            ParamKind::Input => 0,
+            ParamKind::Output => 1,
+            ParamKind::Scalar => 2,
+        });
+        dtype.write(w);
+    }
+}
+
+/// A [`KernelImage`] compiles to itself (for hand-written PTX). Its cache key serializes the
+/// whole image, PTX text included, so it is computed on each call: prefer a precomputed key on
+/// hot paths.
 impl Compile for KernelImage {
-    fn cache_key(&self) -> u64 {
-        let mut h = StableHasher::new();
-        h = h.field(self.entry.as_bytes());
-        h = h.field(self.ptx.as_bytes());
-        h = h.field(&[self.arch.sm() as u8]);
-        for p in &self.params {
-            h = h.field(p.name.as_bytes());
-            h = h.field(&[p.kind as u8, p.dtype as u8]);
+    fn cache_key(&self) -> KernelKey {
+        let KernelImage {
+            entry,
+            ptx,
+            arch,
+            params,
+            block,
+            tile_elems,
+            static_smem,
+            dynamic_smem,
+            needs_cooperative,
+        } = self;
+        let mut w = Writer::default();
+        w.str("coopgraph kernel image");
+        w.str(entry);
+        w.str(ptx);
+        w.u32(arch.sm());
+        w.seq(params);
+        for d in block {
+            w.u32(*d);
         }
-        for v in self
-            .block
-            .iter()
-            .chain([&self.tile_elems, &self.static_smem, &self.dynamic_smem])
-        {
-            h = h.field(&v.to_le_bytes());
-        }
-        h = h.field(&[u8::from(self.needs_cooperative)]);
-        h.value()
+        w.u32(*tile_elems);
+        w.u32(*static_smem);
+        w.u32(*dynamic_smem);
+        w.bool(*needs_cooperative);
+        KernelKey::new(w.finish())
     }
 
     fn name(&self) -> &str {
@@ -163,14 +188,14 @@ mod tests {
         }
     }
 
-    const PINNED_KEY: u64 = 5_325_218_804_406_533_432;
+    const PINNED_DIGEST: u128 = 0x1761_d743_9613_c31e_9d49_0510_3b69_d9f3;
 
     #[test]
     fn image_key_is_stable_and_structural() {
         let a = image();
         assert_eq!(a.cache_key(), image().cache_key());
         // A fixed value: the key must not change between runs, machines or Rust versions.
-        assert_eq!(a.cache_key(), PINNED_KEY);
+        assert_eq!(a.cache_key().digest(), PINNED_DIGEST);
         let mut b = image();
         b.block = [256, 1, 1];
         assert_ne!(a.cache_key(), b.cache_key());
@@ -180,14 +205,29 @@ mod tests {
     }
 
     #[test]
-    fn fnv_separates_writes() {
-        let mut x = StableHasher::new();
-        x = x.field(b"ab");
-        x = x.field(b"c");
-        let mut y = StableHasher::new();
-        y = y.field(b"a");
-        y = y.field(b"bc");
-        assert_ne!(x.value(), y.value());
+    fn every_field_is_in_the_key() {
+        let base = image().cache_key();
+        let changes: [fn(&mut KernelImage); 9] = [
+            |i| i.entry.push('x'),
+            |i| i.ptx.push(' '),
+            |i| i.arch = Arch::Sm80,
+            |i| i.params[0].name.push('x'),
+            |i| i.params[0].dtype = DType::U32,
+            |i| i.tile_elems += 1,
+            |i| i.static_smem += 1,
+            |i| i.dynamic_smem += 1,
+            |i| i.needs_cooperative = true,
+        ];
+        for (n, change) in changes.into_iter().enumerate() {
+            let mut other = image();
+            change(&mut other);
+            assert_ne!(other.cache_key(), base, "change {n}");
+        }
+        // Strings carry their length: moving a byte from the entry to the PTX is another key.
+        let (mut a, mut b) = (image(), image());
+        (a.entry, a.ptx) = ("k".into(), "ab".into());
+        (b.entry, b.ptx) = ("ka".into(), "b".into());
+        assert_ne!(a.cache_key(), b.cache_key());
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod image;
 mod launch;
 mod load;
 
+pub use crate::cache_key::KernelKey;
 pub use crate::sim::{LaunchReport, SimOptions};
 pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
 pub use buffer::{Buffer, DeviceElement};

@@ -11,7 +11,7 @@ use coopgraph::ir::DType;
 use coopgraph::runtime::SimOptions;
 use coopgraph::runtime::{
     ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, KernelImage,
-    LaunchConfig, ParamKind, ParamSig, RuntimeError, default_device,
+    KernelKey, LaunchConfig, ParamKind, ParamSig, RuntimeError, default_device,
 };
 use coopgraph::sim::{ParseReason, SimError};
 
@@ -432,8 +432,8 @@ impl Counting {
 }
 
 impl Compile for Counting {
-    fn cache_key(&self) -> u64 {
-        self.key
+    fn cache_key(&self) -> KernelKey {
+        KernelKey::new(self.key.to_le_bytes().to_vec())
     }
     fn name(&self) -> &str {
         &self.image.entry
