@@ -274,9 +274,11 @@ impl Compile for Kernel {
         self.check_shared_memory(arch)?;
         let bytes = self.inner.plan.shared_bytes;
         let dynamic = bytes > Arch::MAX_STATIC_SHARED;
+        let module = self.module(arch);
+        let grid_dims = module.functions.iter().map(codegen::grid_dims).max();
         Ok(KernelImage {
             entry: self.inner.entry.clone(),
-            ptx: self.ptx(arch),
+            ptx: codegen::write_module(&module),
             arch,
             params: self.signature(),
             block: self.inner.ir.block.dims,
@@ -284,6 +286,7 @@ impl Compile for Kernel {
             static_smem: if dynamic { 0 } else { bytes },
             dynamic_smem: if dynamic { bytes } else { 0 },
             needs_cooperative: false,
+            grid_dims: grid_dims.unwrap_or(1),
         })
     }
 }

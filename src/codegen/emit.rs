@@ -32,6 +32,27 @@ pub fn entry_name(name: &str) -> String {
     s
 }
 
+/// How many grid dimensions `f` tells blocks apart by: 1 when it reads the block index and the
+/// grid's shape along x only, 2 or 3 when it reads them along y or z. Lowering reads special
+/// registers once each, with a `mov` in the entry block ([`Emitter::special`]).
+pub fn grid_dims(f: &Function) -> u32 {
+    f.body
+        .iter()
+        .filter_map(|i| match i.op {
+            Op::Mov {
+                src: Operand::Special(Special::Ctaid(d) | Special::Nctaid(d)),
+                ..
+            } => Some(match d {
+                Dim::X => 1,
+                Dim::Y => 2,
+                Dim::Z => 3,
+            }),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(1)
+}
+
 /// Lowers a verified, planned kernel for one arch.
 pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
     let mut e = Emitter {

@@ -304,6 +304,7 @@ mod tests {
                 static_smem: 0,
                 dynamic_smem: 0,
                 needs_cooperative: false,
+                grid_dims: 1,
             },
         }
     }

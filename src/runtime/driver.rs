@@ -21,6 +21,7 @@ use cudarc::driver::{
 use super::RuntimeError;
 use super::args::{CheckedArgs, Slot};
 use super::error::Foreign;
+use super::image::ParamLayout;
 
 /// Driver entry points the runtime reaches, directly or through cudarc. A driver lacking one of
 /// them would make cudarc panic on first use; checking them up front turns that into
@@ -131,9 +132,14 @@ fn has_symbol(name: &str) -> bool {
 }
 
 impl CudaKernel {
-    /// Bytes of each parameter of the entry, as the driver reads them from the PTX; `None`
-    /// where the driver cannot say (`cuFuncGetParamInfo` needs a CUDA 12.4 driver).
-    pub(super) fn param_sizes(&self) -> Result<Option<Vec<u32>>, RuntimeError> {
+    /// Offset and size of parameters `0..count` of the entry, as the driver laid them out from
+    /// the PTX; `None` where the driver cannot say (`cuFuncGetParamInfo` needs a CUDA 12.4
+    /// driver). `count` is the number the PTX declares, so no query asks past the last one; a
+    /// query the driver refuses all the same (a PTX the count was misread from) ends the list.
+    pub(super) fn param_layout(
+        &self,
+        count: usize,
+    ) -> Result<Option<Vec<ParamLayout>>, RuntimeError> {
         static PRESENT: OnceLock<bool> = OnceLock::new();
         if !*PRESENT.get_or_init(|| has_symbol("cuFuncGetParamInfo")) {
             return Ok(None);
@@ -141,16 +147,18 @@ impl CudaKernel {
         self.ctx
             .bind_to_thread()
             .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
-        let mut sizes = Vec::new();
-        // PTX allows at most 4 KiB of parameters, so at most 4096 of them.
-        for index in 0..4096 {
+        let mut layout = Vec::with_capacity(count);
+        for index in 0..count {
             let (mut offset, mut size) = (0usize, 0usize);
             // SAFETY: `function` is a live handle in the bound context; both out pointers are
             // valid; an index past the last parameter is reported, not read.
             let status =
                 unsafe { sys::cuFuncGetParamInfo(self.function, index, &mut offset, &mut size) };
             match status {
-                sys::CUresult::CUDA_SUCCESS => sizes.push(u32::try_from(size).unwrap_or(u32::MAX)),
+                sys::CUresult::CUDA_SUCCESS => layout.push(ParamLayout {
+                    offset: u32::try_from(offset).unwrap_or(u32::MAX),
+                    size: u32::try_from(size).unwrap_or(u32::MAX),
+                }),
                 sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
                 code => {
                     return Err(RuntimeError::Driver {
@@ -160,7 +168,7 @@ impl CudaKernel {
                 }
             }
         }
-        Ok(Some(sizes))
+        Ok(Some(layout))
     }
 
     /// `cuFuncGetAttribute` on the entry.

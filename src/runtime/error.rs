@@ -7,6 +7,7 @@ use cudarc::driver::DriverError;
 use crate::ir::DType;
 
 use super::args::ArgKind;
+use super::image::ParamLayout;
 
 /// An error from the runtime: opening a device, moving data, loading a module, or launching.
 ///
@@ -65,14 +66,16 @@ pub enum RuntimeError {
         /// The entry name looked for.
         entry: String,
     },
-    /// The PTX entry's parameters differ in number or size from the image's signature.
+    /// The PTX entry's parameters differ in number, size or offset from the image's
+    /// signature.
     SignatureMismatch {
         /// The entry.
         entry: String,
-        /// Bytes of each parameter as the PTX declares them.
-        declared: Vec<u32>,
-        /// Bytes of each parameter the signature implies (8 for a buffer's address).
-        expected: Vec<u32>,
+        /// Each parameter as the PTX declares it.
+        declared: Vec<ParamLayout>,
+        /// Each parameter as the signature implies it
+        /// ([`KernelImage::param_layout`](super::KernelImage::param_layout)).
+        expected: Vec<ParamLayout>,
     },
     /// A launch passed the wrong number of arguments.
     ArgCount {
@@ -119,6 +122,26 @@ pub enum RuntimeError {
         grid: [u64; 3],
         /// The largest grid extent per dimension.
         max: [u64; 3],
+    },
+    /// A launch grid extends along a dimension the kernel does not tell blocks apart by:
+    /// blocks that differ only there would repeat the work of others and race with them on
+    /// every output.
+    GridDimensionUnseen {
+        /// The kernel's entry.
+        entry: String,
+        /// The grid asked for.
+        grid: [u32; 3],
+        /// The grid dimensions the kernel sees
+        /// ([`KernelImage::grid_dims`](super::KernelImage::grid_dims)).
+        dims: u32,
+    },
+    /// [`Function::launch_over`](super::Function::launch_over) over more elements than 32-bit
+    /// indices reach.
+    TooManyElements {
+        /// Elements asked for.
+        n: u64,
+        /// The most a launch may cover (`u32::MAX`).
+        max: u64,
     },
     /// A cooperative launch asked for more blocks than can be resident at once; launching it
     /// would hang at the first grid-wide barrier.
@@ -239,10 +262,20 @@ impl fmt::Display for RuntimeError {
                 entry,
                 declared,
                 expected,
-            } => write!(
-                f,
-                "`{entry}` declares parameters of {declared:?} bytes, its signature needs {expected:?}"
-            ),
+            } => {
+                let list = |l: &[ParamLayout]| {
+                    l.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                write!(
+                    f,
+                    "`{entry}` declares parameters [{}], its signature needs [{}]",
+                    list(declared),
+                    list(expected)
+                )
+            }
             E::ArgCount { expected, got } => {
                 write!(
                     f,
@@ -273,6 +306,16 @@ impl fmt::Display for RuntimeError {
             E::GridTooLarge { grid, max } => {
                 write!(f, "grid {grid:?} is empty or exceeds the limit {max:?}")
             }
+            E::GridDimensionUnseen { entry, grid, dims } => write!(
+                f,
+                "grid {grid:?} extends past the {dims} dimension(s) `{entry}` tells blocks apart \
+                 by; its extra blocks would repeat others' work and race on their outputs"
+            ),
+            E::TooManyElements { n, max } => write!(
+                f,
+                "a launch over {n} elements: kernels index elements with 32-bit integers, so at \
+                 most {max}"
+            ),
             E::CooperativeGridTooLarge { grid, max } => write!(
                 f,
                 "a cooperative launch of {grid} blocks exceeds the {max} blocks that can be resident at once"

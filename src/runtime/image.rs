@@ -36,6 +36,11 @@ pub struct KernelImage {
     /// Whether the kernel synchronizes the whole grid, so it must be launched cooperatively
     /// (every block resident at once).
     pub needs_cooperative: bool,
+    /// How many grid dimensions the kernel tells blocks apart by: 1 when it reads only
+    /// `%ctaid.x` and `%nctaid.x`, 2 with `.y`, 3 with `.z`. A launch whose grid extends past 1
+    /// along a dimension the kernel cannot see is refused: those blocks would repeat the work
+    /// of others and race with them on every output.
+    pub grid_dims: u32,
 }
 
 impl KernelImage {
@@ -47,6 +52,48 @@ impl KernelImage {
     /// Shared memory per block: static plus dynamic, in bytes.
     pub fn smem_per_block(&self) -> u64 {
         u64::from(self.static_smem) + u64::from(self.dynamic_smem)
+    }
+
+    /// Where each parameter lies in the entry's parameter block, as a launch hands them to the
+    /// driver: a buffer is an 8-byte address, a scalar its dtype's size, each at the next
+    /// offset aligned to its size. The PTX entry must declare exactly this layout.
+    pub fn param_layout(&self) -> Vec<ParamLayout> {
+        ParamLayout::packed(self.params.iter().map(|p| match p.kind {
+            ParamKind::Input | ParamKind::Output => 8,
+            ParamKind::Scalar => p.dtype.bytes(),
+        }))
+    }
+}
+
+/// One parameter's place in an entry's parameter block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamLayout {
+    /// Byte offset from the start of the block.
+    pub offset: u32,
+    /// Bytes.
+    pub size: u32,
+}
+
+impl ParamLayout {
+    /// Parameters of these sizes, each at the next offset aligned to its size (PTX's layout of
+    /// `.param` scalars without an explicit `.align`).
+    pub fn packed(sizes: impl IntoIterator<Item = u32>) -> Vec<ParamLayout> {
+        let mut end = 0u32;
+        sizes
+            .into_iter()
+            .map(|size| {
+                let align = size.clamp(1, 8);
+                let offset = end.div_ceil(align).saturating_mul(align);
+                end = offset.saturating_add(size);
+                ParamLayout { offset, size }
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for ParamLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bytes at {}", self.size, self.offset)
     }
 }
 
@@ -144,6 +191,7 @@ impl Compile for KernelImage {
             static_smem,
             dynamic_smem,
             needs_cooperative,
+            grid_dims,
         } = self;
         let mut w = Writer::default();
         w.str("coopgraph kernel image");
@@ -158,6 +206,7 @@ impl Compile for KernelImage {
         w.u32(*static_smem);
         w.u32(*dynamic_smem);
         w.bool(*needs_cooperative);
+        w.u32(*grid_dims);
         KernelKey::new(w.finish())
     }
 
@@ -185,10 +234,11 @@ mod tests {
             static_smem: 0,
             dynamic_smem: 0,
             needs_cooperative: false,
+            grid_dims: 1,
         }
     }
 
-    const PINNED_DIGEST: u128 = 0x1761_d743_9613_c31e_9d49_0510_3b69_d9f3;
+    const PINNED_DIGEST: u128 = 0x3448_b0ac_2428_307f_93a1_b6e2_de24_05d2;
 
     #[test]
     fn image_key_is_stable_and_structural() {
@@ -205,9 +255,31 @@ mod tests {
     }
 
     #[test]
+    fn parameters_are_packed_by_natural_alignment() {
+        let at = |offset, size| ParamLayout { offset, size };
+        assert_eq!(
+            ParamLayout::packed([8, 1, 2, 4, 1, 8]),
+            vec![
+                at(0, 8),
+                at(8, 1),
+                at(10, 2),
+                at(12, 4),
+                at(16, 1),
+                at(24, 8)
+            ]
+        );
+        let mut i = image();
+        i.params
+            .push(ParamSig::new("k", ParamKind::Scalar, DType::I16));
+        i.params
+            .push(ParamSig::new("y", ParamKind::Output, DType::I8));
+        assert_eq!(i.param_layout(), vec![at(0, 8), at(8, 2), at(16, 8)]);
+    }
+
+    #[test]
     fn every_field_is_in_the_key() {
         let base = image().cache_key();
-        let changes: [fn(&mut KernelImage); 9] = [
+        let changes: [fn(&mut KernelImage); 10] = [
             |i| i.entry.push('x'),
             |i| i.ptx.push(' '),
             |i| i.arch = Arch::Sm80,
@@ -217,6 +289,7 @@ mod tests {
             |i| i.static_smem += 1,
             |i| i.dynamic_smem += 1,
             |i| i.needs_cooperative = true,
+            |i| i.grid_dims = 2,
         ];
         for (n, change) in changes.into_iter().enumerate() {
             let mut other = image();

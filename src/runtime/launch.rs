@@ -169,16 +169,31 @@ impl Function {
         Arc::ptr_eq(&self.kernel, &other.kernel)
     }
 
-    /// Launches over `n` elements: `ceil(n / tile_elems)` blocks (at least one) along x.
+    /// Launches over `n` elements: `ceil(n / tile_elems)` blocks (at least one) along x; see
+    /// [`config_over`](Self::config_over).
     pub fn launch_over<'a>(&self, n: usize, args: impl KernelArgs<'a>) -> Result<(), RuntimeError> {
+        self.launch(self.config_over(n)?, args)
+    }
+
+    /// The launch over `n` elements: `ceil(n / tile_elems)` blocks (at least one) along x.
+    ///
+    /// Kernels index elements with 32-bit integers, so `n` above `u32::MAX` is
+    /// [`RuntimeError::TooManyElements`] (those elements could not be reached).
+    pub fn config_over(&self, n: usize) -> Result<LaunchConfig, RuntimeError> {
         let image = &self.kernel.image;
         if image.tile_elems == 0 {
             return Err(RuntimeError::ZeroTile {
                 entry: image.entry.clone(),
             });
         }
-        let tile = u64::from(image.tile_elems);
-        let blocks = (n as u64).div_ceil(tile).max(1);
+        let n = n as u64;
+        if n > u64::from(u32::MAX) {
+            return Err(RuntimeError::TooManyElements {
+                n,
+                max: u64::from(u32::MAX),
+            });
+        }
+        let blocks = n.div_ceil(u64::from(image.tile_elems)).max(1);
         let max = self.device.limits().max_grid;
         let grid_x = u32::try_from(blocks).ok().filter(|&b| b <= max[0]).ok_or(
             RuntimeError::GridTooLarge {
@@ -186,7 +201,7 @@ impl Function {
                 max: max.map(u64::from),
             },
         )?;
-        self.launch(LaunchConfig::blocks(grid_x), args)
+        Ok(LaunchConfig::blocks(grid_x))
     }
 
     /// Launches `grid_x` blocks along x.
@@ -247,6 +262,14 @@ impl Function {
             return Err(RuntimeError::GridTooLarge {
                 grid: grid.map(u64::from),
                 max: limits.max_grid.map(u64::from),
+            });
+        }
+        let seen = image.grid_dims.clamp(1, 3) as usize;
+        if grid[seen..].iter().any(|&g| g > 1) {
+            return Err(RuntimeError::GridDimensionUnseen {
+                entry: image.entry.clone(),
+                grid,
+                dims: image.grid_dims,
             });
         }
         let dynamic_smem = config.dynamic_smem.unwrap_or(image.dynamic_smem);

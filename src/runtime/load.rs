@@ -16,7 +16,7 @@ use cudarc::driver::{CudaContext, DriverError, sys};
 use super::RuntimeError;
 use super::device::DeviceLimits;
 use super::driver::CudaKernel;
-use super::image::{KernelImage, ParamKind};
+use super::image::{KernelImage, ParamLayout};
 use crate::sim::{SimModule, Simulator};
 
 /// Dynamic shared memory a kernel may use without the opt-in attribute.
@@ -125,7 +125,14 @@ pub(super) fn load_cuda(
             });
         }
     }
-    if let Some(declared) = kernel.param_sizes()? {
+    // The count comes from the PTX text, so that the driver is asked about exactly the
+    // parameters that exist: probing past the last one is a failing call that tools such as
+    // compute-sanitizer report on every load.
+    let count =
+        entry_param_count(&image.ptx, &image.entry).ok_or_else(|| RuntimeError::MissingEntry {
+            entry: image.entry.clone(),
+        })?;
+    if let Some(declared) = kernel.param_layout(count)? {
         check_signature(image, declared)?;
     }
     if image.dynamic_smem > DEFAULT_DYNAMIC_SMEM {
@@ -134,17 +141,11 @@ pub(super) fn load_cuda(
     Ok((kernel, info))
 }
 
-/// Checks the parameter sizes the PTX declares against the image's signature: the launch
-/// hands the driver one cell per signature parameter, sized by the signature.
-fn check_signature(image: &KernelImage, declared: Vec<u32>) -> Result<(), RuntimeError> {
-    let expected: Vec<u32> = image
-        .params
-        .iter()
-        .map(|p| match p.kind {
-            ParamKind::Input | ParamKind::Output => 8,
-            ParamKind::Scalar => p.dtype.bytes(),
-        })
-        .collect();
+/// Checks the parameters the PTX declares (count, offsets and sizes) against the image's
+/// signature: the launch hands the driver one cell per signature parameter, sized by the
+/// signature.
+fn check_signature(image: &KernelImage, declared: Vec<ParamLayout>) -> Result<(), RuntimeError> {
+    let expected = image.param_layout();
     if declared != expected {
         return Err(RuntimeError::SignatureMismatch {
             entry: image.entry.clone(),
@@ -153,6 +154,57 @@ fn check_signature(image: &KernelImage, declared: Vec<u32>) -> Result<(), Runtim
         });
     }
     Ok(())
+}
+
+/// Parameters the PTX text declares for `.entry entry`: the `.param` directives in its
+/// parameter list (comments skipped; no list is no parameters). `None` when the text declares
+/// no entry of that name.
+pub(super) fn entry_param_count(ptx: &str, entry: &str) -> Option<usize> {
+    let text = without_comments(ptx);
+    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%');
+    let mut from = 0;
+    while let Some(at) = text[from..].find(".entry").map(|i| i + from) {
+        from = at + ".entry".len();
+        let rest = &text[from..];
+        let standalone = text[..at].ends_with(|c: char| c.is_whitespace()) || at == 0;
+        if !standalone || !rest.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let rest = rest.trim_start();
+        let len = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        if &rest[..len] != entry {
+            continue;
+        }
+        let Some(list) = rest[len..].trim_start().strip_prefix('(') else {
+            return Some(0);
+        };
+        let list = &list[..list.find(')')?];
+        return Some(list.matches(".param").count());
+    }
+    None
+}
+
+/// `ptx` with `//` and `/* */` comments blanked out.
+fn without_comments(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    let mut rest = ptx;
+    loop {
+        let line = rest.find("//");
+        let block = rest.find("/*");
+        let Some(at) = line.into_iter().chain(block).min() else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at]);
+        out.push(' ');
+        rest = if Some(at) == line {
+            rest[at..].find('\n').map_or("", |e| &rest[at + e..])
+        } else {
+            rest[at + 2..]
+                .find("*/")
+                .map_or("", |e| &rest[at + 4 + e..])
+        };
+    }
 }
 
 /// The text the driver wrote into a log buffer: at most `written` bytes, up to the first NUL.
@@ -184,7 +236,7 @@ pub(super) fn load_sim(
     };
     check_signature(
         image,
-        function.params.iter().map(|p| p.ty.bytes()).collect(),
+        ParamLayout::packed(function.params.iter().map(|p| p.ty.bytes())),
     )?;
     Ok(module)
 }
@@ -205,7 +257,7 @@ mod tests {
     #[test]
     fn signature_sizes() {
         use crate::ir::DType;
-        use crate::runtime::ParamSig;
+        use crate::runtime::{ParamKind, ParamSig};
         let mut image = KernelImage {
             entry: "k".into(),
             ptx: String::new(),
@@ -220,19 +272,58 @@ mod tests {
             static_smem: 0,
             dynamic_smem: 0,
             needs_cooperative: false,
+            grid_dims: 1,
         };
-        assert!(check_signature(&image, vec![8, 1, 4]).is_ok());
+        assert!(check_signature(&image, ParamLayout::packed([8, 1, 4])).is_ok());
         assert!(matches!(
-            check_signature(&image, vec![8, 1]),
+            check_signature(&image, ParamLayout::packed([8, 1])),
             Err(RuntimeError::SignatureMismatch { .. })
         ));
+        // The right sizes at other offsets (an `.align` in the PTX) do not match either.
+        let mut spread = ParamLayout::packed([8, 1, 4]);
+        spread[2].offset = 16;
+        assert!(check_signature(&image, spread).is_err());
         image.params[2].dtype = DType::F64;
-        match check_signature(&image, vec![8, 1, 4]) {
+        match check_signature(&image, ParamLayout::packed([8, 1, 4])) {
             Err(RuntimeError::SignatureMismatch { expected, .. }) => {
-                assert_eq!(expected, vec![8, 1, 8])
+                assert_eq!(expected, ParamLayout::packed([8, 1, 8]))
             }
             other => panic!("expected SignatureMismatch, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn parameter_counts_come_from_the_entry_list() {
+        let nvcc = "\
+// Generated by NVIDIA NVVM Compiler
+.version 8.5
+.target sm_90
+.address_size 64
+/* .entry decoy(.param .u64 a) */
+.visible .entry _Z4copyPKfPfj(
+\t.param .u64 .ptr .global .align 4 _Z4copyPKfPfj_param_0,
+\t.param .u64 _Z4copyPKfPfj_param_1, // .param in a comment
+\t.param .u32 _Z4copyPKfPfj_param_2
+)
+{
+\tret;
+}
+.entry none
+{
+\tret;
+}
+.entry empty()
+{
+\tret;
+}
+";
+        assert_eq!(entry_param_count(nvcc, "_Z4copyPKfPfj"), Some(3));
+        assert_eq!(entry_param_count(nvcc, "none"), Some(0));
+        assert_eq!(entry_param_count(nvcc, "empty"), Some(0));
+        assert_eq!(entry_param_count(nvcc, "decoy"), None);
+        assert_eq!(entry_param_count(nvcc, "_Z4copy"), None);
+        assert_eq!(entry_param_count(".entry k(.param .u32 a", "k"), None);
+        assert_eq!(without_comments("a // b\nc /* d */ e /* f"), "a  \nc   e  ");
     }
 
     #[test]
@@ -248,6 +339,7 @@ mod tests {
             static_smem: 1024,
             dynamic_smem: limits.smem_per_block_optin,
             needs_cooperative: false,
+            grid_dims: 1,
         };
         match check_shared_memory(&image, image.dynamic_smem, &limits) {
             Err(RuntimeError::SharedMemory { need, limit }) => {

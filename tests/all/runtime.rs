@@ -11,7 +11,7 @@ use coopgraph::ir::DType;
 use coopgraph::runtime::SimOptions;
 use coopgraph::runtime::{
     ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, KernelImage,
-    KernelKey, LaunchConfig, ParamKind, ParamSig, RuntimeError, default_device,
+    KernelKey, LaunchConfig, ParamKind, ParamLayout, ParamSig, RuntimeError, default_device,
 };
 use coopgraph::sim::{ParseReason, SimError};
 
@@ -87,6 +87,7 @@ fn copy_image(entry: &str, block: u32) -> KernelImage {
         static_smem: 0,
         dynamic_smem: 0,
         needs_cooperative: false,
+        grid_dims: 1,
     }
 }
 
@@ -155,6 +156,7 @@ fn scalars_image() -> KernelImage {
         static_smem: 0,
         dynamic_smem: 0,
         needs_cooperative: false,
+        grid_dims: 1,
     }
 }
 
@@ -203,6 +205,37 @@ fn launch_grid_and_explicit_config() {
     };
     f.launch(config, (&x, &mut y, 256u32)).expect("launch");
     assert_eq!(y.to_vec().expect("download"), xs);
+}
+
+/// Built kernels tell blocks apart by x alone (a grid-stride loop included), so their images
+/// say so and a grid along y or z is refused before it could repeat their work.
+#[test]
+fn built_kernels_see_the_grid_along_x_only() {
+    let dev = device();
+    let mut k = coopgraph::KernelBuilder::new("rt_grid_x").block(64);
+    let x = k.input::<u32>("x");
+    let y = k.output::<u32>("y");
+    let n = k.scalar::<u32>("n");
+    let b = k.this_block();
+    k.tiles(n, |k, _| {
+        let t = k.load_from(b, &x, coopgraph::Load::direct());
+        k.store_to(b, &y, &t, coopgraph::Store::direct());
+    });
+    let kernel = k.build().expect("builds");
+    for arch in Arch::ALL {
+        assert_eq!(kernel.emit(arch).expect("emits").grid_dims, 1);
+    }
+    let f = dev.compile(&kernel).expect("loads");
+    let xs = iota(600);
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<u32>(600).expect("alloc");
+    assert!(matches!(
+        f.launch(LaunchConfig::grid([1, 1, 2]), (&xb, &mut yb, 600u32)),
+        Err(RuntimeError::GridDimensionUnseen { dims: 1, .. })
+    ));
+    f.launch(LaunchConfig::grid([2, 1, 1]), (&xb, &mut yb, 600u32))
+        .expect("launch");
+    assert_eq!(yb.to_vec().expect("download"), xs);
 }
 
 #[test]
@@ -336,13 +369,48 @@ fn block_grid_and_shared_memory_checks() {
         f.launch(LaunchConfig::grid([1, 1 << 20, 1]), (&x, &mut y, 8u32)),
         Err(RuntimeError::GridTooLarge { .. })
     ));
-    match f.launch_over(usize::MAX, (&x, &mut y, 8u32)) {
+    // Indices are 32-bit: past u32::MAX elements is an error before any grid is computed.
+    for n in [usize::MAX, u32::MAX as usize + 1] {
+        match f.launch_over(n, (&x, &mut y, 8u32)) {
+            Err(RuntimeError::TooManyElements { n: got, max }) => {
+                assert_eq!((got, max), (n as u64, u64::from(u32::MAX)))
+            }
+            other => panic!("expected TooManyElements, got {other:?}"),
+        }
+    }
+    // One element per block: u32::MAX elements need more blocks than a grid has along x.
+    let mut single = copy_image("rt_single", 128);
+    single.tile_elems = 1;
+    let g = dev.compile(&single).expect("loads");
+    match g.config_over(u32::MAX as usize) {
         Err(RuntimeError::GridTooLarge { grid, max }) => {
-            assert_eq!(grid[0], (usize::MAX as u64).div_ceil(128));
+            assert_eq!(grid[0], u64::from(u32::MAX));
             assert!(max[0] >= 65535);
         }
         other => panic!("expected GridTooLarge, got {other:?}"),
     }
+    assert_eq!(g.config_over(300).expect("fits").grid, [300, 1, 1]);
+    // The kernel tells blocks apart by x only: blocks along y or z would repeat its work.
+    for grid in [[1, 2, 1], [2, 1, 3]] {
+        match f.launch(LaunchConfig::grid(grid), (&x, &mut y, 8u32)) {
+            Err(RuntimeError::GridDimensionUnseen {
+                entry,
+                grid: got,
+                dims: 1,
+            }) => assert_eq!((entry.as_str(), got), ("rt_shape", grid)),
+            other => panic!("expected GridDimensionUnseen, got {other:?}"),
+        }
+    }
+    // A kernel that reads %ctaid.y may be launched along y.
+    let mut two = copy_image("rt_two_dims", 128);
+    two.grid_dims = 2;
+    let h = dev.compile(&two).expect("loads");
+    h.launch(LaunchConfig::grid([1, 2, 1]), (&x, &mut y, 8u32))
+        .expect("a grid along y");
+    assert!(matches!(
+        h.launch(LaunchConfig::grid([1, 2, 2]), (&x, &mut y, 8u32)),
+        Err(RuntimeError::GridDimensionUnseen { dims: 2, .. })
+    ));
     // Beyond the per-block shared memory limit: rejected when loading.
     let mut big = copy_image("rt_big_smem", 128);
     big.dynamic_smem = dev.limits().smem_per_block_optin + 1;
@@ -596,7 +664,13 @@ fn signature_must_match_the_ptx() {
             expected,
         }) => {
             assert_eq!(entry, "rt_sig_wide");
-            assert_eq!((declared, expected), (vec![8, 8, 4], vec![8, 8, 8]));
+            assert_eq!(
+                (declared, expected),
+                (
+                    ParamLayout::packed([8, 8, 4]),
+                    ParamLayout::packed([8, 8, 8])
+                )
+            );
         }
         other => panic!("expected SignatureMismatch, got {other:?}"),
     }
