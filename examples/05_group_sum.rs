@@ -1,7 +1,7 @@
 //! One helper that sums a payload over any group — the block, a warp, logical warps of 8 —
 //! used three times in one kernel, each checked against the CPU.
 
-use coopgraph::ir::{Element, Group, Reduce, ThreadData};
+use coopgraph::ir::{Element, Group, Reduce, ThreadData, index};
 use coopgraph::runtime::Device;
 use coopgraph::{KernelBuilder, Load, Store};
 
@@ -25,7 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = k.load_from(block, &x, Load::warp_transpose());
     for (g, out) in groups.iter().zip(&outs) {
         let s = group_sum(&mut k, *g, &t);
-        k.store_to(block, out, &s, Store::direct());
+        // One sum per thread: the block's 256 of them after those of the blocks before it.
+        let at = index::block_index() * 256u32;
+        k.store_to(block, out, &s, Store::direct().offset(at));
     }
     let kernel = k.build()?;
 

@@ -618,6 +618,17 @@ impl Canonical for Algorithm {
     }
 }
 
+impl Canonical for ValidItems {
+    fn write(&self, w: &mut Writer) {
+        let ValidItems { count, of } = self;
+        count.write(w);
+        w.tag(match of {
+            ValidOf::Group => 0,
+            ValidOf::Block => 1,
+        });
+    }
+}
+
 impl Canonical for Arrangement {
     fn write(&self, w: &mut Writer) {
         match self {

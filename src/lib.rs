@@ -59,5 +59,10 @@ pub mod runtime;
 pub mod sim;
 
 pub use error::Error;
+
+/// The README's example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 pub use ir::{KernelBuilder, Load, Store};
 pub use kernel::Kernel;

@@ -4,12 +4,14 @@
 //! An access group of `G` threads (see [`TransferPlan`]) moves its tile at
 //! `offset + group_index * G * K`; rank `r` moves item `i` at tile element
 //! `i * item_stride + r * thread_stride`. With a valid count, item `i` moves only if that
-//! element is below the group's share of the count.
+//! element is below the access group's valid items: a warp's or logical warp's own count, or
+//! its share of a count of the block's tile ([`ValidOf`]), computed in one place
+//! (`valid_bounds`).
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, mem_ty};
 use super::ptx::*;
-use crate::ir::ops::Transfer;
+use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, DType, OpId};
 use crate::planner::TransferPlan;
 use smallvec::smallvec;
@@ -22,6 +24,24 @@ struct Access {
     /// `valid_g - rank * thread_stride` (signed): item `i` is valid iff
     /// `i * item_stride < rem`. `None`: every item is valid.
     rem: Option<Reg>,
+}
+
+/// A transfer's valid count: its register and what it counts.
+#[derive(Clone, Copy)]
+struct Count {
+    reg: Reg,
+    of: ValidOf,
+}
+
+/// The valid items of one thread's access group.
+struct Bounds {
+    /// Valid items of the access group's tile (`0..=group_tile`).
+    share: Reg,
+    /// The count they come from.
+    count: Count,
+    /// Where the access group's tile starts in the block's tile (`None`: at 0, the group is
+    /// the block).
+    start: Option<Reg>,
 }
 
 /// One load's or store's global moves: direction, space, element type, plan and addresses.
@@ -48,8 +68,9 @@ impl Emitter<'_> {
         r
     }
 
-    /// The block tile's offset and valid count of a transfer.
-    fn tile_of(&mut self, t: &Transfer, plan: &TransferPlan) -> (Reg, Option<Reg>) {
+    /// The block tile's offset and valid count of a transfer. A count of a block group's own
+    /// tile is a count of the block's tile.
+    fn tile_of(&mut self, t: &Transfer, plan: &TransferPlan) -> (Reg, Option<Count>) {
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
         let offset = match (t.offset, plan.tiles) {
@@ -64,12 +85,68 @@ impl Emitter<'_> {
                 )
             }
         };
+        let per_group = self.ir.groups[t.group.index()].kind != GroupKind::Block;
         let valid = match (t.valid, plan.tiles) {
-            (Some(e), _) => Some(self.eval(e, &ctx, &mut memo)),
-            (None, Some(tiles)) => Some(self.loop_var(tiles, 2)),
+            (Some(v), _) => Some(Count {
+                reg: self.eval(v.count, &ctx, &mut memo),
+                of: if per_group { v.of } else { ValidOf::Block },
+            }),
+            (None, Some(tiles)) => Some(Count {
+                reg: self.loop_var(tiles, 2),
+                of: ValidOf::Block,
+            }),
             (None, None) => None,
         };
         (offset, valid)
+    }
+
+    /// This thread's rank in its access group, and where the group's tile starts in the
+    /// block's tile (`None`: the access group is the block).
+    fn access_group(&mut self, plan: &TransferPlan) -> (Reg, Option<Reg>) {
+        let tid = self.tid();
+        let g = plan.group_threads;
+        if g == self.plan.block_threads {
+            return (tid, None);
+        }
+        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(g as i64));
+        let index = self.u32op(BinOp::Div, tid.into(), Operand::Imm(g as i64));
+        let start = self.u32op(
+            BinOp::Mul,
+            index.into(),
+            Operand::Imm(plan.group_tile as i64),
+        );
+        (rank, Some(start))
+    }
+
+    /// The valid items of this thread's access group: the one place a group's share of a
+    /// count is computed. A block-tile count gives the group `min(count - start, tile)`
+    /// (none at or below its start), a group's own count `min(count, tile)`.
+    fn valid_bounds(&mut self, plan: &TransferPlan, count: Count, start: Option<Reg>) -> Bounds {
+        let tile = Operand::Imm(plan.group_tile as i64);
+        let v = count.reg;
+        let share = match (count.of, start) {
+            (ValidOf::Block, Some(s)) => {
+                let above = self.u32op(BinOp::Max, v.into(), s.into());
+                let past = self.u32op(BinOp::Sub, above.into(), s.into());
+                self.u32op(BinOp::Min, past.into(), tile)
+            }
+            (ValidOf::Block | ValidOf::Group, _) => self.u32op(BinOp::Min, v.into(), tile),
+        };
+        Bounds {
+            share,
+            count,
+            start,
+        }
+    }
+
+    /// The bound as a count of the block's tile, as exchanges take it: the count itself when
+    /// it is one, else the end of the access group's valid prefix (`start + share`), which
+    /// bounds exactly the valid positions of the thread's own access group.
+    fn block_bound(&mut self, b: &Bounds) -> Reg {
+        match (b.count.of, b.start) {
+            (ValidOf::Group, Some(s)) => self.u32op(BinOp::Add, s.into(), b.share.into()),
+            (ValidOf::Block, _) | (ValidOf::Group, None) => b.count.reg,
+        }
     }
 
     /// Address and valid bound of this thread's accesses.
@@ -79,22 +156,10 @@ impl Emitter<'_> {
         ptr: Reg,
         size: u32,
         offset: Reg,
-        valid: Option<Reg>,
+        group: (Reg, Option<Reg>),
+        valid: Option<&Bounds>,
     ) -> Access {
-        let tid = self.tid();
-        let g = plan.group_threads;
-        let (rank, start) = if g == self.plan.block_threads {
-            (tid, None)
-        } else {
-            let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(g as i64));
-            let index = self.u32op(BinOp::Div, tid.into(), Operand::Imm(g as i64));
-            let start = self.u32op(
-                BinOp::Mul,
-                index.into(),
-                Operand::Imm(plan.group_tile as i64),
-            );
-            (rank, Some(start))
-        };
+        let (rank, start) = group;
         let base = match start {
             Some(s) => self.u32op(BinOp::Add, offset.into(), s.into()),
             None => offset,
@@ -116,19 +181,6 @@ impl Emitter<'_> {
             c: ptr.into(),
         });
         let rem = valid.map(|v| {
-            // The group's share of the block's count, clamped to its tile: never wraps.
-            let vg = match start {
-                None => self.u32op(BinOp::Min, v.into(), Operand::Imm(plan.group_tile as i64)),
-                Some(s) => {
-                    let above = self.u32op(BinOp::Max, v.into(), s.into());
-                    let share = self.u32op(BinOp::Sub, above.into(), s.into());
-                    self.u32op(
-                        BinOp::Min,
-                        share.into(),
-                        Operand::Imm(plan.group_tile as i64),
-                    )
-                }
-            };
             let scaled = self.u32op(
                 BinOp::Mul,
                 rank.into(),
@@ -139,7 +191,7 @@ impl Emitter<'_> {
                 op: BinOp::Sub,
                 ty: Ty::S32,
                 dst: rem,
-                a: vg.into(),
+                a: v.share.into(),
                 b: scaled.into(),
             });
             rem
@@ -296,12 +348,19 @@ impl Emitter<'_> {
             .cloned()
             .unwrap_or_default();
         let dtype = self.ir.params[t.param.index()].dtype;
-        let (offset, valid) = self.tile_of(t, &plan);
+        let (offset, count) = self.tile_of(t, &plan);
         let ptr = self.param_reg(t.param);
         let space = if is_load && plan.read_only {
             Space::GlobalNc
         } else {
             Space::Global
+        };
+        let group = self.access_group(&plan);
+        let bounds = count.map(|c| self.valid_bounds(&plan, c, group.1));
+        // Exchanges take the bound as a count of the block's tile.
+        let valid = match &bounds {
+            Some(b) if !exchanges.is_empty() => Some(self.block_bound(b)),
+            _ => None,
         };
         let own = exchanges.iter().find(|e| e.data.is_none()).cloned();
         let data_regs = self.data_regs(t.data).to_vec();
@@ -313,7 +372,7 @@ impl Emitter<'_> {
                 Some(_) => self.fresh_like(&data_regs),
                 None => data_regs.clone(),
             };
-            let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
+            let a = self.access(&plan, ptr, dtype.bytes(), offset, group, bounds.as_ref());
             let m = Moves {
                 is_load: true,
                 space,
@@ -337,7 +396,7 @@ impl Emitter<'_> {
                 self.exchange(op, &e, dtype, &regs, &out, valid, false);
                 regs = out;
             }
-            let a = self.access(&plan, ptr, dtype.bytes(), offset, valid);
+            let a = self.access(&plan, ptr, dtype.bytes(), offset, group, bounds.as_ref());
             let m = Moves {
                 is_load: false,
                 space,

@@ -18,7 +18,7 @@ use smallvec::smallvec;
 pub struct Load<T: Element> {
     pub(crate) algorithm: Algorithm,
     pub(crate) offset: Option<Expr<u32>>,
-    pub(crate) valid: Option<Expr<u32>>,
+    pub(crate) valid: Option<(Expr<u32>, ValidOf)>,
     pub(crate) oob_default: Option<T>,
     pub(crate) storage: Option<TempStorage>,
 }
@@ -72,16 +72,29 @@ impl<T: Element> Load<T> {
         self
     }
 
-    /// Element offset of the block's tile in the buffer. Default: the enclosing `tiles`
-    /// loop's origin, else `block_index * block_tile`. Warp groups add their own origin.
+    /// Element offset of the block's tile in the buffer (uniform across the group). Default:
+    /// the enclosing `tiles` loop's origin, else `block_index * block_tile`, which needs a
+    /// payload of the kernel's items per thread. Warp groups add their own origin.
     pub fn offset(mut self, offset: impl Into<Expr<u32>>) -> Self {
         self.offset = Some(offset.into());
         self
     }
 
-    /// Valid items in the block's tile, counted from the offset. Slots past it are not read.
+    /// Valid items of the group's own tile, as cuda.coop's `valid_items`: positions from `n`
+    /// on are not read (their slots stay unwritten, or take the
+    /// [`oob_default`](Self::oob_default)). `n` must be uniform across the group; warps and
+    /// logical warps each pass their own. Positions past the end of the buffer are never read
+    /// either, whatever the count.
     pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
-        self.valid = Some(n.into());
+        self.valid = Some((n.into(), ValidOf::Group));
+        self
+    }
+
+    /// Valid items of the block's tile, counted from the offset (uniform across the block):
+    /// each warp or logical warp takes its share, the part of the first `n` positions that
+    /// falls in its own tile. For a block group this is [`valid_items`](Self::valid_items).
+    pub fn block_valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some((n.into(), ValidOf::Block));
         self
     }
 
@@ -103,7 +116,7 @@ impl<T: Element> Load<T> {
 pub struct Store {
     pub(crate) algorithm: Option<Algorithm>,
     pub(crate) offset: Option<Expr<u32>>,
-    pub(crate) valid: Option<Expr<u32>>,
+    pub(crate) valid: Option<(Expr<u32>, ValidOf)>,
     pub(crate) storage: Option<TempStorage>,
 }
 
@@ -144,15 +157,25 @@ impl Store {
         self
     }
 
-    /// Element offset of the block's tile (default as for [`Load::offset`]).
+    /// Element offset of the block's tile (uniform across the group; default as for
+    /// [`Load::offset`]).
     pub fn offset(mut self, offset: impl Into<Expr<u32>>) -> Self {
         self.offset = Some(offset.into());
         self
     }
 
-    /// Valid items in the block's tile; slots past it are not written.
+    /// Valid items of the group's own tile, as cuda.coop's `valid_items`: positions from `n`
+    /// on are not written. `n` must be uniform across the group; warps and logical warps each
+    /// pass their own. Positions past the end of the buffer are never written either.
     pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
-        self.valid = Some(n.into());
+        self.valid = Some((n.into(), ValidOf::Group));
+        self
+    }
+
+    /// Valid items of the block's tile, counted from the offset (uniform across the block):
+    /// each warp or logical warp takes its share (as [`Load::block_valid_items`]).
+    pub fn block_valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some((n.into(), ValidOf::Block));
         self
     }
 
@@ -641,7 +664,10 @@ impl KernelBuilder {
             data: dst.id,
             algorithm: opts.algorithm,
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
-            valid: opts.valid.as_ref().map(|e| self.expr(e)),
+            valid: opts.valid.as_ref().map(|(n, of)| ValidItems {
+                count: self.expr(n),
+                of: *of,
+            }),
             oob_default: opts.oob_default.map(Element::to_bits),
             storage: opts.storage.map(|s| s.id),
         };
@@ -665,7 +691,10 @@ impl KernelBuilder {
             data: data.id,
             algorithm: opts.algorithm.unwrap_or(Algorithm::Direct),
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
-            valid: opts.valid.as_ref().map(|e| self.expr(e)),
+            valid: opts.valid.as_ref().map(|(n, of)| ValidItems {
+                count: self.expr(n),
+                of: *of,
+            }),
             oob_default: None,
             storage: opts.storage.map(|s| s.id),
         };

@@ -137,6 +137,34 @@ pub enum VerifyErrorKind {
         /// Elements asked for.
         len: u32,
     },
+    /// A load's or store's offset or valid count that may differ between threads that move
+    /// one tile together (see [`super::Uniformity`]).
+    NonUniformTransfer {
+        /// Which control.
+        control: TransferControl,
+        /// Threads that must agree on it: the group's (the block's for a block count).
+        threads: u32,
+    },
+    /// A load or store at the default offset with a payload whose items per thread differ
+    /// from the kernel's: the default offset steps by the kernel's tile (block threads times
+    /// items per thread), which the payload would not fill, or would overrun.
+    TileItems {
+        /// The payload's items per thread.
+        items: u32,
+        /// The kernel's items per thread.
+        items_per_thread: u32,
+        /// Where the kernel's items per thread were set.
+        set_at: Loc,
+    },
+}
+
+/// A control of a load or store, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferControl {
+    /// The offset.
+    Offset,
+    /// The valid count.
+    ValidItems,
 }
 
 /// One verifier finding.
@@ -246,6 +274,25 @@ impl fmt::Display for VerifyError {
                 f,
                 "a shared array of {len} elements; it needs 1 to 65536 elements and at most \
                  227 KiB"
+            ),
+            NonUniformTransfer { control, threads } => write!(
+                f,
+                "the {} may differ between the {threads} threads that move one tile together; \
+                 it must be uniform across them",
+                match control {
+                    TransferControl::Offset => "offset",
+                    TransferControl::ValidItems => "valid count",
+                }
+            ),
+            TileItems {
+                items,
+                items_per_thread,
+                set_at,
+            } => write!(
+                f,
+                "a payload of {items} items per thread at the default offset, which steps by \
+                 tiles of {items_per_thread} items per thread (set at {set_at}); give the \
+                 offset explicitly or use a payload of {items_per_thread} items"
             ),
         }
     }

@@ -17,11 +17,11 @@ pub mod verify;
 pub use builder::{KernelBuilder, Load, Pipeline, Reduce, Scan, StorageSpec, Store};
 pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
-pub use error::{VerifyError, VerifyErrorKind, VerifyErrors};
+pub use error::{TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
 pub use ops::{
     Algorithm, Arrangement, GroupKind, Ir, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
-    ScanAlgorithm, Sharing,
+    ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use verify::{Info, Uniformity};

@@ -157,15 +157,38 @@ pub struct Transfer {
     /// How items map to positions.
     pub algorithm: Algorithm,
     /// Element offset of the block's tile in the buffer; `None` means the default: the
-    /// enclosing `tiles` loop's origin, or `block_index * block_tile`.
+    /// enclosing `tiles` loop's origin, or `block_index * block_tile`. A group of a warp or
+    /// logical warp adds its own origin within the block's tile.
     pub offset: Option<ExprId>,
-    /// Valid items in the block's tile, counted from the offset; `None` means all (or, inside
-    /// a `tiles` loop, the tile's valid count).
-    pub valid: Option<ExprId>,
+    /// How many items are valid; `None` means all (or, inside a `tiles` loop, the tile's valid
+    /// count, counted over the block's tile).
+    pub valid: Option<ValidItems>,
     /// For loads: the value of slots past the valid items (bits); `None` leaves them unwritten.
     pub oob_default: Option<u64>,
     /// User temp storage for the op's shared-memory exchange; `None`: planned.
     pub storage: Option<StorageId>,
+}
+
+/// A load's or store's count of valid items: positions at or past it are not read (a load
+/// leaves their slots unwritten, or gives them its default) and not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ValidItems {
+    /// The count (a `u32` expression, uniform across the group it counts for).
+    pub count: ExprId,
+    /// What it counts.
+    pub of: ValidOf,
+}
+
+/// What a valid count counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValidOf {
+    /// The valid prefix of the op's group's own tile (cuda.coop's `valid_items`): with warp or
+    /// logical-warp groups, each group has its own count.
+    Group,
+    /// The valid prefix of the block's tile, from the offset: a group whose tile starts `s`
+    /// elements into the block's tile and holds `t` elements has `min(count - s, t)` valid
+    /// items (none when `count <= s`). For a block group the two are the same.
+    Block,
 }
 
 /// The operator of a reduction.
@@ -553,7 +576,7 @@ impl OpKind {
         match self {
             OpKind::Load(t) | OpKind::Store(t) => {
                 v.extend(t.offset);
-                v.extend(t.valid);
+                v.extend(t.valid.map(|v| v.count));
             }
             OpKind::Map { expr, .. } | OpKind::SetItem { expr, .. } => v.push(*expr),
             OpKind::Assign { .. } => {}

@@ -75,27 +75,38 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
     };
     let e = |id: ExprId| expr_text(ir, id);
     let opt = |o: Option<ExprId>| o.map(e).unwrap_or_else(|| "default".into());
+    let valid = |v: Option<ValidItems>| match v {
+        None => " valid=default".to_string(),
+        Some(ValidItems {
+            count,
+            of: ValidOf::Group,
+        }) => format!(" valid={}", e(count)),
+        Some(ValidItems {
+            count,
+            of: ValidOf::Block,
+        }) => format!(" block_valid={}", e(count)),
+    };
     match &data.kind {
         OpKind::Load(t) => format!(
-            "{} = load.{:?} {} param{} offset={} valid={}{}",
+            "{} = load.{:?} {} param{} offset={}{}{}",
             t.data,
             t.algorithm,
             group_text(ir, t),
             t.param.0,
             opt(t.offset),
-            opt(t.valid),
+            valid(t.valid),
             t.oob_default
                 .map(|b| format!(" oob_default=0x{b:x}"))
                 .unwrap_or_default()
         ),
         OpKind::Store(t) => format!(
-            "store.{:?} {} param{} <- {} offset={} valid={}",
+            "store.{:?} {} param{} <- {} offset={}{}",
             t.algorithm,
             group_text(ir, t),
             t.param.0,
             t.data,
             opt(t.offset),
-            opt(t.valid)
+            valid(t.valid)
         ),
         OpKind::Map { dst, srcs, expr } => {
             let s: Vec<String> = srcs.iter().map(|d| d.to_string()).collect();

@@ -8,13 +8,16 @@
 //!   warp-level ops only in blocks of whole warps;
 //! - roles and dtypes of parameters, payloads and expressions at every use;
 //! - participation: every collective's enclosing conditions and loop bounds are uniform across
-//!   its group (see [`Uniformity`]);
+//!   its group (see [`Uniformity`]), and so are a load's or store's offset and valid count (a
+//!   count of the block's tile across the block);
+//! - tiles: a load or store at the default offset moves a payload of the kernel's items per
+//!   thread, since the default offset steps by the kernel's tile;
 //! - definite initialization: no payload slot is read unless every path to the read wrote it
 //!   (writes inside a loop body do not count after the loop, which may run zero times);
 //! - scoping of map operands, item indices and loop variables.
 
 use super::entities::{DataId, ExprId, Loc, OpId, RegionId};
-use super::error::{VerifyError, VerifyErrorKind as K, VerifyErrors};
+use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
 use super::expr::{BinaryOp, ExprKind, IndexKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
@@ -561,9 +564,37 @@ impl Verifier<'_> {
 
     fn transfer(&mut self, t: &Transfer, role: Role, state: &State, loc: Loc, op: OpId) {
         let u32_ty = VType::D(super::DType::U32);
-        for e in [t.offset, t.valid].into_iter().flatten() {
+        let group_threads = self.ir.group_threads(t.group);
+        let controls = [
+            t.offset
+                .map(|e| (TransferControl::Offset, e, group_threads)),
+            t.valid.map(|v| {
+                let threads = match v.of {
+                    ValidOf::Group => group_threads,
+                    ValidOf::Block => self.ir.block_threads(),
+                };
+                (TransferControl::ValidItems, v.count, threads)
+            }),
+        ];
+        for (control, e, threads) in controls.into_iter().flatten() {
             self.expect_ty(e, u32_ty, loc, op);
             self.expr(e, state, op, None);
+            if !self.uniformity[e.index()].covers(threads) {
+                self.push(K::NonUniformTransfer { control, threads }, loc, Some(op));
+            }
+        }
+        let items = self.ir.datas[t.data.index()].items;
+        let items_per_thread = self.ir.items_per_thread;
+        if t.offset.is_none() && items != items_per_thread {
+            self.push(
+                K::TileItems {
+                    items,
+                    items_per_thread,
+                    set_at: self.ir.items_loc,
+                },
+                loc,
+                Some(op),
+            );
         }
         let p = &self.ir.params[t.param.index()];
         if p.role != role {

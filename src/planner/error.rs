@@ -54,6 +54,19 @@ pub enum PlanError {
         /// many bytes each needs.
         users: Vec<(String, Loc, u32)>,
     },
+    /// A store with each group's own valid count over groups of `group` threads, of a payload
+    /// arranged across groups of `across` threads: converting it mixes positions of several
+    /// groups, whose counts the threads moving them do not know.
+    GroupCountAcrossGroups {
+        /// The store.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+        /// Threads per group of the store.
+        group: u32,
+        /// Threads the payload's arrangement spans.
+        across: u32,
+    },
     /// A layout query failed while deriving an index map.
     Layout {
         /// The op.
@@ -109,6 +122,18 @@ impl fmt::Display for PlanError {
                 }
                 Ok(())
             }
+            PlanError::GroupCountAcrossGroups {
+                op,
+                loc,
+                group,
+                across,
+            } => write!(
+                f,
+                "{loc}: {op} stores over groups of {group} threads, each with its own valid \
+                 count, a payload arranged across {across} threads; give a count of the \
+                 block's tile (block_valid_items) or store the payload over the group it was \
+                 arranged by"
+            ),
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")
             }

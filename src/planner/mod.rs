@@ -28,6 +28,7 @@ use crate::ir::{Info, Ir};
 /// Plans a verified kernel.
 pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
     let arrangements = arrangement::assign(ir)?;
+    transfer::check_group_counts(ir, &arrangements)?;
     let transfers = transfer::plan_transfers(ir)?;
     let scratch = scratch::plan_scratch(ir, info, &arrangements)?;
     Ok(Plan {

@@ -10,10 +10,10 @@
 //! The access group is the op's group, except for the warp-transposing algorithms, which move
 //! each warp's segment warp-striped (access groups of 32) before exchanging it.
 
-use super::arrangement::of_algorithm;
+use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
 use super::plan::TransferPlan;
-use crate::ir::ops::{Algorithm, OpKind, Role, Transfer};
+use crate::ir::ops::{Algorithm, GroupKind, OpKind, Role, Transfer, ValidOf};
 use crate::ir::{Arrangement, Ir, Loc, OpId, RegionId};
 use crate::layout::{Arrangement as LArr, affine_form, arrangement_layout};
 
@@ -43,6 +43,40 @@ pub fn vector_width(items: u32, bytes: u32) -> u32 {
         v /= 2;
     }
     v
+}
+
+/// Checks the conversions before stores whose groups each have their own valid count: the
+/// exchange may mix positions of the store's groups only when the count is the block's.
+pub fn check_group_counts(ir: &Ir, arrangements: &Arrangements) -> Result<(), PlanError> {
+    for c in &arrangements.conversions {
+        let data = ir.op(c.op);
+        let OpKind::Store(t) = &data.kind else {
+            continue;
+        };
+        let GroupKind::LogicalWarp { width } = ir.groups[t.group.index()].kind else {
+            continue;
+        };
+        if t.valid.is_none_or(|v| v.of == ValidOf::Block) {
+            continue;
+        }
+        let across = [c.from, c.to]
+            .into_iter()
+            .map(|a| match a {
+                Arrangement::Blocked => 1,
+                Arrangement::Striped { threads } => threads,
+            })
+            .max()
+            .unwrap_or(1);
+        if across > width {
+            return Err(PlanError::GroupCountAcrossGroups {
+                op: c.op,
+                loc: data.loc,
+                group: width,
+                across,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Plans every load and store (indexed by op).

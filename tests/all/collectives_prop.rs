@@ -34,7 +34,7 @@ proptest! {
         let s = k.scan(g, &t, Scan::inclusive(scan));
         let h = k.flag_heads(g, &t, None, None);
         let h = k.map(&h, |v| v.cast::<i32>());
-        k.store_to(b, &ys[0], &r, Store::direct());
+        k.store_to(b, &ys[0], &r, Store::direct().offset(0u32));
         k.store_to(b, &ys[1], &s, Store::direct());
         k.store_to(b, &ys[2], &h, Store::direct());
         let kernel = k.build().expect("builds");

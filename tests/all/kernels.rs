@@ -97,7 +97,7 @@ fn copy_plus_slot<T: TestElem>(seed: u64) {
                     Load::direct()
                         .algorithm(algorithm)
                         .offset(offset)
-                        .valid_items(valid),
+                        .block_valid_items(valid),
                 );
                 let u = k.map(&t, |v| v + index::item().cast::<T>());
                 k.store_to(
@@ -107,7 +107,7 @@ fn copy_plus_slot<T: TestElem>(seed: u64) {
                     Store::default()
                         .algorithm(algorithm)
                         .offset(offset)
-                        .valid_items(valid),
+                        .block_valid_items(valid),
                 );
                 let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
                 batch.add(&kernel);

@@ -15,4 +15,5 @@ mod runtime;
 mod scan;
 mod sim;
 mod smem;
+mod valid;
 mod verify;

@@ -283,7 +283,7 @@ fn shuffles_return_the_item_shifted_out() {
                 k.shuffle_down_with_prefix(g, &t, Some(Expr::lit(-1)))
             };
             k.store_to(b, &y, &s, Store::direct());
-            k.store_to(b, &z, &out, Store::direct());
+            k.store_to(b, &z, &out, Store::direct().offset(0u32));
             let kernel = k.build().expect("builds");
             batch.add(&kernel);
             let f = dev.compile(&kernel).expect("compile");

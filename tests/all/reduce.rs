@@ -127,7 +127,7 @@ fn check<T: Val>(
     } else {
         k.if_(group.rank().eq(0u32), |k| k.assign(&out, &r));
     }
-    k.store_to(b, &y, &out, Store::direct());
+    k.store_to(b, &y, &out, Store::direct().offset(0u32));
     let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
     batch.add(&kernel);
     let dev = device();
@@ -282,7 +282,7 @@ fn reduction_barriers_are_necessary() {
         let u1 = k.thread_data_n::<i32>(1);
         k.set_item(&u1, 0, u.item(0) + u.item(1));
         let r2 = k.reduce(b, &u1, Reduce::max().algorithm(alg).broadcast());
-        k.store_to(b, &y, &r2, Store::direct());
+        k.store_to(b, &y, &r2, Store::direct().offset(0u32));
         let kernel = k.build().expect("builds");
         assert!(kernel.plan().barriers.len() >= 4, "{}", kernel.explain());
         let xs: Vec<i32> = (0..256).map(|i| i % 13).collect();
@@ -321,7 +321,7 @@ fn valid_items_over_several_items() {
                 let b = k.this_block();
                 let t = k.load_from(b, &x, Load::striped());
                 let r = k.reduce(g, &t, controls::<i32>(op).valid_items(n).broadcast());
-                k.store_to(b, &y, &r, Store::direct());
+                k.store_to(b, &y, &r, Store::direct().offset(0u32));
                 let kernel = k.build().expect("builds");
                 batch.add(&kernel);
                 let f = dev.compile(&kernel).expect("compile");
@@ -372,7 +372,7 @@ fn raking_entries_are_padded_where_segments_conflict() {
             (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
             _ => unreachable!("one of the two"),
         };
-        k.store_to(b, &y, &r, Store::direct());
+        k.store_to(b, &y, &r, Store::direct().offset(0u32));
         let kernel = k.build().expect("builds");
         let c = kernel
             .plan()

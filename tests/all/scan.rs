@@ -116,7 +116,7 @@ fn check<T: Val>(
     }
     let (s, agg) = k.scan_with_aggregate(group, &t, c);
     k.store_to(b, &y, &s, Store::direct());
-    k.store_to(b, &z, &agg, Store::direct());
+    k.store_to(b, &z, &agg, Store::direct().offset(0u32));
     let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
     batch.add(&kernel);
     let dev = device();
@@ -361,7 +361,7 @@ fn warp_scans_with_valid_items() {
                     };
                     let (s, agg) = k.scan_with_aggregate(g, &t, Scan::inclusive(r).valid_items(n));
                     k.store_to(b, &y, &s, Store::direct());
-                    k.store_to(b, &z, &agg, Store::direct());
+                    k.store_to(b, &z, &agg, Store::direct().offset(0u32));
                     let kernel = k.build().expect("builds");
                     batch.add(&kernel);
                     let f = dev.compile(&kernel).expect("compile");
@@ -451,14 +451,8 @@ fn prefix_callback_value_comes_from_rank_0() {
         // Rank r of each group gets carries[group index] at rank 0, and 1000 + r elsewhere.
         let mine = k.thread_data_n::<i32>(1);
         let rank = index::thread_rank() % threads;
-        // Thread t reads element offset + t: every thread of a group reads its group's carry.
-        let offset = index::thread_rank() / threads - index::thread_rank();
-        k.load_into(
-            b,
-            &carries,
-            &mine,
-            Load::direct().offset(offset).valid_items(block),
-        );
+        // Thread t reads element t, which holds its group's carry.
+        k.load_into(b, &carries, &mine, Load::direct().offset(0u32));
         let t = k.load_from(b, &x, Load::direct());
         let s = k.scan_with_prefix(
             g,
@@ -476,10 +470,13 @@ fn prefix_callback_value_comes_from_rank_0() {
         let tile = (threads * items) as usize;
         let xs: Vec<i32> = (0..(block * items) as i32).map(|i| i % 7 - 3).collect();
         let cs: Vec<i32> = (0..groups as i32).map(|i| 100 * (i + 1)).collect();
+        let per_thread: Vec<i32> = (0..block as usize)
+            .map(|t| cs[t / threads as usize])
+            .collect();
         let run = |dev: &coopgraph::runtime::Device, kernel: &coopgraph::Kernel| {
             let f = super::common::compiled(dev, kernel)?;
             let xb = dev.upload(&xs)?;
-            let cb = dev.upload(&cs)?;
+            let cb = dev.upload(&per_thread)?;
             let mut yb = dev.alloc_zeroed::<i32>(xs.len())?;
             f.launch_grid(1, (&xb, &cb, &mut yb))?;
             yb.to_vec()

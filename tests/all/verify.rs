@@ -337,3 +337,122 @@ fn striped_payload_into_direct_store_is_rejected_in_strict_mode() {
         other => panic!("expected an arrangement mismatch, got {other:?}"),
     }
 }
+
+/// A load's or store's offset and valid count must be uniform across the threads that move one
+/// tile: the group for its own count and offset, the block for a count of the block's tile.
+#[test]
+fn transfer_controls_must_be_uniform_across_their_group() {
+    use coopgraph::ir::TransferControl as C;
+    let mut k = KernelBuilder::new("k").block(64);
+    let x = k.input::<f32>("x");
+    let y = k.output::<f32>("y");
+    let block = k.this_block();
+    let warp = k.this_warp();
+    let warp8 = warp.group_by(8);
+    let thread_count = line!() + 1;
+    let t = k.load_from(warp8, &x, Load::direct().valid_items(index::thread_rank()));
+    // Uniform across each logical warp of 8 (aligned runs of 8 threads): fine.
+    let per8 = index::thread_rank() / 8u32;
+    let u = k.load_from(warp8, &x, Load::direct().valid_items(per8.clone()));
+    // ... but not across a warp of 32, nor across the block.
+    let warp_count = line!() + 1;
+    k.store_to(warp, &y, &u, Store::direct().valid_items(per8.clone()));
+    let block_count = line!() + 1;
+    k.store_to(warp8, &y, &t, Store::direct().block_valid_items(per8));
+    let offset = line!() + 1;
+    k.store_to(
+        block,
+        &y,
+        &u,
+        Store::direct().offset(index::warp_rank() * 32u32),
+    );
+    let errs = errors(k);
+    let non_uniform = |control, threads| {
+        move |k: &K| {
+            matches!(k, K::NonUniformTransfer { control: c, threads: t }
+                if *c == control && *t == threads)
+        }
+    };
+    has(&errs, thread_count, non_uniform(C::ValidItems, 8));
+    has(&errs, warp_count, non_uniform(C::ValidItems, 32));
+    has(&errs, block_count, non_uniform(C::ValidItems, 64));
+    has(&errs, offset, non_uniform(C::Offset, 64));
+    assert_eq!(errs.len(), 4, "{errs:?}");
+}
+
+/// The default offset steps by the kernel's tile: a payload of other items per thread would
+/// move a part of the tile (or overrun it) without a word. The error names both lines.
+#[test]
+fn payload_items_must_match_the_default_tile() {
+    let set_at = line!() + 1;
+    let mut k = KernelBuilder::new("k").block(128).items_per_thread(4);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let b = k.this_block();
+    let two = k.thread_data_n::<i32>(2);
+    let load = line!() + 1;
+    k.load_into(b, &x, &two, Load::direct());
+    let store = line!() + 1;
+    k.store_to(b, &y, &two, Store::direct());
+    // An explicit offset says which elements are meant: no error.
+    k.store_to(
+        b,
+        &y,
+        &two,
+        Store::direct().offset(index::block_index() * 256u32),
+    );
+    let errs = match k.build() {
+        Err(Error::Verify(e)) => e,
+        other => panic!("expected verifier errors, got {other:?}"),
+    };
+    assert_eq!(errs.errors.len(), 2, "{errs}");
+    for (e, line) in errs.errors.iter().zip([load, store]) {
+        assert_eq!(e.loc.line, line);
+        match &e.kind {
+            K::TileItems {
+                items: 2,
+                items_per_thread: 4,
+                set_at: at,
+            } => assert_eq!(at.line, set_at),
+            other => panic!("expected TileItems, got {other:?}"),
+        }
+        let text = e.to_string();
+        assert!(text.contains(&format!("verify.rs:{set_at}:")), "{text}");
+    }
+}
+
+/// A store whose logical warps each count their own valid items cannot convert a payload
+/// arranged across the block: the exchange would move positions of other groups, whose counts
+/// the moving threads do not know. A count of the block's tile is fine.
+#[test]
+fn per_group_counts_do_not_cross_groups() {
+    for block_count in [false, true] {
+        let mut k = KernelBuilder::new("k").block(64).items_per_thread(2);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let n = k.scalar::<u32>("n");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::striped());
+        let warp8 = k.this_warp().group_by(8);
+        let store = if block_count {
+            Store::direct().block_valid_items(n)
+        } else {
+            Store::direct().valid_items(n)
+        };
+        let line = line!() + 1;
+        k.store_to(warp8, &y, &t, store);
+        match (block_count, k.build()) {
+            (true, Ok(_)) => {}
+            (
+                false,
+                Err(Error::Plan(coopgraph::planner::PlanError::GroupCountAcrossGroups {
+                    loc,
+                    group: 8,
+                    across: 64,
+                    ..
+                })),
+            ) => assert_eq!(loc.line, line),
+            (_, other) => panic!("block count {block_count}: {other:?}"),
+        }
+    }
+}
