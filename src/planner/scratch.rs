@@ -18,6 +18,10 @@
 //!   to the same thread need none, program order orders them; it is `bar.warp.sync` over
 //!   the exchange group when both accesses are by the same groups over the same bytes, else
 //!   `bar.sync`;
+//! - the walk that places barriers takes time about linear in the program: each region's walk
+//!   is remembered by the accesses pending before it (each kept once) and the barriers inside
+//!   it, so a loop nest walks no body `2^depth` times, and regions touching no shared memory are
+//!   not walked at all;
 //! - padding (one slot per 32 elements) is chosen where the layout algebra's bank-conflict
 //!   count says it removes conflicts.
 
@@ -29,6 +33,7 @@ use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
 use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
 };
+use std::collections::{HashMap, HashSet};
 
 /// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
 /// layout: `position = item * item_stride + sum over terms of ((rank / divisor) % extent) *
@@ -765,7 +770,7 @@ fn divergent_ops(ir: &Ir, info: &Info) -> Vec<OpId> {
 
 /// Which threads touch which bytes of an access: equal partitions mean every byte is touched
 /// by the same exchange group in both accesses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Part {
     scope: u32,
     base: u32,
@@ -774,7 +779,7 @@ struct Part {
 }
 
 /// Which thread touches which byte of an access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Who {
     /// An exchange side: the arrangement's slot map.
     Exchange(Arrangement, u32, u32, bool),
@@ -785,7 +790,7 @@ enum Who {
     OwnEntry(u32, u32),
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Access {
     at: (OpId, u8),
     lo: u32,
@@ -802,7 +807,6 @@ struct Access {
 struct Barriers<'a> {
     ir: &'a Ir,
     steps: Vec<Vec<Access>>,
-    placed: Vec<Barrier>,
 }
 
 impl<'a> Barriers<'a> {
@@ -878,22 +882,166 @@ impl<'a> Barriers<'a> {
                 add_as(f + 5, step(f + 5), false, at, at + c.elem_bytes);
             }
         }
-        Barriers {
-            ir,
-            steps,
+        Barriers { ir, steps }
+    }
+
+    fn run(self, s: &mut Scratch) {
+        let nesting = regions_info(self.ir, &self.steps);
+        let mut walk = Walk {
+            ir: self.ir,
+            steps: &self.steps,
+            version: vec![0; self.ir.regions.len()],
+            nesting,
             placed: Vec::new(),
+            placed_at: HashMap::new(),
+            walked: HashMap::default(),
+        };
+        let mut pending = Vec::new();
+        walk.region(self.ir.body, &mut pending);
+        s.barriers = walk.placed;
+    }
+}
+
+/// Which regions touch shared memory or synchronize the block, themselves or in a region
+/// nested in them (walking any other region leaves the pending accesses as they are); the
+/// region holding each op; and the region holding each region's op.
+fn regions_info(ir: &Ir, steps: &[Vec<Access>]) -> Nesting {
+    let mut active = vec![false; ir.regions.len()];
+    let mut holder = vec![None; ir.ops.len()];
+    let mut outer = vec![None; ir.regions.len()];
+    // Every region comes after the one holding it in this order, so walking it backwards
+    // decides nested regions first.
+    let mut order = Vec::with_capacity(ir.regions.len());
+    let mut stack = vec![ir.body];
+    while let Some(r) = stack.pop() {
+        order.push(r);
+        for &op in ir.region(r) {
+            holder[op.index()] = Some(r);
+            for sub in ir.op(op).kind.regions() {
+                outer[sub.index()] = Some(r);
+                stack.push(sub);
+            }
+        }
+    }
+    for &r in order.iter().rev() {
+        active[r.index()] = ir.region(r).iter().any(|&op| {
+            let kind = &ir.op(op).kind;
+            matches!(kind, OpKind::SyncBlock)
+                || !steps[op.index()].is_empty()
+                || kind.regions().iter().any(|sub| active[sub.index()])
+        });
+    }
+    Nesting {
+        active,
+        holder,
+        outer,
+    }
+}
+
+/// What [`regions_info`] finds.
+struct Nesting {
+    active: Vec<bool>,
+    holder: Vec<Option<RegionId>>,
+    outer: Vec<Option<RegionId>>,
+}
+
+/// Keeps the last copy of each access. The walk reads pending accesses only by value (which
+/// conflict, which is the last conflicting one, which to drop), so earlier copies of an access
+/// change nothing; dropping them keeps the list as short as the distinct accesses.
+fn dedup(list: &mut Vec<Access>) {
+    if list.len() < 2 {
+        return;
+    }
+    let mut seen = HashSet::with_capacity_and_hasher(list.len(), FastHash::default());
+    let mut kept: Vec<Access> = list
+        .iter()
+        .rev()
+        .filter(|a| seen.insert(**a))
+        .copied()
+        .collect();
+    kept.reverse();
+    *list = kept;
+}
+
+/// The walk in program order that places barriers: the accesses since the last barrier on some
+/// path are pending, and an access that conflicts with one gets a barrier before it.
+struct Walk<'a> {
+    ir: &'a Ir,
+    steps: &'a [Vec<Access>],
+    nesting: Nesting,
+    placed: Vec<Barrier>,
+    /// Where each placed barrier stands: its index in `placed` by (op, step).
+    placed_at: HashMap<(OpId, u8), usize>,
+    /// Per region, bumped whenever a barrier inside it (or in a region nested in it) is placed
+    /// or widened.
+    version: Vec<u64>,
+    /// A region's walk is a function of the region, the pending accesses and the barriers
+    /// placed inside it: the result of each walk that placed nothing, by (region, version,
+    /// pending). Loops walk their bodies twice, so nested loops would walk the innermost body
+    /// `2^depth` times; with this, every distinct walk runs once.
+    walked: HashMap<(RegionId, u64, Vec<Access>), Vec<Access>, FastHash>,
+}
+
+/// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys: lists of accesses,
+/// hashed field by field, where SipHash's per-write cost would dominate planning. Not
+/// resistant to chosen collisions, which only cost time here.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
         }
     }
 
-    fn run(mut self, s: &mut Scratch) {
-        let mut pending = Vec::new();
-        self.region(self.ir.body, &mut pending);
-        s.barriers = self.placed;
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
     }
 
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<Fx>;
+
+impl Walk<'_> {
     fn region(&mut self, r: RegionId, pending: &mut Vec<Access>) {
+        if !self.nesting.active[r.index()] {
+            return;
+        }
+        let key = (r, self.version[r.index()], pending.clone());
+        if let Some(after) = self.walked.get(&key) {
+            pending.clone_from(after);
+            return;
+        }
         for &op in self.ir.region(r) {
             self.op(op, pending);
+        }
+        if self.version[r.index()] == key.1 {
+            self.walked.insert(key, pending.clone());
+        }
+    }
+
+    /// Records that the barriers inside the regions around `op` changed.
+    fn changed(&mut self, op: OpId) {
+        let mut r = self.nesting.holder[op.index()];
+        while let Some(region) = r {
+            self.version[region.index()] += 1;
+            r = self.nesting.outer[region.index()];
         }
     }
 
@@ -902,8 +1050,7 @@ impl<'a> Barriers<'a> {
             pending.clear();
             return;
         }
-        let accesses = self.steps[op.index()].clone();
-        for a in accesses {
+        for &a in &self.steps[op.index()] {
             self.access(a, pending);
         }
         match &self.ir.op(op).kind {
@@ -918,6 +1065,7 @@ impl<'a> Barriers<'a> {
                 }
                 *pending = a;
                 pending.extend(b);
+                dedup(pending);
             }
             OpKind::For { body, .. } | OpKind::Tiles { body, .. } => {
                 // Twice: the second walk sees the previous iteration's accesses. After the
@@ -926,6 +1074,7 @@ impl<'a> Barriers<'a> {
                 self.region(*body, &mut inner);
                 self.region(*body, &mut inner);
                 pending.extend(inner);
+                dedup(pending);
             }
             // A scan's prefix callback runs after the scan's shared-memory steps.
             other => {
@@ -938,12 +1087,8 @@ impl<'a> Barriers<'a> {
 
     fn access(&mut self, a: Access, pending: &mut Vec<Access>) {
         // A barrier already placed here (by an earlier walk of a loop body) runs every time.
-        if let Some(b) = self
-            .placed
-            .iter()
-            .find(|b| b.op == a.at.0 && b.step == a.at.1)
-        {
-            match b.scope {
+        if let Some(&i) = self.placed_at.get(&a.at) {
+            match self.placed[i].scope {
                 SyncScope::Block => pending.clear(),
                 SyncScope::Group { .. } => pending.retain(|p| p.part != a.part),
             }
@@ -981,17 +1126,19 @@ impl<'a> Barriers<'a> {
                 after: first.at,
                 hazard,
             };
-            match self
-                .placed
-                .iter_mut()
-                .find(|x| x.op == b.op && x.step == b.step)
-            {
-                Some(existing) => {
-                    if scope == SyncScope::Block {
+            match self.placed_at.get(&a.at) {
+                Some(&i) => {
+                    let existing = &mut self.placed[i];
+                    if scope == SyncScope::Block && existing.scope != SyncScope::Block {
                         existing.scope = SyncScope::Block;
+                        self.changed(a.at.0);
                     }
                 }
-                None => self.placed.push(b),
+                None => {
+                    self.placed_at.insert(a.at, self.placed.len());
+                    self.placed.push(b);
+                    self.changed(a.at.0);
+                }
             }
             if local {
                 pending.retain(|p| p.part != a.part);
@@ -999,6 +1146,7 @@ impl<'a> Barriers<'a> {
                 pending.clear();
             }
         }
+        pending.retain(|p| *p != a);
         pending.push(a);
     }
 }

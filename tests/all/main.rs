@@ -9,6 +9,7 @@ mod golden;
 mod kernels;
 mod layout;
 mod layout_reference;
+mod limits;
 mod neighbor;
 mod reduce;
 mod runtime;
