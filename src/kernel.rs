@@ -4,7 +4,7 @@ use crate::cache_key::{KernelKey, Writer};
 use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
-use crate::planner::{self, Plan, PlanError};
+use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::runtime::{Compile, KernelImage, ParamKind, ParamSig};
 use std::sync::Arc;
 
@@ -178,10 +178,13 @@ impl Kernel {
             plan.block_threads,
             plan.block_tile,
             plan.shared_bytes,
-            if plan.shared_bytes > Arch::MAX_STATIC_SHARED {
-                " (dynamic: past the 48 KiB static limit)"
+            if plan.shared.window_dynamic {
+                format!(
+                    " ({} of them dynamic: the window, past the 48 KiB static limit)",
+                    plan.shared.dynamic_bytes()
+                )
             } else {
-                ""
+                String::new()
             }
         ));
         for (i, a) in plan.arrangements.iter().enumerate() {
@@ -246,9 +249,19 @@ impl Kernel {
             }
         }
         for (i, sl) in plan.slices.iter().enumerate() {
+            let array = plan.arrays.iter().position(|&a| a == i);
+            let home = array.and_then(|a| plan.shared.arrays.get(a));
+            let place = match home {
+                Some(ArrayHome::Own) => "in its own declaration".to_string(),
+                Some(ArrayHome::Window) => format!(
+                    "at {} of the window (past the static limit: checked against the window only)",
+                    sl.offset
+                ),
+                None => format!("at {}", sl.offset),
+            };
             s.push_str(&format!(
-                "  slice {i}: {} bytes at {} (align {}), live {}..={}: {}\n",
-                sl.bytes, sl.offset, sl.align, sl.live.0, sl.live.1, sl.label
+                "  slice {i}: {} bytes {place} (align {}), live {}..={}: {}\n",
+                sl.bytes, sl.align, sl.live.0, sl.live.1, sl.label
             ));
         }
         for b in &plan.barriers {
@@ -272,8 +285,7 @@ impl Compile for Kernel {
 
     fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error> {
         self.check_shared_memory(arch)?;
-        let bytes = self.inner.plan.shared_bytes;
-        let dynamic = bytes > Arch::MAX_STATIC_SHARED;
+        let shared = &self.inner.plan.shared;
         let module = self.module(arch);
         let grid_dims = module.functions.iter().map(codegen::grid_dims).max();
         Ok(KernelImage {
@@ -283,8 +295,8 @@ impl Compile for Kernel {
             params: self.signature(),
             block: self.inner.ir.block.dims,
             tile_elems: self.inner.plan.block_tile,
-            static_smem: if dynamic { 0 } else { bytes },
-            dynamic_smem: if dynamic { bytes } else { 0 },
+            static_smem: shared.static_bytes,
+            dynamic_smem: shared.dynamic_bytes(),
             needs_cooperative: false,
             grid_dims: grid_dims.unwrap_or(1),
         })

@@ -68,7 +68,7 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         loop_regs: HashMap::new(),
         specials: HashMap::new(),
         labels: 0,
-        smem: None,
+        shared: shared_symbols(ir, plan),
         overrides: HashMap::new(),
     };
     let name = entry_name(&ir.name);
@@ -84,17 +84,7 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
             params,
             reqntid: Some(ir.block.dims),
             maxnreg: None,
-            shared: if plan.shared_bytes > 0 {
-                // Past the static limit the same bytes come from dynamic shared memory.
-                let dynamic = plan.shared_bytes > Arch::MAX_STATIC_SHARED;
-                vec![SharedDecl {
-                    name: "smem".into(),
-                    align: 16,
-                    bytes: if dynamic { 0 } else { plan.shared_bytes },
-                }]
-            } else {
-                Vec::new()
-            },
+            shared: std::mem::take(&mut e.shared.decls),
             regs: e.regs,
             body,
         }],
@@ -117,8 +107,8 @@ pub struct Emitter<'a> {
     pub(crate) loop_regs: HashMap<OpId, [Reg; 3]>,
     specials: HashMap<Special, Reg>,
     labels: u32,
-    /// The shared-memory base address, once read.
-    pub(crate) smem: Option<Reg>,
+    /// The shared declarations and their base addresses, once read.
+    pub(crate) shared: SharedSymbols,
     /// Registers that stand for a payload during one op (a conversion's result).
     overrides: HashMap<DataId, Vec<Reg>>,
 }
@@ -611,17 +601,118 @@ impl Emitter<'_> {
     }
 }
 
+/// The symbol of the planned window (exchanges, collectives, temp storages).
+pub const WINDOW_SYMBOL: &str = "scratch";
+
+/// The kernel's shared declarations, as the plan lays them out, and which is which.
+pub(crate) struct SharedSymbols {
+    /// The declarations, in [`Function::shared`] order: the dynamic one first (the writer
+    /// prints it at module scope, before the function, and the parser lists it first).
+    pub decls: Vec<SharedDecl>,
+    /// Per shared array, the index of its own declaration (`None`: it lives in the window).
+    arrays: Vec<Option<u32>>,
+    /// The index of the window's declaration.
+    window: Option<u32>,
+    /// Base addresses read so far, by declaration index.
+    bases: HashMap<u32, Reg>,
+}
+
+/// Declares each shared array that has a declaration of its own (named as the IR listing
+/// names it, `smem0`, with its type, length and source line in the comment) and the window.
+fn shared_symbols(ir: &Ir, plan: &Plan) -> SharedSymbols {
+    let layout = &plan.shared;
+    let mut decls = Vec::new();
+    let window_decl = |bytes: u32, what: &str| SharedDecl {
+        name: WINDOW_SYMBOL.into(),
+        align: 16,
+        bytes,
+        comment: Some(format!(
+            "planned scratch: exchanges, collectives, temp storages{what}"
+        )),
+    };
+    let mut window = None;
+    if layout.window_bytes > 0 && layout.window_dynamic {
+        window = Some(0);
+        decls.push(window_decl(
+            0,
+            ", shared arrays past the 48 KiB static limit",
+        ));
+    }
+    let arrays = ir
+        .arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if layout.arrays.get(i) != Some(&crate::planner::ArrayHome::Own) {
+                return None;
+            }
+            let slice = plan.arrays.get(i).and_then(|&s| plan.slices.get(s))?;
+            let name = crate::ir::ArrayId(i as u32).to_string();
+            decls.push(SharedDecl {
+                comment: Some(format!(
+                    "{name}: shared {} x {} at {}",
+                    a.dtype, a.len, a.loc
+                )),
+                name,
+                align: slice.align,
+                bytes: slice.bytes,
+            });
+            Some(decls.len() as u32 - 1)
+        })
+        .collect();
+    if layout.window_bytes > 0 && !layout.window_dynamic {
+        window = Some(decls.len() as u32);
+        decls.push(window_decl(layout.window_bytes, ""));
+    }
+    SharedSymbols {
+        decls,
+        arrays,
+        window,
+        bases: HashMap::new(),
+    }
+}
+
 impl Emitter<'_> {
-    /// The shared address of element `index` of a shared array.
+    /// The 32-bit shared address of declaration `decl`, read once in the prologue. A
+    /// declaration the plan does not have (an internal error) is written as a symbol ptxas
+    /// rejects.
+    pub(crate) fn shared_base(&mut self, decl: Option<u32>) -> Reg {
+        let i = decl.unwrap_or(u32::MAX);
+        if let Some(&r) = self.shared.bases.get(&i) {
+            return r;
+        }
+        let r = self.reg(RegClass::B32);
+        self.entry_op(Op::Mov {
+            ty: Ty::U32,
+            dst: r,
+            src: Operand::SharedAddr(i),
+        });
+        self.shared.bases.insert(i, r);
+        r
+    }
+
+    /// The 32-bit shared address of the planned window, where every slice's offset counts
+    /// from.
+    pub(crate) fn smem_base(&mut self) -> Reg {
+        self.shared_base(self.shared.window)
+    }
+
+    /// The shared address of element `index` of a shared array: from its own declaration, or
+    /// from its slice of the window.
     pub(crate) fn array_addr(&mut self, array: crate::ir::ArrayId, index: Reg) -> Reg {
         let dtype = self.ir.arrays[array.index()].dtype;
-        let offset = self
-            .plan
-            .arrays
-            .get(array.index())
-            .and_then(|&s| self.plan.slices.get(s))
-            .map_or(0, |s| s.offset);
-        let base = self.smem_base();
+        let (base, offset) = match self.shared.arrays.get(array.index()).copied().flatten() {
+            Some(decl) => (self.shared_base(Some(decl)), 0),
+            None => {
+                let offset = self
+                    .plan
+                    .arrays
+                    .get(array.index())
+                    .and_then(|&s| self.plan.slices.get(s))
+                    .map_or(0, |s| s.offset);
+                (self.smem_base(), offset)
+            }
+        };
         let addr = self.reg(RegClass::B32);
         self.op(Op::Mad {
             ty: Ty::U32,

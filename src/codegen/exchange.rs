@@ -64,21 +64,6 @@ impl Emitter<'_> {
         mask.into()
     }
 
-    /// The 32-bit shared-window address of the kernel's shared memory.
-    pub(crate) fn smem_base(&mut self) -> Reg {
-        if let Some(r) = self.smem {
-            return r;
-        }
-        let r = self.reg(RegClass::B32);
-        self.entry_op(Op::Mov {
-            ty: Ty::U32,
-            dst: r,
-            src: Operand::SharedAddr(0),
-        });
-        self.smem = Some(r);
-        r
-    }
-
     /// Rearranges `src` into `dst` through shared memory as `e` says. With `valid` (the block
     /// tile's valid count), only slots of valid positions are written and read; with
     /// `keep_invalid` (a load without a default), result slots at invalid positions keep their

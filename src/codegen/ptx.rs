@@ -62,6 +62,10 @@ pub struct SharedDecl {
     pub align: u32,
     /// Size in bytes.
     pub bytes: u32,
+    /// Text of a `// ...` comment after the declaration (one line): what the memory is for.
+    /// The code generator names the user's shared array and its source line there, and the
+    /// simulator quotes it when an access misses the declaration.
+    pub comment: Option<String>,
 }
 
 /// Number of virtual registers used per class.

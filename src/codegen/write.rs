@@ -35,7 +35,8 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     // Dynamic shared memory (sized at launch) is declared at module scope, just before the
     // function that uses it; the parser attaches it to that function.
     for s in f.shared.iter().filter(|s| s.bytes == 0) {
-        writeln!(out, ".extern .shared .align {} .b8 {}[];", s.align, s.name)?;
+        write!(out, ".extern .shared .align {} .b8 {}[];", s.align, s.name)?;
+        write_decl_comment(out, s)?;
     }
     writeln!(out, ".visible .entry {}(", f.name)?;
     for (i, p) in f.params.iter().enumerate() {
@@ -62,17 +63,26 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
         }
     }
     for s in f.shared.iter().filter(|s| s.bytes > 0) {
-        writeln!(
+        write!(
             out,
             "\t.shared .align {} .b8 {}[{}];",
             s.align, s.name, s.bytes
         )?;
+        write_decl_comment(out, s)?;
     }
     writeln!(out)?;
     for ins in &f.body {
         write_instr(out, f, ins)?;
     }
     writeln!(out, "}}")
+}
+
+/// Ends a shared declaration's line, with its comment.
+fn write_decl_comment(out: &mut String, s: &SharedDecl) -> fmt::Result {
+    match &s.comment {
+        Some(c) => writeln!(out, " // {}", c.replace(['\n', '\r'], " ")),
+        None => writeln!(out),
+    }
 }
 
 /// Renders one instruction line (with its indentation and newline).

@@ -7,7 +7,9 @@
 //! - [`arrangement`]: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
 //! - [`transfer`]: the index map of every load and store, derived from the layout algebra;
-//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers.
+//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers;
+//! - [`shared`]: the shared declarations (each array on its own, the window static or
+//!   dynamic).
 //!
 //! Architecture invariant: the plan is plain data; the planner never emits code.
 
@@ -15,6 +17,7 @@ pub mod arrangement;
 pub mod error;
 pub mod plan;
 pub mod scratch;
+pub mod shared;
 pub mod transfer;
 
 pub use error::PlanError;
@@ -22,6 +25,7 @@ pub use plan::{Plan, TransferPlan};
 pub use scratch::{
     Barrier, CollectivePlan, ExchangePlan, Hazard, PositionForm, Slice, SyncScope, padded_slot,
 };
+pub use shared::{ArrayHome, SharedLayout};
 
 use crate::ir::{Info, Ir};
 
@@ -37,6 +41,7 @@ pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         arrangements: arrangements.of,
         transfers,
         shared_bytes: scratch.bytes,
+        shared: scratch.shared,
         exchanges: scratch.exchanges,
         slices: scratch.slices,
         barriers: scratch.barriers,

@@ -1,6 +1,7 @@
 //! The plan: plain data that code generation reads.
 
 use super::scratch::{Barrier, CollectivePlan, ExchangePlan, Slice};
+use super::shared::SharedLayout;
 use crate::ir::{Algorithm, Arrangement, OpId};
 
 /// How one load or store moves its tile.
@@ -42,15 +43,20 @@ pub struct Plan {
     pub arrangements: Vec<Option<Arrangement>>,
     /// Per op: the plan of a load or store.
     pub transfers: Vec<Option<TransferPlan>>,
-    /// Shared memory the kernel needs, in bytes.
+    /// Shared memory the kernel needs, in bytes: its static declarations (as ptxas allocates
+    /// them at most) and its dynamic part.
     pub shared_bytes: u32,
+    /// How that memory is declared: each shared array on its own where the static limit
+    /// allows, and the window of the planned slices, static or dynamic.
+    pub shared: SharedLayout,
     /// Per op, its exchanges through shared memory, in step order.
     pub exchanges: Vec<Vec<ExchangePlan>>,
     /// Shared-memory slices.
     pub slices: Vec<Slice>,
     /// Barriers, each before one step of one op.
     pub barriers: Vec<Barrier>,
-    /// Per shared array, its slice.
+    /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
+    /// window: see [`Plan::shared`]).
     pub arrays: Vec<usize>,
     /// Per op, the shared memory of a block-wide collective.
     pub collectives: Vec<Option<CollectivePlan>>,

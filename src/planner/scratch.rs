@@ -12,6 +12,8 @@
 //!   exchange's live range is its own step pair, so exchanges in sequence reuse one region
 //!   (the kernel needs the largest, not the sum) — except in code that is not uniform across
 //!   the block, where a block barrier cannot go: those exchanges get bytes of their own;
+//!   shared arrays with a declaration of their own ([`super::shared`]) take no bytes of the
+//!   window, the others are in it for the whole kernel;
 //! - a barrier stands before a step exactly when that step touches bytes another thread
 //!   touched since the last barrier on some path, one of the two accesses writing (loops are
 //!   walked twice, so accesses of the previous iteration count) — accesses that map every byte
@@ -27,6 +29,7 @@
 
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
+use super::shared::{self, ArrayHome, SharedLayout};
 use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
@@ -214,10 +217,12 @@ pub struct Scratch {
     pub slices: Vec<Slice>,
     /// The barriers.
     pub barriers: Vec<Barrier>,
-    /// Shared bytes the kernel needs.
+    /// Shared bytes the kernel needs (static declarations and dynamic part).
     pub bytes: u32,
     /// Per shared array, its slice.
     pub arrays: Vec<usize>,
+    /// The declarations: arrays on their own or in the window, the window static or dynamic.
+    pub shared: SharedLayout,
     /// Per op, the shared memory of a block-wide collective (a reduction).
     pub collectives: Vec<Option<CollectivePlan>>,
 }
@@ -381,19 +386,28 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let divergent = divergent_ops(ir, info);
     let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
     let end = order.len() as u32 * 16 + 16;
-    // Shared arrays live for the whole kernel.
+    // Shared arrays live for the whole kernel: in declarations of their own (their slices
+    // keep offset 0 there), or, past the static limit, in the window.
+    let array_bytes: Vec<u32> = ir
+        .arrays
+        .iter()
+        .map(|a| a.len.saturating_mul(a.dtype.bytes()))
+        .collect();
+    let homes = shared::array_homes(&array_bytes);
     for (i, a) in ir.arrays.iter().enumerate() {
         let slice = s.slices.len();
         s.slices.push(Slice {
             label: format!("shared array smem{i}"),
             op: OpId(0),
             offset: 0,
-            bytes: a.len.saturating_mul(a.dtype.bytes()),
+            bytes: array_bytes[i],
             align: a.dtype.bytes().max(4),
             live: (0, end),
         });
         s.arrays.push(slice);
-        requests.push((OpId(0), slice, 0, true));
+        if homes[i] == ArrayHome::Window {
+            requests.push((OpId(0), slice, 0, true));
+        }
     }
     // Temp storages: one slice each, live from their first user to their last.
     let mut storage_slices: Vec<Option<usize>> = vec![None; ir.storages.len()];
@@ -687,6 +701,8 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     }
     requests.sort_by_key(|r| r.2);
     allocate(&mut s, &requests, end, &storage_slices);
+    s.shared = shared::layout(homes, &array_bytes, s.bytes);
+    s.bytes = s.shared.total_bytes();
     // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
     let mut manual = vec![false; s.slices.len()];
     for (i, sl) in storage_slices.iter().enumerate() {

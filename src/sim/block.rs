@@ -29,12 +29,12 @@
 //! only grows within a block.
 
 use super::SimOptions;
-use super::decode::{Coll, NONE, Program};
+use super::decode::{Coll, NONE, Program, SHARED_SHIFT};
 use super::error::{
     AbsentGroup, AbsentState, Access, Extent, MemSpace, MemoryFault, ParticipationFault,
     ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
 };
-use super::exec::{self, Env, Fault, NEVER, SharedMem, Stop};
+use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
 use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::codegen::ptx::{Dim, ShflMode, Special, VoteMode};
@@ -140,6 +140,19 @@ impl<'a> BlockRun<'a> {
             status: vec![Status::Ready; nthreads],
             arrival: vec![0; nthreads],
             shared: SharedMem {
+                segments: prog
+                    .shared
+                    .iter()
+                    .filter(|s| s.bytes > 0)
+                    .map(|s| Segment {
+                        len: s.bytes,
+                        offset: s.offset,
+                    })
+                    .chain([Segment {
+                        len: shape.dynamic_smem,
+                        offset: prog.dyn_base,
+                    }])
+                    .collect(),
                 data: vec![0; smem],
                 written: vec![0; smem],
                 race: opts.check_races.then(RaceState::new),
@@ -854,25 +867,41 @@ impl<'a> BlockRun<'a> {
                     .shared
                     .iter()
                     .map(|s| Extent {
-                        base: u64::from(s.offset),
+                        base: u64::from(s.addr),
                         len: u64::from(if s.bytes == 0 { dynamic } else { s.bytes }),
                         name: Some(s.name.clone()),
+                        note: s.comment.clone(),
                     })
                     .collect();
                 if dynamic > 0 && self.prog.shared.iter().all(|s| s.bytes > 0) {
                     v.push(Extent {
-                        base: u64::from(self.prog.dyn_base),
+                        base: u64::from(self.prog.dyn_addr()),
                         len: u64::from(dynamic),
                         name: Some("(dynamic shared memory)".to_string()),
+                        note: None,
                     });
                 }
-                (pick(v), false)
+                // Shared addresses are 32 bits: an index below the first declaration wraps
+                // to the top of the space, and is nearest to it.
+                let wrapped = |e: &Extent| {
+                    let Ok(a) = u32::try_from(addr) else {
+                        return dist(e);
+                    };
+                    let (b, l) = (e.base as u32, e.len as u32);
+                    if a.wrapping_sub(b) < l.max(1) {
+                        0
+                    } else {
+                        u64::from(a.wrapping_sub(b.wrapping_add(l)).min(b.wrapping_sub(a)))
+                    }
+                };
+                (v.into_iter().min_by_key(wrapped), false)
             }
             MemSpace::Local => (
                 Some(Extent {
                     base: 0,
                     len: u64::from(self.opts.local_bytes),
                     name: Some("(local window)".to_string()),
+                    note: None,
                 }),
                 false,
             ),
@@ -885,6 +914,7 @@ impl<'a> BlockRun<'a> {
                             base: u64::from(p.offset),
                             len: u64::from(p.size),
                             name: Some(p.name.clone()),
+                            note: None,
                         })
                         .collect(),
                 ),
@@ -934,7 +964,7 @@ impl<'a> BlockRun<'a> {
                 },
             })),
             Fault::Race { hit, kind } => SimError::Race(Box::new(RaceFault {
-                address: hit.byte,
+                address: self.shared_address(hit.byte),
                 symbol: self
                     .prog
                     .shared_symbol(u64::from(hit.byte), self.shape.dynamic_smem)
@@ -951,6 +981,18 @@ impl<'a> BlockRun<'a> {
                 },
             })),
         }
+    }
+
+    /// The shared address of storage byte `byte`.
+    fn shared_address(&self, byte: u32) -> u32 {
+        self.shared
+            .segments
+            .iter()
+            .enumerate()
+            .find(|(_, s)| byte >= s.offset && byte - s.offset < s.len)
+            .map_or(byte, |(k, s)| {
+                ((k as u32) << SHARED_SHIFT) + (byte - s.offset)
+            })
     }
 
     fn origin_of(&self, o: u32) -> UninitOrigin {

@@ -651,11 +651,13 @@ fn every_form_module() -> Module {
                 name: "s0".into(),
                 align: 4,
                 bytes: 64,
+                comment: Some("s0: what it holds (user.rs:3:9)".into()),
             },
             SharedDecl {
                 name: "s1".into(),
                 align: 16,
                 bytes: 256,
+                comment: None,
             },
         ],
         regs: RegCounts {
@@ -687,11 +689,13 @@ fn every_form_module() -> Module {
                 name: "dsm".into(),
                 align: 16,
                 bytes: 0,
+                comment: Some("dynamic part".into()),
             },
             SharedDecl {
                 name: "fixed".into(),
                 align: 4,
                 bytes: 20,
+                comment: None,
             },
         ],
         regs: RegCounts {

@@ -201,12 +201,29 @@ pub(crate) struct ParamSlot {
     pub size: u32,
 }
 
-/// A shared declaration's place in the shared window.
+/// Declaration `k` of a block's shared memory (the static ones in order, then the dynamic
+/// part) is at shared address `k << SHARED_SHIFT`: 1 MiB apart, so every declaration (at most
+/// the 227 KiB a block can have) is followed by unmapped addresses, more than its own size,
+/// and an overrun or underrun of up to a whole declaration faults instead of reaching the
+/// next one.
+pub(crate) const SHARED_SHIFT: u32 = 20;
+
+/// The most shared declarations a function may have (their addresses stay below 2^32).
+const MAX_SHARED_DECLS: usize = (1 << (32 - SHARED_SHIFT)) - 1;
+
+/// A shared declaration: its address, and its place in the block's storage (where the static
+/// declarations lie in order, each at its alignment, then the dynamic part).
 #[derive(Debug, Clone)]
 pub(crate) struct SharedSlot {
     pub name: String,
+    /// The shared address of its first byte.
+    pub addr: u32,
+    /// Where its bytes start in the block's storage.
     pub offset: u32,
+    /// Its size; 0 for the dynamic part (sized at launch).
     pub bytes: u32,
+    /// The declaration's comment.
+    pub comment: Option<String>,
 }
 
 /// A special register the function reads, and its slot.
@@ -236,7 +253,8 @@ pub(crate) struct Program {
     pub shared: Vec<SharedSlot>,
     /// Bytes of static declarations.
     pub static_smem: u32,
-    /// Where the dynamic part starts (the static size, aligned for the dynamic declarations).
+    /// Where the dynamic part starts in the block's storage (the static size, aligned for the
+    /// dynamic declarations).
     pub dyn_base: u32,
     pub reqntid: Option<[u32; 3]>,
     /// Per body index (and one past the end): line number and trimmed text.
@@ -284,12 +302,18 @@ impl Program {
         })
     }
 
-    /// The shared declaration holding a shared-window offset, given the launch's dynamic size.
+    /// The shared declaration holding storage byte `off`, given the launch's dynamic size.
     pub(crate) fn shared_symbol(&self, off: u64, dynamic: u32) -> Option<&SharedSlot> {
         self.shared.iter().find(|s| {
             let len = if s.bytes == 0 { dynamic } else { s.bytes };
             off >= u64::from(s.offset) && off < u64::from(s.offset) + u64::from(len)
         })
+    }
+
+    /// The shared address of the dynamic part (after every static declaration).
+    pub(crate) fn dyn_addr(&self) -> u32 {
+        let statics = self.shared.iter().filter(|s| s.bytes > 0).count() as u32;
+        statics << SHARED_SHIFT
     }
 }
 
@@ -439,6 +463,9 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
     let mut shared = Vec::with_capacity(f.shared.len());
     let mut soff: u32 = 0;
     let bad_shared = || invalid(f.body.len(), InvalidReason::BadShared);
+    if f.shared.len() > MAX_SHARED_DECLS {
+        return Err(bad_shared());
+    }
     for s in &f.shared {
         if !s.align.is_power_of_two() {
             return Err(bad_shared());
@@ -451,8 +478,10 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
             .ok_or_else(bad_shared)?;
         shared.push(SharedSlot {
             name: s.name.clone(),
+            addr: (shared.len() as u32) << SHARED_SHIFT,
             offset: soff,
             bytes: s.bytes,
+            comment: s.comment.clone(),
         });
         soff = soff.checked_add(s.bytes).ok_or_else(bad_shared)?;
     }
@@ -464,14 +493,17 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         );
     }
     // Keep declaration order, so `SharedAddr(i)` indexes this table.
+    let dyn_addr = (shared.len() as u32) << SHARED_SHIFT;
     let mut ordered = Vec::with_capacity(f.shared.len());
     let mut statics = shared.into_iter();
     for s in &f.shared {
         if s.bytes == 0 {
             ordered.push(SharedSlot {
                 name: s.name.clone(),
+                addr: dyn_addr,
                 offset: dyn_base,
                 bytes: 0,
+                comment: s.comment.clone(),
             });
         } else if let Some(x) = statics.next() {
             ordered.push(x);
@@ -648,12 +680,12 @@ impl Decoder<'_> {
                 Ok(self.konst(bits))
             }
             Operand::SharedAddr(i) => {
-                let off = self
+                let addr = self
                     .shared
                     .get(i as usize)
                     .ok_or(InvalidReason::UnknownSymbol)?
-                    .offset;
-                Ok(self.konst(alu::imm_int(ty, i64::from(off))))
+                    .addr;
+                Ok(self.konst(alu::imm_int(ty, i64::from(addr))))
             }
             Operand::Special(Special::Clock64 | Special::GlobalTimer) => {
                 if self.clock == NONE {
@@ -717,7 +749,7 @@ impl Decoder<'_> {
                     .shared
                     .get(*i as usize)
                     .ok_or(InvalidReason::UnknownSymbol)?;
-                Ok((NONE, a.offset.saturating_add(i64::from(s.offset))))
+                Ok((NONE, a.offset.saturating_add(i64::from(s.addr))))
             }
         }
     }

@@ -263,7 +263,8 @@ pub enum MemSpace {
     Param,
     /// Device memory from [`super::Simulator::alloc`].
     Global,
-    /// The block's shared memory (static declarations, then the dynamic part).
+    /// The block's shared memory (each static declaration, then the dynamic part, at
+    /// addresses of its own).
     Shared,
     /// The thread's local window.
     Local,
@@ -289,6 +290,9 @@ pub struct Extent {
     pub len: u64,
     /// The symbol, for parameters and shared declarations.
     pub name: Option<String>,
+    /// What the declaration's comment says it is: for a shared array the code generator
+    /// declared, the user's array, its type and length, and where it was declared.
+    pub note: Option<String>,
 }
 
 impl fmt::Display for Extent {
@@ -302,7 +306,11 @@ impl fmt::Display for Extent {
             self.base,
             self.base.saturating_add(self.len),
             self.len
-        )
+        )?;
+        if let Some(n) = &self.note {
+            write!(f, "\n    declared as: {n}")?;
+        }
+        Ok(())
     }
 }
 
@@ -315,7 +323,8 @@ pub struct MemoryFault {
     pub at: Location,
     /// The state space.
     pub space: MemSpace,
-    /// The first byte's address (offset in the window for shared, local and param).
+    /// The first byte's address (the offset in the thread's window for local memory and in
+    /// the parameter buffer for parameters).
     pub address: u64,
     /// Bytes accessed (the whole vector for vector accesses); also the alignment required.
     pub size: u32,
@@ -377,7 +386,8 @@ pub struct Access {
 /// Two unordered accesses to the same shared byte, at least one a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaceFault {
-    /// The shared-memory byte (offset in the block's shared window).
+    /// The shared-memory byte's address (each shared declaration has addresses of its own:
+    /// see the simulator's module documentation).
     pub address: u32,
     /// The shared declaration holding the byte, if any (else the dynamic part).
     pub symbol: Option<String>,

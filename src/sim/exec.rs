@@ -10,7 +10,7 @@
 //! [`Env::pending`] and the thread goes on (the block decides what to report).
 
 use super::alu::{AtomKind, atom_apply};
-use super::decode::{Atomic, Ext, Inst, Mem, NONE, Program};
+use super::decode::{Atomic, Ext, Inst, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
 use super::memory::GlobalView;
 use super::race::{RaceHit, RaceState};
@@ -18,8 +18,21 @@ use super::race::{RaceHit, RaceState};
 /// Origin bit of a register never written; the low bits are its slot.
 pub(crate) const NEVER: u32 = 1 << 31;
 
+/// One mapped range of shared addresses: declaration `k` of the block is at `k <<
+/// SHARED_SHIFT` (see [`super::decode::SHARED_SHIFT`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    /// Bytes mapped from its address.
+    pub len: u32,
+    /// Where they are in [`SharedMem::data`].
+    pub offset: u32,
+}
+
 /// A block's shared memory and its shadow state.
 pub(crate) struct SharedMem {
+    /// The declarations, by address: entry `k` maps `[k << SHARED_SHIFT, +len)`.
+    pub segments: Vec<Segment>,
+    /// Their bytes, back to back (the static declarations in order, then the dynamic part).
     pub data: Vec<u8>,
     /// One byte per shared byte: non-zero once written in this block.
     pub written: Vec<u8>,
@@ -258,6 +271,22 @@ fn le(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// Where shared bytes `[addr, addr+len)` are in the block's storage, when they lie inside one
+/// declaration.
+#[inline(always)]
+fn shared_at(sh: &SharedMem, addr: u64, len: u32) -> Result<usize, Fault> {
+    let k = addr >> SHARED_SHIFT;
+    let off = addr & ((1 << SHARED_SHIFT) - 1);
+    match usize::try_from(k).ok().and_then(|k| sh.segments.get(k)) {
+        Some(s) if off + u64::from(len) <= u64::from(s.len) => Ok(s.offset as usize + off as usize),
+        _ => Err(Fault::Bounds {
+            space: MemSpace::Shared,
+            addr,
+            size: len,
+        }),
+    }
+}
+
 /// The in-bounds byte range `[addr, addr+len)` of a window of `size` bytes.
 #[inline(always)]
 fn window(space: MemSpace, addr: u64, len: u32, size: usize) -> Result<usize, Fault> {
@@ -297,7 +326,7 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
             }
         }
         MemSpace::Shared => {
-            let start = window(m.space, addr, total, env.shared.data.len())?;
+            let start = shared_at(env.shared, addr, total)?;
             if let Some(race) = env.shared.race.as_mut() {
                 for b in start..start + total as usize {
                     race.read(b, env.tid, pc).map_err(|hit| Fault::Race {
@@ -371,7 +400,7 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
             }
         }
         MemSpace::Shared => {
-            let start = window(m.space, addr, total, env.shared.data.len())?;
+            let start = shared_at(env.shared, addr, total)?;
             if let Some(race) = env.shared.race.as_mut() {
                 for b in start..start + total as usize {
                     race.write(b, env.tid, pc).map_err(|hit| Fault::Race {
@@ -439,7 +468,7 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
             old
         }
         MemSpace::Shared => {
-            let start = window(at.space, addr, size, env.shared.data.len())?;
+            let start = shared_at(env.shared, addr, size)?;
             let end = start + size as usize;
             if let Some(race) = env.shared.race.as_mut() {
                 for b in start..end {

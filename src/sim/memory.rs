@@ -257,6 +257,7 @@ impl<'a> GlobalView<'a> {
             base: a.base,
             len: a.len,
             name: None,
+            note: None,
         });
         let freed = self
             .freed

@@ -58,8 +58,14 @@
 //!
 //! Blocks run one after another in linear order (or spread over [`SimOptions::threads`]
 //! workers); global stores are visible to later blocks and after the launch, as on the GPU.
-//! Shared memory holds the static declarations in order, then the dynamic part (where every
-//! `.extern .shared` declaration starts). `%warpid` is the warp's index in the block and
+//! Each static shared declaration, and then the dynamic part (where every `.extern .shared`
+//! declaration starts), has addresses of its own: declaration `k` is at `k` MiB, with nothing
+//! mapped between the end of one and the start of the next (a gap larger than any block's
+//! shared memory), as global allocations have gaps between them. So accesses in bounds see
+//! what the GPU's do, and an access past or below a declaration (a 32-bit address that
+//! wrapped below the first one included) is out of bounds of that declaration instead of
+//! reaching its neighbour's bytes. Kernels must not rely on the numeric value of a shared
+//! symbol's address (the GPU's differ too). `%warpid` is the warp's index in the block and
 //! `%nwarpid` the block's warp count; `%clock64` and `%globaltimer` count the block's
 //! thread-instructions so far.
 //!
@@ -94,9 +100,15 @@
 //!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found;
 //!   global memory is not checked.
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
-//!   past the static plus dynamic size (shared), outside the thread's window (local; see
+//!   outside every shared declaration (shared: each is checked on its own, so an index past
+//!   one array into the next, or into the code generator's scratch, is out of bounds, not
+//!   another array's value or a race), outside the thread's window (local; see
 //!   [`SimOptions::local_bytes`]) or outside a parameter, and misaligned accesses, with the
-//!   nearest buffer's extent.
+//!   nearest buffer's extent and, for shared memory, what the declaration's comment says it
+//!   is (the code generator declares each user shared array on its own, `smem0` as the IR
+//!   listing names it, and writes its type, length and source line there). Shared arrays past
+//!   the 48 KiB static limit live in the planned dynamic window, and are checked against that
+//!   window only (see [`crate::planner::shared`]).
 //! - **uninitialized**: tracks a defined bit per register and per byte of shared, local and
 //!   global memory, propagates undefinedness through arithmetic like valgrind's memcheck, and
 //!   reports when an undefined value reaches an observable use: a store's value or address, a

@@ -324,8 +324,13 @@ fn parse_reg_decl(rest: &str, regs: &mut RegCounts) -> R<()> {
     Ok(())
 }
 
-/// ` .align 4 .b8 name[64];`, or with `dynamic` ` .align 16 .b8 name[];` (size 0).
+/// ` .align 4 .b8 name[64];`, or with `dynamic` ` .align 16 .b8 name[];` (size 0), either
+/// followed by an optional ` // comment`.
 fn parse_shared_decl(rest: &str, dynamic: bool) -> R<SharedDecl> {
+    let (rest, comment) = match rest.split_once("//") {
+        Some((decl, c)) => (decl, Some(c.strip_prefix(' ').unwrap_or(c).to_string())),
+        None => (rest, None),
+    };
     let rest = rest
         .trim()
         .strip_suffix(';')
@@ -362,6 +367,7 @@ fn parse_shared_decl(rest: &str, dynamic: bool) -> R<SharedDecl> {
         name: name.to_string(),
         align,
         bytes,
+        comment,
     })
 }
 
@@ -1016,6 +1022,7 @@ mod tests {
                 name: "s".into(),
                 align: 4,
                 bytes: 16,
+                comment: None,
             }],
             regs: RegCounts::default(),
             body: vec![],

@@ -14,6 +14,7 @@ mod neighbor;
 mod reduce;
 mod runtime;
 mod scan;
+mod shared_bounds;
 mod sim;
 mod smem;
 mod valid;

@@ -60,7 +60,7 @@ fn launch(
 }
 
 #[test]
-fn dynamic_shared_memory_follows_the_static_part() {
+fn dynamic_shared_memory_has_addresses_of_its_own() {
     let text = kernel(
         "dsm",
         &["u64 out"],
@@ -97,16 +97,18 @@ fn dynamic_shared_memory_follows_the_static_part() {
     s.launch(&module, "dsm", [1, 1, 1], [8, 1, 1], 32, &[out])
         .unwrap();
     let v = u32s(&s, out, 32);
+    // The static declaration is at 0, the dynamic part 1 MiB further (each declaration has an
+    // unmapped gap after it); 20 static bytes and 32 dynamic ones in all.
+    let dsm = 1 << 20;
     for t in 0..8usize {
-        // 20 static bytes, then the dynamic part at the next multiple of 16.
-        assert_eq!(&v[4 * t..4 * t + 4], &[32, t as u32, 32, 52]);
+        assert_eq!(&v[4 * t..4 * t + 4], &[dsm, t as u32, 32, 52]);
     }
     // Too few dynamic bytes: the last thread writes past them, and the report names `dsm`.
     let e = s
         .launch(&module, "dsm", [1, 1, 1], [8, 1, 1], 28, &[out])
         .unwrap_err();
     assert!(
-        matches!(&e, SimError::OutOfBounds(f) if f.address == 32 + 28 && f.thread.thread == [7, 0, 0]
+        matches!(&e, SimError::OutOfBounds(f) if f.address == u64::from(dsm) + 28 && f.thread.thread == [7, 0, 0]
             && f.nearest.as_ref().is_some_and(|n| n.name.as_deref() == Some("dsm") && n.len == 28)),
         "{e}"
     );
@@ -954,12 +956,17 @@ fn shared_local_and_param_overruns() {
             && f.nearest.as_ref().is_some_and(|n| n.name.as_deref() == Some("s") && n.len == 128)),
         "{e}"
     );
-    // The dynamic part extends the window.
-    s.launch(&m, "sh", [1, 1, 1], [33, 1, 1], 4, &[]).unwrap();
-    let m2 = s.load_module(&sh.replace("OFF", "4")).unwrap();
-    s.launch(&m2, "sh", [1, 1, 1], [32, 1, 1], 4, &[]).unwrap();
+    // The dynamic part does not extend a static declaration: it has addresses of its own.
     let e = s
-        .launch(&m2, "sh", [1, 1, 1], [32, 1, 1], 0, &[])
+        .launch(&m, "sh", [1, 1, 1], [33, 1, 1], 4, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&e, SimError::OutOfBounds(f) if f.address == 128 && f.thread.thread == [32, 0, 0]),
+        "{e}"
+    );
+    let m2 = s.load_module(&sh.replace("OFF", "4")).unwrap();
+    let e = s
+        .launch(&m2, "sh", [1, 1, 1], [32, 1, 1], 4, &[])
         .unwrap_err();
     assert!(
         matches!(&e, SimError::OutOfBounds(f) if f.address == 128 && f.thread.thread == [31, 0, 0]),

@@ -284,12 +284,14 @@ fn shared_arrays_with_user_barriers() {
     };
     let kernel = build(true);
     let plan = kernel.plan();
+    // The array is declared on its own, beside the window of the planned exchange.
+    assert_eq!(plan.shared.arrays, vec![coopgraph::planner::ArrayHome::Own]);
     let array = &plan.slices[plan.arrays[0]];
+    assert!(plan.shared_bytes >= plan.shared.window_bytes + array.bytes);
+    let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
     assert!(
-        plan.slices
-            .iter()
-            .filter(|s| !std::ptr::eq(*s, array))
-            .all(|s| s.offset >= array.offset + array.bytes || s.offset + s.bytes <= array.offset)
+        ptx.contains(".shared .align 4 .b8 smem0[256]; // smem0: shared f32 x 64 at"),
+        "{ptx}"
     );
     let xs: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let want: Vec<f32> = (0..64).map(|i| ((i + 1) % 64) as f32).collect();
@@ -408,10 +410,20 @@ fn dynamic_shared_memory_past_48k() {
     };
     let kernel = build(16 * 1024);
     assert!(kernel.plan().shared_bytes > 48 * 1024);
-    assert!(kernel.explain().contains("dynamic"));
+    // The 64 KiB array cannot be a static declaration: it lives in the dynamic window.
+    assert_eq!(
+        kernel.plan().shared.arrays,
+        vec![coopgraph::planner::ArrayHome::Window]
+    );
+    assert!(kernel.plan().shared.window_dynamic);
+    let explained = kernel.explain();
+    assert!(
+        explained.contains("dynamic") && explained.contains("checked against the window only"),
+        "{explained}"
+    );
     let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
     assert!(
-        ptx.contains(".extern .shared .align 16 .b8 smem[];"),
+        ptx.contains(".extern .shared .align 16 .b8 scratch[];"),
         "{ptx}"
     );
     super::common::assemble_all(&kernel);
@@ -572,8 +584,17 @@ fn live_slices_never_share_bytes() {
     k.store_to(b, &y, &u, Store::transpose());
     let kernel = k.build().expect("builds");
     let plan = kernel.plan();
-    for (i, a) in plan.slices.iter().enumerate() {
-        for bsl in &plan.slices[i + 1..] {
+    // The array has a declaration of its own; the window's slices are the others.
+    assert_eq!(plan.shared.arrays, vec![coopgraph::planner::ArrayHome::Own]);
+    let window: Vec<_> = plan
+        .slices
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !plan.arrays.contains(i))
+        .map(|(_, s)| s)
+        .collect();
+    for (i, a) in window.iter().enumerate() {
+        for bsl in &window[i + 1..] {
             let live = a.live.0 <= bsl.live.1 && bsl.live.0 <= a.live.1;
             let bytes = a.offset < bsl.offset + bsl.bytes && bsl.offset < a.offset + a.bytes;
             assert!(
