@@ -624,7 +624,7 @@ fn shared_symbols(ir: &Ir, plan: &Plan) -> SharedSymbols {
     let mut decls = Vec::new();
     let window_decl = |bytes: u32, what: &str| SharedDecl {
         name: WINDOW_SYMBOL.into(),
-        align: 16,
+        align: layout.window_align,
         bytes,
         comment: Some(format!(
             "planned scratch: exchanges, collectives, temp storages{what}"

@@ -388,20 +388,25 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let end = order.len() as u32 * 16 + 16;
     // Shared arrays live for the whole kernel: in declarations of their own (their slices
     // keep offset 0 there), or, past the static limit, in the window.
-    let array_bytes: Vec<u32> = ir
+    let arrays: Vec<(u32, u32)> = ir
         .arrays
         .iter()
-        .map(|a| a.len.saturating_mul(a.dtype.bytes()))
+        .map(|a| {
+            (
+                a.len.saturating_mul(a.dtype.bytes()),
+                a.dtype.bytes().max(4),
+            )
+        })
         .collect();
-    let homes = shared::array_homes(&array_bytes);
-    for (i, a) in ir.arrays.iter().enumerate() {
+    let homes = shared::array_homes(&arrays);
+    for (i, &(bytes, align)) in arrays.iter().enumerate() {
         let slice = s.slices.len();
         s.slices.push(Slice {
             label: format!("shared array smem{i}"),
             op: OpId(0),
             offset: 0,
-            bytes: array_bytes[i],
-            align: a.dtype.bytes().max(4),
+            bytes,
+            align,
             live: (0, end),
         });
         s.arrays.push(slice);
@@ -701,7 +706,12 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     }
     requests.sort_by_key(|r| r.2);
     allocate(&mut s, &requests, end, &storage_slices);
-    s.shared = shared::layout(homes, &array_bytes, s.bytes);
+    let window_align = requests
+        .iter()
+        .map(|r| s.slices[r.1].align)
+        .max()
+        .unwrap_or(16);
+    s.shared = shared::layout(homes, &arrays, s.bytes, window_align);
     s.bytes = s.shared.total_bytes();
     // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
     let mut manual = vec![false; s.slices.len()];

@@ -14,9 +14,13 @@
 //! - the window is static where it fits beside the arrays' declarations, else it is the
 //!   kernel's dynamic shared memory (sized at launch): so a window holding an array is always
 //!   dynamic;
-//! - sizes are bounds of what ptxas allocates, whatever order it places declarations in: each
-//!   declaration is aligned to at most 16 bytes, so declarations `b_1..b_n` take at most
-//!   `sum(b_i) + 15 * (n - 1)` bytes (exactly `b_1` for one declaration).
+//! - the window is aligned to the largest alignment of a slice in it (at least 16), so a temp
+//!   storage's alignment holds for its address, not only for its offset;
+//! - sizes are bounds of what ptxas allocates, whatever order it places declarations in: a
+//!   declaration of `b` bytes aligned to `a` takes at most `b + a - 1` bytes after the one
+//!   before it, and the first one placed starts at 0, so the bound is the sum of `b + a - 1`
+//!   less the smallest `a - 1` (exactly `b` for one declaration); with a dynamic window, the
+//!   static part is rounded up to the window's alignment, where the dynamic part starts.
 
 use crate::codegen::Arch;
 
@@ -37,6 +41,8 @@ pub struct SharedLayout {
     pub arrays: Vec<ArrayHome>,
     /// Bytes of the planned window (0: the kernel declares none).
     pub window_bytes: u32,
+    /// The window's alignment: the largest of its slices', at least 16.
+    pub window_align: u32,
     /// Whether the window is dynamic shared memory (sized at launch).
     pub window_dynamic: bool,
     /// The most bytes ptxas allocates for the static declarations.
@@ -59,20 +65,24 @@ impl SharedLayout {
     }
 }
 
-/// The most bytes declarations of `sizes` take, in any order, each aligned to at most 16.
-fn static_bound(sizes: &[u32]) -> u64 {
-    let sum: u64 = sizes.iter().map(|&b| u64::from(b)).sum();
-    sum + 15 * (sizes.len() as u64).saturating_sub(1)
+/// The most bytes declarations of `(bytes, align)` take, in any order.
+fn static_bound(decls: &[(u32, u32)]) -> u64 {
+    let sum: u64 = decls
+        .iter()
+        .map(|&(b, a)| u64::from(b) + u64::from(a.max(1)) - 1)
+        .sum();
+    let first = decls.iter().map(|&(_, a)| u64::from(a.max(1)) - 1).min();
+    sum - first.unwrap_or(0)
 }
 
-/// Where each array of `bytes` bytes (in declaration order) is declared.
-pub(super) fn array_homes(bytes: &[u32]) -> Vec<ArrayHome> {
+/// Where each array of `(bytes, align)` (in declaration order) is declared.
+pub(super) fn array_homes(arrays: &[(u32, u32)]) -> Vec<ArrayHome> {
     let limit = u64::from(Arch::MAX_STATIC_SHARED);
-    let mut own: Vec<u32> = Vec::new();
-    bytes
+    let mut own: Vec<(u32, u32)> = Vec::new();
+    arrays
         .iter()
-        .map(|&b| {
-            own.push(b);
+        .map(|&a| {
+            own.push(a);
             if static_bound(&own) <= limit {
                 ArrayHome::Own
             } else {
@@ -83,28 +93,42 @@ pub(super) fn array_homes(bytes: &[u32]) -> Vec<ArrayHome> {
         .collect()
 }
 
-/// The layout, once the window's size is known. `bytes` are the arrays' sizes.
-pub(super) fn layout(homes: Vec<ArrayHome>, bytes: &[u32], window_bytes: u32) -> SharedLayout {
-    let mut own: Vec<u32> = homes
+/// The layout, once the window's size and alignment are known. `arrays` are the arrays'
+/// `(bytes, align)`.
+pub(super) fn layout(
+    homes: Vec<ArrayHome>,
+    arrays: &[(u32, u32)],
+    window_bytes: u32,
+    window_align: u32,
+) -> SharedLayout {
+    let mut own: Vec<(u32, u32)> = homes
         .iter()
-        .zip(bytes)
+        .zip(arrays)
         .filter(|(h, _)| **h == ArrayHome::Own)
-        .map(|(_, &b)| b)
+        .map(|(_, &a)| a)
         .collect();
     let limit = u64::from(Arch::MAX_STATIC_SHARED);
+    let window_align = window_align.max(16);
     let mut window_dynamic = false;
     if window_bytes > 0 {
-        own.push(window_bytes);
+        own.push((window_bytes, window_align));
         if static_bound(&own) > limit {
             own.pop();
             window_dynamic = true;
         }
     }
+    let mut static_bytes = static_bound(&own);
+    if window_dynamic {
+        // The dynamic part starts at its alignment after the static declarations, and ptxas
+        // counts the padding before it as static.
+        static_bytes = static_bytes.next_multiple_of(u64::from(window_align));
+    }
     SharedLayout {
         arrays: homes,
         window_bytes,
+        window_align,
         window_dynamic,
-        static_bytes: u32::try_from(static_bound(&own)).unwrap_or(u32::MAX),
+        static_bytes: u32::try_from(static_bytes).unwrap_or(u32::MAX),
     }
 }
 
@@ -116,26 +140,34 @@ mod tests {
     fn arrays_get_declarations_while_they_fit() {
         let k = 1024;
         // One declaration: its own size; more: room for the padding between them.
-        assert_eq!(static_bound(&[100]), 100);
-        assert_eq!(static_bound(&[6, 20, 4, 16]), 46 + 45);
+        assert_eq!(static_bound(&[(100, 16)]), 100);
+        assert_eq!(
+            static_bound(&[(6, 4), (20, 16), (4, 4), (16, 16)]),
+            46 + 3 + 15 + 15
+        );
         assert_eq!(static_bound(&[]), 0);
-        let homes = array_homes(&[40 * k, 8 * k, 4 * k, 64 * k]);
+        let f = |bytes: u32| (bytes, 4);
+        let arrays = [f(40 * k), f(8 * k), f(4 * k), f(64 * k)];
+        let homes = array_homes(&arrays);
         use ArrayHome::*;
-        // 40K + 8K + 15 passes 48K; the 4 KiB array after it still fits.
+        // 40K + 8K + 3 passes 48K; the 4 KiB array after it still fits.
         assert_eq!(homes, vec![Own, Window, Own, Window]);
-        let l = layout(homes, &[40 * k, 8 * k, 4 * k, 64 * k], 80 * k);
+        let l = layout(homes, &arrays, 80 * k, 16);
         assert!(l.window_dynamic);
-        assert_eq!(l.static_bytes, 44 * k + 15);
+        assert_eq!(l.static_bytes, 44 * k + 16);
         assert_eq!(l.dynamic_bytes(), 80 * k);
-        assert_eq!(l.total_bytes(), 124 * k + 15);
+        assert_eq!(l.total_bytes(), 124 * k + 16);
         // A window that fits beside the arrays is static.
-        let l = layout(vec![Own], &[1000], 2048);
+        let l = layout(vec![Own], &[f(1000)], 2048, 16);
         assert!(!l.window_dynamic);
         assert_eq!((l.static_bytes, l.dynamic_bytes()), (3048 + 15, 0));
-        // No arrays: the window alone, exactly.
-        let l = layout(vec![], &[], 4096);
-        assert_eq!((l.static_bytes, l.total_bytes()), (4096, 4096));
-        let l = layout(vec![], &[], 0);
+        // No arrays: the window alone, exactly, aligned to its largest slice alignment.
+        let l = layout(vec![], &[], 4096, 512);
+        assert_eq!(
+            (l.static_bytes, l.total_bytes(), l.window_align),
+            (4096, 4096, 512)
+        );
+        let l = layout(vec![], &[], 0, 0);
         assert_eq!(l.total_bytes(), 0);
     }
 }
