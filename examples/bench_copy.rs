@@ -2,6 +2,11 @@
 //! 1/4/8/16 items per thread, beside the device-to-device copy bandwidth measured in the same
 //! run. GB/s counts bytes read plus bytes written. Every kernel's output is checked once.
 //!
+//! Each configuration runs twice: as built (every access checked against the buffers'
+//! lengths) and built with `unchecked_bounds` (launched with `launch_unchecked`); the row shows
+//! both and the checked kernel's bandwidth as a percentage of the unchecked one's, so the cost
+//! of the checks is read off one run.
+//!
 //! With `COOPGRAPH_CUB_CSV` naming the CSV that `benches/cub/run.sh` wrote in the same run
 //! (CUB's `BlockLoad`/`BlockStore` in the same configurations), each row also shows CUB's
 //! figure and our ratio to it.
@@ -13,15 +18,23 @@
 #[path = "support/bench.rs"]
 mod bench;
 
-use coopgraph::ir::{Algorithm, Element, index};
-use coopgraph::runtime::{Device, DeviceElement};
+use coopgraph::ir::{Algorithm, Bounds, Element, index};
+use coopgraph::runtime::{Buffer, Device, DeviceElement, Function};
 use coopgraph::{KernelBuilder, Load, Store};
 
-fn copy_kernel<T: Element>(alg: Algorithm, block: u32, items: u32) -> coopgraph::Kernel {
-    let name = format!("copy_{}_{alg:?}_{block}x{items}", T::DTYPE);
+fn copy_kernel<T: Element>(
+    alg: Algorithm,
+    block: u32,
+    items: u32,
+    bounds: Bounds,
+) -> coopgraph::Kernel {
+    let name = format!("copy_{}_{alg:?}_{block}x{items}_{bounds:?}", T::DTYPE);
     let mut k = KernelBuilder::new(name)
         .block(block)
         .items_per_thread(items);
+    if bounds == Bounds::Unchecked {
+        k = k.unchecked_bounds();
+    }
     let x = k.input::<T>("x");
     let y = k.output::<T>("y");
     let n = k.scalar::<u32>("n");
@@ -53,6 +66,26 @@ fn alg_name(a: Algorithm) -> &'static str {
     }
 }
 
+/// One launch of a copy kernel over `n` elements of `x` into `y`.
+fn copy<T: DeviceElement>(
+    f: &Function,
+    bounds: Bounds,
+    n: usize,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+) {
+    let args = (x, y, n as u32);
+    match bounds {
+        Bounds::Checked => f.launch_over(n, args).expect("launch"),
+        Bounds::Unchecked => {
+            let config = f.config_over(n).expect("config");
+            // SAFETY: the kernel's valid counts stop at `n`, and both buffers hold `n`
+            // elements.
+            unsafe { f.launch_unchecked(config, args) }.expect("launch")
+        }
+    }
+}
+
 fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
     let cub = bench::cub_figures();
     let dtype = T::DTYPE.to_string();
@@ -62,29 +95,31 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
     let x = dev.upload(&xs).expect("upload");
     let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
     let bytes = 2 * n * T::DTYPE.bytes() as usize;
-    let copy = bench::copy_gbps(dev, reps, &x, &mut y);
+    let copy_bw = bench::copy_gbps(dev, reps, &x, &mut y);
     let mut rows = Vec::new();
-    if let Some(g) = copy {
+    if let Some(g) = copy_bw {
         let key = ("memcpy".into(), dtype.clone(), "memcpy".into(), 0, 0);
         let (theirs, _) = bench::versus(g, cub.get(&key));
         rows.push(format!(
-            "| {dtype} | device-to-device copy | - | - | {g:.0} | 100% | {theirs} | - |"
+            "| {dtype} | device-to-device copy | - | - | {g:.0} | - | - | 100% | {theirs} | - |"
         ));
     }
     for alg in Algorithm::ALL {
         for block in [128u32, 256] {
             for items in [1u32, 4, 8, 16] {
-                let kernel = copy_kernel::<T>(alg, block, items);
-                let f = dev.compile(&kernel).expect("compile");
-                // Check once, into a poisoned output.
-                let mut out = dev.alloc_filled(n, T::from_bits(0x5a)).expect("alloc");
-                f.launch_over(n, (&x, &mut out, n as u32)).expect("launch");
-                let got = out.to_vec().expect("download");
-                assert!(got == xs, "{} copied wrongly", kernel.name());
-                let t = bench::time(dev, reps, || {
-                    f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
-                });
-                let g = bench::gbps(bytes, t);
+                let mut gbps = Vec::new();
+                for bounds in [Bounds::Checked, Bounds::Unchecked] {
+                    let kernel = copy_kernel::<T>(alg, block, items, bounds);
+                    let f = dev.compile(&kernel).expect("compile");
+                    // Check once, into a poisoned output.
+                    let mut out = dev.alloc_filled(n, T::from_bits(0x5a)).expect("alloc");
+                    copy(&f, bounds, n, &x, &mut out);
+                    let got = out.to_vec().expect("download");
+                    assert!(got == xs, "{} copied wrongly", kernel.name());
+                    let t = bench::time(dev, reps, || copy(&f, bounds, n, &x, &mut y));
+                    gbps.push(bench::gbps(bytes, t));
+                }
+                let (g, raw) = (gbps[0], gbps[1]);
                 let key = (
                     "copy".into(),
                     dtype.clone(),
@@ -94,9 +129,10 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                 );
                 let (theirs, ratio) = bench::versus(g, cub.get(&key));
                 rows.push(format!(
-                    "| {dtype} | {} | {block} | {items} | {g:.0} | {} | {theirs} | {ratio} |",
+                    "| {dtype} | {} | {block} | {items} | {g:.0} | {raw:.0} | {} | {} | {theirs} | {ratio} |",
                     alg_name(alg),
-                    bench::percent(g, copy),
+                    bench::percent(g, Some(raw)),
+                    bench::percent(g, copy_bw),
                 ));
             }
         }
@@ -108,8 +144,10 @@ fn main() {
     let dev = Device::default_device().expect("a device");
     let (on_gpu, n, reps) = bench::size(&dev);
     println!("device: {:?}, n = {n}", dev.backend());
-    println!("| dtype | algorithm | block | items | GB/s | % of copy | CUB GB/s | ratio |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| dtype | algorithm | block | items | GB/s | unchecked GB/s | % of unchecked | % of copy | CUB GB/s | ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in run::<f32>(&dev, n, reps)
         .into_iter()
         .chain(run::<i32>(&dev, n, reps))

@@ -327,6 +327,7 @@ impl Canonical for Ir {
             items_per_thread,
             items_loc: _,
             strict_arrangements,
+            bounds,
             params,
             groups,
             datas,
@@ -345,6 +346,10 @@ impl Canonical for Ir {
         }
         w.u32(*items_per_thread);
         w.bool(*strict_arrangements);
+        w.tag(match bounds {
+            Bounds::Checked => 0,
+            Bounds::Unchecked => 1,
+        });
         w.seq(params);
         w.seq(groups);
         w.seq(datas);

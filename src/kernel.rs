@@ -5,7 +5,7 @@ use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
-use crate::runtime::{Compile, KernelImage, ParamKind, ParamSig};
+use crate::runtime::{Compile, HiddenParam, KernelImage, ParamKind, ParamSig};
 use std::sync::Arc;
 
 /// A kernel that verified and planned: ready to emit PTX for any supported arch and to
@@ -174,7 +174,7 @@ impl Kernel {
         let mut s = crate::ir::print::listing(ir, &[]);
         s.push_str("plan:\n");
         s.push_str(&format!(
-            "  block {} threads, tile {} elements, shared memory {} bytes{}\n",
+            "  block {} threads, tile {} elements, shared memory {} bytes{}, {}\n",
             plan.block_threads,
             plan.block_tile,
             plan.shared_bytes,
@@ -185,6 +185,10 @@ impl Kernel {
                 )
             } else {
                 String::new()
+            },
+            match ir.bounds {
+                crate::ir::Bounds::Checked => "accesses checked against the buffers' lengths",
+                crate::ir::Bounds::Unchecked => "accesses unchecked (launch_unchecked only)",
             }
         ));
         for (i, a) in plan.arrangements.iter().enumerate() {
@@ -299,6 +303,11 @@ impl Compile for Kernel {
             dynamic_smem: shared.dynamic_bytes(),
             needs_cooperative: false,
             grid_dims: grid_dims.unwrap_or(1),
+            hidden: codegen::length_params(&self.inner.ir)
+                .into_iter()
+                .map(|p| HiddenParam::Length { buffer: p.index() })
+                .collect(),
+            bounds: self.inner.ir.bounds,
         })
     }
 }

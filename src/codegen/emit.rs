@@ -8,7 +8,7 @@
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
 use super::ptx::*;
 use super::target::Arch;
-use crate::ir::ops::{OpKind, Role};
+use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{DType, DataId, ExprId, Info, Ir, OpId, ParamId, RegionId};
 use crate::planner::Plan;
 use smallvec::smallvec;
@@ -30,6 +30,18 @@ pub fn entry_name(name: &str) -> String {
         s.insert_str(0, "k_");
     }
     s
+}
+
+/// The buffer parameters whose lengths the entry takes as hidden `.u32` parameters, after the
+/// user's, in this order: every buffer of a kernel whose bounds are checked, none otherwise.
+pub fn length_params(ir: &Ir) -> Vec<ParamId> {
+    match ir.bounds {
+        Bounds::Unchecked => Vec::new(),
+        Bounds::Checked => (0..ir.params.len())
+            .filter(|&i| ir.params[i].role != Role::Scalar)
+            .map(|i| ParamId(i as u32))
+            .collect(),
+    }
 }
 
 /// How many grid dimensions `f` tells blocks apart by: 1 when it reads the block index and the
@@ -65,6 +77,7 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         body: Vec::new(),
         data: Vec::new(),
         params: Vec::new(),
+        lengths: HashMap::new(),
         loop_regs: HashMap::new(),
         specials: HashMap::new(),
         labels: 0,
@@ -104,6 +117,8 @@ pub struct Emitter<'a> {
     body: Vec<Instr>,
     data: Vec<Vec<Reg>>,
     params: Vec<Reg>,
+    /// The length (elements, `u32`) of each buffer parameter, where bounds are checked.
+    lengths: HashMap<ParamId, Reg>,
     pub(crate) loop_regs: HashMap<OpId, [Reg; 3]>,
     specials: HashMap<Special, Reg>,
     labels: u32,
@@ -210,6 +225,11 @@ impl Emitter<'_> {
         }
     }
 
+    /// The register holding a buffer parameter's length in elements, where bounds are checked.
+    pub fn length_reg(&self, p: ParamId) -> Option<Reg> {
+        self.lengths.get(&p).copied()
+    }
+
     /// The registers of a payload (during an op that converts it, the converted ones).
     pub fn data_regs(&self, d: DataId) -> &[Reg] {
         if let Some(r) = self.overrides.get(&d) {
@@ -249,8 +269,8 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// Declares the parameters, loads them, converts buffer pointers to global addresses, and
-    /// allocates every payload's registers.
+    /// Declares the parameters (the user's, then the hidden buffer lengths), loads them,
+    /// converts buffer pointers to global addresses, and allocates every payload's registers.
     fn prologue(&mut self, entry: &str) -> Vec<Param> {
         let ir = self.ir;
         let mut params = Vec::with_capacity(ir.params.len());
@@ -295,6 +315,24 @@ impl Emitter<'_> {
             };
             self.params.push(r);
             params.push(Param { name, ty });
+        }
+        for p in length_params(ir) {
+            let name = format!("{entry}_len_{}", p.index());
+            let r = self.reg(RegClass::B32);
+            self.entry.push(
+                Op::Ld {
+                    space: Space::Param,
+                    ty: Ty::U32,
+                    dst: smallvec![r],
+                    addr: Address {
+                        base: AddrBase::Param(name.clone()),
+                        offset: 0,
+                    },
+                }
+                .into(),
+            );
+            self.lengths.insert(p, r);
+            params.push(Param { name, ty: Ty::U32 });
         }
         for d in &ir.datas {
             let c = class(d.dtype);

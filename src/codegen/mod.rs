@@ -14,6 +14,6 @@ pub mod target;
 pub mod transfer;
 pub mod write;
 
-pub use emit::{emit, entry_name, grid_dims};
+pub use emit::{emit, entry_name, grid_dims, length_params};
 pub use target::Arch;
 pub use write::write_module;

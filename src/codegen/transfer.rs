@@ -7,6 +7,13 @@
 //! element is below the access group's valid items: a warp's or logical warp's own count, or
 //! its share of a count of the block's tile ([`ValidOf`]), computed in one place
 //! (`valid_bounds`).
+//!
+//! Where bounds are checked ([`Bounds::Checked`](crate::ir::Bounds)), the buffer's length (a
+//! hidden parameter) joins the count there: positions at or past `len - offset` are past the
+//! valid items. So a tile wholly inside the buffer still takes the unguarded (or vector) path
+//! after one comparison per thread, and the transposing algorithms' exchanges skip the same
+//! positions the global accesses skip. Indices are 32-bit: the runtime passes a longer buffer's
+//! length as `u32::MAX`, and no valid position's index wraps, since each is below the length.
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, mem_ty};
@@ -118,34 +125,85 @@ impl Emitter<'_> {
         (rank, Some(start))
     }
 
-    /// The valid items of this thread's access group: the one place a group's share of a
-    /// count is computed. A block-tile count gives the group `min(count - start, tile)`
-    /// (none at or below its start), a group's own count `min(count, tile)`.
-    fn valid_bounds(&mut self, plan: &TransferPlan, count: Count, start: Option<Reg>) -> Bounds {
-        let tile = Operand::Imm(plan.group_tile as i64);
-        let v = count.reg;
-        let share = match (count.of, start) {
-            (ValidOf::Block, Some(s)) => {
-                let above = self.u32op(BinOp::Max, v.into(), s.into());
-                let past = self.u32op(BinOp::Sub, above.into(), s.into());
-                self.u32op(BinOp::Min, past.into(), tile)
-            }
-            (ValidOf::Block | ValidOf::Group, _) => self.u32op(BinOp::Min, v.into(), tile),
+    /// The valid items of this thread's access group, from the transfer's count and the room
+    /// its buffer leaves past the block's offset (`len - offset`, at least 0, where bounds are
+    /// checked): the one place a group's share is computed. A count of the block's tile is
+    /// first cut to the room; a group's own count is cut to the group's share of the room.
+    fn valid_bounds(
+        &mut self,
+        plan: &TransferPlan,
+        count: Option<Count>,
+        room: Option<Reg>,
+        start: Option<Reg>,
+    ) -> Option<Bounds> {
+        let (count, room) = match (count, room) {
+            (None, None) => return None,
+            (None, Some(r)) => (
+                Count {
+                    reg: r,
+                    of: ValidOf::Block,
+                },
+                None,
+            ),
+            (
+                Some(Count {
+                    reg,
+                    of: ValidOf::Block,
+                }),
+                Some(r),
+            ) => (
+                Count {
+                    reg: self.u32op(BinOp::Min, reg.into(), r.into()),
+                    of: ValidOf::Block,
+                },
+                None,
+            ),
+            (Some(c), r) => (c, r),
         };
-        Bounds {
+        let share = match count.of {
+            ValidOf::Block => self.block_share(plan, count.reg, start),
+            ValidOf::Group => self.u32op(
+                BinOp::Min,
+                count.reg.into(),
+                Operand::Imm(plan.group_tile as i64),
+            ),
+        };
+        let share = match room {
+            Some(r) => {
+                let fits = self.block_share(plan, r, start);
+                self.u32op(BinOp::Min, share.into(), fits.into())
+            }
+            None => share,
+        };
+        Some(Bounds {
             share,
             count,
             start,
+        })
+    }
+
+    /// An access group's share of a count of the block's tile: `min(count - start, tile)`,
+    /// none at or below its start.
+    fn block_share(&mut self, plan: &TransferPlan, count: Reg, start: Option<Reg>) -> Reg {
+        let tile = Operand::Imm(plan.group_tile as i64);
+        match start {
+            None => self.u32op(BinOp::Min, count.into(), tile),
+            Some(s) => {
+                let above = self.u32op(BinOp::Max, count.into(), s.into());
+                let past = self.u32op(BinOp::Sub, above.into(), s.into());
+                self.u32op(BinOp::Min, past.into(), tile)
+            }
         }
     }
 
-    /// The bound as a count of the block's tile, as exchanges take it: the count itself when
-    /// it is one, else the end of the access group's valid prefix (`start + share`), which
+    /// The bound as a count of the block's tile, as exchanges take it: the (cut) count itself
+    /// when it is one, else the end of the access group's valid prefix (`start + share`), which
     /// bounds exactly the valid positions of the thread's own access group.
     fn block_bound(&mut self, b: &Bounds) -> Reg {
         match (b.count.of, b.start) {
             (ValidOf::Group, Some(s)) => self.u32op(BinOp::Add, s.into(), b.share.into()),
-            (ValidOf::Block, _) | (ValidOf::Group, None) => b.count.reg,
+            (ValidOf::Group, None) => b.share,
+            (ValidOf::Block, _) => b.count.reg,
         }
     }
 
@@ -356,7 +414,12 @@ impl Emitter<'_> {
             Space::Global
         };
         let group = self.access_group(&plan);
-        let bounds = count.map(|c| self.valid_bounds(&plan, c, group.1));
+        // Where bounds are checked: the elements the buffer has from the block's offset on.
+        let room = self.length_reg(t.param).map(|len| {
+            let above = self.u32op(BinOp::Max, len.into(), offset.into());
+            self.u32op(BinOp::Sub, above.into(), offset.into())
+        });
+        let bounds = self.valid_bounds(&plan, count, room, group.1);
         // Exchanges take the bound as a count of the block's tile.
         let valid = match &bounds {
             Some(b) if !exchanges.is_empty() => Some(self.block_bound(b)),

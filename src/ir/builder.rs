@@ -451,6 +451,7 @@ impl KernelBuilder {
                 items_per_thread: 4,
                 items_loc: loc,
                 strict_arrangements: false,
+                bounds: Bounds::Checked,
                 params: Vec::new(),
                 groups: Vec::new(),
                 datas: Vec::new(),
@@ -495,6 +496,32 @@ impl KernelBuilder {
     /// error naming both ops, instead of an exchange through shared memory the planner adds.
     pub fn strict_arrangements(mut self, strict: bool) -> Self {
         self.ir.strict_arrangements = strict;
+        self
+    }
+
+    /// Builds the kernel without bounds checks: no load or store is guarded by the length of
+    /// its buffer, and the kernel takes no hidden length parameters. A copy kernel's guards
+    /// cost one comparison per thread and tile, so this is for kernels whose every access is
+    /// known to be in bounds and where even that counts. Such a kernel launches only through
+    /// the unsafe [`Function::launch_unchecked`](crate::runtime::Function::launch_unchecked);
+    /// the safe launches refuse it. It is another kernel for the cache (its key differs).
+    ///
+    /// ```
+    /// use coopgraph::ir::Bounds;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("raw_copy").unchecked_bounds();
+    /// let x = k.input::<f32>("x");
+    /// let y = k.output::<f32>("y");
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::vectorize());
+    /// k.store_to(b, &y, &t, Store::vectorize());
+    /// let kernel = k.build()?;
+    /// assert_eq!(kernel.ir().bounds, Bounds::Unchecked);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn unchecked_bounds(mut self) -> Self {
+        self.ir.bounds = Bounds::Unchecked;
         self
     }
 

@@ -21,7 +21,7 @@ pub use error::{TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
 pub use ops::{
-    Algorithm, Arrangement, GroupKind, Ir, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
+    Algorithm, Arrangement, Bounds, GroupKind, Ir, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
     ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use verify::{Info, Uniformity};

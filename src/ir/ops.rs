@@ -169,6 +169,20 @@ pub struct Transfer {
     pub storage: Option<StorageId>,
 }
 
+/// Whether a kernel's loads and stores check the lengths of the buffers they are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Bounds {
+    /// Every global access is guarded by its buffer's length (a hidden kernel parameter the
+    /// runtime fills in from the buffer passed): positions past the end are not read (a load
+    /// treats them as past its valid items) and not written.
+    #[default]
+    Checked,
+    /// No guards and no hidden parameters: every access is the launch's responsibility, so
+    /// the kernel runs only through the unsafe
+    /// [`Function::launch_unchecked`](crate::runtime::Function::launch_unchecked).
+    Unchecked,
+}
+
 /// A load's or store's count of valid items: positions at or past it are not read (a load
 /// leaves their slots unwritten, or gives them its default) and not written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -695,6 +709,8 @@ pub struct Ir {
     pub items_loc: Loc,
     /// Reject arrangement mismatches instead of converting through shared memory.
     pub strict_arrangements: bool,
+    /// Whether loads and stores are guarded by the lengths of the buffers passed.
+    pub bounds: Bounds,
     /// Parameters, in signature order.
     pub params: Vec<ParamDecl>,
     /// Groups.

@@ -22,7 +22,7 @@ use super::RuntimeError;
 use super::buffer::{Buffer, BufferRepr, DeviceElement};
 use super::driver::{CudaMem, CudaMemMut};
 use super::error::Foreign;
-use super::image::{ParamKind, ParamSig};
+use super::image::{HiddenParam, KernelImage, ParamKind, ParamSig};
 use crate::ir::{DType, Element};
 
 /// What an argument is, or what a parameter takes, for matching and messages.
@@ -93,23 +93,39 @@ pub struct ArgSlot<'a>(pub(super) Slot<'a>);
 pub(super) enum Slot<'a> {
     /// A scalar: its dtype and its bits, zero-extended to 64.
     Scalar { dtype: DType, bits: u64 },
-    /// A CUDA buffer the kernel may only read.
-    CudaRead { dtype: DType, mem: &'a dyn CudaMem },
-    /// A CUDA buffer the kernel may write.
+    /// A CUDA buffer the kernel may only read, of `len` elements.
+    CudaRead {
+        dtype: DType,
+        mem: &'a dyn CudaMem,
+        len: usize,
+    },
+    /// A CUDA buffer the kernel may write, of `len` elements.
     CudaWrite {
         dtype: DType,
         mem: &'a mut dyn CudaMemMut,
+        len: usize,
     },
-    /// A simulator buffer: its address in simulator `owner`.
+    /// A simulator buffer of `len` elements: its address in simulator `owner`.
     Sim {
         dtype: DType,
         writable: bool,
         addr: u64,
         owner: u64,
+        len: usize,
     },
 }
 
 impl ArgSlot<'_> {
+    /// The element count of a buffer argument (`None` for a scalar).
+    fn buffer_len(&self) -> Option<usize> {
+        match &self.0 {
+            Slot::Scalar { .. } => None,
+            Slot::CudaRead { len, .. } | Slot::CudaWrite { len, .. } | Slot::Sim { len, .. } => {
+                Some(*len)
+            }
+        }
+    }
+
     /// What this argument is.
     pub fn kind(&self) -> ArgKind {
         match &self.0 {
@@ -157,12 +173,14 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
             BufferRepr::Cuda(slice) => Slot::CudaRead {
                 dtype: T::DTYPE,
                 mem: slice,
+                len: slice.len(),
             },
             BufferRepr::Sim(sim) => Slot::Sim {
                 dtype: T::DTYPE,
                 writable: false,
                 addr: sim.addr,
                 owner: sim.shared.id,
+                len: sim.len,
             },
         })
     }
@@ -171,15 +189,20 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
 impl<'a, T: DeviceElement> Arg<'a> for &'a mut Buffer<T> {
     fn into_slot(self) -> ArgSlot<'a> {
         ArgSlot(match &mut self.repr {
-            BufferRepr::Cuda(slice) => Slot::CudaWrite {
-                dtype: T::DTYPE,
-                mem: slice,
-            },
+            BufferRepr::Cuda(slice) => {
+                let len = slice.len();
+                Slot::CudaWrite {
+                    dtype: T::DTYPE,
+                    mem: slice,
+                    len,
+                }
+            }
             BufferRepr::Sim(sim) => Slot::Sim {
                 dtype: T::DTYPE,
                 writable: true,
                 addr: sim.addr,
                 owner: sim.shared.id,
+                len: sim.len,
             },
         })
     }
@@ -190,15 +213,18 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a CudaSlice<T> {
         ArgSlot(Slot::CudaRead {
             dtype: T::DTYPE,
             mem: self,
+            len: self.len(),
         })
     }
 }
 
 impl<'a, T: DeviceElement> Arg<'a> for &'a mut CudaSlice<T> {
     fn into_slot(self) -> ArgSlot<'a> {
+        let len = self.len();
         ArgSlot(Slot::CudaWrite {
             dtype: T::DTYPE,
             mem: self,
+            len,
         })
     }
 }
@@ -298,23 +324,41 @@ pub(super) enum Target<'d> {
 }
 
 /// Arguments that passed [`check`]: one per parameter, each fitting its parameter and living
-/// on the launch's device. Only `check` makes one.
-pub(super) struct CheckedArgs<'s, 'a>(&'s mut [ArgSlot<'a>]);
+/// on the launch's device, and the values of the hidden parameters after them, filled in from
+/// those arguments. Only `check` makes one.
+pub(super) struct CheckedArgs<'s, 'a> {
+    slots: &'s mut [ArgSlot<'a>],
+    hidden: SmallVec<[HiddenValue; 8]>,
+}
+
+/// The value of one hidden parameter: its bits and size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct HiddenValue {
+    pub(super) bits: u64,
+    pub(super) bytes: u32,
+}
 
 impl<'s, 'a> CheckedArgs<'s, 'a> {
-    /// The checked slots.
-    pub(super) fn into_slots(self) -> &'s mut [ArgSlot<'a>] {
-        self.0
+    /// The checked slots, then the hidden parameters' values.
+    pub(super) fn into_parts(self) -> (&'s mut [ArgSlot<'a>], SmallVec<[HiddenValue; 8]>) {
+        (self.slots, self.hidden)
     }
 }
 
-/// Matches `list` with `params`: count, role and dtype of each argument, and the device of each
-/// buffer.
+/// A buffer's length as its hidden parameter passes it: elements, at most `u32::MAX` (kernels
+/// index with 32-bit integers, so they cannot reach further).
+pub(super) fn length_value(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// Matches `list` with the image's parameters: count, role and dtype of each argument, and the
+/// device of each buffer; then fills in the hidden parameters from the arguments.
 pub(super) fn check<'s, 'a>(
-    params: &[ParamSig],
+    image: &KernelImage,
     list: &'s mut ArgList<'a>,
     target: Target<'_>,
 ) -> Result<CheckedArgs<'s, 'a>, RuntimeError> {
+    let params = &image.params;
     if list.slots.len() != params.len() {
         return Err(RuntimeError::ArgCount {
             expected: params.len(),
@@ -347,13 +391,37 @@ pub(super) fn check<'s, 'a>(
             });
         }
     }
-    Ok(CheckedArgs(&mut list.slots))
+    let mut hidden = SmallVec::new();
+    for (i, h) in image.hidden.iter().enumerate() {
+        let value = match h {
+            HiddenParam::Length { buffer } => list
+                .slots
+                .get(*buffer)
+                .and_then(ArgSlot::buffer_len)
+                .map(|len| u64::from(length_value(len))),
+        };
+        let Some(bits) = value else {
+            return Err(RuntimeError::HiddenParam {
+                entry: image.entry.clone(),
+                index: i,
+            });
+        };
+        hidden.push(HiddenValue {
+            bits,
+            bytes: h.bytes(),
+        });
+    }
+    Ok(CheckedArgs {
+        slots: &mut list.slots,
+        hidden,
+    })
 }
 
 /// The simulator's view of checked arguments: one `u64` per parameter (addresses and scalar
-/// bits).
+/// bits), the hidden ones last.
 pub(super) fn sim_params(args: CheckedArgs<'_, '_>) -> SmallVec<[u64; 12]> {
-    args.into_slots()
+    let (slots, hidden) = args.into_parts();
+    slots
         .iter()
         .map(|slot| match slot.0 {
             Slot::Scalar { bits, .. } => bits,
@@ -362,6 +430,7 @@ pub(super) fn sim_params(args: CheckedArgs<'_, '_>) -> SmallVec<[u64; 12]> {
             // make the simulator report an out-of-bounds access, never touch host memory.
             Slot::CudaRead { .. } | Slot::CudaWrite { .. } => 0,
         })
+        .chain(hidden.iter().map(|h| h.bits))
         .collect()
 }
 
@@ -377,12 +446,30 @@ mod tests {
         ]
     }
 
+    fn image(hidden: Vec<HiddenParam>) -> KernelImage {
+        KernelImage {
+            entry: "k".into(),
+            ptx: String::new(),
+            arch: crate::codegen::Arch::Sm90,
+            params: params(),
+            block: [32, 1, 1],
+            tile_elems: 32,
+            static_smem: 0,
+            dynamic_smem: 0,
+            needs_cooperative: false,
+            grid_dims: 1,
+            hidden,
+            bounds: crate::ir::Bounds::Checked,
+        }
+    }
+
     fn sim_slot(dtype: DType, writable: bool, owner: u64) -> ArgSlot<'static> {
         ArgSlot(Slot::Sim {
             dtype,
             writable,
             addr: 0x1000,
             owner,
+            len: 100,
         })
     }
 
@@ -409,7 +496,7 @@ mod tests {
 
     #[test]
     fn check_reports_count_role_dtype_and_device() {
-        let p = params();
+        let p = image(vec![]);
         let mut list = ArgList::new();
         list.push(sim_slot(DType::F32, false, 7));
         assert!(matches!(
@@ -474,6 +561,38 @@ mod tests {
             .push(5u32);
         let checked = check(&p, &mut list, Target::Sim(7)).expect("arguments fit");
         assert_eq!(sim_params(checked).as_slice(), &[0x1000, 0x1000, 5]);
+    }
+
+    #[test]
+    fn hidden_lengths_come_from_the_buffers_passed() {
+        let lengths = vec![
+            HiddenParam::Length { buffer: 1 },
+            HiddenParam::Length { buffer: 0 },
+        ];
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(ArgSlot(Slot::Sim {
+                dtype: DType::F32,
+                writable: true,
+                addr: 0x2000,
+                owner: 7,
+                len: 5,
+            }))
+            .push(9u32);
+        let checked = check(&image(lengths), &mut list, Target::Sim(7)).expect("fits");
+        assert_eq!(sim_params(checked).as_slice(), &[0x1000, 0x2000, 9, 5, 100]);
+        // A length of a scalar (a malformed image) is an error, not a guess.
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(sim_slot(DType::F32, true, 7))
+            .push(9u32);
+        let bad = image(vec![HiddenParam::Length { buffer: 2 }]);
+        assert!(matches!(
+            check(&bad, &mut list, Target::Sim(7)),
+            Err(RuntimeError::HiddenParam { index: 0, .. })
+        ));
+        assert_eq!(length_value(7), 7);
+        assert_eq!(length_value(u32::MAX as usize + 5), u32::MAX);
     }
 
     #[test]

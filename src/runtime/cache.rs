@@ -305,6 +305,8 @@ mod tests {
                 dynamic_smem: 0,
                 needs_cooperative: false,
                 grid_dims: 1,
+                hidden: vec![],
+                bounds: crate::ir::Bounds::Checked,
             },
         }
     }

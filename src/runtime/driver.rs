@@ -238,8 +238,9 @@ impl CudaKernel {
     /// Launches the entry on `stream`.
     ///
     /// `args` went through [`super::args::check`], which matched every argument with the
-    /// image's parameters (count, role, dtype) and checked that every buffer lives in this
-    /// kernel's context; `stream` belongs to the same context (checked by the caller).
+    /// image's parameters (count, role, dtype), checked that every buffer lives in this
+    /// kernel's context and filled in the hidden parameters; `stream` belongs to the same
+    /// context (checked by the caller).
     pub(super) fn launch(
         &self,
         grid: [u32; 3],
@@ -252,8 +253,9 @@ impl CudaKernel {
         self.ctx
             .bind_to_thread()
             .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
-        let slots = args.into_slots();
-        // One 8-byte cell per parameter: a device address, or a scalar's bytes at the start.
+        let (slots, hidden) = args.into_parts();
+        // One 8-byte cell per parameter: a device address, or a scalar's bytes at the start;
+        // the hidden parameters' cells last.
         let mut cells: smallvec::SmallVec<[u64; 12]> = smallvec::SmallVec::new();
         // Guards that record the read/write events of cudarc's cross-stream tracking once the
         // launch is queued (as cudarc's own launch builder does); dropped after the launch.
@@ -282,6 +284,7 @@ impl CudaKernel {
                 }
             }
         }
+        cells.extend(hidden.iter().map(|h| scalar_cell(h.bytes, h.bits)));
         let mut params: smallvec::SmallVec<[*mut c_void; 12]> = cells
             .iter_mut()
             .map(|c| c as *mut u64 as *mut c_void)
@@ -290,11 +293,13 @@ impl CudaKernel {
         let [bx, by, bz] = block;
         let result = if cooperative {
             // SAFETY: `function` is live in the bound context and `stream` belongs to it.
-            // `params` holds one pointer per declared parameter (count checked), each to an
-            // 8-byte cell holding a device address of a buffer of the parameter's dtype in this
-            // context, or the scalar's bytes in native order at the start of the cell (the
-            // driver copies exactly the parameter's size). The cells outlive the call, which
-            // copies them. The grid fits the occupancy limit (checked by the caller).
+            // `params` holds one pointer per declared parameter (the image's parameters and
+            // hidden parameters, whose count and sizes loading checked against the entry),
+            // each to an 8-byte cell holding a device address of a buffer of the parameter's
+            // dtype in this context, or a scalar's bytes in native order at the start of the
+            // cell (the driver copies exactly the parameter's size). The cells outlive the
+            // call, which copies them. The grid fits the occupancy limit (checked by the
+            // caller).
             unsafe {
                 sys::cuLaunchCooperativeKernel(
                     self.function,

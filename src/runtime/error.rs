@@ -77,6 +77,19 @@ pub enum RuntimeError {
         /// ([`KernelImage::param_layout`](super::KernelImage::param_layout)).
         expected: Vec<ParamLayout>,
     },
+    /// A hidden parameter of the image names no buffer parameter (a malformed image).
+    HiddenParam {
+        /// The entry.
+        entry: String,
+        /// The hidden parameter's position among the hidden ones.
+        index: usize,
+    },
+    /// A safe launch of a kernel built without bounds checks: only the unsafe
+    /// [`Function::launch_unchecked`](super::Function::launch_unchecked) launches it.
+    UncheckedKernel {
+        /// The entry.
+        entry: String,
+    },
     /// A launch passed the wrong number of arguments.
     ArgCount {
         /// Parameters the kernel declares.
@@ -276,6 +289,16 @@ impl fmt::Display for RuntimeError {
                     list(expected)
                 )
             }
+            E::HiddenParam { entry, index } => write!(
+                f,
+                "hidden parameter {index} of `{entry}` takes the length of a parameter that is \
+                 not a buffer"
+            ),
+            E::UncheckedKernel { entry } => write!(
+                f,
+                "`{entry}` was built without bounds checks; only the unsafe launch_unchecked \
+                 launches it"
+            ),
             E::ArgCount { expected, got } => {
                 write!(
                     f,

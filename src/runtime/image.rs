@@ -3,13 +3,17 @@
 //!
 //! The runtime trusts nothing in an image beyond what it can check: launch arguments are checked
 //! against [`KernelImage::params`], the launch block against [`KernelImage::block`], and shared
-//! memory against the device's limits.
+//! memory against the device's limits. What it cannot check is the PTX's own behaviour: an image
+//! whose [`bounds`](KernelImage::bounds) is [`Bounds::Checked`] promises that its accesses stay
+//! inside the buffers passed, as generated kernels ensure with the lengths the runtime hands
+//! them in [`hidden`](KernelImage::hidden) parameters; hand-written images make that promise
+//! themselves.
 
 use crate::cache_key::{Canonical, KernelKey, Writer};
 use std::fmt;
 
 use crate::codegen::Arch;
-use crate::ir::DType;
+use crate::ir::{Bounds, DType};
 
 /// A kernel ready to load: its PTX text and everything a launch needs to know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,8 +24,14 @@ pub struct KernelImage {
     pub ptx: String,
     /// The architecture the PTX was written for.
     pub arch: Arch,
-    /// The entry's parameters, in order.
+    /// The entry's parameters that launch arguments fill, in order.
     pub params: Vec<ParamSig>,
+    /// Parameters after [`params`](Self::params) that the runtime fills itself, in order.
+    pub hidden: Vec<HiddenParam>,
+    /// Whether the PTX keeps its accesses inside the buffers it is given. Only
+    /// [`Function::launch_unchecked`](super::Function::launch_unchecked) launches an image
+    /// that is [`Bounds::Unchecked`].
+    pub bounds: Bounds,
     /// The block shape the kernel was built for (its `.reqntid`); every launch uses it.
     pub block: [u32; 3],
     /// Elements one block handles per tile: [`Function::launch_over`] launches
@@ -55,13 +65,36 @@ impl KernelImage {
     }
 
     /// Where each parameter lies in the entry's parameter block, as a launch hands them to the
-    /// driver: a buffer is an 8-byte address, a scalar its dtype's size, each at the next
-    /// offset aligned to its size. The PTX entry must declare exactly this layout.
+    /// driver: a buffer is an 8-byte address, a scalar its dtype's size, then each hidden
+    /// parameter, each at the next offset aligned to its size. The PTX entry must declare
+    /// exactly this layout.
     pub fn param_layout(&self) -> Vec<ParamLayout> {
-        ParamLayout::packed(self.params.iter().map(|p| match p.kind {
+        let user = self.params.iter().map(|p| match p.kind {
             ParamKind::Input | ParamKind::Output => 8,
             ParamKind::Scalar => p.dtype.bytes(),
-        }))
+        });
+        ParamLayout::packed(user.chain(self.hidden.iter().map(HiddenParam::bytes)))
+    }
+}
+
+/// A parameter the runtime fills in itself at every launch, after the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HiddenParam {
+    /// The element count of the buffer passed for [`KernelImage::params`]`[buffer]`, as a
+    /// `u32`: kernels index elements with 32-bit integers, so a longer buffer passes
+    /// `u32::MAX` (its elements from there on are out of the kernel's reach).
+    Length {
+        /// The index of the buffer parameter.
+        buffer: usize,
+    },
+}
+
+impl HiddenParam {
+    /// Bytes of the parameter.
+    pub fn bytes(&self) -> u32 {
+        match self {
+            HiddenParam::Length { .. } => 4,
+        }
     }
 }
 
@@ -192,6 +225,8 @@ impl Compile for KernelImage {
             dynamic_smem,
             needs_cooperative,
             grid_dims,
+            hidden,
+            bounds,
         } = self;
         let mut w = Writer::default();
         w.str("coopgraph kernel image");
@@ -207,6 +242,19 @@ impl Compile for KernelImage {
         w.u32(*dynamic_smem);
         w.bool(*needs_cooperative);
         w.u32(*grid_dims);
+        w.u64(hidden.len() as u64);
+        for h in hidden {
+            match h {
+                HiddenParam::Length { buffer } => {
+                    w.tag(0);
+                    w.u64(*buffer as u64);
+                }
+            }
+        }
+        w.tag(match bounds {
+            Bounds::Checked => 0,
+            Bounds::Unchecked => 1,
+        });
         KernelKey::new(w.finish())
     }
 
@@ -235,10 +283,12 @@ mod tests {
             dynamic_smem: 0,
             needs_cooperative: false,
             grid_dims: 1,
+            hidden: vec![],
+            bounds: Bounds::Checked,
         }
     }
 
-    const PINNED_DIGEST: u128 = 0x3448_b0ac_2428_307f_93a1_b6e2_de24_05d2;
+    const PINNED_DIGEST: u128 = 0xcb27_5638_589a_12fa_0ffd_ac9a_b095_34a6;
 
     #[test]
     fn image_key_is_stable_and_structural() {
@@ -274,12 +324,20 @@ mod tests {
         i.params
             .push(ParamSig::new("y", ParamKind::Output, DType::I8));
         assert_eq!(i.param_layout(), vec![at(0, 8), at(8, 2), at(16, 8)]);
+        i.hidden = vec![
+            HiddenParam::Length { buffer: 0 },
+            HiddenParam::Length { buffer: 2 },
+        ];
+        assert_eq!(
+            i.param_layout(),
+            vec![at(0, 8), at(8, 2), at(16, 8), at(24, 4), at(28, 4)]
+        );
     }
 
     #[test]
     fn every_field_is_in_the_key() {
         let base = image().cache_key();
-        let changes: [fn(&mut KernelImage); 10] = [
+        let changes: [fn(&mut KernelImage); 12] = [
             |i| i.entry.push('x'),
             |i| i.ptx.push(' '),
             |i| i.arch = Arch::Sm80,
@@ -290,6 +348,8 @@ mod tests {
             |i| i.dynamic_smem += 1,
             |i| i.needs_cooperative = true,
             |i| i.grid_dims = 2,
+            |i| i.hidden.push(HiddenParam::Length { buffer: 0 }),
+            |i| i.bounds = Bounds::Unchecked,
         ];
         for (n, change) in changes.into_iter().enumerate() {
             let mut other = image();

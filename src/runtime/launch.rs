@@ -16,8 +16,9 @@ use super::args::{self, ArgList, KernelArgs};
 use super::device::{Device, Imp};
 use super::driver::CudaKernel;
 use super::error::Foreign;
-use super::image::KernelImage;
+use super::image::{HiddenParam, KernelImage, ParamKind};
 use super::load::{self, DEFAULT_DYNAMIC_SMEM};
+use crate::ir::Bounds;
 use crate::sim::{LaunchReport, SimModule};
 
 /// A kernel loaded in one context (or one simulator): the module and the image it came from.
@@ -46,6 +47,19 @@ impl LoadedKernel {
                 block: image.block,
                 max_threads: limits.max_threads_per_block,
             });
+        }
+        for (index, h) in image.hidden.iter().enumerate() {
+            let HiddenParam::Length { buffer } = *h;
+            if image
+                .params
+                .get(buffer)
+                .is_none_or(|p| p.kind == ParamKind::Scalar)
+            {
+                return Err(RuntimeError::HiddenParam {
+                    entry: image.entry.clone(),
+                    index,
+                });
+            }
         }
         let (module, jit_log) = match &device.inner.imp {
             Imp::Cuda(c) => {
@@ -116,6 +130,14 @@ impl Default for LaunchConfig {
     fn default() -> Self {
         LaunchConfig::blocks(1)
     }
+}
+
+/// Which kernels a launch may run: those that check their accesses against the buffers'
+/// lengths, or (through the unsafe entry point) every kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Checked,
+    Unchecked,
 }
 
 /// A kernel loaded on a device, ready to launch. Cheap to clone.
@@ -220,12 +242,63 @@ impl Function {
     /// On CUDA the launch is queued on the stream and this returns once the driver accepted
     /// it; errors inside the kernel surface at the next synchronization. On the simulator the
     /// kernel runs to completion here.
+    ///
+    /// A kernel built without bounds checks
+    /// ([`KernelBuilder::unchecked_bounds`](crate::KernelBuilder::unchecked_bounds)) is
+    /// [`RuntimeError::UncheckedKernel`] here and in every other safe launch; see
+    /// [`launch_unchecked`](Self::launch_unchecked).
     pub fn launch<'a>(
         &self,
         config: LaunchConfig,
         args: impl KernelArgs<'a>,
     ) -> Result<(), RuntimeError> {
-        self.launch_inner(config, args).map(|_| ())
+        self.launch_inner(config, args, Access::Checked).map(|_| ())
+    }
+
+    /// As [`launch`](Self::launch), for kernels built without bounds checks too.
+    ///
+    /// ```
+    /// use coopgraph::runtime::{Device, RuntimeError};
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// # fn main() -> Result<(), coopgraph::Error> {
+    /// let mut k = KernelBuilder::new("raw_copy").block(128).unchecked_bounds();
+    /// let x = k.input::<u32>("x");
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::vectorize());
+    /// k.store_to(b, &y, &t, Store::vectorize());
+    /// let device = Device::sim();
+    /// let f = device.compile(&k.build()?)?;
+    /// let x = device.upload(&vec![7u32; 1024])?;
+    /// let mut y = device.alloc_zeroed::<u32>(1024)?;
+    /// // The safe launches refuse it.
+    /// let refused = f.launch_over(1024, (&x, &mut y));
+    /// assert!(matches!(refused, Err(RuntimeError::UncheckedKernel { .. })));
+    /// // Two blocks of 512 elements: every access is inside both buffers of 1024.
+    /// // SAFETY: the grid covers exactly the buffers' 1024 elements.
+    /// unsafe { f.launch_unchecked(f.config_over(1024)?, (&x, &mut y))? };
+    /// assert_eq!(y.to_vec()?, vec![7u32; 1024]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The kernel may not check its accesses against the lengths of the buffers it is given.
+    /// The caller must make sure that, for this grid and these arguments, every element the
+    /// kernel reads or writes lies inside the buffer passed for it: for a kernel built here,
+    /// each load's and store's offset plus the part of its tile it moves (its valid items,
+    /// else the whole tile) must be within the buffer, in every block of the grid. An access
+    /// outside is undefined behaviour on the GPU (it may read or overwrite other allocations);
+    /// the simulator reports it as an out-of-bounds fault.
+    pub unsafe fn launch_unchecked<'a>(
+        &self,
+        config: LaunchConfig,
+        args: impl KernelArgs<'a>,
+    ) -> Result<(), RuntimeError> {
+        self.launch_inner(config, args, Access::Unchecked)
+            .map(|_| ())
     }
 
     /// As [`launch`](Self::launch), and on the simulator also returns the simulator's report
@@ -235,16 +308,22 @@ impl Function {
         config: LaunchConfig,
         args: impl KernelArgs<'a>,
     ) -> Result<Option<LaunchReport>, RuntimeError> {
-        self.launch_inner(config, args)
+        self.launch_inner(config, args, Access::Checked)
     }
 
     fn launch_inner<'a>(
         &self,
         config: LaunchConfig,
         args: impl KernelArgs<'a>,
+        access: Access,
     ) -> Result<Option<LaunchReport>, RuntimeError> {
         let image = &self.kernel.image;
         let limits = self.device.limits();
+        if access == Access::Checked && image.bounds == Bounds::Unchecked {
+            return Err(RuntimeError::UncheckedKernel {
+                entry: image.entry.clone(),
+            });
+        }
 
         let block = config.block.unwrap_or(image.block);
         if block != image.block {
@@ -283,7 +362,7 @@ impl Function {
 
         let mut list = ArgList::new();
         args.push_into(&mut list);
-        let checked = args::check(&image.params, &mut list, self.device.target())?;
+        let checked = args::check(image, &mut list, self.device.target())?;
 
         if image.needs_cooperative {
             if !limits.cooperative {

@@ -273,6 +273,8 @@ mod tests {
             dynamic_smem: 0,
             needs_cooperative: false,
             grid_dims: 1,
+            hidden: vec![],
+            bounds: crate::ir::Bounds::Checked,
         };
         assert!(check_signature(&image, ParamLayout::packed([8, 1, 4])).is_ok());
         assert!(matches!(
@@ -340,6 +342,8 @@ mod tests {
             dynamic_smem: limits.smem_per_block_optin,
             needs_cooperative: false,
             grid_dims: 1,
+            hidden: vec![],
+            bounds: crate::ir::Bounds::Checked,
         };
         match check_shared_memory(&image, image.dynamic_smem, &limits) {
             Err(RuntimeError::SharedMemory { need, limit }) => {

@@ -1,5 +1,6 @@
 //! The integration tests: one binary with modules.
 mod agreement;
+mod bounds;
 mod cache_key;
 mod collectives_prop;
 mod common;

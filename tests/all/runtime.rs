@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use coopgraph::Error;
 use coopgraph::codegen::Arch;
-use coopgraph::ir::DType;
+use coopgraph::ir::{Bounds, DType};
 use coopgraph::runtime::SimOptions;
 use coopgraph::runtime::{
     ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, KernelImage,
@@ -88,6 +88,8 @@ fn copy_image(entry: &str, block: u32) -> KernelImage {
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
+        hidden: vec![],
+        bounds: Bounds::Checked,
     }
 }
 
@@ -157,6 +159,8 @@ fn scalars_image() -> KernelImage {
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
+        hidden: vec![],
+        bounds: Bounds::Checked,
     }
 }
 
@@ -897,9 +901,20 @@ fn simulator_faults_and_reports() {
         .expect("the simulator reports");
     assert_eq!((report.blocks, report.threads), (8, 1024));
     assert_eq!(y.to_vec().expect("download"), xs);
-    // `n` past the end of both buffers: the simulator catches the out-of-bounds read.
+    // An image whose PTX does not check the buffers' lengths (it trusts `n`) launches only
+    // unsafely; with `n` past the end of both buffers, the simulator catches the
+    // out-of-bounds read.
+    let mut raw = copy_image("rt_sim_raw", 128);
+    raw.bounds = Bounds::Unchecked;
+    let f = dev.compile(&raw).expect("loads");
     let mut short = dev.alloc_zeroed::<u32>(1000).expect("alloc");
-    match f.launch_over(1100, (&x, &mut short, 1100u32)) {
+    assert!(matches!(
+        f.launch_over(1100, (&x, &mut short, 1100u32)),
+        Err(RuntimeError::UncheckedKernel { .. })
+    ));
+    let config = f.config_over(1100).expect("config");
+    // SAFETY: on the simulator, accesses outside every buffer are reported, not made.
+    match unsafe { f.launch_unchecked(config, (&x, &mut short, 1100u32)) } {
         Err(RuntimeError::Sim(SimError::OutOfBounds(fault))) => {
             assert_eq!(
                 fault.address,
