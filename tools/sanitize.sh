@@ -38,12 +38,13 @@ tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 logs=${OUT:-/tmp}/sanitize
 mkdir -p "$logs"
 
-# Integration tests that, between them, run every load/store algorithm and group, the
-# exchanges (planned, time-sliced, through shuffles), dynamic shared memory, block
-# collectives and the launch checks on the GPU.
+# Integration tests that, between them, run every load/store algorithm and group, accesses
+# at and past the ends of buffers, per-group and block valid counts, the exchanges (planned,
+# time-sliced, through shuffles), dynamic shared memory, block collectives and the launch
+# checks on the GPU.
 default_tests=(
   kernels::copy_i32 kernels::copy_f64 kernels::copy_u8 kernels::pipeline kernels::tiles_loop
-  bounds::
+  bounds:: valid::block_counts_are_shared_out valid::warp_counts_are_each_groups_own_i32
   smem::explicit_exchanges smem::time_sliced_exchange smem::exchanges_through_shuffles
   smem::dynamic_shared_memory_past_48k smem::temp_storage_sharing_and_sync
   reduce::reduce_i32 reduce::valid_items_over_several_items
