@@ -83,6 +83,7 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         labels: 0,
         shared: shared_symbols(ir, plan),
         overrides: HashMap::new(),
+        expr_depth: ir.exprs.depths(),
     };
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
@@ -126,6 +127,8 @@ pub struct Emitter<'a> {
     pub(crate) shared: SharedSymbols,
     /// Registers that stand for a payload during one op (a conversion's result).
     overrides: HashMap<DataId, Vec<Reg>>,
+    /// The depth of every expression node (see [`Emitter::eval`]).
+    pub(crate) expr_depth: Vec<u32>,
 }
 
 impl Emitter<'_> {
@@ -355,7 +358,30 @@ impl Emitter<'_> {
         self.overrides = saved;
     }
 
+    /// Lowers one op. The ops holding regions are lowered from here and everything else in
+    /// [`Emitter::lower_simple`], so the recursion through nested regions keeps a small frame
+    /// per level.
     fn lower(&mut self, op: OpId) {
+        let ir = self.ir;
+        self.lower_start(op);
+        match &ir.op(op).kind {
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.lower_if(*cond, *then, *otherwise),
+            OpKind::For { start, end, body } => self.lower_for(op, *start, *end, *body),
+            OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
+            OpKind::Scan(sc) => self.scan(op, sc),
+            _ => self.lower_simple(op),
+        }
+        self.overrides.clear();
+    }
+
+    /// The op's comment, and the conversions the plan puts before it (stores convert inside
+    /// `transfer`, where the valid count is known).
+    #[inline(never)]
+    fn lower_start(&mut self, op: OpId) {
         let ir = self.ir;
         let data = ir.op(op);
         self.op(Op::Comment(format!(
@@ -363,10 +389,6 @@ impl Emitter<'_> {
             data.kind.name(),
             data.loc
         )));
-        let mut memo = HashMap::new();
-        let ctx = Ctx::default();
-        // Conversions the plan puts before this op (stores convert inside `transfer`, where
-        // the valid count is known).
         if !matches!(data.kind, OpKind::Store(_)) {
             let convs: Vec<_> = self.plan.exchanges[op.index()]
                 .iter()
@@ -383,6 +405,83 @@ impl Emitter<'_> {
                 }
             }
         }
+    }
+
+    #[inline(never)]
+    fn lower_if(&mut self, cond: ExprId, then: RegionId, otherwise: Option<RegionId>) {
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
+        let uni = self.uniform(cond);
+        let p = self.eval(cond, &ctx, &mut memo);
+        let else_label = self.label();
+        let end_label = self.label();
+        self.guarded(
+            p,
+            true,
+            Op::Bra {
+                target: else_label.clone(),
+                uni,
+            },
+        );
+        self.region(then);
+        if let Some(o) = otherwise {
+            self.op(Op::Bra {
+                target: end_label.clone(),
+                uni: true,
+            });
+            self.op(Op::Label(else_label));
+            self.region(o);
+            self.op(Op::Label(end_label));
+        } else {
+            self.op(Op::Label(else_label));
+        }
+    }
+
+    #[inline(never)]
+    fn lower_for(&mut self, op: OpId, start: ExprId, end: ExprId, body: RegionId) {
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
+        let uni = self.uniform(start) && self.uniform(end);
+        let s = self.eval(start, &ctx, &mut memo);
+        let e = self.eval(end, &ctx, &mut memo);
+        let i = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::U32,
+            dst: i,
+            src: s.into(),
+        });
+        self.loop_regs.insert(op, [i, i, i]);
+        let head = self.label();
+        let exit = self.label();
+        self.op(Op::Label(head.clone()));
+        let p = self.setp(Cmp::Ge, Ty::U32, i.into(), e.into());
+        self.guarded(
+            p,
+            false,
+            Op::Bra {
+                target: exit.clone(),
+                uni,
+            },
+        );
+        self.region(body);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::U32,
+            dst: i,
+            a: i.into(),
+            b: Operand::Imm(1),
+        });
+        self.op(Op::Bra { target: head, uni });
+        self.op(Op::Label(exit));
+    }
+
+    /// Lowers an op that holds no region.
+    #[inline(never)]
+    fn lower_simple(&mut self, op: OpId) {
+        let ir = self.ir;
+        let data = ir.op(op);
+        let mut memo = HashMap::new();
+        let ctx = Ctx::default();
         match &data.kind {
             OpKind::Load(t) => self.transfer(op, t, true),
             OpKind::Store(t) => self.transfer(op, t, false),
@@ -417,71 +516,23 @@ impl Emitter<'_> {
                     self.mov_into(dtype, *dst, i as u32, s);
                 }
             }
-            OpKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                let uni = self.uniform(*cond);
-                let p = self.eval(*cond, &ctx, &mut memo);
-                let else_label = self.label();
-                let end_label = self.label();
-                self.guarded(
-                    p,
-                    true,
-                    Op::Bra {
-                        target: else_label.clone(),
-                        uni,
-                    },
-                );
-                self.region(*then);
-                if let Some(o) = otherwise {
-                    self.op(Op::Bra {
-                        target: end_label.clone(),
-                        uni: true,
-                    });
-                    self.op(Op::Label(else_label));
-                    self.region(*o);
-                    self.op(Op::Label(end_label));
-                } else {
-                    self.op(Op::Label(else_label));
+            OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::Reduce(r) => self.reduce(op, r),
+            OpKind::Scatter {
+                src,
+                ranks,
+                flags,
+                dst,
+                ..
+            } => self.scatter(op, *src, *ranks, *flags, *dst),
+            OpKind::Exchange { src, dst, .. } => {
+                // The planned conversion of `src` already ran; its registers stand for `src`.
+                let dtype = ir.datas[dst.index()].dtype;
+                let regs = self.data_regs(*src).to_vec();
+                for (i, r) in regs.into_iter().enumerate() {
+                    self.mov_into(dtype, *dst, i as u32, r);
                 }
             }
-            OpKind::For { start, end, body } => {
-                let uni = self.uniform(*start) && self.uniform(*end);
-                let s = self.eval(*start, &ctx, &mut memo);
-                let e = self.eval(*end, &ctx, &mut memo);
-                let i = self.reg(RegClass::B32);
-                self.op(Op::Mov {
-                    ty: Ty::U32,
-                    dst: i,
-                    src: s.into(),
-                });
-                self.loop_regs.insert(op, [i, i, i]);
-                let head = self.label();
-                let exit = self.label();
-                self.op(Op::Label(head.clone()));
-                let p = self.setp(Cmp::Ge, Ty::U32, i.into(), e.into());
-                self.guarded(
-                    p,
-                    false,
-                    Op::Bra {
-                        target: exit.clone(),
-                        uni,
-                    },
-                );
-                self.region(*body);
-                self.op(Op::Bin {
-                    op: BinOp::Add,
-                    ty: Ty::U32,
-                    dst: i,
-                    a: i.into(),
-                    b: Operand::Imm(1),
-                });
-                self.op(Op::Bra { target: head, uni });
-                self.op(Op::Label(exit));
-            }
-            OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
             OpKind::SharedWrite {
                 array,
                 index,
@@ -501,27 +552,10 @@ impl Emitter<'_> {
                     src: smallvec![v.into()],
                 });
             }
-            OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
-            OpKind::Reduce(r) => self.reduce(op, r),
-            OpKind::Scan(sc) => self.scan(op, sc),
             OpKind::Neighbor(nb) => self.neighbor(op, nb),
-            OpKind::Scatter {
-                src,
-                ranks,
-                flags,
-                dst,
-                ..
-            } => self.scatter(op, *src, *ranks, *flags, *dst),
-            OpKind::Exchange { src, dst, .. } => {
-                // The planned conversion of `src` already ran; its registers stand for `src`.
-                let dtype = ir.datas[dst.index()].dtype;
-                let regs = self.data_regs(*src).to_vec();
-                for (i, r) in regs.into_iter().enumerate() {
-                    self.mov_into(dtype, *dst, i as u32, r);
-                }
-            }
+            // Lowered by `lower`, which lowers their regions.
+            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
         }
-        self.overrides.clear();
     }
 
     fn uniform(&self, e: ExprId) -> bool {

@@ -53,9 +53,53 @@ pub struct Ctx {
     pub item: Option<u32>,
 }
 
+/// Expressions up to this deep are evaluated by recursion, operands first; deeper ones bottom
+/// up (see [`Emitter::eval`]).
+const RECURSION_DEPTH: u32 = 64;
+
 impl Emitter<'_> {
     /// Evaluates an expression into a register (memoized per op through `memo`).
+    ///
+    /// Operands are evaluated first, left to right, by recursion. An expression deeper than a
+    /// few dozen levels (a long chain of additions, say) first has every node below it
+    /// evaluated bottom up, in the same order, so that the recursion never goes deeper than
+    /// one level whatever the depth: the thread's stack bounds no kernel.
     pub fn eval(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+        if let Some(&r) = memo.get(&id) {
+            return r;
+        }
+        if self
+            .expr_depth
+            .get(id.index())
+            .is_some_and(|&d| d > RECURSION_DEPTH)
+        {
+            self.eval_bottom_up(id, ctx, memo);
+        }
+        self.eval_node(id, ctx, memo)
+    }
+
+    /// Evaluates every node below `root` not evaluated yet, operands before the nodes using
+    /// them.
+    fn eval_bottom_up(&mut self, root: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) {
+        // (node, whether its operands are evaluated).
+        let mut stack = vec![(root, false)];
+        while let Some((id, ready)) = stack.pop() {
+            if memo.contains_key(&id) {
+                continue;
+            }
+            if !ready {
+                stack.push((id, true));
+                let node = self.ir.expr(id);
+                let children: smallvec::SmallVec<[ExprId; 3]> =
+                    node.kind.children().copied().collect();
+                stack.extend(children.into_iter().rev().map(|c| (c, false)));
+            } else if id != root {
+                self.eval_node(id, ctx, memo);
+            }
+        }
+    }
+
+    fn eval_node(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
         if let Some(&r) = memo.get(&id) {
             return r;
         }

@@ -1,7 +1,7 @@
 //! Verifier errors: each pinned to the user's source line, all collected in one pass.
 
 use super::dtype::DType;
-use super::entities::{DataId, Loc, OpId, ParamId};
+use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::VType;
 use super::ops::{GroupKind, Role};
 use std::fmt;
@@ -156,6 +156,31 @@ pub enum VerifyErrorKind {
         /// Where the kernel's items per thread were set.
         set_at: Loc,
     },
+    /// Regions (branches, loops, prefix callbacks) nested deeper than the bound.
+    NestingTooDeep {
+        /// The bound ([`super::ops::MAX_NESTING`]).
+        max: usize,
+    },
+    /// An expression deeper than the bound (each operator is one level above its operands).
+    ExpressionTooDeep {
+        /// The expression's depth.
+        depth: u32,
+        /// The bound ([`super::ops::MAX_EXPR_DEPTH`]).
+        max: u32,
+    },
+    /// A region that is the body of more than one op, the kernel body used as an op's body,
+    /// or a region holding an op whose body encloses it: regions must form a tree.
+    RegionReused {
+        /// The region.
+        region: RegionId,
+    },
+    /// An op listed in more than one place of the regions.
+    OpListedTwice,
+    /// A handle made by another kernel builder.
+    ForeignHandle {
+        /// What kind of handle.
+        what: &'static str,
+    },
 }
 
 /// A control of a load or store, for messages.
@@ -293,6 +318,27 @@ impl fmt::Display for VerifyError {
                 "a payload of {items} items per thread at the default offset, which steps by \
                  tiles of {items_per_thread} items per thread (set at {set_at}); give the \
                  offset explicitly or use a payload of {items_per_thread} items"
+            ),
+            NestingTooDeep { max } => write!(
+                f,
+                "branches and loops nested more than {max} deep; split the kernel or flatten \
+                 the nesting"
+            ),
+            ExpressionTooDeep { depth, max } => write!(
+                f,
+                "an expression {depth} levels deep; at most {max} are allowed (give long sums \
+                 or chains a tree shape, or split them over several maps)"
+            ),
+            RegionReused { region } => write!(
+                f,
+                "{region} is the body of more than one op or encloses the op it is the body \
+                 of; regions must form a tree"
+            ),
+            OpListedTwice => write!(f, "the op is listed in more than one region"),
+            ForeignHandle { what } => write!(
+                f,
+                "this {what} was made by another kernel builder; use handles of the builder \
+                 that records the op"
             ),
         }
     }

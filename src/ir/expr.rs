@@ -16,6 +16,7 @@
 
 use super::dtype::{DType, Element};
 use super::entities::{ArrayId, DataId, ExprId, OpId, ParamId};
+use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops;
@@ -224,12 +225,117 @@ impl<C> ExprKind<C> {
 }
 
 /// A node of the builder's expression tree.
-#[derive(Debug, PartialEq, Eq, Hash)]
+///
+/// Trees may share subtrees (`let y = x.clone() + x;`), so a tree of depth `d` can stand for
+/// `2^d` nodes: nothing here walks one as a tree. Dropping a tree takes it apart in a loop, so
+/// a deep tree does not overflow the stack; `Debug` shows the first levels only.
 pub struct Node {
     /// What it computes.
     pub kind: ExprKind<Arc<Node>>,
     /// Its type.
     pub ty: VType,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // Children this node holds the last reference to are emptied here, one after the
+        // other, instead of dropping each other recursively.
+        let mut orphans = Vec::new();
+        take_children(&mut self.kind, &mut orphans);
+        while let Some(child) = orphans.pop() {
+            if let Some(mut node) = Arc::into_inner(child) {
+                take_children(&mut node.kind, &mut orphans);
+            }
+        }
+    }
+}
+
+/// Moves the children out of `kind` (leaving a constant) into `out`.
+fn take_children(kind: &mut ExprKind<Arc<Node>>, out: &mut Vec<Arc<Node>>) {
+    if kind.children().next().is_none() {
+        return;
+    }
+    match std::mem::replace(kind, ExprKind::Const(0)) {
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::SharedRead(_, a) => out.push(a),
+        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => out.extend([a, b]),
+        ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => out.extend([a, b, c]),
+        ExprKind::Const(_)
+        | ExprKind::Param(_)
+        | ExprKind::Arg(_)
+        | ExprKind::Item { .. }
+        | ExprKind::Index(_)
+        | ExprKind::LoopVar { .. } => {}
+    }
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// Levels shown; deeper subtrees print as `..`.
+        const SHOWN: usize = 8;
+        fn go(n: &Node, depth: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            if depth >= SHOWN {
+                return f.write_str("..");
+            }
+            let sub = |c: &Arc<Node>, f: &mut fmt::Formatter<'_>| go(c, depth + 1, f);
+            match &n.kind {
+                ExprKind::Const(bits) => write!(f, "{bits:#x}"),
+                ExprKind::Param(p) => write!(f, "{p}"),
+                ExprKind::Arg(i) => write!(f, "arg{i}"),
+                ExprKind::Item { data, item } => write!(f, "{data}[{item}]"),
+                ExprKind::Index(k) => write!(f, "{k:?}"),
+                ExprKind::LoopVar { op, field } => write!(f, "{op}.{field}"),
+                ExprKind::Unary(o, a) => {
+                    write!(f, "{o:?}(")?;
+                    sub(a, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::Binary(o, a, b) => {
+                    write!(f, "{o:?}(")?;
+                    sub(a, f)?;
+                    f.write_str(", ")?;
+                    sub(b, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::Cmp(o, a, b) => {
+                    write!(f, "{o:?}(")?;
+                    sub(a, f)?;
+                    f.write_str(", ")?;
+                    sub(b, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::Select(c, a, b) => {
+                    f.write_str("Select(")?;
+                    sub(c, f)?;
+                    f.write_str(", ")?;
+                    sub(a, f)?;
+                    f.write_str(", ")?;
+                    sub(b, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::Cast(a) => {
+                    write!(f, "{}(", n.ty)?;
+                    sub(a, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::Fma(a, b, c) => {
+                    f.write_str("Fma(")?;
+                    sub(a, f)?;
+                    f.write_str(", ")?;
+                    sub(b, f)?;
+                    f.write_str(", ")?;
+                    sub(c, f)?;
+                    f.write_str(")")
+                }
+                ExprKind::SharedRead(arr, i) => {
+                    write!(f, "{arr}[")?;
+                    sub(i, f)?;
+                    f.write_str("]")
+                }
+            }
+        }
+        write!(f, "{}: ", self.ty)?;
+        go(self, 0, f)
+    }
 }
 
 /// A node of the kernel's expression arena.
@@ -285,7 +391,7 @@ impl<T: ExprType> Clone for Expr<T> {
 
 impl<T: ExprType> fmt::Debug for Expr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Expr<{}>({:?})", T::VTYPE, self.node.kind)
+        write!(f, "Expr({:?})", self.node)
     }
 }
 
@@ -685,26 +791,41 @@ pub struct Arena {
 }
 
 impl Arena {
-    /// Interns a tree and returns its root's id.
+    /// Interns a tree and returns its root's id. Children are interned before their parents,
+    /// left to right, each node once however often the tree shares it; the walk keeps its own
+    /// stack, so a deep tree does not overflow the thread's.
     pub fn intern(&mut self, node: &Arc<Node>) -> ExprId {
-        let key = Arc::as_ptr(node) as usize;
-        if let Some(&id) = self.by_ptr.get(&key) {
-            return id;
-        }
-        let kind = node.kind.map_children(|c| self.intern(c));
-        let flat = ExprNode { kind, ty: node.ty };
-        let id = match self.by_value.get(&flat) {
-            Some(&id) => id,
-            None => {
-                let id = ExprId(self.nodes.len() as u32);
-                self.nodes.push(flat.clone());
-                self.by_value.insert(flat, id);
-                id
+        let key = |n: &Arc<Node>| Arc::as_ptr(n) as usize;
+        // (node, whether its children are interned).
+        let mut stack = vec![(node, false)];
+        while let Some((n, ready)) = stack.pop() {
+            if self.by_ptr.contains_key(&key(n)) {
+                continue;
             }
-        };
-        self.by_ptr.insert(key, id);
-        self.roots.push(node.clone());
-        id
+            if !ready {
+                stack.push((n, true));
+                // Reversed, so the first child is interned first.
+                let children: SmallVec<[&Arc<Node>; 3]> = n.kind.children().collect();
+                stack.extend(children.into_iter().rev().map(|c| (c, false)));
+                continue;
+            }
+            let kind = n
+                .kind
+                .map_children(|c| self.by_ptr.get(&key(c)).copied().unwrap_or(ExprId(0)));
+            let flat = ExprNode { kind, ty: n.ty };
+            let id = match self.by_value.get(&flat) {
+                Some(&id) => id,
+                None => {
+                    let id = ExprId(self.nodes.len() as u32);
+                    self.nodes.push(flat.clone());
+                    self.by_value.insert(flat, id);
+                    id
+                }
+            };
+            self.by_ptr.insert(key(n), id);
+            self.roots.push(n.clone());
+        }
+        self.by_ptr.get(&key(node)).copied().unwrap_or(ExprId(0))
     }
 
     /// The node behind an id.
@@ -715,6 +836,17 @@ impl Arena {
     /// Every node, in id order (children before parents).
     pub fn nodes(&self) -> &[ExprNode] {
         &self.nodes
+    }
+
+    /// The depth of every node, in id order: 1 for a leaf, one more than its deepest operand
+    /// otherwise (an operand that is not before its user counts as a leaf).
+    pub fn depths(&self) -> Vec<u32> {
+        let mut depth: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            let below = n.kind.children().filter_map(|c| depth.get(c.index())).max();
+            depth.push(below.map_or(1, |d| d.saturating_add(1)));
+        }
+        depth
     }
 }
 

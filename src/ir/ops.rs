@@ -13,6 +13,14 @@ use smallvec::SmallVec;
 pub const MAX_ITEMS_PER_THREAD: u32 = 64;
 /// The largest block, in threads.
 pub const MAX_BLOCK_THREADS: u32 = 1024;
+/// The deepest nesting of regions (branches, loops, prefix callbacks) a kernel may have. The
+/// passes after the verifier recurse once per level; this bound keeps them far inside a 2 MiB
+/// thread stack.
+pub const MAX_NESTING: usize = 256;
+/// The deepest expression a kernel may have, in nodes from the root to the deepest leaf (`x`
+/// is 1 deep, `x + 1` 2). Every pass walks expressions with a stack of its own, so this bounds
+/// work, not the thread's stack.
+pub const MAX_EXPR_DEPTH: u32 = 1 << 16;
 /// The logical-warp widths `group_by` accepts.
 pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -762,16 +770,78 @@ impl Ir {
         }
     }
 
+    /// A hash of every field (source locations included): what the verifier's [`Info`] is
+    /// checked against, so that a later stage never runs on an IR other than the one verified.
+    ///
+    /// [`Info`]: super::Info
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let Ir {
+            name,
+            block,
+            items_per_thread,
+            items_loc,
+            strict_arrangements,
+            params,
+            groups,
+            datas,
+            storages,
+            arrays,
+            exprs,
+            ops,
+            regions,
+            body,
+            issues,
+            bounds,
+        } = self;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        bounds.hash(&mut h);
+        (
+            name,
+            block,
+            items_per_thread,
+            items_loc,
+            strict_arrangements,
+        )
+            .hash(&mut h);
+        (params, groups, datas, storages, arrays).hash(&mut h);
+        (exprs.nodes(), ops, regions, body, issues).hash(&mut h);
+        h.finish()
+    }
+
     /// Visits every op in program order (pre-order through regions), with its nesting depth.
+    /// Each region is entered once and ids past the tables are skipped, so the walk ends on
+    /// any IR, verified or not.
     pub fn walk(&self, mut f: impl FnMut(OpId, usize)) {
-        fn go(ir: &Ir, r: RegionId, depth: usize, f: &mut dyn FnMut(OpId, usize)) {
-            for &op in ir.region(r) {
-                f(op, depth);
-                for sub in ir.op(op).kind.regions() {
-                    go(ir, sub, depth + 1, f);
+        let mut entered = vec![false; self.regions.len()];
+        let mut enter = |r: RegionId| match entered.get_mut(r.index()) {
+            Some(e) if !*e => {
+                *e = true;
+                true
+            }
+            _ => false,
+        };
+        // (region, next op in it, depth).
+        let mut stack = Vec::new();
+        if enter(self.body) {
+            stack.push((self.body, 0usize, 0usize));
+        }
+        while let Some(top) = stack.last_mut() {
+            let (r, next, depth) = *top;
+            let Some(&op) = self.regions[r.index()].get(next) else {
+                stack.pop();
+                continue;
+            };
+            top.1 += 1;
+            f(op, depth);
+            if let Some(data) = self.ops.get(op.index()) {
+                // Reversed, so the first nested region is walked first.
+                for sub in data.kind.regions().into_iter().rev() {
+                    if enter(sub) {
+                        stack.push((sub, 0, depth + 1));
+                    }
                 }
             }
         }
-        go(self, self.body, 0, &mut f);
     }
 }

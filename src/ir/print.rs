@@ -4,6 +4,7 @@ use super::entities::{ExprId, OpId, RegionId};
 use super::error::VerifyError;
 use super::expr::ExprKind;
 use super::ops::*;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// The kernel as text, with each error printed under the op it concerns (errors with no op
@@ -43,27 +44,65 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
             st.size, st.align, st.auto_sync, st.sharing, st.loc
         );
     }
-    region(ir, ir.body, 1, errors, &mut out);
+    listing_ops(ir, errors, &mut out);
     out
 }
 
-fn region(ir: &Ir, r: RegionId, depth: usize, errors: &[VerifyError], out: &mut String) {
-    let Some(ops) = ir.regions.get(r.index()) else {
-        return;
-    };
-    for &op in ops {
-        let Some(data) = ir.ops.get(op.index()) else {
+/// Indentation stops growing past this many levels (the listing of a kernel nested deeper than
+/// the verifier allows stays linear in its size).
+const MAX_INDENT: usize = 64;
+
+/// The ops of the body and every region nested in it, indented by depth. The walk keeps its
+/// own stack and enters each region once, so it ends on any IR, verified or not.
+fn listing_ops(ir: &Ir, errors: &[VerifyError], out: &mut String) {
+    let mut by_op: HashMap<OpId, Vec<&VerifyError>> = HashMap::new();
+    for e in errors {
+        if let Some(op) = e.op {
+            by_op.entry(op).or_default().push(e);
+        }
+    }
+    enum Work {
+        /// The ops of a region from the `usize`th on, at a depth.
+        Ops(RegionId, usize, usize),
+        Text(String),
+    }
+    let mut entered = vec![false; ir.regions.len()];
+    let mut stack = Vec::new();
+    if let Some(e) = entered.get_mut(ir.body.index()) {
+        *e = true;
+        stack.push(Work::Ops(ir.body, 0, 1));
+    }
+    while let Some(work) = stack.pop() {
+        let (r, next, depth) = match work {
+            Work::Text(t) => {
+                out.push_str(&t);
+                continue;
+            }
+            Work::Ops(r, next, depth) => (r, next, depth),
+        };
+        let Some(&op) = ir.regions[r.index()].get(next) else {
             continue;
         };
-        let pad = "  ".repeat(depth);
+        stack.push(Work::Ops(r, next + 1, depth));
+        let pad = "  ".repeat(depth.min(MAX_INDENT));
+        let Some(data) = ir.ops.get(op.index()) else {
+            let _ = writeln!(out, "{pad}{op}: <unknown>");
+            continue;
+        };
         let _ = writeln!(out, "{pad}{op}: {}   ; {}", describe(ir, op), data.loc);
-        for e in errors.iter().filter(|e| e.op == Some(op)) {
+        for e in by_op.get(&op).into_iter().flatten() {
             let _ = writeln!(out, "{pad}  ! error: {e}");
         }
-        for sub in data.kind.regions() {
-            let _ = writeln!(out, "{pad}{{");
-            region(ir, sub, depth + 1, errors, out);
-            let _ = writeln!(out, "{pad}}}");
+        for sub in data.kind.regions().into_iter().rev() {
+            stack.push(Work::Text(format!("{pad}}}\n")));
+            match entered.get_mut(sub.index()) {
+                Some(e) if !*e => {
+                    *e = true;
+                    stack.push(Work::Ops(sub, 0, depth + 1));
+                }
+                _ => stack.push(Work::Text(format!("{pad}  {sub} (not shown again)\n"))),
+            }
+            stack.push(Work::Text(format!("{pad}{{\n")));
         }
     }
 }
@@ -172,7 +211,11 @@ fn group_text(ir: &Ir, t: &Transfer) -> String {
     }
 }
 
-/// An expression as text (depth-limited).
+/// Characters of one expression's text past which the rest is elided.
+const EXPR_TEXT_BUDGET: usize = 400;
+
+/// An expression as text (depth-limited, and elided past a few hundred characters: shared
+/// subtrees are written out each time they occur).
 pub fn expr_text(ir: &Ir, id: ExprId) -> String {
     let mut s = String::new();
     expr_into(ir, id, &mut s, 0);
@@ -184,6 +227,12 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         out.push('?');
         return;
     };
+    if out.len() > EXPR_TEXT_BUDGET {
+        if !out.ends_with("..") {
+            out.push_str("..");
+        }
+        return;
+    }
     if depth > 12 {
         let _ = write!(out, "{id}");
         return;

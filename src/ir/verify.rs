@@ -1,8 +1,11 @@
 //! The verifier: checks a recorded kernel and returns [`Info`], the proof later stages take.
 //!
-//! It runs in two steps. First a cheap pass checks that every handle (parameter, payload,
-//! expression, region, loop) belongs to this kernel, so the second step can index tables
-//! freely. Then one walk in program order collects *all* remaining errors, each pinned to the
+//! It runs in two steps. First a cheap pass, which keeps its own stacks, checks that every
+//! handle (parameter, payload, expression, region, loop) belongs to this kernel, that the
+//! regions form a tree under the body (no region is the body of two ops or encloses its own
+//! op, no op is listed twice) nested at most [`MAX_NESTING`] deep, and that no expression is
+//! deeper than [`MAX_EXPR_DEPTH`]; so the second step, and every later stage, can index tables
+//! freely and recurse along the regions with a stack a few hundred KiB bounds. Then one walk in program order collects *all* remaining errors, each pinned to the
 //! user's source line:
 //! - block shape (1-D, 1..=1024 threads), items per thread (1..=64), logical-warp widths, and
 //!   warp-level ops only in blocks of whole warps;
@@ -44,11 +47,26 @@ impl Uniformity {
     }
 }
 
-/// What the verifier learned, required by the planner and code generator.
+/// What the verifier learned, required by the planner and code generator. Only [`verify`]
+/// makes one, and it knows which IR it is for.
 #[derive(Debug, Clone)]
 pub struct Info {
     /// Uniformity of every expression node.
-    pub uniformity: Vec<Uniformity>,
+    pub(crate) uniformity: Vec<Uniformity>,
+    /// The fingerprint of the IR verified.
+    ir: u64,
+}
+
+impl Info {
+    /// Uniformity of every expression node, in id order.
+    pub fn uniformity(&self) -> &[Uniformity] {
+        &self.uniformity
+    }
+
+    /// Whether this is the verifier's result for `ir` (the IR as it was verified).
+    pub fn is_for(&self, ir: &Ir) -> bool {
+        self.ir == ir.fingerprint()
+    }
 }
 
 /// Verifies the IR; on failure returns every error with the kernel's listing.
@@ -71,7 +89,10 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
     let mut state = vec![0u64; ir.datas.len()];
     v.region(ir.body, &mut state);
     if v.errors.is_empty() {
-        Ok(Info { uniformity })
+        Ok(Info {
+            uniformity,
+            ir: ir.fingerprint(),
+        })
     } else {
         let errors = v.errors;
         Err(fail(ir, errors))
@@ -203,6 +224,71 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             if op.index() >= no {
                 errors.push(err(unknown("op", op.0), ir_loc, None));
             }
+        }
+    }
+    check_tree(ir, errors);
+    check_expr_depth(ir, errors);
+}
+
+/// The regions form a tree under the body, nested at most [`MAX_NESTING`] deep: each region
+/// other than the body is the body of one op, and each op is listed once. Later passes recurse
+/// along this tree, so it must end, and its depth bounds their stack.
+fn check_tree(ir: &Ir, errors: &mut Vec<VerifyError>) {
+    let Some(body) = ir.regions.get(ir.body.index()) else {
+        let kind = K::UnknownHandle {
+            what: "region",
+            index: ir.body.0,
+        };
+        errors.push(err(kind, ir.block.loc, None));
+        return;
+    };
+    let mut reached = vec![false; ir.regions.len()];
+    let mut listed = vec![false; ir.ops.len()];
+    reached[ir.body.index()] = true;
+    let mut stack = vec![(body, 0usize)];
+    while let Some((ops, depth)) = stack.pop() {
+        for &op in ops {
+            let Some(data) = ir.ops.get(op.index()) else {
+                continue;
+            };
+            if std::mem::replace(&mut listed[op.index()], true) {
+                errors.push(err(K::OpListedTwice, data.loc, Some(op)));
+                continue;
+            }
+            for sub in data.kind.regions() {
+                let Some(seen) = reached.get_mut(sub.index()) else {
+                    continue;
+                };
+                if std::mem::replace(seen, true) {
+                    errors.push(err(K::RegionReused { region: sub }, data.loc, Some(op)));
+                } else if depth + 1 > MAX_NESTING {
+                    let kind = K::NestingTooDeep { max: MAX_NESTING };
+                    errors.push(err(kind, data.loc, Some(op)));
+                } else {
+                    stack.push((&ir.regions[sub.index()], depth + 1));
+                }
+            }
+        }
+    }
+}
+
+/// No expression an op evaluates is more than [`MAX_EXPR_DEPTH`] levels deep.
+fn check_expr_depth(ir: &Ir, errors: &mut Vec<VerifyError>) {
+    let depth = ir.exprs.depths();
+    for (i, op) in ir.ops.iter().enumerate() {
+        let deepest = op
+            .kind
+            .exprs()
+            .iter()
+            .filter_map(|e| depth.get(e.index()))
+            .max()
+            .copied();
+        if let Some(d) = deepest.filter(|&d| d > MAX_EXPR_DEPTH) {
+            let kind = K::ExpressionTooDeep {
+                depth: d,
+                max: MAX_EXPR_DEPTH,
+            };
+            errors.push(err(kind, op.loc, Some(OpId(i as u32))));
         }
     }
 }
@@ -637,7 +723,62 @@ impl Verifier<'_> {
         self.collective(group, loc, op);
     }
 
+    /// Checks one op. The ops holding regions are checked here and everything else in
+    /// [`Verifier::simple_op`], so the recursion through nested regions keeps a small frame
+    /// per level.
     fn op(&mut self, op: OpId, state: &mut State) {
+        let ir = self.ir;
+        let data = ir.op(op);
+        let loc = data.loc;
+        match &data.kind {
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expect_ty(*cond, VType::Bool, loc, op);
+                self.expr(*cond, state, op, None);
+                self.conds.push((self.uniformity[cond.index()], loc));
+                let mut a = state.clone();
+                self.region(*then, &mut a);
+                let mut b = state.clone();
+                if let Some(o) = otherwise {
+                    self.region(*o, &mut b);
+                }
+                self.conds.pop();
+                for (s, (x, y)) in state.iter_mut().zip(a.iter().zip(&b)) {
+                    *s = x & y;
+                }
+            }
+            OpKind::For { start, end, body } => {
+                let u32_ty = VType::D(super::DType::U32);
+                self.expect_ty(*start, u32_ty, loc, op);
+                self.expect_ty(*end, u32_ty, loc, op);
+                self.expr(*start, state, op, None);
+                self.expr(*end, state, op, None);
+                let u = self.uniformity[start.index()].min(self.uniformity[end.index()]);
+                self.looped(op, u, loc, *body, state);
+            }
+            OpKind::Tiles { n, body } => {
+                self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
+                self.expr(*n, state, op, None);
+                let u = self.uniformity[n.index()].min(Uniformity::BLOCK);
+                self.looped(op, u, loc, *body, state);
+            }
+            OpKind::Scan(sc) => {
+                self.scan_start(op, sc, state);
+                if let Some(c) = &sc.callback {
+                    self.region(c.body, state);
+                }
+                self.scan_end(op, sc, state);
+            }
+            _ => self.simple_op(op, state),
+        }
+    }
+
+    /// Checks an op that holds no region.
+    #[inline(never)]
+    fn simple_op(&mut self, op: OpId, state: &mut State) {
         let ir = self.ir;
         let data = ir.op(op);
         let loc = data.loc;
@@ -683,34 +824,6 @@ impl Verifier<'_> {
                 }
                 self.read_all(*src, state, loc, op);
                 self.write_all(*dst, state);
-            }
-            OpKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                self.expect_ty(*cond, VType::Bool, loc, op);
-                self.expr(*cond, state, op, None);
-                self.conds.push((self.uniformity[cond.index()], loc));
-                let mut a = state.clone();
-                self.region(*then, &mut a);
-                let mut b = state.clone();
-                if let Some(o) = otherwise {
-                    self.region(*o, &mut b);
-                }
-                self.conds.pop();
-                for (s, (x, y)) in state.iter_mut().zip(a.iter().zip(&b)) {
-                    *s = x & y;
-                }
-            }
-            OpKind::For { start, end, body } => {
-                let u32_ty = VType::D(super::DType::U32);
-                self.expect_ty(*start, u32_ty, loc, op);
-                self.expect_ty(*end, u32_ty, loc, op);
-                self.expr(*start, state, op, None);
-                self.expr(*end, state, op, None);
-                let u = self.uniformity[start.index()].min(self.uniformity[end.index()]);
-                self.looped(op, u, loc, *body, state);
             }
             OpKind::SharedWrite {
                 array,
@@ -807,50 +920,6 @@ impl Verifier<'_> {
                 self.write_all(*dst, state);
                 self.collective(ir.groups[group.index()].kind, loc, op);
             }
-            OpKind::Scan(sc) => {
-                let s = &ir.datas[sc.src.index()];
-                if let Some(v) = sc.initial {
-                    self.expect_ty(v, VType::D(s.dtype), loc, op);
-                    self.expr(v, state, op, None);
-                } else if !sc.inclusive && sc.callback.is_none() {
-                    self.push(K::ExclusiveScanNeedsInitial, loc, Some(op));
-                }
-                if let Some(c) = &sc.callback {
-                    // The total is written, the prefix evaluated, then the callback's ops run.
-                    if let Some(a) = sc.aggregate {
-                        self.write_all(a, state);
-                    }
-                    self.expect_ty(c.prefix, VType::D(s.dtype), loc, op);
-                    self.expr(c.prefix, state, op, None);
-                    self.region(c.body, state);
-                }
-                if let super::ops::ReduceOp::Custom { expr, .. } = sc.op {
-                    self.expect_ty(expr, VType::D(s.dtype), loc, op);
-                    let srcs = [sc.src, sc.src];
-                    self.expr(expr, state, op, Some(&srcs));
-                }
-                let group = ir.groups[sc.group.index()].kind;
-                let block = ir.block_threads();
-                if let Some(v) = sc.valid {
-                    self.expect_ty(v, VType::D(super::DType::U32), loc, op);
-                    self.expr(v, state, op, None);
-                    if ir.group_threads(sc.group) > 32 {
-                        self.push(K::ValidItemsNeedWarpGroup, loc, Some(op));
-                    }
-                }
-                if group == GroupKind::Block
-                    && ((block > 32 && block % 32 != 0)
-                        || (block <= 32 && !block.is_power_of_two()))
-                {
-                    self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
-                }
-                self.read_all(sc.src, state, loc, op);
-                self.write_all(sc.dst, state);
-                if let Some(a) = sc.aggregate {
-                    self.write_all(a, state);
-                }
-                self.collective(group, loc, op);
-            }
             OpKind::Reduce(r) => {
                 let (s, d) = (&ir.datas[r.src.index()], &ir.datas[r.dst.index()]);
                 if s.dtype != d.dtype {
@@ -891,13 +960,64 @@ impl Verifier<'_> {
                 self.write_all(r.dst, state);
                 self.collective(group, loc, op);
             }
-            OpKind::Tiles { n, body } => {
-                self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
-                self.expr(*n, state, op, None);
-                let u = self.uniformity[n.index()].min(Uniformity::BLOCK);
-                self.looped(op, u, loc, *body, state);
+            // Checked by `op`, which walks their regions.
+            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
+        }
+    }
+
+    /// Checks a scan up to its prefix callback's ops.
+    #[inline(never)]
+    fn scan_start(&mut self, op: OpId, sc: &ScanSpec, state: &mut State) {
+        let ir = self.ir;
+        let loc = ir.op(op).loc;
+        let s = &ir.datas[sc.src.index()];
+        if let Some(v) = sc.initial {
+            self.expect_ty(v, VType::D(s.dtype), loc, op);
+            self.expr(v, state, op, None);
+        } else if !sc.inclusive && sc.callback.is_none() {
+            self.push(K::ExclusiveScanNeedsInitial, loc, Some(op));
+        }
+        if let Some(c) = &sc.callback {
+            // The total is written, the prefix evaluated, then the callback's ops run.
+            if let Some(a) = sc.aggregate {
+                self.write_all(a, state);
+            }
+            self.expect_ty(c.prefix, VType::D(s.dtype), loc, op);
+            self.expr(c.prefix, state, op, None);
+        }
+    }
+
+    /// Checks the rest of a scan, after its prefix callback's ops.
+    #[inline(never)]
+    fn scan_end(&mut self, op: OpId, sc: &ScanSpec, state: &mut State) {
+        let ir = self.ir;
+        let loc = ir.op(op).loc;
+        let s = &ir.datas[sc.src.index()];
+        if let super::ops::ReduceOp::Custom { expr, .. } = sc.op {
+            self.expect_ty(expr, VType::D(s.dtype), loc, op);
+            let srcs = [sc.src, sc.src];
+            self.expr(expr, state, op, Some(&srcs));
+        }
+        let group = ir.groups[sc.group.index()].kind;
+        let block = ir.block_threads();
+        if let Some(v) = sc.valid {
+            self.expect_ty(v, VType::D(super::DType::U32), loc, op);
+            self.expr(v, state, op, None);
+            if ir.group_threads(sc.group) > 32 {
+                self.push(K::ValidItemsNeedWarpGroup, loc, Some(op));
             }
         }
+        if group == GroupKind::Block
+            && ((block > 32 && block % 32 != 0) || (block <= 32 && !block.is_power_of_two()))
+        {
+            self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
+        }
+        self.read_all(sc.src, state, loc, op);
+        self.write_all(sc.dst, state);
+        if let Some(a) = sc.aggregate {
+            self.write_all(a, state);
+        }
+        self.collective(group, loc, op);
     }
 
     fn looped(&mut self, op: OpId, u: Uniformity, loc: Loc, body: RegionId, state: &State) {

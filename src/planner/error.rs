@@ -76,6 +76,12 @@ pub enum PlanError {
         /// What failed.
         reason: String,
     },
+    /// The [`Info`](crate::ir::Info) given is not the verifier's result for this IR (it was
+    /// verified from another kernel, or the IR changed since).
+    NotVerified {
+        /// Where the kernel was started (its block shape was set).
+        loc: Loc,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -137,6 +143,10 @@ impl fmt::Display for PlanError {
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")
             }
+            PlanError::NotVerified { loc } => write!(
+                f,
+                "{loc}: the kernel's verifier result is for another IR; verify this one first"
+            ),
         }
     }
 }

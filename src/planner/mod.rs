@@ -29,8 +29,12 @@ pub use shared::{ArrayHome, SharedLayout};
 
 use crate::ir::{Info, Ir};
 
-/// Plans a verified kernel.
+/// Plans a verified kernel: `info` must be [`verify`](crate::ir::verify::verify)'s result for
+/// `ir` ([`PlanError::NotVerified`] otherwise).
 pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
+    if !info.is_for(ir) {
+        return Err(PlanError::NotVerified { loc: ir.block.loc });
+    }
     let arrangements = arrangement::assign(ir)?;
     transfer::check_group_counts(ir, &arrangements)?;
     let transfers = transfer::plan_transfers(ir)?;

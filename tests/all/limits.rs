@@ -3,8 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use coopgraph::ir::{Reduce, index};
-use coopgraph::{Kernel, KernelBuilder, Load, Store};
+use coopgraph::codegen::Arch;
+use coopgraph::ir::ops::{MAX_EXPR_DEPTH, MAX_NESTING};
+use coopgraph::ir::{Reduce, VerifyErrorKind, index};
+use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
+
+use crate::common;
 
 /// Generous for a loaded test machine; a walk exponential in the nesting takes hours here.
 const QUICK: Duration = Duration::from_secs(1);
@@ -129,4 +133,216 @@ fn shared_memory_at_every_level_plans_quickly() {
     eprintln!("shared memory at each of 200 levels: built in {took:?}");
     assert!(took < QUICK, "took {took:?}");
     assert!(kernel.plan().barriers.len() >= 200);
+}
+
+/// Runs `f` on a thread with a 2 MiB stack, the size of a test thread's and less than a main
+/// thread's; an overflow aborts the test binary.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    on_stack(2 << 20, f)
+}
+
+fn on_stack<T: Send + 'static>(bytes: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(bytes)
+        .spawn(f)
+        .expect("thread starts")
+        .join()
+        .unwrap_or_else(|_| panic!("the thread panicked"))
+}
+
+/// A kernel with `depth` nested branches around a block reduction and a transposing store.
+fn nested_ifs(depth: usize) -> KernelBuilder {
+    let mut k = KernelBuilder::new("nested").block(64).items_per_thread(2);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let block = k.this_block();
+    let t = k.load_from(block, &x, Load::transpose());
+    nest(
+        &mut k,
+        depth,
+        &|k, body| k.if_(index::block_index().lt(1000u32), body),
+        &mut |k| {
+            let s = k.reduce(block, &t, Reduce::sum().broadcast());
+            let total = s.item(0);
+            let u = k.map(&t, move |a| a + total);
+            k.store_to(block, &y, &u, Store::transpose());
+        },
+    );
+    k
+}
+
+/// A chain `((x + 1) + 1) ...` of `depth` additions.
+fn chain(depth: u32) -> coopgraph::ir::Expr<u32> {
+    let mut e = index::thread_rank();
+    for _ in 0..depth {
+        e = e + 1u32;
+    }
+    e
+}
+
+#[test]
+fn nesting_at_the_limit_builds_and_runs_on_a_small_stack() {
+    let (kernel, got) = on_small_stack(|| {
+        // The builder's recursion is the caller's own (closures in closures), and fits too.
+        let kernel = built(nested_ifs(MAX_NESTING));
+        let _ = kernel.explain();
+        for arch in Arch::ALL {
+            let _ = kernel.ptx(arch);
+        }
+        let dev = common::device();
+        let xs: Vec<u32> = (0..256).map(|i| i * 3).collect();
+        let f = dev.compile(&kernel).expect("compiles");
+        let x = dev.upload(&xs).expect("upload");
+        let mut y = dev.alloc_zeroed::<u32>(256).expect("alloc");
+        f.launch_over(256, (&x, &mut y)).expect("runs");
+        (kernel, y.to_vec().expect("download"))
+    });
+    common::assemble_all(&kernel);
+    let xs: Vec<u32> = (0..256).map(|i| i * 3).collect();
+    let want: Vec<u32> = xs
+        .chunks(128)
+        .flat_map(|tile| {
+            let total: u32 = tile.iter().sum();
+            tile.iter().map(move |v| v + total)
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nesting_past_the_limit_is_an_error_not_an_overflow() {
+    // The caller's own recursion needs a large stack to record this; the library does not.
+    let k = on_stack(1 << 30, || nested_ifs(20_000));
+    let err = on_small_stack(move || match k.build() {
+        Ok(_) => panic!("a kernel nested 20,000 deep built"),
+        Err(Error::Verify(e)) => e,
+        Err(other) => panic!("{other}"),
+    });
+    let deep: Vec<_> = err
+        .errors
+        .iter()
+        .filter(|e| e.kind == VerifyErrorKind::NestingTooDeep { max: MAX_NESTING })
+        .collect();
+    assert_eq!(
+        deep.len(),
+        1,
+        "{:?}",
+        &err.errors[..err.errors.len().min(4)]
+    );
+    assert!(deep[0].loc.file.ends_with("limits.rs"));
+    // The listing shows every op once, indented no deeper than a fixed bound.
+    assert!(err.listing.lines().count() < 3 * 20_010);
+    assert!(err.listing.lines().all(|l| l.len() < 400));
+}
+
+/// A one-block kernel storing `chain(depth)` per thread.
+fn chained(depth: u32) -> Kernel {
+    let mut k = KernelBuilder::new("deep_expr")
+        .block(32)
+        .items_per_thread(1);
+    let y = k.output::<u32>("y");
+    let d = k.fill(chain(depth));
+    k.store_to(k.this_block(), &y, &d, Store::direct());
+    built(k)
+}
+
+#[test]
+fn deep_expressions_build_and_run_on_a_small_stack() {
+    // Recorded, verified, planned, emitted and listed (too many registers for the
+    // simulator to run).
+    on_small_stack(|| {
+        let kernel = chained(40_000);
+        let _ = kernel.explain();
+        for arch in Arch::ALL {
+            assert!(kernel.ptx(arch).len() > 40_000 * 10);
+        }
+    });
+    let depth = 5_000;
+    let (kernel, got) = on_small_stack(move || {
+        let kernel = chained(depth);
+        let got = run_one_block(&kernel);
+        (kernel, got)
+    });
+    let want: Vec<u32> = (0..32).map(|t| t + depth).collect();
+    assert_eq!(got, want);
+    common::assemble_all(&kernel);
+}
+
+#[test]
+fn expressions_past_the_limit_are_an_error_not_an_overflow() {
+    let err = on_small_stack(|| {
+        let mut k = KernelBuilder::new("too_deep").block(32).items_per_thread(1);
+        let y = k.output::<u32>("y");
+        // One level over the bound: the leaf and as many additions.
+        let d = k.fill(chain(MAX_EXPR_DEPTH));
+        k.store_to(k.this_block(), &y, &d, Store::direct());
+        match k.build() {
+            Ok(_) => panic!("built"),
+            Err(Error::Verify(e)) => e,
+            Err(other) => panic!("{other}"),
+        }
+    });
+    assert_eq!(err.errors.len(), 1, "{:?}", err.errors);
+    let e = &err.errors[0];
+    assert_eq!(
+        e.kind,
+        VerifyErrorKind::ExpressionTooDeep {
+            depth: MAX_EXPR_DEPTH + 1,
+            max: MAX_EXPR_DEPTH
+        }
+    );
+    assert!(e.loc.file.ends_with("limits.rs"));
+}
+
+#[test]
+fn deep_expressions_drop_and_print_on_a_small_stack() {
+    on_small_stack(|| {
+        let e = chain(100_000);
+        let text = format!("{e:?}");
+        assert!(text.len() < 1000, "{}", text.len());
+        drop(e);
+        // A deep tile expression, dropped after the builder is gone.
+        let mut k = KernelBuilder::new("kept").block(32).items_per_thread(1);
+        let mut kept = None;
+        k.tiles(32u32, |_, tile| {
+            let mut e = tile.origin.clone();
+            for _ in 0..100_000 {
+                e = e * 3u32;
+            }
+            kept = Some(e);
+        });
+        drop(k);
+        drop(kept);
+    });
+}
+
+#[test]
+fn shared_subexpressions_cost_their_distinct_nodes() {
+    // As a tree this is 2^200 nodes; as written, 201.
+    let start = Instant::now();
+    let mut e = index::thread_rank() + 1u32;
+    for _ in 0..200 {
+        e = e.clone() + e;
+    }
+    let mut k = KernelBuilder::new("doubled").block(32).items_per_thread(1);
+    let y = k.output::<u32>("y");
+    let d = k.fill(e.clone());
+    k.store_to(k.this_block(), &y, &d, Store::direct());
+    let kernel = built(k);
+    let _ = kernel.explain();
+    let _ = format!("{e:?}");
+    let got = run_one_block(&kernel);
+    let took = start.elapsed();
+    assert!(took < QUICK, "took {took:?}");
+    // (t + 1) * 2^200 wraps to 0.
+    assert_eq!(got, vec![0u32; 32]);
+    common::assemble_all(&kernel);
+}
+
+/// Runs a kernel whose one parameter is a `u32` output of 32 elements on one block.
+fn run_one_block(kernel: &Kernel) -> Vec<u32> {
+    let dev = common::device();
+    let f = dev.compile(kernel).expect("compiles");
+    let mut y = dev.alloc_zeroed::<u32>(32).expect("alloc");
+    f.launch_grid(1, (&mut y,)).expect("runs");
+    y.to_vec().expect("download")
 }

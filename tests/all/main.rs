@@ -13,6 +13,7 @@ mod layout_reference;
 mod limits;
 mod neighbor;
 mod reduce;
+mod robust;
 mod runtime;
 mod scan;
 mod shared_bounds;
