@@ -110,7 +110,7 @@ impl Case {
         out: usize,
         checks: bool,
     ) -> Case {
-        let mut sim = Simulator::new(SimOptions {
+        let sim = Simulator::new(SimOptions {
             check_races: checks,
             check_uninit: checks,
             ..SimOptions::default()

@@ -35,8 +35,7 @@ pub(super) enum BufferRepr<T> {
     Sim(SimAlloc),
 }
 
-/// An allocation in a simulator's memory; freed on drop. Dropping takes the simulator's lock,
-/// so code holding that lock never lets one drop (hence `let written = ...; written?;`).
+/// An allocation in a simulator's memory; freed on drop.
 pub(super) struct SimAlloc {
     pub(super) shared: Arc<SimShared>,
     pub(super) addr: u64,
@@ -46,7 +45,7 @@ pub(super) struct SimAlloc {
 impl Drop for SimAlloc {
     fn drop(&mut self) {
         // A failed free only leaks simulator memory; there is no caller to tell.
-        let _ = self.shared.lock().free(self.addr);
+        let _ = self.shared.sim.free(self.addr);
     }
 }
 
@@ -80,7 +79,7 @@ impl<T: DeviceElement> Buffer<T> {
             BufferRepr::Sim(a) => {
                 let size = T::DTYPE.bytes() as usize;
                 let mut bytes = vec![0u8; byte_len::<T>(a.len)?];
-                a.shared.lock().read(a.addr, &mut bytes)?;
+                a.shared.sim.read(a.addr, &mut bytes)?;
                 Ok(bytes.chunks_exact(size).map(element_from_le::<T>).collect())
             }
         }
@@ -101,7 +100,7 @@ impl<T: DeviceElement> Buffer<T> {
                     .memcpy_htod(data, slice)
                     .map_err(RuntimeError::driver("cuMemcpyHtoDAsync"))
             }
-            BufferRepr::Sim(a) => Ok(a.shared.lock().write(a.addr, &to_le_bytes(data))?),
+            BufferRepr::Sim(a) => Ok(a.shared.sim.write(a.addr, &to_le_bytes(data))?),
         }
     }
 
@@ -169,8 +168,7 @@ impl Device {
             ),
             Imp::Sim(s) => {
                 let alloc = sim_alloc(s, data.len(), bytes)?;
-                let written = s.lock().write(alloc.addr, &to_le_bytes(data));
-                written?;
+                s.sim.write(alloc.addr, &to_le_bytes(data))?;
                 BufferRepr::Sim(alloc)
             }
         };
@@ -187,7 +185,7 @@ impl Device {
                     .map_err(RuntimeError::driver("cuMemAllocAsync"))?,
             ),
             Imp::Sim(s) => {
-                let addr = s.lock().alloc_zeroed(bytes.max(1))?;
+                let addr = s.sim.alloc_zeroed(bytes.max(1))?;
                 BufferRepr::Sim(SimAlloc {
                     shared: s.clone(),
                     addr,
@@ -229,8 +227,7 @@ impl Device {
             Imp::Sim(s) => {
                 let alloc = sim_alloc(s, len, bytes)?;
                 let one = to_le_bytes(&[value]);
-                let written = s.lock().write(alloc.addr, &one.repeat(len));
-                written?;
+                s.sim.write(alloc.addr, &one.repeat(len))?;
                 BufferRepr::Sim(alloc)
             }
         };
@@ -251,7 +248,7 @@ fn byte_len<T: Element>(len: usize) -> Result<usize, RuntimeError> {
 /// Allocates `bytes` (at least one, so every buffer has its own address) in the simulator; the
 /// contents are undefined (to its uninitialized-value checker) until written.
 fn sim_alloc(shared: &Arc<SimShared>, len: usize, bytes: usize) -> Result<SimAlloc, RuntimeError> {
-    let addr = shared.lock().alloc(bytes.max(1))?;
+    let addr = shared.sim.alloc(bytes.max(1))?;
     Ok(SimAlloc {
         shared: shared.clone(),
         addr,

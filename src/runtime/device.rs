@@ -145,17 +145,24 @@ pub(super) struct CudaImp {
 }
 
 /// A simulator, shared by the device and every buffer allocated in it.
+///
+/// The simulator locks its own memory only for the moment an allocation is made, freed or
+/// looked up, so uploads, downloads and frees proceed while a kernel runs, and loading a
+/// module (parsing) needs no lock at all. Launches take [`SimShared::launch_lock`]: they run
+/// one after another, as on one stream.
 pub(super) struct SimShared {
     /// Tells simulators apart (buffers check it at launch).
     pub(super) id: u64,
-    sim: Mutex<Simulator>,
+    pub(super) sim: Simulator,
+    launches: Mutex<()>,
 }
 
 impl SimShared {
-    /// Locks the simulator. A panic while it was locked (in the simulator itself) leaves its
-    /// memory as it was; the lock is taken over rather than propagating the panic.
-    pub(super) fn lock(&self) -> MutexGuard<'_, Simulator> {
-        self.sim
+    /// Orders launches on this simulator. A panic during a launch (in the simulator itself)
+    /// leaves nothing half-done that a later launch depends on; the lock is taken over rather
+    /// than propagating the panic.
+    pub(super) fn launch_lock(&self) -> MutexGuard<'_, ()> {
+        self.launches
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -263,7 +270,8 @@ impl Device {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(SimShared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            sim: Mutex::new(Simulator::new(options)),
+            sim: Simulator::new(options),
+            launches: Mutex::new(()),
         });
         Device {
             inner: Arc::new(DeviceInner {

@@ -66,8 +66,8 @@ impl LoadedKernel {
                 let (kernel, log) = load::load_cuda(&c.ctx, &image, limits)?;
                 (LoadedModule::Cuda(kernel), log)
             }
-            Imp::Sim(s) => (
-                LoadedModule::Sim(load::load_sim(&s.lock(), &image, limits)?),
+            Imp::Sim(_) => (
+                LoadedModule::Sim(load::load_sim(&image, limits)?),
                 String::new(),
             ),
         };
@@ -411,8 +411,9 @@ impl Function {
                     });
                 }
                 let params = args::sim_params(checked);
+                let _in_order = s.launch_lock();
                 let report =
-                    s.lock()
+                    s.sim
                         .launch(module, &image.entry, grid, block, dynamic_smem, &params)?;
                 Ok(Some(report))
             }

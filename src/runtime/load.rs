@@ -17,7 +17,7 @@ use super::RuntimeError;
 use super::device::DeviceLimits;
 use super::driver::CudaKernel;
 use super::image::{KernelImage, ParamLayout};
-use crate::sim::{SimModule, Simulator};
+use crate::sim::SimModule;
 
 /// Dynamic shared memory a kernel may use without the opt-in attribute.
 pub(super) const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
@@ -217,13 +217,13 @@ fn log_text(buffer: &[u8], written: usize) -> String {
 }
 
 /// "Loads" `image` on the simulator: parses and decodes its PTX, and looks for its entry.
+/// It touches no simulator state, so it runs while the simulator runs kernels.
 pub(super) fn load_sim(
-    sim: &Simulator,
     image: &KernelImage,
     limits: &DeviceLimits,
 ) -> Result<SimModule, RuntimeError> {
     check_shared_memory(image, image.dynamic_smem, limits)?;
-    let module = sim.load_module(&image.ptx)?;
+    let module = SimModule::load(&image.ptx)?;
     let Some(function) = module
         .module()
         .functions

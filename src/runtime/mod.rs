@@ -37,7 +37,7 @@ mod launch;
 mod load;
 
 pub use crate::cache_key::KernelKey;
-pub use crate::sim::{LaunchReport, SimOptions};
+pub use crate::sim::{Budget, Control, LaunchReport, Progress, ProgressHook, SimOptions};
 pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
 pub use buffer::{Buffer, DeviceElement};
 pub use cache::CacheStats;

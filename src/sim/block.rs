@@ -29,6 +29,7 @@
 //! only grows within a block.
 
 use super::SimOptions;
+use super::control::{Monitor, POLL_STEPS};
 use super::decode::{Coll, NONE, Program, SHARED_SHIFT};
 use super::error::{
     AbsentGroup, AbsentState, Access, Extent, MemSpace, MemoryFault, ParticipationFault,
@@ -90,6 +91,10 @@ pub(crate) struct BlockRun<'a> {
     hint: usize,
     seq: u64,
     counts: Counts,
+    monitor: &'a Monitor<'a>,
+    /// `counts.steps` at the last report to the monitor, and blocks finished since.
+    reported: u64,
+    unreported_blocks: u64,
     /// The block's first undefined-value fault: (thread, pc, fault).
     pending: Option<(usize, u32, Fault)>,
 }
@@ -101,6 +106,7 @@ impl<'a> BlockRun<'a> {
         global: &'a GlobalView<'a>,
         params: &'a [u8],
         shape: Shape,
+        monitor: &'a Monitor<'a>,
     ) -> Self {
         let [bx, by, bz] = shape.block;
         let nthreads = (bx as usize) * (by as usize) * (bz as usize);
@@ -162,6 +168,9 @@ impl<'a> BlockRun<'a> {
             hint: 0,
             seq: 0,
             counts: Counts::default(),
+            monitor,
+            reported: 0,
+            unreported_blocks: 0,
             pending: None,
         }
     }
@@ -169,6 +178,29 @@ impl<'a> BlockRun<'a> {
     /// Counters accumulated over every block this worker ran.
     pub(crate) fn counts(&self) -> Counts {
         self.counts
+    }
+
+    /// Reports the steps and blocks since the last report to the monitor; whether the launch
+    /// goes on.
+    pub(crate) fn report(&mut self) -> bool {
+        let steps = self.counts.steps - self.reported;
+        self.reported = self.counts.steps;
+        let blocks = std::mem::take(&mut self.unreported_blocks);
+        self.monitor.report(steps, blocks)
+    }
+
+    /// Hands the counts not yet reported to the monitor, checking nothing: the worker is done.
+    pub(crate) fn flush(&mut self) {
+        let steps = self.counts.steps - self.reported;
+        self.reported = self.counts.steps;
+        let blocks = std::mem::take(&mut self.unreported_blocks);
+        self.monitor.add(steps, blocks);
+    }
+
+    /// Reports when enough steps ran since the last report; whether the launch goes on.
+    #[inline]
+    fn report_due(&mut self) -> bool {
+        self.counts.steps - self.reported < POLL_STEPS || self.report()
     }
 
     fn tid3(&self, t: usize) -> [u32; 3] {
@@ -259,6 +291,27 @@ impl<'a> BlockRun<'a> {
     /// in this schedule). Any other fault after it reports the undefined value, which came
     /// first.
     pub(crate) fn run(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
+        let r = self.run_block(ctaid);
+        if r.is_ok() {
+            self.unreported_blocks += 1;
+            if !self.report_due() {
+                return Err(self.stop_error());
+            }
+        }
+        r
+    }
+
+    /// The error of a launch the monitor stopped.
+    fn stop_error(&self) -> SimError {
+        self.monitor
+            .stop_error()
+            .unwrap_or_else(|| self.step_limit(0))
+    }
+
+    fn run_block(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
+        if self.monitor.stopped() {
+            return Err(self.stop_error());
+        }
         self.reset(ctaid);
         let limit = self.opts.max_steps;
         let mut steps: u64 = 0;
@@ -276,6 +329,9 @@ impl<'a> BlockRun<'a> {
                 let (stop, s) = self.run_thread(t, steps, budget);
                 steps += s;
                 self.counts.steps += s;
+                if !self.report_due() {
+                    return Err(self.stop_error());
+                }
                 match stop {
                     Stop::Coll => {
                         self.status[t] = Status::Waiting;

@@ -941,7 +941,7 @@ proptest! {
         let base = if big { write_module(&every_form_module()) } else { fuzz_kernel() };
         let text = apply(&base, &edits);
         let _ = parse(&text);
-        let mut s = Simulator::new(SimOptions { max_steps: 5000, ..SimOptions::default() });
+        let s = Simulator::new(SimOptions { max_steps: 5000, ..SimOptions::default() });
         if let Ok(m) = s.load_module(&text) {
             let out = s.alloc_zeroed(4096).unwrap();
             for e in m.entries().map(str::to_string).collect::<Vec<_>>() {

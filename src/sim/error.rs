@@ -710,6 +710,8 @@ pub enum SimError {
         /// Where that thread was.
         at: Location,
     },
+    /// The launch passed its [`super::Budget`] or its progress callback cancelled it.
+    Stopped(Box<super::Stopped>),
     /// A host-side access (`read`, `write`) outside every allocation.
     HostOutOfBounds {
         /// First address.
@@ -768,6 +770,7 @@ impl fmt::Display for SimError {
                  {thread} was at {at}",
                 at.entry
             ),
+            SimError::Stopped(s) => write!(f, "{s}"),
             SimError::HostOutOfBounds { address, len } => write!(
                 f,
                 "host access of {len} bytes at {address:#x} is outside every allocation"

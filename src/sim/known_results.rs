@@ -103,7 +103,7 @@ fn eval(
         }],
     };
     let text = write_module(&m);
-    let mut s = sim();
+    let s = sim();
     let module = s
         .load_module(&text)
         .unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -1,6 +1,11 @@
 //! Simulated global memory: allocations at 256-byte aligned device addresses with unmapped gaps
 //! between them, each with a written bit per byte.
 //!
+//! The map of allocations is behind a lock held only for the moment an allocation is made,
+//! freed or looked up; a launch takes a snapshot of it (each allocation is shared, so freeing
+//! one during a launch leaves the launch's copy alive until it ends), and host copies and
+//! allocations proceed while kernels run.
+//!
 //! Storage is `AtomicU64` words and a byte of written bits per word, accessed with relaxed
 //! ordering: plain moves on the host, yet safe to share between worker threads that run blocks
 //! in parallel. Every kernel access is naturally aligned (misaligned ones fault before they get
@@ -11,6 +16,7 @@
 use super::error::{Extent, SimError};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The first device address handed out.
 const BASE: u64 = 1 << 40;
@@ -98,6 +104,43 @@ impl Allocation {
         }
     }
 
+    /// Copies host bytes in at `off` (in bounds): whole words at once, the partial words at
+    /// either end byte by byte with compare-and-swap (other bytes of them may be written by
+    /// someone else meanwhile).
+    fn write_bytes(&self, off: u64, data: &[u8]) {
+        let mut at = off;
+        let mut rest = data;
+        while !rest.is_empty() {
+            let i = (at / 8) as usize;
+            if at % 8 == 0 && rest.len() >= 8 {
+                if let (Some(w), Some(m)) = (self.words.get(i), self.written.get(i)) {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(&rest[..8]);
+                    w.store(u64::from_le_bytes(b), Relaxed);
+                    m.store(0xFF, Relaxed);
+                }
+                at += 8;
+                rest = &rest[8..];
+            } else {
+                self.store(at, 1, u64::from(rest[0]), true);
+                at += 1;
+                rest = &rest[1..];
+            }
+        }
+    }
+
+    /// Copies bytes at `off` (in bounds) to the host, a word at a time.
+    fn read_bytes(&self, off: u64, out: &mut [u8]) {
+        for (k, b) in out.iter_mut().enumerate() {
+            let at = off + k as u64;
+            let w = self
+                .words
+                .get((at / 8) as usize)
+                .map_or(0, |w| w.load(Relaxed));
+            *b = (w >> ((at % 8) * 8)) as u8;
+        }
+    }
+
     /// Atomically replaces the `size`-byte value at `off` by `f(old)`; returns the old value
     /// and whether it was written before.
     pub(crate) fn update(&self, off: u64, size: u32, f: impl Fn(u64) -> u64) -> (u64, bool) {
@@ -133,7 +176,12 @@ fn byte_mask(size: u32) -> u32 {
 
 /// The device memory a [`super::Simulator`] owns.
 pub(crate) struct GlobalMemory {
-    allocs: BTreeMap<u64, Allocation>,
+    map: Mutex<MemoryMap>,
+}
+
+/// The allocations, and what was freed (for reports of accesses to freed memory).
+struct MemoryMap {
+    allocs: BTreeMap<u64, Arc<Allocation>>,
     freed: Vec<(u64, u64)>,
     next: u64,
 }
@@ -141,85 +189,102 @@ pub(crate) struct GlobalMemory {
 impl GlobalMemory {
     pub(crate) fn new() -> Self {
         GlobalMemory {
-            allocs: BTreeMap::new(),
-            freed: Vec::new(),
-            next: BASE,
+            map: Mutex::new(MemoryMap {
+                allocs: BTreeMap::new(),
+                freed: Vec::new(),
+                next: BASE,
+            }),
         }
     }
 
-    pub(crate) fn alloc(&mut self, bytes: usize, zeroed: bool) -> Result<u64, SimError> {
+    /// Locks the map. Every critical section leaves it consistent (inserts and removals of
+    /// whole entries), so a panic elsewhere that poisoned it is taken over.
+    fn map(&self) -> MutexGuard<'_, MemoryMap> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize, zeroed: bool) -> Result<u64, SimError> {
         let len = bytes as u64;
-        let base = self.next;
+        let mut map = self.map();
+        let base = map.next;
         let gap = len.max(MIN_GAP);
         let next = base
             .checked_add(len)
             .and_then(|e| e.checked_add(gap))
             .and_then(|e| e.checked_next_multiple_of(ALIGN))
             .ok_or(SimError::OutOfMemory { bytes })?;
-        let a = Allocation::new(base, len, zeroed)?;
-        self.allocs.insert(base, a);
-        self.next = next;
+        // The address range is taken first, so the (possibly large) storage is made unlocked.
+        map.next = next;
+        drop(map);
+        let a = Arc::new(Allocation::new(base, len, zeroed)?);
+        self.map().allocs.insert(base, a);
         Ok(base)
     }
 
-    pub(crate) fn free(&mut self, addr: u64) -> Result<(), SimError> {
-        match self.allocs.remove(&addr) {
+    pub(crate) fn free(&self, addr: u64) -> Result<(), SimError> {
+        let mut map = self.map();
+        match map.allocs.remove(&addr) {
             Some(a) => {
-                self.freed.push((a.base, a.len));
+                map.freed.push((a.base, a.len));
                 Ok(())
             }
             None => Err(SimError::NotAllocated { address: addr }),
         }
     }
 
-    fn host_range(&self, addr: u64, len: usize) -> Result<(&Allocation, u64), SimError> {
+    fn host_range(&self, addr: u64, len: usize) -> Result<(Arc<Allocation>, u64), SimError> {
         let err = SimError::HostOutOfBounds {
             address: addr,
             len: len as u64,
         };
-        let (_, a) = self.allocs.range(..=addr).next_back().ok_or(err.clone())?;
+        let map = self.map();
+        let (_, a) = map.allocs.range(..=addr).next_back().ok_or(err.clone())?;
         let off = addr - a.base;
         let end = off.checked_add(len as u64).ok_or(err.clone())?;
         if end > a.len {
             return Err(err);
         }
-        Ok((a, off))
+        Ok((a.clone(), off))
     }
 
-    pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), SimError> {
+    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result<(), SimError> {
         let (a, off) = self.host_range(addr, data.len())?;
-        for (i, b) in data.iter().enumerate() {
-            a.store(off + i as u64, 1, u64::from(*b), false);
-        }
+        a.write_bytes(off, data);
         Ok(())
     }
 
     pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), SimError> {
         let (a, off) = self.host_range(addr, out.len())?;
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = a.load(off + i as u64, 1).0 as u8;
-        }
+        a.read_bytes(off, out);
         Ok(())
     }
 
-    /// A read-only view for one launch.
+    /// A snapshot of the allocations for one launch.
     pub(crate) fn view(&self, parallel: bool) -> GlobalView<'_> {
         GlobalView {
-            allocs: self.allocs.values().collect(),
-            freed: &self.freed,
+            allocs: self.map().allocs.values().cloned().collect(),
+            memory: self,
             parallel,
         }
+    }
+
+    /// Whether `addr` lies in a freed allocation.
+    fn freed(&self, addr: u64) -> bool {
+        self.map()
+            .freed
+            .iter()
+            .any(|&(b, l)| addr >= b && addr < b.saturating_add(l))
     }
 }
 
 /// The allocations during a launch, sorted by address. Shared by all worker threads.
 pub(crate) struct GlobalView<'a> {
-    allocs: Vec<&'a Allocation>,
-    freed: &'a [(u64, u64)],
+    allocs: Vec<Arc<Allocation>>,
+    memory: &'a GlobalMemory,
     pub parallel: bool,
 }
 
-impl<'a> GlobalView<'a> {
+impl GlobalView<'_> {
     /// The allocation holding `[addr, addr+size)` and the offset in it. `hint` is the index of
     /// the allocation found last (a cache the caller keeps).
     #[inline]
@@ -228,7 +293,7 @@ impl<'a> GlobalView<'a> {
         addr: u64,
         size: u32,
         hint: &mut usize,
-    ) -> Option<(&'a Allocation, u64)> {
+    ) -> Option<(&Allocation, u64)> {
         if let Some(a) = self.allocs.get(*hint) {
             if let Some(off) = within(a, addr, size) {
                 return Some((a, off));
@@ -259,11 +324,7 @@ impl<'a> GlobalView<'a> {
             name: None,
             note: None,
         });
-        let freed = self
-            .freed
-            .iter()
-            .any(|&(b, l)| addr >= b && addr < b.saturating_add(l));
-        (near, freed)
+        (near, self.memory.freed(addr))
     }
 }
 
@@ -280,7 +341,7 @@ mod tests {
 
     #[test]
     fn allocations_are_aligned_and_apart() {
-        let mut g = GlobalMemory::new();
+        let g = GlobalMemory::new();
         let a = g.alloc(100, false).unwrap();
         let b = g.alloc(10, true).unwrap();
         assert_eq!(a % 256, 0);
@@ -296,7 +357,7 @@ mod tests {
 
     #[test]
     fn written_bits_track_bytes() {
-        let mut g = GlobalMemory::new();
+        let g = GlobalMemory::new();
         let a = g.alloc(16, false).unwrap();
         g.write(a + 1, &[7]).unwrap();
         let v = g.view(true);
@@ -311,8 +372,30 @@ mod tests {
     }
 
     #[test]
+    fn host_copies_of_any_alignment() {
+        let g = GlobalMemory::new();
+        let a = g.alloc(40, false).unwrap();
+        let data: Vec<u8> = (1..=29).collect();
+        g.write(a + 3, &data).unwrap();
+        let mut out = vec![0u8; 40];
+        g.read(a, &mut out).unwrap();
+        assert_eq!(&out[3..32], &data[..]);
+        assert!(out[..3].iter().chain(&out[32..]).all(|b| *b == 0));
+        // Written bits: exactly the bytes copied.
+        let v = g.view(false);
+        let mut hint = 0;
+        let (al, _) = v.find(a, 8, &mut hint).unwrap();
+        assert_eq!(
+            al.load(0, 4),
+            (out[0] as u64 | (u64::from(out[3]) << 24), false)
+        );
+        assert!(al.load(8, 8).1 && al.load(24, 8).1 && !al.load(32, 8).1);
+        assert!(al.load(28, 4).1 && !al.load(32, 1).1);
+    }
+
+    #[test]
     fn host_access_checks_bounds() {
-        let mut g = GlobalMemory::new();
+        let g = GlobalMemory::new();
         let a = g.alloc(8, true).unwrap();
         assert!(g.write(a + 4, &[0; 8]).is_err());
         assert!(g.free(a + 1).is_err());

@@ -72,8 +72,10 @@
 //! Invariants:
 //! - nothing in the simulator panics on any input; every problem is a [`SimError`] naming the
 //!   PTX line, the op comment above it and the threads involved;
-//! - a kernel never hangs the simulator: a stuck block is a participation fault, and a block
-//!   that runs more than [`SimOptions::max_steps`] thread-instructions is a step-limit error;
+//! - a kernel never hangs the simulator: a stuck block is a participation fault, a block
+//!   that runs more than [`SimOptions::max_steps`] thread-instructions is a step-limit error,
+//!   and a whole launch (2^31 blocks of sane ones included) can be bounded and cancelled (see
+//!   below);
 //! - results are deterministic: the same launch on the same memory gives the same memory and
 //!   report, with one worker or many, for kernels whose blocks do not race with one another;
 //! - arithmetic gives the bits an H200 gives for the same PTX (checked instruction by
@@ -83,8 +85,19 @@
 //!   integer literals as float operands, `cvt` rounding modifiers the conversion does not
 //!   take).
 //!
+//! # Bounding and watching a launch
+//! [`SimOptions::budget`] limits a whole launch's thread-instructions and wall time, and
+//! [`SimOptions::progress`] is called as it goes ([`Progress`]: blocks done of the grid's,
+//! thread-instructions so far, time) and may answer [`Control::Cancel`]. A launch that passes
+//! its budget or is cancelled stops within about 65536 thread-instructions per worker, even
+//! inside a long block, with [`SimError::Stopped`] saying why and how far it got; global
+//! memory keeps what the blocks that ran wrote. A fault found before the stop, in an earlier
+//! block, is reported instead. The simulator is `Sync`: modules load
+//! ([`SimModule::load`]) and host copies run while a launch runs on another thread.
+//!
 //! # Checkers
-//! All are on by default; [`SimOptions`] turns each off.
+//! All are on by default; [`SimOptions`] turns each off. Every report names the PTX line,
+//! the op comment above it and the threads; none depends on the budget or the callback.
 //! - **participation** (always on in effect: a stuck state is always an error): reports a
 //!   barrier or warp collective that some required thread never reaches — a divergent
 //!   branch, an exit before a `bar.sync`, a member mask naming lanes that wait elsewhere, a
@@ -123,6 +136,7 @@
 
 mod alu;
 mod block;
+mod control;
 #[cfg(test)]
 mod coverage;
 mod decode;
@@ -135,6 +149,9 @@ mod memory;
 mod parse;
 mod race;
 
+pub use control::{
+    Budget, Control, PROGRESS_INTERVAL, Progress, ProgressHook, StopReason, Stopped,
+};
 pub use entry_text::entry_text;
 pub use error::{
     AbsentGroup, AbsentState, Access, AccessKind, Extent, InvalidReason, LaunchProblem, Location,
@@ -146,6 +163,7 @@ pub use parse::parse;
 use crate::codegen::ptx::Module;
 use crate::codegen::target::Arch;
 use block::{BlockRun, Counts, Shape};
+use control::Monitor;
 use decode::Program;
 use memory::GlobalMemory;
 use std::sync::Mutex;
@@ -167,6 +185,11 @@ pub struct SimOptions {
     /// Bytes of local memory each thread may address (`[0, local_bytes)` in the `.local`
     /// window). The PTX model declares no local arrays, so the default is 0.
     pub local_bytes: u32,
+    /// Limits on a whole launch (none by default): past one, the launch stops with
+    /// [`SimError::Stopped`] saying how far it got.
+    pub budget: Budget,
+    /// Called as a launch goes, with its progress; it can cancel the launch.
+    pub progress: Option<ProgressHook>,
 }
 
 impl Default for SimOptions {
@@ -178,6 +201,8 @@ impl Default for SimOptions {
             max_steps: 1 << 32,
             threads: 1,
             local_bytes: 0,
+            budget: Budget::default(),
+            progress: None,
         }
     }
 }
@@ -190,6 +215,24 @@ pub struct SimModule {
 }
 
 impl SimModule {
+    /// Parses PTX text and decodes every entry (registers, labels, operators resolved once).
+    /// Needs no simulator: modules can be loaded while launches run.
+    pub fn load(ptx: &str) -> Result<SimModule, SimError> {
+        let parsed = parse::parse_with_lines(ptx)?;
+        let text: Vec<&str> = ptx.split('\n').collect();
+        let programs = parsed
+            .module
+            .functions
+            .iter()
+            .zip(&parsed.lines)
+            .map(|(f, l)| decode::decode(f, l, &text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SimModule {
+            module: parsed.module,
+            programs,
+        })
+    }
+
     /// The parsed module.
     pub fn module(&self) -> &Module {
         &self.module
@@ -220,6 +263,12 @@ pub struct LaunchReport {
 }
 
 /// The simulator: owns the simulated global memory and runs kernels on it.
+///
+/// `Sync`: allocations, host copies and launches may come from several threads at once. The
+/// memory is locked only while an allocation is made, freed or looked up; a launch runs on a
+/// snapshot of the allocations (one freed meanwhile stays alive until the launch ends), so
+/// host copies proceed while kernels run. Launches that run at once and touch the same memory
+/// race with one another, as kernels on two GPU streams do.
 pub struct Simulator {
     options: SimOptions,
     memory: GlobalMemory,
@@ -255,22 +304,22 @@ impl Simulator {
     /// Allocates `bytes` of device memory whose contents are undefined until written. The
     /// address is 256-byte aligned, and an unmapped gap (at least 64 KiB, and at least the
     /// allocation's size) follows, so overruns fault. Addresses are never reused.
-    pub fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
+    pub fn alloc(&self, bytes: usize) -> Result<u64, SimError> {
         self.memory.alloc(bytes, false)
     }
 
     /// Like [`Simulator::alloc`], but the memory is zeroed and counts as written.
-    pub fn alloc_zeroed(&mut self, bytes: usize) -> Result<u64, SimError> {
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<u64, SimError> {
         self.memory.alloc(bytes, true)
     }
 
     /// Frees an allocation by its start address.
-    pub fn free(&mut self, addr: u64) -> Result<(), SimError> {
+    pub fn free(&self, addr: u64) -> Result<(), SimError> {
         self.memory.free(addr)
     }
 
     /// Copies host bytes into one allocation (marking them written).
-    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), SimError> {
+    pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), SimError> {
         self.memory.write(addr, data)
     }
 
@@ -279,27 +328,17 @@ impl Simulator {
         self.memory.read(addr, out)
     }
 
-    /// Parses PTX text and decodes every entry (registers, labels, operators resolved once).
+    /// Parses PTX text and decodes every entry: [`SimModule::load`].
     pub fn load_module(&self, ptx: &str) -> Result<SimModule, SimError> {
-        let parsed = parse::parse_with_lines(ptx)?;
-        let text: Vec<&str> = ptx.split('\n').collect();
-        let programs = parsed
-            .module
-            .functions
-            .iter()
-            .zip(&parsed.lines)
-            .map(|(f, l)| decode::decode(f, l, &text))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(SimModule {
-            module: parsed.module,
-            programs,
-        })
+        SimModule::load(ptx)
     }
 
     /// Runs `entry` over a grid of blocks. `params` holds one value per `.param` of the entry:
-    /// its bits in the low bytes (pointers are addresses from [`Simulator::alloc`]).
+    /// its bits in the low bytes (pointers are addresses from [`Simulator::alloc`]). The
+    /// options' budget bounds it and their progress callback watches it (see the module
+    /// documentation); other threads may allocate, copy and load modules meanwhile.
     pub fn launch(
-        &mut self,
+        &self,
         module: &SimModule,
         entry: &str,
         grid: [u32; 3],
@@ -380,23 +419,34 @@ impl Simulator {
         let workers = self.options.threads.max(1).min(nblocks as usize);
         let opts = &self.options;
         let view = self.memory.view(workers > 1);
+        let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
         let counts = if workers <= 1 {
-            let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape);
+            let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
+            let mut result = Ok(());
             for b in 0..nblocks {
-                run.run(ctaid(b))?;
+                result = run.run(ctaid(b));
+                if result.is_err() {
+                    break;
+                }
             }
-            run.counts()
+            run.flush();
+            match result {
+                // With the final counts.
+                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
+                Err(e) => return Err(e),
+                Ok(()) => run.counts(),
+            }
         } else {
             let next = AtomicU64::new(0);
             let failed = AtomicU64::new(u64::MAX);
             let errors: Mutex<Vec<(u64, SimError)>> = Mutex::new(Vec::new());
             let total: Mutex<Counts> = Mutex::new(Counts::default());
             let work = || {
-                let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape);
+                let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
                 loop {
                     let b = next.fetch_add(1, Ordering::Relaxed);
-                    // Blocks after a failed one need not run; earlier ones still must, so
-                    // the error reported is always the first block's in linear order.
+                    // Blocks after a failed (or stopped) one need not run; earlier ones still
+                    // must, so the error reported is always the first block's in linear order.
                     if b >= nblocks || b > failed.load(Ordering::Relaxed) {
                         break;
                     }
@@ -408,6 +458,7 @@ impl Simulator {
                             .push((b, e));
                     }
                 }
+                run.flush();
                 let c = run.counts();
                 let mut t = total.lock().unwrap_or_else(|p| p.into_inner());
                 t.steps += c.steps;
@@ -424,11 +475,16 @@ impl Simulator {
             });
             let mut errors = errors.into_inner().unwrap_or_else(|p| p.into_inner());
             errors.sort_by_key(|e| e.0);
-            if let Some((_, e)) = errors.into_iter().next() {
-                return Err(e);
+            match errors.into_iter().next() {
+                Some((_, e @ SimError::Stopped(_))) => {
+                    return Err(monitor.stop_error().unwrap_or(e));
+                }
+                Some((_, e)) => return Err(e),
+                None => {}
             }
             total.into_inner().unwrap_or_else(|p| p.into_inner())
         };
+        monitor.finish();
         Ok(LaunchReport {
             thread_instructions: counts.steps,
             blocks: nblocks,

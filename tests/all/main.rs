@@ -18,6 +18,7 @@ mod runtime;
 mod scan;
 mod shared_bounds;
 mod sim;
+mod sim_control;
 mod smem;
 mod valid;
 mod verify;

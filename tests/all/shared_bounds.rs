@@ -276,7 +276,7 @@ fn overrun_of_one_declaration_never_reaches_the_next() {
             ),
         )
     };
-    let mut sim = Simulator::new(SimOptions {
+    let sim = Simulator::new(SimOptions {
         check_races: false,
         ..SimOptions::default()
     });

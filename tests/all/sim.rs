@@ -91,7 +91,7 @@ fn dynamic_shared_memory_has_addresses_of_its_own() {
         m.functions[0].shared[0].bytes, 0,
         "the dynamic declaration comes first"
     );
-    let mut s = sim();
+    let s = sim();
     let module = s.load_module(&text).unwrap();
     let out = s.alloc(16 * 8).unwrap();
     s.launch(&module, "dsm", [1, 1, 1], [8, 1, 1], 32, &[out])
@@ -167,7 +167,7 @@ fn special_registers() {
          st.global.u32 [%rd2+52], %r4;
          ret;",
     );
-    let mut s = sim();
+    let s = sim();
     let m = s.load_module(&text).unwrap();
     let out = s.alloc_zeroed(64 * 48).unwrap();
     s.launch(&m, "sp", [1, 3, 1], [16, 3, 1], 40, &[out])
@@ -945,7 +945,7 @@ fn shared_local_and_param_overruns() {
          st.shared.u32 [%r3+OFF], %r0;
          ret;",
     );
-    let mut s = sim();
+    let s = sim();
     let m = s.load_module(&sh.replace("OFF", "0")).unwrap();
     s.launch(&m, "sh", [1, 1, 1], [32, 1, 1], 0, &[]).unwrap();
     let e = s
@@ -1227,7 +1227,7 @@ fn shuffle_from_outside_the_collective_is_undefined() {
 
 #[test]
 fn launch_arguments_are_checked() {
-    let mut s = sim();
+    let s = sim();
     let m = s.load_module(&copy_kernel()).unwrap();
     assert!(matches!(
         s.launch(&m, "nope", [1, 1, 1], [1, 1, 1], 0, &[0, 0]),
@@ -1309,7 +1309,7 @@ fn parallel_blocks_match_sequential_blocks() {
 
 #[test]
 fn host_memory_api() {
-    let mut s = sim();
+    let s = sim();
     let a = s.alloc(100).unwrap();
     let b = s.alloc(100).unwrap();
     assert_eq!(a % 256, 0);
