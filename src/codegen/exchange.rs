@@ -32,28 +32,58 @@ impl Emitter<'_> {
         }
     }
 
-    /// The member mask of this thread's logical warp of `w` lanes:
-    /// `((1 << w) - 1) << (lane & !(w - 1))`, or all lanes for `w >= 32`.
+    /// The member mask of this thread's group of `w` consecutive threads (a logical warp, an
+    /// exchange group): the lanes of the group that exist. Groups lie inside one warp (the
+    /// planner synchronizes groups across warps with the block). For a power-of-two `w` over
+    /// whole groups, `((1 << w) - 1) << (lane & !(w - 1))`; all lanes for `w >= 32` over
+    /// whole warps.
     pub(crate) fn group_mask(&mut self, w: u32) -> Operand {
-        if w >= 32 {
+        let block = self.plan.block_threads;
+        let w = w.clamp(1, 32);
+        let whole = block % w == 0;
+        if w == 32 && whole {
             return Operand::Imm(-1);
         }
+        if block <= w {
+            // One group: the block's lanes.
+            return Operand::Imm(((1i64 << block) - 1) & 0xffff_ffff);
+        }
         let lane = self.special(Special::Laneid);
-        let w = w.max(1) as i64;
-        let start = self.reg(RegClass::B32);
-        self.op(Op::Bin {
-            op: BinOp::And,
-            ty: Ty::B32,
-            dst: start,
-            a: lane.into(),
-            b: Operand::Imm(!(w - 1) & 0xffff_ffff),
-        });
+        let start = if w.is_power_of_two() {
+            self.u32op(
+                BinOp::And,
+                lane.into(),
+                Operand::Imm(!(w as i64 - 1) & 0xffff_ffff),
+            )
+        } else {
+            let rank = self.u32op(BinOp::Rem, lane.into(), Operand::Imm(w as i64));
+            self.u32op(BinOp::Sub, lane.into(), rank.into())
+        };
         let mask = self.reg(RegClass::B32);
         self.op(Op::Mov {
             ty: Ty::B32,
             dst: mask,
             src: Operand::Imm((1i64 << w) - 1),
         });
+        if !whole {
+            // The last group has only `block % w` threads.
+            let tid = self.tid();
+            let last = self.setp(
+                Cmp::Ge,
+                Ty::U32,
+                tid.into(),
+                Operand::Imm((block - block % w) as i64),
+            );
+            self.guarded(
+                last,
+                false,
+                Op::Mov {
+                    ty: Ty::B32,
+                    dst: mask,
+                    src: Operand::Imm((1i64 << (block % w)) - 1),
+                },
+            );
+        }
         self.op(Op::Bin {
             op: BinOp::Shl,
             ty: Ty::B32,
@@ -448,7 +478,15 @@ impl Emitter<'_> {
         let tid = self.tid();
         let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(s as i64));
         let mask = self.group_mask(s);
-        let c = (((32 - s.min(32)) << 8) | 0x1f) as i64;
+        // Power-of-two groups are shuffle segments, whose lanes count from the segment's
+        // first; other groups (a block of fewer than 32 threads) name lanes of the warp.
+        let segments = s.is_power_of_two();
+        let c = if segments {
+            (((32 - s.min(32)) << 8) | 0x1f) as i64
+        } else {
+            0x1f
+        };
+        let group_lane = (!segments).then(|| self.u32op(BinOp::Sub, tid.into(), rank.into()));
         let part = self.thread_part(&e.read, s, rank);
         for (i, &out) in dst.iter().enumerate() {
             let q = self.u32op(
@@ -478,6 +516,10 @@ impl Emitter<'_> {
                     });
                     (source, slot)
                 }
+            };
+            let source = match group_lane {
+                Some(first) => self.u32op(BinOp::Add, first.into(), source.into()),
+                None => source,
             };
             let mut value: Option<Reg> = None;
             for (j, &candidate) in src.iter().enumerate() {

@@ -7,12 +7,14 @@
 //! - [`arrangement`]: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
 //! - [`transfer`]: the index map of every load and store, derived from the layout algebra;
-//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers;
+//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers (from
+//!   `access.rs`: which thread touches which byte of shared memory at each step);
 //! - [`shared`]: the shared declarations (each array on its own, the window static or
 //!   dynamic).
 //!
 //! Architecture invariant: the plan is plain data; the planner never emits code.
 
+mod access;
 pub mod arrangement;
 pub mod error;
 pub mod plan;

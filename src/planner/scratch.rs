@@ -14,12 +14,17 @@
 //!   the block, where a block barrier cannot go: those exchanges get bytes of their own;
 //!   shared arrays with a declaration of their own ([`super::shared`]) take no bytes of the
 //!   window, the others are in it for the whole kernel;
-//! - a barrier stands before a step exactly when that step touches bytes another thread
-//!   touched since the last barrier on some path, one of the two accesses writing (loops are
-//!   walked twice, so accesses of the previous iteration count) — accesses that map every byte
-//!   to the same thread need none, program order orders them; it is `bar.warp.sync` over
-//!   the exchange group when both accesses are by the same groups over the same bytes, else
-//!   `bar.sync`;
+//! - a barrier stands before a step exactly when that step touches a byte that another thread
+//!   touched since the last barrier between the two on some path, one of the two accesses
+//!   writing (loops are walked twice, so accesses of the previous iteration count). Who
+//!   touches which byte at each step comes from `access.rs`, exact for every exchange
+//!   and collective (a scatter's run-time positions count as touched by every thread), so
+//!   program order alone orders accesses of one thread. The barrier is `bar.warp.sync` over
+//!   aligned groups (an exchange's groups within a warp, else warps) when every conflicting
+//!   pair of threads lies in one group, else `bar.sync`; a group barrier orders everything
+//!   before it within its groups, other ops' accesses included;
+//! - a step may touch several ranges (a raking scan reads each thread's entry and the total at
+//!   one step); a barrier before it orders everything before the step against all of them;
 //! - the walk that places barriers takes time about linear in the program: each region's walk
 //!   is remembered by the accesses pending before it (each kept once) and the barriers inside
 //!   it, so a loop nest walks no body `2^depth` times, and regions touching no shared memory are
@@ -27,6 +32,7 @@
 //! - padding (one slot per 32 elements) is chosen where the layout algebra's bank-conflict
 //!   count says it removes conflicts.
 
+use super::access::{self, Owners};
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
 use super::shared::{self, ArrayHome, SharedLayout};
@@ -37,6 +43,7 @@ use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
 };
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
 /// layout: `position = item * item_stride + sum over terms of ((rank / divisor) % extent) *
@@ -242,13 +249,12 @@ pub struct CollectivePlan {
     pub broadcast: bool,
     /// The step of the first write (after the op's conversions).
     pub first_step: u8,
-    /// A raking scan: after the first warp reads the entries (step `f + 1`), it writes each
-    /// entry's prefix back, and the total to the slot after them (`f + 2`, the same threads
-    /// over the same entries), and every thread reads its entry and the total (`f + 3`).
+    /// A raking scan: at step `f + 1` the first warp reads the entries and then writes each
+    /// entry's prefix back (the same threads over the same entries), and the total to the slot
+    /// after them, all inside one branch that only the first warp takes, so that no barrier
+    /// can fall between the reads and the writes; every thread reads its entry and the total
+    /// at `f + 3`. (Step `f + 2` is not used.)
     pub rake_back: bool,
-    /// Step `f` writes entry `t` by thread `t` (and, with `rake_back`, step `f + 3` reads it
-    /// back by the same thread): such accesses of two ops over the same bytes need no barrier.
-    pub own_entries: bool,
     /// For a scatter: where each thread reads its slots back (the result's arrangement over
     /// the block, from its layout).
     pub read_back: Option<PositionForm>,
@@ -675,12 +681,6 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             }
             _ => None,
         };
-        let own_entries = match &data.kind {
-            OpKind::Reduce(r) => r.algorithm == ReduceAlgorithm::Raking,
-            OpKind::Scan(_) => rake_back,
-            OpKind::Neighbor(_) => true,
-            _ => false,
-        };
         s.collectives[op.index()] = Some(CollectivePlan {
             slice,
             entries,
@@ -688,7 +688,6 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             broadcast,
             first_step,
             rake_back,
-            own_entries,
             read_back,
             segment,
             padded,
@@ -794,40 +793,50 @@ fn divergent_ops(ir: &Ir, info: &Info) -> Vec<OpId> {
     out
 }
 
-/// Which threads touch which bytes of an access: equal partitions mean every byte is touched
-/// by the same exchange group in both accesses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Part {
-    scope: u32,
-    base: u32,
-    group_bytes: u32,
-    turn: Option<u32>,
-}
-
-/// Which thread touches which byte of an access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Who {
-    /// An exchange side: the arrangement's slot map.
-    Exchange(Arrangement, u32, u32, bool),
-    /// A collective's step: its own pattern, the same as no other step's.
-    Step(OpId, u8),
-    /// Entry `t` of `bytes`-byte values by thread `t`, with one padding slot after every
-    /// `.1` entries (0: none).
-    OwnEntry(u32, u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 struct Access {
+    /// Which of the kernel's accesses this is: the owners, step and kind follow from it.
+    id: u32,
     at: (OpId, u8),
-    lo: u32,
-    hi: u32,
     write: bool,
-    part: Part,
-    /// Which thread touches which slot: with equal parts, equal maps mean every byte is
-    /// touched by the same thread in both accesses, which program order already orders.
-    map: Who,
+    /// Which thread touches which byte: two accesses conflict where a byte both touch is
+    /// touched by two different threads.
+    owners: Arc<Owners>,
+    /// The widest aligned groups a barrier at this step may synchronize alone (0: only the
+    /// block): the exchange groups of an exchange within warps, else warps.
+    group: u32,
+    /// While pending: later accesses by threads in the same aligned group of this many
+    /// threads are ordered after this one (a group barrier or warp collective since; 0: none).
+    synced: u32,
     /// The access is to a temp storage whose users the user orders.
     manual: bool,
+}
+
+/// Two copies of one access are equal when they are ordered alike (the same `synced`); the
+/// owners are a function of the id, so neither comparing nor hashing reads them.
+impl PartialEq for Access {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.synced == other.synced
+    }
+}
+
+impl Eq for Access {}
+
+impl std::hash::Hash for Access {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u32(self.id);
+        h.write_u32(self.synced);
+    }
+}
+
+impl Access {
+    fn lo(&self) -> u32 {
+        self.owners.lo()
+    }
+
+    fn hi(&self) -> u32 {
+        self.owners.hi()
+    }
 }
 
 struct Barriers<'a> {
@@ -837,28 +846,44 @@ struct Barriers<'a> {
 
 impl<'a> Barriers<'a> {
     fn new(ir: &'a Ir, s: &Scratch, manual: &[bool]) -> Self {
+        let block = ir.block_threads();
+        // Warps synchronize alone where every warp of the block is whole, or in a block of
+        // one (partial) warp.
+        let warps = if block % 32 == 0 || block < 32 {
+            block.min(32)
+        } else {
+            0
+        };
         let mut steps = vec![Vec::new(); ir.ops.len()];
+        let mut count = 0u32;
+        let mut next_id = || {
+            count += 1;
+            count
+        };
         for (i, list) in s.exchanges.iter().enumerate() {
             for e in list.iter().filter(|e| !e.via_shuffles) {
                 let sl = &s.slices[e.slice];
-                let group_bytes = e.group_elems * e.elem_bytes;
+                // Exchange groups within a warp synchronize alone (with a mask of the lanes
+                // they have); groups across warps need the block.
+                let group = if e.scope >= 32 {
+                    warps
+                } else if 32 % e.scope == 0 || block <= 32 {
+                    e.scope.min(block)
+                } else {
+                    0
+                };
                 for turn in 0..e.turns.unwrap_or(1) {
                     for write in [true, false] {
                         let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
-                        let arr = if write { e.from } else { e.to };
+                        let turn = e.turns.map(|_| turn);
                         steps[i].push(Access {
+                            id: next_id(),
                             manual: manual.get(e.slice).copied().unwrap_or(false),
-                            map: Who::Exchange(arr, e.items, e.elem_bytes, e.padded),
+                            owners: Arc::new(access::exchange_side(e, sl, block, write, turn)),
                             at: (OpId(i as u32), step),
-                            lo: sl.offset,
-                            hi: sl.offset + sl.bytes,
                             write,
-                            part: Part {
-                                scope: e.scope,
-                                base: sl.offset,
-                                group_bytes,
-                                turn: e.turns.map(|_| turn),
-                            },
+                            group,
+                            synced: 0,
                         });
                     }
                 }
@@ -868,44 +893,21 @@ impl<'a> Barriers<'a> {
             let Some(c) = c else { continue };
             let sl = &s.slices[c.slice];
             let op = OpId(i as u32);
-            let result = sl.offset + c.slot(c.entries) * c.elem_bytes;
-            let own = Who::OwnEntry(c.elem_bytes, if c.padded { c.segment } else { 0 });
-            let mut add_as = |step: u8, map: Who, write: bool, lo: u32, hi: u32| {
-                steps[i].push(Access {
-                    manual: false,
-                    map,
-                    at: (op, step),
-                    lo,
-                    hi,
-                    write,
-                    part: Part {
-                        scope: u32::MAX,
-                        base: sl.offset,
-                        group_bytes: sl.bytes,
-                        turn: None,
-                    },
-                });
+            let kind = &ir.op(op).kind;
+            let items = match kind {
+                OpKind::Scatter { src, .. } => ir.datas[src.index()].items,
+                _ => 1,
             };
-            let step = |who: u8| Who::Step(op, who);
-            let f = c.first_step;
-            let first = if c.own_entries { own } else { step(f) };
-            add_as(f, first, true, sl.offset, result);
-            add_as(f + 1, step(f + 1), false, sl.offset, result);
-            if c.broadcast {
-                add_as(f + 2, step(f + 2), true, result, result + c.elem_bytes);
-                add_as(f + 3, step(f + 3), false, result, result + c.elem_bytes);
-            }
-            if c.rake_back {
-                // The raking lanes write back the entries they read: the same threads. Then
-                // each thread reads its own entry, and every thread the total.
-                add_as(f + 2, step(f + 1), true, sl.offset, result + c.elem_bytes);
-                add_as(f + 3, own, false, sl.offset, result);
-                add_as(f + 3, step(f + 3), false, result, result + c.elem_bytes);
-            }
-            if c.prefix_slot {
-                let at = sl.offset + c.prefix_slot_index() * c.elem_bytes;
-                add_as(f + 4, step(f + 4), true, at, at + c.elem_bytes);
-                add_as(f + 5, step(f + 5), false, at, at + c.elem_bytes);
+            for st in access::collective_steps(kind, c, sl, block, items) {
+                steps[i].push(Access {
+                    id: next_id(),
+                    manual: false,
+                    owners: Arc::new(st.owners),
+                    at: (op, st.step),
+                    write: st.write,
+                    group: warps,
+                    synced: st.synced,
+                });
             }
         }
         Barriers { ir, steps }
@@ -982,8 +984,8 @@ fn dedup(list: &mut Vec<Access>) {
     let mut kept: Vec<Access> = list
         .iter()
         .rev()
-        .filter(|a| seen.insert(**a))
-        .copied()
+        .filter(|a| seen.insert((*a).clone()))
+        .cloned()
         .collect();
     kept.reverse();
     *list = kept;
@@ -1076,8 +1078,8 @@ impl Walk<'_> {
             pending.clear();
             return;
         }
-        for &a in &self.steps[op.index()] {
-            self.access(a, pending);
+        for a in &self.steps[op.index()] {
+            self.access(a.clone(), pending);
         }
         match &self.ir.op(op).kind {
             OpKind::If {
@@ -1112,35 +1114,35 @@ impl Walk<'_> {
     }
 
     fn access(&mut self, a: Access, pending: &mut Vec<Access>) {
-        // A barrier already placed here (by an earlier walk of a loop body) runs every time.
+        // A barrier already placed before this step (by an earlier access of the step, or an
+        // earlier walk of a loop body) runs every time.
         if let Some(&i) = self.placed_at.get(&a.at) {
-            match self.placed[i].scope {
-                SyncScope::Block => pending.clear(),
-                SyncScope::Group { .. } => pending.retain(|p| p.part != a.part),
+            let scope = self.placed[i].scope;
+            ordered(pending, &a, scope);
+        }
+        let mut first = None;
+        let mut local = true;
+        for p in pending.iter() {
+            if p.lo() >= a.hi()
+                || a.lo() >= p.hi()
+                || !(p.write || a.write)
+                || p.at == a.at
+                || (p.manual && a.manual && p.at.0 != a.at.0)
+            {
+                continue;
+            }
+            if let Some(within) = p.owners.conflict(&a.owners, p.synced, a.group) {
+                local &= within;
+                first = Some((p.at, p.write));
             }
         }
-        let conflicts: Vec<Access> = pending
-            .iter()
-            .filter(|p| {
-                p.lo < a.hi
-                    && a.lo < p.hi
-                    && (p.write || a.write)
-                    && p.at != a.at
-                    && !(p.part == a.part && p.map == a.map)
-                    && !(p.manual && a.manual && p.at.0 != a.at.0)
-            })
-            .copied()
-            .collect();
-        if let Some(first) = conflicts.last() {
-            let local = a.part.scope <= 32 && conflicts.iter().all(|c| c.part == a.part);
+        if let Some((after, earlier_write)) = first {
             let scope = if local {
-                SyncScope::Group {
-                    threads: a.part.scope,
-                }
+                SyncScope::Group { threads: a.group }
             } else {
                 SyncScope::Block
             };
-            let hazard = match (first.write, a.write) {
+            let hazard = match (earlier_write, a.write) {
                 (true, false) => Hazard::ReadAfterWrite,
                 (false, true) => Hazard::WriteAfterRead,
                 _ => Hazard::WriteAfterWrite,
@@ -1149,31 +1151,45 @@ impl Walk<'_> {
                 op: a.at.0,
                 step: a.at.1,
                 scope,
-                after: first.at,
+                after,
                 hazard,
             };
-            match self.placed_at.get(&a.at) {
+            let scope = match self.placed_at.get(&a.at) {
                 Some(&i) => {
                     let existing = &mut self.placed[i];
                     if scope == SyncScope::Block && existing.scope != SyncScope::Block {
                         existing.scope = SyncScope::Block;
                         self.changed(a.at.0);
                     }
+                    self.placed[i].scope
                 }
                 None => {
                     self.placed_at.insert(a.at, self.placed.len());
                     self.placed.push(b);
                     self.changed(a.at.0);
+                    scope
                 }
-            }
-            if local {
-                pending.retain(|p| p.part != a.part);
-            } else {
-                pending.clear();
-            }
+            };
+            ordered(pending, &a, scope);
         }
         pending.retain(|p| *p != a);
         pending.push(a);
+    }
+}
+
+/// What a barrier of `scope` before `a`'s step orders: a block barrier every access before the
+/// step (which leaves `pending`), a group barrier each one's later accesses by threads of the
+/// same group. Accesses of the step itself come after the barrier and stay: a step may touch
+/// several ranges (a raking scan reads each thread's entry and the total at one step), and a
+/// later op must still see them.
+fn ordered(pending: &mut Vec<Access>, a: &Access, scope: SyncScope) {
+    match scope {
+        SyncScope::Block => pending.retain(|p| p.at == a.at),
+        SyncScope::Group { threads } => {
+            for p in pending.iter_mut().filter(|p| p.at != a.at) {
+                p.synced = p.synced.max(threads);
+            }
+        }
     }
 }
 

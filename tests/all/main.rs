@@ -12,6 +12,7 @@ mod layout;
 mod layout_reference;
 mod limits;
 mod neighbor;
+mod pairs;
 mod reduce;
 mod robust;
 mod runtime;

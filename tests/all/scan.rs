@@ -500,3 +500,61 @@ fn prefix_callback_value_comes_from_rank_0() {
         }
     }
 }
+
+/// A raking scan followed by a block reduction that shares the scan's bytes: the reduction's
+/// first write waits for every thread's last read of the scan (its own entry and the total).
+/// Over many blocks and repeated runs, as the GPU schedules warps differently each time: on
+/// the GPU 4,096 blocks, 20 runs; on the simulator (which checks races) a few blocks, once.
+#[test]
+fn raking_scan_then_block_reduce() {
+    let dev = device();
+    let on_gpu = !matches!(dev.backend(), coopgraph::runtime::Backend::Sim);
+    let (blocks, runs) = if on_gpu { (4096u32, 20) } else { (6, 1) };
+    let (block, items) = (128u32, 4u32);
+    let mut batch = Batch::default();
+    for alg in [ScanAlgorithm::Raking, ScanAlgorithm::RakingMemoize] {
+        let mut k = KernelBuilder::new(format!("scan_then_reduce_{alg:?}"))
+            .block(block)
+            .items_per_thread(items);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let s = k.scan(b, &t, Scan::inclusive_sum().algorithm(alg));
+        let m = k.reduce(b, &s, Reduce::max().broadcast());
+        let d = k.map(&s, move |v| v - m.item(0));
+        k.store_to(b, &y, &d, Store::direct());
+        let kernel = k.build().expect("builds");
+        batch.add(&kernel);
+        let tile = (block * items) as usize;
+        let n = tile * blocks as usize;
+        let xs: Vec<i32> = (0..n).map(|i| ((i * 7919) % 13) as i32 - 5).collect();
+        let mut want = Vec::with_capacity(n);
+        for chunk in xs.chunks(tile) {
+            let scan: Vec<i32> = chunk
+                .iter()
+                .scan(0i32, |acc, v| {
+                    *acc += v;
+                    Some(*acc)
+                })
+                .collect();
+            let max = *scan.iter().max().expect("a whole tile");
+            want.extend(scan.iter().map(|v| v - max));
+        }
+        let f = dev.compile(&kernel).expect("compiles");
+        let xb = dev.upload(&xs).expect("upload");
+        for run in 0..runs {
+            let mut yb = dev.alloc_filled(n, 99i32).expect("alloc");
+            f.launch_grid(blocks, (&xb, &mut yb)).expect("launch");
+            assert_same(
+                &yb.to_vec().expect("download"),
+                &want,
+                &format!("{alg:?}, run {run}"),
+            );
+        }
+        let sim = super::common::race_checker();
+        let one_block = |k: &coopgraph::Kernel| super::common::run_xy(&sim, k, &xs[..tile], tile);
+        assert_eq!(one_block(&kernel).expect("race-free"), want[..tile]);
+        super::common::assert_barriers_necessary(&kernel, one_block);
+    }
+}
