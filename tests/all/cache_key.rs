@@ -105,9 +105,13 @@ fn build(k: &Knobs) -> Kernel {
     let d = b.thread_data_aligned::<u32>(items, k.data_align);
     b.load_into(block, &x, &d, Load::vectorize());
     let u = b.load_from(block, &x, Load::transpose().temp_storage(&single));
-    // Its last read and the store's first write of one storage: ordered by a barrier only
-    // with auto-sync.
-    let t = b.load_from(block, &x, Load::transpose().temp_storage(&shared));
+    // Its last read (the last warp's turn, on the first warp's region) and the store's first
+    // write of one storage: ordered by a barrier only with auto-sync.
+    let t = b.load_from(
+        block,
+        &x,
+        Load::warp_transpose_timesliced().temp_storage(&shared),
+    );
     let factor = k.factor;
     let (m1, m2) = if k.swap_maps {
         let m2 = b.map(&t, |v| v + 1u32);
