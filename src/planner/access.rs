@@ -12,7 +12,7 @@ use super::scratch::{CollectivePlan, ExchangePlan, Slice};
 use crate::ir::ops::{NeighborKind, OpKind, ReduceAlgorithm, ScanAlgorithm};
 
 /// The threads that may touch each byte of `[lo, lo + len)`: the lowest and highest, or none.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct Owners {
     lo: u32,
     /// Per byte: `(lowest, highest)` thread; `(u16::MAX, 0)` where no thread touches it.

@@ -43,7 +43,6 @@ use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
 };
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 /// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
 /// layout: `position = item * item_stride + sum over terms of ((rank / divisor) % extent) *
@@ -793,15 +792,18 @@ fn divergent_ops(ir: &Ir, info: &Info) -> Vec<OpId> {
     out
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Access {
-    /// Which of the kernel's accesses this is: the owners, step and kind follow from it.
+    /// Which of the kernel's accesses this is: every field but `synced` follows from it.
     id: u32,
     at: (OpId, u8),
     write: bool,
-    /// Which thread touches which byte: two accesses conflict where a byte both touch is
-    /// touched by two different threads.
-    owners: Arc<Owners>,
+    /// Which thread touches which byte (an index into the distinct maps): two accesses
+    /// conflict where a byte both touch is touched by two different threads.
+    map: u32,
+    /// The bytes the map covers.
+    lo: u32,
+    hi: u32,
     /// The widest aligned groups a barrier at this step may synchronize alone (0: only the
     /// block): the exchange groups of an exchange within warps, else warps.
     group: u32,
@@ -812,8 +814,7 @@ struct Access {
     manual: bool,
 }
 
-/// Two copies of one access are equal when they are ordered alike (the same `synced`); the
-/// owners are a function of the id, so neither comparing nor hashing reads them.
+/// Two copies of one access are equal when they are ordered alike (the same `synced`).
 impl PartialEq for Access {
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id && self.synced == other.synced
@@ -829,19 +830,11 @@ impl std::hash::Hash for Access {
     }
 }
 
-impl Access {
-    fn lo(&self) -> u32 {
-        self.owners.lo()
-    }
-
-    fn hi(&self) -> u32 {
-        self.owners.hi()
-    }
-}
-
 struct Barriers<'a> {
     ir: &'a Ir,
     steps: Vec<Vec<Access>>,
+    /// The distinct byte maps of the accesses.
+    maps: Vec<Owners>,
 }
 
 impl<'a> Barriers<'a> {
@@ -860,6 +853,18 @@ impl<'a> Barriers<'a> {
             count += 1;
             count
         };
+        // One copy of each distinct byte map: equal maps share a number, so the walk decides
+        // each pair of maps once.
+        let mut maps: Vec<Owners> = Vec::new();
+        let mut numbers: HashMap<Owners, u32, FastHash> = HashMap::default();
+        let mut intern = |o: Owners| -> (u32, u32, u32) {
+            let (lo, hi) = (o.lo(), o.hi());
+            let n = *numbers.entry(o).or_insert_with_key(|o| {
+                maps.push(o.clone());
+                maps.len() as u32 - 1
+            });
+            (n, lo, hi)
+        };
         for (i, list) in s.exchanges.iter().enumerate() {
             for e in list.iter().filter(|e| !e.via_shuffles) {
                 let sl = &s.slices[e.slice];
@@ -876,10 +881,14 @@ impl<'a> Barriers<'a> {
                     for write in [true, false] {
                         let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
                         let turn = e.turns.map(|_| turn);
+                        let (map, lo, hi) =
+                            intern(access::exchange_side(e, sl, block, write, turn));
                         steps[i].push(Access {
                             id: next_id(),
+                            map,
+                            lo,
+                            hi,
                             manual: manual.get(e.slice).copied().unwrap_or(false),
-                            owners: Arc::new(access::exchange_side(e, sl, block, write, turn)),
                             at: (OpId(i as u32), step),
                             write,
                             group,
@@ -899,10 +908,13 @@ impl<'a> Barriers<'a> {
                 _ => 1,
             };
             for st in access::collective_steps(kind, c, sl, block, items) {
+                let (map, lo, hi) = intern(st.owners);
                 steps[i].push(Access {
                     id: next_id(),
+                    map,
+                    lo,
+                    hi,
                     manual: false,
-                    owners: Arc::new(st.owners),
                     at: (op, st.step),
                     write: st.write,
                     group: warps,
@@ -910,7 +922,7 @@ impl<'a> Barriers<'a> {
                 });
             }
         }
-        Barriers { ir, steps }
+        Barriers { ir, steps, maps }
     }
 
     fn run(self, s: &mut Scratch) {
@@ -918,11 +930,13 @@ impl<'a> Barriers<'a> {
         let mut walk = Walk {
             ir: self.ir,
             steps: &self.steps,
+            maps: &self.maps,
             version: vec![0; self.ir.regions.len()],
             nesting,
             placed: Vec::new(),
             placed_at: HashMap::new(),
             walked: HashMap::default(),
+            conflicts: HashMap::default(),
         };
         let mut pending = Vec::new();
         walk.region(self.ir.body, &mut pending);
@@ -984,8 +998,8 @@ fn dedup(list: &mut Vec<Access>) {
     let mut kept: Vec<Access> = list
         .iter()
         .rev()
-        .filter(|a| seen.insert((*a).clone()))
-        .cloned()
+        .filter(|a| seen.insert(**a))
+        .copied()
         .collect();
     kept.reverse();
     *list = kept;
@@ -996,6 +1010,8 @@ fn dedup(list: &mut Vec<Access>) {
 struct Walk<'a> {
     ir: &'a Ir,
     steps: &'a [Vec<Access>],
+    /// The accesses' byte maps.
+    maps: &'a [Owners],
     nesting: Nesting,
     placed: Vec<Barrier>,
     /// Where each placed barrier stands: its index in `placed` by (op, step).
@@ -1008,6 +1024,10 @@ struct Walk<'a> {
     /// pending). Loops walk their bodies twice, so nested loops would walk the innermost body
     /// `2^depth` times; with this, every distinct walk runs once.
     walked: HashMap<(RegionId, u64, Vec<Access>), Vec<Access>, FastHash>,
+    /// How a later access conflicts with an earlier one, by (earlier byte map, its `synced`,
+    /// later byte map, its group): the maps are compared once per pair however often loops
+    /// and ops bring it back.
+    conflicts: HashMap<(u32, u32, u32, u32), Option<bool>, FastHash>,
 }
 
 /// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys: lists of accesses,
@@ -1078,8 +1098,8 @@ impl Walk<'_> {
             pending.clear();
             return;
         }
-        for a in &self.steps[op.index()] {
-            self.access(a.clone(), pending);
+        for &a in &self.steps[op.index()] {
+            self.access(a, pending);
         }
         match &self.ir.op(op).kind {
             OpKind::If {
@@ -1123,15 +1143,25 @@ impl Walk<'_> {
         let mut first = None;
         let mut local = true;
         for p in pending.iter() {
-            if p.lo() >= a.hi()
-                || a.lo() >= p.hi()
+            if p.lo >= a.hi
+                || a.lo >= p.hi
                 || !(p.write || a.write)
                 || p.at == a.at
                 || (p.manual && a.manual && p.at.0 != a.at.0)
             {
                 continue;
             }
-            if let Some(within) = p.owners.conflict(&a.owners, p.synced, a.group) {
+            let conflict = *self
+                .conflicts
+                .entry((p.map, p.synced, a.map, a.group))
+                .or_insert_with(|| {
+                    self.maps[p.map as usize].conflict(
+                        &self.maps[a.map as usize],
+                        p.synced,
+                        a.group,
+                    )
+                });
+            if let Some(within) = conflict {
                 local &= within;
                 first = Some((p.at, p.write));
             }
