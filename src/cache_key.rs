@@ -945,6 +945,10 @@ impl Canonical for BuilderIssue {
                 w.tag(4);
                 w.str(name);
             }
+            BuilderIssue::ForeignHandle { what, loc: _ } => {
+                w.tag(5);
+                w.str(what);
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ use super::expr::{Arena, Expr, ExprKind, index};
 use super::handles::{
     Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp,
 };
+use super::identity::Lineage;
 use super::ops::*;
 use smallvec::smallvec;
 
@@ -429,11 +430,30 @@ impl StorageSpec {
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///
+/// Handles (parameters, payloads, storages, arrays, and expressions naming them) belong
+/// to the builder that made them: using one in another builder is a build error naming the
+/// line. A clone is a builder of its own that also takes its origin's handles made before the
+/// clone.
+///
 /// [`build`]: KernelBuilder::build
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct KernelBuilder {
     pub(crate) ir: Ir,
     cursor: Vec<RegionId>,
+    pub(crate) lineage: Lineage,
+    /// Handles of other builders given to the op being recorded.
+    pub(crate) foreign: Vec<&'static str>,
+}
+
+impl Clone for KernelBuilder {
+    fn clone(&self) -> Self {
+        KernelBuilder {
+            ir: self.ir.clone(),
+            cursor: self.cursor.clone(),
+            lineage: self.lineage.fork(&self.ir),
+            foreign: self.foreign.clone(),
+        }
+    }
 }
 
 impl KernelBuilder {
@@ -464,6 +484,8 @@ impl KernelBuilder {
                 issues: Vec::new(),
             },
             cursor: vec![RegionId(0)],
+            lineage: Lineage::new(),
+            foreign: Vec::new(),
         }
     }
 
@@ -559,19 +581,19 @@ impl KernelBuilder {
     /// Declares a read-only buffer parameter (next in the signature).
     #[track_caller]
     pub fn input<T: Element>(&mut self, name: &str) -> Input<T> {
-        Input::new(self.param(name, Role::Input, T::DTYPE))
+        Input::new(self.param(name, Role::Input, T::DTYPE), self.lineage.id())
     }
 
     /// Declares a buffer parameter the kernel writes (next in the signature).
     #[track_caller]
     pub fn output<T: Element>(&mut self, name: &str) -> Output<T> {
-        Output::new(self.param(name, Role::Output, T::DTYPE))
+        Output::new(self.param(name, Role::Output, T::DTYPE), self.lineage.id())
     }
 
     /// Declares a scalar parameter (next in the signature).
     #[track_caller]
     pub fn scalar<T: Element>(&mut self, name: &str) -> Scalar<T> {
-        Scalar::new(self.param(name, Role::Scalar, T::DTYPE))
+        Scalar::new(self.param(name, Role::Scalar, T::DTYPE), self.lineage.id())
     }
 
     /// The group of all threads in the block.
@@ -610,7 +632,7 @@ impl KernelBuilder {
             align: None,
             loc,
         });
-        ThreadData::new(id, items)
+        ThreadData::new(id, items, self.lineage.id())
     }
 
     /// A new payload of `items` items per thread whose items may be moved in vectors of at
@@ -631,10 +653,19 @@ impl KernelBuilder {
     }
 
     fn expr<T: super::expr::ExprType>(&mut self, e: &Expr<T>) -> ExprId {
-        self.ir.exprs.intern(e.node())
+        let (lineage, foreign) = (&self.lineage, &mut self.foreign);
+        self.ir.exprs.intern_with(e.node(), |n| {
+            if let Some((owner, table, index, what)) = n.names()
+                && !lineage.accepts(owner, table, index)
+                && !foreign.contains(&what)
+            {
+                foreign.push(what);
+            }
+        })
     }
 
     fn push(&mut self, kind: OpKind, loc: Loc) -> OpId {
+        self.flush_foreign(loc);
         let id = OpId(self.ir.ops.len() as u32);
         self.ir.ops.push(OpData { kind, loc });
         // The cursor always holds at least the kernel body.
@@ -687,8 +718,8 @@ impl KernelBuilder {
         let group = self.group_id(group.into());
         let t = Transfer {
             group,
-            param: src.id,
-            data: dst.id,
+            param: self.param_id(src.owner, src.id),
+            data: self.data_id(dst),
             algorithm: opts.algorithm,
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
             valid: opts.valid.as_ref().map(|(n, of)| ValidItems {
@@ -696,7 +727,7 @@ impl KernelBuilder {
                 of: *of,
             }),
             oob_default: opts.oob_default.map(Element::to_bits),
-            storage: opts.storage.map(|s| s.id),
+            storage: opts.storage.map(|s| self.storage_id(&s)),
         };
         self.push(OpKind::Load(t), loc);
     }
@@ -714,8 +745,8 @@ impl KernelBuilder {
         let group = self.group_id(group.into());
         let t = Transfer {
             group,
-            param: dst.id,
-            data: data.id,
+            param: self.param_id(dst.owner, dst.id),
+            data: self.data_id(data),
             algorithm: opts.algorithm.unwrap_or(Algorithm::Direct),
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
             valid: opts.valid.as_ref().map(|(n, of)| ValidItems {
@@ -723,7 +754,7 @@ impl KernelBuilder {
                 of: *of,
             }),
             oob_default: None,
-            storage: opts.storage.map(|s| s.id),
+            storage: opts.storage.map(|s| self.storage_id(&s)),
         };
         self.push(OpKind::Store(t), loc);
     }
@@ -739,10 +770,11 @@ impl KernelBuilder {
         let dst = self.thread_data_n::<U>(src.items);
         let body = f(Expr::arg(0));
         let expr = self.expr(&body);
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Map {
                 dst: dst.id,
-                srcs: smallvec![src.id],
+                srcs: smallvec![src_id],
                 expr,
             },
             loc,
@@ -762,10 +794,12 @@ impl KernelBuilder {
         let dst = self.thread_data_n::<U>(a.items);
         let body = f(Expr::arg(0), Expr::arg(1));
         let expr = self.expr(&body);
+        let a_id = self.data_id(a);
+        let b_id = self.data_id(b);
         self.push(
             OpKind::Map {
                 dst: dst.id,
-                srcs: smallvec![a.id, b.id],
+                srcs: smallvec![a_id, b_id],
                 expr,
             },
             loc,
@@ -807,9 +841,10 @@ impl KernelBuilder {
             });
         }
         let expr = self.expr(&value.into());
+        let dst_id = self.data_id(dst);
         self.push(
             OpKind::SetItem {
-                dst: dst.id,
+                dst: dst_id,
                 item,
                 expr,
             },
@@ -829,7 +864,10 @@ impl KernelBuilder {
             sharing: spec.sharing,
             loc: Loc::caller(),
         });
-        TempStorage { id }
+        TempStorage {
+            id,
+            owner: self.lineage.id(),
+        }
     }
 
     /// Declares a shared array of `len` elements, live for the whole kernel, beside the
@@ -842,7 +880,7 @@ impl KernelBuilder {
             len,
             loc: Loc::caller(),
         });
-        SharedArray::new(id, len)
+        SharedArray::new(id, len, self.lineage.id())
     }
 
     /// `array[index] = value` (each thread that runs it writes one element).
@@ -856,9 +894,10 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let index = self.expr(&index.into());
         let value = self.expr(&value.into());
+        let array_id = self.array_id(array);
         self.push(
             OpKind::SharedWrite {
-                array: array.id,
+                array: array_id,
                 index,
                 value,
             },
@@ -889,10 +928,11 @@ impl KernelBuilder {
             }
         };
         let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Reduce(Reduction {
                 group,
-                src: src.id,
+                src: src_id,
                 dst: dst.id,
                 op,
                 broadcast: controls.broadcast,
@@ -953,10 +993,11 @@ impl KernelBuilder {
         };
         let initial = controls.initial.as_ref().map(|e| self.expr(e));
         let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Scan(ScanSpec {
                 group,
-                src: src.id,
+                src: src_id,
                 dst: dst.id,
                 op,
                 inclusive: controls.inclusive,
@@ -1008,10 +1049,11 @@ impl KernelBuilder {
         let prefix = callback(self, agg.item(0));
         self.cursor.pop();
         let prefix = self.expr(&prefix);
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Scan(ScanSpec {
                 group,
-                src: src.id,
+                src: src_id,
                 dst: dst.id,
                 op,
                 inclusive: controls.inclusive,
@@ -1078,10 +1120,11 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let group = self.group_id(group);
         let dst = self.thread_data_n::<T>(src.items);
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Exchange {
                 group,
-                src: src.id,
+                src: src_id,
                 dst: dst.id,
                 to,
                 time_sliced,
@@ -1117,10 +1160,11 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let group = self.group_id(group);
         let dst = self.thread_data_n::<U>(src.items);
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Neighbor(NeighborSpec {
                 group,
-                src: src.id,
+                src: src_id,
                 dst: dst.id,
                 kind,
                 op,
@@ -1205,11 +1249,13 @@ impl KernelBuilder {
         let e = self.expr(&valid);
         if let Some(OpData {
             kind: OpKind::Neighbor(nb),
-            ..
+            loc,
         }) = self.ir.ops.last_mut()
             && nb.dst == dst
         {
             nb.valid = Some(e);
+            let loc = *loc;
+            self.flush_foreign(loc);
         }
     }
 
@@ -1408,12 +1454,15 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let group = self.group_id(group.into());
         let dst = self.thread_data_n::<T>(src.items);
+        let src_id = self.data_id(src);
+        let ranks_id = self.data_id(ranks);
+        let flags_id = flags.map(|f| self.data_id(f));
         self.push(
             OpKind::Scatter {
                 group,
-                src: src.id,
-                ranks: ranks.id,
-                flags: flags.map(|f| f.id),
+                src: src_id,
+                ranks: ranks_id,
+                flags: flags_id,
                 dst: dst.id,
                 to,
             },
@@ -1433,10 +1482,12 @@ impl KernelBuilder {
     #[track_caller]
     pub fn assign<T: Element>(&mut self, dst: &ThreadData<T>, src: &ThreadData<T>) {
         let loc = Loc::caller();
+        let dst_id = self.data_id(dst);
+        let src_id = self.data_id(src);
         self.push(
             OpKind::Assign {
-                dst: dst.id,
-                src: src.id,
+                dst: dst_id,
+                src: src_id,
             },
             loc,
         );
@@ -1517,7 +1568,8 @@ impl KernelBuilder {
         );
         debug_assert_eq!(op, placeholder);
         self.cursor.push(body_region);
-        body(self, Expr::new(ExprKind::LoopVar { op, field: 0 }));
+        let i = Expr::owned(ExprKind::LoopVar { op, field: 0 }, self.lineage.id());
+        body(self, i);
         self.cursor.pop();
     }
 
@@ -1537,7 +1589,8 @@ impl KernelBuilder {
             loc,
         );
         self.cursor.push(body_region);
-        body(self, Tile::new(op));
+        let tile = Tile::new(op, self.lineage.id());
+        body(self, tile);
         self.cursor.pop();
     }
 

@@ -62,7 +62,8 @@ pub enum VerifyErrorKind {
         /// Where the payload was made.
         declared: Loc,
     },
-    /// A parameter used with the wrong role (e.g. a handle from another kernel).
+    /// A parameter used with the wrong role (in an IR edited by hand: a typed handle cannot
+    /// be).
     ParamRole {
         /// The parameter.
         param: ParamId,

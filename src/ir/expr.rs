@@ -16,6 +16,7 @@
 
 use super::dtype::{DType, Element};
 use super::entities::{ArrayId, DataId, ExprId, OpId, ParamId};
+use super::identity::{BuilderId, Table};
 use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomData;
@@ -234,6 +235,23 @@ pub struct Node {
     pub kind: ExprKind<Arc<Node>>,
     /// Its type.
     pub ty: VType,
+    /// For a node naming a builder's entity (a parameter, payload slot, loop variable or
+    /// shared array), the builder that made the handle.
+    pub(crate) owner: Option<BuilderId>,
+}
+
+impl Node {
+    /// The builder's entity this node names, if any: its owner, table, index and what it is.
+    pub(crate) fn names(&self) -> Option<(BuilderId, Table, u32, &'static str)> {
+        let owner = self.owner?;
+        Some(match &self.kind {
+            ExprKind::Param(p) => (owner, Table::Param, p.0, "parameter"),
+            ExprKind::Item { data, .. } => (owner, Table::Data, data.0, "payload"),
+            ExprKind::LoopVar { op, .. } => (owner, Table::Op, op.0, "loop variable"),
+            ExprKind::SharedRead(a, _) => (owner, Table::Array, a.0, "shared array"),
+            _ => return None,
+        })
+    }
 }
 
 impl Drop for Node {
@@ -404,7 +422,20 @@ impl<T: ExprType> Expr<T> {
     }
 
     pub(crate) fn new(kind: ExprKind<Arc<Node>>) -> Self {
-        Expr::wrap(Arc::new(Node { kind, ty: T::VTYPE }))
+        Expr::wrap(Arc::new(Node {
+            kind,
+            ty: T::VTYPE,
+            owner: None,
+        }))
+    }
+
+    /// A node naming an entity of the builder `owner`.
+    pub(crate) fn owned(kind: ExprKind<Arc<Node>>, owner: BuilderId) -> Self {
+        Expr::wrap(Arc::new(Node {
+            kind,
+            ty: T::VTYPE,
+            owner: Some(owner),
+        }))
     }
 
     /// The node at the root of this expression.
@@ -795,6 +826,11 @@ impl Arena {
     /// left to right, each node once however often the tree shares it; the walk keeps its own
     /// stack, so a deep tree does not overflow the thread's.
     pub fn intern(&mut self, node: &Arc<Node>) -> ExprId {
+        self.intern_with(node, |_| {})
+    }
+
+    /// [`intern`](Self::intern), calling `visit` on each node interned for the first time.
+    pub(crate) fn intern_with(&mut self, node: &Arc<Node>, mut visit: impl FnMut(&Node)) -> ExprId {
         let key = |n: &Arc<Node>| Arc::as_ptr(n) as usize;
         // (node, whether its children are interned).
         let mut stack = vec![(node, false)];
@@ -809,6 +845,7 @@ impl Arena {
                 stack.extend(children.into_iter().rev().map(|c| (c, false)));
                 continue;
             }
+            visit(n);
             let kind = n
                 .kind
                 .map_children(|c| self.by_ptr.get(&key(c)).copied().unwrap_or(ExprId(0)));

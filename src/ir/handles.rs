@@ -1,12 +1,15 @@
 //! Typed handles the builder hands out: parameters, groups, payloads, tiles.
 //!
 //! Handles are plain ids with a phantom element type, so Rust rejects type mistakes (storing a
-//! `ThreadData<f64>` into an `Output<f32>` does not compile). A handle from another builder is
-//! caught by the verifier.
+//! `ThreadData<f64>` into an `Output<f32>` does not compile). Each also carries the identity of
+//! the builder that made it, so a handle given to another builder is reported by the verifier
+//! (a `ForeignHandle` error naming the line) instead of naming whatever has its id there.
+//! Groups and warps are the exception: they are kinds of thread sets, the same in every kernel.
 
 use super::dtype::Element;
 use super::entities::{ArrayId, DataId, Loc, OpId, ParamId, StorageId};
 use super::expr::{Expr, ExprKind, index};
+use super::identity::BuilderId;
 use super::ops::GroupKind;
 use std::marker::PhantomData;
 
@@ -16,6 +19,7 @@ macro_rules! param_handle {
         #[derive(Debug)]
         pub struct $name<T: Element> {
             pub(crate) id: ParamId,
+            pub(crate) owner: BuilderId,
             _t: PhantomData<fn() -> T>,
         }
 
@@ -28,8 +32,8 @@ macro_rules! param_handle {
         impl<T: Element> Copy for $name<T> {}
 
         impl<T: Element> $name<T> {
-            pub(crate) fn new(id: ParamId) -> Self {
-                $name { id, _t: PhantomData }
+            pub(crate) fn new(id: ParamId, owner: BuilderId) -> Self {
+                $name { id, owner, _t: PhantomData }
             }
 
             /// The parameter's id (its position in the signature).
@@ -52,7 +56,7 @@ param_handle! {
 impl<T: Element> Scalar<T> {
     /// The parameter's value as an expression.
     pub fn expr(&self) -> Expr<T> {
-        Expr::new(ExprKind::Param(self.id))
+        Expr::owned(ExprKind::Param(self.id), self.owner)
     }
 }
 
@@ -69,6 +73,9 @@ impl<T: Element> From<&Scalar<T>> for Expr<T> {
 }
 
 /// A group of threads that runs collective ops together: the block, or logical warps.
+///
+/// A group names no entity of a builder (the block is the block in every kernel), so it may be
+/// made by one builder and used in another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Group {
     pub(crate) kind: GroupKind,
@@ -132,6 +139,7 @@ impl From<Warp> for Group {
 pub struct ThreadData<T: Element> {
     pub(crate) id: DataId,
     pub(crate) items: u32,
+    pub(crate) owner: BuilderId,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -144,10 +152,11 @@ impl<T: Element> Clone for ThreadData<T> {
 impl<T: Element> Copy for ThreadData<T> {}
 
 impl<T: Element> ThreadData<T> {
-    pub(crate) fn new(id: DataId, items: u32) -> Self {
+    pub(crate) fn new(id: DataId, items: u32, owner: BuilderId) -> Self {
         ThreadData {
             id,
             items,
+            owner,
             _t: PhantomData,
         }
     }
@@ -164,10 +173,11 @@ impl<T: Element> ThreadData<T> {
 
     /// The value in slot `item` (reported by the verifier if out of range or never written).
     pub fn item(&self, item: u32) -> Expr<T> {
-        Expr::new(ExprKind::Item {
+        let kind = ExprKind::Item {
             data: self.id,
             item,
-        })
+        };
+        Expr::owned(kind, self.owner)
     }
 }
 
@@ -183,8 +193,8 @@ pub struct Tile {
 }
 
 impl Tile {
-    pub(crate) fn new(op: OpId) -> Tile {
-        let field = |field| Expr::new(ExprKind::LoopVar { op, field });
+    pub(crate) fn new(op: OpId, owner: BuilderId) -> Tile {
+        let field = |field| Expr::owned(ExprKind::LoopVar { op, field }, owner);
         Tile {
             index: field(0),
             origin: field(1),
@@ -197,6 +207,7 @@ impl Tile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TempStorage {
     pub(crate) id: StorageId,
+    pub(crate) owner: BuilderId,
 }
 
 impl TempStorage {
@@ -213,6 +224,7 @@ impl TempStorage {
 pub struct SharedArray<T: Element> {
     pub(crate) id: ArrayId,
     pub(crate) len: u32,
+    pub(crate) owner: BuilderId,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -225,10 +237,11 @@ impl<T: Element> Clone for SharedArray<T> {
 impl<T: Element> Copy for SharedArray<T> {}
 
 impl<T: Element> SharedArray<T> {
-    pub(crate) fn new(id: ArrayId, len: u32) -> Self {
+    pub(crate) fn new(id: ArrayId, len: u32, owner: BuilderId) -> Self {
         SharedArray {
             id,
             len,
+            owner,
             _t: PhantomData,
         }
     }
@@ -245,6 +258,7 @@ impl<T: Element> SharedArray<T> {
 
     /// Element `index`.
     pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
-        Expr::new(ExprKind::SharedRead(self.id, index.into().node().clone()))
+        let kind = ExprKind::SharedRead(self.id, index.into().node().clone());
+        Expr::owned(kind, self.owner)
     }
 }

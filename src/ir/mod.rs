@@ -10,6 +10,7 @@ pub mod entities;
 pub mod error;
 pub mod expr;
 pub mod handles;
+mod identity;
 pub mod ops;
 pub mod print;
 pub mod verify;

@@ -702,6 +702,15 @@ pub enum BuilderIssue {
         /// Where.
         loc: Loc,
     },
+    /// A handle made by another builder (see [`VerifyErrorKind::ForeignHandle`]).
+    ///
+    /// [`VerifyErrorKind::ForeignHandle`]: super::VerifyErrorKind::ForeignHandle
+    ForeignHandle {
+        /// What kind of handle.
+        what: &'static str,
+        /// Where it was used.
+        loc: Loc,
+    },
 }
 
 /// The kernel IR: everything the builder recorded.

@@ -1,7 +1,8 @@
 //! The verifier: checks a recorded kernel and returns [`Info`], the proof later stages take.
 //!
-//! It runs in two steps. First a cheap pass, which keeps its own stacks, checks that every
-//! handle (parameter, payload, expression, region, loop) belongs to this kernel, that the
+//! It runs in two steps. First a cheap pass, which keeps its own stacks, checks that no
+//! handle came from another builder, that every handle (parameter, payload, expression,
+//! region, loop) belongs to this kernel, that the
 //! regions form a tree under the body (no region is the body of two ops or encloses its own
 //! op, no op is listed twice) nested at most [`MAX_NESTING`] deep, and that no expression is
 //! deeper than [`MAX_EXPR_DEPTH`]; so the second step, and every later stage, can index tables
@@ -109,6 +110,15 @@ fn err(kind: K, loc: Loc, op: Option<OpId>) -> VerifyError {
 }
 
 fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
+    // A handle of another builder names whatever has its id here: nothing else can be trusted.
+    for issue in &ir.issues {
+        if let BuilderIssue::ForeignHandle { what, loc } = issue {
+            errors.push(err(K::ForeignHandle { what }, *loc, None));
+        }
+    }
+    if !errors.is_empty() {
+        return;
+    }
     let np = ir.params.len();
     let nd = ir.datas.len();
     let ng = ir.groups.len();
@@ -428,6 +438,8 @@ impl Verifier<'_> {
                 BuilderIssue::DuplicateParam { name, loc } => {
                     self.push(K::DuplicateParam { name: name.clone() }, *loc, None)
                 }
+                // Reported with the handle checks.
+                BuilderIssue::ForeignHandle { .. } => {}
             }
         }
         for st in &ir.storages {

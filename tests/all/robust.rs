@@ -1,9 +1,12 @@
 //! Malformed input to the public API gets typed errors: IRs edited by hand (ids past the
-//! tables, regions that do not form a tree), verifier results of another kernel.
+//! tables, regions that do not form a tree), verifier results of another kernel, handles of
+//! another builder.
 
 use coopgraph::ir::ops::OpKind;
 use coopgraph::ir::verify::verify;
-use coopgraph::ir::{Ir, VerifyErrorKind, VerifyErrors, index};
+use coopgraph::ir::{
+    Input, Ir, Output, ThreadData, VerifyError, VerifyErrorKind, VerifyErrors, index,
+};
 use coopgraph::planner::PlanError;
 use coopgraph::{KernelBuilder, Load, Store};
 
@@ -149,6 +152,40 @@ fn an_op_listed_twice_is_an_error() {
 }
 
 #[test]
+fn an_edited_parameter_role_or_dtype_is_an_error() {
+    let mut ir = branches();
+    ir.params[0].role = coopgraph::ir::Role::Output;
+    let e = verify_small(ir).expect_err("verified");
+    assert!(e.has(|k| matches!(k, VerifyErrorKind::ParamRole { .. })));
+    let mut ir = branches();
+    ir.params[0].dtype = coopgraph::ir::DType::F32;
+    let e = verify_small(ir).expect_err("verified");
+    assert!(e.has(|k| matches!(k, VerifyErrorKind::TypeMismatch { .. })));
+}
+
+#[test]
+fn ids_past_the_tables_are_errors() {
+    let mut ir = branches();
+    ir.params.truncate(1);
+    ir.datas.clear();
+    let e = verify_small(ir).expect_err("verified");
+    assert!(e.has(|k| matches!(
+        k,
+        VerifyErrorKind::UnknownHandle {
+            what: "parameter",
+            ..
+        }
+    )));
+    assert!(e.has(|k| matches!(
+        k,
+        VerifyErrorKind::UnknownHandle {
+            what: "payload",
+            ..
+        }
+    )));
+}
+
+#[test]
 fn planning_with_another_kernels_verifier_result_is_an_error() {
     let ir = branches();
     let info = verify(&ir).expect("verifies");
@@ -173,4 +210,139 @@ fn op_id(ir: &Ir, i: usize) -> coopgraph::ir::OpId {
         }
     });
     found.expect("the op is in a region")
+}
+
+/// The one error of a build that used another builder's handle: what it was, and its line.
+fn foreign(k: KernelBuilder) -> (&'static str, u32) {
+    match k.build() {
+        Ok(_) => panic!("a kernel with another builder's handle built"),
+        Err(coopgraph::Error::Verify(e)) => match e.errors.as_slice() {
+            [
+                VerifyError {
+                    kind: VerifyErrorKind::ForeignHandle { what },
+                    loc,
+                    ..
+                },
+            ] => (what, loc.line),
+            other => panic!("{other:?}"),
+        },
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// A builder with an input, an output and one payload, like the one each test borrows from.
+fn plain(name: &str) -> (KernelBuilder, Input<u32>, Output<u32>, ThreadData<u32>) {
+    let mut k = KernelBuilder::new(name).block(32).items_per_thread(1);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let t = k.load_from(k.this_block(), &x, Load::direct());
+    (k, x, y, t)
+}
+
+#[test]
+fn another_builders_payload_is_an_error_naming_the_line() {
+    let (_, _, _, theirs) = plain("theirs");
+    let (mut k, _, y, _) = plain("mine");
+    // Same id (d0), same dtype: it used to store this builder's d0.
+    let line = line!() + 1;
+    k.store_to(k.this_block(), &y, &theirs, Store::direct());
+    assert_eq!(foreign(k), ("payload", line));
+}
+
+#[test]
+fn another_builders_parameters_are_errors() {
+    let (_, x2, y2, _) = plain("theirs");
+    let (mut k, _, _, t) = plain("mine");
+    let line = line!() + 1;
+    k.store_to(k.this_block(), &y2, &t, Store::direct());
+    assert_eq!(foreign(k), ("parameter", line));
+    let (mut k, _, _, _) = plain("mine");
+    let line = line!() + 1;
+    let _ = k.load_from(k.this_block(), &x2, Load::direct());
+    assert_eq!(foreign(k), ("parameter", line));
+    // A scalar inside an expression.
+    let mut other = KernelBuilder::new("theirs");
+    let n = other.scalar::<u32>("n");
+    let (mut k, _, y, t) = plain("mine");
+    k.scalar::<u32>("n");
+    let line = line!() + 1;
+    let u = k.map(&t, move |v| v + n.expr());
+    k.store_to(k.this_block(), &y, &u, Store::direct());
+    assert_eq!(foreign(k), ("parameter", line));
+}
+
+#[test]
+fn another_builders_loop_variable_storage_and_array_are_errors() {
+    // Groups are not a builder's: the block is the block everywhere.
+    let other = KernelBuilder::new("theirs");
+    let (mut k, _, y, t) = plain("mine");
+    k.store_to(other.this_block(), &y, &t, Store::direct());
+    assert!(k.build().is_ok());
+
+    let mut other = KernelBuilder::new("theirs");
+    let mut kept = None;
+    other.tiles(64u32, |_, tile| kept = Some(tile));
+    let tile = kept.expect("the loop body ran");
+    let (mut k, _, y, t) = plain("mine");
+    let mut line = 0;
+    k.tiles(64u32, |k, _| {
+        line = line!() + 1;
+        let u = k.map(&t, |v| v + tile.origin.clone());
+        k.store_to(k.this_block(), &y, &u, Store::direct());
+    });
+    assert_eq!(foreign(k), ("loop variable", line));
+
+    let mut other = KernelBuilder::new("theirs");
+    let storage = other.temp_storage(Default::default());
+    let array = other.shared_array::<u32>(32);
+    let (mut k, _, y, t) = plain("mine");
+    k.temp_storage(Default::default());
+    let line = line!() + 1;
+    k.store_to(
+        k.this_block(),
+        &y,
+        &t,
+        Store::transpose().temp_storage(&storage),
+    );
+    assert_eq!(foreign(k), ("temp storage", line));
+    let (mut k, _, _, _) = plain("mine");
+    k.shared_array::<u32>(32);
+    let line = line!() + 1;
+    k.shared_write(&array, index::thread_rank(), 1u32);
+    assert_eq!(foreign(k), ("shared array", line));
+}
+
+#[test]
+fn a_clone_takes_the_handles_made_before_it() {
+    let (mut k, _, y, t) = plain("forked");
+    let before = k.map(&t, |v| v + 1u32);
+    let mut fork = k.clone();
+    // Made before the clone: the same entities in both.
+    fork.store_to(fork.this_block(), &y, &before, Store::direct());
+    assert!(fork.build().is_ok());
+    // Made in the origin after the clone: another builder's, to the clone (the clone's own
+    // next payload has the same id).
+    let mut fork = k.clone();
+    let after = k.map(&t, |v| v + 2u32);
+    let _ = fork.map(&t, |v| v + 3u32);
+    let line = line!() + 1;
+    fork.store_to(fork.this_block(), &y, &after, Store::direct());
+    assert_eq!(foreign(fork), ("payload", line));
+    // And the clone's to the origin.
+    let mut fork = k.clone();
+    let in_fork = fork.map(&t, |v| v + 3u32);
+    let _ = k.map(&t, |v| v + 4u32);
+    let line = line!() + 1;
+    k.store_to(k.this_block(), &y, &in_fork, Store::direct());
+    assert_eq!(foreign(k), ("payload", line));
+}
+
+#[test]
+fn the_same_kernel_from_two_builders_has_one_key() {
+    let build = || {
+        let (mut k, _, y, t) = plain("twice");
+        k.store_to(k.this_block(), &y, &t, Store::direct());
+        k.build().expect("builds")
+    };
+    let (a, b) = (build(), build());
+    assert_eq!(a.key(), b.key());
 }
