@@ -182,6 +182,14 @@ pub enum VerifyErrorKind {
         /// What kind of handle.
         what: &'static str,
     },
+    /// An arrangement striped over groups of `threads` threads asked of an exchange or a
+    /// scatter where the groups do not tile the block (`threads` must divide it).
+    StripedGroup {
+        /// Threads per group asked for.
+        threads: u32,
+        /// Threads in the block.
+        block: u32,
+    },
 }
 
 /// A control of a load or store, for messages.
@@ -340,6 +348,11 @@ impl fmt::Display for VerifyError {
                 f,
                 "this {what} was made by another kernel builder; use handles of the builder \
                  that records the op"
+            ),
+            StripedGroup { threads, block } => write!(
+                f,
+                "striped over groups of {threads} threads, which do not tile the block's \
+                 {block} threads; use a number of threads that divides {block}"
             ),
         }
     }

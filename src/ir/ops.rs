@@ -76,7 +76,10 @@ pub enum Arrangement {
     Blocked,
     /// Within each group of `threads` threads, rank `r` holds positions `r, r+G, r+2G, ...`
     /// of its group's tile (`G = threads`). Striped over the block and striped over warps
-    /// (`threads = 32`) are different arrangements.
+    /// (`threads = 32`) are different arrangements. The groups tile the block: `G` divides
+    /// its threads (the verifier rejects other `G` where an exchange or scatter asks for
+    /// one). Groups that lie inside one warp exchange with warp barriers; others (3 threads
+    /// in a block of 96, 64 in 128) with the block's.
     Striped {
         /// Threads in the group the payload is striped over.
         threads: u32,

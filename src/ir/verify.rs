@@ -16,6 +16,8 @@
 //!   count of the block's tile across the block);
 //! - tiles: a load or store at the default offset moves a payload of the kernel's items per
 //!   thread, since the default offset steps by the kernel's tile;
+//! - striped arrangements an exchange or scatter asks for tile the block (their groups'
+//!   threads divide it);
 //! - definite initialization: no payload slot is read unless every path to the read wrote it
 //!   (writes inside a loop body do not count after the loop, which may run zero times);
 //! - scoping of map operands, item indices and loop variables.
@@ -644,6 +646,16 @@ impl Verifier<'_> {
         state[data.index()] = full(self.ir.datas[data.index()].items);
     }
 
+    /// An arrangement an exchange or scatter asks for: striped groups must tile the block.
+    fn striped_group(&mut self, to: Arrangement, loc: Loc, op: OpId) {
+        let block = self.ir.block_threads();
+        if let Arrangement::Striped { threads } = to
+            && (threads == 0 || block % threads != 0)
+        {
+            self.push(K::StripedGroup { threads, block }, loc, Some(op));
+        }
+    }
+
     fn collective(&mut self, group: GroupKind, loc: Loc, op: OpId) {
         let threads = match group {
             GroupKind::Block => self.ir.block_threads(),
@@ -855,8 +867,9 @@ impl Verifier<'_> {
                 ranks,
                 flags,
                 dst,
-                ..
+                to,
             } => {
+                self.striped_group(*to, loc, op);
                 let items = ir.datas[src.index()].items;
                 for aux in [Some(*ranks), *flags].into_iter().flatten() {
                     let a = &ir.datas[aux.index()];
@@ -926,8 +939,13 @@ impl Verifier<'_> {
                 self.collective(group, loc, op);
             }
             OpKind::Exchange {
-                group, src, dst, ..
+                group,
+                src,
+                dst,
+                to,
+                ..
             } => {
+                self.striped_group(*to, loc, op);
                 self.read_all(*src, state, loc, op);
                 self.write_all(*dst, state);
                 self.collective(ir.groups[group.index()].kind, loc, op);

@@ -23,13 +23,25 @@ pub enum PlanError {
         /// The arrangement the op needs.
         need: Arrangement,
     },
-    /// An exchange over the whole block is needed where not every thread of the block gets
-    /// (under a branch or loop that differs between warps), so its barrier would hang.
+    /// An exchange that synchronizes the whole block (its groups span or cross warps, or it
+    /// is time-sliced) is needed where not every thread of the block gets (under a branch or
+    /// loop that differs between warps), so its barrier would hang.
     BlockExchangeInDivergentCode {
         /// The op.
         op: OpId,
         /// Where it was written.
         loc: Loc,
+    },
+    /// An exchange within groups of `threads` threads (inside one warp) under a condition
+    /// that may differ between the threads of a group, so its warp barrier would wait for
+    /// threads that never come.
+    GroupExchangeInDivergentCode {
+        /// The op.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+        /// Threads per exchange group.
+        threads: u32,
     },
     /// A temp storage smaller than an op using it needs.
     TempStorageTooSmall {
@@ -103,6 +115,12 @@ impl fmt::Display for PlanError {
                 f,
                 "{loc}: {op} needs an exchange over the whole block, but runs under a \
                  condition that differs between warps; its barrier would never complete"
+            ),
+            PlanError::GroupExchangeInDivergentCode { op, loc, threads } => write!(
+                f,
+                "{loc}: {op} needs an exchange within groups of {threads} threads, but runs \
+                 under a condition that may differ inside a group; its barrier would never \
+                 complete"
             ),
             PlanError::TempStorageTooSmall {
                 op,

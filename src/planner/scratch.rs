@@ -14,6 +14,10 @@
 //!   the block, where a block barrier cannot go: those exchanges get bytes of their own;
 //!   shared arrays with a declaration of their own ([`super::shared`]) take no bytes of the
 //!   window, the others are in it for the whole kernel;
+//! - an exchange's groups are the smallest that both arrangements' striped groups tile; every
+//!   thread of a group reaches the exchange: groups that cross or span warps (and time-sliced
+//!   exchanges) only in code uniform across the block, groups inside a warp under conditions
+//!   uniform across each group;
 //! - a barrier stands before a step exactly when that step touches a byte that another thread
 //!   touched since the last barrier between the two on some path, one of the two accesses
 //!   writing (loops are walked twice, so accesses of the previous iteration count). Who
@@ -388,7 +392,14 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     // Exchanges per op, in step order.
     let mut order = Vec::new();
     ir.walk(|op, _| order.push(op));
-    let divergent = divergent_ops(ir, info);
+    let enclosing = enclosing_uniformity(ir, info);
+    let divergent: Vec<OpId> = (0..ir.ops.len() as u32)
+        .map(OpId)
+        .filter(|op| {
+            let u = enclosing[op.index()];
+            !u.covers(block) && u < Uniformity::BLOCK
+        })
+        .collect();
     let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
     let end = order.len() as u32 * 16 + 16;
     // Shared arrays live for the whole kernel: in declarations of their own (their slices
@@ -479,26 +490,41 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 continue;
             };
             let (items, elem_bytes) = (d.items, d.dtype.bytes());
+            // The exchange groups: the smallest that both arrangements' groups tile.
             let scope = match turns {
                 Some(_) => 32,
-                None => striped_threads(from).max(striped_threads(to)),
+                None => lcm(striped_threads(from), striped_threads(to)),
             };
-            if scope > 32 && scope != block {
-                return Err(PlanError::Layout {
-                    op,
-                    loc: data.loc,
-                    reason: format!("no exchange over groups of {scope} threads"),
-                });
-            }
-            if divergent.contains(&op) && scope > 32 {
-                return Err(PlanError::BlockExchangeInDivergentCode { op, loc: data.loc });
-            }
-            if via_shuffles && scope > 32 {
+            if scope == 0 || block % scope != 0 {
                 return Err(PlanError::Layout {
                     op,
                     loc: data.loc,
                     reason: format!(
-                        "an exchange through shuffles needs groups of at most 32 threads, not {scope}"
+                        "no exchange over groups of {scope} threads in a block of {block}"
+                    ),
+                });
+            }
+            // Groups inside one warp synchronize alone; others (and the turns of a
+            // time-sliced exchange) need the block's barrier, which every thread must reach.
+            let in_warps = turns.is_none() && within_warps(scope, block);
+            let around = enclosing[op.index()];
+            if !in_warps && !around.covers(block) && around < Uniformity::BLOCK {
+                return Err(PlanError::BlockExchangeInDivergentCode { op, loc: data.loc });
+            }
+            if in_warps && !covers_groups(around, scope, block) {
+                return Err(PlanError::GroupExchangeInDivergentCode {
+                    op,
+                    loc: data.loc,
+                    threads: scope,
+                });
+            }
+            if via_shuffles && !in_warps {
+                return Err(PlanError::Layout {
+                    op,
+                    loc: data.loc,
+                    reason: format!(
+                        "an exchange through shuffles needs groups inside one warp, not groups \
+                         of {scope} threads in a block of {block}"
                     ),
                 });
             }
@@ -761,35 +787,57 @@ fn allocate(
     }
 }
 
-/// Ops under a condition (or loop bound) that is not uniform across the block.
-fn divergent_ops(ir: &Ir, info: &Info) -> Vec<OpId> {
-    fn go(ir: &Ir, info: &Info, r: RegionId, divergent: bool, out: &mut Vec<OpId>) {
-        let block = ir.block_threads();
-        let uniform = |e: ExprId| {
-            info.uniformity
-                .get(e.index())
-                .is_some_and(|u| u.covers(block) || *u >= Uniformity::BLOCK)
-        };
+/// Per op, how uniform every condition (and loop bound) around it is: the least uniformity
+/// among them ([`Uniformity::GRID`] for an op under none).
+fn enclosing_uniformity(ir: &Ir, info: &Info) -> Vec<Uniformity> {
+    let of = |e: ExprId| {
+        info.uniformity
+            .get(e.index())
+            .copied()
+            .unwrap_or(Uniformity::THREAD)
+    };
+    let mut out = vec![Uniformity::GRID; ir.ops.len()];
+    // Regions to walk with the uniformity around them (no recursion: nesting may be deep).
+    let mut stack = vec![(ir.body, Uniformity::GRID)];
+    while let Some((r, around)) = stack.pop() {
         for &op in ir.region(r) {
-            if divergent {
-                out.push(op);
-            }
+            out[op.index()] = around;
             let kind = &ir.op(op).kind;
-            let inner = divergent
-                || match kind {
-                    OpKind::If { cond, .. } => !uniform(*cond),
-                    OpKind::For { start, end, .. } => !(uniform(*start) && uniform(*end)),
-                    OpKind::Tiles { n, .. } => !uniform(*n),
-                    _ => false,
-                };
+            let inner = match kind {
+                OpKind::If { cond, .. } => of(*cond),
+                OpKind::For { start, end, .. } => of(*start).min(of(*end)),
+                OpKind::Tiles { n, .. } => of(*n),
+                _ => Uniformity::GRID,
+            };
             for sub in kind.regions() {
-                go(ir, info, sub, inner, out);
+                stack.push((sub, around.min(inner)));
             }
         }
     }
-    let mut out = Vec::new();
-    go(ir, info, ir.body, false, &mut out);
     out
+}
+
+/// Whether aligned groups of `scope` threads (dividing `block`) lie inside one warp each.
+fn within_warps(scope: u32, block: u32) -> bool {
+    scope <= 32 && (32 % scope == 0 || block <= 32)
+}
+
+/// Whether a value of uniformity `u` agrees across each aligned group of `scope` threads of a
+/// block of `block` (runs of `u` threads agree, `u` a power of two or block-wide).
+fn covers_groups(u: Uniformity, scope: u32, block: u32) -> bool {
+    u.covers(block) || u >= Uniformity::BLOCK || (u.0 >= scope && u.0 % scope == 0)
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The least common multiple (saturating; 0 if either is 0).
+fn lcm(a: u32, b: u32) -> u32 {
+    if a == 0 || b == 0 {
+        return 0;
+    }
+    (a / gcd(a, b)).saturating_mul(b)
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -33,6 +33,8 @@ enum Via {
     Warps,
     /// Striped over warps, time-sliced.
     TimeSliced,
+    /// Striped over groups of this many threads.
+    Groups(u32),
 }
 
 /// A neighbour op.
@@ -134,6 +136,7 @@ fn allowed(stage: Stage, block: u32, items: u32) -> bool {
         Stage::Reduce(..) | Stage::Scan(..) => warp_collective,
         Stage::Neighbor(Nb::Offset | Nb::Rotate) => items == 1 && (block > 32 || warp_collective),
         Stage::Neighbor(_) => block > 32 || warp_collective,
+        Stage::Exchange(Via::Groups(g)) => block % g == 0,
         Stage::Exchange(Via::Warps | Via::TimeSliced)
         | Stage::Load(Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced)
         | Stage::Store(Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced) => {
@@ -182,6 +185,7 @@ fn record(
                 Via::Block => (Arrangement::Striped { threads: block }, false),
                 Via::Warps => (Arrangement::Striped { threads: 32 }, false),
                 Via::TimeSliced => (Arrangement::Striped { threads: 32 }, true),
+                Via::Groups(g) => (Arrangement::Striped { threads: g }, false),
             };
             let s = k.exchange_with(b, cur, to, sliced);
             let m = k.map(&s, |v| v + index::item().cast::<i32>());
@@ -278,7 +282,11 @@ fn reference(
             .map(|v| v.wrapping_add(total.wrapping_add(3)))
             .collect(),
         Stage::Exchange(via) => {
-            let g = if via == Via::Block { block } else { 32 };
+            let g = match via {
+                Via::Block => block,
+                Via::Groups(g) => g as usize,
+                Via::Warps | Via::TimeSliced => 32,
+            };
             (0..n)
                 .map(|p| cur[p].wrapping_add(((p % (g * items)) / g) as i32))
                 .collect()
@@ -310,6 +318,11 @@ fn reference(
 
 /// The kernel `load x -> stages -> store y`; store stages write `z0`, `z1`.
 fn build(block: u32, items: u32, stages: &[Stage]) -> Kernel {
+    try_build(block, items, stages).unwrap_or_else(|e| panic!("{stages:?}: {e}"))
+}
+
+/// [`build`], or the error building it gives.
+fn try_build(block: u32, items: u32, stages: &[Stage]) -> Result<Kernel, coopgraph::Error> {
     let name = format!("pair_{block}x{items}_{stages:?}")
         .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
     let mut k = KernelBuilder::new(name.clone())
@@ -324,7 +337,7 @@ fn build(block: u32, items: u32, stages: &[Stage]) -> Kernel {
         cur = record(&mut k, s, &cur, &x, &zs[i]);
     }
     k.store_to(b, &y, &cur, Store::direct());
-    k.build().unwrap_or_else(|e| panic!("{name}: {e}"))
+    k.build()
 }
 
 /// Runs a pair kernel on one block: `(y, z0, z1)`.
@@ -460,4 +473,163 @@ fn pairs_32x3() {
 #[test]
 fn pairs_24x2() {
     check_pairs(24, 2);
+}
+
+/// Every shared-memory op alone at every block size from 1 to 64 threads (1, 2 and 3 items,
+/// and exchanges striped over groups of 3, 5, 6 and 12): where the verifier accepts it, it is
+/// race-free with every checker, correct, and needs each of its barriers (the member masks of
+/// warp barriers name the lanes the block has); where not, the error is the typed one for a
+/// block the op cannot use.
+#[test]
+fn every_op_at_every_block_size() {
+    let mut all = stages();
+    all.extend([3, 5, 6, 12].map(|g| Stage::Exchange(Via::Groups(g))));
+    let mut failures = Vec::new();
+    for block in 1..=64u32 {
+        for items in 1..=3u32 {
+            let mut batch = Batch::default();
+            let n = (block * items) as usize;
+            let mut rng = Rng::new(u64::from(block * 10 + items));
+            let xs: Vec<i32> = (0..n).map(|_| (rng.next() % 7) as i32 - 3).collect();
+            for &stage in &all {
+                let what = format!("{stage:?} at {block}x{items}");
+                match (
+                    try_build(block, items, &[stage]),
+                    allowed(stage, block, items),
+                ) {
+                    (Ok(kernel), true) => {
+                        batch.add(&kernel);
+                        let want = expected(&[stage], &xs, block as usize, items as usize);
+                        if let Err(e) = check(&kernel, &xs, &want) {
+                            failures.push(format!("{what}: {e}"));
+                        }
+                    }
+                    (Err(coopgraph::Error::Verify(e)), false)
+                        if e.errors.iter().all(|e| {
+                            matches!(
+                                e.kind,
+                                coopgraph::ir::VerifyErrorKind::WarpOpInPartialWarpBlock { .. }
+                                    | coopgraph::ir::VerifyErrorKind::StripedGroup { .. }
+                                    | coopgraph::ir::VerifyErrorKind::ItemsMismatch { .. }
+                            ) && e.loc.file.ends_with("pairs.rs")
+                        }) => {}
+                    (Ok(_), false) => failures.push(format!("{what}: builds, but should not")),
+                    (Err(e), _) => {
+                        let e = e.to_string();
+                        let line = e.lines().take(2).collect::<Vec<_>>().join(" ");
+                        failures.push(format!("{what}: {line}"));
+                    }
+                }
+            }
+            batch.finish();
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// An exchange to (and back from) an arrangement striped over groups of `G` threads: lowered
+/// wherever the groups tile the block — with warp barriers where each group lies in one warp
+/// (the lanes it has in a smaller block), with the block's barrier where groups cross warps
+/// (3 in 96) or span several (64 in 128) — and rejected, naming the line, where they do not.
+#[test]
+fn exchanges_striped_over_any_group_that_tiles_the_block() {
+    let mut failures = Vec::new();
+    let mut batch = Batch::default();
+    for (block, items) in [(32u32, 3u32), (96, 3), (128, 2), (24, 2), (12, 2), (3, 2)] {
+        let n = (block * items) as usize;
+        let xs: Vec<i32> = (0..n as i32).map(|i| i * 3 - 7).collect();
+        for g in [1u32, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64, 0, 200] {
+            let stage = Stage::Exchange(Via::Groups(g));
+            let what = format!("striped over {g} at {block}x{items}");
+            match try_build(block, items, &[stage]) {
+                Ok(kernel) if g > 0 && block % g == 0 => {
+                    batch.add(&kernel);
+                    let want = expected(&[stage], &xs, block as usize, items as usize);
+                    if let Err(e) = check(&kernel, &xs, &want) {
+                        failures.push(format!("{what}: {e}"));
+                    }
+                }
+                Err(coopgraph::Error::Verify(e)) if g == 0 || block % g != 0 => {
+                    let named = e.errors.iter().all(|e| {
+                        e.kind == coopgraph::ir::VerifyErrorKind::StripedGroup { threads: g, block }
+                            && e.loc.file.ends_with("pairs.rs")
+                    });
+                    if !named {
+                        failures.push(format!("{what}: {e}"));
+                    }
+                }
+                Ok(_) => failures.push(format!("{what}: builds, but should not")),
+                Err(e) => failures.push(format!("{what}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Exchanges whose barriers some threads of a group would never reach are rejected, naming
+/// the line: groups across warps (and the turns of a time-sliced exchange) under a branch
+/// that differs between warps, and groups within a warp under one that differs inside a
+/// group.
+#[test]
+fn exchanges_under_branches_their_groups_do_not_agree_on() {
+    use coopgraph::Error;
+    use coopgraph::planner::PlanError;
+    let line = std::cell::Cell::new(0);
+    let kernel = |block: u32, f: &dyn Fn(&mut KernelBuilder, &ThreadData<i32>)| {
+        let mut k = KernelBuilder::new("k").block(block).items_per_thread(2);
+        let x = k.input::<i32>("x");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        f(&mut k, &t);
+        k.build()
+    };
+    // Groups of 3 threads cross warps: the block's barrier, under a branch on the warp.
+    let got = kernel(96, &|k, t| {
+        let w = k.this_warp();
+        line.set(line!() + 2);
+        k.if_(index::warp_rank().eq(0u32), |k| {
+            k.exchange(w, t, Arrangement::Striped { threads: 3 });
+        });
+    });
+    match got {
+        Err(Error::Plan(PlanError::BlockExchangeInDivergentCode { loc, .. })) => {
+            assert_eq!(loc.line, line.get())
+        }
+        other => panic!("groups of 3 across warps: {other:?}"),
+    }
+    // The warps of a time-sliced exchange take turns between block barriers.
+    let got = kernel(64, &|k, t| {
+        let w = k.this_warp();
+        line.set(line!() + 2);
+        k.if_(index::warp_rank().eq(0u32), |k| {
+            k.exchange_with(w, t, Arrangement::Striped { threads: 32 }, true);
+        });
+    });
+    match got {
+        Err(Error::Plan(PlanError::BlockExchangeInDivergentCode { loc, .. })) => {
+            assert_eq!(loc.line, line.get())
+        }
+        other => panic!("time-sliced under a warp branch: {other:?}"),
+    }
+    // Groups of 8 lanes under a branch that agrees only across 4.
+    let got = kernel(64, &|k, t| {
+        let quad = k.this_warp().group_by(4);
+        let octet = k.this_warp().group_by(8);
+        let s = k.exchange(octet, t, Arrangement::Striped { threads: 8 });
+        line.set(line!() + 2);
+        k.if_((index::thread_rank() / 4u32).eq(0u32), |k| {
+            k.exchange(quad, &s, Arrangement::Blocked);
+        });
+    });
+    match got {
+        Err(Error::Plan(PlanError::GroupExchangeInDivergentCode { loc, threads, .. })) => {
+            assert_eq!((loc.line, threads), (line.get(), 8))
+        }
+        other => panic!("groups of 8 under a branch of 4: {other:?}"),
+    }
 }
