@@ -476,6 +476,26 @@ impl BinOp {
         BinOp::Shr,
         BinOp::Copysign,
     ];
+
+    /// Whether PTX defines this operation at `ty` (`and.u32` is not PTX: bitwise operations
+    /// take `.b` types). The simulator refuses what this refuses, as ptxas does.
+    pub fn accepts(self, ty: Ty) -> bool {
+        let int = matches!(
+            ty,
+            Ty::U16 | Ty::U32 | Ty::U64 | Ty::S16 | Ty::S32 | Ty::S64
+        );
+        let bits = matches!(ty, Ty::B16 | Ty::B32 | Ty::B64);
+        match self {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max => {
+                int || ty.is_float()
+            }
+            BinOp::MulHi | BinOp::Rem => int,
+            BinOp::MulWide => int && ty.bytes() <= 4,
+            BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl => bits,
+            BinOp::Shr => bits || int,
+            BinOp::Copysign => ty.is_float(),
+        }
+    }
 }
 
 /// One-operand operations.
@@ -532,6 +552,21 @@ impl UnOp {
         UnOp::Lg2,
         UnOp::Tanh,
     ];
+
+    /// Whether PTX defines this operation at `ty` (`popc.u32` is not PTX: bit counts take
+    /// `.b` types; the approximate transcendentals are `.f32` only).
+    pub fn accepts(self, ty: Ty) -> bool {
+        let signed = matches!(ty, Ty::S16 | Ty::S32 | Ty::S64);
+        let bits = matches!(ty, Ty::B16 | Ty::B32 | Ty::B64);
+        let wide_bits = matches!(ty, Ty::B32 | Ty::B64);
+        match self {
+            UnOp::Neg | UnOp::Abs => signed || ty.is_float(),
+            UnOp::Not | UnOp::Cnot => bits,
+            UnOp::Popc | UnOp::Clz | UnOp::Brev => wide_bits,
+            UnOp::Sqrt | UnOp::Rsqrt | UnOp::Rcp => ty.is_float(),
+            UnOp::Sin | UnOp::Cos | UnOp::Ex2 | UnOp::Lg2 | UnOp::Tanh => ty == Ty::F32,
+        }
+    }
 }
 
 /// Rounding modifiers of `cvt`.

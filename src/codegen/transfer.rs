@@ -65,9 +65,15 @@ impl Emitter<'_> {
     /// `op.u32 dst, a, b` into a new register.
     pub(crate) fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
         let r = self.reg(RegClass::B32);
+        // Bitwise operations exist only at `.b32`.
+        let ty = if op.accepts(Ty::U32) {
+            Ty::U32
+        } else {
+            Ty::B32
+        };
         self.op(Op::Bin {
             op,
-            ty: Ty::U32,
+            ty,
             dst: r,
             a,
             b,

@@ -785,7 +785,7 @@ fn parse_errors_are_typed_with_line_and_text() {
 #[test]
 fn decode_rejects_ill_formed_ptx() {
     type Expect = fn(&InvalidReason) -> bool;
-    let cases: [(&str, Expect); 9] = [
+    let cases: [(&str, Expect); 12] = [
         (
             "mov.u32 %r99, 0;",
             |r| matches!(r, InvalidReason::UndeclaredRegister { register } if register == "%r99"),
@@ -797,6 +797,16 @@ fn decode_rejects_ill_formed_ptx() {
             matches!(r, InvalidReason::RegisterClass { .. })
         }),
         ("sin.approx.f64 %fd1, %fd2;", |r| {
+            matches!(r, InvalidReason::BadType)
+        }),
+        // ptxas refuses bitwise operations and bit counts at non-`.b` types.
+        ("and.u32 %r1, %r2, 3;", |r| {
+            matches!(r, InvalidReason::BadType)
+        }),
+        ("popc.u32 %r1, %r2;", |r| {
+            matches!(r, InvalidReason::BadType)
+        }),
+        ("shl.u32 %r1, %r2, 1;", |r| {
             matches!(r, InvalidReason::BadType)
         }),
         // What the driver's JIT refuses, the simulator refuses too.

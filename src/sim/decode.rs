@@ -853,7 +853,9 @@ impl Decoder<'_> {
             },
             Op::Bin { op, ty, dst, a, b } => {
                 full_width(*ty)?;
-                let f = alu::bin(*op, *ty).ok_or(InvalidReason::BadType)?;
+                let f = alu::bin(*op, *ty)
+                    .filter(|_| op.accepts(*ty))
+                    .ok_or(InvalidReason::BadType)?;
                 let (bty, dbits) = match op {
                     BinOp::Shl | BinOp::Shr => (Ty::U32, alu::reg_bits(*ty)),
                     BinOp::MulWide => (*ty, 2 * ty.bytes() * 8),
@@ -868,7 +870,7 @@ impl Decoder<'_> {
             }
             Op::Un { op, ty, dst, a } => Inst::Un {
                 f: alu::un(*op, *ty)
-                    .filter(|_| full_width(*ty).is_ok())
+                    .filter(|_| op.accepts(*ty) && full_width(*ty).is_ok())
                     .ok_or(InvalidReason::BadType)?,
                 a: self.opd(a, *ty)?,
                 dst: self.reg(*dst, Fit::Exact(alu::un_result_bits(*op, *ty)))?,
