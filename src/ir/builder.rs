@@ -980,7 +980,12 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let group = self.group_id(group);
         let dst = self.thread_data_n::<T>(src.items);
-        let agg = aggregate.then(|| self.thread_data_n::<T>(1));
+        // Not `aggregate.then(..)`: a closure would drop the caller's location.
+        let agg = if aggregate {
+            Some(self.thread_data_n::<T>(1))
+        } else {
+            None
+        };
         let op = match controls.op {
             ReduceKind::Fixed(op) => op,
             ReduceKind::Custom(f, commutative) => {

@@ -558,3 +558,22 @@ fn raking_scan_then_block_reduce() {
         super::common::assert_barriers_necessary(&kernel, one_block);
     }
 }
+
+/// Every payload a builder method makes, the aggregate of `scan_with_aggregate` included,
+/// names the user's line, not one inside the crate.
+#[test]
+fn payloads_name_the_callers_line() {
+    let mut k = KernelBuilder::new("k").block(64).items_per_thread(2);
+    let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let s = k.scan(b, &t, Scan::inclusive_sum());
+    let (s2, agg) = k.scan_with_aggregate(b, &s, Scan::inclusive_sum());
+    let m = k.reduce(b, &s2, Reduce::max().broadcast());
+    k.store_to(b, &y, &s2, Store::direct());
+    let _ = (agg, m);
+    let kernel = k.build().expect("kernel builds");
+    for d in &kernel.ir().datas {
+        assert_eq!(d.loc.file, file!(), "a payload made at {}", d.loc);
+    }
+}
