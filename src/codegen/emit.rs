@@ -10,8 +10,8 @@ use super::ptx::*;
 use super::target::Arch;
 use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{DType, DataId, ExprId, Info, Ir, OpId, ParamId, RegionId};
-use crate::planner::Plan;
-use smallvec::smallvec;
+use crate::planner::{Plan, SyncScope};
+use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
 
 /// The PTX entry name for a kernel name: letters, digits and `_`, not starting with a digit.
@@ -84,7 +84,14 @@ pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
         shared: shared_symbols(ir, plan),
         overrides: HashMap::new(),
         expr_depth: ir.exprs.depths(),
+        barrier_scopes: HashMap::new(),
     };
+    for b in &plan.barriers {
+        e.barrier_scopes
+            .entry((b.op, b.step))
+            .or_default()
+            .push(b.scope);
+    }
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
     e.region(ir.body);
@@ -129,6 +136,8 @@ pub struct Emitter<'a> {
     overrides: HashMap<DataId, Vec<Reg>>,
     /// The depth of every expression node (see [`Emitter::eval`]).
     pub(crate) expr_depth: Vec<u32>,
+    /// The scopes of the plan's barriers before each (op, step), in plan order.
+    pub(crate) barrier_scopes: HashMap<(OpId, u8), SmallVec<[SyncScope; 1]>>,
 }
 
 impl Emitter<'_> {

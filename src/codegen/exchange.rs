@@ -17,7 +17,11 @@ use smallvec::smallvec;
 impl Emitter<'_> {
     /// Emits the barriers the plan puts before step `step` of `op`.
     pub(crate) fn sync_point(&mut self, op: OpId, step: u8) {
-        let scopes: Vec<SyncScope> = self.plan.barriers_at(op, step).map(|b| b.scope).collect();
+        let scopes = self
+            .barrier_scopes
+            .get(&(op, step))
+            .cloned()
+            .unwrap_or_default();
         for scope in scopes {
             match scope {
                 SyncScope::Block => self.op(Op::BarSync { id: 0, count: None }),

@@ -157,6 +157,18 @@ pub enum VerifyErrorKind {
         /// Where the kernel's items per thread were set.
         set_at: Loc,
     },
+    /// More parameters than an entry can take.
+    ParameterSpace {
+        /// Bytes the parameters take (counted as [`super::ops::MAX_PARAM_BYTES`] says).
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A temp storage of more bytes than a block can have.
+    StorageSize {
+        /// Bytes asked for.
+        bytes: u32,
+    },
     /// Regions (branches, loops, prefix callbacks) nested deeper than the bound.
     NestingTooDeep {
         /// The bound ([`super::ops::MAX_NESTING`]).
@@ -327,6 +339,15 @@ impl fmt::Display for VerifyError {
                 "a payload of {items} items per thread at the default offset, which steps by \
                  tiles of {items_per_thread} items per thread (set at {set_at}); give the \
                  offset explicitly or use a payload of {items_per_thread} items"
+            ),
+            ParameterSpace { bytes, max } => write!(
+                f,
+                "the parameters take {bytes} bytes (8 per parameter, and 4 per buffer for its \
+                 length where bounds are checked); an entry takes at most {max}"
+            ),
+            StorageSize { bytes } => write!(
+                f,
+                "a temp storage of {bytes} bytes; a block can have at most 227 KiB"
             ),
             NestingTooDeep { max } => write!(
                 f,

@@ -21,6 +21,10 @@ pub const MAX_NESTING: usize = 256;
 /// is 1 deep, `x + 1` 2). Every pass walks expressions with a stack of its own, so this bounds
 /// work, not the thread's stack.
 pub const MAX_EXPR_DEPTH: u32 = 1 << 16;
+/// The most bytes of parameters an entry may take (the limit of the PTX ISA the code generator
+/// writes), counted as 8 per parameter plus 4 per buffer length the runtime passes where bounds
+/// are checked: an upper bound of the laid-out size.
+pub const MAX_PARAM_BYTES: usize = 4352;
 /// The logical-warp widths `group_by` accepts.
 pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 

@@ -387,7 +387,7 @@ impl Verifier<'_> {
         if b.dims.contains(&0) {
             self.push(K::EmptyBlock, b.loc, None);
         } else {
-            let threads: u64 = b.dims.iter().map(|&d| d as u64).product();
+            let threads = b.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d.into()));
             if threads > MAX_BLOCK_THREADS as u64 {
                 self.push(K::BlockTooLarge { threads }, b.loc, None);
             }
@@ -444,11 +444,32 @@ impl Verifier<'_> {
                 BuilderIssue::ForeignHandle { .. } => {}
             }
         }
+        let buffers = ir.params.iter().filter(|p| p.role != Role::Scalar).count();
+        let lengths = if ir.bounds == Bounds::Checked {
+            buffers
+        } else {
+            0
+        };
+        let bytes = ir.params.len() * 8 + lengths * 4;
+        if bytes > MAX_PARAM_BYTES
+            && let Some(last) = ir.params.last()
+        {
+            let kind = K::ParameterSpace {
+                bytes,
+                max: MAX_PARAM_BYTES,
+            };
+            self.push(kind, last.loc, None);
+        }
         for st in &ir.storages {
             if let Some(a) = st.align
                 && !a.is_power_of_two()
             {
                 self.push(K::BadAlignment { align: a }, st.loc, None);
+            }
+            if let Some(bytes) = st.size
+                && bytes > 227 * 1024
+            {
+                self.push(K::StorageSize { bytes }, st.loc, None);
             }
         }
         for a in &ir.arrays {

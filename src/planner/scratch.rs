@@ -393,13 +393,18 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let mut order = Vec::new();
     ir.walk(|op, _| order.push(op));
     let enclosing = enclosing_uniformity(ir, info);
-    let divergent: Vec<OpId> = (0..ir.ops.len() as u32)
+    let divergent: HashSet<OpId> = (0..ir.ops.len() as u32)
         .map(OpId)
         .filter(|op| {
             let u = enclosing[op.index()];
             !u.covers(block) && u < Uniformity::BLOCK
         })
         .collect();
+    // The conversions of each op, in order.
+    let mut conversions: HashMap<OpId, Vec<&super::arrangement::Conversion>> = HashMap::new();
+    for c in &arr.conversions {
+        conversions.entry(c.op).or_default().push(c);
+    }
     let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
     let end = order.len() as u32 * 16 + 16;
     // Shared arrays live for the whole kernel: in declarations of their own (their slices
@@ -436,7 +441,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
         let mut list: Vec<ExchangeRequest> = Vec::new();
-        for c in arr.conversions.iter().filter(|c| c.op == op) {
+        for c in conversions.get(&op).into_iter().flatten() {
             // An explicit time-sliced exchange between blocked and warp-striped order.
             let warp_striped = |a: Arrangement| a == Arrangement::Striped { threads: 32 };
             let turns = match &data.kind {
@@ -750,40 +755,60 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
 
 /// Offsets by live range: lowest aligned offset that overlaps no placed slice whose range
 /// overlaps. Exchanges in divergent code live for the whole kernel.
+///
+/// Requests come in order of their first point, so a placed slice whose range ended before a
+/// request's start overlaps no later request but those that live for the whole kernel: the
+/// others look only at the slices still live, which keeps the pass about linear in the number
+/// of slices.
 fn allocate(
     s: &mut Scratch,
     requests: &[(OpId, usize, u32, bool)],
     end: u32,
     storages: &[Option<usize>],
 ) {
+    let mut is_storage = vec![false; s.slices.len()];
+    for &sl in storages.iter().flatten() {
+        is_storage[sl] = true;
+    }
     let mut placed: Vec<usize> = Vec::new();
+    // The placed slices live at or after the last request's start.
+    let mut live_now: Vec<usize> = Vec::new();
     for &(_, slice, point, exclusive) in requests {
         let live = if exclusive {
             (0, end)
-        } else if storages.contains(&Some(slice)) {
+        } else if is_storage[slice] {
             s.slices[slice].live
         } else {
             (point, point)
         };
         s.slices[slice].live = live;
         let (bytes, align) = (s.slices[slice].bytes, s.slices[slice].align.max(1));
-        let mut busy: Vec<(u32, u32)> = placed
+        let candidates = if exclusive {
+            &placed
+        } else {
+            live_now.retain(|&i| s.slices[i].live.1 >= live.0);
+            &live_now
+        };
+        let mut busy: Vec<(u32, u32)> = candidates
             .iter()
             .map(|&i| &s.slices[i])
             .filter(|o| o.live.0 <= live.1 && live.0 <= o.live.1)
-            .map(|o| (o.offset, o.offset + o.bytes))
+            .map(|o| (o.offset, o.offset.saturating_add(o.bytes)))
             .collect();
         busy.sort();
+        // Sums past 4 GiB saturate: such a kernel needs more shared memory than any device
+        // has, which compiling it reports.
         let mut offset = 0u32;
         for (lo, hi) in busy {
-            if offset + bytes <= lo {
+            if offset.saturating_add(bytes) <= lo {
                 break;
             }
-            offset = offset.max(hi.div_ceil(align) * align);
+            offset = offset.max(hi.div_ceil(align).saturating_mul(align));
         }
         s.slices[slice].offset = offset;
-        s.bytes = s.bytes.max(offset + bytes);
+        s.bytes = s.bytes.max(offset.saturating_add(bytes));
         placed.push(slice);
+        live_now.push(slice);
     }
 }
 

@@ -54,9 +54,12 @@ pub struct KernelImage {
 }
 
 impl KernelImage {
-    /// Threads per block (the product of [`block`](Self::block)).
+    /// Threads per block (the product of [`block`](Self::block); `u64::MAX` where that does
+    /// not fit).
     pub fn threads_per_block(&self) -> u64 {
-        self.block.iter().map(|&d| u64::from(d)).product()
+        self.block
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
     /// Shared memory per block: static plus dynamic, in bytes.

@@ -365,7 +365,9 @@ impl Simulator {
             entry: entry.to_string(),
             problem,
         };
-        let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
+        let threads = block
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
         let dims_ok = grid.iter().chain(&block).all(|d| *d > 0)
             && threads <= 1024
             && block[2] <= 64

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use coopgraph::codegen::Arch;
 use coopgraph::ir::ops::{MAX_EXPR_DEPTH, MAX_NESTING};
-use coopgraph::ir::{Reduce, VerifyErrorKind, index};
+use coopgraph::ir::{Arrangement, Reduce, VerifyErrorKind, index};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
 use crate::common;
@@ -345,4 +345,31 @@ fn run_one_block(kernel: &Kernel) -> Vec<u32> {
     let mut y = dev.alloc_zeroed::<u32>(32).expect("alloc");
     f.launch_grid(1, (&mut y,)).expect("runs");
     y.to_vec().expect("download")
+}
+
+#[test]
+fn many_shared_memory_ops_in_sequence_build_quickly() {
+    // 12,000 ops touching shared memory, 18,000 barriers: about half a second on one core.
+    // Finding each op's barriers, conversions and slice used to scan every one placed.
+    let n = 3000u32;
+    let mut k = KernelBuilder::new("long").block(64).items_per_thread(2);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let block = k.this_block();
+    let start = Instant::now();
+    let mut t = k.load_from(block, &x, Load::transpose());
+    for i in 0..n {
+        let s = k.reduce(block, &t, Reduce::sum().broadcast());
+        let total = s.item(0);
+        t = k.map(&t, move |a| a + total + i);
+        t = k.exchange(block, &t, Arrangement::Striped { threads: 64 });
+        t = k.exchange(block, &t, Arrangement::Blocked);
+    }
+    k.store_to(block, &y, &t, Store::transpose());
+    let kernel = built(k);
+    let ptx = kernel.ptx(Arch::Sm90);
+    let took = start.elapsed();
+    eprintln!("{} ops: built and emitted in {took:?}", 4 * n);
+    assert!(took < 10 * QUICK, "took {took:?}");
+    assert_eq!(kernel.plan().barriers.len(), 6 * n as usize + 2);
+    assert!(ptx.len() > 1 << 20);
 }

@@ -346,3 +346,211 @@ fn the_same_kernel_from_two_builders_has_one_key() {
     let (a, b) = (build(), build());
     assert_eq!(a.key(), b.key());
 }
+
+/// A hand-written image of one `ret` entry with one buffer parameter and this block shape.
+fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage {
+    use coopgraph::runtime::{KernelImage, ParamKind, ParamSig};
+    KernelImage {
+        entry: entry.into(),
+        ptx: coopgraph::sim::entry_text(entry, &["u64 p"], &[], "ret;"),
+        arch: coopgraph::codegen::Arch::Sm80,
+        params: vec![ParamSig::new(
+            "p",
+            ParamKind::Input,
+            coopgraph::ir::DType::U32,
+        )],
+        hidden: Vec::new(),
+        bounds: coopgraph::ir::Bounds::Unchecked,
+        block,
+        tile_elems: 32,
+        static_smem: 0,
+        dynamic_smem: 0,
+        needs_cooperative: false,
+        grid_dims: 1,
+    }
+}
+
+#[test]
+fn an_image_with_a_huge_block_is_an_error() {
+    let dev = crate::common::device();
+    // 2^66 threads: the product overflowed.
+    for block in [[1 << 22; 3], [u32::MAX; 3], [0, u32::MAX, u32::MAX]] {
+        match dev.compile(&empty_image("huge_block", block)) {
+            Err(coopgraph::Error::Runtime(coopgraph::runtime::RuntimeError::BlockTooLarge {
+                block: b,
+                ..
+            })) => assert_eq!(b, block),
+            other => panic!("{block:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_simulator_launch_with_a_huge_block_is_an_error() {
+    let sim = coopgraph::sim::Simulator::new(Default::default());
+    let ptx = coopgraph::sim::entry_text("k", &[], &[], "ret;");
+    let module = sim.load_module(&ptx).expect("parses");
+    for block in [[u32::MAX; 3], [1 << 22; 3], [1024, 1024, 1024]] {
+        match sim.launch(&module, "k", [1, 1, 1], block, 0, &[]) {
+            Err(coopgraph::sim::SimError::BadLaunch { .. }) => {}
+            other => panic!("{block:?}: {other:?}"),
+        }
+    }
+    for grid in [[u32::MAX; 3], [1 << 22; 3]] {
+        match sim.launch(&module, "k", grid, [32, 1, 1], 0, &[]) {
+            Err(coopgraph::sim::SimError::BadLaunch { .. }) => {}
+            other => panic!("{grid:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_kernel_block_past_u64_is_an_error() {
+    for dims in [[u32::MAX; 3], [1 << 22; 3]] {
+        let k = KernelBuilder::new("huge").block_dims(dims);
+        match k.build() {
+            Err(coopgraph::Error::Verify(e)) => {
+                assert!(e.has(|k| matches!(k, VerifyErrorKind::BlockTooLarge { .. })))
+            }
+            other => panic!("{dims:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn temp_storages_past_shared_memory_are_errors() {
+    use coopgraph::ir::StorageSpec;
+    let (mut k, x, y, _) = plain("storages");
+    let big = StorageSpec::default().size_in_bytes(u32::MAX);
+    let (a, b) = (k.temp_storage(big), k.temp_storage(big.alignment(1 << 31)));
+    let t = k.load_from(k.this_block(), &x, Load::transpose().temp_storage(&a));
+    k.store_to(k.this_block(), &y, &t, Store::transpose().temp_storage(&b));
+    match k.build() {
+        Err(coopgraph::Error::Verify(e)) => {
+            assert_eq!(
+                e.errors
+                    .iter()
+                    .filter(|e| matches!(e.kind, VerifyErrorKind::StorageSize { .. }))
+                    .count(),
+                2,
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn shuffles_by_the_largest_distances_build_and_run() {
+    let mut k = KernelBuilder::new("far").block(32).items_per_thread(1);
+    let y = k.output::<u32>("y");
+    let block = k.this_block();
+    let t = k.fill(index::thread_rank());
+    let mut outs = Vec::new();
+    for d in [i32::MIN, i32::MAX, i32::MIN + 1] {
+        outs.push(k.shuffle_rotate(block, &t, d));
+        outs.push(k.shuffle_offset(block, &t, d));
+    }
+    let mut sum = k.fill(0u32);
+    for (i, o) in outs.iter().enumerate() {
+        let w = 1u32 << (5 * i);
+        sum = k.map2(&sum, o, move |s, v| s + v * w);
+    }
+    k.store_to(block, &y, &sum, Store::direct());
+    let kernel = k.build().expect("builds");
+    crate::common::assemble_all(&kernel);
+    let dev = crate::common::device();
+    let f = dev.compile(&kernel).expect("compiles");
+    let mut yb = dev.alloc_zeroed::<u32>(32).expect("alloc");
+    f.launch_grid(1, (&mut yb,)).expect("runs");
+    let got = yb.to_vec().expect("download");
+    let want: Vec<u32> = (0..32i64)
+        .map(|r| {
+            [i32::MIN, i32::MAX, i32::MIN + 1]
+                .iter()
+                .flat_map(|&d| {
+                    let rotated = (r + i64::from(d)).rem_euclid(32) as u32;
+                    let src = r + i64::from(d);
+                    let offset = if (0..32).contains(&src) {
+                        src as u32
+                    } else {
+                        r as u32
+                    };
+                    [rotated, offset]
+                })
+                .enumerate()
+                .fold(0u32, |s, (i, v)| {
+                    s.wrapping_add(v.wrapping_mul(1 << (5 * i)))
+                })
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn groups_of_any_width_are_errors_or_kernels() {
+    use coopgraph::ir::{Arrangement, Reduce, Scan};
+    for width in [0u32, 3, 33, 64, 1 << 20, u32::MAX] {
+        for block in [0u32, 1, 31, 32, 48, 1024, u32::MAX] {
+            let mut k = KernelBuilder::new("widths")
+                .block(block)
+                .items_per_thread(2);
+            let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+            let g = k.this_warp().group_by(width);
+            let t = k.load_from(g, &x, Load::transpose().valid_items(7u32));
+            let r = k.reduce(g, &t, Reduce::sum().broadcast().valid_items(3u32));
+            let s = k.scan(g, &t, Scan::exclusive_sum().valid_items(5u32));
+            let e = k.exchange(g, &s, Arrangement::Striped { threads: width });
+            let u = k.map2(&e, &t, |a, b| a + b);
+            let v = k.shuffle_up(g, &u, None);
+            let w = k.map(&v, move |a| a + r.item(0));
+            k.store_to(g, &y, &w, Store::warp_transpose().block_valid_items(9u32));
+            assert!(k.build().is_err(), "width {width}, block {block}");
+        }
+    }
+}
+
+/// A kernel of `buffers` buffer parameters (one read, the rest written) that copies the first
+/// to the second.
+fn many_buffers(buffers: usize, bounds: bool) -> KernelBuilder {
+    let mut k = KernelBuilder::new("many").block(32).items_per_thread(1);
+    if !bounds {
+        k = k.unchecked_bounds();
+    }
+    let x = k.input::<u32>("x");
+    let outs: Vec<_> = (1..buffers)
+        .map(|i| k.output::<u32>(&format!("y{i}")))
+        .collect();
+    let t = k.load_from(k.this_block(), &x, Load::direct());
+    k.store_to(k.this_block(), &outs[0], &t, Store::direct());
+    k
+}
+
+#[test]
+fn parameters_past_the_entrys_space_are_an_error() {
+    use coopgraph::ir::ops::MAX_PARAM_BYTES;
+    // 8 bytes per buffer and 4 for its length: 362 fit, 363 do not.
+    let fits = MAX_PARAM_BYTES / 12;
+    let kernel = many_buffers(fits, true).build().expect("fits");
+    crate::common::assemble_all(&kernel);
+    match many_buffers(fits + 1, true).build() {
+        Err(coopgraph::Error::Verify(e)) => assert_eq!(
+            kinds(&e),
+            vec![VerifyErrorKind::ParameterSpace {
+                bytes: (fits + 1) * 12,
+                max: MAX_PARAM_BYTES
+            }]
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Without lengths, 8 bytes each.
+    let kernel = many_buffers(MAX_PARAM_BYTES / 8, false)
+        .build()
+        .expect("fits");
+    crate::common::assemble_all(&kernel);
+    assert!(
+        many_buffers(MAX_PARAM_BYTES / 8 + 1, false)
+            .build()
+            .is_err()
+    );
+}
