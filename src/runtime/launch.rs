@@ -17,7 +17,7 @@ use super::device::{Device, Imp};
 use super::driver::CudaKernel;
 use super::error::Foreign;
 use super::image::{HiddenParam, KernelImage, ParamKind};
-use super::load::{self, DEFAULT_DYNAMIC_SMEM};
+use super::load::{self, default_dynamic_limit};
 use crate::ir::Bounds;
 use crate::sim::{LaunchReport, SimModule};
 
@@ -71,7 +71,11 @@ impl LoadedKernel {
                 String::new(),
             ),
         };
-        let smem_configured = Mutex::new(image.dynamic_smem.max(DEFAULT_DYNAMIC_SMEM));
+        let smem_configured = Mutex::new(
+            image
+                .dynamic_smem
+                .max(default_dynamic_limit(image.static_smem)),
+        );
         Ok(LoadedKernel {
             image,
             module,
@@ -383,7 +387,7 @@ impl Function {
                         what: Foreign::Stream,
                     });
                 }
-                if dynamic_smem > DEFAULT_DYNAMIC_SMEM {
+                if dynamic_smem > default_dynamic_limit(self.kernel.image.static_smem) {
                     let mut configured = self
                         .kernel
                         .smem_configured

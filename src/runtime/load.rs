@@ -19,8 +19,15 @@ use super::driver::CudaKernel;
 use super::image::{KernelImage, ParamLayout};
 use crate::sim::SimModule;
 
-/// Dynamic shared memory a kernel may use without the opt-in attribute.
-pub(super) const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
+/// Shared memory (static and dynamic together) a block may use without the opt-in attribute.
+const DEFAULT_SMEM: u32 = 48 * 1024;
+
+/// The dynamic shared memory an entry with `static_smem` static bytes may take at launch
+/// before its `MAX_DYNAMIC_SHARED_SIZE_BYTES` attribute is raised: the driver's default is what
+/// is left of 48 KiB after the static part, not 48 KiB.
+pub(super) fn default_dynamic_limit(static_smem: u32) -> u32 {
+    DEFAULT_SMEM.saturating_sub(static_smem)
+}
 
 /// Bytes of each JIT log buffer.
 const LOG_BYTES: usize = 64 * 1024;
@@ -135,7 +142,7 @@ pub(super) fn load_cuda(
     if let Some(declared) = kernel.param_layout(count)? {
         check_signature(image, declared)?;
     }
-    if image.dynamic_smem > DEFAULT_DYNAMIC_SMEM {
+    if image.dynamic_smem > default_dynamic_limit(image.static_smem) {
         kernel.set_max_dynamic_smem(image.dynamic_smem)?;
     }
     Ok((kernel, info))
