@@ -11,7 +11,27 @@ pub fn write_module(m: &Module) -> String {
     let mut out = String::with_capacity(4096);
     // Writing to a String cannot fail.
     let _ = write_module_to(&mut out, m);
+    dump(m, &out);
     out
+}
+
+/// With `COOPGRAPH_DUMP_PTX=<dir>` set, every module written is also saved there as
+/// `<first entry>.<target>.<hash of the text>.ptx`, so that two builds can be compared text for
+/// text (`tools/ptx-compare.sh` does this over the tests, goldens and examples). A file that
+/// cannot be written is skipped: the dump is a diagnostic and never changes what is emitted.
+fn dump(m: &Module, text: &str) {
+    use std::sync::OnceLock;
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    let Some(dir) = DIR.get_or_init(|| std::env::var_os("COOPGRAPH_DUMP_PTX").map(Into::into))
+    else {
+        return;
+    };
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let entry = m.functions.first().map_or("module", |f| f.name.as_str());
+    // Deterministic for one toolchain, which is all a comparison of two builds needs.
+    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(text);
+    let path = dir.join(format!("{entry}.{}.{hash:016x}.ptx", m.arch));
+    let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(path, text));
 }
 
 fn write_module_to(out: &mut String, m: &Module) -> fmt::Result {
