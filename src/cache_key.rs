@@ -883,6 +883,7 @@ impl Canonical for OpData {
                 flags,
                 dst,
                 to,
+                holes,
             } => {
                 w.tag(12);
                 group.write(w);
@@ -891,6 +892,7 @@ impl Canonical for OpData {
                 w.opt(flags);
                 dst.write(w);
                 to.write(w);
+                w.opt(holes);
             }
             OpKind::Exchange {
                 group,

@@ -532,8 +532,9 @@ impl Emitter<'_> {
                 ranks,
                 flags,
                 dst,
+                holes,
                 ..
-            } => self.scatter(op, *src, *ranks, *flags, *dst),
+            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes),
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

@@ -280,15 +280,15 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// Lowers a scatter: items to their ranked tile positions, then the tile read back in the
-    /// result's arrangement (the plan's `read_back` form).
+    /// Lowers a scatter of `[src, ranks, dst]`: with a hole value, each thread first writes it
+    /// at the positions it reads back; the items go to their ranked tile positions; then the
+    /// tile is read back in the result's arrangement (the plan's `read_back` form).
     pub(crate) fn scatter(
         &mut self,
         op: OpId,
-        src: crate::ir::DataId,
-        ranks: crate::ir::DataId,
+        [src, ranks, dst]: [crate::ir::DataId; 3],
         flags: Option<crate::ir::DataId>,
-        dst: crate::ir::DataId,
+        holes: Option<u64>,
     ) {
         let d = self.ir.datas[src.index()].dtype;
         let x = self.data_regs(src).to_vec();
@@ -297,30 +297,15 @@ impl Emitter<'_> {
         let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
             return;
         };
-        let tile = cp.entries as i64;
-        self.sync_point(op, cp.first_step);
-        for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
-            let ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), Operand::Imm(tile));
-            if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
-                let set = self.setp(Cmp::Ne, Ty::U32, (*f).into(), Operand::Imm(0));
-                self.op(Op::PredBin {
-                    op: BinOp::And,
-                    dst: ok,
-                    a: ok,
-                    b: set,
-                });
-            }
-            let a = self.collective_addr(&cp, rank.into());
-            self.shared_access_if(ok, false, d, a, v);
-        }
-        self.sync_point(op, cp.first_step + 1);
         let Some(form) = cp.read_back.clone() else {
             return;
         };
-        let tid = self.tid();
+        let tile = cp.entries as i64;
         let out = self.data_regs(dst).to_vec();
-        for (i, &o) in out.iter().enumerate() {
-            // position = sum of the rank's digit terms + i * item stride.
+        // Where each result slot reads: position = the rank's digit terms + i * item stride.
+        let tid = self.tid();
+        let mut back = Vec::with_capacity(out.len());
+        for i in 0..out.len() {
             let pos = self.reg(RegClass::B32);
             self.op(Op::Mov {
                 ty: Ty::U32,
@@ -338,7 +323,34 @@ impl Emitter<'_> {
                     c: pos.into(),
                 });
             }
-            let a = self.collective_addr(&cp, pos.into());
+            back.push(self.collective_addr(&cp, pos.into()));
+        }
+        let mut step = cp.first_step;
+        if let Some(bits) = holes {
+            self.sync_point(op, step);
+            let hole = self.constant(d, bits);
+            for &a in &back {
+                self.shared_value(false, d, a, hole);
+            }
+            step += 1;
+        }
+        self.sync_point(op, step);
+        for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
+            let ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), Operand::Imm(tile));
+            if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
+                let set = self.setp(Cmp::Ne, Ty::U32, (*f).into(), Operand::Imm(0));
+                self.op(Op::PredBin {
+                    op: BinOp::And,
+                    dst: ok,
+                    a: ok,
+                    b: set,
+                });
+            }
+            let a = self.collective_addr(&cp, rank.into());
+            self.shared_access_if(ok, false, d, a, v);
+        }
+        self.sync_point(op, step + 1);
+        for (&o, &a) in out.iter().zip(&back) {
             self.shared_value(true, d, a, o);
         }
     }

@@ -14,6 +14,9 @@ use super::identity::Lineage;
 use super::ops::*;
 use smallvec::smallvec;
 
+mod scatter;
+pub use scatter::Scatter;
+
 /// The controls of a load: algorithm, offset, valid items and the out-of-bounds default.
 #[derive(Debug, Clone)]
 pub struct Load<T: Element> {
@@ -260,7 +263,8 @@ impl<T: Element> Reduce<T> {
         }
     }
 
-    /// Every rank of the group gets the result (else rank 0 only).
+    /// Every rank of the group gets the result (else rank 0 only, and the verifier rejects
+    /// reads of it at other ranks: see [`KernelBuilder::reduce`]).
     pub fn broadcast(mut self) -> Self {
         self.broadcast = true;
         self
@@ -907,6 +911,47 @@ impl KernelBuilder {
 
     /// Reduces every item of `src` over `group` into a one-item payload: the result is at the
     /// group's rank 0, or at every rank with [`Reduce::broadcast`].
+    ///
+    /// The verifier knows where the result holds a value: without broadcast, only at rank 0 of
+    /// each group (the other ranks hold partial sums). Reading it elsewhere is
+    /// [`VerifyErrorKind::PartlyDefinedRead`](crate::ir::VerifyErrorKind::PartlyDefinedRead),
+    /// naming the read's line and the reduction's: a store by every rank, a map whose result
+    /// is so stored, another collective, a condition, a shared write by every thread. Rank 0's
+    /// own uses are fine: a store with `valid_items(1)` (the group's first position is rank
+    /// 0's), reads under `if group.rank() == 0`, and a value merged there into one every
+    /// thread holds (`out = 0; if rank == 0 { out = r }`).
+    ///
+    /// ```
+    /// use coopgraph::ir::{DefinedAt, Reduce, VerifyErrorKind};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// let sums = |by_rank_0: bool| {
+    ///     let mut k = KernelBuilder::new("sums").block(32).items_per_thread(1);
+    ///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    ///     let w = k.this_warp().group_by(8);
+    ///     let t = k.load_from(w, &x, Load::direct());
+    ///     let s = k.reduce(w, &t, Reduce::sum());
+    ///     // Each group of 8 stores its sum at its tile's first position (or every rank would).
+    ///     let store = Store::direct();
+    ///     k.store_to(w, &y, &s, if by_rank_0 { store.valid_items(1u32) } else { store });
+    ///     k.build()
+    /// };
+    /// let Err(Error::Verify(e)) = sums(false) else { panic!("built") };
+    /// assert!(matches!(
+    ///     e.errors[0].kind,
+    ///     VerifyErrorKind::PartlyDefinedRead { defined: DefinedAt::RankZero { threads: 8 }, .. }
+    /// ));
+    ///
+    /// let dev = Device::sim();
+    /// let f = dev.compile(&sums(true)?)?;
+    /// let xs = dev.upload(&(0..32).collect::<Vec<u32>>())?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(32)?;
+    /// f.launch_grid(1, (&xs, &mut ys))?;
+    /// let ys = ys.to_vec()?;
+    /// assert_eq!([ys[0], ys[1], ys[8], ys[24]], [28, 0, 92, 220]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn reduce<T: Element>(
         &mut self,
@@ -1441,39 +1486,6 @@ impl KernelBuilder {
             None,
             None,
         )
-    }
-
-    /// Scatters each item to the tile position its rank names (ranks past the tile, and items
-    /// whose flag is 0, are skipped), then reads the tile back in arrangement `to`: CUB's
-    /// `ScatterToBlocked`/`ScatterToStriped` (guarded, and flagged with `flags`). Block
-    /// groups only. Positions no item was scattered to stay unwritten.
-    #[track_caller]
-    pub fn scatter<T: Element>(
-        &mut self,
-        group: impl Into<Group>,
-        src: &ThreadData<T>,
-        ranks: &ThreadData<u32>,
-        flags: Option<&ThreadData<u32>>,
-        to: Arrangement,
-    ) -> ThreadData<T> {
-        let loc = Loc::caller();
-        let group = self.group_id(group.into());
-        let dst = self.thread_data_n::<T>(src.items);
-        let src_id = self.data_id(src);
-        let ranks_id = self.data_id(ranks);
-        let flags_id = flags.map(|f| self.data_id(f));
-        self.push(
-            OpKind::Scatter {
-                group,
-                src: src_id,
-                ranks: ranks_id,
-                flags: flags_id,
-                dst: dst.id,
-                to,
-            },
-            loc,
-        );
-        dst
     }
 
     /// A block barrier: every thread waits until all threads of the block reach it.

@@ -62,6 +62,18 @@ pub enum VerifyErrorKind {
         /// Where the payload was made.
         declared: Loc,
     },
+    /// A slot read at threads where it may hold no value, by an op that observes it (a
+    /// collective, a store, a condition, a loop bound, an offset, a count, a shared write).
+    PartlyDefinedRead {
+        /// The payload.
+        data: DataId,
+        /// The slot.
+        item: u32,
+        /// Where it holds a value.
+        defined: DefinedAt,
+        /// The op that left it so (the reduction, the scatter, or the branch on the rank).
+        producer: Loc,
+    },
     /// A parameter used with the wrong role (in an IR edited by hand: a typed handle cannot
     /// be).
     ParamRole {
@@ -204,6 +216,19 @@ pub enum VerifyErrorKind {
     },
 }
 
+/// Where a slot holds a value when not at every thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinedAt {
+    /// At the threads whose rank is a multiple of `threads`: rank 0 of each group of
+    /// `threads` (a reduction's result without broadcast).
+    RankZero {
+        /// The group width.
+        threads: u32,
+    },
+    /// Only where a scatter put something.
+    Scattered,
+}
+
 /// A control of a load or store, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransferControl {
@@ -268,6 +293,29 @@ impl fmt::Display for VerifyError {
                 f,
                 "slot {item} of payload {data} (made at {declared}) is read before anything \
                  wrote it"
+            ),
+            PartlyDefinedRead {
+                data,
+                item,
+                defined: DefinedAt::RankZero { threads },
+                producer,
+            } => write!(
+                f,
+                "slot {item} of payload {data} holds a value only at rank 0 of each group of \
+                 {threads} threads (made so at {producer}), but is read here at other threads \
+                 too; broadcast the reduction, store it with `valid_items(1)`, or read it \
+                 under `if rank == 0`"
+            ),
+            PartlyDefinedRead {
+                data,
+                item,
+                defined: DefinedAt::Scattered,
+                producer,
+            } => write!(
+                f,
+                "slot {item} of payload {data} holds a value only where the scatter at \
+                 {producer} put one, but is read here where it may not; bound the read with a \
+                 valid count, or give the scatter a hole value"
             ),
             ParamRole {
                 param,

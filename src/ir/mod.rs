@@ -5,6 +5,7 @@
 //! stage requires.
 
 pub mod builder;
+mod defined;
 pub mod dtype;
 pub mod entities;
 pub mod error;
@@ -15,10 +16,10 @@ pub mod ops;
 pub mod print;
 pub mod verify;
 
-pub use builder::{KernelBuilder, Load, Pipeline, Reduce, Scan, StorageSpec, Store};
+pub use builder::{KernelBuilder, Load, Pipeline, Reduce, Scan, Scatter, StorageSpec, Store};
 pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
-pub use error::{TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
+pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
 pub use ops::{

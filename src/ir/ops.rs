@@ -493,7 +493,8 @@ pub enum OpKind {
     /// discontinuity flags, block shuffles).
     Neighbor(NeighborSpec),
     /// Each item of `src` goes to tile position `ranks` (same slot), then `dst` reads the
-    /// tile in arrangement `to`. Ranks past the tile, and items whose flag is 0, are skipped.
+    /// tile in arrangement `to`. Ranks past the tile, and items whose flag is 0, are skipped;
+    /// positions nothing went to read `holes`, or hold no value without it.
     Scatter {
         /// The group (the block).
         group: GroupId,
@@ -507,6 +508,9 @@ pub enum OpKind {
         dst: DataId,
         /// The arrangement of the result.
         to: Arrangement,
+        /// The value (bits) of positions nothing was scattered to; `None` leaves them
+        /// without a value.
+        holes: Option<u64>,
     },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).

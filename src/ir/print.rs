@@ -168,10 +168,12 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             flags,
             dst,
             to,
+            holes,
             ..
         } => format!(
-            "{dst} = scatter {src} by {ranks}{} to {to:?}",
-            flags.map(|f| format!(" where {f}")).unwrap_or_default()
+            "{dst} = scatter {src} by {ranks}{} to {to:?}{}",
+            flags.map(|f| format!(" where {f}")).unwrap_or_default(),
+            holes.map(|h| format!(" holes={h:#x}")).unwrap_or_default()
         ),
         OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),

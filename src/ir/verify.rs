@@ -20,13 +20,22 @@
 //!   threads divide it);
 //! - definite initialization: no payload slot is read unless every path to the read wrote it
 //!   (writes inside a loop body do not count after the loop, which may run zero times);
+//! - definedness across threads (the lattice of `defined.rs`): a reduction without broadcast
+//!   leaves its result at each group's rank 0, a scatter without a hole value leaves holes;
+//!   values made from them carry that on, and no op observes such a value where it may hold
+//!   none (a store, a collective, a condition, a bound, a shared access by threads outside
+//!   rank 0, or past a valid count for holes);
 //! - scoping of map operands, item indices and loop variables.
 
+use super::defined::{self, Branch, Def, State};
 use super::entities::{DataId, ExprId, Loc, OpId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
 use super::expr::{BinaryOp, ExprKind, IndexKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
+
+mod reads;
+use reads::Bound;
 
 /// How many consecutive threads (aligned) are guaranteed to agree on a value. Thread-varying
 /// values are 1, warp-uniform values 32, block-uniform [`Uniformity::BLOCK`], and values the
@@ -87,9 +96,10 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
         conds: Vec::new(),
         loops: Vec::new(),
         reported: HashSet::new(),
+        context: 0,
     };
     v.check_config();
-    let mut state = vec![0u64; ir.datas.len()];
+    let mut state = State::new(ir);
     v.region(ir.body, &mut state);
     if v.errors.is_empty() {
         Ok(Info {
@@ -363,17 +373,9 @@ struct Verifier<'a> {
     /// Enclosing loops.
     loops: Vec<OpId>,
     reported: HashSet<(DataId, u32)>,
-}
-
-/// Per payload, a bit per slot: definitely written.
-type State = Vec<u64>;
-
-fn full(items: u32) -> u64 {
-    if items >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << items) - 1
-    }
+    /// Inside branches on `rank == 0`: only threads whose rank is a multiple of this run
+    /// (0: every thread may).
+    context: u32,
 }
 
 impl Verifier<'_> {
@@ -524,149 +526,6 @@ impl Verifier<'_> {
         }
     }
 
-    /// Checks an expression's leaves: parameters, payload reads, map values, loop variables.
-    fn expr(&mut self, root: ExprId, state: &State, op: OpId, map_srcs: Option<&[DataId]>) {
-        let loc = self.ir.op(op).loc;
-        let mut stack = vec![root];
-        let mut seen = HashSet::new();
-        while let Some(e) = stack.pop() {
-            if !seen.insert(e) {
-                continue;
-            }
-            let node = self.ir.expr(e);
-            stack.extend(node.kind.children().copied());
-            match &node.kind {
-                ExprKind::Param(p) => {
-                    let decl = &self.ir.params[p.index()];
-                    if decl.role != Role::Scalar {
-                        self.push(
-                            K::ParamRole {
-                                param: *p,
-                                expected: Role::Scalar,
-                                found: decl.role,
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    } else if VType::D(decl.dtype) != node.ty {
-                        self.push(
-                            K::TypeMismatch {
-                                expected: node.ty,
-                                found: VType::D(decl.dtype),
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    }
-                }
-                ExprKind::Item { data, item } => {
-                    let decl = &self.ir.datas[data.index()];
-                    if VType::D(decl.dtype) != node.ty {
-                        self.push(
-                            K::TypeMismatch {
-                                expected: node.ty,
-                                found: VType::D(decl.dtype),
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    }
-                    if *item >= decl.items {
-                        self.push(
-                            K::ItemOutOfRange {
-                                item: *item,
-                                items: decl.items,
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    } else {
-                        self.read_slot(*data, *item, state, loc, op);
-                    }
-                }
-                ExprKind::Arg(i) => match map_srcs.and_then(|s| s.get(*i as usize)) {
-                    Some(d) => {
-                        let found = VType::D(self.ir.datas[d.index()].dtype);
-                        if found != node.ty {
-                            self.push(
-                                K::TypeMismatch {
-                                    expected: node.ty,
-                                    found,
-                                },
-                                loc,
-                                Some(op),
-                            );
-                        }
-                    }
-                    None => self.push(K::MapValueOutsideMap, loc, Some(op)),
-                },
-                ExprKind::SharedRead(arr, index) => {
-                    let found = VType::D(self.ir.arrays[arr.index()].dtype);
-                    if found != node.ty {
-                        self.push(
-                            K::TypeMismatch {
-                                expected: node.ty,
-                                found,
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    }
-                    let it = self.ir.expr(*index).ty;
-                    if it != VType::D(super::DType::U32) {
-                        self.push(
-                            K::TypeMismatch {
-                                expected: VType::D(super::DType::U32),
-                                found: it,
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    }
-                }
-                ExprKind::Index(IndexKind::Item) if map_srcs.is_none() => {
-                    self.push(K::MapValueOutsideMap, loc, Some(op))
-                }
-                ExprKind::LoopVar { op: lp, .. } => {
-                    let is_loop = matches!(
-                        self.ir.op(*lp).kind,
-                        OpKind::For { .. } | OpKind::Tiles { .. }
-                    );
-                    if !is_loop || !self.loops.contains(lp) {
-                        self.push(K::LoopVarOutOfScope { lp: *lp }, loc, Some(op));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    fn read_slot(&mut self, data: DataId, item: u32, state: &State, loc: Loc, op: OpId) {
-        if state[data.index()] & (1u64 << item.min(63)) == 0 && self.reported.insert((data, item)) {
-            let declared = self.ir.datas[data.index()].loc;
-            self.push(
-                K::UninitializedRead {
-                    data,
-                    item,
-                    declared,
-                },
-                loc,
-                Some(op),
-            );
-        }
-    }
-
-    fn read_all(&mut self, data: DataId, state: &State, loc: Loc, op: OpId) {
-        let items = self.ir.datas[data.index()].items.min(64);
-        if let Some(item) = (0..items).find(|i| state[data.index()] & (1u64 << i) == 0) {
-            self.read_slot(data, item, state, loc, op);
-        }
-    }
-
-    fn write_all(&self, data: DataId, state: &mut State) {
-        state[data.index()] = full(self.ir.datas[data.index()].items);
-    }
-
     /// An arrangement an exchange or scatter asks for: striped groups must tile the block.
     fn striped_group(&mut self, to: Arrangement, loc: Loc, op: OpId) {
         let block = self.ir.block_threads();
@@ -784,16 +643,32 @@ impl Verifier<'_> {
                 self.expect_ty(*cond, VType::Bool, loc, op);
                 self.expr(*cond, state, op, None);
                 self.conds.push((self.uniformity[cond.index()], loc));
+                // Under `rank == 0`, only the groups' rank-0 threads run the branch.
+                let rank_zero = defined::rank_zero_test(ir, *cond);
+                let outer = self.context;
+                let inside = rank_zero.map_or(outer, |t| defined::lcm(outer, t.width));
                 let mut a = state.clone();
+                self.context = inside;
                 self.region(*then, &mut a);
+                self.context = outer;
                 let mut b = state.clone();
                 if let Some(o) = otherwise {
                     self.region(*o, &mut b);
                 }
                 self.conds.pop();
-                for (s, (x, y)) in state.iter_mut().zip(a.iter().zip(&b)) {
-                    *s = x & y;
+                match rank_zero {
+                    Some(t) => {
+                        let branch = Branch {
+                            then_ctx: inside,
+                            outer,
+                            every: t.every,
+                            by: op,
+                        };
+                        a.combine(&b, |t, e| t.merge_rank_zero(e, branch))
+                    }
+                    None => a.combine(&b, Def::meet),
                 }
+                *state = a;
             }
             OpKind::For { start, end, body } => {
                 let u32_ty = VType::D(super::DType::U32);
@@ -834,24 +709,44 @@ impl Verifier<'_> {
             }
             OpKind::Store(t) => {
                 self.transfer(t, Role::Output, state, loc, op);
-                self.read_all(t.data, state, loc, op);
+                let bound = match t.valid {
+                    None => Bound::All,
+                    Some(v) => match self.bound(Some(v.count), ir.group_threads(t.group)) {
+                        Bound::Count {
+                            constant, group, ..
+                        } => Bound::Count {
+                            constant,
+                            group,
+                            of_block: v.of == ValidOf::Block,
+                        },
+                        all => all,
+                    },
+                };
+                self.observe_all(t.data, state, loc, op, bound);
             }
             OpKind::Map { dst, srcs, expr } => {
                 let d = &ir.datas[dst.index()];
+                let mut operands = Vec::with_capacity(srcs.len());
                 for s in srcs {
                     self.items_match(d.items, ir.datas[s.index()].items, loc, op);
-                    self.read_all(*s, state, loc, op);
+                    operands.push(self.read_all(*s, state, loc, op));
                 }
                 self.expect_ty(*expr, VType::D(d.dtype), loc, op);
-                self.expr(*expr, state, op, Some(srcs));
-                self.write_all(*dst, state);
+                let reads = self.value_expr(*expr, state, op, Some(srcs));
+                // Slot i of the result is made from slot i of each operand.
+                for i in 0..d.items {
+                    let def = operands.iter().fold(reads, |acc, o| {
+                        acc.meet(o.get(i as usize).copied().unwrap_or(Def::Undef))
+                    });
+                    state.set(dst.index(), i, def);
+                }
             }
             OpKind::SetItem { dst, item, expr } => {
                 let d = &ir.datas[dst.index()];
                 self.expect_ty(*expr, VType::D(d.dtype), loc, op);
-                self.expr(*expr, state, op, None);
-                if *item < d.items.min(64) {
-                    state[dst.index()] |= 1u64 << item;
+                let def = self.value_expr(*expr, state, op, None);
+                if *item < d.items {
+                    state.set(dst.index(), *item, def);
                 }
             }
             OpKind::Assign { dst, src } => {
@@ -867,8 +762,9 @@ impl Verifier<'_> {
                         Some(op),
                     );
                 }
-                self.read_all(*src, state, loc, op);
-                self.write_all(*dst, state);
+                for (i, def) in self.read_all(*src, state, loc, op).into_iter().enumerate() {
+                    state.set(dst.index(), i as u32, def);
+                }
             }
             OpKind::SharedWrite {
                 array,
@@ -889,6 +785,7 @@ impl Verifier<'_> {
                 flags,
                 dst,
                 to,
+                holes,
             } => {
                 self.striped_group(*to, loc, op);
                 let items = ir.datas[src.index()].items;
@@ -905,14 +802,19 @@ impl Verifier<'_> {
                             Some(op),
                         );
                     }
-                    self.read_all(aux, state, loc, op);
+                    self.observe_all(aux, state, loc, op, Bound::All);
                 }
                 let g = ir.groups[group.index()].kind;
                 if g != GroupKind::Block {
                     self.push(K::BlockOnly, loc, Some(op));
                 }
-                self.read_all(*src, state, loc, op);
-                self.write_all(*dst, state);
+                self.observe_all(*src, state, loc, op, Bound::All);
+                // Positions nothing was scattered to hold the hole value, or no value.
+                let def = match holes {
+                    Some(_) => Def::Everywhere,
+                    None => Def::Partial { by: op },
+                };
+                state.set_all(dst.index(), def);
                 self.collective(g, loc, op);
             }
             OpKind::Neighbor(nb) => {
@@ -952,10 +854,13 @@ impl Verifier<'_> {
                 if group == GroupKind::Block && block <= 32 && !block.is_power_of_two() {
                     self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
                 }
-                self.read_all(nb.src, state, loc, op);
-                self.write_all(nb.dst, state);
+                let bound = self.bound(nb.valid, ir.group_threads(nb.group));
+                self.observe_all(nb.src, state, loc, op, bound);
+                // Past a valid count, positions keep their input (which may hold no value).
+                let def = self.weakest(nb.src, state);
+                state.set_all(nb.dst.index(), def);
                 if let Some(o) = nb.shifted_out {
-                    self.write_all(o, state);
+                    state.set_all(o.index(), def);
                 }
                 self.collective(group, loc, op);
             }
@@ -967,8 +872,17 @@ impl Verifier<'_> {
                 ..
             } => {
                 self.striped_group(*to, loc, op);
-                self.read_all(*src, state, loc, op);
-                self.write_all(*dst, state);
+                // Positions move with their values: a scatter's holes stay holes (a valid count
+                // still names the positions that hold values), but a value only some ranks hold
+                // would reach others.
+                let def = match self.weakest(*src, state) {
+                    p @ Def::Partial { .. } if self.covered_partly(*src, state) => p,
+                    _ => {
+                        self.observe_all(*src, state, loc, op, Bound::All);
+                        Def::Everywhere
+                    }
+                };
+                state.set_all(dst.index(), def);
                 self.collective(ir.groups[group.index()].kind, loc, op);
             }
             OpKind::Reduce(r) => {
@@ -1007,8 +921,19 @@ impl Verifier<'_> {
                 {
                     self.push(K::NotCommutative, loc, Some(op));
                 }
-                self.read_all(r.src, state, loc, op);
-                self.write_all(r.dst, state);
+                let threads = ir.group_threads(r.group);
+                let bound = self.bound(r.valid, threads);
+                self.observe_all(r.src, state, loc, op, bound);
+                // Without broadcast, the result is at each group's rank 0 only.
+                let def = if r.broadcast || threads <= 1 {
+                    Def::Everywhere
+                } else {
+                    Def::RankZero {
+                        width: threads,
+                        by: op,
+                    }
+                };
+                state.set_all(r.dst.index(), def);
                 self.collective(group, loc, op);
             }
             // Checked by `op`, which walks their regions.
@@ -1034,7 +959,11 @@ impl Verifier<'_> {
                 self.write_all(a, state);
             }
             self.expect_ty(c.prefix, VType::D(s.dtype), loc, op);
+            // Rank 0's prefix seeds the group: it is read there only.
+            let outer = self.context;
+            self.context = defined::lcm(outer, ir.group_threads(sc.group));
             self.expr(c.prefix, state, op, None);
+            self.context = outer;
         }
     }
 
@@ -1063,20 +992,52 @@ impl Verifier<'_> {
         {
             self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
         }
-        self.read_all(sc.src, state, loc, op);
-        self.write_all(sc.dst, state);
+        let threads = ir.group_threads(sc.group);
+        let bound = self.bound(sc.valid, threads);
+        self.observe_all(sc.src, state, loc, op, bound);
+        // Outputs past a valid count are unspecified: made from positions that may hold no
+        // value (a scatter's holes), or at ranks whose input holds none (a valid count of 1
+        // over a rank-0 value leaves rank 0's output alone).
+        let def = match self.weakest(sc.src, state) {
+            Def::RankZero { width, by } => Def::RankZero {
+                width: defined::lcm(width, threads),
+                by,
+            },
+            p @ Def::Partial { .. } => p,
+            _ => Def::Everywhere,
+        };
+        state.set_all(sc.dst.index(), def);
         if let Some(a) = sc.aggregate {
             self.write_all(a, state);
         }
         self.collective(group, loc, op);
     }
 
-    fn looped(&mut self, op: OpId, u: Uniformity, loc: Loc, body: RegionId, state: &State) {
+    /// Checks a loop body from the states at the loop's head: the meet of the states before
+    /// the loop and after each iteration. A body that leaves some slot weaker than it found it
+    /// (a reduction's rank-0 result assigned to an accumulator) is checked again from the
+    /// weaker states, its first findings dropped; most bodies are walked once. After the loop
+    /// the slots are as at the head: writes inside count only where every path had them
+    /// (the body may run no time), and weakenings count.
+    fn looped(&mut self, op: OpId, u: Uniformity, loc: Loc, body: RegionId, state: &mut State) {
         self.conds.push((u, loc));
         self.loops.push(op);
-        let mut inner = state.clone();
-        self.region(body, &mut inner);
+        let mut head = state.clone();
+        loop {
+            let (found, reported) = (self.errors.len(), self.reported.clone());
+            let mut inner = head.clone();
+            self.region(body, &mut inner);
+            let mut next = head.clone();
+            next.combine(&inner, Def::meet);
+            if next == head {
+                break;
+            }
+            self.errors.truncate(found);
+            self.reported = reported;
+            head = next;
+        }
         self.loops.pop();
         self.conds.pop();
+        *state = head;
     }
 }

@@ -276,8 +276,13 @@ pub(super) fn collective_steps(
             }
         }
         OpKind::Scatter { .. } => {
-            steps.push((f, true, Pattern::Anywhere { count: c.entries }));
-            steps.push((f + 1, false, Pattern::ReadBack));
+            // The hole value first, where each thread will read back.
+            let h = u8::from(c.holes);
+            if c.holes {
+                steps.push((f, true, Pattern::ReadBack));
+            }
+            steps.push((f + h, true, Pattern::Anywhere { count: c.entries }));
+            steps.push((f + h + 1, false, Pattern::ReadBack));
         }
         _ => {}
     }

@@ -261,6 +261,10 @@ pub struct CollectivePlan {
     /// For a scatter: where each thread reads its slots back (the result's arrangement over
     /// the block, from its layout).
     pub read_back: Option<PositionForm>,
+    /// For a scatter with a hole value: step `f` writes it at every position each thread
+    /// reads back, the items go to their ranks at `f + 1` and are read back at `f + 2`
+    /// (without: at `f` and `f + 1`).
+    pub holes: bool,
     /// For the raking algorithms: the entries each lane of the first warp folds, in order
     /// (lane `l` takes entries `l * segment ..`); 0 otherwise.
     pub segment: u32,
@@ -719,6 +723,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             first_step,
             rake_back,
             read_back,
+            holes: matches!(&data.kind, OpKind::Scatter { holes: Some(_), .. }),
             segment,
             padded,
             prefix_slot,

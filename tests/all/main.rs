@@ -4,6 +4,7 @@ mod bounds;
 mod cache_key;
 mod collectives_prop;
 mod common;
+mod defined;
 mod exprs;
 mod fuzz;
 mod golden;

@@ -179,7 +179,7 @@ fn neighbours_in_position_order() {
 /// flagged (even) items where the others carry ranks past the tile.
 #[test]
 fn scatter_by_rank() {
-    use coopgraph::ir::{Algorithm, Arrangement};
+    use coopgraph::ir::{Algorithm, Arrangement, Scatter};
     let mut batch = Batch::default();
     let dev = device();
     let n = 256usize;
@@ -202,7 +202,13 @@ fn scatter_by_rank() {
         let t = k.load_from(b, &x, Load::direct());
         let r = k.load_from(b, &rk, Load::direct());
         let f = k.load_from(b, &fl, Load::direct());
-        let s = k.scatter(b, &t, &r, compact.then_some(&f), to);
+        let mut controls = Scatter::to(to);
+        if compact {
+            controls = controls.flags(&f);
+        }
+        // Without a hole value only the compacted half holds values: the store's valid count
+        // bounds the read to it.
+        let s = k.scatter(b, &t, &r, controls);
         let alg = if to == Arrangement::Blocked {
             Algorithm::Direct
         } else {

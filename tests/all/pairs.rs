@@ -8,7 +8,8 @@
 
 use super::common::{Batch, Rng, compiled, device};
 use coopgraph::ir::{
-    Algorithm, Arrangement, Expr, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, ThreadData, index,
+    Algorithm, Arrangement, Expr, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, Scatter,
+    ThreadData, index,
 };
 use coopgraph::runtime::{Device, RuntimeError};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -64,6 +65,9 @@ enum Stage {
     /// Each item to the mirrored tile position, read back in blocked order (or striped over
     /// the block, and exchanged back).
     Scatter(bool),
+    /// The items at odd positions to the front (flagged; each goes to another thread's
+    /// position), the rest of the tile the hole value.
+    Compact,
     /// Through a user shared array (with the user's barrier): each thread takes its
     /// successor's items.
     Array,
@@ -112,6 +116,7 @@ fn stages() -> Vec<Stage> {
     }
     v.push(Stage::Scatter(false));
     v.push(Stage::Scatter(true));
+    v.push(Stage::Compact);
     v.push(Stage::Array);
     for a in [
         Algorithm::Transpose,
@@ -214,17 +219,17 @@ fn record(
             let last = block * items - 1;
             let ranks = k.fill(Expr::lit(last) - (index::thread_rank() * items + index::item()));
             if striped {
-                let s = k.scatter(
-                    b,
-                    cur,
-                    &ranks,
-                    None,
-                    Arrangement::Striped { threads: block },
-                );
+                let s = k.scatter(b, cur, &ranks, Scatter::striped(block).holes(EDGE));
                 k.exchange(b, &s, Arrangement::Blocked)
             } else {
-                k.scatter(b, cur, &ranks, None, Arrangement::Blocked)
+                k.scatter(b, cur, &ranks, Scatter::blocked().holes(EDGE))
             }
+        }
+        Stage::Compact => {
+            let p = index::thread_rank() * items + index::item();
+            let ranks = k.fill(p.clone() / 2u32);
+            let keep = k.fill((p % 2u32).eq(1u32).select(1u32, 0u32));
+            k.scatter(b, cur, &ranks, Scatter::blocked().flags(&keep).holes(EDGE))
         }
         Stage::Array => {
             let arr = k.shared_array::<i32>(block * items);
@@ -307,6 +312,9 @@ fn reference(
             })
             .collect(),
         Stage::Scatter(_) => (0..n).map(|p| cur[n - 1 - p]).collect(),
+        Stage::Compact => (0..n)
+            .map(|q| if 2 * q + 1 < n { cur[2 * q + 1] } else { EDGE })
+            .collect(),
         Stage::Array => (0..n)
             .map(|p| cur[((p / items + 1) % block) * items + p % items])
             .collect(),

@@ -372,7 +372,8 @@ fn raking_entries_are_padded_where_segments_conflict() {
             (_, Some(a)) => k.scan(b, &t, Scan::inclusive_sum().algorithm(a)),
             _ => unreachable!("one of the two"),
         };
-        k.store_to(b, &y, &r, Store::direct().offset(0u32));
+        // A reduction's result is at rank 0 only: store the first position alone.
+        k.store_to(b, &y, &r, Store::direct().offset(0u32).valid_items(1u32));
         let kernel = k.build().expect("builds");
         let c = kernel
             .plan()
