@@ -1,0 +1,461 @@
+//! Collectives over a group: reductions, scans and exchanges, with their controls.
+
+use super::KernelBuilder;
+use crate::ir::dtype::Element;
+use crate::ir::entities::Loc;
+use crate::ir::expr::{Expr, IntElement};
+use crate::ir::handles::{Group, ThreadData};
+use crate::ir::ops::*;
+
+/// The controls of a reduction: operator, broadcast, valid items, block algorithm.
+pub struct Reduce<T: Element> {
+    op: ReduceKind<T>,
+    broadcast: bool,
+    valid: Option<Expr<u32>>,
+    algorithm: ReduceAlgorithm,
+}
+
+type Combine<T> = Box<dyn FnOnce(Expr<T>, Expr<T>) -> Expr<T>>;
+
+enum ReduceKind<T: Element> {
+    Fixed(ReduceOp),
+    Custom(Combine<T>, bool),
+}
+
+impl<T: Element> std::fmt::Debug for Reduce<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = match &self.op {
+            ReduceKind::Fixed(op) => format!("{op:?}"),
+            ReduceKind::Custom(_, c) => format!("Custom {{ commutative: {c} }}"),
+        };
+        write!(
+            f,
+            "Reduce {{ op: {op}, broadcast: {}, algorithm: {:?} }}",
+            self.broadcast, self.algorithm
+        )
+    }
+}
+
+impl<T: Element> Reduce<T> {
+    fn fixed(op: ReduceOp) -> Self {
+        Reduce {
+            op: ReduceKind::Fixed(op),
+            broadcast: false,
+            valid: None,
+            algorithm: ReduceAlgorithm::WarpReductions,
+        }
+    }
+
+    /// The sum (wrapping for integers).
+    pub fn sum() -> Self {
+        Reduce::fixed(ReduceOp::Sum)
+    }
+
+    /// The product (wrapping for integers).
+    pub fn product() -> Self {
+        Reduce::fixed(ReduceOp::Product)
+    }
+
+    /// The minimum.
+    pub fn min() -> Self {
+        Reduce::fixed(ReduceOp::Min)
+    }
+
+    /// The maximum.
+    pub fn max() -> Self {
+        Reduce::fixed(ReduceOp::Max)
+    }
+
+    /// A user operator, associative; `commutative` says whether `a op b == b op a` (if not,
+    /// values are combined in position order, over a blocked payload).
+    pub fn custom(
+        commutative: bool,
+        f: impl FnOnce(Expr<T>, Expr<T>) -> Expr<T> + 'static,
+    ) -> Self {
+        Reduce {
+            op: ReduceKind::Custom(Box::new(f), commutative),
+            broadcast: false,
+            valid: None,
+            algorithm: ReduceAlgorithm::WarpReductions,
+        }
+    }
+
+    /// Every rank of the group gets the result (else rank 0 only, and the verifier rejects
+    /// reads of it at other ranks: see [`KernelBuilder::reduce`]).
+    pub fn broadcast(mut self) -> Self {
+        self.broadcast = true;
+        self
+    }
+
+    /// With one item per thread: only ranks below `n` take part.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+
+    /// The block algorithm (default: warp reductions).
+    pub fn algorithm(mut self, a: ReduceAlgorithm) -> Self {
+        self.algorithm = a;
+        self
+    }
+}
+
+impl<T: IntElement> Reduce<T> {
+    /// Bitwise and.
+    pub fn bit_and() -> Self {
+        Reduce::fixed(ReduceOp::BitAnd)
+    }
+
+    /// Bitwise or.
+    pub fn bit_or() -> Self {
+        Reduce::fixed(ReduceOp::BitOr)
+    }
+
+    /// Bitwise xor.
+    pub fn bit_xor() -> Self {
+        Reduce::fixed(ReduceOp::BitXor)
+    }
+}
+
+/// The controls of a scan: inclusive or exclusive, operator, initial value.
+pub struct Scan<T: Element> {
+    op: ReduceKind<T>,
+    inclusive: bool,
+    initial: Option<Expr<T>>,
+    algorithm: ScanAlgorithm,
+    valid: Option<Expr<u32>>,
+}
+
+impl<T: Element> std::fmt::Debug for Scan<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Scan {{ inclusive: {} }}", self.inclusive)
+    }
+}
+
+impl<T: Element> Scan<T> {
+    fn fixed(op: ReduceOp, inclusive: bool) -> Self {
+        Scan {
+            op: ReduceKind::Fixed(op),
+            inclusive,
+            initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
+        }
+    }
+
+    /// Inclusive prefix sums.
+    pub fn inclusive_sum() -> Self {
+        Scan::fixed(ReduceOp::Sum, true)
+    }
+
+    /// Exclusive prefix sums (starting from 0 unless [`Scan::initial_value`] says otherwise).
+    pub fn exclusive_sum() -> Self {
+        Scan::fixed(ReduceOp::Sum, false).initial_value(T::cast_from_i64(0))
+    }
+
+    /// Inclusive scan with `op` (one of [`Reduce`]'s operators or a custom one).
+    pub fn inclusive(op: Reduce<T>) -> Self {
+        Scan {
+            op: op.op,
+            inclusive: true,
+            initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
+        }
+    }
+
+    /// Exclusive scan with `op`; needs [`Scan::initial_value`].
+    pub fn exclusive(op: Reduce<T>) -> Self {
+        Scan {
+            op: op.op,
+            inclusive: false,
+            initial: None,
+            algorithm: ScanAlgorithm::WarpScans,
+            valid: None,
+        }
+    }
+
+    /// The value the scan starts from.
+    pub fn initial_value(mut self, v: impl Into<Expr<T>>) -> Self {
+        self.initial = Some(v.into());
+        self
+    }
+
+    /// The block algorithm (default: warp scans).
+    pub fn algorithm(mut self, a: ScanAlgorithm) -> Self {
+        self.algorithm = a;
+        self
+    }
+
+    /// For warp and logical-warp groups: only the first `n` positions of each group's tile
+    /// take part (outputs past them are unspecified; the aggregate counts the valid ones).
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+}
+
+impl KernelBuilder {
+    /// The IR operator of a reduction or scan: a fixed one, or the user's, interned.
+    fn reduce_op<T: Element>(&mut self, op: ReduceKind<T>) -> ReduceOp {
+        match op {
+            ReduceKind::Fixed(op) => op,
+            ReduceKind::Custom(f, commutative) => {
+                let body = f(Expr::arg(0), Expr::arg(1));
+                ReduceOp::Custom {
+                    expr: self.expr(&body),
+                    commutative,
+                }
+            }
+        }
+    }
+
+    /// Reduces every item of `src` over `group` into a one-item payload: the result is at the
+    /// group's rank 0, or at every rank with [`Reduce::broadcast`].
+    ///
+    /// The verifier knows where the result holds a value: without broadcast, only at rank 0 of
+    /// each group (the other ranks hold partial sums). Reading it elsewhere is
+    /// [`VerifyErrorKind::PartlyDefinedRead`](crate::ir::VerifyErrorKind::PartlyDefinedRead),
+    /// naming the read's line and the reduction's: a store by every rank, a map whose result
+    /// is so stored, another collective, a condition, a shared write by every thread. Rank 0's
+    /// own uses are fine: a store with `valid_items(1)` (the group's first position is rank
+    /// 0's), reads under `if group.rank() == 0`, and a value merged there into one every
+    /// thread holds (`out = 0; if rank == 0 { out = r }`).
+    ///
+    /// ```
+    /// use coopgraph::ir::{DefinedAt, Reduce, VerifyErrorKind};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// let sums = |by_rank_0: bool| {
+    ///     let mut k = KernelBuilder::new("sums").block(32).items_per_thread(1);
+    ///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    ///     let w = k.this_warp().group_by(8);
+    ///     let t = k.load_from(w, &x, Load::direct());
+    ///     let s = k.reduce(w, &t, Reduce::sum());
+    ///     // Each group of 8 stores its sum at its tile's first position (or every rank would).
+    ///     let store = Store::direct();
+    ///     k.store_to(w, &y, &s, if by_rank_0 { store.valid_items(1u32) } else { store });
+    ///     k.build()
+    /// };
+    /// let Err(Error::Verify(e)) = sums(false) else { panic!("built") };
+    /// assert!(matches!(
+    ///     e.errors[0].kind,
+    ///     VerifyErrorKind::PartlyDefinedRead { defined: DefinedAt::RankZero { threads: 8 }, .. }
+    /// ));
+    ///
+    /// let dev = Device::sim();
+    /// let f = dev.compile(&sums(true)?)?;
+    /// let xs = dev.upload(&(0..32).collect::<Vec<u32>>())?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(32)?;
+    /// f.launch_grid(1, (&xs, &mut ys))?;
+    /// let ys = ys.to_vec()?;
+    /// assert_eq!([ys[0], ys[1], ys[8], ys[24]], [28, 0, 92, 220]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn reduce<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Reduce<T>,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(1);
+        let op = self.reduce_op(controls.op);
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        let src_id = self.data_id(src);
+        self.push(
+            OpKind::Reduce(Reduction {
+                group,
+                src: src_id,
+                dst: dst.id,
+                op,
+                broadcast: controls.broadcast,
+                valid,
+                algorithm: controls.algorithm,
+            }),
+            loc,
+        );
+        dst
+    }
+
+    /// Scans `src` over `group` in position order (a blocked payload; others are converted).
+    #[track_caller]
+    pub fn scan<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+    ) -> ThreadData<T> {
+        self.scan_inner(group.into(), src, controls, false).0
+    }
+
+    /// As [`scan`](Self::scan), also returning the group's total (without the initial value)
+    /// at every rank, as a one-item payload.
+    #[track_caller]
+    pub fn scan_with_aggregate<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+    ) -> (ThreadData<T>, ThreadData<T>) {
+        let (d, a) = self.scan_inner(group.into(), src, controls, true);
+        let a = a.unwrap_or(d);
+        (d, a)
+    }
+
+    #[track_caller]
+    fn scan_inner<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+        aggregate: bool,
+    ) -> (ThreadData<T>, Option<ThreadData<T>>) {
+        let loc = Loc::caller();
+        let group = self.group_id(group);
+        let dst = self.thread_data_n::<T>(src.items);
+        // Not `aggregate.then(..)`: a closure would drop the caller's location.
+        let agg = if aggregate {
+            Some(self.thread_data_n::<T>(1))
+        } else {
+            None
+        };
+        let op = self.reduce_op(controls.op);
+        let initial = controls.initial.as_ref().map(|e| self.expr(e));
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        let src_id = self.data_id(src);
+        self.push(
+            OpKind::Scan(ScanSpec {
+                group,
+                src: src_id,
+                dst: dst.id,
+                op,
+                inclusive: controls.inclusive,
+                initial,
+                aggregate: agg.map(|a| a.id),
+                callback: None,
+                algorithm: controls.algorithm,
+                valid,
+            }),
+            loc,
+        );
+        (dst, agg)
+    }
+
+    /// A scan seeded by a prefix callback, for running scans over many tiles: once the
+    /// group's total of this tile is known, `callback` gets it and returns the prefix the
+    /// tile's scan starts from. The prefix is evaluated first; the ops the callback records
+    /// run after it (so returning `running.item(0)` and then adding the total to `running`
+    /// seeds this tile with the old total and the next with the new). The callback runs in
+    /// every thread of the group, which all see the same total; the prefix of the group's
+    /// rank 0 seeds every thread (as CUB takes its callback's value from lane 0), so a value
+    /// only rank 0 holds — a tile's carry it loaded — is enough. A block group hands it on
+    /// through shared memory (one more barrier), a warp through a shuffle.
+    #[track_caller]
+    pub fn scan_with_prefix<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        controls: Scan<T>,
+        callback: impl FnOnce(&mut Self, Expr<T>) -> Expr<T>,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group.into());
+        let dst = self.thread_data_n::<T>(src.items);
+        let agg = self.thread_data_n::<T>(1);
+        let op = self.reduce_op(controls.op);
+        let valid = controls.valid.as_ref().map(|e| self.expr(e));
+        let body = self.new_region();
+        self.cursor.push(body);
+        let prefix = callback(self, agg.item(0));
+        self.cursor.pop();
+        let prefix = self.expr(&prefix);
+        let src_id = self.data_id(src);
+        self.push(
+            OpKind::Scan(ScanSpec {
+                group,
+                src: src_id,
+                dst: dst.id,
+                op,
+                inclusive: controls.inclusive,
+                initial: None,
+                aggregate: Some(agg.id),
+                callback: Some(PrefixCallback { body, prefix }),
+                algorithm: controls.algorithm,
+                valid,
+            }),
+            loc,
+        );
+        dst
+    }
+
+    /// A payload with `src`'s items rearranged to `to` (blocked, or striped over `threads`):
+    /// CUB's `BlockExchange` conversions, planned through shared memory. An explicit
+    /// exchange is allowed in strict mode.
+    #[track_caller]
+    pub fn exchange<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+    ) -> ThreadData<T> {
+        self.exchange_inner(group.into(), src, to, false, false)
+    }
+
+    /// [`exchange`](Self::exchange) within groups of at most 32 threads through `shfl.sync`
+    /// (CUB's `WarpExchange` shuffle variant): no shared memory and no barrier, `K * K`
+    /// shuffles for `K` items per thread.
+    #[track_caller]
+    pub fn exchange_via_shuffles<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+    ) -> ThreadData<T> {
+        self.exchange_inner(group.into(), src, to, false, true)
+    }
+
+    /// [`exchange`](Self::exchange) between blocked and warp-striped order, the warps taking
+    /// turns on one warp-sized region of shared memory (CUB's warp time slicing) when
+    /// `time_sliced`.
+    #[track_caller]
+    pub fn exchange_with<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        src: &ThreadData<T>,
+        to: Arrangement,
+        time_sliced: bool,
+    ) -> ThreadData<T> {
+        self.exchange_inner(group.into(), src, to, time_sliced, false)
+    }
+
+    #[track_caller]
+    fn exchange_inner<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        to: Arrangement,
+        time_sliced: bool,
+        shuffles: bool,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let group = self.group_id(group);
+        let dst = self.thread_data_n::<T>(src.items);
+        let src_id = self.data_id(src);
+        self.push(
+            OpKind::Exchange {
+                group,
+                src: src_id,
+                dst: dst.id,
+                to,
+                time_sliced,
+                shuffles,
+            },
+            loc,
+        );
+        dst
+    }
+}
