@@ -5,7 +5,7 @@ use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
-use crate::runtime::{Compile, HiddenParam, KernelImage, ParamKind, ParamSig};
+use crate::runtime::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig};
 use std::sync::Arc;
 
 /// A kernel that verified and planned: ready to emit PTX for any supported arch and to
@@ -292,22 +292,24 @@ impl Compile for Kernel {
         let shared = &self.inner.plan.shared;
         let module = self.module(arch);
         let grid_dims = module.functions.iter().map(codegen::grid_dims).max();
-        Ok(KernelImage {
-            entry: self.inner.entry.clone(),
-            ptx: codegen::write_module(&module),
-            arch,
-            params: self.signature(),
-            block: self.inner.ir.block.dims,
-            tile_elems: self.inner.plan.block_tile,
-            static_smem: shared.static_bytes,
-            dynamic_smem: shared.dynamic_bytes(),
-            needs_cooperative: false,
-            grid_dims: grid_dims.unwrap_or(1),
-            hidden: codegen::length_params(&self.inner.ir)
-                .into_iter()
-                .map(|p| HiddenParam::Length { buffer: p.index() })
-                .collect(),
-            bounds: self.inner.ir.bounds,
-        })
+        Ok(KernelImage::generated(
+            ImageParts {
+                entry: self.inner.entry.clone(),
+                ptx: codegen::write_module(&module),
+                arch,
+                params: self.signature(),
+                block: self.inner.ir.block.dims,
+                tile_elems: self.inner.plan.block_tile,
+                static_smem: shared.static_bytes,
+                dynamic_smem: shared.dynamic_bytes(),
+                needs_cooperative: false,
+                grid_dims: grid_dims.unwrap_or(1),
+                hidden: codegen::length_params(&self.inner.ir)
+                    .into_iter()
+                    .map(|p| HiddenParam::Length { buffer: p.index() })
+                    .collect(),
+            },
+            self.inner.ir.bounds,
+        ))
     }
 }

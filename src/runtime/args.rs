@@ -3,7 +3,7 @@
 //!
 //! An argument becomes an [`ArgSlot`] through [`Arg`]; a tuple of arguments (or an
 //! [`ArgList`]) becomes a list of slots through [`KernelArgs`]. Before a launch, [`check`]
-//! matches the slots with [`KernelImage::params`](super::KernelImage::params): the count, each
+//! matches the slots with [`ImageParts::params`](super::ImageParts::params): the count, each
 //! argument's role and dtype, and the device each buffer lives on. Only then do raw addresses
 //! reach the driver or the simulator.
 //!
@@ -447,20 +447,22 @@ mod tests {
     }
 
     fn image(hidden: Vec<HiddenParam>) -> KernelImage {
-        KernelImage {
-            entry: "k".into(),
-            ptx: String::new(),
-            arch: crate::codegen::Arch::Sm90,
-            params: params(),
-            block: [32, 1, 1],
-            tile_elems: 32,
-            static_smem: 0,
-            dynamic_smem: 0,
-            needs_cooperative: false,
-            grid_dims: 1,
-            hidden,
-            bounds: crate::ir::Bounds::Checked,
-        }
+        KernelImage::generated(
+            super::super::ImageParts {
+                entry: "k".into(),
+                ptx: String::new(),
+                arch: crate::codegen::Arch::Sm90,
+                params: params(),
+                block: [32, 1, 1],
+                tile_elems: 32,
+                static_smem: 0,
+                dynamic_smem: 0,
+                needs_cooperative: false,
+                grid_dims: 1,
+                hidden,
+            },
+            crate::ir::Bounds::Checked,
+        )
     }
 
     fn sim_slot(dtype: DType, writable: bool, owner: u64) -> ArgSlot<'static> {

@@ -289,25 +289,27 @@ mod tests {
     }
 
     fn forged(entry: &str, bytes: &[u8]) -> Forged {
-        use super::super::{KernelImage, ParamKind, ParamSig};
+        use super::super::{ImageParts, KernelImage, ParamKind, ParamSig};
         let ptx = crate::sim::entry_text(entry, &["u64 p"], &[], "ret;");
         Forged {
             // One hash for every forged kernel: only the bytes tell them apart.
             key: KernelKey::with_digest(0x5eed, bytes.to_vec()),
-            image: KernelImage {
-                entry: entry.into(),
-                ptx,
-                arch: Arch::Sm90,
-                params: vec![ParamSig::new("p", ParamKind::Input, crate::ir::DType::U32)],
-                block: [32, 1, 1],
-                tile_elems: 32,
-                static_smem: 0,
-                dynamic_smem: 0,
-                needs_cooperative: false,
-                grid_dims: 1,
-                hidden: vec![],
-                bounds: crate::ir::Bounds::Checked,
-            },
+            image: KernelImage::generated(
+                ImageParts {
+                    entry: entry.into(),
+                    ptx,
+                    arch: Arch::Sm90,
+                    params: vec![ParamSig::new("p", ParamKind::Input, crate::ir::DType::U32)],
+                    block: [32, 1, 1],
+                    tile_elems: 32,
+                    static_smem: 0,
+                    dynamic_smem: 0,
+                    needs_cooperative: false,
+                    grid_dims: 1,
+                    hidden: vec![],
+                },
+                crate::ir::Bounds::Checked,
+            ),
         }
     }
 

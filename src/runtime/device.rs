@@ -106,7 +106,7 @@ impl DeviceLimits {
         let warps = threads.div_ceil(32);
         let by_threads = u64::from(self.max_threads_per_sm / 32) / warps;
         // Each resident block also reserves 1 KiB of shared memory for the system.
-        let by_smem = u64::from(self.smem_per_sm) / (smem + 1024);
+        let by_smem = u64::from(self.smem_per_sm) / smem.saturating_add(1024);
         let blocks = by_threads
             .min(by_smem)
             .min(u64::from(self.max_blocks_per_sm));

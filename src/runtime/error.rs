@@ -74,7 +74,7 @@ pub enum RuntimeError {
         /// Each parameter as the PTX declares it.
         declared: Vec<ParamLayout>,
         /// Each parameter as the signature implies it
-        /// ([`KernelImage::param_layout`](super::KernelImage::param_layout)).
+        /// ([`ImageParts::param_layout`](super::ImageParts::param_layout)).
         expected: Vec<ParamLayout>,
     },
     /// A hidden parameter of the image names no buffer parameter (a malformed image).
@@ -145,7 +145,7 @@ pub enum RuntimeError {
         /// The grid asked for.
         grid: [u32; 3],
         /// The grid dimensions the kernel sees
-        /// ([`KernelImage::grid_dims`](super::KernelImage::grid_dims)).
+        /// ([`ImageParts::grid_dims`](super::ImageParts::grid_dims)).
         dims: u32,
     },
     /// [`Function::launch_over`](super::Function::launch_over) over more elements than 32-bit

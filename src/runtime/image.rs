@@ -2,22 +2,28 @@
 //! signature and launch shape it was written for) and the [`Compile`] trait that produces one.
 //!
 //! The runtime trusts nothing in an image beyond what it can check: launch arguments are checked
-//! against [`KernelImage::params`], the launch block against [`KernelImage::block`], and shared
+//! against [`ImageParts::params`], the launch block against [`ImageParts::block`], and shared
 //! memory against the device's limits. What it cannot check is the PTX's own behaviour: an image
 //! whose [`bounds`](KernelImage::bounds) is [`Bounds::Checked`] promises that its accesses stay
 //! inside the buffers passed, as generated kernels ensure with the lengths the runtime hands
-//! them in [`hidden`](KernelImage::hidden) parameters; hand-written images make that promise
-//! themselves.
+//! them in [`hidden`](ImageParts::hidden) parameters. Safe code can make that promise only for
+//! PTX the crate wrote: a hand-written image is [`KernelImage::unchecked_bounds`] (launched
+//! only through the unsafe [`Function::launch_unchecked`](super::Function::launch_unchecked))
+//! unless its author vouches for it with the unsafe [`KernelImage::assume_checked_bounds`].
+//! An image's parts are read through it but not changed in place: editing a generated image
+//! goes through [`KernelImage::into_parts`], and the edited parts are a hand-written image.
 
 use crate::cache_key::{Canonical, KernelKey, Writer};
 use std::fmt;
+use std::ops::Deref;
 
 use crate::codegen::Arch;
 use crate::ir::{Bounds, DType};
 
-/// A kernel ready to load: its PTX text and everything a launch needs to know about it.
+/// Everything a launch needs to know about a kernel but whether its accesses stay inside the
+/// buffers passed: the parts a [`KernelImage`] is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelImage {
+pub struct ImageParts {
     /// The name of the `.entry` in [`ptx`](Self::ptx) to launch.
     pub entry: String,
     /// The PTX module text (one or more entries).
@@ -28,10 +34,6 @@ pub struct KernelImage {
     pub params: Vec<ParamSig>,
     /// Parameters after [`params`](Self::params) that the runtime fills itself, in order.
     pub hidden: Vec<HiddenParam>,
-    /// Whether the PTX keeps its accesses inside the buffers it is given. Only
-    /// [`Function::launch_unchecked`](super::Function::launch_unchecked) launches an image
-    /// that is [`Bounds::Unchecked`].
-    pub bounds: Bounds,
     /// The block shape the kernel was built for (its `.reqntid`); every launch uses it.
     pub block: [u32; 3],
     /// Elements one block handles per tile: [`Function::launch_over`] launches
@@ -53,7 +55,7 @@ pub struct KernelImage {
     pub grid_dims: u32,
 }
 
-impl KernelImage {
+impl ImageParts {
     /// Threads per block (the product of [`block`](Self::block); `u64::MAX` where that does
     /// not fit).
     pub fn threads_per_block(&self) -> u64 {
@@ -80,10 +82,110 @@ impl KernelImage {
     }
 }
 
+/// A kernel ready to load: its PTX text, everything a launch needs to know about it (its
+/// [`ImageParts`], read through the image), and whether its accesses stay inside the buffers
+/// passed ([`bounds`](Self::bounds)).
+///
+/// Generated kernels ([`Compile::emit`]) make images that keep their accesses in bounds
+/// unless built with `unchecked_bounds`. A hand-written image is
+/// [`unchecked_bounds`](Self::unchecked_bounds), launched only through the unsafe
+/// [`Function::launch_unchecked`](super::Function::launch_unchecked), unless its author
+/// vouches for its PTX with [`assume_checked_bounds`](Self::assume_checked_bounds).
+///
+/// ```
+/// use coopgraph::codegen::Arch;
+/// use coopgraph::ir::{Bounds, DType};
+/// use coopgraph::runtime::{ImageParts, KernelImage, ParamKind, ParamSig};
+/// let image = KernelImage::unchecked_bounds(ImageParts {
+///     entry: "nothing".into(),
+///     ptx: coopgraph::sim::entry_text("nothing", &["u64 p"], &[], "ret;"),
+///     arch: Arch::Sm80,
+///     params: vec![ParamSig::new("p", ParamKind::Input, DType::U32)],
+///     hidden: Vec::new(),
+///     block: [32, 1, 1],
+///     tile_elems: 32,
+///     static_smem: 0,
+///     dynamic_smem: 0,
+///     needs_cooperative: false,
+///     grid_dims: 1,
+/// });
+/// assert_eq!((image.bounds(), image.threads_per_block()), (Bounds::Unchecked, 32));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelImage {
+    parts: ImageParts,
+    bounds: Bounds,
+}
+
+impl KernelImage {
+    /// A hand-written image the runtime does not trust to stay inside its buffers: it launches
+    /// only through the unsafe [`Function::launch_unchecked`](super::Function::launch_unchecked).
+    pub fn unchecked_bounds(parts: ImageParts) -> KernelImage {
+        KernelImage {
+            parts,
+            bounds: Bounds::Unchecked,
+        }
+    }
+
+    /// A hand-written image that the safe launches accept as [`Bounds::Checked`].
+    ///
+    /// # Safety
+    ///
+    /// Every launch of the image through the safe API must touch no memory outside the buffers
+    /// passed, whatever the arguments: the PTX must guard each global access by the lengths the
+    /// runtime passes in its [`hidden`](ImageParts::hidden) parameters (or by something else
+    /// that holds for every argument a launch accepts). A launch of PTX that breaks this is
+    /// undefined behaviour on a GPU.
+    pub unsafe fn assume_checked_bounds(parts: ImageParts) -> KernelImage {
+        KernelImage {
+            parts,
+            bounds: Bounds::Checked,
+        }
+    }
+
+    /// An image whose bounds claim the code generator has made good.
+    pub(crate) fn generated(parts: ImageParts, bounds: Bounds) -> KernelImage {
+        KernelImage { parts, bounds }
+    }
+
+    /// The parts, to edit in the crate's tests (which keep what the claim rests on).
+    #[cfg(test)]
+    pub(crate) fn parts_mut(&mut self) -> &mut ImageParts {
+        &mut self.parts
+    }
+
+    /// Whether the PTX keeps its accesses inside the buffers it is given. Only
+    /// [`Function::launch_unchecked`](super::Function::launch_unchecked) launches an image
+    /// that is [`Bounds::Unchecked`].
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
+    }
+
+    /// The image's parts.
+    pub fn parts(&self) -> &ImageParts {
+        &self.parts
+    }
+
+    /// The image's parts, to edit; whatever they become is a hand-written image.
+    pub fn into_parts(self) -> ImageParts {
+        self.parts
+    }
+}
+
+/// An image reads as its parts (`image.block`, `image.param_layout()`); it has no `DerefMut`,
+/// so no safe code changes the PTX under a bounds claim.
+impl Deref for KernelImage {
+    type Target = ImageParts;
+
+    fn deref(&self) -> &ImageParts {
+        &self.parts
+    }
+}
+
 /// A parameter the runtime fills in itself at every launch, after the user's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HiddenParam {
-    /// The element count of the buffer passed for [`KernelImage::params`]`[buffer]`, as a
+    /// The element count of the buffer passed for [`ImageParts::params`]`[buffer]`, as a
     /// `u32`: kernels index elements with 32-bit integers, so a longer buffer passes
     /// `u32::MAX` (its elements from there on are out of the kernel's reach).
     Length {
@@ -217,7 +319,8 @@ impl Canonical for ParamSig {
 /// hot paths.
 impl Compile for KernelImage {
     fn cache_key(&self) -> KernelKey {
-        let KernelImage {
+        let KernelImage { parts, bounds } = self;
+        let ImageParts {
             entry,
             ptx,
             arch,
@@ -229,8 +332,7 @@ impl Compile for KernelImage {
             needs_cooperative,
             grid_dims,
             hidden,
-            bounds,
-        } = self;
+        } = parts;
         let mut w = Writer::default();
         w.str("coopgraph kernel image");
         w.str(entry);
@@ -275,7 +377,7 @@ mod tests {
     use super::*;
 
     fn image() -> KernelImage {
-        KernelImage {
+        let parts = ImageParts {
             entry: "k".into(),
             ptx: ".version 7.8\n.target sm_90\n".into(),
             arch: Arch::Sm90,
@@ -287,8 +389,8 @@ mod tests {
             needs_cooperative: false,
             grid_dims: 1,
             hidden: vec![],
-            bounds: Bounds::Checked,
-        }
+        };
+        KernelImage::generated(parts, Bounds::Checked)
     }
 
     const PINNED_DIGEST: u128 = 0xcb27_5638_589a_12fa_0ffd_ac9a_b095_34a6;
@@ -300,10 +402,10 @@ mod tests {
         // A fixed value: the key must not change between runs, machines or Rust versions.
         assert_eq!(a.cache_key().digest(), PINNED_DIGEST);
         let mut b = image();
-        b.block = [256, 1, 1];
+        b.parts.block = [256, 1, 1];
         assert_ne!(a.cache_key(), b.cache_key());
         let mut c = image();
-        c.params[0].kind = ParamKind::Output;
+        c.parts.params[0].kind = ParamKind::Output;
         assert_ne!(a.cache_key(), c.cache_key());
     }
 
@@ -322,12 +424,14 @@ mod tests {
             ]
         );
         let mut i = image();
-        i.params
+        i.parts
+            .params
             .push(ParamSig::new("k", ParamKind::Scalar, DType::I16));
-        i.params
+        i.parts
+            .params
             .push(ParamSig::new("y", ParamKind::Output, DType::I8));
         assert_eq!(i.param_layout(), vec![at(0, 8), at(8, 2), at(16, 8)]);
-        i.hidden = vec![
+        i.parts.hidden = vec![
             HiddenParam::Length { buffer: 0 },
             HiddenParam::Length { buffer: 2 },
         ];
@@ -341,17 +445,17 @@ mod tests {
     fn every_field_is_in_the_key() {
         let base = image().cache_key();
         let changes: [fn(&mut KernelImage); 12] = [
-            |i| i.entry.push('x'),
-            |i| i.ptx.push(' '),
-            |i| i.arch = Arch::Sm80,
-            |i| i.params[0].name.push('x'),
-            |i| i.params[0].dtype = DType::U32,
-            |i| i.tile_elems += 1,
-            |i| i.static_smem += 1,
-            |i| i.dynamic_smem += 1,
-            |i| i.needs_cooperative = true,
-            |i| i.grid_dims = 2,
-            |i| i.hidden.push(HiddenParam::Length { buffer: 0 }),
+            |i| i.parts.entry.push('x'),
+            |i| i.parts.ptx.push(' '),
+            |i| i.parts.arch = Arch::Sm80,
+            |i| i.parts.params[0].name.push('x'),
+            |i| i.parts.params[0].dtype = DType::U32,
+            |i| i.parts.tile_elems += 1,
+            |i| i.parts.static_smem += 1,
+            |i| i.parts.dynamic_smem += 1,
+            |i| i.parts.needs_cooperative = true,
+            |i| i.parts.grid_dims = 2,
+            |i| i.parts.hidden.push(HiddenParam::Length { buffer: 0 }),
             |i| i.bounds = Bounds::Unchecked,
         ];
         for (n, change) in changes.into_iter().enumerate() {
@@ -361,17 +465,17 @@ mod tests {
         }
         // Strings carry their length: moving a byte from the entry to the PTX is another key.
         let (mut a, mut b) = (image(), image());
-        (a.entry, a.ptx) = ("k".into(), "ab".into());
-        (b.entry, b.ptx) = ("ka".into(), "b".into());
+        (a.parts.entry, a.parts.ptx) = ("k".into(), "ab".into());
+        (b.parts.entry, b.parts.ptx) = ("ka".into(), "b".into());
         assert_ne!(a.cache_key(), b.cache_key());
     }
 
     #[test]
     fn sizes() {
         let mut a = image();
-        a.block = [32, 4, 2];
-        a.static_smem = 100;
-        a.dynamic_smem = 28;
+        a.parts.block = [32, 4, 2];
+        a.parts.static_smem = 100;
+        a.parts.dynamic_smem = 28;
         assert_eq!(a.threads_per_block(), 256);
         assert_eq!(a.smem_per_block(), 128);
     }

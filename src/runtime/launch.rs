@@ -323,7 +323,7 @@ impl Function {
     ) -> Result<Option<LaunchReport>, RuntimeError> {
         let image = &self.kernel.image;
         let limits = self.device.limits();
-        if access == Access::Checked && image.bounds == Bounds::Unchecked {
+        if access == Access::Checked && image.bounds() == Bounds::Unchecked {
             return Err(RuntimeError::UncheckedKernel {
                 entry: image.entry.clone(),
             });

@@ -265,24 +265,26 @@ mod tests {
     fn signature_sizes() {
         use crate::ir::DType;
         use crate::runtime::{ParamKind, ParamSig};
-        let mut image = KernelImage {
-            entry: "k".into(),
-            ptx: String::new(),
-            arch: Arch::Sm90,
-            params: vec![
-                ParamSig::new("x", ParamKind::Input, DType::F64),
-                ParamSig::new("a", ParamKind::Scalar, DType::I8),
-                ParamSig::new("b", ParamKind::Scalar, DType::F32),
-            ],
-            block: [32, 1, 1],
-            tile_elems: 32,
-            static_smem: 0,
-            dynamic_smem: 0,
-            needs_cooperative: false,
-            grid_dims: 1,
-            hidden: vec![],
-            bounds: crate::ir::Bounds::Checked,
-        };
+        let mut image = KernelImage::generated(
+            super::super::ImageParts {
+                entry: "k".into(),
+                ptx: String::new(),
+                arch: Arch::Sm90,
+                params: vec![
+                    ParamSig::new("x", ParamKind::Input, DType::F64),
+                    ParamSig::new("a", ParamKind::Scalar, DType::I8),
+                    ParamSig::new("b", ParamKind::Scalar, DType::F32),
+                ],
+                block: [32, 1, 1],
+                tile_elems: 32,
+                static_smem: 0,
+                dynamic_smem: 0,
+                needs_cooperative: false,
+                grid_dims: 1,
+                hidden: vec![],
+            },
+            crate::ir::Bounds::Checked,
+        );
         assert!(check_signature(&image, ParamLayout::packed([8, 1, 4])).is_ok());
         assert!(matches!(
             check_signature(&image, ParamLayout::packed([8, 1])),
@@ -292,7 +294,7 @@ mod tests {
         let mut spread = ParamLayout::packed([8, 1, 4]);
         spread[2].offset = 16;
         assert!(check_signature(&image, spread).is_err());
-        image.params[2].dtype = DType::F64;
+        image.parts_mut().params[2].dtype = DType::F64;
         match check_signature(&image, ParamLayout::packed([8, 1, 4])) {
             Err(RuntimeError::SignatureMismatch { expected, .. }) => {
                 assert_eq!(expected, ParamLayout::packed([8, 1, 8]))
@@ -338,20 +340,22 @@ mod tests {
     #[test]
     fn shared_memory_over_the_limit_is_rejected() {
         let limits = DeviceLimits::simulated(Arch::Sm90);
-        let image = KernelImage {
-            entry: "k".into(),
-            ptx: String::new(),
-            arch: Arch::Sm90,
-            params: vec![],
-            block: [128, 1, 1],
-            tile_elems: 128,
-            static_smem: 1024,
-            dynamic_smem: limits.smem_per_block_optin,
-            needs_cooperative: false,
-            grid_dims: 1,
-            hidden: vec![],
-            bounds: crate::ir::Bounds::Checked,
-        };
+        let image = KernelImage::generated(
+            super::super::ImageParts {
+                entry: "k".into(),
+                ptx: String::new(),
+                arch: Arch::Sm90,
+                params: vec![],
+                block: [128, 1, 1],
+                tile_elems: 128,
+                static_smem: 1024,
+                dynamic_smem: limits.smem_per_block_optin,
+                needs_cooperative: false,
+                grid_dims: 1,
+                hidden: vec![],
+            },
+            crate::ir::Bounds::Checked,
+        );
         match check_shared_memory(&image, image.dynamic_smem, &limits) {
             Err(RuntimeError::SharedMemory { need, limit }) => {
                 assert_eq!(need, u64::from(limits.smem_per_block_optin) + 1024);

@@ -44,7 +44,7 @@ pub use cache::CacheStats;
 pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};
 pub use error::{Foreign, RuntimeError};
 pub use event::Event;
-pub use image::{Compile, HiddenParam, KernelImage, ParamKind, ParamLayout, ParamSig};
+pub use image::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig};
 pub use launch::{Function, LaunchConfig};
 
 /// The default device: the GPU where one is present, the simulator otherwise, unless

@@ -227,6 +227,14 @@ pub enum LaunchProblem {
         /// The limit that was exceeded.
         limit: u32,
     },
+    /// [`SimOptions::local_bytes`](super::SimOptions::local_bytes) is past the local memory
+    /// a thread can have.
+    LocalMemory {
+        /// Bytes per thread asked for.
+        bytes: u32,
+        /// The limit ([`MAX_LOCAL_BYTES`](super::MAX_LOCAL_BYTES)).
+        limit: u32,
+    },
 }
 
 impl fmt::Display for LaunchProblem {
@@ -236,6 +244,10 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "bad launch shape: grid {grid:?}, block {block:?} (dimensions must be non-zero, \
                  at most 1024 threads per block, grid y/z at most 65535)"
+            ),
+            LaunchProblem::LocalMemory { bytes, limit } => write!(
+                f,
+                "{bytes} bytes of local memory per thread; a thread can have at most {limit}"
             ),
             LaunchProblem::Reqntid { required, block } => {
                 write!(

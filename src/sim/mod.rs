@@ -169,6 +169,10 @@ use memory::GlobalMemory;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The most bytes of local memory a thread can have (512 KiB, as on every supported GPU):
+/// the bound of [`SimOptions::local_bytes`], which each block's threads hold at once.
+pub const MAX_LOCAL_BYTES: u32 = 512 * 1024;
+
 /// What the simulator checks and how it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimOptions {
@@ -183,7 +187,8 @@ pub struct SimOptions {
     /// Worker threads that run blocks in parallel (1 runs them in order on the caller's).
     pub threads: usize,
     /// Bytes of local memory each thread may address (`[0, local_bytes)` in the `.local`
-    /// window). The PTX model declares no local arrays, so the default is 0.
+    /// window). The PTX model declares no local arrays, so the default is 0. A launch asking
+    /// for more than [`MAX_LOCAL_BYTES`] is refused.
     pub local_bytes: u32,
     /// Limits on a whole launch (none by default): past one, the launch stops with
     /// [`SimError::Stopped`] saying how far it got.
@@ -376,6 +381,12 @@ impl Simulator {
             && grid[2] <= 65535;
         if !dims_ok {
             return Err(refuse(LaunchProblem::Dimensions { grid, block }));
+        }
+        if self.options.local_bytes > MAX_LOCAL_BYTES {
+            return Err(refuse(LaunchProblem::LocalMemory {
+                bytes: self.options.local_bytes,
+                limit: MAX_LOCAL_BYTES,
+            }));
         }
         if let Some(required) = prog.reqntid {
             if required != block {

@@ -238,7 +238,7 @@ fn lengths_are_hidden_parameters() {
     let names: Vec<String> = kernel.signature().into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["x", "n", "y"]);
     let image = kernel.emit(Arch::Sm90).expect("emits");
-    assert_eq!(image.bounds, Bounds::Checked);
+    assert_eq!(image.bounds(), Bounds::Checked);
     assert_eq!(
         image.hidden,
         [
@@ -279,7 +279,7 @@ fn unchecked_kernels_launch_only_unsafely() {
     assemble_all(&unchecked);
     assert_ne!(checked.key(), unchecked.key());
     let image = unchecked.emit(Arch::Sm90).expect("emits");
-    assert_eq!(image.bounds, Bounds::Unchecked);
+    assert_eq!(image.bounds(), Bounds::Unchecked);
     assert!(image.hidden.is_empty());
     assert!(!image.ptx.contains("_len_"), "{}", image.ptx);
     assert!(unchecked.explain().contains("unchecked"));

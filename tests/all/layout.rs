@@ -639,3 +639,150 @@ mod exported_strategies {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Totality of the constructors: extreme extents, thread counts and swizzles are errors or
+// values, never a panic
+
+fn extreme_u32() -> impl Strategy<Value = u32> + Clone {
+    prop_oneof![
+        Just(0u32),
+        Just(1),
+        Just(2),
+        Just(31),
+        Just(32),
+        Just(33),
+        Just(1 << 16),
+        Just(1 << 31),
+        Just(u32::MAX - 1),
+        Just(u32::MAX),
+        0u32..=300,
+    ]
+}
+
+fn extreme_i32() -> impl Strategy<Value = i32> + Clone {
+    prop_oneof![
+        Just(0i32),
+        Just(i32::MIN),
+        Just(i32::MAX),
+        Just(-63),
+        Just(63),
+        -8i32..=8,
+    ]
+}
+
+fn arrangement() -> impl Strategy<Value = coopgraph::layout::Arrangement> {
+    use coopgraph::layout::Arrangement;
+    prop_oneof![
+        Just(Arrangement::Blocked),
+        Just(Arrangement::Striped),
+        Just(Arrangement::WarpStriped),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    #[test]
+    fn layout_constructors_are_total(
+        extents in vec(extreme_value(), 0..4),
+        strides in vec(extreme_value(), 0..4),
+        n in extreme_value(),
+    ) {
+        let shape = IntTuple::flat(extents.iter().copied());
+        let stride = IntTuple::flat(strides.iter().copied());
+        let made = [
+            Layout::new(shape.clone(), stride.clone()),
+            Layout::column_major(shape.clone()),
+            Layout::row_major(shape.clone()),
+            Layout::contiguous(n),
+            Layout::new(IntTuple::tuple([shape.clone(), shape.clone()]).unwrap_or(shape.clone()), stride.clone()),
+        ];
+        for l in made.iter().flatten() {
+            // A layout that was made has extents of at least 1 and a size that fits.
+            prop_assert!(l.leaf_modes().all(|(s, _)| s >= 1));
+            prop_assert!(l.size() >= 1);
+            let _ = l.cosize();
+            let _ = l.try_call(n);
+            let _ = l.call(n);
+            let _ = coopgraph::layout::decompose(l);
+            let _ = coopgraph::layout::affine_form(l);
+            let _ = tiled_divide(l, l);
+            let _ = flat_divide(l, l);
+            let _ = coopgraph::layout::zipped_product(l, l);
+            let _ = coopgraph::layout::tiled_product(l, l);
+            let _ = coopgraph::layout::flat_product(l, l);
+            let _ = Layout::from_modes([l.clone(), l.clone()]);
+            let _ = coopgraph::layout::bank_conflicts(l, 4, 32);
+        }
+        if extents.iter().any(|&e| e <= 0) {
+            prop_assert!(made[0].is_err() && made[1].is_err() && made[2].is_err());
+        }
+    }
+
+    #[test]
+    fn arrangement_constructors_are_total(
+        arr in arrangement(),
+        threads in extreme_u32(),
+        items in extreme_u32(),
+        warp in extreme_u32(),
+        probe in extreme_u32(),
+    ) {
+        use coopgraph::layout::{
+            TileArrangement, arrangement_layout, arrangement_layout_with_warp,
+            group_arrangement_layout,
+        };
+        let fits = threads > 0 && items > 0 && threads.checked_mul(items).is_some();
+        let l = arrangement_layout(arr, threads, items);
+        prop_assert!(fits || l.is_err(), "{arr:?} {threads}x{items}");
+        let _ = group_arrangement_layout(arr, threads, items);
+        let _ = arrangement_layout_with_warp(arr, threads, items, warp);
+        for t in [
+            TileArrangement::new(arr, threads, items),
+            TileArrangement::for_group(arr, threads, items),
+            TileArrangement::with_warp(arr, threads, items, warp),
+        ] {
+            let Ok(t) = t else { continue };
+            prop_assert_eq!(u64::from(t.tile_size()), u64::from(threads) * u64::from(items));
+            let _ = t.position(probe, probe);
+            let inside = t.checked_position(probe % items, probe % threads);
+            prop_assert!(inside.is_some_and(|p| p < t.tile_size()));
+            prop_assert!(t.checked_position(items, 0).is_none());
+            let _ = t.affine();
+        }
+    }
+
+    #[test]
+    fn swizzles_and_bank_counts_are_total(
+        bits in extreme_u32(),
+        base in extreme_u32(),
+        shift in extreme_i32(),
+        every in extreme_u32(),
+        pad in extreme_u32(),
+        bytes in extreme_u32(),
+        lanes in extreme_u32(),
+        p in extreme_value(),
+        a in extreme_layout(),
+    ) {
+        use coopgraph::layout::{SmemTransform, bank_conflicts, bank_conflicts_with};
+        let sw = Swizzle::new(bits, base, shift);
+        if let Ok(sw) = sw {
+            prop_assert_eq!(sw.call(sw.call(p)), p);
+            let c = ComposedLayout::new(sw, p, a.clone());
+            let _ = c.call(p);
+            let _ = c.call_coord(a.shape());
+            let _ = c.composition(&a);
+            let _ = c.slice(&Coord::from(a.stride()));
+        }
+        let transforms = [
+            SmemTransform::Identity,
+            SmemTransform::Swizzle(sw.unwrap_or_default()),
+            SmemTransform::Pad { every, pad },
+        ];
+        for t in transforms {
+            let _ = t.apply(p);
+            let _ = bank_conflicts_with(&a, bytes, lanes, t);
+        }
+        let _ = bank_conflicts(&a, bytes, lanes);
+    }
+}

@@ -349,8 +349,8 @@ fn the_same_kernel_from_two_builders_has_one_key() {
 
 /// A hand-written image of one `ret` entry with one buffer parameter and this block shape.
 fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage {
-    use coopgraph::runtime::{KernelImage, ParamKind, ParamSig};
-    KernelImage {
+    use coopgraph::runtime::{ImageParts, KernelImage, ParamKind, ParamSig};
+    KernelImage::unchecked_bounds(ImageParts {
         entry: entry.into(),
         ptx: coopgraph::sim::entry_text(entry, &["u64 p"], &[], "ret;"),
         arch: coopgraph::codegen::Arch::Sm80,
@@ -360,14 +360,13 @@ fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage 
             coopgraph::ir::DType::U32,
         )],
         hidden: Vec::new(),
-        bounds: coopgraph::ir::Bounds::Unchecked,
         block,
         tile_elems: 32,
         static_smem: 0,
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
-    }
+    })
 }
 
 #[test]
@@ -553,4 +552,87 @@ fn parameters_past_the_entrys_space_are_an_error() {
             .build()
             .is_err()
     );
+}
+
+#[test]
+fn a_hand_written_image_launches_safely_only_when_vouched_for() {
+    use coopgraph::runtime::{KernelImage, RuntimeError};
+    let dev = crate::common::device();
+    let mut y = dev.alloc_zeroed::<u32>(32).expect("alloc");
+    // A hand-written image is unchecked unless its author vouches for it, unsafely.
+    let hand = empty_image("vouch_plain", [32, 1, 1]);
+    assert_eq!(hand.bounds(), coopgraph::ir::Bounds::Unchecked);
+    let f = dev.compile(&hand).expect("loads");
+    assert!(matches!(
+        f.launch_grid(1, (&mut y,)),
+        Err(RuntimeError::UncheckedKernel { .. })
+    ));
+    // SAFETY: the entry touches no memory at all.
+    let vouched = unsafe { KernelImage::assume_checked_bounds(hand.into_parts()) };
+    let f = dev.compile(&vouched).expect("loads");
+    f.launch_grid(1, (&mut y,)).expect("runs");
+    // A generated image whose PTX is edited is a hand-written one: the claim does not carry.
+    let (mut k, _, y2, t) = plain("vouch_generated");
+    k.store_to(k.this_block(), &y2, &t, Store::direct());
+    let kernel = k.build().expect("builds");
+    let image = coopgraph::runtime::Compile::emit(&kernel, dev.arch()).expect("emits");
+    assert_eq!(image.bounds(), coopgraph::ir::Bounds::Checked);
+    let mut parts = image.into_parts();
+    parts.ptx.push_str("// edited\n");
+    assert_eq!(
+        KernelImage::unchecked_bounds(parts).bounds(),
+        coopgraph::ir::Bounds::Unchecked
+    );
+}
+
+#[test]
+fn a_simulator_launch_with_more_local_memory_than_a_thread_has_is_an_error() {
+    use coopgraph::sim::{LaunchProblem, MAX_LOCAL_BYTES, SimError, SimOptions, Simulator};
+    let ptx = coopgraph::sim::entry_text("k", &[], &[], "ret;");
+    for bytes in [MAX_LOCAL_BYTES + 1, u32::MAX] {
+        // 1024 threads of 4 GiB each: the simulator once tried to allocate it all.
+        let sim = Simulator::new(SimOptions {
+            local_bytes: bytes,
+            ..SimOptions::default()
+        });
+        let module = sim.load_module(&ptx).expect("parses");
+        match sim.launch(&module, "k", [1, 1, 1], [1024, 1, 1], 0, &[]) {
+            Err(SimError::BadLaunch {
+                problem: LaunchProblem::LocalMemory { bytes: b, limit },
+                ..
+            }) => assert_eq!((b, limit), (bytes, MAX_LOCAL_BYTES)),
+            other => panic!("{bytes}: {other:?}"),
+        }
+    }
+    let sim = Simulator::new(SimOptions {
+        local_bytes: MAX_LOCAL_BYTES,
+        ..SimOptions::default()
+    });
+    let module = sim.load_module(&ptx).expect("parses");
+    sim.launch(&module, "k", [1, 1, 1], [32, 1, 1], 0, &[])
+        .expect("runs");
+}
+
+#[test]
+fn occupancy_of_any_block_and_shared_memory_is_a_count() {
+    use coopgraph::runtime::DeviceLimits;
+    let huge = DeviceLimits {
+        max_threads_per_block: u32::MAX,
+        smem_per_sm: u32::MAX,
+        max_threads_per_sm: u32::MAX,
+        max_blocks_per_sm: u32::MAX,
+        ..DeviceLimits::H200
+    };
+    for limits in [DeviceLimits::H200, DeviceLimits::T4, huge] {
+        for threads in [0, 1, 1024, u64::from(u32::MAX), u64::MAX] {
+            // The 1 KiB each block reserves used to overflow past u64::MAX - 1024.
+            for smem in [0, 1 << 20, u64::MAX - 1023, u64::MAX] {
+                let blocks = limits.blocks_per_sm(threads, smem);
+                assert!(blocks <= limits.max_blocks_per_sm, "{threads} {smem}");
+                if smem > u64::from(limits.smem_per_sm) {
+                    assert_eq!(blocks, 0, "{threads} {smem}");
+                }
+            }
+        }
+    }
 }

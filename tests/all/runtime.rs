@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use coopgraph::Error;
 use coopgraph::codegen::Arch;
-use coopgraph::ir::{Bounds, DType};
+use coopgraph::ir::DType;
 use coopgraph::runtime::SimOptions;
 use coopgraph::runtime::{
-    ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, KernelImage,
-    KernelKey, LaunchConfig, ParamKind, ParamLayout, ParamSig, RuntimeError, default_device,
+    ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, ImageParts,
+    KernelImage, KernelKey, LaunchConfig, ParamKind, ParamLayout, ParamSig, RuntimeError,
+    default_device,
 };
 use coopgraph::sim::{ParseReason, SimError};
 
@@ -72,8 +73,9 @@ DONE:
     )
 }
 
-fn copy_image(entry: &str, block: u32) -> KernelImage {
-    KernelImage {
+/// The parts of [`copy_image`].
+fn copy_parts(entry: &str, block: u32) -> ImageParts {
+    ImageParts {
         entry: entry.to_string(),
         ptx: copy_ptx(entry, block),
         arch: Arch::Sm90,
@@ -89,8 +91,21 @@ fn copy_image(entry: &str, block: u32) -> KernelImage {
         needs_cooperative: false,
         grid_dims: 1,
         hidden: vec![],
-        bounds: Bounds::Checked,
     }
+}
+
+/// `parts` (of [`copy_image`], perhaps edited in what a launch checks, never in what the PTX
+/// touches) vouched for as bounds-checked.
+fn vouched(parts: ImageParts) -> KernelImage {
+    // SAFETY: the copy reads `x[i]` and writes `y[i]` for `i < n` only, and every safe launch
+    // in these tests passes `n` within both buffers; edits change only what the runtime checks
+    // (the launch shape, the signature, the entry name) or make PTX that does not load.
+    unsafe { KernelImage::assume_checked_bounds(parts) }
+}
+
+/// The copy of [`copy_ptx`], vouched for as bounds-checked.
+fn copy_image(entry: &str, block: u32) -> KernelImage {
+    vouched(copy_parts(entry, block))
 }
 
 /// Thread 0 stores each scalar parameter, widened, into `out[0..6]`.
@@ -140,27 +155,30 @@ DONE:
 ";
 
 fn scalars_image() -> KernelImage {
-    KernelImage {
-        entry: "scalars".into(),
-        ptx: SCALARS_PTX.into(),
-        arch: Arch::Sm90,
-        params: vec![
-            ParamSig::new("out", ParamKind::Output, DType::U64),
-            ParamSig::new("a", ParamKind::Scalar, DType::I8),
-            ParamSig::new("b", ParamKind::Scalar, DType::U16),
-            ParamSig::new("c", ParamKind::Scalar, DType::U32),
-            ParamSig::new("d", ParamKind::Scalar, DType::U64),
-            ParamSig::new("e", ParamKind::Scalar, DType::F32),
-            ParamSig::new("f", ParamKind::Scalar, DType::F64),
-        ],
-        block: [32, 1, 1],
-        tile_elems: 32,
-        static_smem: 0,
-        dynamic_smem: 0,
-        needs_cooperative: false,
-        grid_dims: 1,
-        hidden: vec![],
-        bounds: Bounds::Checked,
+    // SAFETY: thread 0 writes `out[0..6]` (of 8 bytes each) and nothing else; every launch in
+    // these tests passes an `out` of at least 6 elements.
+    unsafe {
+        KernelImage::assume_checked_bounds(ImageParts {
+            entry: "scalars".into(),
+            ptx: SCALARS_PTX.into(),
+            arch: Arch::Sm90,
+            params: vec![
+                ParamSig::new("out", ParamKind::Output, DType::U64),
+                ParamSig::new("a", ParamKind::Scalar, DType::I8),
+                ParamSig::new("b", ParamKind::Scalar, DType::U16),
+                ParamSig::new("c", ParamKind::Scalar, DType::U32),
+                ParamSig::new("d", ParamKind::Scalar, DType::U64),
+                ParamSig::new("e", ParamKind::Scalar, DType::F32),
+                ParamSig::new("f", ParamKind::Scalar, DType::F64),
+            ],
+            block: [32, 1, 1],
+            tile_elems: 32,
+            static_smem: 0,
+            dynamic_smem: 0,
+            needs_cooperative: false,
+            grid_dims: 1,
+            hidden: vec![],
+        })
     }
 }
 
@@ -383,8 +401,9 @@ fn block_grid_and_shared_memory_checks() {
         }
     }
     // One element per block: u32::MAX elements need more blocks than a grid has along x.
-    let mut single = copy_image("rt_single", 128);
+    let mut single = copy_parts("rt_single", 128);
     single.tile_elems = 1;
+    let single = vouched(single);
     let g = dev.compile(&single).expect("loads");
     match g.config_over(u32::MAX as usize) {
         Err(RuntimeError::GridTooLarge { grid, max }) => {
@@ -406,8 +425,9 @@ fn block_grid_and_shared_memory_checks() {
         }
     }
     // A kernel that reads %ctaid.y may be launched along y.
-    let mut two = copy_image("rt_two_dims", 128);
+    let mut two = copy_parts("rt_two_dims", 128);
     two.grid_dims = 2;
+    let two = vouched(two);
     let h = dev.compile(&two).expect("loads");
     h.launch(LaunchConfig::grid([1, 2, 1]), (&x, &mut y, 8u32))
         .expect("a grid along y");
@@ -416,8 +436,9 @@ fn block_grid_and_shared_memory_checks() {
         Err(RuntimeError::GridDimensionUnseen { dims: 2, .. })
     ));
     // Beyond the per-block shared memory limit: rejected when loading.
-    let mut big = copy_image("rt_big_smem", 128);
+    let mut big = copy_parts("rt_big_smem", 128);
     big.dynamic_smem = dev.limits().smem_per_block_optin + 1;
+    let big = vouched(big);
     match dev.compile(&big).map_err(runtime_error) {
         Err(RuntimeError::SharedMemory { need, limit }) => {
             assert_eq!(need, u64::from(big.dynamic_smem));
@@ -426,8 +447,9 @@ fn block_grid_and_shared_memory_checks() {
         other => panic!("expected SharedMemory, got {other:?}"),
     }
     // Less dynamic shared memory than the image needs.
-    let mut some = copy_image("rt_some_smem", 128);
+    let mut some = copy_parts("rt_some_smem", 128);
     some.dynamic_smem = 1024;
+    let some = vouched(some);
     let g = dev.compile(&some).expect("loads");
     assert!(matches!(
         g.launch(
@@ -444,8 +466,9 @@ fn block_grid_and_shared_memory_checks() {
 #[test]
 fn dynamic_shared_memory_past_48k() {
     let dev = device();
-    let mut image = copy_image("rt_smem_64k", 128);
+    let mut image = copy_parts("rt_smem_64k", 128);
     image.dynamic_smem = 64 * 1024;
+    let image = vouched(image);
     let f = dev.compile(&image).expect("loads with the opt-in");
     let xs = iota(300);
     let x = dev.upload(&xs).expect("upload");
@@ -463,8 +486,9 @@ fn dynamic_shared_memory_past_48k() {
 #[test]
 fn cooperative_grid_is_bounded_by_occupancy() {
     let dev = device();
-    let mut image = copy_image("rt_coop", 128);
+    let mut image = copy_parts("rt_coop", 128);
     image.needs_cooperative = true;
+    let image = vouched(image);
     let f = dev.compile(&image).expect("loads");
     let per_sm = f.max_active_blocks_per_sm().expect("occupancy");
     assert!(per_sm >= 1);
@@ -512,12 +536,12 @@ impl Compile for Counting {
     }
     fn emit(&self, arch: Arch) -> Result<KernelImage, Error> {
         let n = self.emits.fetch_add(1, Ordering::SeqCst);
-        let mut image = self.image.clone();
+        let mut image = self.image.clone().into_parts();
         image.arch = arch;
         if self.fail_first && n == 0 {
             image.ptx = image.ptx.replace("ld.global.u32", "frobnicate.u32");
         }
-        Ok(image)
+        Ok(vouched(image))
     }
 }
 
@@ -620,8 +644,9 @@ fn devices_of_one_context_share_a_cache() {
 #[test]
 fn jit_failure_keeps_the_log() {
     let dev = device();
-    let mut bad = copy_image("rt_bad", 128);
+    let mut bad = copy_parts("rt_bad", 128);
     bad.ptx = bad.ptx.replace("ld.global.u32", "frobnicate.u32");
+    let bad = vouched(bad);
     match dev.compile(&bad).map_err(runtime_error) {
         Err(RuntimeError::Jit { log, ptx, .. }) => {
             assert!(dev.is_cuda());
@@ -646,8 +671,9 @@ fn jit_failure_keeps_the_log() {
         }
         other => panic!("expected a JIT or parse error, got {other:?}"),
     }
-    let mut nul = copy_image("rt_nul", 128);
+    let mut nul = copy_parts("rt_nul", 128);
     nul.ptx.insert(5, '\0');
+    let nul = vouched(nul);
     if dev.is_cuda() {
         assert!(matches!(
             dev.compile(&nul).map_err(runtime_error),
@@ -659,8 +685,9 @@ fn jit_failure_keeps_the_log() {
 #[test]
 fn signature_must_match_the_ptx() {
     let dev = device();
-    let mut wide = copy_image("rt_sig_wide", 128);
+    let mut wide = copy_parts("rt_sig_wide", 128);
     wide.params[2].dtype = DType::U64;
+    let wide = vouched(wide);
     match dev.compile(&wide).map_err(runtime_error) {
         Err(RuntimeError::SignatureMismatch {
             entry,
@@ -678,8 +705,9 @@ fn signature_must_match_the_ptx() {
         }
         other => panic!("expected SignatureMismatch, got {other:?}"),
     }
-    let mut short = copy_image("rt_sig_short", 128);
+    let mut short = copy_parts("rt_sig_short", 128);
     short.params.pop();
+    let short = vouched(short);
     assert!(matches!(
         dev.compile(&short).map_err(runtime_error),
         Err(RuntimeError::SignatureMismatch { .. })
@@ -689,8 +717,9 @@ fn signature_must_match_the_ptx() {
 #[test]
 fn missing_entry_is_an_error() {
     let dev = device();
-    let mut image = copy_image("rt_entry", 128);
+    let mut image = copy_parts("rt_entry", 128);
     image.entry = "no_such_entry".into();
+    let image = vouched(image);
     match dev.compile(&image).map_err(runtime_error) {
         Err(RuntimeError::MissingEntry { entry }) => assert_eq!(entry, "no_such_entry"),
         other => panic!("expected MissingEntry, got {other:?}"),
@@ -904,8 +933,7 @@ fn simulator_faults_and_reports() {
     // An image whose PTX does not check the buffers' lengths (it trusts `n`) launches only
     // unsafely; with `n` past the end of both buffers, the simulator catches the
     // out-of-bounds read.
-    let mut raw = copy_image("rt_sim_raw", 128);
-    raw.bounds = Bounds::Unchecked;
+    let raw = KernelImage::unchecked_bounds(copy_parts("rt_sim_raw", 128));
     let f = dev.compile(&raw).expect("loads");
     let mut short = dev.alloc_zeroed::<u32>(1000).expect("alloc");
     assert!(matches!(
