@@ -51,8 +51,22 @@ else
   dump "$root" "$work/ptx-head"
 fi
 
-(cd "$work/ptx-base" && ls) | sort > "$work/base.list"
-(cd "$work/ptx-head" && ls) | sort > "$work/head.list"
+# Doc tests are compiled in a temporary directory whose name is random, and the PTX's source
+# comments name it: list each module as `<entry>.<target> <hash of its text with that name
+# made fixed>`.
+listing() { # listing <dir>
+  (
+    cd "$1"
+    for f in *.ptx; do
+      h=$(sed 's#/tmp/rustdoctest[^/]*/#/tmp/rustdoctest/#g' "$f" | sha256sum | cut -c1-16)
+      echo "${f%.*.ptx} $h $f"
+    done
+  ) | sort -u -k1,2 | sort
+}
+listing "$work/ptx-base" > "$work/base.files"
+listing "$work/ptx-head" > "$work/head.files"
+cut -d' ' -f1,2 "$work/base.files" | sort > "$work/base.list"
+cut -d' ' -f1,2 "$work/head.files" | sort > "$work/head.list"
 n=$(wc -l < "$work/base.list")
 if [ "$n" -eq 0 ]; then
   echo "ptx-compare: no module was written (is COOPGRAPH_DUMP_PTX supported at $base?)" >&2
@@ -66,10 +80,11 @@ echo "different: only in ${base} (<) or only in ${head:-the working tree} (>):"
 diff "$work/base.list" "$work/head.list" | grep '^[<>]' | head -50 || true
 first=$(comm -23 "$work/base.list" "$work/head.list" | head -1 || true)
 if [ -n "$first" ]; then
-  stem=${first%.*.ptx}
-  other=$(comm -13 "$work/base.list" "$work/head.list" | grep -F "$stem." | head -1 || true)
-  if [ -n "$other" ]; then
-    diff -u "$work/ptx-base/$first" "$work/ptx-head/$other" | head -80 || true
+  stem=${first%% *}
+  a=$(grep -F "$first " "$work/base.files" | head -1 | cut -d' ' -f3)
+  b=$(grep "^$stem " "$work/head.files" | head -1 | cut -d' ' -f3 || true)
+  if [ -n "$b" ]; then
+    diff -u "$work/ptx-base/$a" "$work/ptx-head/$b" | head -80 || true
   fi
 fi
 exit 1
