@@ -5,7 +5,18 @@
 use coopgraph::runtime::Device;
 use coopgraph::{KernelBuilder, Load, Store};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut k = KernelBuilder::new("warp8_tiles")
         .block(64)
         .items_per_thread(3);

@@ -22,7 +22,18 @@ fn normalize(k: &mut KernelBuilder, t: &ThreadData<f32>, lo: f32, hi: f32) -> Th
     k.map(t, |v| (v - lo) / (hi - lo))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut k = KernelBuilder::new("normalize")
         .block(128)
         .items_per_thread(8);

@@ -22,7 +22,18 @@ fn kernel_for(algorithm: Algorithm) -> Result<Kernel, coopgraph::Error> {
     k.build()
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
     let n = if device.is_cuda() { 1 << 24 } else { 1 << 14 };
     let xs: Vec<f32> = (0..n).map(|i| (i % 4096) as f32).collect();

@@ -10,7 +10,18 @@ fn group_sum<T: Element>(k: &mut KernelBuilder, group: Group, t: &ThreadData<T>)
     k.reduce(group, t, Reduce::sum().broadcast())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut k = KernelBuilder::new("group_sums")
         .block(256)
         .items_per_thread(4);

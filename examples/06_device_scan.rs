@@ -92,7 +92,18 @@ fn scan_tiles() -> Result<Kernel, coopgraph::Error> {
     k.build()
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
     let on_gpu = matches!(device.backend(), Backend::Cuda { .. });
     let n: usize = if on_gpu { 1 << 28 } else { 1 << 16 };

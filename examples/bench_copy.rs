@@ -18,6 +18,8 @@
 #[path = "support/bench.rs"]
 mod bench;
 
+use bench::OrExit;
+
 use coopgraph::ir::{Algorithm, Bounds, Element, index};
 use coopgraph::runtime::{Buffer, Device, DeviceElement, Function};
 use coopgraph::{KernelBuilder, Load, Store};
@@ -52,7 +54,7 @@ fn copy_kernel<T: Element>(
         &t,
         Store::default().algorithm(alg).valid_items(valid),
     );
-    k.build().expect("copy kernel builds")
+    k.build().or_exit("copy kernel builds")
 }
 
 fn alg_name(a: Algorithm) -> &'static str {
@@ -76,12 +78,12 @@ fn copy<T: DeviceElement>(
 ) {
     let args = (x, y, n as u32);
     match bounds {
-        Bounds::Checked => f.launch_over(n, args).expect("launch"),
+        Bounds::Checked => f.launch_over(n, args).or_exit("launch"),
         Bounds::Unchecked => {
-            let config = f.config_over(n).expect("config");
+            let config = f.config_over(n).or_exit("config");
             // SAFETY: the kernel's valid counts stop at `n`, and both buffers hold `n`
             // elements.
-            unsafe { f.launch_unchecked(config, args) }.expect("launch")
+            unsafe { f.launch_unchecked(config, args) }.or_exit("launch")
         }
     }
 }
@@ -92,8 +94,8 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
     let xs: Vec<T> = (0..n as u64)
         .map(|i| T::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40))
         .collect();
-    let x = dev.upload(&xs).expect("upload");
-    let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
+    let x = dev.upload(&xs).or_exit("upload");
+    let mut y = dev.alloc_zeroed::<T>(n).or_exit("alloc");
     let bytes = 2 * n * T::DTYPE.bytes() as usize;
     let copy_bw = bench::copy_gbps(dev, reps, &x, &mut y);
     let mut rows = Vec::new();
@@ -110,11 +112,11 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                 let mut gbps = Vec::new();
                 for bounds in [Bounds::Checked, Bounds::Unchecked] {
                     let kernel = copy_kernel::<T>(alg, block, items, bounds);
-                    let f = dev.compile(&kernel).expect("compile");
+                    let f = dev.compile(&kernel).or_exit("compile");
                     // Check once, into a poisoned output.
-                    let mut out = dev.alloc_filled(n, T::from_bits(0x5a)).expect("alloc");
+                    let mut out = dev.alloc_filled(n, T::from_bits(0x5a)).or_exit("alloc");
                     copy(&f, bounds, n, &x, &mut out);
-                    let got = out.to_vec().expect("download");
+                    let got = out.to_vec().or_exit("download");
                     assert!(got == xs, "{} copied wrongly", kernel.name());
                     let t = bench::time(dev, reps, || copy(&f, bounds, n, &x, &mut y));
                     gbps.push(bench::gbps(bytes, t));
@@ -141,7 +143,7 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
 }
 
 fn main() {
-    let dev = Device::default_device().expect("a device");
+    let dev = Device::default_device().or_exit("a device");
     let (on_gpu, n, reps) = bench::size(&dev);
     println!("device: {:?}, n = {n}", dev.backend());
     println!(

@@ -15,6 +15,8 @@
 #[path = "support/bench.rs"]
 mod bench;
 
+use bench::OrExit;
+
 use coopgraph::ir::{Element, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, index};
 use coopgraph::runtime::{Device, DeviceElement};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -55,7 +57,7 @@ fn reduce_kernel<T: Element>(alg: ReduceAlgorithm, block: u32, items: u32) -> Ke
             .offset(index::block_index())
             .valid_items(1u32),
     );
-    k.build().expect("reduce kernel builds")
+    k.build().or_exit("reduce kernel builds")
 }
 
 fn scan_kernel<T: Element>(alg: ScanAlgorithm, block: u32, items: u32) -> Kernel {
@@ -76,7 +78,7 @@ fn scan_kernel<T: Element>(alg: ScanAlgorithm, block: u32, items: u32) -> Kernel
     );
     let s = k.scan(b, &t, Scan::inclusive_sum().algorithm(alg));
     k.store_to(b, &y, &s, Store::warp_transpose().valid_items(valid));
-    k.build().expect("scan kernel builds")
+    k.build().or_exit("scan kernel builds")
 }
 
 fn alg_name(a: ReduceAlgorithm) -> &'static str {
@@ -89,13 +91,13 @@ fn alg_name(a: ReduceAlgorithm) -> &'static str {
 
 trait Sample: DeviceElement {
     fn sample(i: u64) -> Self;
-    fn add(a: Self, b: Self) -> Self;
+    fn plus(a: Self, b: Self) -> Self;
 }
 impl Sample for f32 {
     fn sample(i: u64) -> Self {
         (i % 7) as f32
     }
-    fn add(a: Self, b: Self) -> Self {
+    fn plus(a: Self, b: Self) -> Self {
         a + b
     }
 }
@@ -103,7 +105,7 @@ impl Sample for i32 {
     fn sample(i: u64) -> Self {
         (i % 100) as i32
     }
-    fn add(a: Self, b: Self) -> Self {
+    fn plus(a: Self, b: Self) -> Self {
         a.wrapping_add(b)
     }
 }
@@ -111,8 +113,8 @@ impl Sample for i32 {
 fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
     let table = bench::cub_figures();
     let xs: Vec<T> = (0..n as u64).map(T::sample).collect();
-    let x = dev.upload(&xs).expect("upload");
-    let mut y = dev.alloc_zeroed::<T>(n).expect("alloc");
+    let x = dev.upload(&xs).or_exit("upload");
+    let mut y = dev.alloc_zeroed::<T>(n).or_exit("alloc");
     let copy = bench::copy_gbps(dev, reps, &x, &mut y);
     if let Some(g) = copy {
         rows.push(format!(
@@ -146,16 +148,16 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
             ] {
                 let f = dev
                     .compile(&reduce_kernel::<T>(alg, block, items))
-                    .expect("compile");
-                let mut p = dev.alloc_zeroed::<T>(blocks).expect("alloc");
-                f.launch_over(n, (&x, &mut p, n as u32)).expect("launch");
-                let got = p.to_vec().expect("download");
+                    .or_exit("compile");
+                let mut p = dev.alloc_zeroed::<T>(blocks).or_exit("alloc");
+                f.launch_over(n, (&x, &mut p, n as u32)).or_exit("launch");
+                let got = p.to_vec().or_exit("download");
                 for (b, chunk) in xs.chunks(tile).enumerate() {
-                    let want = chunk.iter().copied().fold(T::sample(0), T::add);
+                    let want = chunk.iter().copied().fold(T::sample(0), T::plus);
                     assert!(got[b] == want, "reduce {alg:?} {block}x{items}: block {b}");
                 }
                 let t = bench::time(dev, reps, || {
-                    f.launch_over(n, (&x, &mut p, n as u32)).expect("launch")
+                    f.launch_over(n, (&x, &mut p, n as u32)).or_exit("launch")
                 });
                 let bytes = n * 4 + blocks * 4;
                 rows.push(row(
@@ -173,13 +175,13 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
             ] {
                 let f = dev
                     .compile(&scan_kernel::<T>(alg, block, items))
-                    .expect("compile");
-                f.launch_over(n, (&x, &mut y, n as u32)).expect("launch");
-                let got = y.to_vec().expect("download");
+                    .or_exit("compile");
+                f.launch_over(n, (&x, &mut y, n as u32)).or_exit("launch");
+                let got = y.to_vec().or_exit("download");
                 for (b, chunk) in xs.chunks(tile).enumerate() {
                     let mut acc = T::sample(0);
                     for (i, &v) in chunk.iter().enumerate() {
-                        acc = T::add(acc, v);
+                        acc = T::plus(acc, v);
                         assert!(
                             got[b * tile + i] == acc,
                             "scan {alg:?} {block}x{items}: element {}",
@@ -188,7 +190,7 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
                     }
                 }
                 let t = bench::time(dev, reps, || {
-                    f.launch_over(n, (&x, &mut y, n as u32)).expect("launch")
+                    f.launch_over(n, (&x, &mut y, n as u32)).or_exit("launch")
                 });
                 let g = (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;
                 rows.push(row("scan", name, block, items, g));
@@ -198,7 +200,7 @@ fn run<T: Sample>(dev: &Device, n: usize, reps: usize, rows: &mut Vec<String>) {
 }
 
 fn main() {
-    let dev = Device::default_device().expect("a device");
+    let dev = Device::default_device().or_exit("a device");
     let (on_gpu, n, reps) = bench::size(&dev);
     println!("device: {:?}, n = {n}", dev.backend());
     println!("| kind | dtype | algorithm | block | items | GB/s | % of copy | CUB GB/s | ratio |");

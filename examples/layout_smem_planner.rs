@@ -8,7 +8,18 @@ use coopgraph::layout::{
     Arrangement, LayoutError, SmemTransform, Swizzle, TileArrangement, bank_conflicts_with,
 };
 
-fn main() -> Result<(), LayoutError> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), LayoutError> {
     let threads = 128;
     let candidates = [
         ("plain", SmemTransform::Identity),

@@ -5,7 +5,18 @@
 use coopgraph::KernelBuilder;
 use coopgraph::runtime::{Backend, Device};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let kernel = KernelBuilder::new("scale_add")
         .block(128)
         .items_per_thread(4)

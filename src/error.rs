@@ -1,9 +1,16 @@
 //! The top-level error: one variant per stage, each wrapping that stage's typed error.
+//!
+//! Every error of the crate prints each cause once: an error's `Display` is complete by itself,
+//! and `source()` returns only a cause whose text that `Display` does not already hold. A
+//! wrapper (this [`Error`], or [`RuntimeError::Sim`](crate::runtime::RuntimeError::Sim)) shows
+//! the wrapped error's text and hands on the wrapped error's own source, so a reporter that
+//! prints an error and then each `source()` in turn never repeats a line.
 
 use std::fmt;
 
-/// Any error coopgraph returns. Each variant wraps the typed error of one stage; `source()`
-/// gives it back.
+/// Any error coopgraph returns. Each variant wraps the typed error of one stage (match on it to
+/// get the stage's error). `Display` is the stage error's text, and `source()` the stage
+/// error's source: the wrapper adds no line of its own.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -18,9 +25,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Verify(e) => write!(f, "{e}"),
-            Error::Plan(e) => write!(f, "planning failed: {e}"),
-            Error::Runtime(e) => write!(f, "runtime: {e}"),
+            Error::Verify(e) => e.fmt(f),
+            Error::Plan(e) => e.fmt(f),
+            Error::Runtime(e) => e.fmt(f),
         }
     }
 }
@@ -28,9 +35,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Verify(e) => Some(e),
-            Error::Plan(e) => Some(e),
-            Error::Runtime(e) => Some(e),
+            Error::Verify(e) => e.source(),
+            Error::Plan(e) => e.source(),
+            Error::Runtime(e) => e.source(),
         }
     }
 }

@@ -4,7 +4,27 @@
 
 use coopgraph::runtime::{Backend, Buffer, Device, DeviceElement};
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::time::Duration;
+
+/// A result the benchmark cannot go on without: its value, or the error printed with its
+/// `Display` text (each cause once) and the process ended with status 1.
+pub trait OrExit<T> {
+    /// The value, or exit naming `what` failed.
+    fn or_exit(self, what: &str) -> T;
+}
+
+impl<T, E: Display> OrExit<T> for Result<T, E> {
+    fn or_exit(self, what: &str) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: {what}: {e}");
+                std::process::exit(1)
+            }
+        }
+    }
+}
 
 /// Elements and timed repetitions: 2^28 and 20 on a GPU (`COOPGRAPH_BENCH_N` overrides the
 /// size), 2^14 and 1 on the simulator, whose times say nothing about a GPU.
@@ -22,7 +42,7 @@ pub fn time(dev: &Device, reps: usize, mut f: impl FnMut()) -> Duration {
     f();
     f();
     let mut v: Vec<Duration> = (0..reps)
-        .map(|_| dev.time(&mut f).expect("timed").1)
+        .map(|_| dev.time(&mut f).or_exit("timing").1)
         .collect();
     v.sort();
     v[v.len() / 2]
@@ -45,7 +65,7 @@ pub fn copy_gbps<T: DeviceElement>(
     let t = time(dev, reps, || {
         stream
             .memcpy_dtod(src, &mut *dst)
-            .expect("device-to-device copy")
+            .or_exit("device-to-device copy")
     });
     Some(gbps(2 * x.len() * T::DTYPE.bytes() as usize, t))
 }
@@ -57,7 +77,7 @@ pub fn cub_figures() -> HashMap<(String, String, String, u32, u32), f64> {
     let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
         return map;
     };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let text = std::fs::read_to_string(&path).or_exit(&path);
     for line in text.lines().skip(1) {
         if let [kind, dtype, alg, block, items, g] = line.split(',').collect::<Vec<_>>()[..]
             && let (Ok(b), Ok(i), Ok(g)) = (block.parse(), items.parse(), g.parse())

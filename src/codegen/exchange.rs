@@ -44,7 +44,7 @@ impl Emitter<'_> {
     pub(crate) fn group_mask(&mut self, w: u32) -> Operand {
         let block = self.plan.block_threads;
         let w = w.clamp(1, 32);
-        let whole = block % w == 0;
+        let whole = block.is_multiple_of(w);
         if w == 32 && whole {
             return Operand::Imm(-1);
         }

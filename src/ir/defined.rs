@@ -76,7 +76,7 @@ impl Def {
     pub(crate) fn readable(self, context: u32) -> bool {
         match self {
             Def::Everywhere => true,
-            Def::RankZero { width, .. } => context != 0 && context % width == 0,
+            Def::RankZero { width, .. } => context != 0 && context.is_multiple_of(width),
             _ => false,
         }
     }

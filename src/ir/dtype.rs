@@ -87,8 +87,46 @@ mod sealed {
 
 /// A Rust type that stands for a [`DType`]: the element type of buffers, payloads and
 /// expressions. Sealed: implemented for `i8..i64`, `u8..u64`, `f32`, `f64`.
+///
+/// Every element is a number in `num-traits`' terms, with what all ten types share: zero and
+/// one ([`Num`](num_traits::Num), with the arithmetic operators), the type's range
+/// ([`Bounded`](num_traits::Bounded)), and checked conversions from any primitive
+/// ([`NumCast`](num_traits::NumCast)); so code generic over elements can make values without
+/// naming a type:
+///
+/// ```
+/// use coopgraph::ir::Element;
+///
+/// /// The identity of a max-reduction, and a poison value for outputs: generic over dtypes.
+/// fn max_identity<T: Element>() -> T {
+///     T::min_value()
+/// }
+/// fn poison<T: Element>() -> T {
+///     T::max_value()
+/// }
+/// fn ramp<T: Element>(n: usize) -> Vec<T> {
+///     (0..n).map(|i| <T as num_traits::NumCast>::from(i % 100).unwrap_or_else(T::zero)).collect()
+/// }
+///
+/// assert_eq!(max_identity::<i8>(), -128);
+/// assert_eq!(poison::<u16>(), u16::MAX);
+/// assert_eq!(max_identity::<f32>(), f32::MIN);
+/// assert_eq!(ramp::<f64>(3), vec![0.0, 1.0, 2.0]);
+/// assert_eq!(<u8 as num_traits::One>::one() + 1, 2);
+/// ```
 pub trait Element:
-    sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static
+    sealed::Sealed
+    + Copy
+    + Send
+    + Sync
+    + PartialEq
+    + PartialOrd
+    + fmt::Debug
+    + Default
+    + num_traits::Num
+    + num_traits::NumCast
+    + num_traits::Bounded
+    + 'static
 {
     /// The dtype.
     const DTYPE: DType;

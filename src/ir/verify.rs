@@ -502,7 +502,7 @@ impl Verifier<'_> {
                 if !LOGICAL_WARP_WIDTHS.contains(&width) && seen.insert(width) {
                     self.push(K::GroupWidth { width }, g.loc, None);
                 }
-                if block % 32 != 0 && seen.insert(u32::MAX) {
+                if !block.is_multiple_of(32) && seen.insert(u32::MAX) {
                     self.push(K::WarpOpInPartialWarpBlock { block }, g.loc, None);
                 }
             }
@@ -530,7 +530,7 @@ impl Verifier<'_> {
     fn striped_group(&mut self, to: Arrangement, loc: Loc, op: OpId) {
         let block = self.ir.block_threads();
         if let Arrangement::Striped { threads } = to
-            && (threads == 0 || block % threads != 0)
+            && (threads == 0 || !block.is_multiple_of(threads))
         {
             self.push(K::StripedGroup { threads, block }, loc, Some(op));
         }
@@ -620,7 +620,7 @@ impl Verifier<'_> {
                 loc,
                 Some(op),
             );
-        } else if warp_algorithm && self.ir.block_threads() % 32 != 0 {
+        } else if warp_algorithm && !self.ir.block_threads().is_multiple_of(32) {
             let block = self.ir.block_threads();
             self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
         }
@@ -910,7 +910,7 @@ impl Verifier<'_> {
                 }
                 let group = ir.groups[r.group.index()].kind;
                 let block = ir.block_threads();
-                if group == GroupKind::Block && block > 32 && block % 32 != 0 {
+                if group == GroupKind::Block && block > 32 && !block.is_multiple_of(32) {
                     self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
                 }
                 if group == GroupKind::Block && block <= 32 && !block.is_power_of_two() {
@@ -988,7 +988,8 @@ impl Verifier<'_> {
             }
         }
         if group == GroupKind::Block
-            && ((block > 32 && block % 32 != 0) || (block <= 32 && !block.is_power_of_two()))
+            && ((block > 32 && !block.is_multiple_of(32))
+                || (block <= 32 && !block.is_power_of_two()))
         {
             self.push(K::WarpOpInPartialWarpBlock { block }, loc, Some(op));
         }

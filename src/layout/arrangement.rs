@@ -90,7 +90,7 @@ pub fn arrangement_layout_with_warp(
         Arrangement::Blocked => ((k, t), (1, k)),
         Arrangement::Striped => ((k, t), (t, 1)),
         Arrangement::WarpStriped => {
-            if threads % warp != 0 {
+            if !threads.is_multiple_of(warp) {
                 return Err(LayoutError::NotWarpMultiple { threads, warp });
             }
             let warps = t / w;

@@ -27,12 +27,12 @@ fn coalesce_modes(modes: impl Iterator<Item = (i64, i64)>) -> Modes {
 }
 
 fn push_merging(out: &mut Modes, s: i64, d: i64) {
-    if let Some(last) = out.last_mut() {
-        if last.0.checked_mul(last.1) == Some(d) {
-            // Both extents are factors of a valid layout's size, so this cannot overflow.
-            last.0 = last.0.saturating_mul(s);
-            return;
-        }
+    if let Some(last) = out.last_mut()
+        && last.0.checked_mul(last.1) == Some(d)
+    {
+        // Both extents are factors of a valid layout's size, so this cannot overflow.
+        last.0 = last.0.saturating_mul(s);
+        return;
     }
     out.push((s, d));
 }
@@ -146,13 +146,13 @@ pub(crate) fn compose(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
     // Truncating division splits a sum of mixed signs into different digits than its terms
     // (8 - 1 = 7 is (1,3) in radix (2, _), not (0,4) + (-1,0)); fine only if no bounded
     // digit is used at all.
-    if let (Some(p), Some(q)) = (positive, negative) {
-        if reach.iter().any(|&used| used > 0) {
-            return Err(LayoutError::MixedStrideSigns {
-                positive: p,
-                negative: q,
-            });
-        }
+    if let (Some(p), Some(q)) = (positive, negative)
+        && reach.iter().any(|&used| used > 0)
+    {
+        return Err(LayoutError::MixedStrideSigns {
+            positive: p,
+            negative: q,
+        });
     }
     Ok(result)
 }

@@ -454,7 +454,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                     time_sliced: true,
                     ..
                 } if *src == c.data
-                    && block % 32 == 0
+                    && block.is_multiple_of(32)
                     && (warp_striped(c.from) || warp_striped(c.to))
                     && (c.from == Arrangement::Blocked || c.to == Arrangement::Blocked) =>
                 {
@@ -504,7 +504,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 Some(_) => 32,
                 None => lcm(striped_threads(from), striped_threads(to)),
             };
-            if scope == 0 || block % scope != 0 {
+            if scope == 0 || !block.is_multiple_of(scope) {
                 return Err(PlanError::Layout {
                     op,
                     loc: data.loc,
@@ -855,7 +855,7 @@ fn within_warps(scope: u32, block: u32) -> bool {
 /// Whether a value of uniformity `u` agrees across each aligned group of `scope` threads of a
 /// block of `block` (runs of `u` threads agree, `u` a power of two or block-wide).
 fn covers_groups(u: Uniformity, scope: u32, block: u32) -> bool {
-    u.covers(block) || u >= Uniformity::BLOCK || (u.0 >= scope && u.0 % scope == 0)
+    u.covers(block) || u >= Uniformity::BLOCK || (u.0 >= scope && u.0.is_multiple_of(scope))
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -920,7 +920,7 @@ impl<'a> Barriers<'a> {
         let block = ir.block_threads();
         // Warps synchronize alone where every warp of the block is whole, or in a block of
         // one (partial) warp.
-        let warps = if block % 32 == 0 || block < 32 {
+        let warps = if block.is_multiple_of(32) || block < 32 {
             block.min(32)
         } else {
             0

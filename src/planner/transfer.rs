@@ -39,7 +39,7 @@ pub fn vector_width(items: u32, bytes: u32) -> u32 {
         return 1;
     }
     let mut v = 4u32.min(16 / bytes);
-    while v > 1 && items % v != 0 {
+    while v > 1 && !items.is_multiple_of(v) {
         v /= 2;
     }
     v

@@ -10,18 +10,21 @@
 //! Roles: an [`Input`](ParamKind::Input) parameter takes `&Buffer<T>` or `&mut Buffer<T>`; an
 //! [`Output`](ParamKind::Output) parameter takes only `&mut Buffer<T>`, so the borrow checker
 //! sees every buffer a kernel writes; a [`Scalar`](ParamKind::Scalar) parameter takes a value of
-//! exactly its dtype. `CudaSlice<T>` references work like `Buffer<T>` references on CUDA.
+//! exactly its dtype. [`View`]s and [`ViewMut`]s of buffers work like buffers of the view's
+//! length; so do cudarc's `CudaSlice<T>`, `CudaView<T>` and `CudaViewMut<T>` on CUDA. A
+//! buffer's length (a view's, for a view) is what the kernel's bounds checks compare against.
 
 use std::fmt;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaSlice};
+use cudarc::driver::{CudaContext, CudaSlice, CudaView, CudaViewMut};
 use smallvec::SmallVec;
 
 use super::RuntimeError;
-use super::buffer::{Buffer, BufferRepr, DeviceElement};
+use super::buffer::{Buffer, BufferRepr, DeviceElement, View, ViewMut, ViewMutRepr, ViewRepr};
 use super::driver::{CudaMem, CudaMemMut};
 use super::error::Foreign;
+use super::graph::GraphUse;
 use super::image::{HiddenParam, KernelImage, ParamKind, ParamSig};
 use crate::ir::{DType, Element};
 
@@ -98,12 +101,14 @@ pub(super) enum Slot<'a> {
         dtype: DType,
         mem: &'a dyn CudaMem,
         len: usize,
+        keep: Option<&'a GraphUse>,
     },
     /// A CUDA buffer the kernel may write, of `len` elements.
     CudaWrite {
         dtype: DType,
         mem: &'a mut dyn CudaMemMut,
         len: usize,
+        keep: Option<&'a GraphUse>,
     },
     /// A simulator buffer of `len` elements: its address in simulator `owner`.
     Sim {
@@ -112,10 +117,22 @@ pub(super) enum Slot<'a> {
         addr: u64,
         owner: u64,
         len: usize,
+        keep: Option<&'a GraphUse>,
     },
 }
 
-impl ArgSlot<'_> {
+impl<'a> ArgSlot<'a> {
+    /// What a graph that captures this argument holds of its buffer: `Some(None)` for a
+    /// memory a graph cannot keep track of (a cudarc slice or view), `None` for a scalar.
+    pub(super) fn graph_use(&self) -> Option<Option<&'a GraphUse>> {
+        match &self.0 {
+            Slot::Scalar { .. } => None,
+            Slot::CudaRead { keep, .. } | Slot::CudaWrite { keep, .. } | Slot::Sim { keep, .. } => {
+                Some(*keep)
+            }
+        }
+    }
+
     /// The element count of a buffer argument (`None` for a scalar).
     fn buffer_len(&self) -> Option<usize> {
         match &self.0 {
@@ -154,8 +171,10 @@ impl fmt::Debug for ArgSlot<'_> {
     }
 }
 
-/// A value that can be passed to a kernel: `&Buffer<T>`, `&mut Buffer<T>`, `&CudaSlice<T>`,
-/// `&mut CudaSlice<T>`, or a scalar of an element type (`u32`, `f32`, ...) by value.
+/// A value that can be passed to a kernel: `&Buffer<T>`, `&mut Buffer<T>`, a view of a buffer
+/// (`&View<T>`, `&ViewMut<T>`, `&mut ViewMut<T>`), cudarc's `&CudaSlice<T>`,
+/// `&mut CudaSlice<T>`, `&CudaView<T>`, `&CudaViewMut<T>` and `&mut CudaViewMut<T>`, or a
+/// scalar of an element type (`u32`, `f32`, ...) by value.
 pub trait Arg<'a> {
     /// The argument as a launch slot.
     fn into_slot(self) -> ArgSlot<'a>;
@@ -169,11 +188,13 @@ impl<'a> Arg<'a> for ArgSlot<'a> {
 
 impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
     fn into_slot(self) -> ArgSlot<'a> {
+        let keep = Some(&self.graph_use);
         ArgSlot(match &self.repr {
             BufferRepr::Cuda(slice) => Slot::CudaRead {
                 dtype: T::DTYPE,
                 mem: slice,
                 len: slice.len(),
+                keep,
             },
             BufferRepr::Sim(sim) => Slot::Sim {
                 dtype: T::DTYPE,
@@ -181,6 +202,7 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
                 addr: sim.addr,
                 owner: sim.shared.id,
                 len: sim.len,
+                keep,
             },
         })
     }
@@ -188,6 +210,7 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a Buffer<T> {
 
 impl<'a, T: DeviceElement> Arg<'a> for &'a mut Buffer<T> {
     fn into_slot(self) -> ArgSlot<'a> {
+        let keep = Some(&self.graph_use);
         ArgSlot(match &mut self.repr {
             BufferRepr::Cuda(slice) => {
                 let len = slice.len();
@@ -195,6 +218,7 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a mut Buffer<T> {
                     dtype: T::DTYPE,
                     mem: slice,
                     len,
+                    keep,
                 }
             }
             BufferRepr::Sim(sim) => Slot::Sim {
@@ -203,6 +227,76 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a mut Buffer<T> {
                 addr: sim.addr,
                 owner: sim.shared.id,
                 len: sim.len,
+                keep,
+            },
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a View<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        let keep = Some(self.graph_use);
+        ArgSlot(match &self.repr {
+            ViewRepr::Cuda(view) => Slot::CudaRead {
+                dtype: T::DTYPE,
+                mem: view,
+                len: view.len(),
+                keep,
+            },
+            ViewRepr::Sim(r) => Slot::Sim {
+                dtype: T::DTYPE,
+                writable: false,
+                addr: r.addr,
+                owner: r.shared.id,
+                len: r.len,
+                keep,
+            },
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a ViewMut<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        let keep = Some(self.graph_use);
+        ArgSlot(match &self.repr {
+            ViewMutRepr::Cuda(view) => Slot::CudaRead {
+                dtype: T::DTYPE,
+                mem: view,
+                len: view.len(),
+                keep,
+            },
+            ViewMutRepr::Sim(r) => Slot::Sim {
+                dtype: T::DTYPE,
+                writable: false,
+                addr: r.addr,
+                owner: r.shared.id,
+                len: r.len,
+                keep,
+            },
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a mut ViewMut<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        let keep = Some(self.graph_use);
+        ArgSlot(match &mut self.repr {
+            ViewMutRepr::Cuda(view) => {
+                let len = view.len();
+                Slot::CudaWrite {
+                    dtype: T::DTYPE,
+                    mem: view,
+                    len,
+                    keep,
+                }
+            }
+            ViewMutRepr::Sim(r) => Slot::Sim {
+                dtype: T::DTYPE,
+                writable: true,
+                addr: r.addr,
+                owner: r.shared.id,
+                len: r.len,
+                keep,
             },
         })
     }
@@ -214,6 +308,7 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a CudaSlice<T> {
             dtype: T::DTYPE,
             mem: self,
             len: self.len(),
+            keep: None,
         })
     }
 }
@@ -225,6 +320,41 @@ impl<'a, T: DeviceElement> Arg<'a> for &'a mut CudaSlice<T> {
             dtype: T::DTYPE,
             mem: self,
             len,
+            keep: None,
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a CudaView<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(Slot::CudaRead {
+            dtype: T::DTYPE,
+            mem: self,
+            len: self.len(),
+            keep: None,
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a CudaViewMut<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        ArgSlot(Slot::CudaRead {
+            dtype: T::DTYPE,
+            mem: self,
+            len: self.len(),
+            keep: None,
+        })
+    }
+}
+
+impl<'a, T: DeviceElement> Arg<'a> for &'a mut CudaViewMut<'_, T> {
+    fn into_slot(self) -> ArgSlot<'a> {
+        let len = self.len();
+        ArgSlot(Slot::CudaWrite {
+            dtype: T::DTYPE,
+            mem: self,
+            len,
+            keep: None,
         })
     }
 }
@@ -339,6 +469,11 @@ pub(super) struct HiddenValue {
 }
 
 impl<'s, 'a> CheckedArgs<'s, 'a> {
+    /// The checked slots, one per parameter.
+    pub(super) fn slots(&self) -> &[ArgSlot<'a>] {
+        self.slots
+    }
+
     /// The checked slots, then the hidden parameters' values.
     pub(super) fn into_parts(self) -> (&'s mut [ArgSlot<'a>], SmallVec<[HiddenValue; 8]>) {
         (self.slots, self.hidden)
@@ -472,6 +607,7 @@ mod tests {
             addr: 0x1000,
             owner,
             len: 100,
+            keep: None,
         })
     }
 
@@ -579,6 +715,7 @@ mod tests {
                 addr: 0x2000,
                 owner: 7,
                 len: 5,
+                keep: None,
             }))
             .push(9u32);
         let checked = check(&image(lengths), &mut list, Target::Sim(7)).expect("fits");

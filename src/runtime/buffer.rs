@@ -3,15 +3,20 @@
 //!
 //! Every transfer checks lengths first (cudarc asserts on them), and a buffer remembers which
 //! device it lives on, so passing it to a kernel of another device is an error at launch.
+//!
+//! A [`View`] or [`ViewMut`] is a range of a buffer, passed to kernels like a buffer of the
+//! range's length (so a kernel's bounds checks stop at the end of the range).
 
 use std::fmt;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 
 use super::RuntimeError;
 use super::device::{Device, Imp, SimShared};
 use super::driver::memset_pattern;
+use super::graph::GraphUse;
 use crate::ir::{DType, Element};
 
 /// An element type buffers can hold: every [`Element`] (`i8..i64`, `u8..u64`, `f32`, `f64`).
@@ -26,6 +31,10 @@ impl<T: Element + DeviceRepr + ValidAsZeroBits> DeviceElement for T {}
 /// cudarc slice with [`Buffer::from_cuda`]. Pass `&buffer` for kernel inputs and
 /// `&mut buffer` for outputs.
 pub struct Buffer<T: DeviceElement> {
+    /// What graphs that captured the buffer hold of it. Declared first, so it is dropped
+    /// first: graphs learn the buffer is gone (and their last replay has finished) before
+    /// `repr` frees the memory.
+    pub(super) graph_use: GraphUse,
     pub(super) repr: BufferRepr<T>,
 }
 
@@ -76,12 +85,7 @@ impl<T: DeviceElement> Buffer<T> {
                 .stream()
                 .clone_dtoh(slice)
                 .map_err(RuntimeError::driver("cuMemcpyDtoHAsync")),
-            BufferRepr::Sim(a) => {
-                let size = T::DTYPE.bytes() as usize;
-                let mut bytes = vec![0u8; byte_len::<T>(a.len)?];
-                a.shared.sim.read(a.addr, &mut bytes)?;
-                Ok(bytes.chunks_exact(size).map(element_from_le::<T>).collect())
-            }
+            BufferRepr::Sim(a) => SimRange::of(a, 0, a.len, T::DTYPE).to_vec(),
         }
     }
 
@@ -107,8 +111,13 @@ impl<T: DeviceElement> Buffer<T> {
     /// Wraps a cudarc slice. It keeps its context and stream; it can be passed to kernels
     /// compiled in that context.
     pub fn from_cuda(slice: CudaSlice<T>) -> Self {
+        Buffer::new(BufferRepr::Cuda(slice))
+    }
+
+    pub(super) fn new(repr: BufferRepr<T>) -> Self {
         Buffer {
-            repr: BufferRepr::Cuda(slice),
+            graph_use: GraphUse::default(),
+            repr,
         }
     }
 
@@ -121,19 +130,73 @@ impl<T: DeviceElement> Buffer<T> {
     }
 
     /// The cudarc slice, mutably, when this is a CUDA buffer.
+    ///
+    /// The slice could be replaced (and the memory a graph captured freed), so graphs that
+    /// captured this buffer stop launching from here on
+    /// ([`RuntimeError::GraphBufferGone`]); launches and graphs captured later are not affected.
     pub fn as_cuda_mut(&mut self) -> Option<&mut CudaSlice<T>> {
         match &mut self.repr {
-            BufferRepr::Cuda(s) => Some(s),
+            BufferRepr::Cuda(s) => {
+                self.graph_use.retire();
+                Some(s)
+            }
             BufferRepr::Sim(_) => None,
         }
     }
 
-    /// The cudarc slice, when this is a CUDA buffer; the buffer itself otherwise.
+    /// The cudarc slice, when this is a CUDA buffer; the buffer itself otherwise. Graphs that
+    /// captured the buffer stop launching ([`RuntimeError::GraphBufferGone`]).
     pub fn into_cuda(self) -> Result<CudaSlice<T>, Self> {
-        match self.repr {
-            BufferRepr::Cuda(s) => Ok(s),
-            repr @ BufferRepr::Sim(_) => Err(Buffer { repr }),
+        let Buffer { graph_use, repr } = self;
+        match repr {
+            BufferRepr::Cuda(s) => {
+                drop(graph_use);
+                Ok(s)
+            }
+            repr @ BufferRepr::Sim(_) => Err(Buffer { graph_use, repr }),
         }
+    }
+
+    /// A view of the elements in `range`, to pass to kernels as an input (a buffer of the
+    /// range's length). A range past the end is [`RuntimeError::ViewOutOfRange`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), coopgraph::runtime::RuntimeError> {
+    /// let device = coopgraph::runtime::Device::sim();
+    /// let b = device.upload(&[1u32, 2, 3, 4, 5])?;
+    /// let v = b.view(1..4)?;
+    /// assert_eq!((v.len(), v.to_vec()?), (3, vec![2, 3, 4]));
+    /// assert!(b.view(2..9).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn view(&self, range: impl RangeBounds<usize>) -> Result<View<'_, T>, RuntimeError> {
+        let (start, end) = bounds(&range, self.len())?;
+        let repr = match &self.repr {
+            BufferRepr::Cuda(s) => ViewRepr::Cuda(s.slice(start..end)),
+            BufferRepr::Sim(a) => ViewRepr::Sim(SimRange::of(a, start, end, T::DTYPE)),
+        };
+        Ok(View {
+            graph_use: &self.graph_use,
+            repr,
+        })
+    }
+
+    /// A view of the elements in `range`, to pass to kernels as an output (`&mut view`) or an
+    /// input (`&view`). A range past the end is [`RuntimeError::ViewOutOfRange`].
+    pub fn view_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<ViewMut<'_, T>, RuntimeError> {
+        let (start, end) = bounds(&range, self.len())?;
+        let repr = match &mut self.repr {
+            BufferRepr::Cuda(s) => ViewMutRepr::Cuda(s.slice_mut(start..end)),
+            BufferRepr::Sim(a) => ViewMutRepr::Sim(SimRange::of(a, start, end, T::DTYPE)),
+        };
+        Ok(ViewMut {
+            graph_use: &self.graph_use,
+            repr,
+        })
     }
 
     /// Whether the buffer lives on `device` (in its CUDA context, or in its simulator).
@@ -156,6 +219,143 @@ impl<T: DeviceElement> fmt::Debug for Buffer<T> {
     }
 }
 
+/// The start and end of `range` in a buffer of `len` elements, or `ViewOutOfRange`.
+fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Result<(usize, usize), RuntimeError> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(start), Some(end)) if start <= end && end <= len => Ok((start, end)),
+        _ => Err(RuntimeError::ViewOutOfRange {
+            start: start.unwrap_or(usize::MAX),
+            end: end.unwrap_or(usize::MAX),
+            len,
+        }),
+    }
+}
+
+/// A range of a simulator allocation: its first element's address and its length.
+#[derive(Clone)]
+pub(super) struct SimRange {
+    pub(super) shared: Arc<SimShared>,
+    pub(super) addr: u64,
+    pub(super) len: usize,
+}
+
+impl SimRange {
+    fn of(a: &SimAlloc, start: usize, end: usize, dtype: DType) -> SimRange {
+        SimRange {
+            shared: a.shared.clone(),
+            addr: a.addr + (start as u64) * u64::from(dtype.bytes()),
+            len: end - start,
+        }
+    }
+
+    /// The elements, copied to the host.
+    pub(super) fn to_vec<T: Element>(&self) -> Result<Vec<T>, RuntimeError> {
+        let size = T::DTYPE.bytes() as usize;
+        let mut bytes = vec![0u8; byte_len::<T>(self.len)?];
+        self.shared.sim.read(self.addr, &mut bytes)?;
+        Ok(bytes.chunks_exact(size).map(element_from_le::<T>).collect())
+    }
+}
+
+/// A range of a [`Buffer`], read-only: passed to a kernel (`&view`) as an input buffer of the
+/// range's length. Made by [`Buffer::view`].
+pub struct View<'a, T: DeviceElement> {
+    pub(super) graph_use: &'a GraphUse,
+    pub(super) repr: ViewRepr<'a, T>,
+}
+
+pub(super) enum ViewRepr<'a, T> {
+    Cuda(CudaView<'a, T>),
+    Sim(SimRange),
+}
+
+/// A range of a [`Buffer`] a kernel may write: passed as `&mut view` to an output parameter
+/// (or as `&view` to an input), as a buffer of the range's length. Made by
+/// [`Buffer::view_mut`].
+pub struct ViewMut<'a, T: DeviceElement> {
+    pub(super) graph_use: &'a GraphUse,
+    pub(super) repr: ViewMutRepr<'a, T>,
+}
+
+pub(super) enum ViewMutRepr<'a, T> {
+    Cuda(CudaViewMut<'a, T>),
+    Sim(SimRange),
+}
+
+impl<T: DeviceElement> View<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            ViewRepr::Cuda(v) => v.len(),
+            ViewRepr::Sim(r) => r.len,
+        }
+    }
+
+    /// Whether the view holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies the view's elements to the host (after the kernels queued before that write
+    /// them).
+    pub fn to_vec(&self) -> Result<Vec<T>, RuntimeError> {
+        match &self.repr {
+            ViewRepr::Cuda(v) => cudarc::driver::DeviceSlice::stream(v)
+                .clone_dtoh(v)
+                .map_err(RuntimeError::driver("cuMemcpyDtoHAsync")),
+            ViewRepr::Sim(r) => r.to_vec(),
+        }
+    }
+}
+
+impl<T: DeviceElement> ViewMut<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            ViewMutRepr::Cuda(v) => v.len(),
+            ViewMutRepr::Sim(r) => r.len,
+        }
+    }
+
+    /// Whether the view holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies the view's elements to the host (after the kernels queued before that write
+    /// them).
+    pub fn to_vec(&self) -> Result<Vec<T>, RuntimeError> {
+        match &self.repr {
+            ViewMutRepr::Cuda(v) => cudarc::driver::DeviceSlice::stream(v)
+                .clone_dtoh(v)
+                .map_err(RuntimeError::driver("cuMemcpyDtoHAsync")),
+            ViewMutRepr::Sim(r) => r.to_vec(),
+        }
+    }
+}
+
+impl<T: DeviceElement> fmt::Debug for View<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "View<{}>[{}]", T::DTYPE, self.len())
+    }
+}
+
+impl<T: DeviceElement> fmt::Debug for ViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ViewMut<{}>[{}]", T::DTYPE, self.len())
+    }
+}
+
 impl Device {
     /// Copies `data` into a new buffer on this device.
     pub fn upload<T: DeviceElement>(&self, data: &[T]) -> Result<Buffer<T>, RuntimeError> {
@@ -172,7 +372,7 @@ impl Device {
                 BufferRepr::Sim(alloc)
             }
         };
-        Ok(Buffer { repr })
+        Ok(Buffer::new(repr))
     }
 
     /// A new buffer of `len` zeros.
@@ -193,7 +393,7 @@ impl Device {
                 })
             }
         };
-        Ok(Buffer { repr })
+        Ok(Buffer::new(repr))
     }
 
     /// A new buffer of `len` copies of `value` (for example a poison value in an output, so a
@@ -231,12 +431,12 @@ impl Device {
                 BufferRepr::Sim(alloc)
             }
         };
-        Ok(Buffer { repr })
+        Ok(Buffer::new(repr))
     }
 }
 
 /// Bytes of `len` elements of `T`, or `TooLarge`.
-fn byte_len<T: Element>(len: usize) -> Result<usize, RuntimeError> {
+pub(super) fn byte_len<T: Element>(len: usize) -> Result<usize, RuntimeError> {
     len.checked_mul(T::DTYPE.bytes() as usize)
         .filter(|&b| b <= isize::MAX as usize)
         .ok_or(RuntimeError::TooLarge {
@@ -247,7 +447,11 @@ fn byte_len<T: Element>(len: usize) -> Result<usize, RuntimeError> {
 
 /// Allocates `bytes` (at least one, so every buffer has its own address) in the simulator; the
 /// contents are undefined (to its uninitialized-value checker) until written.
-fn sim_alloc(shared: &Arc<SimShared>, len: usize, bytes: usize) -> Result<SimAlloc, RuntimeError> {
+pub(super) fn sim_alloc(
+    shared: &Arc<SimShared>,
+    len: usize,
+    bytes: usize,
+) -> Result<SimAlloc, RuntimeError> {
     let addr = shared.sim.alloc(bytes.max(1))?;
     Ok(SimAlloc {
         shared: shared.clone(),
@@ -257,7 +461,7 @@ fn sim_alloc(shared: &Arc<SimShared>, len: usize, bytes: usize) -> Result<SimAll
 }
 
 /// Elements as little-endian bytes (the simulator's memory order, as on the GPU).
-fn to_le_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+pub(super) fn to_le_bytes<T: Element>(data: &[T]) -> Vec<u8> {
     let size = T::DTYPE.bytes() as usize;
     let mut out = Vec::with_capacity(data.len() * size);
     for v in data {

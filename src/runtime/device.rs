@@ -352,6 +352,16 @@ impl Device {
         }
     }
 
+    /// Whether `self` and `other` run in one place: the same CUDA context, or the same
+    /// simulator. Buffers, streams, events and functions of one are valid on the other.
+    pub fn shares_target_with(&self, other: &Device) -> bool {
+        match (&self.inner.imp, &other.inner.imp) {
+            (Imp::Cuda(a), Imp::Cuda(b)) => *a.ctx == *b.ctx,
+            (Imp::Sim(a), Imp::Sim(b)) => a.id == b.id,
+            _ => false,
+        }
+    }
+
     /// Whether `self` and `other` are the same device (clones of one another).
     pub fn same_as(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

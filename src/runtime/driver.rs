@@ -14,8 +14,8 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
-    SyncOnDrop, sys,
+    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
+    DeviceSlice, DriverError, PinnedHostSlice, SyncOnDrop, ValidAsZeroBits, sys,
 };
 
 use super::RuntimeError;
@@ -63,21 +63,54 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuLaunchKernel",
     "cuLaunchCooperativeKernel",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuEventQuery",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
 ];
+
+/// The driver library, opened by coopgraph itself under a name cudarc's loader also tries, and
+/// kept open for the process; `None` where there is none. Opened here rather than through cudarc
+/// so that the check works however cudarc reaches the driver (loaded at run time, or linked when
+/// a crate beside coopgraph asks cudarc for `dynamic-linking`).
+fn driver_library() -> Option<&'static libloading::Library> {
+    static LIB: OnceLock<Option<libloading::Library>> = OnceLock::new();
+    LIB.get_or_init(|| {
+        library_names().into_iter().find_map(|name| {
+            // SAFETY: opening the driver library runs its initialisers, which touch no state of
+            // this program; the handle is kept for the process, so nothing looked up in it
+            // outlives it.
+            unsafe { libloading::Library::new(name) }.ok()
+        })
+    })
+    .as_ref()
+}
+
+/// File names of the driver library, each one that cudarc's loader tries too (so where one is
+/// found here, cudarc finds a library as well): `libcuda.so` and `libcuda.so.1` on Linux,
+/// `nvcuda.dll` on Windows.
+fn library_names() -> [String; 2] {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    let base = if cfg!(windows) { "nvcuda" } else { "cuda" };
+    [
+        format!("{DLL_PREFIX}{base}{DLL_SUFFIX}"),
+        format!("{DLL_PREFIX}{base}{DLL_SUFFIX}.1"),
+    ]
+}
 
 /// Checks, once per process, that the CUDA driver library can be loaded and has every entry
 /// point the runtime uses. Never panics.
 pub(super) fn ensure_driver() -> Result<(), RuntimeError> {
     static STATE: OnceLock<Result<(), Option<&'static str>>> = OnceLock::new();
     let state = STATE.get_or_init(|| {
-        // SAFETY: `is_culib_present` only tries `dlopen` on the candidate library names and
-        // closes what it opened; loading libcuda runs no user-visible initialisation.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(None);
-        }
-        // SAFETY: the library was just found under one of the names `culib` tries, so `culib`
-        // loads it instead of panicking; it keeps the library loaded for the process.
-        let lib = unsafe { sys::culib() };
+        let lib = driver_library().ok_or(None)?;
         for &name in REQUIRED_SYMBOLS {
             // SAFETY: the symbol is only looked up, never called through this pointer type.
             let found = unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_ok();
@@ -121,14 +154,37 @@ impl Drop for CudaKernel {
     }
 }
 
-/// Whether the driver has the optional entry point `name` (one the runtime can do without).
-fn has_symbol(name: &str) -> bool {
-    if ensure_driver().is_err() {
-        return false;
+/// `cuFuncGetParamInfo` (CUDA 12.4 drivers and later), looked up in the driver library rather
+/// than through cudarc's bindings, which declare it only for the CUDA versions that have it.
+/// Returns the driver's raw status (a C enum, so an `int`).
+type ParamInfoFn = unsafe extern "C" fn(sys::CUfunction, usize, *mut usize, *mut usize) -> i32;
+
+/// The driver's `cuFuncGetParamInfo`, where it has one.
+fn param_info_fn() -> Option<ParamInfoFn> {
+    static FN: OnceLock<Option<ParamInfoFn>> = OnceLock::new();
+    *FN.get_or_init(|| {
+        let lib = driver_library()?;
+        // SAFETY: the symbol is the driver's `cuFuncGetParamInfo`, whose C signature is
+        // `CUresult (CUfunction, size_t, size_t *, size_t *)`: `ParamInfoFn` with the enum as
+        // `int`. The library stays open for the process, so the pointer stays valid.
+        let symbol = unsafe { lib.get::<ParamInfoFn>(b"cuFuncGetParamInfo") };
+        symbol.ok().map(|s| *s)
+    })
+}
+
+/// A raw driver status as cudarc's enum, for the statuses a parameter query can return; any
+/// other becomes `CUDA_ERROR_UNKNOWN` (an `int` outside the enum cannot be made into one).
+fn status_of(code: i32) -> sys::CUresult {
+    use sys::CUresult as R;
+    match code {
+        0 => R::CUDA_SUCCESS,
+        1 => R::CUDA_ERROR_INVALID_VALUE,
+        3 => R::CUDA_ERROR_NOT_INITIALIZED,
+        4 => R::CUDA_ERROR_DEINITIALIZED,
+        201 => R::CUDA_ERROR_INVALID_CONTEXT,
+        400 => R::CUDA_ERROR_INVALID_HANDLE,
+        _ => R::CUDA_ERROR_UNKNOWN,
     }
-    // SAFETY: `ensure_driver` found the library, so `culib` loads it instead of panicking; the
-    // symbol is only looked up, never called through this pointer type.
-    unsafe { sys::culib().get::<*const c_void>(name.as_bytes()) }.is_ok()
 }
 
 impl CudaKernel {
@@ -140,10 +196,9 @@ impl CudaKernel {
         &self,
         count: usize,
     ) -> Result<Option<Vec<ParamLayout>>, RuntimeError> {
-        static PRESENT: OnceLock<bool> = OnceLock::new();
-        if !*PRESENT.get_or_init(|| has_symbol("cuFuncGetParamInfo")) {
+        let Some(param_info) = param_info_fn() else {
             return Ok(None);
-        }
+        };
         self.ctx
             .bind_to_thread()
             .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
@@ -152,9 +207,8 @@ impl CudaKernel {
             let (mut offset, mut size) = (0usize, 0usize);
             // SAFETY: `function` is a live handle in the bound context; both out pointers are
             // valid; an index past the last parameter is reported, not read.
-            let status =
-                unsafe { sys::cuFuncGetParamInfo(self.function, index, &mut offset, &mut size) };
-            match status {
+            let status = unsafe { param_info(self.function, index, &mut offset, &mut size) };
+            match status_of(status) {
                 sys::CUresult::CUDA_SUCCESS => layout.push(ParamLayout {
                     offset: u32::try_from(offset).unwrap_or(u32::MAX),
                     size: u32::try_from(size).unwrap_or(u32::MAX),
@@ -235,21 +289,29 @@ impl CudaKernel {
         Ok(u32::try_from(blocks).unwrap_or(0))
     }
 
-    /// Launches the entry on `stream`.
+    /// Launches the entry on `streams.launch`.
     ///
     /// `args` went through [`super::args::check`], which matched every argument with the
     /// image's parameters (count, role, dtype), checked that every buffer lives in this
-    /// kernel's context and filled in the hidden parameters; `stream` belongs to the same
-    /// context (checked by the caller).
+    /// kernel's context and filled in the hidden parameters; both streams belong to the same
+    /// context (checked by the caller). cudarc's cross-stream tracking of each buffer goes
+    /// through `streams.track`: it waits for the buffer's earlier users and records the use.
     pub(super) fn launch(
         &self,
-        grid: [u32; 3],
-        block: [u32; 3],
-        dynamic_smem: u32,
-        stream: &CudaStream,
-        cooperative: bool,
+        shape: Shape,
+        streams: Streams<'_>,
         args: CheckedArgs<'_, '_>,
     ) -> Result<(), RuntimeError> {
+        let Shape {
+            grid,
+            block,
+            dynamic_smem,
+            cooperative,
+        } = shape;
+        let Streams {
+            launch: stream,
+            track,
+        } = streams;
         self.ctx
             .bind_to_thread()
             .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
@@ -264,12 +326,12 @@ impl CudaKernel {
             match &mut slot.0 {
                 Slot::Scalar { dtype, bits } => cells.push(scalar_cell(dtype.bytes(), *bits)),
                 Slot::CudaRead { mem, .. } => {
-                    let (ptr, guard) = mem.read_ptr(stream);
+                    let (ptr, guard) = mem.read_ptr(track);
                     cells.push(ptr);
                     guards.push(guard);
                 }
                 Slot::CudaWrite { mem, .. } => {
-                    let (ptr, guard) = mem.write_ptr(stream);
+                    let (ptr, guard) = mem.write_ptr(track);
                     cells.push(ptr);
                     guards.push(guard);
                 }
@@ -292,7 +354,9 @@ impl CudaKernel {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         let result = if cooperative {
-            // SAFETY: `function` is live in the bound context and `stream` belongs to it.
+            // SAFETY: `function` is live in the bound context and `stream` belongs to it (and
+            // `track`, through which every buffer's earlier users were waited for: on `stream`
+            // itself, or before a capture on `stream` began).
             // `params` holds one pointer per declared parameter (the image's parameters and
             // hidden parameters, whose count and sizes loading checked against the entry),
             // each to an 8-byte cell holding a device address of a buffer of the parameter's
@@ -343,6 +407,75 @@ impl CudaKernel {
     }
 }
 
+/// The shape of one launch.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    pub(super) grid: [u32; 3],
+    pub(super) block: [u32; 3],
+    pub(super) dynamic_smem: u32,
+    /// Whether to launch cooperatively (every block resident at once).
+    pub(super) cooperative: bool,
+}
+
+/// The streams of one launch: the one it runs on, and the one cudarc's tracking of its buffers
+/// goes through. They are one stream but for a launch into a graph: there `track` is a stream
+/// outside the capture, so that waiting for a buffer's earlier users and recording this use
+/// touch no event inside the graph (the graph replays the launch; its replays are ordered by
+/// the stream they are launched on).
+#[derive(Clone, Copy)]
+pub(super) struct Streams<'s> {
+    pub(super) launch: &'s CudaStream,
+    pub(super) track: &'s CudaStream,
+}
+
+/// An instantiated CUDA graph. cudarc's `CudaGraph` holds raw driver handles, so it is neither
+/// `Send` nor `Sync`; this wrapper is `Send`, and is only ever used behind a mutex.
+pub(super) struct GraphExec(pub(super) cudarc::driver::CudaGraph);
+
+// SAFETY: the driver allows a graph and its executable to be used from any thread as long as
+// calls on them are serialized; `GraphExec` is only reached through a `Mutex` (in `Graph`),
+// and is dropped (destroying the handles) by whichever thread drops that mutex.
+unsafe impl Send for GraphExec {}
+
+impl GraphExec {
+    /// Launches the graph on `stream`, which belongs to the graph's context (checked by the
+    /// caller); a replay needs no waiting for buffers (see `Streams`).
+    pub(super) fn launch(&self, stream: &CudaStream) -> Result<(), RuntimeError> {
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        // SAFETY: the executable graph is live (owned by `self.0`) and was instantiated in the
+        // stream's context; the caller holds the mutex around `self`, so no other call on the
+        // graph runs at once. Every buffer the graph touches is alive: the caller holds each
+        // captured buffer's liveness lock, checked it is alive, and makes its drop wait for
+        // this launch.
+        unsafe { sys::cuGraphLaunch(self.0.cu_graph_exec(), stream.cu_stream()) }
+            .result()
+            .map_err(RuntimeError::driver("cuGraphLaunch"))
+    }
+}
+
+/// `len` zeroed elements of page-locked host memory in `ctx` (not write-combined: the host
+/// reads what is copied into it). `len` elements of `T` fit the address space (checked by the
+/// caller).
+pub(super) fn alloc_pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
+    ctx: &Arc<CudaContext>,
+    len: usize,
+) -> Result<PinnedHostSlice<T>, RuntimeError> {
+    // SAFETY: the memory is written below before anything can read it: the slice is returned
+    // only after every byte is zeroed, and zero bits are a value of every element type.
+    let mut pinned = unsafe { ctx.alloc_pinned_with_flags::<T>(len, 0) }
+        .map_err(RuntimeError::driver("cuMemHostAlloc"))?;
+    let ptr = pinned
+        .as_mut_ptr()
+        .map_err(RuntimeError::driver("cuEventSynchronize"))?;
+    // SAFETY: `ptr` is the start of a fresh allocation of `len` elements of `T`, aligned for
+    // `T` (cudarc asserts it), and no copy into it is queued yet.
+    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+    Ok(pinned)
+}
+
 /// A scalar's bytes in native order at the start of an 8-byte cell.
 fn scalar_cell(size: u32, bits: u64) -> u64 {
     let mut cell = [0u8; 8];
@@ -384,6 +517,33 @@ impl<T: Send + Sync> CudaMem for CudaSlice<T> {
 impl<T: Send + Sync> CudaMemMut for CudaSlice<T> {
     fn context(&self) -> &Arc<CudaContext> {
         CudaSlice::context(self)
+    }
+    fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr_mut(stream)
+    }
+}
+
+impl<T: Send + Sync> CudaMem for CudaView<'_, T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        DeviceSlice::stream(self).context()
+    }
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+}
+
+impl<T: Send + Sync> CudaMem for CudaViewMut<'_, T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        DeviceSlice::stream(self).context()
+    }
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+}
+
+impl<T: Send + Sync> CudaMemMut for CudaViewMut<'_, T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        DeviceSlice::stream(self).context()
     }
     fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
         self.device_ptr_mut(stream)

@@ -201,6 +201,34 @@ pub enum RuntimeError {
     },
     /// The simulator failed.
     Sim(crate::sim::SimError),
+    /// A view's range does not lie inside its buffer.
+    ViewOutOfRange {
+        /// The range's first element.
+        start: usize,
+        /// One past the range's last element.
+        end: usize,
+        /// The buffer's length.
+        len: usize,
+    },
+    /// Work other than a kernel launch went to a stream that is capturing a graph (a graph
+    /// holds kernel launches only; copies and events go to another stream).
+    Capturing {
+        /// What was asked of the capturing stream, e.g. `an upload`.
+        what: &'static str,
+    },
+    /// A launch being captured into a graph passed memory the graph cannot keep track of (a
+    /// cudarc slice or view): a graph replays launches later, so it takes only coopgraph
+    /// buffers and views of them, whose lifetime it follows.
+    CaptureUntracked {
+        /// The argument's position (0-based).
+        index: usize,
+        /// The parameter's name.
+        name: String,
+    },
+    /// A graph was asked to launch after a buffer it captured was dropped (or its cudarc slice
+    /// was taken out or borrowed mutably): its launches would touch memory that is not the
+    /// buffer's any more.
+    GraphBufferGone,
 }
 
 /// What [`RuntimeError::WrongDevice`] found on another device.
@@ -214,10 +242,16 @@ pub enum Foreign {
         /// The parameter's name.
         name: String,
     },
-    /// The stream a launch was asked to use.
+    /// The stream a launch, copy or graph replay was asked to use.
     Stream,
-    /// The start event of a time measurement.
+    /// The start event of a time measurement, or an event a stream was asked to wait for.
     Event,
+    /// A buffer a stream was asked to copy.
+    Buffer,
+    /// A pinned host buffer a stream was asked to copy into.
+    HostBuffer,
+    /// A graph asked to launch on a stream of another device.
+    Graph,
     /// The loaded function itself.
     Function,
 }
@@ -226,8 +260,11 @@ impl fmt::Display for Foreign {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Foreign::Argument { index, name } => write!(f, "argument {index} (`{name}`)"),
-            Foreign::Stream => f.write_str("the launch stream"),
-            Foreign::Event => f.write_str("the start event"),
+            Foreign::Stream => f.write_str("the stream"),
+            Foreign::Event => f.write_str("the event"),
+            Foreign::Buffer => f.write_str("the buffer"),
+            Foreign::HostBuffer => f.write_str("the pinned host buffer"),
+            Foreign::Graph => f.write_str("the graph"),
             Foreign::Function => f.write_str("the function"),
         }
     }
@@ -365,15 +402,35 @@ impl fmt::Display for RuntimeError {
                 write!(f, "{elems} elements of {dtype} exceed the address space")
             }
             E::Sim(e) => write!(f, "simulator: {e}"),
+            E::ViewOutOfRange { start, end, len } => write!(
+                f,
+                "the view {start}..{end} does not lie inside a buffer of {len} elements"
+            ),
+            E::Capturing { what } => write!(
+                f,
+                "{what} went to a stream that is capturing a graph, which holds kernel launches \
+                 only"
+            ),
+            E::CaptureUntracked { index, name } => write!(
+                f,
+                "argument {index} (`{name}`) of a captured launch is a cudarc slice or view; a \
+                 graph replays launches later, so it takes only coopgraph buffers and their views"
+            ),
+            E::GraphBufferGone => f.write_str(
+                "a buffer the graph captured was dropped or handed out to cudarc; the graph \
+                 cannot launch",
+            ),
         }
     }
 }
 
+/// Each cause once: a driver error's code is in the message (cudarc's `DriverError` would only
+/// print it again, and asks the driver for its description to do so), and the simulator's
+/// error is shown by `Display`, so its own source is handed on.
 impl std::error::Error for RuntimeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            RuntimeError::Driver { code, .. } | RuntimeError::Jit { code, .. } => Some(code),
-            RuntimeError::Sim(e) => Some(e),
+            RuntimeError::Sim(e) => e.source(),
             _ => None,
         }
     }

@@ -1,8 +1,10 @@
-//! Events and timing, for benchmarks: GPU time between two points of a device's stream.
+//! Events: points in a stream's work, to order other streams after them ([`Stream::wait`]), to
+//! wait for on the host, and to time the work between two of them.
 //!
-//! On CUDA an [`Event`] is a cudarc timing event recorded on the device's stream, so the time
-//! between two events is the GPU's time for the work queued between them. On the simulator,
-//! which runs each launch to completion on the calling thread, it is the host clock.
+//! On CUDA an [`Event`] is a cudarc timing event recorded on a stream, so the time between two
+//! events is the GPU's time for the work queued between them. On the simulator, which runs each
+//! launch to completion when it is enqueued, it is the host clock at the recording, and an event
+//! is complete as soon as it is recorded.
 
 use std::time::{Duration, Instant};
 
@@ -11,8 +13,9 @@ use cudarc::driver::{CudaEvent, sys};
 use super::RuntimeError;
 use super::device::{Device, Imp};
 use super::error::Foreign;
+use super::stream::Stream;
 
-/// A point in a device's stream of work.
+/// A point in a stream's work: [`Stream::record_event`] or [`Device::record_event`].
 #[derive(Debug)]
 pub struct Event {
     repr: EventRepr,
@@ -52,7 +55,64 @@ impl Device {
     }
 }
 
+impl Stream {
+    /// Records an event at the current end of this stream's work.
+    pub fn record_event(&self) -> Result<Event, RuntimeError> {
+        if self.is_capturing() {
+            return Err(RuntimeError::Capturing {
+                what: "an event record",
+            });
+        }
+        let repr = match (&self.inner.cuda, &self.device().inner.imp) {
+            (Some(s), _) => EventRepr::Cuda(
+                s.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(RuntimeError::driver("cuEventRecord"))?,
+            ),
+            (None, Imp::Sim(s)) => EventRepr::Sim {
+                at: Instant::now(),
+                sim: s.id,
+            },
+            (None, Imp::Cuda(_)) => {
+                return Err(RuntimeError::WrongDevice {
+                    what: Foreign::Stream,
+                });
+            }
+        };
+        Ok(Event { repr })
+    }
+
+    /// Makes the work queued on this stream from now on wait until `event` has completed
+    /// (the work before it on its stream). The event must come from this stream's device;
+    /// on the simulator, where every event is complete once recorded, this returns at once.
+    pub fn wait(&self, event: &Event) -> Result<(), RuntimeError> {
+        if self.is_capturing() {
+            return Err(RuntimeError::Capturing {
+                what: "an event wait",
+            });
+        }
+        match (&self.inner.cuda, &event.repr, &self.device().inner.imp) {
+            (Some(s), EventRepr::Cuda(e), _) if **e.context() == **s.context() => {
+                s.wait(e).map_err(RuntimeError::driver("cuStreamWaitEvent"))
+            }
+            (None, EventRepr::Sim { sim, .. }, Imp::Sim(s)) if *sim == s.id => Ok(()),
+            _ => Err(RuntimeError::WrongDevice {
+                what: Foreign::Event,
+            }),
+        }
+    }
+}
+
 impl Event {
+    /// Whether the work before the event has finished, without waiting.
+    pub fn is_complete(&self) -> Result<bool, RuntimeError> {
+        match &self.repr {
+            EventRepr::Cuda(e) => e
+                .try_is_complete()
+                .map_err(RuntimeError::driver("cuEventQuery")),
+            EventRepr::Sim { .. } => Ok(true),
+        }
+    }
+
     /// Waits until the work before this event has finished.
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
         match &self.repr {

@@ -9,15 +9,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaStream, sys};
+use cudarc::driver::sys;
 
 use super::RuntimeError;
 use super::args::{self, ArgList, KernelArgs};
 use super::device::{Device, Imp};
-use super::driver::CudaKernel;
+use super::driver::{CudaKernel, Shape, Streams};
 use super::error::Foreign;
+use super::graph::SimLaunch;
 use super::image::{HiddenParam, KernelImage, ParamKind};
 use super::load::{self, default_dynamic_limit};
+use super::stream::Stream;
 use crate::ir::Bounds;
 use crate::sim::{LaunchReport, SimModule};
 
@@ -96,8 +98,9 @@ pub struct LaunchConfig {
     /// Dynamic shared memory per block; `None` uses the image's. When given it must be at least
     /// the image's.
     pub dynamic_smem: Option<u32>,
-    /// The stream to launch on (CUDA only); `None` uses the device's.
-    pub stream: Option<Arc<CudaStream>>,
+    /// The stream to launch on, a stream of the function's device; `None` uses the device's
+    /// own. A stream that is capturing a graph records the launch instead of running it.
+    pub stream: Option<Stream>,
 }
 
 impl LaunchConfig {
@@ -117,8 +120,8 @@ impl LaunchConfig {
     }
 
     /// Launches on `stream` instead of the device's stream.
-    pub fn on_stream(mut self, stream: Arc<CudaStream>) -> Self {
-        self.stream = Some(stream);
+    pub fn on_stream(mut self, stream: &Stream) -> Self {
+        self.stream = Some(stream.clone());
         self
     }
 
@@ -379,9 +382,25 @@ impl Function {
             }
         }
 
+        if let Some(stream) = &config.stream {
+            stream.check_on(&self.device)?;
+        }
+        // A stream capturing a graph keeps its recording locked while a launch goes in.
+        let mut capture = config.stream.as_ref().map(Stream::recording);
+        let recording = capture.as_mut().and_then(|c| c.as_mut());
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem,
+            cooperative: image.needs_cooperative,
+        };
         match (&self.kernel.module, &self.device.inner.imp) {
             (LoadedModule::Cuda(kernel), Imp::Cuda(c)) => {
-                let stream = config.stream.as_ref().unwrap_or(&c.stream);
+                let stream = config
+                    .stream
+                    .as_ref()
+                    .and_then(Stream::cuda_stream)
+                    .unwrap_or(&c.stream);
                 if **stream.context() != *kernel.ctx {
                     return Err(RuntimeError::WrongDevice {
                         what: Foreign::Stream,
@@ -398,21 +417,32 @@ impl Function {
                         *configured = dynamic_smem;
                     }
                 }
+                let mut track = stream;
+                if let Some(recording) = recording {
+                    recording.add_buffers(image, &checked)?;
+                    track = recording.fence().unwrap_or(stream);
+                }
                 kernel.launch(
-                    grid,
-                    block,
-                    dynamic_smem,
-                    stream,
-                    image.needs_cooperative,
+                    shape,
+                    Streams {
+                        launch: stream,
+                        track,
+                    },
                     checked,
                 )?;
                 Ok(None)
             }
             (LoadedModule::Sim(module), Imp::Sim(s)) => {
-                if config.stream.is_some() {
-                    return Err(RuntimeError::WrongDevice {
-                        what: Foreign::Stream,
+                if let Some(recording) = recording {
+                    recording.add_buffers(image, &checked)?;
+                    recording.add_sim_launch(SimLaunch {
+                        function: self.clone(),
+                        grid,
+                        block,
+                        dynamic_smem,
+                        params: args::sim_params(checked),
                     });
+                    return Ok(None);
                 }
                 let params = args::sim_params(checked);
                 let _in_order = s.launch_lock();
@@ -428,6 +458,94 @@ impl Function {
                     what: Foreign::Function,
                 })
             }
+        }
+    }
+
+    /// Runs one launch of a simulator graph (its arguments were checked at capture).
+    pub(super) fn run_sim(&self, launch: &SimLaunch) -> Result<(), RuntimeError> {
+        match (&self.kernel.module, &self.device.inner.imp) {
+            (LoadedModule::Sim(module), Imp::Sim(s)) => {
+                let _in_order = s.launch_lock();
+                s.sim.launch(
+                    module,
+                    &self.kernel.image.entry,
+                    launch.grid,
+                    launch.block,
+                    launch.dynamic_smem,
+                    &launch.params,
+                )?;
+                Ok(())
+            }
+            _ => Err(RuntimeError::WrongDevice {
+                what: Foreign::Function,
+            }),
+        }
+    }
+
+    /// The driver's handle of the entry, on CUDA: for launching the kernel through the driver
+    /// (or cudarc's `sys` bindings) yourself.
+    ///
+    /// The handle belongs to [`device`](Self::device)'s CUDA context
+    /// ([`Device::cuda_context`]) and stays valid while this function or any clone of it
+    /// lives (it is not to be unloaded or destroyed). A raw launch passes, after one argument
+    /// per parameter of [`ImageParts::params`](super::ImageParts::params) (a buffer's device address, or a scalar), one
+    /// `u32` per [`ImageParts::hidden`](super::ImageParts::hidden) parameter: for each
+    /// [`HiddenParam::Length`] the element count of the buffer passed for that parameter
+    /// (`u32::MAX` for longer buffers). The kernel checks every access against these lengths,
+    /// so lengths larger than the buffers make it read and write outside them; the layout of
+    /// the whole parameter block is [`ImageParts::param_layout`](super::ImageParts::param_layout). Grid, block shape and
+    /// dynamic shared memory follow the image (see [`launch`](Self::launch) for the checks a
+    /// raw launch skips).
+    ///
+    /// ```no_run
+    /// use coopgraph::runtime::{Device, HiddenParam};
+    /// use cudarc::driver::{DevicePtr, sys};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let mut k = coopgraph::KernelBuilder::new("copy").block(128);
+    /// # let x = k.input::<f32>("x");
+    /// # let y = k.output::<f32>("y");
+    /// # let b = k.this_block();
+    /// # let t = k.load_from(b, &x, coopgraph::Load::direct());
+    /// # k.store_to(b, &y, &t, coopgraph::Store::direct());
+    /// # let kernel = k.build()?;
+    /// let device = Device::cuda(0)?;
+    /// let f = device.compile(&kernel)?; // a kernel `(x: &[f32], y: &mut [f32])`
+    /// let stream = device.cuda_stream().expect("a CUDA device").clone();
+    /// let x = stream.clone_htod(&[1.0f32; 1024])?;
+    /// let y = stream.alloc_zeros::<f32>(1024)?;
+    /// let (px, _rx) = x.device_ptr(&stream);
+    /// let (py, _ry) = y.device_ptr(&stream);
+    /// // The user parameters, then the hidden lengths (here of x and of y, in that order).
+    /// let mut cells: Vec<u64> = vec![px, py];
+    /// for hidden in &f.image().hidden {
+    ///     let HiddenParam::Length { buffer } = *hidden;
+    ///     cells.push([1024u64, 1024][buffer]); // a u32 at the start of its cell
+    /// }
+    /// let mut params: Vec<*mut std::ffi::c_void> =
+    ///     cells.iter_mut().map(|c| c as *mut u64 as *mut _).collect();
+    /// let blocks = f.config_over(1024)?.grid[0];
+    /// let [bx, by, bz] = f.image().block;
+    /// device.cuda_context().expect("a CUDA device").bind_to_thread()?;
+    /// // SAFETY: the function lives in this context; the cells match the parameter layout;
+    /// // the lengths are those of the buffers passed.
+    /// unsafe {
+    ///     sys::cuLaunchKernel(
+    ///         f.cu_function().expect("a CUDA function"),
+    ///         blocks, 1, 1, bx, by, bz,
+    ///         f.image().dynamic_smem,
+    ///         stream.cu_stream(),
+    ///         params.as_mut_ptr(),
+    ///         std::ptr::null_mut(),
+    ///     )
+    ///     .result()?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cu_function(&self) -> Option<sys::CUfunction> {
+        match &self.kernel.module {
+            LoadedModule::Cuda(kernel) => Some(kernel.function),
+            LoadedModule::Sim(_) => None,
         }
     }
 

@@ -10,14 +10,21 @@
 //! - [`Device`]: a GPU ([`Device::cuda`]) or the simulator ([`Device::sim`]);
 //!   [`default_device`] picks one as `COOPGRAPH_DEVICE` says.
 //! - [`Buffer`]: an array in a device's memory; interoperates with cudarc's `CudaSlice`.
+//!   [`View`] and [`ViewMut`]: ranges of buffers, passed to kernels as buffers of their length.
 //! - [`KernelImage`] and [`Compile`]: the contract with code generation.
 //! - [`Device::compile`]: the specialization cache; [`Function::launch`]: the typed launch.
-//! - [`Event`] and [`Device::time`]: GPU timing for benchmarks.
+//! - [`Stream`]: a queue of work (launches, uploads, downloads, into [`PinnedBuffer`]s
+//!   asynchronously); [`Event`]: a point in a stream, to wait for or time;
+//!   [`Device::time`]: GPU timing for benchmarks.
+//! - [`Graph`]: launches captured once on a stream ([`Stream::capture`]) and replayed.
 //!
 //! Architecture invariants:
 //! - `unsafe` only at the driver boundary (`driver.rs`, `load.rs`), each block with a `SAFETY:`
 //!   comment; everything else here is safe code, and launch arguments are checked against the
 //!   kernel's signature before any address reaches the driver.
+//! - A graph launches only while every buffer it captured is alive, and a captured buffer's
+//!   memory is freed only after the graph's last replay that used it has finished
+//!   (`graph.rs`).
 //! - A function is never used in a context it was not loaded in: the cache lives with the
 //!   context, a [`Function`] launches only on the device it was compiled for, and every buffer
 //!   and stream passed to a launch is checked to belong to that context.
@@ -32,20 +39,24 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod graph;
 mod image;
 mod launch;
 mod load;
+mod stream;
 
 pub use crate::cache_key::KernelKey;
 pub use crate::sim::{Budget, Control, LaunchReport, Progress, ProgressHook, SimOptions};
 pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
-pub use buffer::{Buffer, DeviceElement};
+pub use buffer::{Buffer, DeviceElement, View, ViewMut};
 pub use cache::CacheStats;
 pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};
 pub use error::{Foreign, RuntimeError};
 pub use event::Event;
+pub use graph::Graph;
 pub use image::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig};
 pub use launch::{Function, LaunchConfig};
+pub use stream::{PinnedBuffer, Stream};
 
 /// The default device: the GPU where one is present, the simulator otherwise, unless
 /// `COOPGRAPH_DEVICE` says `cuda` (then a GPU or an error) or `sim`. See

@@ -112,7 +112,7 @@ impl Allocation {
         let mut rest = data;
         while !rest.is_empty() {
             let i = (at / 8) as usize;
-            if at % 8 == 0 && rest.len() >= 8 {
+            if at.is_multiple_of(8) && rest.len() >= 8 {
                 if let (Some(w), Some(m)) = (self.words.get(i), self.written.get(i)) {
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&rest[..8]);
@@ -294,10 +294,10 @@ impl GlobalView<'_> {
         size: u32,
         hint: &mut usize,
     ) -> Option<(&Allocation, u64)> {
-        if let Some(a) = self.allocs.get(*hint) {
-            if let Some(off) = within(a, addr, size) {
-                return Some((a, off));
-            }
+        if let Some(a) = self.allocs.get(*hint)
+            && let Some(off) = within(a, addr, size)
+        {
+            return Some((a, off));
         }
         let i = self
             .allocs

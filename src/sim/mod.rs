@@ -388,10 +388,10 @@ impl Simulator {
                 limit: MAX_LOCAL_BYTES,
             }));
         }
-        if let Some(required) = prog.reqntid {
-            if required != block {
-                return Err(refuse(LaunchProblem::Reqntid { required, block }));
-            }
+        if let Some(required) = prog.reqntid
+            && required != block
+        {
+            return Err(refuse(LaunchProblem::Reqntid { required, block }));
         }
         let limit = module.module.arch.max_shared_per_block();
         let total = u64::from(prog.dyn_base) + u64::from(dynamic_smem_bytes);

@@ -192,10 +192,10 @@ impl RaceState {
         }
         if s.list != 0 {
             let l = &self.lists[(s.list - 1) as usize];
-            if l.has_atomic {
-                if let Some(a) = l.recs.iter().find(|r| r.atomic() && !self.ordered(r, u)) {
-                    return Err(Self::hit(byte, a, true));
-                }
+            if l.has_atomic
+                && let Some(a) = l.recs.iter().find(|r| r.atomic() && !self.ordered(r, u))
+            {
+                return Err(Self::hit(byte, a, true));
             }
         }
         if s.r.tid == NONE || self.ordered(&s.r, u) {

@@ -486,8 +486,8 @@ proptest! {
         for i in 0..b.size() {
             prop_assert_eq!(r.call(i), composed.call(b.call(i)));
         }
-        if let (Some(m0), Some(m1)) = (a.mode(0), a.mode(1)) {
-            if a.rank() == 2 {
+        if let (Some(m0), Some(m1)) = (a.mode(0), a.mode(1))
+            && a.rank() == 2 {
                 for i in 0..m0.size() {
                     let row = composed.slice(&Coord::tuple([Coord::index(i), Coord::free()]).expect("flat")).expect("congruent");
                     for j in 0..m1.size() {
@@ -496,7 +496,6 @@ proptest! {
                     }
                 }
             }
-        }
     }
 
     #[test]

@@ -135,17 +135,17 @@ fn allowed(stage: Stage, block: u32, items: u32) -> bool {
     let warp_collective = if block <= 32 {
         block.is_power_of_two()
     } else {
-        block % 32 == 0
+        block.is_multiple_of(32)
     };
     match stage {
         Stage::Reduce(..) | Stage::Scan(..) => warp_collective,
         Stage::Neighbor(Nb::Offset | Nb::Rotate) => items == 1 && (block > 32 || warp_collective),
         Stage::Neighbor(_) => block > 32 || warp_collective,
-        Stage::Exchange(Via::Groups(g)) => block % g == 0,
+        Stage::Exchange(Via::Groups(g)) => block.is_multiple_of(g),
         Stage::Exchange(Via::Warps | Via::TimeSliced)
         | Stage::Load(Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced)
         | Stage::Store(Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced) => {
-            block % 32 == 0
+            block.is_multiple_of(32)
         }
         _ => true,
     }

@@ -894,16 +894,25 @@ fn cudarc_interop() {
     // A stream of another context is refused.
     let other_ctx = cudarc::driver::CudaContext::new_non_primary(0, 0).expect("context");
     let foreign_stream = other_ctx.default_stream();
+    assert!(matches!(
+        dev.wrap_cuda_stream(foreign_stream.clone()),
+        Err(RuntimeError::WrongDevice { .. })
+    ));
+    let foreign = Device::from_cuda_stream(foreign_stream)
+        .expect("adopt")
+        .stream();
     let mut y2 = dev.alloc_zeroed::<u32>(300).expect("alloc");
-    let config = LaunchConfig::blocks(3).on_stream(foreign_stream);
+    let config = LaunchConfig::blocks(3).on_stream(&foreign);
     assert!(matches!(
         f.launch(config, (&wrapped, &mut y2, 300u32)),
         Err(RuntimeError::WrongDevice { .. })
     ));
     // A non-blocking stream of the same context works, ordered by cudarc's events.
-    let side = stream.fork().expect("fork");
+    let side = dev
+        .wrap_cuda_stream(stream.fork().expect("fork"))
+        .expect("same context");
     f.launch(
-        LaunchConfig::blocks(3).on_stream(side),
+        LaunchConfig::blocks(3).on_stream(&side),
         (&wrapped, &mut y2, 300u32),
     )
     .expect("launch on a forked stream");
