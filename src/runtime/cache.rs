@@ -22,8 +22,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use cudarc::driver::CudaContext;
 
 use super::device::{Device, Imp};
+use super::disk_cache::Origin;
 use super::image::Compile;
+use super::image::KernelImage;
 use super::launch::{Function, LoadedKernel};
+use super::load::{DiskModule, without_comments};
 use crate::cache_key::{KernelKey, StableHasher};
 use crate::codegen::Arch;
 
@@ -158,6 +161,8 @@ pub(super) struct StatCounters {
     hits: AtomicU64,
     misses: AtomicU64,
     loads: AtomicU64,
+    disk_hits: AtomicU64,
+    disk_misses: AtomicU64,
 }
 
 /// How [`Device::compile`] calls through one device went.
@@ -167,8 +172,12 @@ pub struct CacheStats {
     pub hits: u64,
     /// Calls that emitted the kernel (each is followed by a load attempt).
     pub misses: u64,
-    /// Modules loaded successfully (JIT on CUDA, parse on the simulator).
+    /// Modules loaded successfully (JIT or disk cache on CUDA, parse on the simulator).
     pub loads: u64,
+    /// Loads whose cubin came from the disk cache (no JIT).
+    pub disk_hits: u64,
+    /// Loads that found no valid entry in the disk cache, so ran the JIT and stored the cubin.
+    pub disk_misses: u64,
     /// Kernels in the cache of this device's context, loaded by any device of it.
     pub entries: u64,
 }
@@ -183,6 +192,12 @@ impl Device {
     /// it and the others wait for it. Errors (from [`Compile::emit`] or from loading) are not
     /// cached.
     ///
+    /// On CUDA with a [disk cache](Self::disk_cache), a miss emits the PTX and then looks for
+    /// its cubin on disk, keyed by the kernel's key, the PTX, the compute capability, the
+    /// driver's version and the crate version: a valid entry is loaded without running the
+    /// JIT; otherwise the driver's linker compiles the PTX and the cubin is stored for the
+    /// next process. [`cache_stats`](Self::cache_stats) counts both outcomes.
+    ///
     /// The cache belongs to the context: devices opened on the same CUDA context share it,
     /// devices of other contexts (or ordinals) have their own, and so does each simulator. A
     /// function is therefore only ever launched in the context it was loaded in.
@@ -196,10 +211,28 @@ impl Device {
         if let Some(loaded) = slot.kernel.get() {
             return Ok(self.hit(loaded));
         }
-        self.inner.stats.misses.fetch_add(1, Ordering::Relaxed);
+        let stats = &self.inner.stats;
+        stats.misses.fetch_add(1, Ordering::Relaxed);
         let image = kernel.emit(self.arch())?;
-        let loaded = Arc::new(LoadedKernel::load(self, image)?);
-        self.inner.stats.loads.fetch_add(1, Ordering::Relaxed);
+        let disk = match &self.inner.imp {
+            Imp::Cuda(c) => self.disk_cache().map(|cache| DiskModule {
+                cache,
+                key: disk_key(
+                    &kernel.cache_key(),
+                    &image,
+                    c.compute_capability,
+                    c.driver_version,
+                ),
+            }),
+            Imp::Sim(_) => None,
+        };
+        let loaded = Arc::new(LoadedKernel::load(self, image, disk.as_ref())?);
+        stats.loads.fetch_add(1, Ordering::Relaxed);
+        match (loaded.origin(), &disk) {
+            (Origin::Disk, _) => stats.disk_hits.fetch_add(1, Ordering::Relaxed),
+            (Origin::Built, Some(_)) => stats.disk_misses.fetch_add(1, Ordering::Relaxed),
+            (Origin::Built, None) => 0,
+        };
         // Only this thread sets the cell (it holds `init`), so the value set is `loaded`.
         let loaded = slot.kernel.get_or_init(|| loaded);
         Ok(Function::new(self.clone(), loaded.clone()))
@@ -218,6 +251,8 @@ impl Device {
             hits: s.hits.load(Ordering::Relaxed),
             misses: s.misses.load(Ordering::Relaxed),
             loads: s.loads.load(Ordering::Relaxed),
+            disk_hits: s.disk_hits.load(Ordering::Relaxed),
+            disk_misses: s.disk_misses.load(Ordering::Relaxed),
             entries: self.inner.cache.len() as u64,
         }
     }
@@ -235,6 +270,45 @@ impl Device {
             Imp::Sim(s) => super::args::Target::Sim(s.id),
         }
     }
+}
+
+/// The key of a CUDA module in the disk cache: everything its cubin depends on, each field
+/// length-prefixed. The kernel's key (its whole IR and options, or a hand-written image), the
+/// PTX it emitted without comments and with its whitespace collapsed (the code generator's
+/// output itself, so a cubin that an older build of the code generator stored under an
+/// unchanged crate version is never taken for this one's; comments carry source lines, which
+/// the kernel's key leaves out too), the
+/// arch the PTX was written for, the exact compute capability the JIT compiles for, the
+/// driver's version (its JIT), the crate version and the JIT options.
+fn disk_key(
+    kernel: &KernelKey,
+    image: &KernelImage,
+    (major, minor): (u32, u32),
+    driver_version: u32,
+) -> Vec<u8> {
+    const JIT_OPTIONS: &str = "cuLinkCreate: default optimization level, verbose logs";
+    // Tokens one space apart: comments and layout change no cubin.
+    let ptx = without_comments(&image.ptx)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let fields: [&[u8]; 9] = [
+        b"coopgraph cubin",
+        kernel.bytes(),
+        ptx.as_bytes(),
+        &image.arch.sm().to_le_bytes(),
+        &major.to_le_bytes(),
+        &minor.to_le_bytes(),
+        &driver_version.to_le_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        JIT_OPTIONS.as_bytes(),
+    ];
+    let mut out = Vec::with_capacity(fields.iter().map(|f| f.len() + 8).sum());
+    for f in fields {
+        out.extend_from_slice(&(f.len() as u64).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -328,5 +402,35 @@ mod tests {
         assert!(dev.compile(&a).expect("hit").same_module(&fa));
         let stats = dev.cache_stats();
         assert_eq!((stats.misses, stats.hits, stats.entries), (2, 2, 2));
+    }
+
+    #[test]
+    fn disk_keys_name_everything_a_cubin_depends_on() {
+        let k = forged("k", b"kernel");
+        let base = disk_key(&k.key, &k.image, (9, 0), 12080);
+        assert_eq!(base, disk_key(&k.key, &k.image, (9, 0), 12080));
+        // Each of these changes the cubin, so each changes the key.
+        let other_kernel = KernelKey::new(b"kernel 2".to_vec());
+        assert_ne!(base, disk_key(&other_kernel, &k.image, (9, 0), 12080));
+        assert_ne!(base, disk_key(&k.key, &k.image, (9, 1), 12080));
+        assert_ne!(base, disk_key(&k.key, &k.image, (10, 0), 12080));
+        assert_ne!(base, disk_key(&k.key, &k.image, (9, 0), 12090));
+        let mut sm80 = k.image.clone();
+        sm80.parts_mut().arch = Arch::Sm80;
+        assert_ne!(base, disk_key(&k.key, &sm80, (9, 0), 12080));
+        // Other PTX under an unchanged kernel key (another build of the code generator) is
+        // another entry; PTX that differs only in its comments (source lines) is the same.
+        let mut changed = k.image.clone();
+        changed.parts_mut().ptx = k.image.ptx.replace("ret;", "exit;");
+        assert_ne!(base, disk_key(&k.key, &changed, (9, 0), 12080));
+        let mut commented = k.image.clone();
+        commented.parts_mut().ptx = format!("// built at main.rs:10:5\n{}", k.image.ptx);
+        assert_eq!(base, disk_key(&k.key, &commented, (9, 0), 12080));
+        // Fields are length-prefixed: bytes moved from one field to the next do not collide.
+        let a = KernelKey::new(b"ab".to_vec());
+        let mut moved = k.image.clone();
+        moved.parts_mut().ptx = format!("b{}", k.image.ptx);
+        let shifted = disk_key(&KernelKey::new(b"a".to_vec()), &moved, (9, 0), 12080);
+        assert_ne!(disk_key(&a, &k.image, (9, 0), 12080), shifted);
     }
 }

@@ -9,7 +9,8 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError, sys};
 
 use super::RuntimeError;
 use super::cache::{KernelCache, StatCounters};
-use super::driver::ensure_driver;
+use super::disk_cache::DiskCache;
+use super::driver::{driver_version, ensure_driver};
 use crate::codegen::Arch;
 use crate::sim::{SimOptions, Simulator};
 
@@ -130,6 +131,9 @@ pub(super) struct DeviceInner {
     pub(super) imp: Imp,
     pub(super) cache: Arc<KernelCache>,
     pub(super) stats: StatCounters,
+    /// The disk cache CUDA modules are loaded from and stored in (`None`: off). Read from the
+    /// environment when the device opens; [`Device::set_disk_cache`] changes it.
+    pub(super) disk: Mutex<Option<Arc<DiskCache>>>,
 }
 
 /// The backend's handles.
@@ -142,6 +146,10 @@ pub(super) enum Imp {
 pub(super) struct CudaImp {
     pub(super) ctx: Arc<CudaContext>,
     pub(super) stream: Arc<CudaStream>,
+    /// The device's compute capability, exactly (the JIT compiles for it).
+    pub(super) compute_capability: (u32, u32),
+    /// The driver's version (`cuDriverGetVersion`: 1000 × major + 10 × minor).
+    pub(super) driver_version: u32,
 }
 
 /// A simulator, shared by the device and every buffer allocated in it.
@@ -237,6 +245,7 @@ impl Device {
         let name = ctx
             .name()
             .map_err(RuntimeError::driver("cuDeviceGetName"))?;
+        let driver_version = driver_version()?;
         let cache = KernelCache::for_context(&ctx);
         Ok(Device {
             inner: Arc::new(DeviceInner {
@@ -247,9 +256,15 @@ impl Device {
                 },
                 arch,
                 limits,
-                imp: Imp::Cuda(CudaImp { ctx, stream }),
+                imp: Imp::Cuda(CudaImp {
+                    ctx,
+                    stream,
+                    compute_capability: (major, minor),
+                    driver_version,
+                }),
                 cache,
                 stats: StatCounters::default(),
+                disk: Mutex::new(DiskCache::from_env().map(Arc::new)),
             }),
         })
     }
@@ -281,6 +296,7 @@ impl Device {
                 imp: Imp::Sim(shared),
                 cache: Arc::new(KernelCache::new(None)),
                 stats: StatCounters::default(),
+                disk: Mutex::new(None),
             }),
         }
     }
@@ -349,6 +365,29 @@ impl Device {
                 .synchronize()
                 .map_err(RuntimeError::driver("cuStreamSynchronize")),
             Imp::Sim(_) => Ok(()),
+        }
+    }
+
+    /// The disk cache this device loads CUDA modules from and stores them in, if it has one.
+    /// A CUDA device opens with the cache the environment asks for ([`DiskCache::from_env`]);
+    /// the simulator has none (it parses PTX, which is cheap) and ignores one set.
+    pub fn disk_cache(&self) -> Option<Arc<DiskCache>> {
+        self.inner
+            .disk
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Sets the disk cache of this device (and its clones): `None` turns it off. Kernels loaded
+    /// already are not affected.
+    pub fn set_disk_cache(&self, cache: Option<DiskCache>) {
+        if self.is_cuda() {
+            *self
+                .inner
+                .disk
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = cache.map(Arc::new);
         }
     }
 

@@ -74,6 +74,11 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGraphLaunch",
     "cuGraphExecDestroy",
     "cuGraphDestroy",
+    "cuDriverGetVersion",
+    "cuLinkCreate_v2",
+    "cuLinkAddData_v2",
+    "cuLinkComplete",
+    "cuLinkDestroy",
 ];
 
 /// The driver library, opened by coopgraph itself under a name cudarc's loader also tries, and
@@ -125,6 +130,18 @@ pub(super) fn ensure_driver() -> Result<(), RuntimeError> {
         Err(None) => Err(RuntimeError::NoDriver),
         Err(Some(name)) => Err(RuntimeError::MissingDriverSymbol { name }),
     }
+}
+
+/// The driver's version: 1000 × major + 10 × minor (12080 for CUDA 12.8).
+pub(super) fn driver_version() -> Result<u32, RuntimeError> {
+    ensure_driver()?;
+    let mut version = 0i32;
+    // SAFETY: the driver library is loaded (checked above, `cuDriverGetVersion` among the
+    // required entry points) and `version` is a valid out pointer; the call needs no context.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(RuntimeError::driver("cuDriverGetVersion"))?;
+    Ok(u32::try_from(version).unwrap_or(0))
 }
 
 /// A module loaded in a context and the entry function looked up in it. Unloads the module on

@@ -14,11 +14,12 @@ use cudarc::driver::sys;
 use super::RuntimeError;
 use super::args::{self, ArgList, KernelArgs};
 use super::device::{Device, Imp};
+use super::disk_cache::Origin;
 use super::driver::{CudaKernel, Shape, Streams};
 use super::error::Foreign;
 use super::graph::SimLaunch;
 use super::image::{HiddenParam, KernelImage, ParamKind};
-use super::load::{self, default_dynamic_limit};
+use super::load::{self, DiskModule, default_dynamic_limit};
 use super::stream::Stream;
 use crate::ir::Bounds;
 use crate::sim::{LaunchReport, SimModule};
@@ -29,6 +30,8 @@ pub(super) struct LoadedKernel {
     module: LoadedModule,
     /// The JIT's info log (empty on the simulator).
     jit_log: String,
+    /// Where the module's code came from.
+    origin: Origin,
     /// The largest dynamic shared memory the function is configured for (locked while the
     /// driver attribute is raised, so concurrent launches never lower it).
     smem_configured: Mutex<u32>,
@@ -41,7 +44,11 @@ enum LoadedModule {
 
 impl LoadedKernel {
     /// Loads `image` on `device`.
-    pub(super) fn load(device: &Device, image: KernelImage) -> Result<Self, RuntimeError> {
+    pub(super) fn load(
+        device: &Device,
+        image: KernelImage,
+        disk: Option<&DiskModule>,
+    ) -> Result<Self, RuntimeError> {
         let limits = device.limits();
         let threads = image.threads_per_block();
         if threads == 0 || threads > u64::from(limits.max_threads_per_block) {
@@ -63,14 +70,15 @@ impl LoadedKernel {
                 });
             }
         }
-        let (module, jit_log) = match &device.inner.imp {
+        let (module, jit_log, origin) = match &device.inner.imp {
             Imp::Cuda(c) => {
-                let (kernel, log) = load::load_cuda(&c.ctx, &image, limits)?;
-                (LoadedModule::Cuda(kernel), log)
+                let (kernel, log, origin) = load::load_cuda(&c.ctx, &image, limits, disk)?;
+                (LoadedModule::Cuda(kernel), log, origin)
             }
             Imp::Sim(_) => (
                 LoadedModule::Sim(load::load_sim(&image, limits)?),
                 String::new(),
+                Origin::Built,
             ),
         };
         let smem_configured = Mutex::new(
@@ -82,8 +90,14 @@ impl LoadedKernel {
             image,
             module,
             jit_log,
+            origin,
             smem_configured,
         })
+    }
+
+    /// Where the module's code came from.
+    pub(super) fn origin(&self) -> Origin {
+        self.origin
     }
 }
 
@@ -187,7 +201,7 @@ impl Function {
     }
 
     /// The driver JIT's info log for this function's module (registers, spills); empty on the
-    /// simulator.
+    /// simulator. A module from the disk cache has the log its JIT wrote when it was stored.
     pub fn jit_log(&self) -> &str {
         &self.kernel.jit_log
     }

@@ -6,15 +6,21 @@
 //! of dynamic shared memory get the opt-in attribute; kernels that need more than the device
 //! offers are rejected with [`RuntimeError::SharedMemory`] before any launch.
 //!
+//! With a disk cache ([`DiskCache`]), the driver's linker compiles the PTX to a cubin for the
+//! context's device instead (with the same log buffers), and the cubin is stored; the next
+//! process finds it and loads it with `cuModuleLoadDataEx`, skipping the JIT.
+//!
 //! On the simulator, loading is parsing: the simulator reads the same PTX text.
 
-use std::ffi::{CString, c_void};
+use std::ffi::{CStr, CString, c_void};
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudarc::driver::{CudaContext, DriverError, sys};
 
 use super::RuntimeError;
 use super::device::DeviceLimits;
+use super::disk_cache::{DiskCache, Origin, load_or_build};
 use super::driver::CudaKernel;
 use super::image::{KernelImage, ParamLayout};
 use crate::sim::SimModule;
@@ -46,13 +52,26 @@ pub(super) fn check_shared_memory(
     Ok(())
 }
 
-/// Loads `image` into `ctx` and looks up its entry. Returns the kernel and the JIT's info log
-/// (register and spill counts, since the log is verbose).
+/// A disk cache to load a module from, and to store it in: the cache and the entry's key (the
+/// whole specialization, see `Device::compile`).
+pub(super) struct DiskModule {
+    pub(super) cache: Arc<DiskCache>,
+    pub(super) key: Vec<u8>,
+}
+
+/// Loads `image` into `ctx` and looks up its entry. Returns the kernel, the JIT's info log
+/// (register and spill counts, since the log is verbose) and where the code came from.
+///
+/// Without a disk cache the PTX goes to `cuModuleLoadDataEx`. With one, a valid entry's cubin
+/// is loaded (no JIT at all); otherwise the driver's linker compiles the PTX to a cubin for
+/// the context's device (`cuLinkCreate` / `cuLinkAddData` / `cuLinkComplete`), which is
+/// loaded and stored for the next process.
 pub(super) fn load_cuda(
     ctx: &Arc<CudaContext>,
     image: &KernelImage,
     limits: &DeviceLimits,
-) -> Result<(CudaKernel, String), RuntimeError> {
+    disk: Option<&DiskModule>,
+) -> Result<(CudaKernel, String, Origin), RuntimeError> {
     check_shared_memory(image, image.dynamic_smem, limits)?;
     let ptx = CString::new(image.ptx.as_str()).map_err(|e| RuntimeError::PtxNul {
         offset: e.nul_position(),
@@ -62,52 +81,27 @@ pub(super) fn load_cuda(
     })?;
     ctx.bind_to_thread()
         .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
-
-    let mut info_log = vec![0u8; LOG_BYTES];
-    let mut error_log = vec![0u8; LOG_BYTES];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        sys::CUjit_option::CU_JIT_LOG_VERBOSE,
-    ];
-    // Option values are pointer-sized: buffers as pointers, sizes and flags as integers cast
-    // to pointers (the driver's convention). The size slots come back holding bytes written.
-    let mut values: [*mut c_void; 5] = [
-        info_log.as_mut_ptr().cast(),
-        std::ptr::without_provenance_mut(LOG_BYTES),
-        error_log.as_mut_ptr().cast(),
-        std::ptr::without_provenance_mut(LOG_BYTES),
-        std::ptr::without_provenance_mut(1),
-    ];
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: `ctx` is bound to this thread. `ptx` is a NUL-terminated PTX image that lives
-    // through the call. `options` and `values` have the same length (passed as the count); each
-    // log buffer is writable for the size given beside it, and both outlive the call (the
-    // driver does not keep them). `module` is a valid out pointer.
-    let status = unsafe {
-        sys::cuModuleLoadDataEx(
-            &mut module,
-            ptx.as_ptr().cast(),
-            options.len() as u32,
-            options.as_mut_ptr(),
-            values.as_mut_ptr(),
-        )
+    let start = Instant::now();
+    let (module, info, origin) = match disk {
+        None => {
+            let (module, info) = load_module(ModuleData::Ptx(&ptx), image)?;
+            (module, info, Origin::Built)
+        }
+        Some(disk) => load_through_disk(&ptx, image, disk)?,
     };
-    let info = log_text(&info_log, values[1].addr());
-    if let Err(code) = status.result() {
-        let error = log_text(&error_log, values[3].addr());
-        let log = match (error.is_empty(), info.is_empty()) {
-            (false, false) => format!("{error}\n{info}"),
-            (false, true) => error,
-            (true, _) => info,
-        };
-        return Err(RuntimeError::Jit {
-            log,
-            ptx: image.ptx.clone(),
-            code,
-        });
+    let took = start.elapsed();
+    match origin {
+        Origin::Built => log::debug!(
+            "JIT of `{}` for {}: {:.3} ms",
+            image.entry,
+            image.arch,
+            took.as_secs_f64() * 1e3
+        ),
+        Origin::Disk => log::debug!(
+            "`{}` loaded from the disk cache: {:.3} ms",
+            image.entry,
+            took.as_secs_f64() * 1e3
+        ),
     }
     // From here the module is owned: dropping `kernel` on an error path unloads it.
     let mut kernel = CudaKernel {
@@ -145,7 +139,196 @@ pub(super) fn load_cuda(
     if image.dynamic_smem > default_dynamic_limit(image.static_smem) {
         kernel.set_max_dynamic_smem(image.dynamic_smem)?;
     }
-    Ok((kernel, info))
+    Ok((kernel, info, origin))
+}
+
+/// The cubin of a valid disk-cache entry, loaded; else the PTX linked to a cubin, loaded and
+/// stored (see [`load_or_build`]).
+fn load_through_disk(
+    ptx: &CStr,
+    image: &KernelImage,
+    disk: &DiskModule,
+) -> Result<(sys::CUmodule, String, Origin), RuntimeError> {
+    load_or_build(
+        &disk.cache,
+        &disk.key,
+        &image.entry,
+        |cubin| load_module(ModuleData::Cubin(&aligned(cubin)), image).map(|(module, _)| module),
+        || link_cubin(ptx, image),
+    )
+}
+
+/// `bytes` copied into 8-byte words (an ELF image's headers hold 8-byte fields, so the image
+/// is handed to the driver aligned), zero-padded at the end.
+fn aligned(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_ne_bytes(w)
+        })
+        .collect()
+}
+
+/// What `cuModuleLoadDataEx` is given.
+#[derive(Clone, Copy)]
+enum ModuleData<'a> {
+    /// PTX text, NUL-terminated.
+    Ptx(&'a CStr),
+    /// A cubin (an ELF image) made by the driver's linker for this device, in aligned words.
+    Cubin(&'a [u64]),
+}
+
+/// The JIT options of every load and link: info and error log buffers, verbose logging.
+struct JitLogs {
+    info: Vec<u8>,
+    error: Vec<u8>,
+    options: [sys::CUjit_option; 5],
+    values: [*mut c_void; 5],
+}
+
+impl JitLogs {
+    fn new() -> Box<JitLogs> {
+        let mut logs = Box::new(JitLogs {
+            info: vec![0u8; LOG_BYTES],
+            error: vec![0u8; LOG_BYTES],
+            options: [
+                sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+            ],
+            values: [std::ptr::null_mut(); 5],
+        });
+        // Option values are pointer-sized: buffers as pointers, sizes and flags as integers
+        // cast to pointers (the driver's convention). The size slots come back holding bytes
+        // written.
+        logs.values = [
+            logs.info.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(LOG_BYTES),
+            logs.error.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(LOG_BYTES),
+            std::ptr::without_provenance_mut(1),
+        ];
+        logs
+    }
+
+    fn info(&self) -> String {
+        log_text(&self.info, self.values[1].addr())
+    }
+
+    /// The error log, then the info log, whichever were written.
+    fn failure(&self) -> String {
+        let (error, info) = (log_text(&self.error, self.values[3].addr()), self.info());
+        match (error.is_empty(), info.is_empty()) {
+            (false, false) => format!("{error}\n{info}"),
+            (false, true) => error,
+            (true, _) => info,
+        }
+    }
+}
+
+/// Loads a module from PTX or a cubin in the bound context, with the JIT's logs. Returns the
+/// module and the info log.
+fn load_module(
+    data: ModuleData<'_>,
+    image: &KernelImage,
+) -> Result<(sys::CUmodule, String), RuntimeError> {
+    let mut logs = JitLogs::new();
+    let ptr: *const c_void = match data {
+        ModuleData::Ptx(ptx) => ptx.as_ptr().cast(),
+        ModuleData::Cubin(words) => words.as_ptr().cast(),
+    };
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: the caller bound the context. `ptr` is a NUL-terminated PTX text or a whole
+    // cubin made by this driver's linker (from the linker just now, or from a disk-cache
+    // entry whose checksum and key matched; the cache directory is private to the user), and
+    // it lives through the call. `options` and `values` have the same length (passed as the
+    // count); each log buffer is writable for the size given beside it, and both outlive the
+    // call (the driver does not keep them). `module` is a valid out pointer.
+    let status = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            ptr,
+            logs.options.len() as u32,
+            logs.options.as_mut_ptr(),
+            logs.values.as_mut_ptr(),
+        )
+    };
+    if let Err(code) = status.result() {
+        return Err(RuntimeError::Jit {
+            log: logs.failure(),
+            ptx: image.ptx.clone(),
+            code,
+        });
+    }
+    Ok((module, logs.info()))
+}
+
+/// Compiles `ptx` to a cubin for the bound context's device with the driver's linker. Returns
+/// the cubin and the JIT's info log.
+fn link_cubin(ptx: &CStr, image: &KernelImage) -> Result<(Vec<u8>, String), RuntimeError> {
+    let mut logs = JitLogs::new();
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    // SAFETY: the caller bound the context; `options` and `values` have the same length and
+    // their log buffers live in `logs`, which outlives the link state (destroyed below, before
+    // `logs` is dropped); `state` is a valid out pointer.
+    let created = unsafe {
+        sys::cuLinkCreate_v2(
+            logs.options.len() as u32,
+            logs.options.as_mut_ptr(),
+            logs.values.as_mut_ptr(),
+            &mut state,
+        )
+    };
+    created
+        .result()
+        .map_err(RuntimeError::driver("cuLinkCreate"))?;
+    let linked = (|| {
+        let name = c"coopgraph.ptx";
+        // SAFETY: `state` is a live link state; `ptx` is NUL-terminated and its length is
+        // given with the NUL; the driver copies the data before returning; no extra options.
+        let added = unsafe {
+            sys::cuLinkAddData_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                ptx.as_ptr().cast_mut().cast(),
+                ptx.to_bytes_with_nul().len(),
+                name.as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        added.result()?;
+        let mut cubin: *mut c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: `state` is live; both out pointers are valid.
+        unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }.result()?;
+        if cubin.is_null() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: the driver hands back `size` bytes at `cubin`, owned by `state` and valid
+        // until it is destroyed (below, after this copy).
+        Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+    })();
+    // SAFETY: `state` was created above and is destroyed once; the cubin was copied out.
+    let _ = unsafe { sys::cuLinkDestroy(state) };
+    match linked {
+        Ok(cubin) if !cubin.is_empty() => Ok((cubin, logs.info())),
+        Ok(_) => Err(RuntimeError::Jit {
+            log: logs.failure(),
+            ptx: image.ptx.clone(),
+            code: DriverError(sys::CUresult::CUDA_ERROR_INVALID_IMAGE),
+        }),
+        Err(code) => Err(RuntimeError::Jit {
+            log: logs.failure(),
+            ptx: image.ptx.clone(),
+            code,
+        }),
+    }
 }
 
 /// Checks the parameters the PTX declares (count, offsets and sizes) against the image's
@@ -192,7 +375,7 @@ pub(super) fn entry_param_count(ptx: &str, entry: &str) -> Option<usize> {
 }
 
 /// `ptx` with `//` and `/* */` comments blanked out.
-fn without_comments(ptx: &str) -> String {
+pub(super) fn without_comments(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len());
     let mut rest = ptx;
     loop {

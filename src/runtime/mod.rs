@@ -13,6 +13,8 @@
 //!   [`View`] and [`ViewMut`]: ranges of buffers, passed to kernels as buffers of their length.
 //! - [`KernelImage`] and [`Compile`]: the contract with code generation.
 //! - [`Device::compile`]: the specialization cache; [`Function::launch`]: the typed launch.
+//! - [`DiskCache`]: compiled modules (cubins) kept on disk across processes, so a CUDA device
+//!   loads a kernel another process compiled without running the JIT.
 //! - [`Stream`]: a queue of work (launches, uploads, downloads, into [`PinnedBuffer`]s
 //!   asynchronously); [`Event`]: a point in a stream, to wait for or time;
 //!   [`Device::time`]: GPU timing for benchmarks.
@@ -28,6 +30,8 @@
 //! - A function is never used in a context it was not loaded in: the cache lives with the
 //!   context, a [`Function`] launches only on the device it was compiled for, and every buffer
 //!   and stream passed to a launch is checked to belong to that context.
+//! - Code from the disk cache is loaded only when its entry's checksum holds and its stored key
+//!   equals the whole key asked for; any other entry is deleted and rebuilt (`disk_cache.rs`).
 //! - No public function panics for want of a driver: the driver library and its entry points
 //!   are checked before the first driver call, and their absence is
 //!   [`RuntimeError::NoDriver`] (or [`RuntimeError::MissingDriverSymbol`]).
@@ -36,6 +40,7 @@ mod args;
 mod buffer;
 mod cache;
 mod device;
+mod disk_cache;
 mod driver;
 mod error;
 mod event;
@@ -51,6 +56,9 @@ pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
 pub use buffer::{Buffer, DeviceElement, View, ViewMut};
 pub use cache::CacheStats;
 pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};
+pub use disk_cache::{
+    CACHE_DIR_ENV, DISK_CACHE_ENV, DISK_CACHE_MAX_ENV, DiskCache, Lookup, Rejection, Usage,
+};
 pub use error::{Foreign, RuntimeError};
 pub use event::Event;
 pub use graph::Graph;

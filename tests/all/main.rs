@@ -5,6 +5,7 @@ mod cache_key;
 mod collectives_prop;
 mod common;
 mod defined;
+mod disk_cache;
 mod errors;
 mod exprs;
 mod fuzz;
