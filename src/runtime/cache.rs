@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Instant;
 
 use cudarc::driver::CudaContext;
 
@@ -213,7 +214,15 @@ impl Device {
         }
         let stats = &self.inner.stats;
         stats.misses.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
         let image = kernel.emit(self.arch())?;
+        log::debug!(
+            "kernel cache miss: `{}` emitted for {} in {:.3} ms ({} bytes of PTX)",
+            kernel.name(),
+            self.arch(),
+            start.elapsed().as_secs_f64() * 1e3,
+            image.ptx.len()
+        );
         let disk = match &self.inner.imp {
             Imp::Cuda(c) => self.disk_cache().map(|cache| DiskModule {
                 cache,
@@ -240,6 +249,7 @@ impl Device {
 
     fn hit(&self, loaded: &Arc<LoadedKernel>) -> Function {
         self.inner.stats.hits.fetch_add(1, Ordering::Relaxed);
+        log::trace!("kernel cache hit: `{}`", loaded.entry());
         Function::new(self.clone(), loaded.clone())
     }
 

@@ -247,6 +247,15 @@ impl Device {
             .map_err(RuntimeError::driver("cuDeviceGetName"))?;
         let driver_version = driver_version()?;
         let cache = KernelCache::for_context(&ctx);
+        let disk = DiskCache::from_env();
+        log::debug!(
+            "CUDA device {ordinal}: {name}, compute capability {major}.{minor}, driver {}.{}; \
+             disk cache {}",
+            driver_version / 1000,
+            driver_version % 1000 / 10,
+            disk.as_ref()
+                .map_or("off".to_string(), |d| format!("in {}", d.dir().display()))
+        );
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 backend: Backend::Cuda {
@@ -264,7 +273,7 @@ impl Device {
                 }),
                 cache,
                 stats: StatCounters::default(),
-                disk: Mutex::new(DiskCache::from_env().map(Arc::new)),
+                disk: Mutex::new(disk.map(Arc::new)),
             }),
         })
     }
@@ -480,10 +489,13 @@ impl DeviceChoice {
             DeviceChoice::Auto => match Device::cuda(0) {
                 Ok(d) => Ok(d),
                 Err(
-                    RuntimeError::NoDriver
+                    e @ (RuntimeError::NoDriver
                     | RuntimeError::NoDevice { .. }
-                    | RuntimeError::UnsupportedDevice { .. },
-                ) => Ok(Device::sim()),
+                    | RuntimeError::UnsupportedDevice { .. }),
+                ) => {
+                    log::info!("no usable GPU ({e}); kernels run on the CPU simulator");
+                    Ok(Device::sim())
+                }
                 Err(e) => Err(e),
             },
         }

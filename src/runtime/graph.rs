@@ -310,6 +310,7 @@ impl Stream {
 
 impl Graph {
     fn new(device: Device, recording: Recording, repr: GraphRepr) -> Graph {
+        log::debug!("captured a graph of {} kernel launches", recording.kernels);
         let mut keeps = recording.keeps;
         keeps.sort_by_key(|k| Arc::as_ptr(k) as usize);
         keeps.dedup_by(|a, b| Arc::ptr_eq(a, b));
@@ -355,6 +356,7 @@ impl Graph {
         if states.iter().any(|s| s.gone) {
             return Err(RuntimeError::GraphBufferGone);
         }
+        log::trace!("graph replay: {} kernel launches", self.kernels);
         match &self.repr {
             GraphRepr::Cuda { exec, ready } => {
                 let Some(cuda) = stream.cuda_stream() else {

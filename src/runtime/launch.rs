@@ -8,6 +8,7 @@
 //! and the launch is recorded as a read or write of it.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use cudarc::driver::sys;
 
@@ -75,11 +76,16 @@ impl LoadedKernel {
                 let (kernel, log, origin) = load::load_cuda(&c.ctx, &image, limits, disk)?;
                 (LoadedModule::Cuda(kernel), log, origin)
             }
-            Imp::Sim(_) => (
-                LoadedModule::Sim(load::load_sim(&image, limits)?),
-                String::new(),
-                Origin::Built,
-            ),
+            Imp::Sim(_) => {
+                let start = Instant::now();
+                let module = load::load_sim(&image, limits)?;
+                log::debug!(
+                    "`{}` parsed for the simulator in {:.3} ms",
+                    image.entry,
+                    start.elapsed().as_secs_f64() * 1e3
+                );
+                (LoadedModule::Sim(module), String::new(), Origin::Built)
+            }
         };
         let smem_configured = Mutex::new(
             image
@@ -98,6 +104,11 @@ impl LoadedKernel {
     /// Where the module's code came from.
     pub(super) fn origin(&self) -> Origin {
         self.origin
+    }
+
+    /// The entry's name.
+    pub(super) fn entry(&self) -> &str {
+        &self.image.entry
     }
 }
 
@@ -408,6 +419,21 @@ impl Function {
             dynamic_smem,
             cooperative: image.needs_cooperative,
         };
+        log::trace!(
+            "launch `{}`: grid {grid:?}, block {block:?}, {dynamic_smem} bytes of dynamic shared \
+             memory{}{}",
+            image.entry,
+            if image.needs_cooperative {
+                ", cooperative"
+            } else {
+                ""
+            },
+            if recording.is_some() {
+                ", captured into a graph"
+            } else {
+                ""
+            }
+        );
         match (&self.kernel.module, &self.device.inner.imp) {
             (LoadedModule::Cuda(kernel), Imp::Cuda(c)) => {
                 let stream = config
@@ -427,6 +453,10 @@ impl Function {
                         .lock()
                         .unwrap_or_else(|poisoned| poisoned.into_inner());
                     if dynamic_smem > *configured {
+                        log::debug!(
+                            "`{}`: dynamic shared memory limit raised to {dynamic_smem} bytes",
+                            image.entry
+                        );
                         kernel.set_max_dynamic_smem(dynamic_smem)?;
                         *configured = dynamic_smem;
                     }

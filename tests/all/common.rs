@@ -5,7 +5,7 @@ use coopgraph::ir::Element;
 use coopgraph::runtime::Device;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The pinned ptxas: `$COOPGRAPH_PTXAS`, else the copy `.ci/install-ptxas` puts under
 /// `.tools/`, else `ptxas` on the PATH. `None` if there is none; under `CI=true` a missing
@@ -283,4 +283,40 @@ pub fn assert_barriers_necessary<R: std::fmt::Debug>(
             kernel.explain()
         );
     }
+}
+
+/// Every message logged through `log` in this process, as `LEVEL text` (a logger that keeps
+/// every level is installed on the first call). Tests run in parallel: look for lines that
+/// name what the test itself made.
+pub fn logged() -> &'static Mutex<Vec<String>> {
+    struct Capture;
+    static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    impl log::Log for Capture {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, record: &log::Record<'_>) {
+            let line = format!("{} {}", record.level(), record.args());
+            LINES.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+        fn flush(&self) {}
+    }
+    static CAPTURE: Capture = Capture;
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = log::set_logger(&CAPTURE);
+        log::set_max_level(log::LevelFilter::Trace);
+    });
+    &LINES
+}
+
+/// The logged lines that contain `needle`.
+pub fn logged_with(needle: &str) -> Vec<String> {
+    logged()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|l| l.contains(needle))
+        .cloned()
+        .collect()
 }

@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::common::device;
+use super::common::{device, logged};
 use coopgraph::runtime::{DiskCache, Lookup, Rejection};
 use coopgraph::{KernelBuilder, Load, Store};
 
@@ -23,29 +23,6 @@ fn temp_dir(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     dir
-}
-
-/// Every message logged through `log` in this process (a logger installed once).
-fn logged() -> &'static Mutex<Vec<String>> {
-    struct Capture;
-    static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    impl log::Log for Capture {
-        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-            true
-        }
-        fn log(&self, record: &log::Record<'_>) {
-            let line = format!("{} {}", record.level(), record.args());
-            LINES.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-        }
-        fn flush(&self) {}
-    }
-    static CAPTURE: Capture = Capture;
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let _ = log::set_logger(&CAPTURE);
-        log::set_max_level(log::LevelFilter::Trace);
-    });
-    &LINES
 }
 
 /// Whether a warning mentioning `path` was logged.

@@ -15,6 +15,7 @@ mod kernels;
 mod layout;
 mod layout_reference;
 mod limits;
+mod logging;
 mod neighbor;
 mod pairs;
 mod reduce;
