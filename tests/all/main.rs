@@ -6,6 +6,7 @@ mod collectives_prop;
 mod common;
 mod defined;
 mod disk_cache;
+mod docs;
 mod errors;
 mod exprs;
 mod fuzz;
