@@ -18,6 +18,8 @@
 //! - [`Stream`]: a queue of work (launches, uploads, downloads, into [`PinnedBuffer`]s
 //!   asynchronously); [`Event`]: a point in a stream, to wait for or time;
 //!   [`Device::time`]: GPU timing for benchmarks.
+//! - [`do_bench`] and [`Bench`]: benchmark timing (warm-up and measurement budgets, the L2
+//!   cache flushed between runs, median and quantiles in a [`Timing`]).
 //! - [`Graph`]: launches captured once on a stream ([`Stream::capture`]) and replayed.
 //!
 //! Architecture invariants:
@@ -37,6 +39,7 @@
 //!   [`RuntimeError::NoDriver`] (or [`RuntimeError::MissingDriverSymbol`]).
 
 mod args;
+mod bench;
 mod buffer;
 mod cache;
 mod device;
@@ -53,6 +56,7 @@ mod stream;
 pub use crate::cache_key::KernelKey;
 pub use crate::sim::{Budget, Control, LaunchReport, Progress, ProgressHook, SimOptions};
 pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
+pub use bench::{Bench, Clock, Flush, Timing, do_bench};
 pub use buffer::{Buffer, DeviceElement, View, ViewMut};
 pub use cache::CacheStats;
 pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};

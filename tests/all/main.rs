@@ -1,5 +1,6 @@
 //! The integration tests: one binary with modules.
 mod agreement;
+mod bench;
 mod bounds;
 mod cache_key;
 mod collectives_prop;
