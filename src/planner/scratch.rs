@@ -747,7 +747,8 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         .unwrap_or(16);
     s.shared = shared::layout(homes, &arrays, s.bytes, window_align);
     s.bytes = s.shared.total_bytes();
-    // Uses of a storage without auto-sync are ordered by the user, not by planned barriers.
+    // Uses of a storage without auto-sync are ordered by the user, not by planned barriers;
+    // another storage that shares its bytes is still ordered against it.
     let mut manual = vec![false; s.slices.len()];
     for (i, sl) in storage_slices.iter().enumerate() {
         if let Some(sl) = *sl {
@@ -888,8 +889,9 @@ struct Access {
     /// While pending: later accesses by threads in the same aligned group of this many
     /// threads are ordered after this one (a group barrier or warp collective since; 0: none).
     synced: u32,
-    /// The access is to a temp storage whose users the user orders.
-    manual: bool,
+    /// The slice of the temp storage without auto-sync the access is to: the user orders
+    /// that storage's users, not another's (which may share its bytes).
+    manual: Option<usize>,
 }
 
 /// Two copies of one access are equal when they are ordered alike (the same `synced`).
@@ -966,7 +968,11 @@ impl<'a> Barriers<'a> {
                             map,
                             lo,
                             hi,
-                            manual: manual.get(e.slice).copied().unwrap_or(false),
+                            manual: manual
+                                .get(e.slice)
+                                .copied()
+                                .unwrap_or(false)
+                                .then_some(e.slice),
                             at: (OpId(i as u32), step),
                             write,
                             group,
@@ -992,7 +998,7 @@ impl<'a> Barriers<'a> {
                     map,
                     lo,
                     hi,
-                    manual: false,
+                    manual: None,
                     at: (op, st.step),
                     write: st.write,
                     group: warps,
@@ -1225,7 +1231,7 @@ impl Walk<'_> {
                 || a.lo >= p.hi
                 || !(p.write || a.write)
                 || p.at == a.at
-                || (p.manual && a.manual && p.at.0 != a.at.0)
+                || (p.manual.is_some() && p.manual == a.manual && p.at.0 != a.at.0)
             {
                 continue;
             }

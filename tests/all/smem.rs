@@ -389,6 +389,49 @@ fn temp_storage_sharing_and_sync() {
     }
 }
 
+/// Two temp storages without auto-sync, one user each: nothing of either is the user's to
+/// order, but the planner gives them the same bytes (their live ranges do not meet), so it
+/// places the barrier between the first's last reads and the second's first writes.
+#[test]
+fn manual_storages_sharing_bytes_are_ordered_by_the_planner() {
+    use coopgraph::ir::StorageSpec;
+    let mut k = KernelBuilder::new("two_manual_storages")
+        .block(64)
+        .items_per_thread(4);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let b = k.this_block();
+    let first = k.temp_storage(StorageSpec::default().auto_sync(false));
+    let second = k.temp_storage(StorageSpec::default().auto_sync(false));
+    // The first load's last reads (blocked) and the second's first writes (striped) touch
+    // the same bytes from different threads.
+    let t = k.load_from(b, &x, Load::transpose().temp_storage(&first));
+    let u = k.load_from(b, &x, Load::transpose().temp_storage(&second));
+    let v = k.map2(&t, &u, |a, c| a * 2 + c);
+    k.store_to(b, &y, &v, Store::direct());
+    let kernel = k.build().expect("builds");
+    let offsets: Vec<u32> = kernel.plan().slices.iter().map(|s| s.offset).collect();
+    assert_eq!(
+        offsets,
+        [0, 0],
+        "the storages share bytes:\n{}",
+        kernel.explain()
+    );
+    let xs: Vec<i32> = Rng::new(11).vec(256);
+    let want: Vec<i32> = xs.iter().map(|v| v.wrapping_mul(3)).collect();
+    let run = |dev: &Device, k: &Kernel| -> Result<Vec<i32>, RuntimeError> {
+        let f = compiled(dev, k)?;
+        let xb = dev.upload(&xs)?;
+        let mut yb = dev.alloc_zeroed::<i32>(256)?;
+        f.launch_grid(1, (&xb, &mut yb))?;
+        yb.to_vec()
+    };
+    let ys = run(device(), &kernel).expect("race-free");
+    assert_same(&ys, &want, "two manual storages");
+    super::common::assert_barriers_necessary(&kernel, |k| run(&super::common::race_checker(), k));
+    Batch::default().add(&kernel);
+}
+
 /// Past 48 KiB the kernel's shared memory becomes dynamic (sized at launch, with the opt-in
 /// attribute set at load); past the arch's limit compiling fails naming every user.
 #[test]
