@@ -1,11 +1,30 @@
-//! No input to the public API panics: random builder programs (valid or not) either build or
+//! No input to the public API panics: random builder programs, valid or not, either build or
 //! return typed errors; those that build emit PTX for every arch and run on the simulator
-//! (possibly reporting faults as errors) without panicking.
+//! (possibly reporting faults as errors) without panicking. Some of them carry a deliberate
+//! mistake and must be rejected.
 
+use super::generator;
 use coopgraph::ir::{Algorithm, Expr, index};
 use coopgraph::runtime::Device;
 use coopgraph::{KernelBuilder, Load, Store};
 use proptest::prelude::*;
+
+/// Generated kernels with one mistake each: a typed error, never a panic.
+#[test]
+fn invalid_programs_give_typed_errors() {
+    for i in 0..(3 * generator::MISTAKES as u64) {
+        let seed = super::run::seed_of(0xBAD, i);
+        let which = (i % u64::from(generator::MISTAKES)) as u32;
+        match generator::generate_invalid(seed, which) {
+            Err(coopgraph::Error::Verify(_) | coopgraph::Error::Plan(_)) => {}
+            Err(e) => panic!("mistake {which} (seed {seed:#x}): unexpected error kind {e}"),
+            Ok(k) => panic!(
+                "mistake {which} (seed {seed:#x}) was accepted:\n{}",
+                k.explain()
+            ),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -118,7 +137,7 @@ fn record(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
 
     #[test]
     fn random_programs_never_panic(

@@ -1,0 +1,438 @@
+//! Random expression trees over the DSL: arithmetic, comparisons, selects, casts, min/max,
+//! bit operations and shifts on integers, float functions (the approximate ones rarely), and
+//! leaves from map operands, payload slots, scalars, built-in indices, loop counters and
+//! shared arrays. Uniform expressions (conditions around collectives, bounds, counts) come
+//! from leaves the verifier counts as uniform enough.
+
+use super::{BLOCK, Defect, Gen, THREAD, WARP};
+use crate::fuzz::types::{AnyExpr, FloatUn, Fz, IntBin, IntUn, with_dtype};
+use coopgraph::KernelBuilder;
+use coopgraph::ir::{DType, Element, Expr, index};
+
+/// What leaves an expression may use.
+#[derive(Clone, Default)]
+pub(crate) struct Leaves {
+    /// Map operands (`Arg(i)`).
+    pub args: Vec<AnyExpr>,
+    /// `index::item()` (map and fill bodies).
+    pub item: bool,
+    /// Thread-varying leaves: payload slots, thread indices, shared arrays.
+    pub varying: bool,
+    /// Payloads whose slots may not be read (the op reads them converted).
+    pub exclude: Vec<coopgraph::ir::DataId>,
+}
+
+impl Leaves {
+    pub fn varying() -> Leaves {
+        Leaves {
+            varying: true,
+            ..Leaves::default()
+        }
+    }
+
+    pub fn map(args: Vec<AnyExpr>) -> Leaves {
+        Leaves {
+            args,
+            item: true,
+            varying: true,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// `e` converted to `T` (predicates as 1 or 0).
+pub(crate) fn to<T: Fz>(e: AnyExpr) -> Expr<T> {
+    match e {
+        AnyExpr::B(b) => b.select(T::small(1), T::small(0)),
+        AnyExpr::I8(x) => x.cast::<T>(),
+        AnyExpr::I16(x) => x.cast::<T>(),
+        AnyExpr::I32(x) => x.cast::<T>(),
+        AnyExpr::I64(x) => x.cast::<T>(),
+        AnyExpr::U8(x) => x.cast::<T>(),
+        AnyExpr::U16(x) => x.cast::<T>(),
+        AnyExpr::U32(x) => x.cast::<T>(),
+        AnyExpr::U64(x) => x.cast::<T>(),
+        AnyExpr::F32(x) => x.cast::<T>(),
+        AnyExpr::F64(x) => x.cast::<T>(),
+    }
+}
+
+/// A constant of `T`: small mostly, the type's edges sometimes.
+pub(crate) fn constant<T: Fz>(g: &mut Gen) -> T {
+    let wild = !T::DTYPE.is_float() || !g.tame;
+    if wild && g.rng.pct(15) {
+        let h = g.rng.next();
+        let d = super::Data {
+            dtype: T::DTYPE,
+            flavor: super::Flavor::Edges,
+            salt: h,
+        };
+        return T::from_bits(d.value(h));
+    }
+    T::small(g.rng.below(17) as i64 - 8)
+}
+
+impl Gen {
+    /// A random tree of `T` of at most `depth` levels.
+    pub fn expr<T: Fz>(&mut self, lv: &Leaves, depth: u32) -> Expr<T> {
+        if depth == 0 || self.rng.pct(25) {
+            return self.leaf::<T>(lv);
+        }
+        let d = depth - 1;
+        let float = T::DTYPE.is_float();
+        let tame = float && self.tame;
+        let weights = [
+            30,                         // + - *
+            if tame { 0 } else { 4 },   // division
+            10,                         // min, max
+            if float { 0 } else { 10 }, // bit operators, remainder
+            if float { 0 } else { 6 },  // shifts
+            8,                          // neg, abs, int unary / float rounding
+            if tame { 1 } else { 6 },   // sqrt, rcp, approximate functions
+            4,                          // fma
+            10,                         // select
+            10,                         // cast from another type
+        ];
+        match self.rng.weighted(&weights) {
+            0 => {
+                let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                match self.rng.below(3) {
+                    0 => a + b,
+                    1 => a - b,
+                    _ => a * b,
+                }
+            }
+            1 => {
+                let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                if !float && self.rng.pct(85) {
+                    a / T::int_bin(IntBin::Or, b, Expr::lit(T::small(1)))
+                } else {
+                    a / b
+                }
+            }
+            2 => {
+                let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                if self.rng.pct(50) { a.min(b) } else { a.max(b) }
+            }
+            3 => {
+                let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                let op = self
+                    .rng
+                    .pick(&[IntBin::And, IntBin::Or, IntBin::Xor, IntBin::Rem]);
+                let b = match op {
+                    IntBin::Rem if self.rng.pct(85) => {
+                        T::int_bin(IntBin::Or, b, Expr::lit(T::small(1)))
+                    }
+                    _ => b,
+                };
+                T::int_bin(op, a, b)
+            }
+            4 => {
+                let a = self.expr::<T>(lv, d);
+                let s: Expr<u32> = if self.rng.pct(70) {
+                    Expr::lit(self.rng.below(u64::from(T::BITS) + 4) as u32)
+                } else {
+                    self.expr::<u32>(lv, d) & 127u32
+                };
+                T::shift(self.rng.pct(50), a, s)
+            }
+            5 => {
+                let a = self.expr::<T>(lv, d);
+                match (float, self.rng.below(4)) {
+                    (_, 0) => -a,
+                    (_, 1) => a.abs(),
+                    (false, _) => {
+                        let op = self
+                            .rng
+                            .pick(&[IntUn::Not, IntUn::Brev, IntUn::Popc, IntUn::Clz]);
+                        T::int_un(op, a)
+                    }
+                    (true, _) => {
+                        let op = self.rng.pick(&[
+                            FloatUn::Floor,
+                            FloatUn::Ceil,
+                            FloatUn::Trunc,
+                            FloatUn::Round,
+                        ]);
+                        T::float_un(op, a)
+                    }
+                }
+            }
+            6 => {
+                let a = self.expr::<T>(lv, d);
+                if !float {
+                    return a.abs();
+                }
+                let approx = T::DTYPE == DType::F32 && self.rng.pct(40);
+                let op = if approx {
+                    self.rng.pick(&[
+                        FloatUn::Rsqrt,
+                        FloatUn::Exp2,
+                        FloatUn::Log2,
+                        FloatUn::Sin,
+                        FloatUn::Cos,
+                        FloatUn::Tanh,
+                    ])
+                } else {
+                    self.rng
+                        .pick(&[FloatUn::Sqrt, FloatUn::Rcp, FloatUn::Rsqrt])
+                };
+                T::float_un(op, a)
+            }
+            7 => {
+                let (a, b, c) = (
+                    self.expr::<T>(lv, d),
+                    self.expr::<T>(lv, d),
+                    self.expr::<T>(lv, d),
+                );
+                a.fma(b, c)
+            }
+            8 => {
+                let c = self.cond(lv, d);
+                let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                c.select(a, b)
+            }
+            _ => {
+                let dt = self.dtype();
+                let e = self.expr_any(lv, d, dt);
+                to::<T>(e)
+            }
+        }
+    }
+
+    /// A tree of dtype `dt`.
+    pub fn expr_any(&mut self, lv: &Leaves, depth: u32, dt: DType) -> AnyExpr {
+        with_dtype!(dt, T => T::expr(self.expr::<T>(lv, depth)))
+    }
+
+    /// A predicate.
+    pub fn cond(&mut self, lv: &Leaves, depth: u32) -> Expr<bool> {
+        let d = depth.saturating_sub(1);
+        match self.rng.weighted(&[60, 15, 10, 5, 3]) {
+            0 => {
+                let dt = self.dtype();
+                with_dtype!(dt, T => {
+                    let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
+                    match self.rng.below(6) {
+                        0 => a.eq(b),
+                        1 => a.ne(b),
+                        2 => a.lt(b),
+                        3 => a.le(b),
+                        4 => a.gt(b),
+                        _ => a.ge(b),
+                    }
+                })
+            }
+            1 if depth > 0 => {
+                let (a, b) = (self.cond(lv, d), self.cond(lv, d));
+                match self.rng.below(3) {
+                    0 => a.and(&b),
+                    1 => a.or(&b),
+                    _ => a ^ b,
+                }
+            }
+            2 if depth > 0 => !self.cond(lv, d),
+            3 => {
+                let dt = self.rng.pick(&[DType::F32, DType::F64]);
+                with_dtype!(dt, T => {
+                    let a = self.expr::<T>(lv, d);
+                    <T as Fz>::is_nan(&a)
+                })
+            }
+            _ => Expr::lit_bool(self.rng.pct(50)),
+        }
+    }
+
+    /// A leaf of type `T`.
+    pub fn leaf<T: Fz>(&mut self, lv: &Leaves) -> Expr<T> {
+        for _ in 0..8 {
+            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6]) {
+                0 => return Expr::lit(constant::<T>(self)),
+                1 if !lv.args.is_empty() => {
+                    let a = lv.args[self.rng.below(lv.args.len() as u64) as usize].clone();
+                    return match T::of_expr(&a) {
+                        Some(e) if self.rng.pct(80) => e,
+                        _ => to::<T>(a),
+                    };
+                }
+                2 if lv.varying => {
+                    let full = self.full(|d| !lv.exclude.contains(&d.h.id()));
+                    if full.is_empty() {
+                        continue;
+                    }
+                    let d = self.datas[self.rng.pick(&full)].clone();
+                    let i = self.rng.below(u64::from(d.k)) as u32;
+                    return crate::fuzz::generator::ops::slot::<T>(&d, i);
+                }
+                3 if !self.scalars.is_empty() => {
+                    let e = self.scalar_leaf();
+                    return to::<T>(e);
+                }
+                4 => {
+                    let e = self.index_leaf(lv);
+                    return e.cast::<T>();
+                }
+                5 if !self.cx().loops.is_empty() => {
+                    let loops = self.cx().loops.clone();
+                    let (e, _) = loops[self.rng.below(loops.len() as u64) as usize].clone();
+                    return e.cast::<T>();
+                }
+                6 if lv.varying => {
+                    if let Some(e) = self.shared_read(lv) {
+                        return to::<T>(e);
+                    }
+                }
+                7 if lv.item => return index::item().cast::<T>(),
+                _ => {}
+            }
+        }
+        Expr::lit(constant::<T>(self))
+    }
+
+    /// An existing scalar parameter's value.
+    pub fn scalar_leaf(&mut self) -> AnyExpr {
+        let (h, _, _) = self.scalars[self.rng.below(self.scalars.len() as u64) as usize];
+        scalar_expr(&h)
+    }
+
+    /// Declares a scalar of a random dtype and value, for expressions to come (which cannot
+    /// declare parameters while the builder records their op).
+    pub fn new_scalar(&mut self, k: &mut KernelBuilder) {
+        let dt = self.dtype();
+        with_dtype!(dt, T => {
+            let v = constant::<T>(self);
+            self.scalar_param::<T>(k, Element::to_bits(v));
+        })
+    }
+
+    /// A built-in index: thread-varying ones only where allowed.
+    fn index_leaf(&mut self, lv: &Leaves) -> Expr<u32> {
+        let varying = [
+            index::thread_rank(),
+            index::lane(),
+            index::warp_rank(),
+            index::thread_rank() / 8u32,
+        ];
+        let uniform = [
+            index::block_index(),
+            index::grid_blocks(),
+            index::block_threads(),
+        ];
+        if lv.varying && self.rng.pct(70) {
+            varying[self.rng.below(4) as usize].clone()
+        } else {
+            uniform[self.rng.below(3) as usize].clone()
+        }
+    }
+
+    /// A u32 that every thread of the block agrees on: constants, scalars, the block's index
+    /// and size, block-uniform loop counters. Also returns a bound on its value when known.
+    pub fn block_u32(&mut self, k: &mut KernelBuilder, max: u32) -> Expr<u32> {
+        let loops: Vec<_> = self
+            .cx()
+            .loops
+            .iter()
+            .filter(|(_, u)| *u >= BLOCK)
+            .map(|(e, _)| e.clone())
+            .collect();
+        match self
+            .rng
+            .weighted(&[30, 30, 20, if loops.is_empty() { 0 } else { 20 }])
+        {
+            0 => Expr::lit(self.rng.below(u64::from(max) + 1) as u32),
+            1 => {
+                let v = self.rng.below(u64::from(max) + 1) as u32;
+                self.scalar_param::<u32>(k, u64::from(v)).expr()
+            }
+            2 => index::block_index() % (max.max(1)),
+            _ => loops[self.rng.below(loops.len() as u64) as usize].clone() % max.max(1),
+        }
+    }
+
+    /// A condition and its uniformity, at least `level` (the verifier's count).
+    pub fn uniform_cond(&mut self, k: &mut KernelBuilder, level: u32) -> (Expr<bool>, u32) {
+        let t = self.t;
+        if level >= BLOCK || level >= t {
+            let a = self.block_u32(k, 8);
+            let b = Expr::lit(self.rng.below(6) as u32);
+            let c = match self.rng.below(4) {
+                0 => a.lt(b),
+                1 => a.ge(b),
+                2 => a.eq(b),
+                _ => a.ne(b),
+            };
+            return (c, BLOCK);
+        }
+        if level >= WARP && self.rng.pct(50) {
+            let w = index::warp_rank();
+            let c = Expr::lit(self.rng.below(u64::from(t.div_ceil(32))) as u32);
+            return (if self.rng.pct(50) { w.eq(c) } else { w.gt(c) }, WARP);
+        }
+        if level > THREAD {
+            // thread_rank / 2^j agrees over aligned runs of 2^j threads.
+            let j = level.min(32).trailing_zeros().max(1);
+            let d = 1u32 << j;
+            let groups = t.div_ceil(d).max(1);
+            let c = Expr::lit(self.rng.below(u64::from(groups)) as u32);
+            let q = if self.rng.pct(50) {
+                index::thread_rank() / d
+            } else {
+                index::thread_rank() >> j
+            };
+            let cond = match self.rng.below(3) {
+                0 => q.lt(c),
+                1 => q.eq(c),
+                _ => (q & 1u32).eq(0u32),
+            };
+            return (cond, d);
+        }
+        let lv = Leaves::varying();
+        let c = match self.rng.below(4) {
+            0 => index::thread_rank().lt(self.rng.below(u64::from(t) + 1) as u32),
+            1 => (index::lane() % 3u32).eq(self.rng.below(3) as u32),
+            _ => self.cond(&lv, 2),
+        };
+        (c, THREAD)
+    }
+
+    /// A read of a shared array holding values from its last write phase, if any is readable.
+    pub fn shared_read(&mut self, lv: &Leaves) -> Option<AnyExpr> {
+        let ready: Vec<usize> = (0..self.arrays.len())
+            .filter(|&i| self.arrays[i].ready)
+            .collect();
+        if ready.is_empty() {
+            return None;
+        }
+        let a = self.arrays[self.rng.pick(&ready)].clone();
+        let (mul, add, writers) = a.pattern;
+        let c = self.rng.below(u64::from(writers)) as u32;
+        let base = if lv.item && self.rng.pct(40) {
+            index::thread_rank() + index::item()
+        } else {
+            index::thread_rank()
+        };
+        let w = (base + c) % writers;
+        let mut idx = (w * mul + add) % a.len;
+        if self.rng.pct(3) && self.feature(Defect::SharedArrayOverflow) {
+            idx = idx + a.len;
+        }
+        Some(with_dtype!(a.dt, T => T::expr(T::of_array(&a.h)?.read(idx))))
+    }
+}
+
+/// A scalar's value as an expression.
+pub(crate) fn scalar_expr(h: &crate::fuzz::types::AnyScalar) -> AnyExpr {
+    use crate::fuzz::types::AnyScalar as S;
+    match h {
+        S::I8(s) => AnyExpr::I8(s.expr()),
+        S::I16(s) => AnyExpr::I16(s.expr()),
+        S::I32(s) => AnyExpr::I32(s.expr()),
+        S::I64(s) => AnyExpr::I64(s.expr()),
+        S::U8(s) => AnyExpr::U8(s.expr()),
+        S::U16(s) => AnyExpr::U16(s.expr()),
+        S::U32(s) => AnyExpr::U32(s.expr()),
+        S::U64(s) => AnyExpr::U64(s.expr()),
+        S::F32(s) => AnyExpr::F32(s.expr()),
+        S::F64(s) => AnyExpr::F64(s.expr()),
+    }
+}

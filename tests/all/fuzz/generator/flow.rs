@@ -1,0 +1,299 @@
+//! The kernel body and control flow: statements, branches (`if_`, `if_else`) at every level of
+//! uniformity, `for_range` loops (uniform, or varying by thread), `tiles` loops with partial
+//! last tiles, shared arrays written in phases between barriers, and block barriers.
+
+use super::expr::Leaves;
+use super::{ArrInfo, BLOCK, Gen, THREAD, WARP};
+use crate::common::Rng;
+use crate::fuzz::types::{Fz, with_dtype};
+use coopgraph::KernelBuilder;
+use coopgraph::ir::{Expr, index};
+use std::cell::RefCell;
+
+impl Gen {
+    /// The whole kernel: shared arrays, then statements (maybe inside a `tiles` loop), then
+    /// stores of whatever is left unobserved.
+    pub fn kernel_body(&mut self, k: &mut KernelBuilder, top: i32) {
+        if self.rng.pct(25) {
+            for _ in 0..1 + self.rng.below(2) {
+                self.declare_array(k);
+            }
+        }
+        if self.rng.pct(20) {
+            self.tiles_loop(k, top);
+        } else {
+            self.statements(k, top);
+        }
+        for i in 0..self.datas.len() {
+            let d = &self.datas[i];
+            if d.alive && d.full && d.rank0.is_none() && !d.observed {
+                self.observe(k, i);
+            }
+        }
+    }
+
+    fn declare_array(&mut self, k: &mut KernelBuilder) {
+        let t = self.t;
+        let len = match self.rng.below(4) {
+            0 => t,
+            1 => t + 1 + self.rng.below(40) as u32,
+            2 => (t / 2).max(1),
+            _ => 1 + self.rng.below(u64::from(t) * 2) as u32,
+        };
+        let dt = self.dtype();
+        let declared = self.tweakable(len, len + 1 + (self.seed % 7) as u32);
+        let h = with_dtype!(dt, T => T::array(k.shared_array::<T>(declared)));
+        let mul = loop {
+            let a = 1 + 2 * self.rng.below(8) as u32;
+            if gcd(a, len) == 1 {
+                break a;
+            }
+        };
+        let add = self.rng.below(u64::from(len)) as u32;
+        self.arrays.push(ArrInfo {
+            h,
+            dt,
+            len,
+            pattern: (mul, add, t.min(len)),
+            ready: false,
+        });
+    }
+
+    /// `n` statements (fewer once the case's statement budget is spent), each drawn from a
+    /// generator of its own seeded by its path; those the spec skips are left out.
+    pub fn statements(&mut self, k: &mut KernelBuilder, n: i32) {
+        let region = self.regions.last_mut().map_or(0, |r| {
+            *r += 1;
+            *r - 1
+        });
+        for j in 0..n.max(0) as u32 {
+            if self.budget <= 0 {
+                break;
+            }
+            self.budget -= 1;
+            self.path.push(region * super::ARM + j);
+            if !self.skip.contains(&self.path) {
+                self.executed.push(self.path.clone());
+                let own = Rng::new(super::path_seed(self.seed, &self.path));
+                let outer = std::mem::replace(&mut self.rng, own);
+                self.regions.push(0);
+                self.statement(k);
+                self.regions.pop();
+                self.rng = outer;
+            }
+            self.path.pop();
+        }
+    }
+
+    fn statement(&mut self, k: &mut KernelBuilder) {
+        let nested = self.cx().depth < 3 && !self.cx().callback;
+        let weights = [
+            18,                                         // load
+            6,                                          // store
+            14,                                         // map
+            5,                                          // fill
+            6,                                          // set_item, assign
+            8,                                          // reduce
+            8,                                          // scan
+            6,                                          // exchange
+            3,                                          // scatter
+            8,                                          // neighbour ops
+            if nested { 7 } else { 0 },                 // branch
+            if nested { 4 } else { 0 },                 // loop
+            if self.arrays.is_empty() { 0 } else { 5 }, // shared array phase
+            2,                                          // barrier
+        ];
+        for _ in 0..4 {
+            let done = match self.rng.weighted(&weights) {
+                0 => self.op_load(k),
+                1 => {
+                    let all = self.full(|_| true);
+                    !all.is_empty() && {
+                        let i = self.rng.pick(&all);
+                        self.store_data(k, i)
+                    }
+                }
+                2 => self.op_map(k),
+                3 => self.op_fill(k),
+                4 => self.op_update(k),
+                5 => !self.cx().callback && self.op_reduce(k),
+                6 => !self.cx().callback && self.op_scan(k),
+                7 => !self.cx().callback && self.op_exchange(k),
+                8 => self.op_scatter(k),
+                9 => !self.cx().callback && self.op_neighbor(k),
+                10 => self.branch(k),
+                11 => self.for_loop(k),
+                12 => self.shared_phase(k),
+                _ => {
+                    self.block_uniform() && {
+                        k.sync_block();
+                        true
+                    }
+                }
+            };
+            if done {
+                return;
+            }
+        }
+    }
+
+    /// Runs `f` in a new region with context `c`, then stores (or folds into the region's
+    /// accumulator) what the region made; shared arrays first written inside are not ready
+    /// after it.
+    fn in_region(
+        &mut self,
+        k: &mut KernelBuilder,
+        c: super::Ctx,
+        f: impl FnOnce(&mut Self, &mut KernelBuilder),
+    ) {
+        let ready: Vec<bool> = self.arrays.iter().map(|a| a.ready).collect();
+        self.enter(c);
+        let start = self.datas.len();
+        f(self, k);
+        for i in start..self.datas.len() {
+            let d = &self.datas[i];
+            if d.alive && d.full && d.rank0.is_none() && !d.observed {
+                self.observe(k, i);
+            }
+        }
+        self.leave();
+        for (a, r) in self.arrays.iter_mut().zip(ready) {
+            a.ready = r;
+        }
+    }
+
+    /// An accumulator for a region where no group can store (else the outer one).
+    fn accumulator_for(&mut self, k: &mut KernelBuilder, c: &super::Ctx) -> Option<usize> {
+        let stores = self.warps_ok() || c.uni >= BLOCK || c.uni >= self.t;
+        if stores {
+            c.acc
+        } else {
+            Some(self.accumulator(k))
+        }
+    }
+
+    fn region_size(&mut self) -> i32 {
+        1 + self.rng.below(4) as i32
+    }
+
+    fn branch(&mut self, k: &mut KernelBuilder) -> bool {
+        let t = self.t;
+        let mut levels = vec![BLOCK, THREAD];
+        if t > 32 {
+            levels.push(WARP);
+        }
+        if t > 2 {
+            levels.push(1 << (1 + self.rng.below(4)));
+        }
+        let level = self.rng.pick(&levels);
+        let (cond, u) = self.uniform_cond(k, level);
+        let mut c = self.child(u);
+        c.acc = self.accumulator_for(k, &c);
+        let (n1, n2) = (self.region_size(), self.region_size());
+        if self.rng.pct(35) {
+            let cell = RefCell::new((&mut *self, c));
+            k.if_else(
+                cond,
+                |k| {
+                    let mut guard = cell.borrow_mut();
+                    let (g, c) = &mut *guard;
+                    let c = c.clone();
+                    g.in_region(k, c, |g, k| g.statements(k, n1));
+                },
+                |k| {
+                    let mut guard = cell.borrow_mut();
+                    let (g, c) = &mut *guard;
+                    let c = c.clone();
+                    g.in_region(k, c, |g, k| g.statements(k, n2));
+                },
+            );
+        } else {
+            k.if_(cond, |k| self.in_region(k, c, |g, k| g.statements(k, n1)));
+        }
+        true
+    }
+
+    fn for_loop(&mut self, k: &mut KernelBuilder) -> bool {
+        let (start, end, u): (Expr<u32>, Expr<u32>, u32) = if self.rng.pct(75) {
+            let s = self.rng.below(3) as u32;
+            let n = self.rng.below(4) as u32;
+            let end = if self.rng.pct(50) {
+                Expr::lit(s + n)
+            } else {
+                self.scalar_param::<u32>(k, u64::from(s + n)).expr()
+            };
+            (Expr::lit(s), end, BLOCK)
+        } else {
+            let c = self.rng.below(2) as u32;
+            (Expr::lit(c), index::thread_rank() % 3u32 + c, THREAD)
+        };
+        let mut c = self.child(u);
+        c.acc = self.accumulator_for(k, &c);
+        c.in_loop = true;
+        let n = self.region_size();
+        k.for_range(start, end, |k, i| {
+            c.loops.push((i, u));
+            self.in_region(k, c, |g, k| g.statements(k, n));
+        });
+        true
+    }
+
+    fn tiles_loop(&mut self, k: &mut KernelBuilder, top: i32) {
+        let tile = self.t * self.kk;
+        let grid = self.grid;
+        let n = match self.rng.below(5) {
+            0 => grid * tile * (1 + self.rng.below(2) as u32),
+            1 => {
+                grid * tile * (1 + self.rng.below(2) as u32)
+                    - 1
+                    - self.rng.below(u64::from(tile)) as u32
+            }
+            2 => tile * (1 + self.rng.below(u64::from(grid) * 2) as u32) + 1,
+            3 => self.rng.below(u64::from(tile) + 1) as u32,
+            _ => 1 + self.rng.below(u64::from(grid * tile) * 2) as u32,
+        };
+        self.partial_tiles = n % tile != 0;
+        let ns = self.scalar_param::<u32>(k, u64::from(n));
+        let mut c = self.child(BLOCK);
+        c.in_loop = true;
+        k.tiles(ns, |k, tile| {
+            c.loops.push((tile.index.clone(), BLOCK));
+            c.tile = Some(tile);
+            self.in_region(k, c, |g, k| g.statements(k, top));
+        });
+    }
+
+    /// A write phase of a shared array: barrier, every writer writes its element, barrier.
+    fn shared_phase(&mut self, k: &mut KernelBuilder) -> bool {
+        if !self.block_uniform() || self.cx().callback {
+            return false;
+        }
+        let ai = self.rng.below(self.arrays.len() as u64) as usize;
+        let a = self.arrays[ai].clone();
+        let (mul, add, writers) = a.pattern;
+        k.sync_block();
+        // The array is not read while it is written.
+        self.arrays[ai].ready = false;
+        let mut idx = (index::thread_rank() * mul + add) % a.len;
+        if self.rng.pct(3) && self.feature(super::Defect::SharedArrayOverflow) {
+            idx = idx + a.len;
+        }
+        let lv = Leaves::varying();
+        with_dtype!(a.dt, T => {
+            let arr = T::of_array(&a.h).expect("the array's dtype");
+            let v = self.expr::<T>(&lv, 2);
+            if writers < self.t {
+                k.if_(index::thread_rank().lt(writers), |k| k.shared_write(&arr, idx, v));
+            } else {
+                k.shared_write(&arr, idx, v);
+            }
+        });
+        k.sync_block();
+        self.arrays[ai].ready = true;
+        true
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}

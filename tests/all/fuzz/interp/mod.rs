@@ -1,0 +1,931 @@
+//! An independent interpreter of the kernel IR: the fuzzer's oracle.
+//!
+//! It evaluates `kernel.ir()` on host arrays, block by block, running every op over all the
+//! block's threads in lock step (each thread with its own slots, branch masks and loop
+//! counters), from the semantics the crate documents — never from code generation, the
+//! planner or the simulator:
+//! - a payload's arrangement is fixed by its first producer in program order (a direct,
+//!   vectorized or transposing load: blocked; a striped load over a group of `G` threads:
+//!   striped over `G`; scans, neighbour ops: blocked; exchanges and scatters: their target);
+//!   maps carry their first arranged operand's arrangement, assignments into a free payload
+//!   the source's; fills and per-slot writes leave it free (a free payload takes whatever
+//!   arrangement its consumer reads, slot by slot);
+//! - blocked: thread `t` holds positions `t*K + i`; striped over `G`: rank `r` of each group of
+//!   `G` threads holds `r + i*G` of its group's tile; positions are what ops agree on, so a
+//!   consumer reading another arrangement sees the same positions (the planner's conversions);
+//! - a load or store of a group of `G` threads moves element `offset + q` for tile position
+//!   `q` (the group's tile starts at `group * G * K`), the thread that touches it being the
+//!   owner of `q` in the algorithm's access order (striped for the transposing algorithms);
+//!   the default offset is the enclosing `tiles` loop's origin, else `block_index * block
+//!   tile`; a valid count counts the group's own tile (`valid_items`) or the block's, each
+//!   group taking its share (`block_valid_items`, and a `tiles` loop's count); slots past it
+//!   get the default or keep what they held, and so do positions past the buffer's end (a
+//!   kernel built with `unchecked_bounds` has no such guard: its accesses past the end are
+//!   out-of-bounds faults);
+//! - reductions and scans fold in position order (floats: only where every order gives the
+//!   same bits, else the result is unspecified), neighbour ops, scatters and exchanges as
+//!   documented on `NeighborKind`, `OpKind::Scatter` and `Arrangement`.
+//!
+//! Every value carries flags ([`value`]): undefined (never written), unspecified, approximate.
+//! The interpreter reports [`Event`]s: out-of-bounds accesses, undefined values reaching a
+//! store, a branch or a collective, races on shared arrays (accesses by different threads with
+//! no `sync_block` between), scatters of two items to one position.
+
+// Threads index several tables at once (masks, slots, loop counters): plain index loops read
+// best here.
+#![allow(clippy::needless_range_loop)]
+
+mod collective;
+pub mod value;
+
+use coopgraph::ir::expr::{ExprKind, IndexKind};
+use coopgraph::ir::ops::{Algorithm, Bounds, OpKind, Role, Transfer, ValidOf};
+use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupKind, Ir, OpId, RegionId};
+use std::collections::HashMap;
+use value::{NONDET, UNDEF, UNSPEC, V};
+
+/// An argument of a launch.
+pub enum Arg<'a> {
+    /// An input buffer: its length (`None`: unbounded) and its element `i`'s bits.
+    Input {
+        len: Option<u64>,
+        value: &'a dyn Fn(u64) -> u64,
+    },
+    /// An output buffer of this length (`None`: unbounded).
+    Output { len: Option<u64> },
+    /// A scalar's bits.
+    Scalar(u64),
+}
+
+/// A launch: blocks and arguments (one per parameter).
+pub struct Launch<'a> {
+    pub grid: u32,
+    pub args: Vec<Arg<'a>>,
+}
+
+/// An output element the kernel wrote.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    pub v: V,
+    /// The block and thread that wrote it last, and the block's barrier epoch then.
+    writer: (u32, u32, u32),
+}
+
+/// Something the interpreter saw that a correct run on a valid kernel cannot do silently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A global access outside its buffer.
+    GlobalOob { op: OpId, param: usize, index: u64 },
+    /// A shared-array access past the array's end.
+    SharedOob { op: OpId, array: usize, index: u64 },
+    /// An undefined value reaching an observable use.
+    Undefined { op: OpId, what: &'static str },
+    /// Two threads touching one shared-array element with no barrier between, one writing.
+    SharedRace { op: OpId, array: usize, index: u64 },
+    /// Two items scattered to one position.
+    ScatterCollision { op: OpId, position: u32 },
+    /// A collective some but not all threads of a group reach, or whose uniform operands
+    /// differ within the group.
+    Participation { op: OpId },
+    /// Loops ran longer than the interpreter allows.
+    StepLimit,
+}
+
+impl Event {
+    /// Whether the simulator must report this as a memory fault.
+    pub fn is_oob(&self) -> bool {
+        matches!(self, Event::GlobalOob { .. } | Event::SharedOob { .. })
+    }
+}
+
+/// What a launch did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Per parameter: the output elements written (empty for other roles).
+    pub outputs: Vec<HashMap<u64, Cell>>,
+    /// Per buffer parameter: the largest element index accessed.
+    pub max_index: Vec<Option<u64>>,
+    pub events: Vec<Event>,
+}
+
+/// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
+/// program order fixes it; maps carry their first arranged operand's; assignments into a free
+/// payload the source's. Repeated to a fixed point for loops.
+pub fn arrangements(ir: &Ir) -> Vec<Option<Arrangement>> {
+    let mut order = Vec::new();
+    ir.walk(|op, _| order.push(op));
+    let mut arr: Vec<Option<Arrangement>> = vec![None; ir.datas.len()];
+    let group = |g| ir.group_threads(g);
+    loop {
+        let mut changed = false;
+        let mut set = |arr: &mut Vec<Option<Arrangement>>, d: DataId, a: Option<Arrangement>| {
+            if arr[d.index()].is_none() && a.is_some() {
+                arr[d.index()] = a;
+                changed = true;
+            }
+        };
+        for &op in &order {
+            match &ir.op(op).kind {
+                OpKind::Load(t) => {
+                    let a = payload_arrangement(t.algorithm, group(t.group));
+                    set(&mut arr, t.data, Some(a));
+                }
+                OpKind::Map { dst, srcs, .. } => {
+                    let a = srcs.iter().find_map(|s| arr[s.index()]);
+                    set(&mut arr, *dst, a);
+                }
+                OpKind::Assign { dst, src } => {
+                    let a = arr[src.index()];
+                    set(&mut arr, *dst, a);
+                }
+                OpKind::Scan(sc) => set(&mut arr, sc.dst, Some(Arrangement::Blocked)),
+                OpKind::Exchange { dst, to, .. } | OpKind::Scatter { dst, to, .. } => {
+                    set(&mut arr, *dst, Some(*to))
+                }
+                OpKind::Neighbor(nb) => {
+                    use coopgraph::ir::NeighborKind as N;
+                    if !matches!(nb.kind, N::Offset(_) | N::Rotate(_)) {
+                        set(&mut arr, nb.dst, Some(Arrangement::Blocked));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !changed {
+            return arr;
+        }
+    }
+}
+
+/// The arrangement a payload loaded (or stored) with `a` by a group of `g` threads has.
+pub fn payload_arrangement(a: Algorithm, g: u32) -> Arrangement {
+    match a {
+        Algorithm::Striped => Arrangement::Striped { threads: g },
+        _ => Arrangement::Blocked,
+    }
+}
+
+/// The order in which a load or store touches global memory: the transposing algorithms move
+/// their tile striped (over the group, or warp-striped), then exchange it.
+fn access_arrangement(a: Algorithm, g: u32) -> Arrangement {
+    match a {
+        Algorithm::Transpose => Arrangement::Striped { threads: g },
+        Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced => {
+            Arrangement::Striped { threads: 32 }
+        }
+        other => payload_arrangement(other, g),
+    }
+}
+
+/// Position (in the block's tile) of item `i` of thread `t` in arrangement `a` with `k` items.
+pub fn position(a: Arrangement, k: u32, t: u32, i: u32) -> u32 {
+    match a {
+        Arrangement::Blocked => t * k + i,
+        Arrangement::Striped { threads: g } => {
+            let g = g.max(1);
+            (t / g) * g * k + t % g + i * g
+        }
+    }
+}
+
+/// The thread and item holding position `q` in arrangement `a` with `k` items.
+pub fn owner(a: Arrangement, k: u32, q: u32) -> (u32, u32) {
+    match a {
+        Arrangement::Blocked => (q / k, q % k),
+        Arrangement::Striped { threads: g } => {
+            let g = g.max(1);
+            let (group, r) = (q / (g * k), q % (g * k));
+            (group * g + r % g, r / g)
+        }
+    }
+}
+
+const MAX_STEPS: u64 = 1 << 16;
+
+/// The first op of the kernel (events name the op they happened in).
+fn first_op(ir: &Ir) -> OpId {
+    let mut first = None;
+    ir.walk(|op, _| {
+        first.get_or_insert(op);
+    });
+    first.expect("the interpreter runs kernels with ops")
+}
+
+/// Runs the kernel over the launch.
+pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
+    let arr = arrangements(ir);
+    let mut out = Outcome {
+        outputs: vec![HashMap::new(); ir.params.len()],
+        max_index: vec![None; ir.params.len()],
+        events: Vec::new(),
+    };
+    if ir.ops.is_empty() {
+        return out;
+    }
+    for b in 0..launch.grid {
+        let mut blk = Block::new(ir, launch, &arr, b, &mut out);
+        let body = ir.body;
+        let all = vec![true; blk.threads];
+        blk.region(body, &all);
+    }
+    out
+}
+
+/// Evaluation context of an expression: the thread, map operands, the slot.
+#[derive(Clone, Copy)]
+struct Cx<'c> {
+    t: usize,
+    args: &'c [V],
+    item: Option<u32>,
+}
+
+/// An element of a shared array: its value, its last writer and the epoch of the write, and
+/// who read it in which epoch (`u32::MAX`: several threads).
+#[derive(Clone, Copy)]
+struct SCell {
+    v: V,
+    writer: Option<(u32, u32)>,
+    reader: Option<(u32, u32)>,
+}
+
+/// One block's run.
+struct Block<'a> {
+    ir: &'a Ir,
+    launch: &'a Launch<'a>,
+    arr: &'a [Option<Arrangement>],
+    out: &'a mut Outcome,
+    b: u32,
+    threads: usize,
+    /// Per payload, `threads * items` slots.
+    data: Vec<Vec<V>>,
+    /// Per loop op, per thread: its fields.
+    loops: HashMap<OpId, Vec<[u64; 3]>>,
+    tiles: Vec<OpId>,
+    arrays: Vec<Vec<SCell>>,
+    epoch: u32,
+    /// Threads running under a branch whose condition was unspecified: what they write is.
+    taint: Vec<u8>,
+    steps: u64,
+    op: OpId,
+}
+
+impl<'a> Block<'a> {
+    fn new(
+        ir: &'a Ir,
+        launch: &'a Launch<'a>,
+        arr: &'a [Option<Arrangement>],
+        b: u32,
+        out: &'a mut Outcome,
+    ) -> Self {
+        let threads = ir.block_threads() as usize;
+        Block {
+            ir,
+            launch,
+            arr,
+            out,
+            b,
+            threads,
+            data: ir
+                .datas
+                .iter()
+                .map(|d| vec![V::UNDEF; threads * d.items as usize])
+                .collect(),
+            loops: HashMap::new(),
+            tiles: Vec::new(),
+            arrays: ir
+                .arrays
+                .iter()
+                .map(|a| {
+                    let cell = SCell {
+                        v: V::UNDEF,
+                        writer: None,
+                        reader: None,
+                    };
+                    vec![cell; a.len as usize]
+                })
+                .collect(),
+            epoch: 0,
+            taint: vec![0; threads],
+            steps: 0,
+            op: first_op(ir),
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        if self.out.events.len() < 64 && !self.out.events.contains(&e) {
+            self.out.events.push(e);
+        }
+    }
+
+    fn items(&self, d: DataId) -> u32 {
+        self.ir.datas[d.index()].items
+    }
+
+    fn dtype(&self, d: DataId) -> DType {
+        self.ir.datas[d.index()].dtype
+    }
+
+    /// Writes slot `i` of payload `d` in thread `t`, with the thread's taint.
+    fn set(&mut self, d: DataId, t: usize, i: u32, mut v: V) {
+        v.flags |= self.taint[t];
+        let k = self.items(d) as usize;
+        self.data[d.index()][t * k + i as usize] = v;
+    }
+
+    fn get(&self, d: DataId, t: usize, i: u32) -> V {
+        let k = self.items(d) as usize;
+        self.data[d.index()][t * k + i as usize]
+    }
+
+    /// The payload's slots seen in arrangement `want`: where it is arranged otherwise, each
+    /// slot gets the value at its position (the planner's conversion).
+    fn view(&mut self, d: DataId, want: Option<Arrangement>, active: &[bool]) -> Vec<V> {
+        let k = self.items(d);
+        let raw = &self.data[d.index()];
+        let (Some(have), Some(want)) = (self.arr[d.index()], want) else {
+            return raw.clone();
+        };
+        if have.same_positions(want, k) {
+            return raw.clone();
+        }
+        let mut out = vec![V::UNDEF; raw.len()];
+        let mut undefined = false;
+        for t in 0..self.threads as u32 {
+            for i in 0..k {
+                let q = position(want, k, t, i);
+                let (t2, i2) = owner(have, k, q);
+                let v = raw.get((t2 * k + i2) as usize).copied().unwrap_or(V::UNDEF);
+                undefined |= active[t as usize] && v.undef();
+                out[(t * k + i) as usize] = v;
+            }
+        }
+        if undefined {
+            self.event(Event::Undefined {
+                op: self.op,
+                what: "a payload rearranged through shared memory",
+            });
+        }
+        out
+    }
+
+    fn check_defined(&mut self, v: V, what: &'static str) {
+        if v.undef() {
+            self.event(Event::Undefined { op: self.op, what });
+        }
+    }
+
+    fn region(&mut self, r: RegionId, active: &[bool]) {
+        if !active.iter().any(|&a| a) {
+            return;
+        }
+        let ops: Vec<OpId> = self.ir.region(r).to_vec();
+        for op in ops {
+            self.op = op;
+            self.exec(op, active);
+        }
+    }
+
+    fn exec(&mut self, op: OpId, active: &[bool]) {
+        let ir = self.ir;
+        match &ir.op(op).kind {
+            OpKind::Load(t) => self.load(op, t, active),
+            OpKind::Store(t) => self.store(op, t, active),
+            OpKind::Map { dst, srcs, expr } => {
+                let want = self.arr[dst.index()];
+                let views: Vec<Vec<V>> = srcs.iter().map(|s| self.view(*s, want, active)).collect();
+                let k = self.items(*dst);
+                for t in 0..self.threads {
+                    if !active[t] {
+                        continue;
+                    }
+                    for i in 0..k {
+                        let idx = t * k as usize + i as usize;
+                        let args: Vec<V> = views.iter().map(|v| v[idx]).collect();
+                        let cx = Cx {
+                            t,
+                            args: &args,
+                            item: Some(i),
+                        };
+                        let v = self.eval(*expr, cx);
+                        self.set(*dst, t, i, v);
+                    }
+                }
+            }
+            OpKind::SetItem { dst, item, expr } => {
+                for t in 0..self.threads {
+                    if active[t] {
+                        let v = self.eval(*expr, self.cx(t));
+                        self.set(*dst, t, *item, v);
+                    }
+                }
+            }
+            OpKind::Assign { dst, src } => {
+                let v = self.view(*src, self.arr[dst.index()], active);
+                let k = self.items(*dst);
+                for t in 0..self.threads {
+                    if active[t] {
+                        for i in 0..k {
+                            self.set(*dst, t, i, v[t * k as usize + i as usize]);
+                        }
+                    }
+                }
+            }
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let mut yes = vec![false; self.threads];
+                let mut no = vec![false; self.threads];
+                let mut tainted = Vec::new();
+                for t in 0..self.threads {
+                    if !active[t] {
+                        continue;
+                    }
+                    let c = self.eval(*cond, self.cx(t));
+                    self.check_defined(c, "a branch condition");
+                    if !c.known() {
+                        // Either way: run both, and what the thread writes is unknown.
+                        yes[t] = true;
+                        no[t] = true;
+                        tainted.push(t);
+                    } else if c.bits & 1 == 1 {
+                        yes[t] = true;
+                    } else {
+                        no[t] = true;
+                    }
+                }
+                let saved = self.taint.clone();
+                for &t in &tainted {
+                    self.taint[t] |= UNSPEC;
+                }
+                self.region(*then, &yes);
+                // Without an else arm, a tainted thread may also have skipped the branch; what
+                // the branch wrote is unspecified either way.
+                if let Some(o) = otherwise {
+                    self.region(*o, &no);
+                }
+                self.taint = saved;
+            }
+            OpKind::For { start, end, body } => {
+                let mut cur = vec![0u64; self.threads];
+                let mut stop = vec![0u64; self.threads];
+                for t in 0..self.threads {
+                    if active[t] {
+                        let s = self.eval(*start, self.cx(t));
+                        let e = self.eval(*end, self.cx(t));
+                        self.check_defined(s, "a loop bound");
+                        self.check_defined(e, "a loop bound");
+                        cur[t] = s.bits;
+                        stop[t] = e.bits;
+                    }
+                }
+                loop {
+                    let now: Vec<bool> = (0..self.threads)
+                        .map(|t| active[t] && cur[t] < stop[t])
+                        .collect();
+                    if !now.iter().any(|&a| a) || !self.step() {
+                        break;
+                    }
+                    let fields: Vec<[u64; 3]> = cur.iter().map(|&c| [c, 0, 0]).collect();
+                    self.loops.insert(op, fields);
+                    self.region(*body, &now);
+                    for t in 0..self.threads {
+                        if now[t] {
+                            cur[t] += 1;
+                        }
+                    }
+                }
+            }
+            OpKind::Tiles { n, body } => {
+                let Some(t0) = active.iter().position(|&a| a) else {
+                    return;
+                };
+                let nv = self.eval(*n, self.cx(t0));
+                self.check_defined(nv, "a tiles loop bound");
+                let tile = u64::from(ir.block_threads() * ir.items_per_thread);
+                let count = nv.bits.div_ceil(tile.max(1));
+                let mut idx = u64::from(self.b);
+                self.tiles.push(op);
+                while idx < count && self.step() {
+                    let origin = idx * tile;
+                    let valid = (nv.bits - origin).min(tile);
+                    self.loops
+                        .insert(op, vec![[idx, origin & 0xffff_ffff, valid]; self.threads]);
+                    self.region(*body, active);
+                    idx += u64::from(self.launch.grid);
+                }
+                self.tiles.pop();
+            }
+            OpKind::SharedWrite {
+                array,
+                index,
+                value,
+            } => {
+                let mut writes = Vec::new();
+                for t in 0..self.threads {
+                    if active[t] {
+                        let i = self.eval(*index, self.cx(t));
+                        let v = self.eval(*value, self.cx(t));
+                        self.check_defined(i, "a shared-array index");
+                        self.check_defined(v, "a value written to shared memory");
+                        writes.push((t, i, v));
+                    }
+                }
+                for (t, i, mut v) in writes {
+                    v.flags |= self.taint[t];
+                    self.shared_access(array.index(), t, i, Some(v));
+                }
+            }
+            OpKind::SyncBlock => self.epoch += 1,
+            OpKind::Reduce(r) => self.reduce(r, active),
+            OpKind::Scan(s) => self.scan(s, active),
+            OpKind::Neighbor(nb) => self.neighbor(nb, active),
+            OpKind::Scatter {
+                group,
+                src,
+                ranks,
+                flags,
+                dst,
+                to,
+                holes,
+            } => {
+                let c = collective::ScatterOp {
+                    group: *group,
+                    src: *src,
+                    ranks: *ranks,
+                    flags: *flags,
+                    dst: *dst,
+                    to: *to,
+                    holes: *holes,
+                };
+                self.scatter(&c, active)
+            }
+            OpKind::Exchange { src, dst, to, .. } => {
+                let v = self.view(*src, Some(*to), active);
+                let k = self.items(*dst) as usize;
+                for t in 0..self.threads {
+                    if active[t] {
+                        for i in 0..k {
+                            let x = v[t * k + i];
+                            self.check_defined(x, "an exchanged payload");
+                            self.set(*dst, t, i as u32, x);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn step(&mut self) -> bool {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            self.event(Event::StepLimit);
+            return false;
+        }
+        true
+    }
+
+    fn cx(&self, t: usize) -> Cx<'static> {
+        Cx {
+            t,
+            args: &[],
+            item: None,
+        }
+    }
+
+    /// Reads (`write: None`) or writes element `i` of shared array `a` by thread `t`, checking
+    /// bounds and races.
+    fn shared_access(&mut self, a: usize, t: usize, i: V, write: Option<V>) -> V {
+        let op = self.op;
+        let idx = i.bits;
+        let Some(cell) = self.arrays[a].get(idx as usize).copied() else {
+            self.event(Event::SharedOob {
+                op,
+                array: a,
+                index: idx,
+            });
+            return V::with(0, UNSPEC);
+        };
+        let (t32, e) = (t as u32, self.epoch);
+        let other = |who: Option<(u32, u32)>| who.is_some_and(|(w, we)| we == e && w != t32);
+        let race = match write {
+            Some(_) => other(cell.writer) || other(cell.reader),
+            None => other(cell.writer),
+        };
+        if race {
+            self.event(Event::SharedRace {
+                op,
+                array: a,
+                index: idx,
+            });
+        }
+        let c = &mut self.arrays[a][idx as usize];
+        match write {
+            Some(v) => {
+                c.v = v;
+                c.writer = Some((t32, e));
+                cell.v
+            }
+            None => {
+                c.reader = match c.reader {
+                    Some((r, re)) if re == e && r != t32 => Some((u32::MAX, e)),
+                    _ => Some((t32, e)),
+                };
+                cell.v
+            }
+        }
+    }
+
+    /// The offset and valid count of a transfer for thread `t`.
+    fn transfer_bounds(&mut self, t: &Transfer, th: usize) -> (V, Option<(V, ValidOf)>) {
+        let tiles = self.tiles.last().copied();
+        let offset = match t.offset {
+            Some(e) => self.eval(e, self.cx(th)),
+            None => match tiles {
+                Some(op) => V::exact(self.loops[&op][th][1]),
+                None => {
+                    let tile = self.ir.block_threads() * self.ir.items_per_thread;
+                    V::exact(u64::from(self.b.wrapping_mul(tile)))
+                }
+            },
+        };
+        // A tiles loop's count is the block's.
+        let valid = match t.valid {
+            Some(v) => Some((self.eval(v.count, self.cx(th)), v.of)),
+            None => tiles.map(|op| (V::exact(self.loops[&op][th][2]), ValidOf::Block)),
+        };
+        self.check_defined(offset, "a transfer offset");
+        if let Some((v, _)) = valid {
+            self.check_defined(v, "a valid count");
+        }
+        (offset, valid)
+    }
+
+    /// For each thread touching global memory in a transfer: the elements it touches, as
+    /// `(position in the block's tile, element index or None when not valid)`.
+    fn transfer_elements(
+        &mut self,
+        t: &Transfer,
+        active: &[bool],
+    ) -> Vec<(u32, Option<u64>, bool)> {
+        let ir = self.ir;
+        let g = ir.group_threads(t.group);
+        let k = self.items(t.data);
+        let acc = access_arrangement(t.algorithm, g);
+        let warp_group = matches!(
+            ir.groups[t.group.index()].kind,
+            GroupKind::LogicalWarp { .. }
+        );
+        // A checked kernel's accesses stop at the buffer's end: positions from `len - offset`
+        // on are not read or written (an unchecked kernel's are the launch's business).
+        let len = match (ir.bounds, &self.launch.args[t.param.index()]) {
+            (Bounds::Checked, Arg::Input { len, .. } | Arg::Output { len }) => *len,
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for th in 0..self.threads {
+            if !active[th] {
+                continue;
+            }
+            let (offset, valid) = self.transfer_bounds(t, th);
+            let room = len.map(|l| l.saturating_sub(offset.bits & 0xffff_ffff));
+            for i in 0..k {
+                let q = position(acc, k, th as u32, i);
+                // A group's own count covers its tile; the block's, the block's tile (a
+                // group's share is what of it falls in the group's tile).
+                let local = if warp_group {
+                    q - (th as u32 / g) * g * k
+                } else {
+                    q
+                };
+                let ok = match valid {
+                    None => true,
+                    Some((v, ValidOf::Group)) => u64::from(local) < v.bits & 0xffff_ffff,
+                    Some((v, ValidOf::Block)) => u64::from(q) < v.bits & 0xffff_ffff,
+                } && room.is_none_or(|r| u64::from(q) < r);
+                let elem = (offset.bits as u32).wrapping_add(q) as u64;
+                let unknown = !offset.known() || valid.is_some_and(|(v, _)| !v.known());
+                out.push((q, ok.then_some(elem), unknown));
+            }
+        }
+        out
+    }
+
+    fn note_index(&mut self, param: usize, idx: u64) {
+        let m = &mut self.out.max_index[param];
+        *m = Some(m.map_or(idx, |x| x.max(idx)));
+    }
+
+    fn load(&mut self, op: OpId, t: &Transfer, active: &[bool]) {
+        let ir = self.ir;
+        let p = t.param.index();
+        if ir.params[p].role != Role::Input {
+            return;
+        }
+        let g = ir.group_threads(t.group);
+        let k = self.items(t.data);
+        let have = payload_arrangement(t.algorithm, g);
+        let dtype = self.dtype(t.data);
+        let default = t.oob_default.map(|b| V::exact(b & value::mask(dtype)));
+        let launch = self.launch;
+        for (q, elem, unknown) in self.transfer_elements(t, active) {
+            let v = match elem {
+                Some(e) => {
+                    self.note_index(p, e);
+                    match &launch.args[p] {
+                        Arg::Input { len, value } => {
+                            if len.is_some_and(|l| e >= l) {
+                                self.event(Event::GlobalOob {
+                                    op,
+                                    param: p,
+                                    index: e,
+                                });
+                                Some(V::with(0, UNSPEC))
+                            } else {
+                                Some(V::exact(value(e) & value::mask(dtype)))
+                            }
+                        }
+                        _ => Some(V::with(0, UNSPEC)),
+                    }
+                }
+                None => default,
+            };
+            let (th, i) = owner(have, k, q);
+            if let Some(mut v) = v {
+                if unknown {
+                    v.flags |= UNSPEC;
+                }
+                if (th as usize) < self.threads {
+                    self.set(t.data, th as usize, i, v);
+                }
+            }
+        }
+    }
+
+    fn store(&mut self, op: OpId, t: &Transfer, active: &[bool]) {
+        let ir = self.ir;
+        let p = t.param.index();
+        let g = ir.group_threads(t.group);
+        let k = self.items(t.data);
+        let need = payload_arrangement(t.algorithm, g);
+        let vals = self.view(t.data, Some(need), active);
+        let epoch = self.epoch;
+        for (q, elem, unknown) in self.transfer_elements(t, active) {
+            let Some(e) = elem else { continue };
+            let (th, i) = owner(need, k, q);
+            let Some(mut v) = vals.get((th * k + i) as usize).copied() else {
+                continue;
+            };
+            self.check_defined(v, "a stored value");
+            if unknown {
+                v.flags |= UNSPEC;
+            }
+            self.note_index(p, e);
+            let launch = self.launch;
+            if let Arg::Output { len } = &launch.args[p]
+                && len.is_some_and(|l| e >= l)
+            {
+                self.event(Event::GlobalOob {
+                    op,
+                    param: p,
+                    index: e,
+                });
+                continue;
+            }
+            v.flags |= self.taint[th as usize];
+            let writer = (self.b, th, epoch);
+            let cells = &mut self.out.outputs[p];
+            match cells.get_mut(&e) {
+                None => {
+                    cells.insert(e, Cell { v, writer });
+                }
+                Some(c) => {
+                    let ordered =
+                        c.writer.0 == writer.0 && (c.writer.1 == th || c.writer.2 < epoch);
+                    if ordered {
+                        *c = Cell { v, writer };
+                    } else if c.v != v {
+                        c.v.flags |= UNSPEC | NONDET;
+                        c.writer = writer;
+                    }
+                }
+            }
+        }
+    }
+
+    fn eval(&mut self, e: ExprId, cx: Cx<'_>) -> V {
+        let ir = self.ir;
+        let node = ir.expr(e);
+        let dt = node.ty.dtype();
+        let v = match &node.kind {
+            ExprKind::Const(b) => V::exact(*b),
+            ExprKind::Param(p) => match self.launch.args[p.index()] {
+                Arg::Scalar(b) => V::exact(b),
+                _ => V::with(0, UNSPEC),
+            },
+            ExprKind::Arg(i) => cx.args.get(*i as usize).copied().unwrap_or(V::UNDEF),
+            ExprKind::Item { data, item } => {
+                if *item < self.items(*data) {
+                    self.get(*data, cx.t, *item)
+                } else {
+                    V::UNDEF
+                }
+            }
+            ExprKind::Index(k) => V::exact(match k {
+                IndexKind::ThreadRank => cx.t as u64,
+                IndexKind::Lane => cx.t as u64 % 32,
+                IndexKind::WarpRank => cx.t as u64 / 32,
+                IndexKind::BlockIndex => u64::from(self.b),
+                IndexKind::GridBlocks => u64::from(self.launch.grid),
+                IndexKind::BlockThreads => self.threads as u64,
+                IndexKind::Item => u64::from(cx.item.unwrap_or(0)),
+            }),
+            ExprKind::LoopVar { op, field } => match self.loops.get(op) {
+                Some(f) => V::exact(f[cx.t][*field as usize % 3]),
+                None => V::UNDEF,
+            },
+            ExprKind::Unary(op, a) => {
+                let a_ty = ir.expr(*a).ty.dtype();
+                let x = self.eval(*a, cx);
+                let bits = value::unary(*op, a_ty, x.bits);
+                let keeps = matches!(
+                    op,
+                    coopgraph::ir::expr::UnaryOp::Neg | coopgraph::ir::expr::UnaryOp::Abs
+                );
+                let mut flags = if keeps {
+                    x.flags
+                } else {
+                    value::derive(x.flags)
+                };
+                if value::approximate(*op) {
+                    flags |= value::APPROX | value::TAINT;
+                }
+                V::with(bits, flags)
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.eval(*a, cx), self.eval(*b, cx));
+                let flags = value::derive(x.flags | y.flags);
+                match dt {
+                    None => V::with(value::bool_binary(*op, x.bits, y.bits), flags),
+                    Some(dt) => match value::binary(*op, dt, x.bits, y.bits) {
+                        Some(bits) => V::with(bits, flags),
+                        None => V::with(0, flags | UNSPEC),
+                    },
+                }
+            }
+            ExprKind::Cmp(op, a, b) => {
+                let a_ty = ir.expr(*a).ty.dtype().unwrap_or(DType::U32);
+                let (x, y) = (self.eval(*a, cx), self.eval(*b, cx));
+                let r = value::compare(*op, a_ty, x.bits, y.bits);
+                V::with(u64::from(r), value::derive(x.flags | y.flags))
+            }
+            ExprKind::Select(c, a, b) => {
+                let cv = self.eval(*c, cx);
+                let (x, y) = (self.eval(*a, cx), self.eval(*b, cx));
+                let pick = if cv.bits & 1 == 1 { x } else { y };
+                if cv.known() {
+                    // The other operand still counts for definedness, as registers are
+                    // tracked whole.
+                    V::with(pick.bits, pick.flags | ((x.flags | y.flags) & UNDEF))
+                } else {
+                    V::with(
+                        pick.bits,
+                        value::derive(cv.flags | x.flags | y.flags) | UNSPEC,
+                    )
+                }
+            }
+            ExprKind::Cast(a) => {
+                let from = ir.expr(*a).ty.dtype().unwrap_or(DType::U32);
+                let x = self.eval(*a, cx);
+                let to = dt.unwrap_or(DType::U32);
+                let keeps = from.is_float() && to.is_float();
+                let flags = if keeps {
+                    x.flags
+                } else {
+                    value::derive(x.flags)
+                };
+                V::with(value::cast(from, to, x.bits), flags)
+            }
+            ExprKind::Fma(a, b, c) => {
+                let (x, y, z) = (self.eval(*a, cx), self.eval(*b, cx), self.eval(*c, cx));
+                let dt = dt.unwrap_or(DType::U32);
+                V::with(
+                    value::fma(dt, x.bits, y.bits, z.bits),
+                    value::derive(x.flags | y.flags | z.flags),
+                )
+            }
+            ExprKind::SharedRead(arr, i) => {
+                let iv = self.eval(*i, cx);
+                self.check_defined(iv, "a shared-array index");
+                if !iv.known() {
+                    V::with(0, UNSPEC)
+                } else {
+                    self.shared_access(arr.index(), cx.t, iv, None)
+                }
+            }
+        };
+        let mask = dt.map_or(1, value::mask);
+        V::with(v.bits & mask, v.flags)
+    }
+}

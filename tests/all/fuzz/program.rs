@@ -1,0 +1,680 @@
+//! A kernel's IR written back as the builder program that makes it: the reproducer a failing
+//! case prints, ready to paste into a test. It reads `Kernel::ir()` only and names every
+//! field an op has (the IR listing leaves some out), so the program records what the failing
+//! kernel was, whatever the generator did to make it.
+//!
+//! Payloads are `d<N>`, groups `g<N>`, temp storages `st<N>`, shared arrays `smem<N>`, map
+//! and operator arguments `a0`, `a1`, loop counters `i<op>` and `tiles` loops `t<op>`; the
+//! parameters keep their names.
+
+use coopgraph::ir::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
+use coopgraph::ir::ops::{Bounds, OpKind, ReduceOp, Sharing, Transfer, ValidOf};
+use coopgraph::ir::{
+    Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, NeighborKind, OpId, RegionId,
+};
+use std::fmt::Write;
+
+/// Characters of one expression past which the rest is elided (shared subtrees are written
+/// out each time they occur).
+const EXPR_BUDGET: usize = 2000;
+
+/// The builder program of `ir`, with `launch` (how the case runs it) as a comment.
+pub fn program(ir: &Ir, launch: &str) -> String {
+    let mut p = Printer {
+        ir,
+        out: String::new(),
+        depth: 1,
+        declared: vec![false; ir.datas.len()],
+        total: None,
+        pending: None,
+    };
+    let _ = writeln!(
+        p.out,
+        "fn kernel() -> Result<coopgraph::Kernel, coopgraph::Error> {{\n    use coopgraph::ir::*;"
+    );
+    p.header();
+    if !launch.is_empty() {
+        let _ = writeln!(p.out, "    // {launch}");
+    }
+    p.region(ir.body);
+    p.out.push_str("    k.build()\n}\n");
+    p.out
+}
+
+struct Printer<'a> {
+    ir: &'a Ir,
+    out: String,
+    depth: usize,
+    declared: Vec<bool>,
+    /// Inside a prefix callback: the aggregate payload, read as the callback's `total`.
+    total: Option<DataId>,
+    /// The op whose first line is next.
+    pending: Option<OpId>,
+}
+
+fn rust_type(dt: DType) -> String {
+    format!("{dt}")
+}
+
+/// A constant of `dt` with `bits` as a Rust literal that gives exactly those bits.
+fn literal(dt: DType, bits: u64) -> String {
+    let t = rust_type(dt);
+    match dt {
+        DType::F32 => {
+            let v = f32::from_bits(bits as u32);
+            if v.is_finite() && format!("{v:?}").parse::<f32>().map(f32::to_bits) == Ok(bits as u32)
+            {
+                format!("{v:?}f32")
+            } else {
+                format!("f32::from_bits({:#x})", bits as u32)
+            }
+        }
+        DType::F64 => {
+            let v = f64::from_bits(bits);
+            if v.is_finite() && format!("{v:?}").parse::<f64>().map(f64::to_bits) == Ok(bits) {
+                format!("{v:?}f64")
+            } else {
+                format!("f64::from_bits({bits:#x})")
+            }
+        }
+        d if d.is_signed_int() => {
+            let w = d.bytes() * 8;
+            let v = ((bits << (64 - w)) as i64) >> (64 - w);
+            format!("{v}{t}")
+        }
+        _ => format!("{bits}{t}"),
+    }
+}
+
+fn arrangement(a: Arrangement) -> String {
+    match a {
+        Arrangement::Blocked => "Arrangement::Blocked".into(),
+        Arrangement::Striped { threads } => {
+            format!("Arrangement::Striped {{ threads: {threads} }}")
+        }
+    }
+}
+
+impl Printer<'_> {
+    fn line(&mut self, s: &str) {
+        self.plain(s);
+        if let Some(op) = self.pending.take() {
+            self.out.pop();
+            let _ = writeln!(self.out, " // {op}");
+        }
+    }
+
+    /// A line that is not an op's (a declaration).
+    fn plain(&mut self, s: &str) {
+        for _ in 0..self.depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    fn header(&mut self) {
+        let ir = self.ir;
+        let mut k = format!(
+            "let mut k = KernelBuilder::new({:?}).block({}).items_per_thread({})",
+            ir.name,
+            ir.block_threads(),
+            ir.items_per_thread
+        );
+        if ir.strict_arrangements {
+            k.push_str(".strict_arrangements(true)");
+        }
+        if ir.bounds == Bounds::Unchecked {
+            k.push_str(".unchecked_bounds()");
+        }
+        k.push(';');
+        self.line(&k);
+        for p in &ir.params {
+            let f = match p.role {
+                coopgraph::ir::ops::Role::Input => "input",
+                coopgraph::ir::ops::Role::Output => "output",
+                coopgraph::ir::ops::Role::Scalar => "scalar",
+            };
+            let s = format!(
+                "let {} = k.{f}::<{}>({:?});",
+                p.name,
+                rust_type(p.dtype),
+                p.name
+            );
+            self.line(&s);
+        }
+        for (i, g) in ir.groups.iter().enumerate() {
+            let s = match g.kind {
+                GroupKind::Block => format!("let g{i} = k.this_block();"),
+                GroupKind::LogicalWarp { width } => {
+                    format!("let g{i} = k.this_warp().group_by({width});")
+                }
+            };
+            self.line(&s);
+        }
+        for (i, st) in ir.storages.iter().enumerate() {
+            let mut s = "StorageSpec::default()".to_string();
+            if let Some(n) = st.size {
+                let _ = write!(s, ".size_in_bytes({n})");
+            }
+            if let Some(a) = st.align {
+                let _ = write!(s, ".alignment({a})");
+            }
+            let _ = write!(s, ".auto_sync({})", st.auto_sync);
+            if st.sharing == Sharing::Exclusive {
+                s.push_str(".sharing(Sharing::Exclusive)");
+            }
+            self.line(&format!("let st{i} = k.temp_storage({s});"));
+        }
+        for (i, a) in ir.arrays.iter().enumerate() {
+            let s = format!(
+                "let smem{i} = k.shared_array::<{}>({});",
+                rust_type(a.dtype),
+                a.len
+            );
+            self.line(&s);
+        }
+    }
+
+    /// Declares payload `d` where it first appears without an op that makes it.
+    fn declare(&mut self, d: DataId) {
+        if self.declared[d.index()] {
+            return;
+        }
+        self.declared[d.index()] = true;
+        let decl = &self.ir.datas[d.index()];
+        let t = rust_type(decl.dtype);
+        let s = match decl.align {
+            Some(a) => format!(
+                "let {d} = k.thread_data_aligned::<{t}>({}, {a});",
+                decl.items
+            ),
+            None => format!("let {d} = k.thread_data_n::<{t}>({});", decl.items),
+        };
+        self.plain(&s);
+    }
+
+    /// Payload `d`, made by the op being written.
+    fn made(&mut self, d: DataId) -> String {
+        self.declared[d.index()] = true;
+        format!("{d}")
+    }
+
+    fn group(&self, g: coopgraph::ir::GroupId) -> String {
+        format!("g{}", g.index())
+    }
+
+    fn param(&self, p: coopgraph::ir::ParamId) -> String {
+        self.ir.params[p.index()].name.clone()
+    }
+
+    fn region(&mut self, r: RegionId) {
+        for &op in self.ir.region(r) {
+            // The op's number (as error and race reports name it) ends its first line.
+            self.pending = Some(op);
+            self.op(op);
+        }
+    }
+
+    fn nested(&mut self, r: RegionId) {
+        self.depth += 1;
+        self.region(r);
+        self.depth -= 1;
+    }
+
+    fn transfer(&mut self, t: &Transfer, load: bool) -> String {
+        let alg = match t.algorithm {
+            Algorithm::Direct => "Direct",
+            Algorithm::Striped => "Striped",
+            Algorithm::Vectorize => "Vectorize",
+            Algorithm::Transpose => "Transpose",
+            Algorithm::WarpTranspose => "WarpTranspose",
+            Algorithm::WarpTransposeTimesliced => "WarpTransposeTimesliced",
+        };
+        let mut s = if load {
+            format!("Load::direct().algorithm(Algorithm::{alg})")
+        } else {
+            format!("Store::default().algorithm(Algorithm::{alg})")
+        };
+        if let Some(o) = t.offset {
+            let _ = write!(s, ".offset({})", self.expr(o));
+        }
+        if let Some(v) = t.valid {
+            let which = match v.of {
+                ValidOf::Group => "valid_items",
+                ValidOf::Block => "block_valid_items",
+            };
+            let _ = write!(s, ".{which}({})", self.expr(v.count));
+        }
+        if let Some(b) = t.oob_default {
+            let dt = self.ir.datas[t.data.index()].dtype;
+            let _ = write!(s, ".oob_default({})", literal(dt, b));
+        }
+        if let Some(st) = t.storage {
+            let _ = write!(s, ".temp_storage(&st{})", st.index());
+        }
+        s
+    }
+
+    fn reduce_op(&mut self, op: ReduceOp) -> String {
+        match op {
+            ReduceOp::Sum => "Reduce::sum()".into(),
+            ReduceOp::Product => "Reduce::product()".into(),
+            ReduceOp::Min => "Reduce::min()".into(),
+            ReduceOp::Max => "Reduce::max()".into(),
+            ReduceOp::BitAnd => "Reduce::bit_and()".into(),
+            ReduceOp::BitOr => "Reduce::bit_or()".into(),
+            ReduceOp::BitXor => "Reduce::bit_xor()".into(),
+            ReduceOp::Custom { expr, commutative } => {
+                format!(
+                    "Reduce::custom({commutative}, |a0, a1| {})",
+                    self.expr(expr)
+                )
+            }
+        }
+    }
+
+    fn op(&mut self, op: OpId) {
+        let ir = self.ir;
+        match &ir.op(op).kind {
+            OpKind::Load(t) => {
+                self.declare(t.data);
+                let s = format!(
+                    "k.load_into({}, &{}, &{}, {});",
+                    self.group(t.group),
+                    self.param(t.param),
+                    t.data,
+                    self.transfer(t, true)
+                );
+                self.line(&s);
+            }
+            OpKind::Store(t) => {
+                self.declare(t.data);
+                let s = format!(
+                    "k.store_to({}, &{}, &{}, {});",
+                    self.group(t.group),
+                    self.param(t.param),
+                    t.data,
+                    self.transfer(t, false)
+                );
+                self.line(&s);
+            }
+            OpKind::Map { dst, srcs, expr } => {
+                for s in srcs {
+                    self.declare(*s);
+                }
+                let body = self.expr(*expr);
+                let d = self.made(*dst);
+                let s = match srcs.as_slice() {
+                    [] => {
+                        let t = rust_type(ir.datas[dst.index()].dtype);
+                        format!("let {d} = k.fill::<{t}>({body});")
+                    }
+                    [a] => format!("let {d} = k.map(&{a}, |a0| {body});"),
+                    [a, b] => format!("let {d} = k.map2(&{a}, &{b}, |a0, a1| {body});"),
+                    more => {
+                        let names: Vec<String> = more.iter().map(|m| m.to_string()).collect();
+                        format!("// {d}: a map over {} ({body})", names.join(", "))
+                    }
+                };
+                self.line(&s);
+            }
+            OpKind::SetItem { dst, item, expr } => {
+                self.declare(*dst);
+                let s = format!("k.set_item(&{dst}, {item}, {});", self.expr(*expr));
+                self.line(&s);
+            }
+            OpKind::Assign { dst, src } => {
+                self.declare(*dst);
+                self.declare(*src);
+                self.line(&format!("k.assign(&{dst}, &{src});"));
+            }
+            OpKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(*cond);
+                match otherwise {
+                    None => {
+                        self.line(&format!("k.if_({c}, |k| {{"));
+                        self.nested(*then);
+                        self.line("});");
+                    }
+                    Some(o) => {
+                        self.line(&format!("k.if_else({c}, |k| {{"));
+                        self.nested(*then);
+                        self.line("}, |k| {");
+                        self.nested(*o);
+                        self.line("});");
+                    }
+                }
+            }
+            OpKind::For { start, end, body } => {
+                let s = format!(
+                    "k.for_range({}, {}, |k, i{}| {{",
+                    self.expr(*start),
+                    self.expr(*end),
+                    op.index()
+                );
+                self.line(&s);
+                self.nested(*body);
+                self.line("});");
+            }
+            OpKind::Tiles { n, body } => {
+                let s = format!("k.tiles({}, |k, t{}| {{", self.expr(*n), op.index());
+                self.line(&s);
+                self.nested(*body);
+                self.line("});");
+            }
+            OpKind::SharedWrite {
+                array,
+                index,
+                value,
+            } => {
+                let s = format!(
+                    "k.shared_write(&smem{}, {}, {});",
+                    array.index(),
+                    self.expr(*index),
+                    self.expr(*value)
+                );
+                self.line(&s);
+            }
+            OpKind::SyncBlock => self.line("k.sync_block();"),
+            OpKind::Reduce(r) => {
+                self.declare(r.src);
+                let mut c = self.reduce_op(r.op);
+                if ir.groups[r.group.index()].kind == GroupKind::Block {
+                    let _ = write!(c, ".algorithm(ReduceAlgorithm::{:?})", r.algorithm);
+                }
+                if r.broadcast {
+                    c.push_str(".broadcast()");
+                }
+                if let Some(v) = r.valid {
+                    let _ = write!(c, ".valid_items({})", self.expr(v));
+                }
+                let d = self.made(r.dst);
+                let s = format!(
+                    "let {d} = k.reduce({}, &{}, {c});",
+                    self.group(r.group),
+                    r.src
+                );
+                self.line(&s);
+            }
+            OpKind::Scan(sc) => {
+                self.declare(sc.src);
+                let kind = if sc.inclusive {
+                    "inclusive"
+                } else {
+                    "exclusive"
+                };
+                let mut c = format!("Scan::{kind}({})", self.reduce_op(sc.op));
+                if let Some(i) = sc.initial {
+                    let _ = write!(c, ".initial_value({})", self.expr(i));
+                }
+                if ir.groups[sc.group.index()].kind == GroupKind::Block {
+                    let _ = write!(c, ".algorithm(ScanAlgorithm::{:?})", sc.algorithm);
+                }
+                if let Some(v) = sc.valid {
+                    let _ = write!(c, ".valid_items({})", self.expr(v));
+                }
+                let g = self.group(sc.group);
+                let d = self.made(sc.dst);
+                match (&sc.callback, sc.aggregate) {
+                    (Some(cb), Some(agg)) => {
+                        self.made(agg);
+                        let s = format!(
+                            "let {d} = k.scan_with_prefix({g}, &{}, {c}, |k, total| {{",
+                            sc.src
+                        );
+                        self.line(&s);
+                        let outer = self.total.replace(agg);
+                        self.nested(cb.body);
+                        let prefix = self.expr(cb.prefix);
+                        self.depth += 1;
+                        self.line(&prefix);
+                        self.depth -= 1;
+                        self.total = outer;
+                        self.line("});");
+                    }
+                    (None, Some(agg)) => {
+                        let a = self.made(agg);
+                        let s = format!(
+                            "let ({d}, {a}) = k.scan_with_aggregate({g}, &{}, {c});",
+                            sc.src
+                        );
+                        self.line(&s);
+                    }
+                    _ => {
+                        let s = format!("let {d} = k.scan({g}, &{}, {c});", sc.src);
+                        self.line(&s);
+                    }
+                }
+            }
+            OpKind::Neighbor(nb) => {
+                self.declare(nb.src);
+                let g = self.group(nb.group);
+                let src = nb.src;
+                let f = match nb.op {
+                    Some(e) => format!("Some(|a0, a1| {})", self.expr(e)),
+                    None => "None".into(),
+                };
+                let edge = match nb.edge {
+                    Some(e) => format!("Some({})", self.expr(e)),
+                    None => "None".into(),
+                };
+                let valid = nb.valid.map(|v| self.expr(v));
+                let d = self.made(nb.dst);
+                let s = match (nb.kind, valid, nb.shifted_out) {
+                    (NeighborKind::AdjacentLeft, Some(v), _) => format!(
+                        "let {d} = k.adjacent_difference_left_partial({g}, &{src}, {f}, {edge}, {v});"
+                    ),
+                    (NeighborKind::AdjacentLeft, None, _) => {
+                        format!("let {d} = k.adjacent_difference_left({g}, &{src}, {f}, {edge});")
+                    }
+                    (NeighborKind::AdjacentRight, Some(v), _) => format!(
+                        "let {d} = k.adjacent_difference_right_partial({g}, &{src}, {f}, {v});"
+                    ),
+                    (NeighborKind::AdjacentRight, None, _) => {
+                        format!("let {d} = k.adjacent_difference_right({g}, &{src}, {f}, {edge});")
+                    }
+                    (NeighborKind::Heads, ..) => {
+                        format!("let {d} = k.flag_heads({g}, &{src}, {f}, {edge});")
+                    }
+                    (NeighborKind::Tails, ..) => {
+                        format!("let {d} = k.flag_tails({g}, &{src}, {f}, {edge});")
+                    }
+                    (NeighborKind::ShiftUp, _, Some(o)) => {
+                        let o = self.made(o);
+                        format!("let ({d}, {o}) = k.shuffle_up_with_suffix({g}, &{src}, {edge});")
+                    }
+                    (NeighborKind::ShiftUp, _, None) => {
+                        format!("let {d} = k.shuffle_up({g}, &{src}, {edge});")
+                    }
+                    (NeighborKind::ShiftDown, _, Some(o)) => {
+                        let o = self.made(o);
+                        format!("let ({d}, {o}) = k.shuffle_down_with_prefix({g}, &{src}, {edge});")
+                    }
+                    (NeighborKind::ShiftDown, _, None) => {
+                        format!("let {d} = k.shuffle_down({g}, &{src}, {edge});")
+                    }
+                    (NeighborKind::Offset(n), ..) => {
+                        format!("let {d} = k.shuffle_offset({g}, &{src}, {n});")
+                    }
+                    (NeighborKind::Rotate(n), ..) => {
+                        format!("let {d} = k.shuffle_rotate({g}, &{src}, {n});")
+                    }
+                };
+                self.line(&s);
+            }
+            OpKind::Scatter {
+                group,
+                src,
+                ranks,
+                flags,
+                dst,
+                to,
+                holes,
+            } => {
+                self.declare(*src);
+                self.declare(*ranks);
+                if let Some(f) = flags {
+                    self.declare(*f);
+                }
+                let d = self.made(*dst);
+                let mut c = format!("Scatter::to({})", arrangement(*to));
+                if let Some(f) = flags {
+                    let _ = write!(c, ".flags(&{f})");
+                }
+                if let Some(h) = holes {
+                    let dt = ir.datas[src.index()].dtype;
+                    let _ = write!(c, ".holes({})", literal(dt, *h));
+                }
+                let s = format!(
+                    "let {d} = k.scatter({}, &{src}, &{ranks}, {c});",
+                    self.group(*group)
+                );
+                self.line(&s);
+            }
+            OpKind::Exchange {
+                group,
+                src,
+                dst,
+                to,
+                time_sliced,
+                shuffles,
+            } => {
+                self.declare(*src);
+                let d = self.made(*dst);
+                let (g, to) = (self.group(*group), arrangement(*to));
+                let s = if *shuffles {
+                    format!("let {d} = k.exchange_via_shuffles({g}, &{src}, {to});")
+                } else if *time_sliced {
+                    format!("let {d} = k.exchange_with({g}, &{src}, {to}, true);")
+                } else {
+                    format!("let {d} = k.exchange({g}, &{src}, {to});")
+                };
+                self.line(&s);
+            }
+        }
+    }
+
+    fn expr(&self, e: ExprId) -> String {
+        let mut s = String::new();
+        self.expr_into(e, &mut s);
+        s
+    }
+
+    fn expr_into(&self, e: ExprId, out: &mut String) {
+        if out.len() > EXPR_BUDGET {
+            out.push_str("/* elided */");
+            return;
+        }
+        let ir = self.ir;
+        let node = ir.expr(e);
+        let sub = |x: ExprId| self.expr(x);
+        let s = match &node.kind {
+            ExprKind::Const(b) => match node.ty {
+                VType::Bool => format!("Expr::lit_bool({})", *b != 0),
+                VType::D(dt) => format!("Expr::lit({})", literal(dt, *b)),
+            },
+            ExprKind::Param(p) => format!("{}.expr()", self.param(*p)),
+            ExprKind::Arg(i) => format!("a{i}.clone()"),
+            ExprKind::Item { data, item } => {
+                if self.total == Some(*data) {
+                    "total.clone()".into()
+                } else {
+                    format!("{data}.item({item})")
+                }
+            }
+            ExprKind::Index(k) => format!(
+                "index::{}()",
+                match k {
+                    IndexKind::ThreadRank => "thread_rank",
+                    IndexKind::Lane => "lane",
+                    IndexKind::WarpRank => "warp_rank",
+                    IndexKind::BlockIndex => "block_index",
+                    IndexKind::GridBlocks => "grid_blocks",
+                    IndexKind::BlockThreads => "block_threads",
+                    IndexKind::Item => "item",
+                }
+            ),
+            ExprKind::LoopVar { op, field } => match &ir.op(*op).kind {
+                OpKind::Tiles { .. } => format!(
+                    "t{}.{}.clone()",
+                    op.index(),
+                    ["index", "origin", "valid"][*field as usize % 3]
+                ),
+                _ => format!("i{}.clone()", op.index()),
+            },
+            ExprKind::Unary(op, a) => {
+                let a = sub(*a);
+                match op {
+                    UnaryOp::Neg => format!("(-{a})"),
+                    UnaryOp::Not => format!("(!{a})"),
+                    UnaryOp::Abs => format!("{a}.abs()"),
+                    UnaryOp::Sqrt => format!("{a}.sqrt()"),
+                    UnaryOp::Rsqrt => format!("{a}.rsqrt()"),
+                    UnaryOp::Rcp => format!("{a}.recip()"),
+                    UnaryOp::Exp2 => format!("{a}.exp2()"),
+                    UnaryOp::Log2 => format!("{a}.log2()"),
+                    UnaryOp::Sin => format!("{a}.sin()"),
+                    UnaryOp::Cos => format!("{a}.cos()"),
+                    UnaryOp::Tanh => format!("{a}.tanh()"),
+                    UnaryOp::Floor => format!("{a}.floor()"),
+                    UnaryOp::Ceil => format!("{a}.ceil()"),
+                    UnaryOp::Trunc => format!("{a}.trunc()"),
+                    UnaryOp::Round => format!("{a}.round_even()"),
+                    UnaryOp::Popc => format!("{a}.popc()"),
+                    UnaryOp::Clz => format!("{a}.clz()"),
+                    UnaryOp::Brev => format!("{a}.reverse_bits()"),
+                    UnaryOp::IsNan => format!("{a}.is_nan()"),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (sub(*a), sub(*b));
+                let boolean = node.ty == VType::Bool;
+                match op {
+                    BinaryOp::And if boolean => format!("{x}.and(&{y})"),
+                    BinaryOp::Or if boolean => format!("{x}.or(&{y})"),
+                    BinaryOp::Min => format!("{x}.min({y})"),
+                    BinaryOp::Max => format!("{x}.max({y})"),
+                    _ => {
+                        let o = match op {
+                            BinaryOp::Add => "+",
+                            BinaryOp::Sub => "-",
+                            BinaryOp::Mul => "*",
+                            BinaryOp::Div => "/",
+                            BinaryOp::Rem => "%",
+                            BinaryOp::And => "&",
+                            BinaryOp::Or => "|",
+                            BinaryOp::Xor => "^",
+                            BinaryOp::Shl => "<<",
+                            _ => ">>",
+                        };
+                        format!("({x} {o} {y})")
+                    }
+                }
+            }
+            ExprKind::Cmp(op, a, b) => {
+                let m = match op {
+                    CmpOp::Eq => "eq",
+                    CmpOp::Ne => "ne",
+                    CmpOp::Lt => "lt",
+                    CmpOp::Le => "le",
+                    CmpOp::Gt => "gt",
+                    CmpOp::Ge => "ge",
+                };
+                format!("{}.{m}({})", sub(*a), sub(*b))
+            }
+            ExprKind::Select(c, a, b) => format!("{}.select({}, {})", sub(*c), sub(*a), sub(*b)),
+            ExprKind::Cast(a) => match node.ty {
+                VType::D(dt) => format!("{}.cast::<{}>()", sub(*a), rust_type(dt)),
+                VType::Bool => sub(*a),
+            },
+            ExprKind::Fma(a, b, c) => format!("{}.fma({}, {})", sub(*a), sub(*b), sub(*c)),
+            ExprKind::SharedRead(arr, i) => format!("smem{}.read({})", arr.index(), sub(*i)),
+        };
+        out.push_str(&s);
+    }
+}

@@ -1,0 +1,412 @@
+//! The generator's dynamic-dtype layer: handles of any element type behind one enum each, and
+//! [`Fz`], the per-type operations the generator picks from (integer-only and float-only ones
+//! included), so generic code can choose a dtype at run time.
+
+use coopgraph::ir::{DType, Element, Expr, Input, Reduce, Scalar, SharedArray, ThreadData};
+use coopgraph::runtime::{ArgList, Buffer, Device, DeviceElement, RuntimeError};
+
+/// Runs `$body` with `$T` the Rust type of dtype `$dt`.
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            coopgraph::ir::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            coopgraph::ir::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            coopgraph::ir::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            coopgraph::ir::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            coopgraph::ir::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            coopgraph::ir::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            coopgraph::ir::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            coopgraph::ir::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            coopgraph::ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            coopgraph::ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+macro_rules! any_handle {
+    ($(#[$doc:meta] $name:ident($h:ident), $wrap:ident, $unwrap:ident;)*) => {$(
+        #[$doc]
+        #[derive(Debug, Clone, Copy)]
+        #[allow(dead_code)]
+        pub enum $name {
+            I8($h<i8>),
+            I16($h<i16>),
+            I32($h<i32>),
+            I64($h<i64>),
+            U8($h<u8>),
+            U16($h<u16>),
+            U32($h<u32>),
+            U64($h<u64>),
+            F32($h<f32>),
+            F64($h<f64>),
+        }
+    )*};
+}
+
+any_handle! {
+    /// A payload of any dtype.
+    AnyData(ThreadData), wrap_data, unwrap_data;
+    /// An input of any dtype.
+    AnyInput(Input), wrap_input, unwrap_input;
+    /// A scalar of any dtype.
+    AnyScalar(Scalar), wrap_scalar, unwrap_scalar;
+    /// A shared array of any dtype.
+    AnyArray(SharedArray), wrap_array, unwrap_array;
+}
+
+impl AnyData {
+    /// The payload's id.
+    pub fn id(&self) -> coopgraph::ir::DataId {
+        match self {
+            AnyData::I8(d) => d.id(),
+            AnyData::I16(d) => d.id(),
+            AnyData::I32(d) => d.id(),
+            AnyData::I64(d) => d.id(),
+            AnyData::U8(d) => d.id(),
+            AnyData::U16(d) => d.id(),
+            AnyData::U32(d) => d.id(),
+            AnyData::U64(d) => d.id(),
+            AnyData::F32(d) => d.id(),
+            AnyData::F64(d) => d.id(),
+        }
+    }
+}
+
+/// An expression of any type, predicates included.
+#[derive(Debug, Clone)]
+#[allow(dead_code)]
+pub enum AnyExpr {
+    B(Expr<bool>),
+    I8(Expr<i8>),
+    I16(Expr<i16>),
+    I32(Expr<i32>),
+    I64(Expr<i64>),
+    U8(Expr<u8>),
+    U16(Expr<u16>),
+    U32(Expr<u32>),
+    U64(Expr<u64>),
+    F32(Expr<f32>),
+    F64(Expr<f64>),
+}
+
+/// Integer binary operators (beyond the arithmetic every type has).
+#[derive(Debug, Clone, Copy)]
+pub enum IntBin {
+    And,
+    Or,
+    Xor,
+    Rem,
+}
+
+/// Integer unary operators.
+#[derive(Debug, Clone, Copy)]
+pub enum IntUn {
+    Not,
+    Brev,
+    Popc,
+    Clz,
+}
+
+/// Float unary operators; the approximate ones exist for `f32` only (`rsqrt` for both).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FloatUn {
+    Sqrt,
+    Rcp,
+    Floor,
+    Ceil,
+    Trunc,
+    Round,
+    Rsqrt,
+    Exp2,
+    Log2,
+    Sin,
+    Cos,
+    Tanh,
+}
+
+/// An element type the generator can choose at run time.
+pub trait Fz: Element + DeviceElement + PartialOrd {
+    /// Bits of the type.
+    const BITS: u32;
+    fn data(d: ThreadData<Self>) -> AnyData;
+    fn of_data(d: &AnyData) -> Option<ThreadData<Self>>;
+    fn input(d: Input<Self>) -> AnyInput;
+    fn of_input(d: &AnyInput) -> Option<Input<Self>>;
+    fn scalar(d: Scalar<Self>) -> AnyScalar;
+    fn array(d: SharedArray<Self>) -> AnyArray;
+    fn of_array(d: &AnyArray) -> Option<SharedArray<Self>>;
+    fn expr(e: Expr<Self>) -> AnyExpr;
+    fn of_expr(e: &AnyExpr) -> Option<Expr<Self>>;
+    /// `op(a, b)`; integers only (others return `a`).
+    fn int_bin(op: IntBin, a: Expr<Self>, b: Expr<Self>) -> Expr<Self>;
+    /// `a << s` or `a >> s`; integers only.
+    fn shift(left: bool, a: Expr<Self>, s: Expr<u32>) -> Expr<Self>;
+    /// Not and bit reversal in the type; popc and clz cast back to it. Integers only.
+    fn int_un(op: IntUn, a: Expr<Self>) -> Expr<Self>;
+    /// A float function; floats only (the approximate ones: `f32` only, else `a`).
+    fn float_un(op: FloatUn, a: Expr<Self>) -> Expr<Self>;
+    /// Whether the value is NaN (floats; `false` for integers).
+    fn is_nan(a: &Expr<Self>) -> Expr<bool>;
+    /// Bitwise reductions (integers; sums for floats).
+    fn bit_reduce(op: IntBin) -> Reduce<Self>;
+    /// A value from a small integer (`as`).
+    fn small(v: i64) -> Self {
+        Self::cast_from_i64(v)
+    }
+}
+
+macro_rules! fz_common {
+    ($t:ty, $v:ident) => {
+        const BITS: u32 = (std::mem::size_of::<$t>() * 8) as u32;
+        fn data(d: ThreadData<$t>) -> AnyData {
+            AnyData::$v(d)
+        }
+        fn of_data(d: &AnyData) -> Option<ThreadData<$t>> {
+            match d {
+                AnyData::$v(d) => Some(*d),
+                _ => None,
+            }
+        }
+        fn input(d: Input<$t>) -> AnyInput {
+            AnyInput::$v(d)
+        }
+        fn of_input(d: &AnyInput) -> Option<Input<$t>> {
+            match d {
+                AnyInput::$v(d) => Some(*d),
+                _ => None,
+            }
+        }
+        fn scalar(d: Scalar<$t>) -> AnyScalar {
+            AnyScalar::$v(d)
+        }
+        fn array(d: SharedArray<$t>) -> AnyArray {
+            AnyArray::$v(d)
+        }
+        fn of_array(d: &AnyArray) -> Option<SharedArray<$t>> {
+            match d {
+                AnyArray::$v(d) => Some(*d),
+                _ => None,
+            }
+        }
+        fn expr(e: Expr<$t>) -> AnyExpr {
+            AnyExpr::$v(e)
+        }
+        fn of_expr(e: &AnyExpr) -> Option<Expr<$t>> {
+            match e {
+                AnyExpr::$v(e) => Some(e.clone()),
+                _ => None,
+            }
+        }
+    };
+}
+
+macro_rules! fz_int {
+    ($($t:ty => $v:ident;)*) => {$(
+        impl Fz for $t {
+            fz_common!($t, $v);
+            fn int_bin(op: IntBin, a: Expr<$t>, b: Expr<$t>) -> Expr<$t> {
+                match op {
+                    IntBin::And => a & b,
+                    IntBin::Or => a | b,
+                    IntBin::Xor => a ^ b,
+                    IntBin::Rem => a % b,
+                }
+            }
+            fn shift(left: bool, a: Expr<$t>, s: Expr<u32>) -> Expr<$t> {
+                if left { a << s } else { a >> s }
+            }
+            fn int_un(op: IntUn, a: Expr<$t>) -> Expr<$t> {
+                match op {
+                    IntUn::Not => !a,
+                    IntUn::Brev => a.reverse_bits(),
+                    IntUn::Popc => a.popc().cast::<$t>(),
+                    IntUn::Clz => a.clz().cast::<$t>(),
+                }
+            }
+            fn float_un(_op: FloatUn, a: Expr<$t>) -> Expr<$t> {
+                a
+            }
+            fn is_nan(_a: &Expr<$t>) -> Expr<bool> {
+                Expr::lit_bool(false)
+            }
+            fn bit_reduce(op: IntBin) -> Reduce<$t> {
+                match op {
+                    IntBin::And => Reduce::bit_and(),
+                    IntBin::Or => Reduce::bit_or(),
+                    _ => Reduce::bit_xor(),
+                }
+            }
+        }
+    )*};
+}
+
+fz_int! {
+    i8 => I8;
+    i16 => I16;
+    i32 => I32;
+    i64 => I64;
+    u8 => U8;
+    u16 => U16;
+    u32 => U32;
+    u64 => U64;
+}
+
+macro_rules! fz_float {
+    ($($t:ty => $v:ident, $approx:expr;)*) => {$(
+        impl Fz for $t {
+            fz_common!($t, $v);
+            fn int_bin(_op: IntBin, a: Expr<$t>, _b: Expr<$t>) -> Expr<$t> {
+                a
+            }
+            fn shift(_left: bool, a: Expr<$t>, _s: Expr<u32>) -> Expr<$t> {
+                a
+            }
+            fn int_un(_op: IntUn, a: Expr<$t>) -> Expr<$t> {
+                a
+            }
+            fn float_un(op: FloatUn, a: Expr<$t>) -> Expr<$t> {
+                match op {
+                    FloatUn::Sqrt => a.sqrt(),
+                    FloatUn::Rcp => a.recip(),
+                    FloatUn::Floor => a.floor(),
+                    FloatUn::Ceil => a.ceil(),
+                    FloatUn::Trunc => a.trunc(),
+                    FloatUn::Round => a.round_even(),
+                    FloatUn::Rsqrt => a.rsqrt(),
+                    other => {
+                        let f: fn(FloatUn, Expr<$t>) -> Expr<$t> = $approx;
+                        f(other, a)
+                    }
+                }
+            }
+            fn is_nan(a: &Expr<$t>) -> Expr<bool> {
+                a.is_nan()
+            }
+            fn bit_reduce(_op: IntBin) -> Reduce<$t> {
+                Reduce::sum()
+            }
+        }
+    )*};
+}
+
+fz_float! {
+    f32 => F32, |op, a: Expr<f32>| match op {
+        FloatUn::Exp2 => a.exp2(),
+        FloatUn::Log2 => a.log2(),
+        FloatUn::Sin => a.sin(),
+        FloatUn::Cos => a.cos(),
+        _ => a.tanh(),
+    };
+    f64 => F64, |_op, a: Expr<f64>| a;
+}
+
+/// A buffer on a device, of any dtype.
+pub enum AnyBuf {
+    I8(Buffer<i8>),
+    I16(Buffer<i16>),
+    I32(Buffer<i32>),
+    I64(Buffer<i64>),
+    U8(Buffer<u8>),
+    U16(Buffer<u16>),
+    U32(Buffer<u32>),
+    U64(Buffer<u64>),
+    F32(Buffer<f32>),
+    F64(Buffer<f64>),
+}
+
+macro_rules! each_buf {
+    ($b:expr, $x:ident => $body:expr) => {
+        match $b {
+            AnyBuf::I8($x) => $body,
+            AnyBuf::I16($x) => $body,
+            AnyBuf::I32($x) => $body,
+            AnyBuf::I64($x) => $body,
+            AnyBuf::U8($x) => $body,
+            AnyBuf::U16($x) => $body,
+            AnyBuf::U32($x) => $body,
+            AnyBuf::U64($x) => $body,
+            AnyBuf::F32($x) => $body,
+            AnyBuf::F64($x) => $body,
+        }
+    };
+}
+
+impl AnyBuf {
+    /// A buffer of `dtype` holding `bits` (one element per entry, low bits used).
+    pub fn upload(dev: &Device, dtype: DType, bits: &[u64]) -> Result<AnyBuf, RuntimeError> {
+        macro_rules! up {
+            ($t:ty, $v:ident) => {{
+                let vals: Vec<$t> = bits
+                    .iter()
+                    .map(|&b| <$t as Element>::from_bits(b))
+                    .collect();
+                AnyBuf::$v(dev.upload(&vals)?)
+            }};
+        }
+        Ok(match dtype {
+            DType::I8 => up!(i8, I8),
+            DType::I16 => up!(i16, I16),
+            DType::I32 => up!(i32, I32),
+            DType::I64 => up!(i64, I64),
+            DType::U8 => up!(u8, U8),
+            DType::U16 => up!(u16, U16),
+            DType::U32 => up!(u32, U32),
+            DType::U64 => up!(u64, U64),
+            DType::F32 => up!(f32, F32),
+            DType::F64 => up!(f64, F64),
+        })
+    }
+
+    /// The contents as bits (zero-extended).
+    pub fn bits(&self) -> Result<Vec<u64>, RuntimeError> {
+        each_buf!(self, b => Ok(b.to_vec()?.into_iter().map(Element::to_bits).collect()))
+    }
+
+    /// Passes the buffer read-only.
+    pub fn push_read<'a>(&'a self, list: &mut ArgList<'a>) {
+        each_buf!(self, b => { list.push(b); })
+    }
+
+    /// Passes the buffer writable.
+    pub fn push_write<'a>(&'a mut self, list: &mut ArgList<'a>) {
+        each_buf!(self, b => { list.push(b); })
+    }
+}
+
+/// Pushes a scalar argument of `dtype` with value `bits`.
+pub fn push_scalar(list: &mut ArgList<'_>, dtype: DType, bits: u64) {
+    with_dtype!(dtype, T => {
+        list.push(<T as Element>::from_bits(bits));
+    })
+}
