@@ -242,11 +242,18 @@ impl Emitter<'_> {
         self.lengths.get(&p).copied()
     }
 
-    /// The registers of a payload (during an op that converts it, the converted ones).
+    /// The registers of a payload as an op's operand (during an op that converts it, the
+    /// converted ones).
     pub fn data_regs(&self, d: DataId) -> &[Reg] {
         if let Some(r) = self.overrides.get(&d) {
             return r;
         }
+        self.own_regs(d)
+    }
+
+    /// The registers of a payload in its own arrangement, whatever the current op converts:
+    /// what an expression's `item(i)` reads.
+    pub fn own_regs(&self, d: DataId) -> &[Reg] {
         self.data.get(d.index()).map(Vec::as_slice).unwrap_or(&[])
     }
 

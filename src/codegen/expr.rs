@@ -256,7 +256,7 @@ impl Emitter<'_> {
                 .copied()
                 .unwrap_or_else(|| self.constant(d, 0)),
             ExprKind::Item { data, item } => self
-                .data_regs(*data)
+                .own_regs(*data)
                 .get(*item as usize)
                 .copied()
                 .unwrap_or_else(|| self.constant(d, 0)),

@@ -356,3 +356,44 @@ fn approximate_f32_functions() {
     }
     flush();
 }
+
+/// An op that converts an operand into its own arrangement still reads the operand's own
+/// slots through `item(i)`: `map2(a, b, |x, _| x + b.item(0))` over a blocked `a` and a
+/// striped `b` adds `b`'s striped item 0, not the converted registers' item 0.
+#[test]
+fn item_of_converted_operand_reads_its_own_slots() {
+    const N: usize = TILE * 3;
+    let dev = device();
+    let mut k = KernelBuilder::new("item_of_converted")
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
+    let (x, y, z) = (
+        k.input::<i32>("x"),
+        k.input::<i32>("y"),
+        k.output::<i32>("z"),
+    );
+    let block = k.this_block();
+    let a = k.load_from(block, &x, Load::direct());
+    let b = k.load_from(block, &y, Load::striped());
+    let own = b.item(0);
+    let c = k.map2(&a, &b, |x, _| x + own);
+    k.store_to(block, &z, &c, Store::direct());
+    let kernel = k.build().expect("builds");
+    super::common::assemble_all(&kernel);
+    let xs: Vec<i32> = (0..N as i32).collect();
+    let ys: Vec<i32> = (0..N as i32).map(|v| 1000 * v).collect();
+    let func = dev.compile(&kernel).expect("compiles");
+    let xb = dev.upload(&xs).expect("upload");
+    let yb = dev.upload(&ys).expect("upload");
+    let mut zb = dev.alloc_filled(N, 0i32).expect("alloc");
+    func.launch_grid((N / TILE) as u32, (&xb, &yb, &mut zb))
+        .expect("launch");
+    let want: Vec<i32> = (0..N)
+        .map(|e| {
+            let (tile, t) = (e / TILE, (e % TILE) / ITEMS as usize);
+            // Striped item 0 of thread t in this tile is element tile*TILE + t.
+            xs[e] + ys[tile * TILE + t]
+        })
+        .collect();
+    assert_same(&zb.to_vec().expect("download"), &want, "item_of_converted");
+}

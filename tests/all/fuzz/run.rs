@@ -230,7 +230,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         if let Some(&i) = accessed.iter().max_by_key(|&&i| lens[i]) {
             lens[i] -= 1;
         }
-    } else if checked && !accessed.is_empty() && trim % 4 == 0 {
+    } else if checked && !accessed.is_empty() && trim.is_multiple_of(4) {
         // Buffers shorter than the kernel's reach: the guards must stop at their ends.
         let i = accessed[(trim / 4) as usize % accessed.len()];
         lens[i] = lens[i].saturating_sub(1 + trim / 16 % lens[i]);
@@ -703,9 +703,9 @@ pub fn run_case(dev: &Device, seed: u64, skip: &[Vec<u32>]) -> Vec<Ran> {
     let case = generator::generate(&spec);
     charge(0, t0);
     let tweaks = case.tweaks;
-    let short = seed % 41 == 0;
+    let short = seed.is_multiple_of(41);
     out.push(one(dev, spec.clone(), case, short, seed / 7));
-    if tweaks > 0 && seed % 5 == 0 && generator::enabled(generator::Defect::CacheTwins) {
+    if tweaks > 0 && seed.is_multiple_of(5) && generator::enabled(generator::Defect::CacheTwins) {
         let twin = Spec {
             tweak: Some((seed / 5 % u64::from(tweaks)) as u32),
             ..spec

@@ -345,7 +345,7 @@ impl Gen {
         let mut out = vec![Arrangement::Blocked];
         let t = self.t;
         for s in 1..=t.min(1024) {
-            if t % s != 0 || (!block && gt % s != 0) {
+            if !t.is_multiple_of(s) || (!block && !gt.is_multiple_of(s)) {
                 continue;
             }
             let ok = s.is_power_of_two() && s <= 32 || s == t && block;
@@ -376,7 +376,7 @@ impl Gen {
             .collect();
         if !block {
             // Inside the group: its tile holds what the exchange moves.
-            let within = |a: Option<Arrangement>| a.is_none_or(|a| gt % striped(a) == 0);
+            let within = |a: Option<Arrangement>| a.is_none_or(|a| gt.is_multiple_of(striped(a)));
             if !within(d.arr) {
                 return false;
             }

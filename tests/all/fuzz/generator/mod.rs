@@ -62,12 +62,7 @@ pub enum Defect {
 /// Features off in the default run because the defect they trigger is still open (each entry
 /// says what breaks). `COOPGRAPH_FUZZ_OPEN=all` (or a comma-separated list of names, as
 /// `Debug` prints them) turns them on.
-pub const OPEN_DEFECTS: &[Defect] = &[
-    // In an op that converts a payload, its slots read by the op's expressions are the
-    // converted registers, not the payload's own (`map2(a, b, |_, _| b.item(0))` differs
-    // from `map(a, |_| b.item(0))`).
-    Defect::ItemOfConvertedOperand,
-];
+pub const OPEN_DEFECTS: &[Defect] = &[];
 
 /// Whether a feature is on: not an open defect, or turned on by `COOPGRAPH_FUZZ_OPEN`.
 pub fn enabled(d: Defect) -> bool {
@@ -157,7 +152,9 @@ fn edge_value<T: Fz>(h: u64, small: i64) -> T {
                 1.0,
             ];
             match pick {
-                0..=5 if (h >> 16) % 3 == 0 => T::from_bits(v[pick as usize].to_bits() as u64),
+                0..=5 if (h >> 16).is_multiple_of(3) => {
+                    T::from_bits(v[pick as usize].to_bits() as u64)
+                }
                 _ => T::small(small),
             }
         }
@@ -173,7 +170,7 @@ fn edge_value<T: Fz>(h: u64, small: i64) -> T {
                 1.0,
             ];
             match pick {
-                0..=5 if (h >> 16) % 3 == 0 => T::from_bits(v[pick as usize].to_bits()),
+                0..=5 if (h >> 16).is_multiple_of(3) => T::from_bits(v[pick as usize].to_bits()),
                 _ => T::small(small),
             }
         }
@@ -535,7 +532,7 @@ impl Gen {
     }
 
     pub fn warps_ok(&self) -> bool {
-        self.t % 32 == 0
+        self.t.is_multiple_of(32)
     }
 
     pub fn name(&mut self, what: &str) -> String {
@@ -619,7 +616,7 @@ impl Gen {
         if self.warps_ok() {
             for w in [1u32, 2, 4, 8, 16, 32] {
                 if self.covers(w) {
-                    out.push(if w == 32 && self.seed % 2 == 0 {
+                    out.push(if w == 32 && self.seed.is_multiple_of(2) {
                         k.this_warp().into()
                     } else {
                         k.this_warp().group_by(w)
@@ -641,7 +638,7 @@ impl Gen {
     pub fn block_reduce_ok(&self) -> bool {
         let t = self.t;
         if t > 32 {
-            t % 32 == 0
+            t.is_multiple_of(32)
         } else {
             t.is_power_of_two()
         }
@@ -843,7 +840,7 @@ pub fn generate_invalid(seed: u64, which: u32) -> Result<Kernel, coopgraph::Erro
             });
         }
         7 => k = k.block_dims([t, 2, 1]),
-        8 => k = k.items_per_thread(if seed % 2 == 0 { 0 } else { 65 }),
+        8 => k = k.items_per_thread(if seed.is_multiple_of(2) { 0 } else { 65 }),
         9 => {
             k.shared_array::<f32>(0);
         }
