@@ -20,6 +20,8 @@ pub enum Error {
     Plan(crate::planner::PlanError),
     /// Loading, caching or launching failed.
     Runtime(crate::runtime::RuntimeError),
+    /// Autotuning found no candidate that works.
+    Tune(crate::runtime::TuneError),
 }
 
 impl fmt::Display for Error {
@@ -28,6 +30,7 @@ impl fmt::Display for Error {
             Error::Verify(e) => e.fmt(f),
             Error::Plan(e) => e.fmt(f),
             Error::Runtime(e) => e.fmt(f),
+            Error::Tune(e) => e.fmt(f),
         }
     }
 }
@@ -38,6 +41,7 @@ impl std::error::Error for Error {
             Error::Verify(e) => e.source(),
             Error::Plan(e) => e.source(),
             Error::Runtime(e) => e.source(),
+            Error::Tune(e) => e.source(),
         }
     }
 }
@@ -45,6 +49,12 @@ impl std::error::Error for Error {
 impl From<crate::runtime::RuntimeError> for Error {
     fn from(e: crate::runtime::RuntimeError) -> Self {
         Error::Runtime(e)
+    }
+}
+
+impl From<crate::runtime::TuneError> for Error {
+    fn from(e: crate::runtime::TuneError) -> Self {
+        Error::Tune(e)
     }
 }
 

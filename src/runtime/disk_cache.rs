@@ -14,6 +14,8 @@
 //! or an entry copied or renamed under another name, is a key mismatch, never another kernel's
 //! module. An entry that fails any check (corrupted, truncated, tampered with) is reported
 //! through `log`, deleted, and treated as a miss, so the caller rebuilds and stores it again.
+//! The autotuner's records ([`DiskCache::tuning`]) are entries of the same format and checks,
+//! in a subdirectory of their own.
 //!
 //! Writers never expose a partial file: an entry is written to a temporary file of its own in
 //! the same directory and renamed over the entry's name, which replaces it whole. Several
@@ -54,8 +56,11 @@ const FORMAT: u32 = 1;
 /// Magic, format, the two lengths.
 const HEADER: usize = 8 + 4 + 8 + 8;
 const CHECK: usize = 16;
-/// Entries live in a subdirectory per format, so another format's files are never read.
+/// Compiled modules live in a subdirectory per format, so another format's files are never
+/// read.
 const SUBDIR: &str = "modules-v1";
+/// The autotuner's records live beside them, in a subdirectory of their own.
+const TUNING_SUBDIR: &str = "tuning-v1";
 const ENTRY_EXT: &str = "cgm";
 const TEMP_EXT: &str = "tmp";
 /// A hit refreshes an entry's time at most this often (a hit is otherwise a read only).
@@ -81,6 +86,32 @@ const STALE_TEMP: Duration = Duration::from_secs(3600);
 pub struct DiskCache {
     dir: PathBuf,
     max_bytes: u64,
+    holds: Holds,
+}
+
+/// What a cache's entries are: each kind lives in a subdirectory of its own, so a lookup of
+/// one never reads the other and each has its own size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    Modules,
+    TuningRecords,
+}
+
+impl Holds {
+    fn subdir(self) -> &'static str {
+        match self {
+            Holds::Modules => SUBDIR,
+            Holds::TuningRecords => TUNING_SUBDIR,
+        }
+    }
+
+    /// What happens after an entry is rejected, for the log.
+    fn remedy(self) -> &'static str {
+        match self {
+            Holds::Modules => "the module is rebuilt",
+            Holds::TuningRecords => "the kernel is tuned again",
+        }
+    }
 }
 
 /// What a lookup found.
@@ -143,6 +174,7 @@ impl DiskCache {
         DiskCache {
             dir: dir.into(),
             max_bytes: Self::DEFAULT_MAX_BYTES,
+            holds: Holds::Modules,
         }
     }
 
@@ -209,8 +241,18 @@ impl DiskCache {
         self.max_bytes
     }
 
+    /// The cache of the autotuner's records ([`Tuner`](super::Tuner)) in the same directory:
+    /// entries of the same format and checks, in a subdirectory of their own with a size limit
+    /// of its own (this cache's). Clearing one leaves the other alone.
+    pub fn tuning(&self) -> DiskCache {
+        DiskCache {
+            holds: Holds::TuningRecords,
+            ..self.clone()
+        }
+    }
+
     fn entries_dir(&self) -> PathBuf {
-        self.dir.join(SUBDIR)
+        self.dir.join(self.holds.subdir())
     }
 
     /// The file of `key`'s entry, named by a 128-bit hash of the key (a name, not a proof: a
@@ -248,8 +290,9 @@ impl DiskCache {
             }
             Err(why) => {
                 log::warn!(
-                    "disk cache: deleting {}: {why}; the module is rebuilt",
-                    path.display()
+                    "disk cache: deleting {}: {why}; {}",
+                    path.display(),
+                    self.holds.remedy()
                 );
                 delete_unless_replaced(&path, id);
                 Lookup::Rejected(why)
@@ -294,6 +337,14 @@ impl DiskCache {
         );
         self.evict_to(self.max_bytes)?;
         Ok(())
+    }
+
+    /// Deletes the entry of `key`, if there is one.
+    pub fn remove(&self, key: &[u8]) -> io::Result<()> {
+        match fs::remove_file(self.entry_path(key)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes the least recently used entries until the cache holds at most `max_bytes`,
@@ -818,6 +869,28 @@ mod tests {
         let file = dir.join("file");
         fs::write(&file, b"").expect("write");
         assert!(check_private(&file).is_err());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tuning_records_live_apart_from_modules() {
+        let dir = temp_dir("tuning");
+        let modules = DiskCache::new(&dir);
+        let records = modules.tuning();
+        assert_eq!(records.dir(), modules.dir());
+        assert_eq!(records.tuning(), records);
+        modules.store(b"k", b"module").expect("stored");
+        assert_eq!(records.load(b"k"), Lookup::Miss);
+        records.store(b"k", b"record").expect("stored");
+        assert_ne!(records.entry_path(b"k"), modules.entry_path(b"k"));
+        assert_eq!(modules.load(b"k"), Lookup::Hit(b"module".to_vec()));
+        assert_eq!(records.load(b"k"), Lookup::Hit(b"record".to_vec()));
+        records.clear().expect("cleared");
+        assert_eq!(records.load(b"k"), Lookup::Miss);
+        assert_eq!(modules.load(b"k"), Lookup::Hit(b"module".to_vec()));
+        modules.remove(b"k").expect("removed");
+        modules.remove(b"k").expect("nothing to remove is no error");
+        assert_eq!(modules.load(b"k"), Lookup::Miss);
         let _ = fs::remove_dir_all(&dir);
     }
 

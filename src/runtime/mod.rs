@@ -20,6 +20,9 @@
 //!   [`Device::time`]: GPU timing for benchmarks.
 //! - [`do_bench`] and [`Bench`]: benchmark timing (warm-up and measurement budgets, the L2
 //!   cache flushed between runs, median and quantiles in a [`Timing`]).
+//! - [`Tuner`]: the autotuner, which picks the fastest of a space of specializations after
+//!   checking each against the first one's output, and stores the winner in the disk cache
+//!   directory for the next process.
 //! - [`Graph`]: launches captured once on a stream ([`Stream::capture`]) and replayed.
 //!
 //! Architecture invariants:
@@ -52,6 +55,7 @@ mod image;
 mod launch;
 mod load;
 mod stream;
+mod tune;
 
 pub use crate::cache_key::KernelKey;
 pub use crate::sim::{Budget, Control, LaunchReport, Progress, ProgressHook, SimOptions};
@@ -69,6 +73,7 @@ pub use graph::Graph;
 pub use image::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig};
 pub use launch::{Function, LaunchConfig};
 pub use stream::{PinnedBuffer, Stream};
+pub use tune::{Candidate, Outcome, TuneError, TuneSource, Tuned, Tuner, Workload};
 
 /// The default device: the GPU where one is present, the simulator otherwise, unless
 /// `COOPGRAPH_DEVICE` says `cuda` (then a GPU or an error) or `sim`. See
