@@ -1,4 +1,5 @@
-// Shared harness for the CUB reference benchmarks (copy.cu, reduce_scan.cu).
+// Shared harness for the CUB reference benchmarks (copy.cu, reduce_scan.cu,
+// device.cu).
 //
 // These programs are a yardstick for coopgraph's own benchmark, which reads
 // the CSV they print and reports coopgraph/CUB ratios. Everything here is
@@ -375,10 +376,37 @@ void static_for(F&& f)
 }
 
 template <typename T>
+struct unsupported_dtype : std::false_type
+{};
+
+template <typename T>
 constexpr const char* dtype_name()
 {
-  static_assert(std::is_same<T, float>::value || std::is_same<T, int>::value, "unsupported dtype");
-  return std::is_same<T, float>::value ? "f32" : "i32";
+  if constexpr (std::is_same<T, float>::value)
+  {
+    return "f32";
+  }
+  else if constexpr (std::is_same<T, int>::value)
+  {
+    return "i32";
+  }
+  else if constexpr (std::is_same<T, std::uint8_t>::value)
+  {
+    return "u8";
+  }
+  else if constexpr (std::is_same<T, std::uint32_t>::value)
+  {
+    return "u32";
+  }
+  else if constexpr (std::is_same<T, std::uint64_t>::value)
+  {
+    return "u64";
+  }
+  else
+  {
+    static_assert(unsupported_dtype<T>::value, "unsupported dtype");
+    return "";
+  }
 }
 
 // Which block load/store algorithms stage data through shared memory; a

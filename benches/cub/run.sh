@@ -3,10 +3,11 @@
 #
 #   bash benches/cub/run.sh OUTDIR [n]
 #
-# Compiles copy.cu and reduce_scan.cu into OUTDIR, runs them (n elements,
-# default 2^28) and writes OUTDIR/cub_copy.csv and OUTDIR/cub_reduce_scan.csv,
-# then prints both. Any failure (nvcc missing, a compile error, a failed
-# validation or CUDA error in a run) stops the script with a non-zero status.
+# Compiles copy.cu, reduce_scan.cu and device.cu into OUTDIR, runs them (n
+# elements, default 2^28), writes OUTDIR/cub_copy.csv,
+# OUTDIR/cub_reduce_scan.csv and OUTDIR/cub_device.csv, then prints them. Any
+# failure (nvcc missing, a compile error, a failed validation or CUDA error in
+# a run) stops the script with a non-zero status.
 set -euo pipefail
 
 if [[ $# -lt 1 || $# -gt 2 ]]; then
@@ -21,19 +22,19 @@ if ! command -v nvcc >/dev/null 2>&1; then
   echo "error: nvcc not found on PATH" >&2
   exit 1
 fi
+progs=(copy reduce_scan device)
 mkdir -p "$outdir"
 # Remove results of an earlier run first: if this run fails, no stale CSV
 # is left behind to be read as if it were fresh.
-for prog in copy reduce_scan; do
+for prog in "${progs[@]}"; do
   rm -f "$outdir/cub_$prog.csv" "$outdir/cub_$prog.csv.tmp"
 done
 
 nvcc_flags=(-O3 -std=c++17 -arch=sm_90 -lineinfo -Xcompiler -Wall)
-progs=(copy reduce_scan)
 
-# The two translation units are independent and each takes ~30 s (many
-# template instantiations), so build them concurrently; wait on each pid so a
-# failure in either one is reported and stops the script.
+# The translation units are independent and each takes ~30 s (many template
+# instantiations), so build them concurrently; wait on each pid so a failure
+# in any one is reported and stops the script.
 declare -A pids
 for prog in "${progs[@]}"; do
   echo "== nvcc ${nvcc_flags[*]} -o $outdir/cub_$prog $here/$prog.cu" >&2
