@@ -4,10 +4,11 @@
 //! shares no code with the planner, code generation or the simulator. Every kernel is also
 //! assembled by ptxas, many per ptxas run: each case for one of the archs in turn, so a run
 //! covers every arch with a third of its cases (`COOPGRAPH_FUZZ_PTXAS=all`: every case for
-//! every arch). A panic anywhere, a fault the simulator reports, an access past a buffer the
-//! interpreter sees, a mismatch or a rejection by ptxas fails the run; the first case of
-//! each kind of failure is reduced (statements left out while it persists) and printed as
-//! the builder program that makes it ([`program`]), with the seed that reproduces it.
+//! every arch; `COOPGRAPH_FUZZ_PTXAS=every:N`: only every N-th case, for long runs). A panic
+//! anywhere, a fault the simulator reports, an access past a buffer the interpreter sees, a
+//! mismatch or a rejection by ptxas fails the run; the first case of each kind of failure is
+//! reduced (statements left out while it persists) and printed as the builder program that
+//! makes it ([`program`]), with the seed that reproduces it.
 //! Some cases are invalid on purpose (a feature of [`generator::Defect`]) and must get a
 //! verifier error.
 //!

@@ -586,13 +586,21 @@ impl Assembler {
         let Some(ptxas) = crate::common::ptxas() else {
             return Vec::new();
         };
-        let all =
-            self.every_arch || std::env::var("COOPGRAPH_FUZZ_PTXAS").is_ok_and(|v| v == "all");
+        let choice = std::env::var("COOPGRAPH_FUZZ_PTXAS").unwrap_or_default();
+        let all = self.every_arch || choice == "all";
+        // `every:N`: only every N-th case goes to ptxas (for long runs, where ptxas would
+        // take most of the time), each still for one arch in turn.
+        let every = choice
+            .strip_prefix("every:")
+            .and_then(|n| n.parse::<u64>().ok())
+            .filter(|&n| n > 0 && !self.every_arch)
+            .unwrap_or(1);
         let mut failures = Vec::new();
         for (i, arch) in Arch::ALL.into_iter().enumerate() {
             // Each case for one arch in turn (every arch with COOPGRAPH_FUZZ_PTXAS=all).
             let mine: Vec<&(Spec, Kernel)> = kernels
                 .iter()
+                .filter(|(spec, _)| (spec.seed / 3).is_multiple_of(every))
                 .filter(|(spec, _)| all || spec.seed % 3 == i as u64)
                 .collect();
             if mine.is_empty() {
