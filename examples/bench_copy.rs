@@ -14,6 +14,10 @@
 //! On a GPU it moves 2^28 elements (override with `COOPGRAPH_BENCH_N`); on the simulator it
 //! checks the same kernels on 2^14 elements and prints simulator times, which say nothing
 //! about a GPU.
+//!
+//! To look at a few configurations closely: `COOPGRAPH_BENCH_SHAPES=256x1,128x4` runs only
+//! those blocks x items, and `COOPGRAPH_BENCH_UNCHECKED_FIRST=1` times the unchecked build
+//! before the checked one (to tell the cost of the checks from an effect of the order).
 
 #[path = "support/bench.rs"]
 mod bench;
@@ -106,11 +110,25 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
             "| {dtype} | device-to-device copy | - | - | {g:.0} | - | - | 100% | {theirs} | - |"
         ));
     }
+    let shapes = std::env::var("COOPGRAPH_BENCH_SHAPES").unwrap_or_default();
+    let wanted = |block: u32, items: u32| {
+        shapes.is_empty()
+            || shapes
+                .split(',')
+                .any(|s| s.trim() == format!("{block}x{items}"))
+    };
+    let mut order = [Bounds::Checked, Bounds::Unchecked];
+    if std::env::var("COOPGRAPH_BENCH_UNCHECKED_FIRST").is_ok_and(|v| v == "1") {
+        order.reverse();
+    }
     for alg in Algorithm::ALL {
         for block in [128u32, 256] {
             for items in [1u32, 4, 8, 16] {
+                if !wanted(block, items) {
+                    continue;
+                }
                 let mut gbps = Vec::new();
-                for bounds in [Bounds::Checked, Bounds::Unchecked] {
+                for bounds in order {
                     let kernel = copy_kernel::<T>(alg, block, items, bounds);
                     let f = dev.compile(&kernel).or_exit("compile");
                     // Check once, into a poisoned output.
@@ -121,7 +139,11 @@ fn run<T: DeviceElement>(dev: &Device, n: usize, reps: usize) -> Vec<String> {
                     let t = bench::time(dev, reps, || copy(&f, bounds, n, &x, &mut y));
                     gbps.push(bench::gbps(bytes, t));
                 }
-                let (g, raw) = (gbps[0], gbps[1]);
+                // (checked, unchecked), whichever ran first.
+                let (g, raw) = match order[0] {
+                    Bounds::Checked => (gbps[0], gbps[1]),
+                    Bounds::Unchecked => (gbps[1], gbps[0]),
+                };
                 let key = (
                     "copy".into(),
                     dtype.clone(),
