@@ -420,6 +420,16 @@ impl Canonical for DataDecl {
     }
 }
 
+impl Canonical for ExchangeVia {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            ExchangeVia::Shared => 0,
+            ExchangeVia::TimeSliced => 1,
+            ExchangeVia::Shuffles => 2,
+        });
+    }
+}
+
 impl Canonical for Sharing {
     fn write(&self, w: &mut Writer) {
         w.tag(match self {
@@ -899,16 +909,14 @@ impl Canonical for OpData {
                 src,
                 dst,
                 to,
-                time_sliced,
-                shuffles,
+                via,
             } => {
                 w.tag(13);
                 group.write(w);
                 src.write(w);
                 dst.write(w);
                 to.write(w);
-                w.bool(*time_sliced);
-                w.bool(*shuffles);
+                via.write(w);
             }
             OpKind::Tiles { n, body } => {
                 w.tag(14);

@@ -28,7 +28,7 @@ mod pipeline;
 
 pub use collectives::{Reduce, Scan};
 pub use memory::{Load, StorageSpec, Store};
-pub use neighbor::{BinaryFn, FlagFn, Scatter};
+pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].

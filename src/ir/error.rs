@@ -130,6 +130,9 @@ pub enum VerifyErrorKind {
     ExclusiveScanNeedsInitial,
     /// An op that only a block group can run (scatters).
     BlockOnly,
+    /// A right adjacent difference over a partial tile given an edge item: its last valid
+    /// position keeps its input, so no position is differenced with the item after the tile.
+    EdgeOfPartialRightDifference,
     /// A commutative-only algorithm with an operator declared not commutative.
     NotCommutative,
     /// `valid_items` on a scan over more than 32 threads (as CUB's block scans, they take
@@ -348,6 +351,11 @@ impl fmt::Display for VerifyError {
                 write!(f, "an exclusive scan needs an initial value")
             }
             BlockOnly => write!(f, "this op runs over the block only"),
+            EdgeOfPartialRightDifference => write!(
+                f,
+                "a right difference over a partial tile keeps its last valid position, so it \
+                 takes no edge item"
+            ),
             NotCommutative => write!(
                 f,
                 "raking_commutative_only needs a commutative operator; use raking"

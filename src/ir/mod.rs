@@ -16,14 +16,17 @@ pub mod ops;
 pub mod print;
 pub mod verify;
 
-pub use builder::{KernelBuilder, Load, Pipeline, Reduce, Scan, Scatter, StorageSpec, Store};
+pub use builder::{
+    BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, Reduce, Scan, Scatter,
+    Shuffle, StorageSpec, Store,
+};
 pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
 pub use ops::{
-    Algorithm, Arrangement, Bounds, GroupKind, Ir, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
-    ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    Algorithm, Arrangement, Bounds, ExchangeVia, GroupKind, Ir, NeighborKind, ReduceAlgorithm,
+    ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use verify::{Info, Uniformity};

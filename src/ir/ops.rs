@@ -386,6 +386,22 @@ pub struct NeighborSpec {
     pub valid: Option<ExprId>,
 }
 
+/// How an exchange moves items between the threads of its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ExchangeVia {
+    /// Through planned shared memory, all threads at once (CUB's `BlockExchange`).
+    #[default]
+    Shared,
+    /// Through shared memory, the warps taking turns on one warp-sized region (CUB's warp time
+    /// slicing): less shared memory, a block barrier per turn. It applies to exchanges
+    /// between blocked and warp-striped order over a block of whole warps; others go as
+    /// [`Shared`](Self::Shared) does.
+    TimeSliced,
+    /// Through `shfl.sync`, within groups of at most 32 threads (CUB's `WarpExchange` shuffle
+    /// variant): no shared memory and no barrier, `K * K` shuffles for `K` items per thread.
+    Shuffles,
+}
+
 /// How a temp storage may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sharing {
@@ -523,11 +539,8 @@ pub enum OpKind {
         dst: DataId,
         /// The arrangement of the result.
         to: Arrangement,
-        /// Between blocked and warp-striped: the warps take turns on one warp-sized region
-        /// (less shared memory, a block barrier per turn).
-        time_sliced: bool,
-        /// Within groups of at most 32 threads: through shuffles, no shared memory.
-        shuffles: bool,
+        /// How the items move between threads.
+        via: ExchangeVia,
     },
     /// A grid-stride loop over the tiles of `n` elements: tile `b, b + grid, ...` for block
     /// `b`. Field 0 is the tile index, 1 its first element, 2 its valid count.

@@ -838,6 +838,9 @@ impl Verifier<'_> {
                 if let Some(e) = nb.valid {
                     self.expect_ty(e, VType::D(super::DType::U32), loc, op);
                     self.expr(e, state, op, None);
+                    if nb.kind == N::AdjacentRight && nb.edge.is_some() {
+                        self.push(K::EdgeOfPartialRightDifference, loc, Some(op));
+                    }
                 }
                 if matches!(nb.kind, N::Offset(_) | N::Rotate(_)) && s.items != 1 {
                     self.push(

@@ -40,7 +40,7 @@ use super::access::{self, Owners};
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
 use super::shared::{self, ArrayHome, SharedLayout};
-use crate::ir::ops::{Algorithm, OpKind, ReduceAlgorithm, ScanAlgorithm};
+use crate::ir::ops::{Algorithm, ExchangeVia, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId, RegionId};
 use crate::layout::{
@@ -451,7 +451,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             let turns = match &data.kind {
                 OpKind::Exchange {
                     src,
-                    time_sliced: true,
+                    via: ExchangeVia::TimeSliced,
                     ..
                 } if *src == c.data
                     && block.is_multiple_of(32)
@@ -464,7 +464,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             };
             let shuffles = matches!(
                 &data.kind,
-                OpKind::Exchange { src, shuffles: true, .. } if *src == c.data
+                OpKind::Exchange { src, via: ExchangeVia::Shuffles, .. } if *src == c.data
             );
             list.push((Some(c.data), c.from, c.to, turns, shuffles));
         }

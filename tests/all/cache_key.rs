@@ -3,7 +3,7 @@
 //! module to another.
 
 use coopgraph::codegen::Arch;
-use coopgraph::ir::{Arrangement, Reduce, ReduceAlgorithm, Sharing, StorageSpec};
+use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, ReduceAlgorithm, Sharing, StorageSpec};
 use coopgraph::runtime::{Compile, Device, KernelImage};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
@@ -148,7 +148,12 @@ fn build(k: &Knobs) -> Kernel {
     let total = b.reduce(block, &acc, reduce);
     let out = b.thread_data_n::<u32>(1);
     b.assign(&out, &total);
-    let spread = b.exchange(block, &acc, Arrangement::Striped { threads: k.block });
+    let spread = b.exchange(
+        block,
+        &acc,
+        Arrangement::Striped { threads: k.block },
+        ExchangeVia::Shared,
+    );
     if k.warp_store {
         b.store_to(b.this_warp(), &z, &acc, Store::direct());
     } else {

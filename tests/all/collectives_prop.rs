@@ -2,7 +2,7 @@
 //! kernel reduces (broadcast), scans (inclusive) and flags heads, checked against the CPU.
 
 use super::common::device;
-use coopgraph::ir::{Reduce, Scan};
+use coopgraph::ir::{Flags, Reduce, Scan};
 use coopgraph::{KernelBuilder, Load, Store};
 use proptest::prelude::*;
 
@@ -32,7 +32,7 @@ proptest! {
         };
         let r = k.reduce(g, &t, red.broadcast());
         let s = k.scan(g, &t, Scan::inclusive(scan));
-        let h = k.flag_heads(g, &t, None, None);
+        let h = k.flag_heads(g, &t, Flags::inequality());
         let h = k.map(&h, |v| v.cast::<i32>());
         k.store_to(b, &ys[0], &r, Store::direct().offset(0u32));
         k.store_to(b, &ys[1], &s, Store::direct());

@@ -5,7 +5,9 @@
 //! reference and are assembled by ptxas for each arch.
 
 use super::common::{Batch, assert_same, device};
-use coopgraph::ir::{DefinedAt, Reduce, Scan, Scatter, VerifyErrorKind as K, index};
+use coopgraph::ir::{
+    DefinedAt, Difference, ExchangeVia, Reduce, Scan, Scatter, Shuffle, VerifyErrorKind as K, index,
+};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
 const BLOCK: u32 = 64;
@@ -93,15 +95,15 @@ fn reduction_fed_to_another_collective() {
         |k, r| {
             let b = k.this_block();
             let to = coopgraph::ir::Arrangement::Striped { threads: 32 };
-            (k.exchange(b, r, to), line!()).1
+            (k.exchange(b, r, to, ExchangeVia::Shared), line!()).1
         },
         |k, r| {
             let b = k.this_block();
-            (k.shuffle_up(b, r, None), line!()).1
+            (k.shuffle_up(b, r, Shuffle::new()), line!()).1
         },
         |k, r| {
-            let b = k.this_block();
-            (k.adjacent_difference_left(b, r, None, None), line!()).1
+            let (b, d) = (k.this_block(), Difference::subtract());
+            (k.adjacent_difference_left(b, r, d), line!()).1
         },
         |k, r| {
             let b = k.this_block();
@@ -360,7 +362,12 @@ fn scatter_holes_bounded_or_filled() {
     let b = k.this_block();
     let s = compact(&mut k, &t, None);
     let m = k.map(&s, |v| v * 3);
-    let striped = k.exchange(b, &m, coopgraph::ir::Arrangement::Striped { threads: 32 });
+    let striped = k.exchange(
+        b,
+        &m,
+        coopgraph::ir::Arrangement::Striped { threads: 32 },
+        ExchangeVia::Shared,
+    );
     k.store_to(b, &y, &striped, Store::striped().valid_items(BLOCK / 2));
     let got = run(&mut batch, &build(k), &xs, n);
     let mut want: Vec<i32> = kept.iter().map(|v| v.wrapping_mul(3)).collect();

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use coopgraph::codegen::Arch;
 use coopgraph::ir::ops::{MAX_EXPR_DEPTH, MAX_NESTING};
-use coopgraph::ir::{Arrangement, Reduce, VerifyErrorKind, index};
+use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, VerifyErrorKind, index};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
 use crate::common;
@@ -361,8 +361,13 @@ fn many_shared_memory_ops_in_sequence_build_quickly() {
         let s = k.reduce(block, &t, Reduce::sum().broadcast());
         let total = s.item(0);
         t = k.map(&t, move |a| a + total + i);
-        t = k.exchange(block, &t, Arrangement::Striped { threads: 64 });
-        t = k.exchange(block, &t, Arrangement::Blocked);
+        t = k.exchange(
+            block,
+            &t,
+            Arrangement::Striped { threads: 64 },
+            ExchangeVia::Shared,
+        );
+        t = k.exchange(block, &t, Arrangement::Blocked, ExchangeVia::Shared);
     }
     k.store_to(block, &y, &t, Store::transpose());
     let kernel = built(k);

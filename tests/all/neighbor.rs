@@ -2,7 +2,7 @@
 //! logical warps, against a CPU reference in position order.
 
 use super::common::{Batch, Rng, assert_same, device};
-use coopgraph::ir::{Expr, Group, GroupKind};
+use coopgraph::ir::{Difference, Expr, Flags, Group, GroupKind, Shuffle};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
 #[derive(Debug, Clone, Copy)]
@@ -26,26 +26,39 @@ fn build(name: &str, block: u32, items: u32, g: Group, case: Case) -> Kernel {
     let x = k.input::<i32>("x");
     let b = k.this_block();
     let t = k.load_from(b, &x, Load::striped());
-    let edge = |on: bool| on.then(|| Expr::lit(EDGE));
+    let flags = |on: bool| {
+        let f = Flags::inequality();
+        if on { f.edge(Expr::lit(EDGE)) } else { f }
+    };
+    let shuffle = |on: bool| {
+        let s = Shuffle::new();
+        if on { s.edge(Expr::lit(EDGE)) } else { s }
+    };
     match case {
         Case::Heads(e) | Case::Tails(e) => {
             let y = k.output::<u32>("y");
             let f = if matches!(case, Case::Heads(_)) {
-                k.flag_heads(g, &t, None, edge(e))
+                k.flag_heads(g, &t, flags(e))
             } else {
-                k.flag_tails(g, &t, None, edge(e))
+                k.flag_tails(g, &t, flags(e))
             };
             k.store_to(b, &y, &f, Store::direct());
         }
         _ => {
             let y = k.output::<i32>("y");
             let r = match case {
-                Case::Left(e) => k.adjacent_difference_left(g, &t, None, edge(e)),
-                Case::Right(e) => {
-                    k.adjacent_difference_right(g, &t, Some(|a, b| a * 2 - b), edge(e))
+                Case::Left(e) => {
+                    let d = Difference::subtract();
+                    let d = if e { d.edge(Expr::lit(EDGE)) } else { d };
+                    k.adjacent_difference_left(g, &t, d)
                 }
-                Case::Up(e) => k.shuffle_up(g, &t, edge(e)),
-                Case::Down(e) => k.shuffle_down(g, &t, edge(e)),
+                Case::Right(e) => {
+                    let d = Difference::custom(|a, b| a * 2 - b);
+                    let d = if e { d.edge(Expr::lit(EDGE)) } else { d };
+                    k.adjacent_difference_right(g, &t, d)
+                }
+                Case::Up(e) => k.shuffle_up(g, &t, shuffle(e)),
+                Case::Down(e) => k.shuffle_down(g, &t, shuffle(e)),
                 Case::Offset(d) => k.shuffle_offset(g, &t, d),
                 Case::Rotate(d) => k.shuffle_rotate(g, &t, d),
                 _ => unreachable!("flags are handled above"),
@@ -284,9 +297,9 @@ fn shuffles_return_the_item_shifted_out() {
             let b = k.this_block();
             let t = k.load_from(b, &x, Load::direct());
             let (s, out) = if up {
-                k.shuffle_up_with_suffix(g, &t, Some(Expr::lit(-1)))
+                k.shuffle_up_with_suffix(g, &t, Shuffle::new().edge(Expr::lit(-1)))
             } else {
-                k.shuffle_down_with_prefix(g, &t, Some(Expr::lit(-1)))
+                k.shuffle_down_with_prefix(g, &t, Shuffle::new().edge(Expr::lit(-1)))
             };
             k.store_to(b, &y, &s, Store::direct());
             k.store_to(b, &z, &out, Store::direct().offset(0u32));
@@ -364,9 +377,10 @@ fn adjacent_differences_over_partial_tiles() {
                 let b = k.this_block();
                 let t = k.load_from(b, &x, Load::direct());
                 let d = if left {
-                    k.adjacent_difference_left_partial(g, &t, None, Some(Expr::lit(100)), n)
+                    let d = Difference::subtract().edge(Expr::lit(100));
+                    k.adjacent_difference_left(g, &t, d.valid_items(n))
                 } else {
-                    k.adjacent_difference_right_partial(g, &t, None, n)
+                    k.adjacent_difference_right(g, &t, Difference::subtract().valid_items(n))
                 };
                 k.store_to(b, &y, &d, Store::direct());
                 let kernel = k.build().expect("builds");
@@ -414,7 +428,12 @@ fn heads_and_tails_together() {
     let t = k.output::<u32>("t");
     let b = k.this_block();
     let v = k.load_from(b, &x, Load::direct());
-    let (heads, tails) = k.flag_heads_and_tails(b, &v, None, None, Some(Expr::lit(7)));
+    let (heads, tails) = k.flag_heads_and_tails(
+        b,
+        &v,
+        Flags::inequality(),
+        Flags::inequality().edge(Expr::lit(7)),
+    );
     k.store_to(b, &h, &heads, Store::direct());
     k.store_to(b, &t, &tails, Store::direct());
     let kernel = k.build().expect("builds");
@@ -439,4 +458,46 @@ fn heads_and_tails_together() {
         .collect();
     assert_same(&hb.to_vec().expect("h"), &want_h, "heads");
     assert_same(&tb.to_vec().expect("t"), &want_t, "tails");
+}
+
+/// A right difference over a partial tile keeps its last valid position's input, so no
+/// position is differenced with an item after the tile: giving one is an error naming the
+/// line, while a left difference over a partial tile uses its item before the tile.
+#[test]
+fn partial_right_difference_takes_no_edge() {
+    use coopgraph::Error;
+    use coopgraph::ir::VerifyErrorKind;
+    let build = |right: bool, edge: bool| {
+        let mut k = KernelBuilder::new("partial_edge")
+            .block(32)
+            .items_per_thread(2);
+        let x = k.input::<i32>("x");
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let d = Difference::subtract().valid_items(40u32);
+        let d = if edge { d.edge(Expr::lit(5)) } else { d };
+        let line = line!() + 2;
+        let r = if right {
+            k.adjacent_difference_right(b, &t, d)
+        } else {
+            k.adjacent_difference_left(b, &t, d)
+        };
+        k.store_to(b, &y, &r, Store::direct());
+        (k.build(), line)
+    };
+    match build(true, true) {
+        (Err(Error::Verify(e)), line) => {
+            assert_eq!(e.errors.len(), 1, "{e}");
+            let err = &e.errors[0];
+            assert_eq!(err.kind, VerifyErrorKind::EdgeOfPartialRightDifference);
+            assert_eq!(err.loc.line, line);
+        }
+        (other, _) => panic!("a right difference with an edge over a partial tile: {other:?}"),
+    }
+    for (right, edge) in [(true, false), (false, true), (false, false)] {
+        let (kernel, _) = build(right, edge);
+        let kernel = kernel.unwrap_or_else(|e| panic!("right {right}, edge {edge}: {e}"));
+        super::common::assemble_all(&kernel);
+    }
 }

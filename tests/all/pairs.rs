@@ -8,8 +8,8 @@
 
 use super::common::{Batch, Rng, compiled, device};
 use coopgraph::ir::{
-    Algorithm, Arrangement, Expr, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, Scatter,
-    ThreadData, index,
+    Algorithm, Arrangement, Difference, ExchangeVia, Expr, Flags, Reduce, ReduceAlgorithm, Scan,
+    ScanAlgorithm, Scatter, Shuffle, ThreadData, index,
 };
 use coopgraph::runtime::{Device, RuntimeError};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -186,30 +186,33 @@ fn record(
             })
         }
         Stage::Exchange(via) => {
-            let (to, sliced) = match via {
-                Via::Block => (Arrangement::Striped { threads: block }, false),
-                Via::Warps => (Arrangement::Striped { threads: 32 }, false),
-                Via::TimeSliced => (Arrangement::Striped { threads: 32 }, true),
-                Via::Groups(g) => (Arrangement::Striped { threads: g }, false),
+            let (to, how) = match via {
+                Via::Block => (Arrangement::Striped { threads: block }, ExchangeVia::Shared),
+                Via::Warps => (Arrangement::Striped { threads: 32 }, ExchangeVia::Shared),
+                Via::TimeSliced => (
+                    Arrangement::Striped { threads: 32 },
+                    ExchangeVia::TimeSliced,
+                ),
+                Via::Groups(g) => (Arrangement::Striped { threads: g }, ExchangeVia::Shared),
             };
-            let s = k.exchange_with(b, cur, to, sliced);
+            let s = k.exchange(b, cur, to, how);
             let m = k.map(&s, |v| v + index::item().cast::<i32>());
-            k.exchange_with(b, &m, Arrangement::Blocked, sliced)
+            k.exchange(b, &m, Arrangement::Blocked, how)
         }
         Stage::Neighbor(nb) => match nb {
-            Nb::Left => k.adjacent_difference_left(b, cur, None, None),
-            Nb::Right => k.adjacent_difference_right(b, cur, None, None),
+            Nb::Left => k.adjacent_difference_left(b, cur, Difference::subtract()),
+            Nb::Right => k.adjacent_difference_right(b, cur, Difference::subtract()),
             Nb::Heads | Nb::Tails => {
                 let f = if nb == Nb::Heads {
-                    k.flag_heads(b, cur, None, None)
+                    k.flag_heads(b, cur, Flags::inequality())
                 } else {
-                    k.flag_tails(b, cur, None, None)
+                    k.flag_tails(b, cur, Flags::inequality())
                 };
                 k.map2(cur, &f, |v, f| v + f.cast::<i32>())
             }
-            Nb::Up => k.shuffle_up(b, cur, Some(Expr::lit(EDGE))),
+            Nb::Up => k.shuffle_up(b, cur, Shuffle::new().edge(Expr::lit(EDGE))),
             Nb::Down => {
-                let (r, first) = k.shuffle_down_with_prefix(b, cur, None);
+                let (r, first) = k.shuffle_down_with_prefix(b, cur, Shuffle::new());
                 k.map(&r, move |v| v * 2 + first.item(0))
             }
             Nb::Offset => k.shuffle_offset(b, cur, 1),
@@ -220,7 +223,7 @@ fn record(
             let ranks = k.fill(Expr::lit(last) - (index::thread_rank() * items + index::item()));
             if striped {
                 let s = k.scatter(b, cur, &ranks, Scatter::striped(block).holes(EDGE));
-                k.exchange(b, &s, Arrangement::Blocked)
+                k.exchange(b, &s, Arrangement::Blocked, ExchangeVia::Shared)
             } else {
                 k.scatter(b, cur, &ranks, Scatter::blocked().holes(EDGE))
             }
@@ -601,7 +604,12 @@ fn exchanges_under_branches_their_groups_do_not_agree_on() {
         let w = k.this_warp();
         line.set(line!() + 2);
         k.if_(index::warp_rank().eq(0u32), |k| {
-            k.exchange(w, t, Arrangement::Striped { threads: 3 });
+            k.exchange(
+                w,
+                t,
+                Arrangement::Striped { threads: 3 },
+                ExchangeVia::Shared,
+            );
         });
     });
     match got {
@@ -615,7 +623,12 @@ fn exchanges_under_branches_their_groups_do_not_agree_on() {
         let w = k.this_warp();
         line.set(line!() + 2);
         k.if_(index::warp_rank().eq(0u32), |k| {
-            k.exchange_with(w, t, Arrangement::Striped { threads: 32 }, true);
+            k.exchange(
+                w,
+                t,
+                Arrangement::Striped { threads: 32 },
+                ExchangeVia::TimeSliced,
+            );
         });
     });
     match got {
@@ -628,10 +641,15 @@ fn exchanges_under_branches_their_groups_do_not_agree_on() {
     let got = kernel(64, &|k, t| {
         let quad = k.this_warp().group_by(4);
         let octet = k.this_warp().group_by(8);
-        let s = k.exchange(octet, t, Arrangement::Striped { threads: 8 });
+        let s = k.exchange(
+            octet,
+            t,
+            Arrangement::Striped { threads: 8 },
+            ExchangeVia::Shared,
+        );
         line.set(line!() + 2);
         k.if_((index::thread_rank() / 4u32).eq(0u32), |k| {
-            k.exchange(quad, &s, Arrangement::Blocked);
+            k.exchange(quad, &s, Arrangement::Blocked, ExchangeVia::Shared);
         });
     });
     match got {

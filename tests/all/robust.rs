@@ -5,7 +5,7 @@
 use coopgraph::ir::ops::OpKind;
 use coopgraph::ir::verify::verify;
 use coopgraph::ir::{
-    Input, Ir, Output, ThreadData, VerifyError, VerifyErrorKind, VerifyErrors, index,
+    ExchangeVia, Input, Ir, Output, ThreadData, VerifyError, VerifyErrorKind, VerifyErrors, index,
 };
 use coopgraph::planner::PlanError;
 use coopgraph::{KernelBuilder, Load, Store};
@@ -499,9 +499,14 @@ fn groups_of_any_width_are_errors_or_kernels() {
             let t = k.load_from(g, &x, Load::transpose().valid_items(7u32));
             let r = k.reduce(g, &t, Reduce::sum().broadcast().valid_items(3u32));
             let s = k.scan(g, &t, Scan::exclusive_sum().valid_items(5u32));
-            let e = k.exchange(g, &s, Arrangement::Striped { threads: width });
+            let e = k.exchange(
+                g,
+                &s,
+                Arrangement::Striped { threads: width },
+                ExchangeVia::Shared,
+            );
             let u = k.map2(&e, &t, |a, b| a + b);
-            let v = k.shuffle_up(g, &u, None);
+            let v = k.shuffle_up(g, &u, coopgraph::ir::Shuffle::new());
             let w = k.map(&v, move |a| a + r.item(0));
             k.store_to(g, &y, &w, Store::warp_transpose().block_valid_items(9u32));
             assert!(k.build().is_err(), "width {width}, block {block}");

@@ -2,7 +2,7 @@
 //! simulator's race checker, and every kernel race-free with them.
 
 use super::common::{Batch, Rng, assert_same, compiled, device};
-use coopgraph::ir::{Algorithm, index};
+use coopgraph::ir::{Algorithm, Difference, ExchangeVia, index};
 use coopgraph::planner::{Hazard, SyncScope};
 use coopgraph::runtime::{Device, RuntimeError, SimOptions};
 use coopgraph::sim::SimError;
@@ -567,11 +567,11 @@ fn explicit_exchanges() {
         let y = k.output::<i32>("y");
         let b = k.this_block();
         let t = k.load_from(b, &x, Load::direct());
-        let e = k.exchange(b, &t, to);
+        let e = k.exchange(b, &t, to, ExchangeVia::Shared);
         // Tag each item with its slot, which depends on the arrangement.
         let u = k.map(&e, |v| v * 8 + index::item().cast::<i32>());
         let u = if back == Algorithm::Direct && to != Arrangement::Blocked {
-            k.exchange(b, &u, Arrangement::Blocked)
+            k.exchange(b, &u, Arrangement::Blocked, ExchangeVia::Shared)
         } else {
             u
         };
@@ -618,7 +618,7 @@ fn live_slices_never_share_bytes() {
     k.shared_write(&arr, index::thread_rank(), t.item(0));
     let r = k.reduce(b, &t, Reduce::sum().broadcast());
     let s = k.scan(b, &t, Scan::inclusive_sum());
-    let d = k.adjacent_difference_left(b, &s, None, None);
+    let d = k.adjacent_difference_left(b, &s, Difference::subtract());
     k.sync_block();
     let total = r.item(0);
     let u = k.map(&d, move |v| {
@@ -686,6 +686,11 @@ fn live_slices_never_share_bytes() {
 fn time_sliced_exchange() {
     use coopgraph::ir::Arrangement;
     let build = |sliced: bool| {
+        let via = if sliced {
+            ExchangeVia::TimeSliced
+        } else {
+            ExchangeVia::Shared
+        };
         let mut k = KernelBuilder::new(format!("sliced_{sliced}"))
             .block(128)
             .items_per_thread(4);
@@ -693,9 +698,9 @@ fn time_sliced_exchange() {
         let y = k.output::<i32>("y");
         let b = k.this_block();
         let t = k.load_from(b, &x, Load::direct());
-        let w = k.exchange_with(b, &t, Arrangement::Striped { threads: 32 }, sliced);
+        let w = k.exchange(b, &t, Arrangement::Striped { threads: 32 }, via);
         let u = k.map(&w, |v| v * 4 + index::item().cast::<i32>());
-        let back = k.exchange_with(b, &u, Arrangement::Blocked, sliced);
+        let back = k.exchange(b, &u, Arrangement::Blocked, via);
         k.store_to(b, &y, &back, Store::direct());
         k.build().expect("builds")
     };
@@ -743,11 +748,16 @@ fn exchanges_through_shuffles() {
         let z = k.output::<i64>("z");
         let g = k.this_warp().group_by(w);
         let t = k.load_from(g, &x, Load::direct());
-        let s = k.exchange_via_shuffles(g, &t, Arrangement::Striped { threads: w });
+        let s = k.exchange(
+            g,
+            &t,
+            Arrangement::Striped { threads: w },
+            ExchangeVia::Shuffles,
+        );
         // Tag with the slot: striped slot i of rank r is group position i*w + r.
         let u = k.map(&s, |v| v * 8 + index::item().cast::<i64>());
         k.store_to(g, &y, &u, Store::striped());
-        let back = k.exchange_via_shuffles(g, &u, Arrangement::Blocked);
+        let back = k.exchange(g, &u, Arrangement::Blocked, ExchangeVia::Shuffles);
         k.store_to(g, &z, &back, Store::direct());
         let kernel = k.build().expect("builds");
         assert_eq!(kernel.plan().shared_bytes, 0, "{}", kernel.explain());
@@ -785,7 +795,12 @@ fn block_exchange_through_shuffles_is_rejected() {
     let b = k.this_block();
     let t = k.load_from(b, &x, Load::direct());
     let line = line!() + 1;
-    k.exchange_via_shuffles(b, &t, Arrangement::Striped { threads: 64 });
+    k.exchange(
+        b,
+        &t,
+        Arrangement::Striped { threads: 64 },
+        ExchangeVia::Shuffles,
+    );
     match k.build() {
         Err(Error::Plan(coopgraph::planner::PlanError::Layout { loc, .. })) => {
             assert_eq!(loc.line, line)

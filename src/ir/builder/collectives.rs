@@ -392,57 +392,45 @@ impl KernelBuilder {
         dst
     }
 
-    /// A payload with `src`'s items rearranged to `to` (blocked, or striped over `threads`):
-    /// CUB's `BlockExchange` conversions, planned through shared memory. An explicit
-    /// exchange is allowed in strict mode.
+    /// A payload with `src`'s items rearranged to `to` (blocked, or striped over `threads`),
+    /// moved between the group's threads the way `via` says: CUB's `BlockExchange`
+    /// conversions through shared memory (all threads at once, or the warps taking turns), or
+    /// `WarpExchange`'s through shuffles. An explicit exchange is allowed in strict mode.
+    ///
+    /// A scan takes blocked items; coalesced reads leave them striped over the warp, and
+    /// shuffles make them blocked without shared memory:
+    ///
+    /// ```
+    /// use coopgraph::ir::{Arrangement, ExchangeVia, Scan};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("warp_prefix").block(32).items_per_thread(4);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let w = k.this_warp();
+    /// let striped = k.load_from(w, &x, Load::striped());
+    /// let blocked = k.exchange(w, &striped, Arrangement::Blocked, ExchangeVia::Shuffles);
+    /// let sums = k.scan(w, &blocked, Scan::inclusive_sum());
+    /// k.store_to(w, &y, &sums, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = dev.upload(&[1u32; 128])?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(128)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xs, &mut ys))?;
+    /// assert_eq!(ys.to_vec()?, (1..=128).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn exchange<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
         to: Arrangement,
-    ) -> ThreadData<T> {
-        self.exchange_inner(group.into(), src, to, false, false)
-    }
-
-    /// [`exchange`](Self::exchange) within groups of at most 32 threads through `shfl.sync`
-    /// (CUB's `WarpExchange` shuffle variant): no shared memory and no barrier, `K * K`
-    /// shuffles for `K` items per thread.
-    #[track_caller]
-    pub fn exchange_via_shuffles<T: Element>(
-        &mut self,
-        group: impl Into<Group>,
-        src: &ThreadData<T>,
-        to: Arrangement,
-    ) -> ThreadData<T> {
-        self.exchange_inner(group.into(), src, to, false, true)
-    }
-
-    /// [`exchange`](Self::exchange) between blocked and warp-striped order, the warps taking
-    /// turns on one warp-sized region of shared memory (CUB's warp time slicing) when
-    /// `time_sliced`.
-    #[track_caller]
-    pub fn exchange_with<T: Element>(
-        &mut self,
-        group: impl Into<Group>,
-        src: &ThreadData<T>,
-        to: Arrangement,
-        time_sliced: bool,
-    ) -> ThreadData<T> {
-        self.exchange_inner(group.into(), src, to, time_sliced, false)
-    }
-
-    #[track_caller]
-    fn exchange_inner<T: Element>(
-        &mut self,
-        group: Group,
-        src: &ThreadData<T>,
-        to: Arrangement,
-        time_sliced: bool,
-        shuffles: bool,
+        via: ExchangeVia,
     ) -> ThreadData<T> {
         let loc = Loc::caller();
-        let group = self.group_id(group);
+        let group = self.group_id(group.into());
         let dst = self.thread_data_n::<T>(src.items);
         let src_id = self.data_id(src);
         self.push(
@@ -451,8 +439,7 @@ impl KernelBuilder {
                 src: src_id,
                 dst: dst.id,
                 to,
-                time_sliced,
-                shuffles,
+                via,
             },
             loc,
         );

@@ -1,10 +1,10 @@
 //! Ops between neighbouring positions of a group's tile: adjacent differences, head and
-//! tail flags, block shuffles, and scatters to ranks.
+//! tail flags, block shuffles, and scatters to ranks, with their controls.
 
 use super::KernelBuilder;
 use crate::ir::dtype::Element;
 use crate::ir::entities::{DataId, ExprId, Loc};
-use crate::ir::expr::{Expr, ExprType};
+use crate::ir::expr::Expr;
 use crate::ir::handles::{Group, ThreadData};
 use crate::ir::ops::*;
 
@@ -14,228 +14,377 @@ pub type BinaryFn<T> = fn(Expr<T>, Expr<T>) -> Expr<T>;
 /// A flag operator on two items in position order: `(earlier, later) -> flag`.
 pub type FlagFn<T> = fn(Expr<T>, Expr<T>) -> Expr<bool>;
 
+/// The controls of an adjacent difference: the operator, the item beyond the tile's edge, and
+/// the valid items of a partial tile.
+#[derive(Debug, Clone)]
+pub struct Difference<T: Element> {
+    op: BinaryFn<T>,
+    edge: Option<Expr<T>>,
+    valid: Option<Expr<u32>>,
+}
+
+impl<T: Element> Default for Difference<T> {
+    fn default() -> Self {
+        Difference::subtract()
+    }
+}
+
+impl<T: Element> Difference<T> {
+    /// `this - neighbour` (wrapping for integers).
+    pub fn subtract() -> Self {
+        Difference::custom(|a, b| a - b)
+    }
+
+    /// `f(this, neighbour)`.
+    pub fn custom(f: BinaryFn<T>) -> Self {
+        Difference {
+            op: f,
+            edge: None,
+            valid: None,
+        }
+    }
+
+    /// The item beyond the tile, which the position at its edge is differenced with: the one
+    /// before position 0 for a left difference (CUB's tile predecessor), the one after the last
+    /// position for a right difference (the tile successor). Without it that position keeps
+    /// its value.
+    pub fn edge(mut self, item: impl Into<Expr<T>>) -> Self {
+        self.edge = Some(item.into());
+        self
+    }
+
+    /// A partial tile: only the group's first `n` positions hold items (`n` uniform across
+    /// the group). Positions from `n` on keep their input, and so does a right difference's
+    /// last valid position, as CUB's `SubtractLeftPartialTile` and `SubtractRightPartialTile`
+    /// do; a right difference over a partial tile has no use for an [`edge`](Self::edge), and
+    /// giving it one is an error when the kernel is built.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+}
+
+/// The controls of head or tail flags: the flag operator and the item beyond the tile's edge.
+#[derive(Debug, Clone)]
+pub struct Flags<T: Element> {
+    op: FlagFn<T>,
+    edge: Option<Expr<T>>,
+}
+
+impl<T: Element> Default for Flags<T> {
+    fn default() -> Self {
+        Flags::inequality()
+    }
+}
+
+impl<T: Element> Flags<T> {
+    /// A flag where neighbours differ: `earlier != later`.
+    pub fn inequality() -> Self {
+        Flags::custom(|a, b| a.ne(b))
+    }
+
+    /// A flag where `f(earlier, later)` holds.
+    pub fn custom(f: FlagFn<T>) -> Self {
+        Flags { op: f, edge: None }
+    }
+
+    /// The item beyond the tile, which the position at its edge is compared with: the one
+    /// before position 0 for heads (CUB's tile predecessor), the one after the last position
+    /// for tails (the tile successor). Without it that position is always a head (or a tail).
+    pub fn edge(mut self, item: impl Into<Expr<T>>) -> Self {
+        self.edge = Some(item.into());
+        self
+    }
+}
+
+/// The controls of a block shuffle up or down: what the position at the tile's edge, which
+/// has no neighbour to take from, gets.
+#[derive(Debug, Clone)]
+pub struct Shuffle<T: Element> {
+    edge: Option<Expr<T>>,
+}
+
+impl<T: Element> Default for Shuffle<T> {
+    fn default() -> Self {
+        Shuffle::new()
+    }
+}
+
+impl<T: Element> Shuffle<T> {
+    /// The position at the tile's edge keeps its value.
+    pub fn new() -> Self {
+        Shuffle { edge: None }
+    }
+
+    /// The position at the tile's edge gets `item` (position 0 shuffling up, the last
+    /// position shuffling down).
+    pub fn edge(mut self, item: impl Into<Expr<T>>) -> Self {
+        self.edge = Some(item.into());
+        self
+    }
+}
+
+/// What a neighbour op records beside its group, source and result: the kind, the operator
+/// and the edge item (interned), the valid count, and the payload of the item shifted out.
+struct Parts<'a> {
+    kind: NeighborKind,
+    op: Option<ExprId>,
+    edge: Option<ExprId>,
+    valid: Option<&'a Expr<u32>>,
+    shifted_out: Option<DataId>,
+}
+
+impl Parts<'_> {
+    fn of(kind: NeighborKind) -> Self {
+        Parts {
+            kind,
+            op: None,
+            edge: None,
+            valid: None,
+            shifted_out: None,
+        }
+    }
+}
+
 impl KernelBuilder {
     #[track_caller]
     fn neighbor<T: Element, U: Element>(
         &mut self,
         group: Group,
         src: &ThreadData<T>,
-        kind: NeighborKind,
-        op: Option<ExprId>,
-        edge: Option<ExprId>,
-    ) -> ThreadData<U> {
-        self.neighbor_out(group, src, kind, op, edge, None)
-    }
-
-    #[track_caller]
-    fn neighbor_out<T: Element, U: Element>(
-        &mut self,
-        group: Group,
-        src: &ThreadData<T>,
-        kind: NeighborKind,
-        op: Option<ExprId>,
-        edge: Option<ExprId>,
-        shifted_out: Option<DataId>,
+        parts: Parts<'_>,
     ) -> ThreadData<U> {
         let loc = Loc::caller();
         let group = self.group_id(group);
         let dst = self.thread_data_n::<U>(src.items);
         let src_id = self.data_id(src);
+        let valid = parts.valid.map(|n| self.expr(n));
         self.push(
             OpKind::Neighbor(NeighborSpec {
                 group,
                 src: src_id,
                 dst: dst.id,
-                kind,
-                op,
-                edge,
-                shifted_out,
-                valid: None,
+                kind: parts.kind,
+                op: parts.op,
+                edge: parts.edge,
+                shifted_out: parts.shifted_out,
+                valid,
             }),
             loc,
         );
         dst
     }
 
-    /// A neighbour op whose operator is `f(Arg(0), Arg(1))`.
     #[track_caller]
-    fn neighbor_fn<T: Element, U: Element, R: ExprType>(
+    fn difference<T: Element>(
         &mut self,
         group: Group,
         src: &ThreadData<T>,
         kind: NeighborKind,
-        f: fn(Expr<T>, Expr<T>) -> Expr<R>,
-        edge: Option<Expr<T>>,
-    ) -> ThreadData<U> {
-        let body = f(Expr::arg(0), Expr::arg(1));
-        let op = Some(self.expr(&body));
-        let edge = edge.as_ref().map(|e| self.expr(e));
-        self.neighbor(group, src, kind, op, edge)
+        controls: &Difference<T>,
+    ) -> ThreadData<T> {
+        let body = (controls.op)(Expr::arg(0), Expr::arg(1));
+        let parts = Parts {
+            op: Some(self.expr(&body)),
+            edge: controls.edge.as_ref().map(|e| self.expr(e)),
+            valid: controls.valid.as_ref(),
+            ..Parts::of(kind)
+        };
+        self.neighbor(group, src, parts)
     }
 
-    /// Adjacent differences in position order: `x[p] - x[p - 1]`, or `f(x[p], x[p - 1])`;
-    /// position 0 uses `predecessor` (the item before the tile) or keeps its value.
+    #[track_caller]
+    fn flags<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        kind: NeighborKind,
+        controls: &Flags<T>,
+    ) -> ThreadData<u32> {
+        let body = (controls.op)(Expr::arg(0), Expr::arg(1));
+        let parts = Parts {
+            op: Some(self.expr(&body)),
+            edge: controls.edge.as_ref().map(|e| self.expr(e)),
+            ..Parts::of(kind)
+        };
+        self.neighbor(group, src, parts)
+    }
+
+    #[track_caller]
+    fn shuffle<T: Element>(
+        &mut self,
+        group: Group,
+        src: &ThreadData<T>,
+        kind: NeighborKind,
+        controls: &Shuffle<T>,
+        shifted_out: Option<DataId>,
+    ) -> ThreadData<T> {
+        let parts = Parts {
+            edge: controls.edge.as_ref().map(|e| self.expr(e)),
+            shifted_out,
+            ..Parts::of(kind)
+        };
+        self.neighbor(group, src, parts)
+    }
+
+    /// Adjacent differences in position order: `x[p] - x[p - 1]`, or `f(x[p], x[p - 1])` with
+    /// [`Difference::custom`]; position 0 is differenced with the controls' edge item (the
+    /// item before the tile) or keeps its value (CUB's `SubtractLeft`, and
+    /// `SubtractLeftPartialTile` with [`Difference::valid_items`]).
+    ///
+    /// ```
+    /// use coopgraph::ir::{Difference, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("steps").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// // Differences of the first 6 positions, the first from 0; the last two keep their input.
+    /// let d = k.adjacent_difference_left(b, &t, Difference::subtract().edge(0).valid_items(6u32));
+    /// k.store_to(b, &y, &d, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = dev.upload(&[1i32, 3, 6, 10, 15, 21, 28, 36])?;
+    /// let mut ys = dev.alloc_zeroed::<i32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xs, &mut ys))?;
+    /// assert_eq!(ys.to_vec()?, [1, 2, 3, 4, 5, 6, 28, 36]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn adjacent_difference_left<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        f: Option<BinaryFn<T>>,
-        predecessor: Option<Expr<T>>,
+        controls: Difference<T>,
     ) -> ThreadData<T> {
-        self.neighbor_fn(
-            group.into(),
-            src,
-            NeighborKind::AdjacentLeft,
-            f.unwrap_or(|a, b| a - b),
-            predecessor,
-        )
+        self.difference(group.into(), src, NeighborKind::AdjacentLeft, &controls)
     }
 
-    /// [`adjacent_difference_left`](Self::adjacent_difference_left) over a partial tile:
-    /// positions from `valid` on keep their input (CUB's `SubtractLeftPartialTile`).
-    #[track_caller]
-    pub fn adjacent_difference_left_partial<T: Element>(
-        &mut self,
-        group: impl Into<Group>,
-        src: &ThreadData<T>,
-        f: Option<BinaryFn<T>>,
-        predecessor: Option<Expr<T>>,
-        valid: impl Into<Expr<u32>>,
-    ) -> ThreadData<T> {
-        let d = self.adjacent_difference_left(group, src, f, predecessor);
-        self.set_neighbor_valid(d.id, valid.into());
-        d
-    }
-
-    /// [`adjacent_difference_right`](Self::adjacent_difference_right) over a partial tile:
-    /// the last valid position and those after it keep their input (CUB's
-    /// `SubtractRightPartialTile`).
-    #[track_caller]
-    pub fn adjacent_difference_right_partial<T: Element>(
-        &mut self,
-        group: impl Into<Group>,
-        src: &ThreadData<T>,
-        f: Option<BinaryFn<T>>,
-        valid: impl Into<Expr<u32>>,
-    ) -> ThreadData<T> {
-        let d = self.adjacent_difference_right(group, src, f, None);
-        self.set_neighbor_valid(d.id, valid.into());
-        d
-    }
-
-    /// Sets the valid count of the neighbour op that produced `dst` (the last op recorded).
-    fn set_neighbor_valid(&mut self, dst: DataId, valid: Expr<u32>) {
-        let e = self.expr(&valid);
-        if let Some(OpData {
-            kind: OpKind::Neighbor(nb),
-            loc,
-        }) = self.ir.ops.last_mut()
-            && nb.dst == dst
-        {
-            nb.valid = Some(e);
-            let loc = *loc;
-            self.flush_foreign(loc);
-        }
-    }
-
-    /// Adjacent differences to the right: `x[p] - x[p + 1]`, or `f(x[p], x[p + 1])`; the last
-    /// position uses `successor` or keeps its value.
+    /// Adjacent differences to the right: `x[p] - x[p + 1]`, or `f(x[p], x[p + 1])` with
+    /// [`Difference::custom`]; the last position is differenced with the controls' edge item
+    /// (the item after the tile) or keeps its value (CUB's `SubtractRight`, and
+    /// `SubtractRightPartialTile` with [`Difference::valid_items`]).
     #[track_caller]
     pub fn adjacent_difference_right<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        f: Option<BinaryFn<T>>,
-        successor: Option<Expr<T>>,
+        controls: Difference<T>,
     ) -> ThreadData<T> {
-        self.neighbor_fn(
-            group.into(),
-            src,
-            NeighborKind::AdjacentRight,
-            f.unwrap_or(|a, b| a - b),
-            successor,
-        )
+        self.difference(group.into(), src, NeighborKind::AdjacentRight, &controls)
     }
 
-    /// Head flags (1 where a run starts): `x[p - 1] != x[p]`, or `f(x[p - 1], x[p])`; position
-    /// 0 compares with `predecessor`, else is a head.
+    /// Head flags (1 where a run starts): `x[p - 1] != x[p]`, or `f(x[p - 1], x[p])` with
+    /// [`Flags::custom`]; position 0 is compared with the controls' edge item (the item before
+    /// the tile), else is a head.
+    ///
+    /// ```
+    /// use coopgraph::ir::Flags;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("run_starts").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// // The item before the tile is 7, so position 0 starts no run.
+    /// let heads = k.flag_heads(b, &t, Flags::inequality().edge(7u32));
+    /// k.store_to(b, &y, &heads, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = dev.upload(&[7u32, 7, 2, 2, 2, 5, 7, 7])?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xs, &mut ys))?;
+    /// assert_eq!(ys.to_vec()?, [0, 0, 1, 0, 0, 1, 1, 0]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn flag_heads<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        f: Option<FlagFn<T>>,
-        predecessor: Option<Expr<T>>,
+        controls: Flags<T>,
     ) -> ThreadData<u32> {
-        self.neighbor_fn(
-            group.into(),
-            src,
-            NeighborKind::Heads,
-            f.unwrap_or(|a, b| a.ne(b)),
-            predecessor,
-        )
+        self.flags(group.into(), src, NeighborKind::Heads, &controls)
     }
 
-    /// Tail flags (1 where a run ends): `x[p] != x[p + 1]`, or `f(x[p], x[p + 1])`; the last
-    /// position compares with `successor`, else is a tail.
+    /// Tail flags (1 where a run ends): `x[p] != x[p + 1]`, or `f(x[p], x[p + 1])` with
+    /// [`Flags::custom`]; the last position is compared with the controls' edge item (the item
+    /// after the tile), else is a tail.
     #[track_caller]
     pub fn flag_tails<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        f: Option<FlagFn<T>>,
-        successor: Option<Expr<T>>,
+        controls: Flags<T>,
     ) -> ThreadData<u32> {
-        self.neighbor_fn(
-            group.into(),
-            src,
-            NeighborKind::Tails,
-            f.unwrap_or(|a, b| a.ne(b)),
-            successor,
-        )
+        self.flags(group.into(), src, NeighborKind::Tails, &controls)
     }
 
-    /// Head and tail flags together (CUB's `FlagHeadsAndTails`): `(heads, tails)`.
+    /// Head and tail flags together (CUB's `FlagHeadsAndTails`), each with its own controls
+    /// (the heads' edge item is the one before the tile, the tails' the one after):
+    /// `(heads, tails)`.
     #[track_caller]
     pub fn flag_heads_and_tails<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        f: Option<FlagFn<T>>,
-        predecessor: Option<Expr<T>>,
-        successor: Option<Expr<T>>,
+        heads: Flags<T>,
+        tails: Flags<T>,
     ) -> (ThreadData<u32>, ThreadData<u32>) {
         let group = group.into();
-        let heads = self.flag_heads(group, src, f, predecessor);
-        let tails = self.flag_tails(group, src, f, successor);
+        let heads = self.flags(group, src, NeighborKind::Heads, &heads);
+        let tails = self.flags(group, src, NeighborKind::Tails, &tails);
         (heads, tails)
     }
 
-    /// Block shuffle up: position `p` gets `x[p - 1]`; position 0 gets `edge` or keeps its
-    /// value.
+    /// Block shuffle up: position `p` gets `x[p - 1]`; position 0 gets the controls' edge item
+    /// or keeps its value.
+    ///
+    /// ```
+    /// use coopgraph::ir::Shuffle;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("shift").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let up = k.shuffle_up(b, &t, Shuffle::new().edge(0u32));
+    /// k.store_to(b, &y, &up, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = dev.upload(&[1u32, 2, 3, 4, 5, 6, 7, 8])?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xs, &mut ys))?;
+    /// assert_eq!(ys.to_vec()?, [0, 1, 2, 3, 4, 5, 6, 7]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_up<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        edge: Option<Expr<T>>,
+        controls: Shuffle<T>,
     ) -> ThreadData<T> {
-        let edge = edge.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::ShiftUp, None, edge)
+        self.shuffle(group.into(), src, NeighborKind::ShiftUp, &controls, None)
     }
 
-    /// Block shuffle down: position `p` gets `x[p + 1]`; the last position gets `edge` or keeps
-    /// its value.
+    /// Block shuffle down: position `p` gets `x[p + 1]`; the last position gets the controls'
+    /// edge item or keeps its value.
     #[track_caller]
     pub fn shuffle_down<T: Element>(
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        edge: Option<Expr<T>>,
+        controls: Shuffle<T>,
     ) -> ThreadData<T> {
-        let edge = edge.as_ref().map(|e| self.expr(e));
-        self.neighbor(group.into(), src, NeighborKind::ShiftDown, None, edge)
+        self.shuffle(group.into(), src, NeighborKind::ShiftDown, &controls, None)
     }
 
     /// [`shuffle_up`](Self::shuffle_up), also returning the tile's last item (the one shifted
@@ -245,19 +394,14 @@ impl KernelBuilder {
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        edge: Option<Expr<T>>,
+        controls: Shuffle<T>,
     ) -> (ThreadData<T>, ThreadData<T>) {
-        let edge = edge.as_ref().map(|e| self.expr(e));
         let out = self.thread_data_n::<T>(1);
-        let r = self.neighbor_out(
-            group.into(),
-            src,
-            NeighborKind::ShiftUp,
-            None,
-            edge,
-            Some(out.id),
-        );
-        (r, out)
+        let up = NeighborKind::ShiftUp;
+        (
+            self.shuffle(group.into(), src, up, &controls, Some(out.id)),
+            out,
+        )
     }
 
     /// [`shuffle_down`](Self::shuffle_down), also returning the tile's first item (the one
@@ -267,19 +411,14 @@ impl KernelBuilder {
         &mut self,
         group: impl Into<Group>,
         src: &ThreadData<T>,
-        edge: Option<Expr<T>>,
+        controls: Shuffle<T>,
     ) -> (ThreadData<T>, ThreadData<T>) {
-        let edge = edge.as_ref().map(|e| self.expr(e));
         let out = self.thread_data_n::<T>(1);
-        let r = self.neighbor_out(
-            group.into(),
-            src,
-            NeighborKind::ShiftDown,
-            None,
-            edge,
-            Some(out.id),
-        );
-        (r, out)
+        let down = NeighborKind::ShiftDown;
+        (
+            self.shuffle(group.into(), src, down, &controls, Some(out.id)),
+            out,
+        )
     }
 
     /// Block shuffle by offset (one item per thread): rank `r` gets rank `r + distance`'s value
@@ -291,13 +430,8 @@ impl KernelBuilder {
         src: &ThreadData<T>,
         distance: i32,
     ) -> ThreadData<T> {
-        self.neighbor(
-            group.into(),
-            src,
-            NeighborKind::Offset(distance),
-            None,
-            None,
-        )
+        let parts = Parts::of(NeighborKind::Offset(distance));
+        self.neighbor(group.into(), src, parts)
     }
 
     /// Block shuffle by rotation (one item per thread): rank `r` gets rank
@@ -309,13 +443,8 @@ impl KernelBuilder {
         src: &ThreadData<T>,
         distance: i32,
     ) -> ThreadData<T> {
-        self.neighbor(
-            group.into(),
-            src,
-            NeighborKind::Rotate(distance),
-            None,
-            None,
-        )
+        let parts = Parts::of(NeighborKind::Rotate(distance));
+        self.neighbor(group.into(), src, parts)
     }
 }
 
