@@ -62,17 +62,6 @@ impl StableHasher {
         self
     }
 
-    /// Mixes a number in (little-endian).
-    pub fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-
-    /// Mixes a string in, length first.
-    pub fn str(&mut self, s: &str) {
-        self.u64(s.len() as u64);
-        self.bytes(s.as_bytes());
-    }
-
     /// The hash so far (also usable in constants).
     pub const fn value(self) -> u64 {
         self.0
@@ -105,7 +94,7 @@ pub fn fnv128(bytes: &[u8]) -> u128 {
 /// tell apart. Cloning shares the bytes.
 ///
 /// ```
-/// use coopgraph::cache_key::KernelKey;
+/// use coopgraph::runtime::KernelKey;
 ///
 /// let a = KernelKey::new(b"kernel a".to_vec());
 /// assert_eq!(a, KernelKey::new(b"kernel a".to_vec()));
@@ -173,11 +162,6 @@ impl fmt::Debug for KernelKey {
             self.bytes.len()
         )
     }
-}
-
-/// The key of a kernel's IR: [`canonical_ir`] and its hash.
-pub fn key(ir: &Ir) -> KernelKey {
-    KernelKey::new(canonical_ir(ir))
 }
 
 /// The canonical serialization of `ir`: a header with the crate version, then every field

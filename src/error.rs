@@ -11,6 +11,31 @@ use std::fmt;
 /// Any error coopgraph returns. Each variant wraps the typed error of one stage (match on it to
 /// get the stage's error). `Display` is the stage error's text, and `source()` the stage
 /// error's source: the wrapper adds no line of its own.
+///
+/// Every error of the crate prints each cause once: an error's `Display` is complete by itself,
+/// and `source()` returns only a cause whose text that `Display` does not already hold. A
+/// wrapper (this [`Error`], or [`RuntimeError::Sim`](crate::runtime::RuntimeError::Sim)) shows
+/// the wrapped error's text and hands on the wrapped error's own source, so a reporter that
+/// prints an error and then each `source()` in turn never repeats a line.
+///
+/// ```
+/// use coopgraph::ir::VerifyErrorKind;
+/// use coopgraph::{Error, KernelBuilder, Load, Store};
+///
+/// let mut k = KernelBuilder::new("bad").items_per_thread(0);
+/// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+/// let b = k.this_block();
+/// let t = k.load_from(b, &x, Load::direct());
+/// k.store_to(b, &y, &t, Store::direct());
+/// match k.build() {
+///     Err(Error::Verify(e)) => {
+///         assert!(matches!(e.errors[0].kind, VerifyErrorKind::ItemsPerThread { items: 0, .. }));
+///         // The text is the verifier's: the error, then the kernel's listing.
+///         assert_eq!(Error::Verify(e.clone()).to_string(), e.to_string());
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

@@ -48,11 +48,11 @@
 //! [`sim`] (the simulator), [`layout`] (the layout algebra).
 #![deny(missing_docs)]
 
-pub mod cache_key;
+mod cache_key;
 pub mod codegen;
-pub mod error;
+mod error;
 pub mod ir;
-pub mod kernel;
+mod kernel;
 pub mod layout;
 pub mod planner;
 pub mod runtime;

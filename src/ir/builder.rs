@@ -61,6 +61,28 @@ impl Clone for KernelBuilder {
 
 impl KernelBuilder {
     /// A new kernel of one block of 128 threads and 4 items per thread.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("copy");
+    /// assert_eq!(k.block_tile(), 128 * 4);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<u32> = (0..1000).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(1000)?;
+    /// // Two blocks of 512 elements; the second's last 24 lie past the buffers and are skipped.
+    /// dev.compile(&kernel)?.launch_over(1000, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, xs);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn new(name: impl Into<String>) -> Self {
         let loc = Loc::caller();
@@ -93,6 +115,27 @@ impl KernelBuilder {
     }
 
     /// The group of all threads in the block.
+    ///
+    /// ```
+    /// use coopgraph::ir::Reduce;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("block_sum").block(64).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.reduce(b, &t, Reduce::sum().broadcast());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(1..=64).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [2080; 64]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn this_block(&self) -> Group {
         Group {
@@ -102,17 +145,77 @@ impl KernelBuilder {
     }
 
     /// The warps of the block (32 lanes); `.group_by(w)` splits them into logical warps.
+    ///
+    /// ```
+    /// use coopgraph::ir::Reduce;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("maxima").block(64).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let (warp, quad) = (k.this_warp(), k.this_warp().group_by(4));
+    /// let t = k.load_from(warp, &x, Load::direct());
+    /// // Each warp's maximum, then each group of 4 lanes adds it to its own sum.
+    /// let m = k.reduce(warp, &t, Reduce::max().broadcast());
+    /// let s = k.reduce(quad, &t, Reduce::sum().broadcast());
+    /// let r = k.map2(&m, &s, |m, s| m * 1000u32 + s);
+    /// k.store_to(warp, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..64).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!([ys[0], ys[3], ys[4], ys[63]], [31_006, 31_006, 31_022, 63_246]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn this_warp(&self) -> Warp {
         Warp { loc: Loc::caller() }
     }
 
     /// The recorded IR (for inspection and tests).
+    ///
+    /// ```
+    /// use coopgraph::ir::ops::OpKind;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("copy").block(32);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let ir = k.ir();
+    /// assert_eq!(ir.params.len(), 2);
+    /// assert!(matches!(ir.ops[0].kind, OpKind::Load(_)));
+    /// assert!(matches!(ir.ops[1].kind, OpKind::Store(_)));
+    /// ```
     pub fn ir(&self) -> &Ir {
         &self.ir
     }
 
-    /// Verifies, plans and prepares the kernel for code generation.
+    /// Verifies, plans and prepares the kernel for code generation. Every problem the
+    /// verifier finds is reported at once, each naming the line that made it.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Reduce, VerifyErrorKind};
+    /// use coopgraph::{Error, KernelBuilder, Load};
+    ///
+    /// // Logical warps of 3 lanes do not exist, and 1025 threads are too many for a block.
+    /// let mut k = KernelBuilder::new("bad").block(1025).items_per_thread(1);
+    /// let x = k.input::<u32>("x");
+    /// let g = k.this_warp().group_by(3);
+    /// let t = k.load_from(g, &x, Load::direct());
+    /// k.reduce(g, &t, Reduce::sum());
+    /// let Err(Error::Verify(e)) = k.build() else { panic!("built") };
+    /// let kinds: Vec<_> = e.errors.iter().map(|e| &e.kind).collect();
+    /// let too_large = VerifyErrorKind::BlockTooLarge { threads: 1025 };
+    /// assert!(kinds.contains(&&too_large));
+    /// assert!(kinds.contains(&&VerifyErrorKind::GroupWidth { width: 3 }));
+    /// // Each error names the line it comes from.
+    /// assert!(e.to_string().contains(file!()));
+    /// ```
     pub fn build(self) -> Result<crate::Kernel, crate::Error> {
         crate::kernel::Kernel::from_ir(self.ir)
     }

@@ -1,16 +1,24 @@
 //! The kernel IR: dtypes, groups, payloads, expressions, ops, control flow and the verifier.
 //!
+//! What a kernel is written with lives here, re-exported from the files that hold it: the
+//! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Reduce`],
+//! [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]), the
+//! handles it hands out ([`Input`], [`ThreadData`], [`Group`], ...), the expression DSL
+//! ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]). The recorded IR is
+//! public for inspection: its tables ([`ops`]), expression nodes ([`expr`]), text listing
+//! ([`print`](mod@print)) and the verifier ([`verify`](mod@verify)).
+//!
 //! Architecture invariant: ir/ knows nothing of CUDA, PTX or the planner. The builder records;
 //! the verifier ([`verify::verify`]) checks and returns [`verify::Info`], which every later
 //! stage requires.
 
-pub mod builder;
+pub(crate) mod builder;
 mod defined;
-pub mod dtype;
-pub mod entities;
-pub mod error;
+pub(crate) mod dtype;
+pub(crate) mod entities;
+pub(crate) mod error;
 pub mod expr;
-pub mod handles;
+pub(crate) mod handles;
 mod identity;
 pub mod ops;
 pub mod print;

@@ -2,38 +2,39 @@
 //!
 //! Input: the IR and the verifier's [`Info`] (proof that the IR verified).
 //! Output: one [`Plan`], plain data that code generation reads and nothing writes back to.
+//! [`Kernel::plan`](crate::Kernel::plan) shows a built kernel's; the types here are its
+//! parts, and [`PlanError`] is what planning reports.
 //!
-//! Passes, each in its own file:
-//! - [`arrangement`]: the static arrangement (blocked, striped) of every payload, and a
+//! Passes, each in its own file and private to the planner:
+//! - `arrangement.rs`: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
-//! - [`transfer`]: the index map of every load and store, derived from the layout algebra;
-//! - [`scratch`]: exchanges through shared memory, slices by live range, barriers (from
+//! - `transfer.rs`: the index map of every load and store, derived from the layout algebra;
+//! - `scratch.rs`: exchanges through shared memory, slices by live range, barriers (from
 //!   `access.rs`: which thread touches which byte of shared memory at each step);
-//! - [`shared`]: the shared declarations (each array on its own, the window static or
+//! - `shared.rs`: the shared declarations (each array on its own, the window static or
 //!   dynamic).
 //!
 //! Architecture invariant: the plan is plain data; the planner never emits code.
 
 mod access;
-pub mod arrangement;
-pub mod error;
-pub mod plan;
-pub mod scratch;
-pub mod shared;
-pub mod transfer;
+mod arrangement;
+mod error;
+mod plan;
+mod scratch;
+mod shared;
+mod transfer;
 
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{
-    Barrier, CollectivePlan, ExchangePlan, Hazard, PositionForm, Slice, SyncScope, padded_slot,
-};
+pub use scratch::{Barrier, CollectivePlan, ExchangePlan, Hazard, Slice, SyncScope};
+pub(crate) use scratch::{PositionForm, padded_slot};
 pub use shared::{ArrayHome, SharedLayout};
 
 use crate::ir::{Info, Ir};
 
 /// Plans a verified kernel: `info` must be [`verify`](crate::ir::verify::verify)'s result for
 /// `ir` ([`PlanError::NotVerified`] otherwise).
-pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
+pub(crate) fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
     if !info.is_for(ir) {
         return Err(PlanError::NotVerified { loc: ir.block.loc });
     }
@@ -54,4 +55,32 @@ pub fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         arrays: scratch.arrays,
         collectives: scratch.collectives,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::verify::verify;
+    use crate::{KernelBuilder, Load, Store};
+
+    #[test]
+    fn planning_with_another_kernels_verifier_result_is_an_error() {
+        let mut k = KernelBuilder::new("two_ops").block(32);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        k.store_to(b, &y, &t, Store::direct());
+        let ir = k.ir().clone();
+        let info = verify(&ir).expect("verifies");
+        let mut other = ir.clone();
+        other.ops.truncate(1);
+        let body = other.body.index();
+        other.regions[body].truncate(1);
+        assert!(!info.is_for(&other));
+        assert!(matches!(
+            plan(&other, &info),
+            Err(PlanError::NotVerified { .. })
+        ));
+        assert!(plan(&ir, &info).is_ok());
+    }
 }

@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 /// layout: `position = item * item_stride + sum over terms of ((rank / divisor) % extent) *
 /// stride`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PositionForm {
+pub(crate) struct PositionForm {
     /// Added per item.
     pub item_stride: u32,
     /// The digits of the rank: `(extent, divisor, stride)`, lowest first.
@@ -112,9 +112,9 @@ pub struct ExchangePlan {
     /// Arrangement read.
     pub to: Arrangement,
     /// Where each thread writes its slots.
-    pub write: PositionForm,
+    pub(crate) write: PositionForm,
     /// Where each thread reads its slots.
-    pub read: PositionForm,
+    pub(crate) read: PositionForm,
     /// Threads per exchange group (the block, a warp, or a logical warp).
     pub scope: u32,
     /// Items per thread.
@@ -139,7 +139,7 @@ pub struct ExchangePlan {
 /// The slot of position `p` when one unused slot follows every `every` positions (`None`: no
 /// padding). Exchanges and raking collectives pad this way; code generation evaluates the same
 /// formula at run time.
-pub fn padded_slot(p: u32, every: Option<u32>) -> u32 {
+pub(crate) fn padded_slot(p: u32, every: Option<u32>) -> u32 {
     every.map_or(p, |n| p + p / n.max(1))
 }
 
@@ -260,7 +260,7 @@ pub struct CollectivePlan {
     pub rake_back: bool,
     /// For a scatter: where each thread reads its slots back (the result's arrangement over
     /// the block, from its layout).
-    pub read_back: Option<PositionForm>,
+    pub(crate) read_back: Option<PositionForm>,
     /// For a scatter with a hole value: step `f` writes it at every position each thread
     /// reads back, the items go to their ranks at `f + 1` and are read back at `f + 2`
     /// (without: at `f` and `f + 1`).

@@ -121,7 +121,7 @@
 //!   is (the code generator declares each user shared array on its own, `smem0` as the IR
 //!   listing names it, and writes its type, length and source line there). Shared arrays past
 //!   the 48 KiB static limit live in the planned dynamic window, and are checked against that
-//!   window only (see [`crate::planner::shared`]).
+//!   window only (see [`SharedLayout`](crate::planner::SharedLayout)).
 //! - **uninitialized**: tracks a defined bit per register and per byte of shared, local and
 //!   global memory, propagates undefinedness through arithmetic like valgrind's memcheck, and
 //!   reports when an undefined value reaches an observable use: a store's value or address, a

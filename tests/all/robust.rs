@@ -1,13 +1,11 @@
 //! Malformed input to the public API gets typed errors: IRs edited by hand (ids past the
-//! tables, regions that do not form a tree), verifier results of another kernel, handles of
-//! another builder.
+//! tables, regions that do not form a tree), handles of another builder.
 
 use coopgraph::ir::ops::OpKind;
 use coopgraph::ir::verify::verify;
 use coopgraph::ir::{
     ExchangeVia, Input, Ir, Output, ThreadData, VerifyError, VerifyErrorKind, VerifyErrors, index,
 };
-use coopgraph::planner::PlanError;
 use coopgraph::{KernelBuilder, Load, Store};
 
 /// Two branches in sequence, the second holding a loop: regions 0 (body), 1, 2 and 3.
@@ -183,22 +181,6 @@ fn ids_past_the_tables_are_errors() {
             ..
         }
     )));
-}
-
-#[test]
-fn planning_with_another_kernels_verifier_result_is_an_error() {
-    let ir = branches();
-    let info = verify(&ir).expect("verifies");
-    let mut other = ir.clone();
-    other.ops.truncate(1);
-    let body = other.body.index();
-    other.regions[body].truncate(1);
-    assert!(!info.is_for(&other));
-    assert!(matches!(
-        coopgraph::planner::plan(&other, &info),
-        Err(PlanError::NotVerified { .. })
-    ));
-    assert!(coopgraph::planner::plan(&ir, &info).is_ok());
 }
 
 /// The id of op `i` of `ir`, as the regions hold it.

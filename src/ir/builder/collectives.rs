@@ -8,6 +8,40 @@ use crate::ir::handles::{Group, ThreadData};
 use crate::ir::ops::*;
 
 /// The controls of a reduction: operator, broadcast, valid items, block algorithm.
+///
+/// ```
+/// use coopgraph::ir::{Reduce, ReduceAlgorithm};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::{KernelBuilder, Load, Store};
+///
+/// let dev = Device::sim();
+/// let xs = [3u32, 1, 4, 1, 5, 9, 2, 6].repeat(4);
+/// let xb = dev.upload(&xs)?;
+/// // The block's reduction of `xs` with `controls`, as thread 0 stores it.
+/// let reduce = |controls: Reduce<u32>| -> Result<u32, coopgraph::Error> {
+///     let mut k = KernelBuilder::new("reduce").block(32).items_per_thread(1);
+///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+///     let b = k.this_block();
+///     let t = k.load_from(b, &x, Load::direct());
+///     let r = k.reduce(b, &t, controls);
+///     k.store_to(b, &y, &r, Store::direct().valid_items(1u32));
+///     let mut yb = dev.alloc_zeroed::<u32>(1)?;
+///     dev.compile(&k.build()?)?.launch_grid(1, (&xb, &mut yb))?;
+///     Ok(yb.to_vec()?[0])
+/// };
+/// assert_eq!(reduce(Reduce::sum())?, 124);
+/// assert_eq!(reduce(Reduce::sum().algorithm(ReduceAlgorithm::Raking))?, 124);
+/// assert_eq!(reduce(Reduce::sum().valid_items(3u32))?, 8);
+/// assert_eq!(reduce(Reduce::min())?, 1);
+/// assert_eq!(reduce(Reduce::max())?, 9);
+/// assert_eq!(reduce(Reduce::product().valid_items(5u32))?, 60);
+/// assert_eq!(reduce(Reduce::bit_or())?, 15);
+/// assert_eq!(reduce(Reduce::bit_and())?, 0);
+/// assert_eq!(reduce(Reduce::bit_xor().valid_items(2u32))?, 2);
+/// // Not commutative: the last non-zero item in position order.
+/// assert_eq!(reduce(Reduce::custom(false, |a, b| b.ne(0u32).select(b, a)))?, 6);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 pub struct Reduce<T: Element> {
     op: ReduceKind<T>,
     broadcast: bool,
@@ -118,6 +152,36 @@ impl<T: IntElement> Reduce<T> {
 }
 
 /// The controls of a scan: inclusive or exclusive, operator, initial value.
+///
+/// ```
+/// use coopgraph::ir::{Reduce, Scan, ScanAlgorithm};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::{KernelBuilder, Load, Store};
+///
+/// let dev = Device::sim();
+/// let xb = dev.upload(&[3u32, 1, 4, 1, 5, 9, 2, 6])?;
+/// // A warp's scan of its first 8 lanes with `controls`.
+/// let scan = |controls: Scan<u32>| -> Result<Vec<u32>, coopgraph::Error> {
+///     let mut k = KernelBuilder::new("scan").block(32).items_per_thread(1);
+///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+///     let w = k.this_warp();
+///     let t = k.load_from(w, &x, Load::direct().valid_items(8u32).oob_default(0));
+///     let s = k.scan(w, &t, controls);
+///     k.store_to(w, &y, &s, Store::direct().valid_items(8u32));
+///     let mut yb = dev.alloc_zeroed::<u32>(8)?;
+///     dev.compile(&k.build()?)?.launch_grid(1, (&xb, &mut yb))?;
+///     Ok(yb.to_vec()?)
+/// };
+/// assert_eq!(scan(Scan::inclusive_sum())?, [3, 4, 8, 9, 14, 23, 25, 31]);
+/// assert_eq!(scan(Scan::exclusive_sum())?, [0, 3, 4, 8, 9, 14, 23, 25]);
+/// let from_100 = Scan::exclusive_sum().initial_value(100u32);
+/// assert_eq!(scan(from_100)?, [100, 103, 104, 108, 109, 114, 123, 125]);
+/// assert_eq!(scan(Scan::inclusive(Reduce::max()))?, [3, 3, 4, 4, 5, 9, 9, 9]);
+/// assert_eq!(scan(Scan::exclusive(Reduce::min()).initial_value(2u32))?, [2, 2, 1, 1, 1, 1, 1, 1]);
+/// assert_eq!(scan(Scan::inclusive_sum().valid_items(4u32))?[..4], [3, 4, 8, 9]);
+/// assert_eq!(scan(Scan::inclusive_sum().algorithm(ScanAlgorithm::Raking))?[7], 31);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 pub struct Scan<T: Element> {
     op: ReduceKind<T>,
     inclusive: bool,
@@ -282,6 +346,32 @@ impl KernelBuilder {
     }
 
     /// Scans `src` over `group` in position order (a blocked payload; others are converted).
+    ///
+    /// ```
+    /// use coopgraph::ir::{Reduce, Scan};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("scans").block(4).items_per_thread(2);
+    /// let x = k.input::<i32>("x");
+    /// let (sums, maxima) = (k.output::<i32>("sums"), k.output::<i32>("maxima"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.scan(b, &t, Scan::exclusive_sum());
+    /// let m = k.scan(b, &t, Scan::inclusive(Reduce::max()));
+    /// k.store_to(b, &sums, &s, Store::direct());
+    /// k.store_to(b, &maxima, &m, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[3i32, -1, 4, 1, -5, 9, 2, -6])?;
+    /// let mut sb = dev.alloc_zeroed::<i32>(8)?;
+    /// let mut mb = dev.alloc_zeroed::<i32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut sb, &mut mb))?;
+    /// assert_eq!(sb.to_vec()?, [0, 3, 2, 6, 7, 2, 11, 13]);
+    /// assert_eq!(mb.to_vec()?, [3, 3, 4, 4, 4, 9, 9, 9]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn scan<T: Element>(
         &mut self,
@@ -294,6 +384,30 @@ impl KernelBuilder {
 
     /// As [`scan`](Self::scan), also returning the group's total (without the initial value)
     /// at every rank, as a one-item payload.
+    ///
+    /// ```
+    /// use coopgraph::ir::Scan;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Each element's share of its block's total, in percent.
+    /// let mut k = KernelBuilder::new("shares").block(32).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let (upto, total) = k.scan_with_aggregate(b, &t, Scan::inclusive_sum());
+    /// let share = k.map2(&upto, &total, |u, t| u * 100u32 / t);
+    /// k.store_to(b, &y, &share, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[5u32; 32])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!([ys[0], ys[15], ys[31]], [3, 50, 100]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn scan_with_aggregate<T: Element>(
         &mut self,
@@ -354,6 +468,37 @@ impl KernelBuilder {
     /// rank 0 seeds every thread (as CUB takes its callback's value from lane 0), so a value
     /// only rank 0 holds — a tile's carry it loaded — is enough. A block group hands it on
     /// through shared memory (one more barrier), a warp through a shuffle.
+    ///
+    /// One block walks every tile in order, carrying the running total from tile to tile:
+    ///
+    /// ```
+    /// use coopgraph::ir::Scan;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("running_sum").block(32).items_per_thread(2);
+    /// let (x, y, n) = (k.input::<u32>("x"), k.output::<u32>("y"), k.scalar::<u32>("n"));
+    /// let b = k.this_block();
+    /// let running = k.thread_data_n::<u32>(1);
+    /// k.set_item(&running, 0, 0u32);
+    /// k.tiles(n, |k, _tile| {
+    ///     let t = k.load_from(b, &x, Load::direct().oob_default(0));
+    ///     let s = k.scan_with_prefix(b, &t, Scan::inclusive_sum(), |k, total| {
+    ///         let start = running.item(0);
+    ///         k.set_item(&running, 0, running.item(0) + total);
+    ///         start
+    ///     });
+    ///     k.store_to(b, &y, &s, Store::direct());
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1u32; 300])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(300)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, 300u32))?;
+    /// assert_eq!(yb.to_vec()?, (1..=300).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn scan_with_prefix<T: Element>(
         &mut self,

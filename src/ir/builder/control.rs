@@ -8,6 +8,33 @@ use crate::ir::ops::*;
 
 impl KernelBuilder {
     /// A block barrier: every thread waits until all threads of the block reach it.
+    ///
+    /// Ordering a user's shared array is the user's job: without the barrier, a thread could
+    /// read an element before its neighbour wrote it, which the simulator reports as a race.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("reverse").block(64).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let a = k.shared_array::<u32>(64);
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.shared_write(&a, index::thread_rank(), t.item(0));
+    /// k.sync_block();
+    /// let r = k.fill(a.read(63u32 - index::thread_rank()));
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..64).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, (0..64).rev().collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn sync_block(&mut self) {
         let loc = Loc::caller();
@@ -23,6 +50,28 @@ impl KernelBuilder {
     }
 
     /// Runs `then` where `cond` holds.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Negative items become 0; the others stay.
+    /// let mut k = KernelBuilder::new("clamp").block(32).items_per_thread(1);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.if_(t.item(0).lt(0), |k| k.set_item(&t, 0, 0));
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<i32> = (0..32).map(|i| i - 16).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<i32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, xs.iter().map(|&v| v.max(0)).collect::<Vec<_>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn if_(&mut self, cond: impl Into<Expr<bool>>, then: impl FnOnce(&mut Self)) {
         let loc = Loc::caller();
@@ -39,6 +88,31 @@ impl KernelBuilder {
     }
 
     /// Runs `then` where `cond` holds and `otherwise` elsewhere.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Store};
+    ///
+    /// // Even threads write 1, odd ones 2.
+    /// let mut k = KernelBuilder::new("parity").block(32).items_per_thread(1);
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let t = k.thread_data::<u32>();
+    /// k.if_else(
+    ///     (index::thread_rank() % 2u32).eq(0u32),
+    ///     |k| k.set_item(&t, 0, 1u32),
+    ///     |k| k.set_item(&t, 0, 2u32),
+    /// );
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, (0..32).map(|i| 1 + i % 2).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn if_else(
         &mut self,
@@ -67,6 +141,31 @@ impl KernelBuilder {
     /// Runs `body` for `i` in `start..end`.
     ///
     /// The loop op takes the next op id; ops recorded by `body` come after it.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // x * (0 + 1 + .. + (n - 1)), by adding x once per step.
+    /// let mut k = KernelBuilder::new("triangle").block(32).items_per_thread(1);
+    /// let (x, y, n) = (k.input::<u32>("x"), k.output::<u32>("y"), k.scalar::<u32>("n"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let acc = k.fill(0u32);
+    /// k.for_range(0u32, n, |k, i| {
+    ///     let next = k.map2(&acc, &t, |a, x| a + x * i.clone());
+    ///     k.assign(&acc, &next);
+    /// });
+    /// k.store_to(b, &y, &acc, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..32).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, 5u32))?;
+    /// assert_eq!(yb.to_vec()?, (0..32).map(|x| x * 10).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn for_range(
         &mut self,
@@ -97,6 +196,31 @@ impl KernelBuilder {
     /// A grid-stride loop over the tiles of `n` elements (one tile is
     /// [`block_tile`](Self::block_tile) elements). Loads and stores inside default to the
     /// tile's origin and valid count.
+    ///
+    /// A grid of 2 blocks covers 10 tiles of 64 elements, the last one partial:
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("offsets").block(32).items_per_thread(2);
+    /// let (y, n) = (k.output::<u32>("y"), k.scalar::<u32>("n"));
+    /// let b = k.this_block();
+    /// k.tiles(n, |k, tile| {
+    ///     // Each element gets its tile's index and origin.
+    ///     let t = k.fill(tile.index * 1000u32 + tile.origin);
+    ///     k.store_to(b, &y, &t, Store::direct());
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let n = 600;
+    /// let mut yb = dev.alloc_zeroed::<u32>(n)?;
+    /// dev.compile(&kernel)?.launch_grid(2, (&mut yb, n as u32))?;
+    /// let want: Vec<u32> = (0..n as u32).map(|i| (i / 64) * 1000 + i / 64 * 64).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn tiles(&mut self, n: impl Into<Expr<u32>>, body: impl FnOnce(&mut Self, Tile)) {
         let loc = Loc::caller();

@@ -9,6 +9,37 @@ use crate::ir::handles::{Group, Input, Output, Scalar, SharedArray, TempStorage,
 use crate::ir::ops::*;
 
 /// The controls of a load: algorithm, offset, valid items and the out-of-bounds default.
+///
+/// The algorithms read the same tile in different ways (each thread its own run, coalesced,
+/// vectors, through shared memory); the planner tracks the arrangement each leaves, so every
+/// one of them copies here:
+///
+/// ```
+/// use coopgraph::runtime::Device;
+/// use coopgraph::{KernelBuilder, Load, Store};
+///
+/// let dev = Device::sim();
+/// let xs: Vec<u32> = (0..128).collect();
+/// let xb = dev.upload(&xs)?;
+/// for load in [
+///     Load::direct(),
+///     Load::striped(),
+///     Load::vectorize(),
+///     Load::transpose(),
+///     Load::warp_transpose(),
+///     Load::warp_transpose_timesliced(),
+/// ] {
+///     let mut k = KernelBuilder::new("copy").block(64).items_per_thread(2);
+///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+///     let b = k.this_block();
+///     let t = k.load_from(b, &x, load);
+///     k.store_to(b, &y, &t, Store::direct());
+///     let mut yb = dev.alloc_zeroed::<u32>(128)?;
+///     dev.compile(&k.build()?)?.launch_grid(1, (&xb, &mut yb))?;
+///     assert_eq!(yb.to_vec()?, xs);
+/// }
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Load<T: Element> {
     pub(crate) algorithm: Algorithm,
@@ -107,6 +138,35 @@ impl<T: Element> Load<T> {
 }
 
 /// The controls of a store: algorithm, offset and valid items.
+///
+/// As with [`Load`], the algorithms write the same tile in different ways:
+///
+/// ```
+/// use coopgraph::runtime::Device;
+/// use coopgraph::{KernelBuilder, Load, Store};
+///
+/// let dev = Device::sim();
+/// let xs: Vec<u32> = (0..128).collect();
+/// let xb = dev.upload(&xs)?;
+/// for store in [
+///     Store::direct(),
+///     Store::striped(),
+///     Store::vectorize(),
+///     Store::transpose(),
+///     Store::warp_transpose(),
+///     Store::warp_transpose_timesliced(),
+/// ] {
+///     let mut k = KernelBuilder::new("copy").block(64).items_per_thread(2);
+///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+///     let b = k.this_block();
+///     let t = k.load_from(b, &x, Load::direct());
+///     k.store_to(b, &y, &t, store);
+///     let mut yb = dev.alloc_zeroed::<u32>(128)?;
+///     dev.compile(&k.build()?)?.launch_grid(1, (&xb, &mut yb))?;
+///     assert_eq!(yb.to_vec()?, xs);
+/// }
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Store {
     pub(crate) algorithm: Option<Algorithm>,
@@ -250,24 +310,117 @@ impl KernelBuilder {
     }
 
     /// Declares a read-only buffer parameter (next in the signature).
+    ///
+    /// Parameters are passed to a launch in the order they were declared, buffers by
+    /// reference and scalars by value:
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("axpy").block(32).items_per_thread(1);
+    /// let x = k.input::<f32>("x");
+    /// let a = k.scalar::<f32>("a");
+    /// let y = k.input::<f32>("y");
+    /// let out = k.output::<f32>("out");
+    /// let b = k.this_block();
+    /// let tx = k.load_from(b, &x, Load::direct());
+    /// let ty = k.load_from(b, &y, Load::direct());
+    /// let r = k.map2(&tx, &ty, |x, y| x.fma(a, y));
+    /// k.store_to(b, &out, &r, Store::direct());
+    /// let kernel = k.build()?;
+    /// let names: Vec<_> = kernel.signature().into_iter().map(|p| p.name).collect();
+    /// assert_eq!(names, ["x", "a", "y", "out"]);
+    ///
+    /// let dev = Device::sim();
+    /// let (xb, yb) = (dev.upload(&[2.0f32; 32])?, dev.upload(&[1.0f32; 32])?);
+    /// let mut ob = dev.alloc_zeroed::<f32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, 3.0f32, &yb, &mut ob))?;
+    /// assert_eq!(ob.to_vec()?, [7.0; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn input<T: Element>(&mut self, name: &str) -> Input<T> {
         Input::new(self.param(name, Role::Input, T::DTYPE), self.lineage.id())
     }
 
     /// Declares a buffer parameter the kernel writes (next in the signature).
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Store};
+    ///
+    /// let mut k = KernelBuilder::new("sevens").block(32).items_per_thread(1);
+    /// let y = k.output::<u8>("y");
+    /// let b = k.this_block();
+    /// let t = k.fill(7u8);
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u8>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, [7; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn output<T: Element>(&mut self, name: &str) -> Output<T> {
         Output::new(self.param(name, Role::Output, T::DTYPE), self.lineage.id())
     }
 
-    /// Declares a scalar parameter (next in the signature).
+    /// Declares a scalar parameter (next in the signature). It reads as an expression
+    /// wherever one is taken (`s.expr()`, or the handle itself).
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("shift").block(32).items_per_thread(1);
+    /// let (x, y) = (k.input::<i64>("x"), k.output::<i64>("y"));
+    /// let by = k.scalar::<i64>("by");
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.map(&t, |v| v + by.expr());
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1i64 << 40; 32])?;
+    /// let mut yb = dev.alloc_zeroed::<i64>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, -1i64))?;
+    /// assert_eq!(yb.to_vec()?, [(1i64 << 40) - 1; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn scalar<T: Element>(&mut self, name: &str) -> Scalar<T> {
         Scalar::new(self.param(name, Role::Scalar, T::DTYPE), self.lineage.id())
     }
 
-    /// Loads the group's tile of `src` into a new payload (default items per thread).
+    /// Loads the group's tile of `src` into a new payload (default items per thread). The
+    /// controls choose how ([`Load::direct`], [`Load::striped`], [`Load::transpose`], ...), and
+    /// where the tile starts and ends.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // The first 50 elements from offset 10; the rest of the tile reads -1.
+    /// let mut k = KernelBuilder::new("window").block(16).items_per_thread(4);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let b = k.this_block();
+    /// let window = Load::transpose().offset(10u32).valid_items(50u32).oob_default(-1);
+    /// let t = k.load_from(b, &x, window);
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..100).collect::<Vec<i32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<i32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let want: Vec<i32> = (0..64).map(|i| if i < 50 { i + 10 } else { -1 }).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn load_from<T: Element>(
         &mut self,
@@ -280,7 +433,31 @@ impl KernelBuilder {
         dst
     }
 
-    /// Loads the group's tile of `src` into an existing payload.
+    /// Loads the group's tile of `src` into an existing payload, which may differ from the
+    /// kernel's items per thread.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Thread t loads x[t] and x[32 + t], into two payloads of one item.
+    /// let mut k = KernelBuilder::new("halves").block(32).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let (lo, hi) = (k.thread_data_n::<u32>(1), k.thread_data_n::<u32>(1));
+    /// k.load_into(b, &x, &lo, Load::direct().offset(0u32));
+    /// k.load_into(b, &x, &hi, Load::direct().offset(32u32));
+    /// let sum = k.map2(&lo, &hi, |a, b| a + b);
+    /// k.store_to(b, &y, &sum, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..64).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, (0..32).map(|t| 2 * t + 32).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn load_into<T: Element>(
         &mut self,
@@ -307,7 +484,30 @@ impl KernelBuilder {
         self.push(OpKind::Load(t), loc);
     }
 
-    /// Stores a payload to the group's tile of `dst`.
+    /// Stores a payload to the group's tile of `dst`. The controls choose how
+    /// ([`Store::direct`], [`Store::striped`], [`Store::transpose`], ...), and where the tile
+    /// starts and ends.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Each warp stores its first 20 items, through shared memory for coalesced writes.
+    /// let mut k = KernelBuilder::new("heads").block(64).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let w = k.this_warp();
+    /// let t = k.load_from(w, &x, Load::direct());
+    /// k.store_to(w, &y, &t, Store::transpose().valid_items(20u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(1..=128).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(128)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!([ys[19], ys[20], ys[64 + 19], ys[64 + 20]], [20, 0, 84, 0]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn store_to<T: Element>(
         &mut self,
@@ -336,6 +536,39 @@ impl KernelBuilder {
 
     /// Declares a temp storage: shared memory that loads and stores given it (with
     /// `.temp_storage(..)`) use for their exchanges instead of planned scratch.
+    ///
+    /// ```
+    /// use coopgraph::ir::StorageSpec;
+    /// use coopgraph::planner::PlanError;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// // One storage serves the load's transpose and then the store's.
+    /// let through = |spec: StorageSpec| {
+    ///     let mut k = KernelBuilder::new("through").block(32).items_per_thread(4);
+    ///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    ///     let b = k.this_block();
+    ///     let s = k.temp_storage(spec);
+    ///     let t = k.load_from(b, &x, Load::transpose().temp_storage(&s));
+    ///     k.store_to(b, &y, &t, Store::transpose().temp_storage(&s));
+    ///     k.build()
+    /// };
+    /// // 128 items of 4 bytes, padded against bank conflicts, do not fit in 512 bytes.
+    /// let small = through(StorageSpec::default().size_in_bytes(512));
+    /// let Err(Error::Plan(PlanError::TempStorageTooSmall { need, .. })) = small else {
+    ///     panic!("{small:?}")
+    /// };
+    /// assert_eq!(need, 528);
+    /// let kernel = through(StorageSpec::default())?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<u32> = (0..128).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(128)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, xs);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn temp_storage(&mut self, spec: StorageSpec) -> TempStorage {
         let id = StorageId(self.ir.storages.len() as u32);
@@ -353,7 +586,37 @@ impl KernelBuilder {
     }
 
     /// Declares a shared array of `len` elements, live for the whole kernel, beside the
-    /// planned scratch.
+    /// planned scratch. Its threads order their own accesses ([`sync_block`](Self::sync_block)).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // A histogram of 4 bins, each counted by one thread.
+    /// let mut k = KernelBuilder::new("histogram").block(32).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let values = k.shared_array::<u32>(32);
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.shared_write(&values, index::thread_rank(), t.item(0));
+    /// k.sync_block();
+    /// let count = k.fill(0u32);
+    /// k.for_range(0u32, values.len(), |k, i| {
+    ///     let hit = values.read(i).eq(index::thread_rank()).select(1u32, 0u32);
+    ///     let next = k.map(&count, |c| c + hit);
+    ///     k.assign(&count, &next);
+    /// });
+    /// k.store_to(b, &y, &count, Store::direct().valid_items(4u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[0u32, 1, 1, 2, 2, 2, 3, 3].repeat(4))?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(4)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [4, 8, 12, 8]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shared_array<T: Element>(&mut self, len: u32) -> SharedArray<T> {
         let id = ArrayId(self.ir.arrays.len() as u32);
@@ -366,6 +629,31 @@ impl KernelBuilder {
     }
 
     /// `array[index] = value` (each thread that runs it writes one element).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Store};
+    ///
+    /// // Thread t writes t * t at element t; after the barrier, each reads its neighbour's.
+    /// let mut k = KernelBuilder::new("squares").block(32).items_per_thread(1);
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let a = k.shared_array::<u32>(32);
+    /// let r = index::thread_rank();
+    /// k.shared_write(&a, r.clone(), r.clone() * r.clone());
+    /// k.sync_block();
+    /// let t = k.fill(a.read((r + 1u32) % 32u32));
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..32).map(|t| (t + 1) % 32).map(|n| n * n).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shared_write<T: Element>(
         &mut self,

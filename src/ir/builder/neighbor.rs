@@ -267,6 +267,29 @@ impl KernelBuilder {
     /// [`Difference::custom`]; the last position is differenced with the controls' edge item
     /// (the item after the tile) or keeps its value (CUB's `SubtractRight`, and
     /// `SubtractRightPartialTile` with [`Difference::valid_items`]).
+    ///
+    /// ```
+    /// use coopgraph::ir::Difference;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Gaps to the next element: the last one's is to 100, the item after the tile.
+    /// let mut k = KernelBuilder::new("gaps").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let gap = Difference::custom(|x, next| next - x).edge(100);
+    /// let d = k.adjacent_difference_right(b, &t, gap);
+    /// k.store_to(b, &y, &d, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1i32, 3, 6, 10, 15, 21, 28, 36])?;
+    /// let mut yb = dev.alloc_zeroed::<i32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [2, 3, 4, 5, 6, 7, 8, 64]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn adjacent_difference_right<T: Element>(
         &mut self,
@@ -315,6 +338,28 @@ impl KernelBuilder {
     /// Tail flags (1 where a run ends): `x[p] != x[p + 1]`, or `f(x[p], x[p + 1])` with
     /// [`Flags::custom`]; the last position is compared with the controls' edge item (the item
     /// after the tile), else is a tail.
+    ///
+    /// ```
+    /// use coopgraph::ir::Flags;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("run_ends").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// // Without an edge item the last position always ends a run.
+    /// let tails = k.flag_tails(b, &t, Flags::inequality());
+    /// k.store_to(b, &y, &tails, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[7u32, 7, 2, 2, 2, 5, 7, 7])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [0, 1, 0, 0, 1, 1, 0, 1]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn flag_tails<T: Element>(
         &mut self,
@@ -328,6 +373,31 @@ impl KernelBuilder {
     /// Head and tail flags together (CUB's `FlagHeadsAndTails`), each with its own controls
     /// (the heads' edge item is the one before the tile, the tails' the one after):
     /// `(heads, tails)`.
+    ///
+    /// ```
+    /// use coopgraph::ir::Flags;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Runs of rising values: a head where an item is not one more than the one before.
+    /// let mut k = KernelBuilder::new("rising").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let steps = Flags::custom(|a, b| b.ne(a + 1u32));
+    /// let (heads, tails) = k.flag_heads_and_tails(b, &t, steps.clone(), steps.edge(9u32));
+    /// let both = k.map2(&heads, &tails, |h, t| h * 10u32 + t);
+    /// k.store_to(b, &y, &both, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1u32, 2, 3, 7, 8, 4, 5, 8])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// // The item after the tile is 9, one more than the last: no tail there.
+    /// assert_eq!(yb.to_vec()?, [10, 0, 1, 10, 1, 10, 1, 10]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn flag_heads_and_tails<T: Element>(
         &mut self,
@@ -377,6 +447,28 @@ impl KernelBuilder {
 
     /// Block shuffle down: position `p` gets `x[p + 1]`; the last position gets the controls'
     /// edge item or keeps its value.
+    ///
+    /// ```
+    /// use coopgraph::ir::Shuffle;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("shift").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let down = k.shuffle_down(b, &t, Shuffle::new());
+    /// k.store_to(b, &y, &down, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1u32, 2, 3, 4, 5, 6, 7, 8])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// // The last position has no neighbour to take from and keeps its item.
+    /// assert_eq!(yb.to_vec()?, [2, 3, 4, 5, 6, 7, 8, 8]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_down<T: Element>(
         &mut self,
@@ -389,6 +481,30 @@ impl KernelBuilder {
 
     /// [`shuffle_up`](Self::shuffle_up), also returning the tile's last item (the one shifted
     /// out, CUB's block suffix) at every rank.
+    ///
+    /// ```
+    /// use coopgraph::ir::Shuffle;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("up").block(4).items_per_thread(2);
+    /// let (x, y, last) = (k.input::<u32>("x"), k.output::<u32>("y"), k.output::<u32>("last"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let (up, suffix) = k.shuffle_up_with_suffix(b, &t, Shuffle::new().edge(0u32));
+    /// k.store_to(b, &y, &up, Store::direct());
+    /// k.store_to(b, &last, &suffix, Store::direct().offset(0u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1u32, 2, 3, 4, 5, 6, 7, 8])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// let mut lb = dev.alloc_zeroed::<u32>(4)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, &mut lb))?;
+    /// assert_eq!(yb.to_vec()?, [0, 1, 2, 3, 4, 5, 6, 7]);
+    /// assert_eq!(lb.to_vec()?, [8; 4]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_up_with_suffix<T: Element>(
         &mut self,
@@ -406,6 +522,29 @@ impl KernelBuilder {
 
     /// [`shuffle_down`](Self::shuffle_down), also returning the tile's first item (the one
     /// shifted out, CUB's block prefix) at every rank.
+    ///
+    /// ```
+    /// use coopgraph::ir::Shuffle;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // A rotation of the tile by one position: the first item comes round to the end.
+    /// let mut k = KernelBuilder::new("rotate").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let (down, prefix) = k.shuffle_down_with_prefix(b, &t, Shuffle::new());
+    /// k.if_(b.rank().eq(3u32), |k| k.set_item(&down, 1, prefix.item(0)));
+    /// k.store_to(b, &y, &down, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1u32, 2, 3, 4, 5, 6, 7, 8])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [2, 3, 4, 5, 6, 7, 8, 1]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_down_with_prefix<T: Element>(
         &mut self,
@@ -423,6 +562,26 @@ impl KernelBuilder {
 
     /// Block shuffle by offset (one item per thread): rank `r` gets rank `r + distance`'s value
     /// when that rank is in the group, else keeps its own.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("ahead").block(8).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let ahead = k.shuffle_offset(b, &t, 3);
+    /// k.store_to(b, &y, &ahead, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[10u32, 11, 12, 13, 14, 15, 16, 17])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [13, 14, 15, 16, 17, 15, 16, 17]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_offset<T: Element>(
         &mut self,
@@ -436,6 +595,26 @@ impl KernelBuilder {
 
     /// Block shuffle by rotation (one item per thread): rank `r` gets rank
     /// `(r + distance) mod size`'s value.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("rotate").block(8).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.shuffle_rotate(b, &t, 3);
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[10u32, 11, 12, 13, 14, 15, 16, 17])?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [13, 14, 15, 16, 17, 10, 11, 12]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn shuffle_rotate<T: Element>(
         &mut self,

@@ -6,6 +6,29 @@ use crate::ir::ops::{BlockShape, Bounds};
 
 impl KernelBuilder {
     /// Sets a 1-D block of `threads` threads.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("copy").block(32).items_per_thread(2);
+    /// assert_eq!(k.block_tile(), 64);
+    /// let (x, y) = (k.input::<u16>("x"), k.output::<u16>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<u16> = (0..200).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u16>(200)?;
+    /// let f = dev.compile(&kernel)?;
+    /// assert_eq!(f.config_over(200)?.grid, [4, 1, 1]);
+    /// f.launch_over(200, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, xs);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn block(self, threads: u32) -> Self {
         self.block_dims([threads, 1, 1])
@@ -13,6 +36,22 @@ impl KernelBuilder {
 
     /// Sets a block shape of up to three dimensions. Only 1-D blocks (`[n, 1, 1]`) can be
     /// built for now; others are reported by the verifier.
+    ///
+    /// ```
+    /// use coopgraph::ir::VerifyErrorKind;
+    /// use coopgraph::{Error, KernelBuilder};
+    ///
+    /// let k = KernelBuilder::new("line").block_dims([64, 1, 1]);
+    /// assert_eq!(k.block_tile(), 64 * 4);
+    /// assert!(k.build().is_ok());
+    ///
+    /// let square = KernelBuilder::new("square").block_dims([8, 8, 1]);
+    /// let Err(Error::Verify(e)) = square.build() else { panic!("built") };
+    /// assert_eq!(
+    ///     e.errors[0].kind,
+    ///     VerifyErrorKind::BlockNotOneDimensional { dims: [8, 8, 1] }
+    /// );
+    /// ```
     #[track_caller]
     pub fn block_dims(mut self, dims: [u32; 3]) -> Self {
         self.ir.block = BlockShape {
@@ -24,6 +63,32 @@ impl KernelBuilder {
 
     /// Sets the default items per thread of payloads
     /// (1..=[`MAX_ITEMS_PER_THREAD`](crate::ir::ops::MAX_ITEMS_PER_THREAD)).
+    ///
+    /// ```
+    /// use coopgraph::ir::Reduce;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Each of 32 threads sums its own 8 consecutive items.
+    /// let mut k = KernelBuilder::new("runs").block(32).items_per_thread(8);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// assert_eq!(t.items(), 8);
+    /// let one = k.this_warp().group_by(1);
+    /// let s = k.reduce(one, &t, Reduce::sum());
+    /// // One item per thread: the block's tile of `y` is 32 elements, not the kernel's 256.
+    /// k.store_to(b, &y, &s, Store::direct().offset(0u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..256).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let want: Vec<u32> = (0..32).map(|t| (8 * t..8 * t + 8).sum()).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn items_per_thread(mut self, items: u32) -> Self {
         self.ir.items_per_thread = items;
@@ -33,6 +98,28 @@ impl KernelBuilder {
 
     /// Makes an arrangement mismatch (a striped payload into a blocked consumer, say) a build
     /// error naming both ops, instead of an exchange through shared memory the planner adds.
+    ///
+    /// ```
+    /// use coopgraph::ir::Scan;
+    /// use coopgraph::planner::PlanError;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// // Striped items into a scan, which takes them blocked.
+    /// let scan_of_striped = |strict: bool| {
+    ///     let mut k = KernelBuilder::new("scan").block(32).strict_arrangements(strict);
+    ///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    ///     let b = k.this_block();
+    ///     let t = k.load_from(b, &x, Load::striped());
+    ///     let s = k.scan(b, &t, Scan::inclusive_sum());
+    ///     k.store_to(b, &y, &s, Store::direct());
+    ///     k.build()
+    /// };
+    /// assert!(scan_of_striped(false).is_ok());
+    /// assert!(matches!(
+    ///     scan_of_striped(true),
+    ///     Err(Error::Plan(PlanError::ArrangementMismatch { .. }))
+    /// ));
+    /// ```
     pub fn strict_arrangements(mut self, strict: bool) -> Self {
         self.ir.strict_arrangements = strict;
         self
@@ -65,11 +152,24 @@ impl KernelBuilder {
     }
 
     /// The kernel's name.
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// assert_eq!(KernelBuilder::new("saxpy").name(), "saxpy");
+    /// ```
     pub fn name(&self) -> &str {
         &self.ir.name
     }
 
     /// Elements one block handles per tile: threads × items per thread.
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let k = KernelBuilder::new("tiles").block(256).items_per_thread(8);
+    /// assert_eq!(k.block_tile(), 2048);
+    /// ```
     pub fn block_tile(&self) -> u32 {
         self.ir
             .block_threads()
