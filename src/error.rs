@@ -71,9 +71,15 @@ impl std::error::Error for Error {
     }
 }
 
+/// A kernel that cannot be emitted for a device's architecture
+/// ([`RuntimeError::Plan`](crate::runtime::RuntimeError::Plan)) becomes [`Error::Plan`], as one
+/// that cannot be planned at all does; every other runtime error is [`Error::Runtime`].
 impl From<crate::runtime::RuntimeError> for Error {
     fn from(e: crate::runtime::RuntimeError) -> Self {
-        Error::Runtime(e)
+        match e {
+            crate::runtime::RuntimeError::Plan(e) => Error::Plan(e),
+            e => Error::Runtime(e),
+        }
     }
 }
 

@@ -5,7 +5,9 @@ use crate::codegen::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
-use crate::runtime::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig};
+use crate::runtime::{
+    Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
+};
 use std::sync::Arc;
 
 /// A kernel that verified and planned: ready to emit PTX for any supported arch and to
@@ -287,7 +289,7 @@ impl Compile for Kernel {
         &self.inner.ir.name
     }
 
-    fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error> {
+    fn emit(&self, arch: Arch) -> Result<KernelImage, RuntimeError> {
         self.check_shared_memory(arch)?;
         let shared = &self.inner.plan.shared;
         let module = self.module(arch);

@@ -24,6 +24,7 @@ use cudarc::driver::CudaContext;
 
 use super::device::{Device, Imp};
 use super::disk_cache::Origin;
+use super::error::RuntimeError;
 use super::image::Compile;
 use super::image::KernelImage;
 use super::launch::{Function, LoadedKernel};
@@ -202,7 +203,7 @@ impl Device {
     /// The cache belongs to the context: devices opened on the same CUDA context share it,
     /// devices of other contexts (or ordinals) have their own, and so does each simulator. A
     /// function is therefore only ever launched in the context it was loaded in.
-    pub fn compile<K: Compile + ?Sized>(&self, kernel: &K) -> Result<Function, crate::Error> {
+    pub fn compile<K: Compile + ?Sized>(&self, kernel: &K) -> Result<Function, RuntimeError> {
         let key = CacheKey::new(kernel.cache_key(), self.arch());
         let slot = self.inner.cache.slot(key);
         if let Some(loaded) = slot.kernel.get() {
@@ -367,7 +368,7 @@ mod tests {
         fn name(&self) -> &str {
             &self.image.entry
         }
-        fn emit(&self, _arch: Arch) -> Result<super::super::KernelImage, crate::Error> {
+        fn emit(&self, _arch: Arch) -> Result<super::super::KernelImage, RuntimeError> {
             Ok(self.image.clone())
         }
     }

@@ -201,6 +201,11 @@ pub enum RuntimeError {
     },
     /// The simulator failed.
     Sim(crate::sim::SimError),
+    /// A kernel cannot be emitted for the device's architecture: it needs more shared memory
+    /// than the architecture has, or its plan lacks something code generation needs. `?` into
+    /// a [`coopgraph::Error`](crate::Error) makes this its `Plan` variant, as a kernel that
+    /// cannot be planned at build time is.
+    Plan(crate::planner::PlanError),
     /// A view's range does not lie inside its buffer.
     ViewOutOfRange {
         /// The range's first element.
@@ -402,6 +407,7 @@ impl fmt::Display for RuntimeError {
                 write!(f, "{elems} elements of {dtype} exceed the address space")
             }
             E::Sim(e) => write!(f, "simulator: {e}"),
+            E::Plan(e) => e.fmt(f),
             E::ViewOutOfRange { start, end, len } => write!(
                 f,
                 "the view {start}..{end} does not lie inside a buffer of {len} elements"
@@ -431,8 +437,15 @@ impl std::error::Error for RuntimeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RuntimeError::Sim(e) => e.source(),
+            RuntimeError::Plan(e) => e.source(),
             _ => None,
         }
+    }
+}
+
+impl From<crate::planner::PlanError> for RuntimeError {
+    fn from(e: crate::planner::PlanError) -> Self {
+        RuntimeError::Plan(e)
     }
 }
 

@@ -17,6 +17,7 @@ use crate::cache_key::{Canonical, KernelKey, Writer};
 use std::fmt;
 use std::ops::Deref;
 
+use super::error::RuntimeError;
 use crate::codegen::Arch;
 use crate::ir::{Bounds, DType};
 
@@ -298,7 +299,7 @@ pub trait Compile {
     fn name(&self) -> &str;
 
     /// Writes the kernel as PTX for `arch`.
-    fn emit(&self, arch: Arch) -> Result<KernelImage, crate::Error>;
+    fn emit(&self, arch: Arch) -> Result<KernelImage, RuntimeError>;
 }
 
 impl Canonical for ParamSig {
@@ -367,7 +368,7 @@ impl Compile for KernelImage {
         &self.entry
     }
 
-    fn emit(&self, _arch: Arch) -> Result<KernelImage, crate::Error> {
+    fn emit(&self, _arch: Arch) -> Result<KernelImage, RuntimeError> {
         Ok(self.clone())
     }
 }

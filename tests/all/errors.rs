@@ -49,9 +49,16 @@ fn verify_plan_and_runtime_errors_print_each_cause_once() {
     let b = k.shared_array::<f32>(40_000);
     k.shared_write(&a, index::thread_rank(), 1.0f32);
     k.shared_write(&b, index::thread_rank(), 1.0f32);
-    let plan = Device::sim()
+    let compile = Device::sim()
         .compile(&k.build().expect("builds"))
         .expect_err("too much shared memory");
+    let RuntimeError::Plan(inner) = &compile else {
+        panic!("expected a planning error, got {compile}");
+    };
+    assert_eq!(compile.to_string(), inner.to_string());
+    each_cause_once(&compile);
+    // Into the top-level error (as `?` does), it is a planning error like one from the build.
+    let plan = Error::from(compile);
     let Error::Plan(inner) = &plan else {
         panic!("expected a planning error, got {plan}");
     };
@@ -78,7 +85,7 @@ fn verify_plan_and_runtime_errors_print_each_cause_once() {
         needs_cooperative: false,
         grid_dims: 1,
     });
-    let runtime = Device::sim().compile(&image).expect_err("does not parse");
+    let runtime = Error::from(Device::sim().compile(&image).expect_err("does not parse"));
     let Error::Runtime(inner @ RuntimeError::Sim(sim)) = &runtime else {
         panic!("expected a simulator error, got {runtime}");
     };

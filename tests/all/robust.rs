@@ -357,10 +357,9 @@ fn an_image_with_a_huge_block_is_an_error() {
     // 2^66 threads: the product overflowed.
     for block in [[1 << 22; 3], [u32::MAX; 3], [0, u32::MAX, u32::MAX]] {
         match dev.compile(&empty_image("huge_block", block)) {
-            Err(coopgraph::Error::Runtime(coopgraph::runtime::RuntimeError::BlockTooLarge {
-                block: b,
-                ..
-            })) => assert_eq!(b, block),
+            Err(coopgraph::runtime::RuntimeError::BlockTooLarge { block: b, .. }) => {
+                assert_eq!(b, block)
+            }
             other => panic!("{block:?}: {other:?}"),
         }
     }

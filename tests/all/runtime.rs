@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use coopgraph::Error;
 use coopgraph::codegen::Arch;
 use coopgraph::ir::DType;
 use coopgraph::runtime::SimOptions;
@@ -21,14 +20,6 @@ fn device() -> Device {
     match default_device() {
         Ok(d) => d,
         Err(e) => panic!("no default device: {e}"),
-    }
-}
-
-fn runtime_error(e: Error) -> RuntimeError {
-    match e {
-        Error::Runtime(r) => r,
-        #[allow(unreachable_patterns)]
-        other => panic!("expected a runtime error, got {other}"),
     }
 }
 
@@ -439,7 +430,7 @@ fn block_grid_and_shared_memory_checks() {
     let mut big = copy_parts("rt_big_smem", 128);
     big.dynamic_smem = dev.limits().smem_per_block_optin + 1;
     let big = vouched(big);
-    match dev.compile(&big).map_err(runtime_error) {
+    match dev.compile(&big) {
         Err(RuntimeError::SharedMemory { need, limit }) => {
             assert_eq!(need, u64::from(big.dynamic_smem));
             assert_eq!(limit, u64::from(dev.limits().smem_per_block_optin));
@@ -534,7 +525,7 @@ impl Compile for Counting {
     fn name(&self) -> &str {
         &self.image.entry
     }
-    fn emit(&self, arch: Arch) -> Result<KernelImage, Error> {
+    fn emit(&self, arch: Arch) -> Result<KernelImage, RuntimeError> {
         let n = self.emits.fetch_add(1, Ordering::SeqCst);
         let mut image = self.image.clone().into_parts();
         image.arch = arch;
@@ -647,7 +638,7 @@ fn jit_failure_keeps_the_log() {
     let mut bad = copy_parts("rt_bad", 128);
     bad.ptx = bad.ptx.replace("ld.global.u32", "frobnicate.u32");
     let bad = vouched(bad);
-    match dev.compile(&bad).map_err(runtime_error) {
+    match dev.compile(&bad) {
         Err(RuntimeError::Jit { log, ptx, .. }) => {
             assert!(dev.is_cuda());
             assert_eq!(ptx, bad.ptx);
@@ -676,7 +667,7 @@ fn jit_failure_keeps_the_log() {
     let nul = vouched(nul);
     if dev.is_cuda() {
         assert!(matches!(
-            dev.compile(&nul).map_err(runtime_error),
+            dev.compile(&nul),
             Err(RuntimeError::PtxNul { offset: 5 })
         ));
     }
@@ -688,7 +679,7 @@ fn signature_must_match_the_ptx() {
     let mut wide = copy_parts("rt_sig_wide", 128);
     wide.params[2].dtype = DType::U64;
     let wide = vouched(wide);
-    match dev.compile(&wide).map_err(runtime_error) {
+    match dev.compile(&wide) {
         Err(RuntimeError::SignatureMismatch {
             entry,
             declared,
@@ -709,7 +700,7 @@ fn signature_must_match_the_ptx() {
     short.params.pop();
     let short = vouched(short);
     assert!(matches!(
-        dev.compile(&short).map_err(runtime_error),
+        dev.compile(&short),
         Err(RuntimeError::SignatureMismatch { .. })
     ));
 }
@@ -720,7 +711,7 @@ fn missing_entry_is_an_error() {
     let mut image = copy_parts("rt_entry", 128);
     image.entry = "no_such_entry".into();
     let image = vouched(image);
-    match dev.compile(&image).map_err(runtime_error) {
+    match dev.compile(&image) {
         Err(RuntimeError::MissingEntry { entry }) => assert_eq!(entry, "no_such_entry"),
         other => panic!("expected MissingEntry, got {other:?}"),
     }

@@ -492,7 +492,11 @@ fn dynamic_shared_memory_past_48k() {
     k.shared_write(&b2, index::thread_rank(), 1.0f32);
     let kernel = k.build().expect("builds");
     match dev.compile(&kernel) {
-        Err(Error::Plan(coopgraph::planner::PlanError::SharedMemory { need, users, .. })) => {
+        Err(RuntimeError::Plan(coopgraph::planner::PlanError::SharedMemory {
+            need,
+            users,
+            ..
+        })) => {
             assert_eq!(need, 320_000);
             assert!(
                 users
