@@ -455,48 +455,51 @@ impl Printer<'_> {
                 self.declare(nb.src);
                 let g = self.group(nb.group);
                 let src = nb.src;
-                let f = match nb.op {
-                    Some(e) => format!("Some(|a0, a1| {})", self.expr(e)),
-                    None => "None".into(),
+                // The controls: the operator (a difference or flag op records one), the edge
+                // item, the valid count.
+                let base = match (nb.kind, nb.op) {
+                    (NeighborKind::AdjacentLeft | NeighborKind::AdjacentRight, Some(e)) => {
+                        format!("Difference::custom(|a0, a1| {})", self.expr(e))
+                    }
+                    (NeighborKind::Heads | NeighborKind::Tails, Some(e)) => {
+                        format!("Flags::custom(|a0, a1| {})", self.expr(e))
+                    }
+                    _ => "Shuffle::new()".into(),
                 };
-                let edge = match nb.edge {
-                    Some(e) => format!("Some({})", self.expr(e)),
-                    None => "None".into(),
-                };
-                let valid = nb.valid.map(|v| self.expr(v));
+                let mut c = base;
+                if let Some(e) = nb.edge {
+                    let _ = write!(c, ".edge({})", self.expr(e));
+                }
+                if let Some(v) = nb.valid {
+                    let _ = write!(c, ".valid_items({})", self.expr(v));
+                }
                 let d = self.made(nb.dst);
-                let s = match (nb.kind, valid, nb.shifted_out) {
-                    (NeighborKind::AdjacentLeft, Some(v), _) => format!(
-                        "let {d} = k.adjacent_difference_left_partial({g}, &{src}, {f}, {edge}, {v});"
-                    ),
-                    (NeighborKind::AdjacentLeft, None, _) => {
-                        format!("let {d} = k.adjacent_difference_left({g}, &{src}, {f}, {edge});")
+                let s = match (nb.kind, nb.shifted_out) {
+                    (NeighborKind::AdjacentLeft, _) => {
+                        format!("let {d} = k.adjacent_difference_left({g}, &{src}, {c});")
                     }
-                    (NeighborKind::AdjacentRight, Some(v), _) => format!(
-                        "let {d} = k.adjacent_difference_right_partial({g}, &{src}, {f}, {v});"
-                    ),
-                    (NeighborKind::AdjacentRight, None, _) => {
-                        format!("let {d} = k.adjacent_difference_right({g}, &{src}, {f}, {edge});")
+                    (NeighborKind::AdjacentRight, _) => {
+                        format!("let {d} = k.adjacent_difference_right({g}, &{src}, {c});")
                     }
-                    (NeighborKind::Heads, ..) => {
-                        format!("let {d} = k.flag_heads({g}, &{src}, {f}, {edge});")
+                    (NeighborKind::Heads, _) => {
+                        format!("let {d} = k.flag_heads({g}, &{src}, {c});")
                     }
-                    (NeighborKind::Tails, ..) => {
-                        format!("let {d} = k.flag_tails({g}, &{src}, {f}, {edge});")
+                    (NeighborKind::Tails, _) => {
+                        format!("let {d} = k.flag_tails({g}, &{src}, {c});")
                     }
-                    (NeighborKind::ShiftUp, _, Some(o)) => {
+                    (NeighborKind::ShiftUp, Some(o)) => {
                         let o = self.made(o);
-                        format!("let ({d}, {o}) = k.shuffle_up_with_suffix({g}, &{src}, {edge});")
+                        format!("let ({d}, {o}) = k.shuffle_up_with_suffix({g}, &{src}, {c});")
                     }
-                    (NeighborKind::ShiftUp, _, None) => {
-                        format!("let {d} = k.shuffle_up({g}, &{src}, {edge});")
+                    (NeighborKind::ShiftUp, None) => {
+                        format!("let {d} = k.shuffle_up({g}, &{src}, {c});")
                     }
-                    (NeighborKind::ShiftDown, _, Some(o)) => {
+                    (NeighborKind::ShiftDown, Some(o)) => {
                         let o = self.made(o);
-                        format!("let ({d}, {o}) = k.shuffle_down_with_prefix({g}, &{src}, {edge});")
+                        format!("let ({d}, {o}) = k.shuffle_down_with_prefix({g}, &{src}, {c});")
                     }
-                    (NeighborKind::ShiftDown, _, None) => {
-                        format!("let {d} = k.shuffle_down({g}, &{src}, {edge});")
+                    (NeighborKind::ShiftDown, None) => {
+                        format!("let {d} = k.shuffle_down({g}, &{src}, {c});")
                     }
                     (NeighborKind::Offset(n), ..) => {
                         format!("let {d} = k.shuffle_offset({g}, &{src}, {n});")
@@ -541,19 +544,12 @@ impl Printer<'_> {
                 src,
                 dst,
                 to,
-                time_sliced,
-                shuffles,
+                via,
             } => {
                 self.declare(*src);
                 let d = self.made(*dst);
                 let (g, to) = (self.group(*group), arrangement(*to));
-                let s = if *shuffles {
-                    format!("let {d} = k.exchange_via_shuffles({g}, &{src}, {to});")
-                } else if *time_sliced {
-                    format!("let {d} = k.exchange_with({g}, &{src}, {to}, true);")
-                } else {
-                    format!("let {d} = k.exchange({g}, &{src}, {to});")
-                };
+                let s = format!("let {d} = k.exchange({g}, &{src}, {to}, ExchangeVia::{via:?});");
                 self.line(&s);
             }
         }

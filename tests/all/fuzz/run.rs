@@ -297,10 +297,11 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
     let t0 = std::time::Instant::now();
     let f = match compiled {
         Ok(f) => f,
-        Err(Error::Plan(coopgraph::planner::PlanError::SharedMemory { .. })) => {
+        Err(RuntimeError::Plan(coopgraph::planner::PlanError::SharedMemory { .. })) => {
             return Err(Verdict::Skipped("shared memory"));
         }
         Err(e) => {
+            let e = Error::from(e);
             return Err(Verdict::Failed {
                 class: format!("compile: {}", error_class(&e)),
                 report: format!("compiling failed: {e}"),

@@ -9,10 +9,9 @@ use super::{Defect, Gen, span, striped};
 use crate::fuzz::types::{Fz, IntBin, IntUn, with_dtype};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::Element;
-use coopgraph::ir::builder::{BinaryFn, FlagFn};
 use coopgraph::ir::{
-    Arrangement, Expr, Group, GroupKind, Reduce, ReduceAlgorithm, Scan, ScanAlgorithm, Scatter,
-    ThreadData, index,
+    Arrangement, BinaryFn, Difference, ExchangeVia, Expr, FlagFn, Flags, Group, GroupKind, Reduce,
+    ReduceAlgorithm, Scan, ScanAlgorithm, Scatter, Shuffle, ThreadData, index,
 };
 
 /// Associative operators for `Reduce::custom`, as data (the closure must own its body).
@@ -397,11 +396,12 @@ impl Gen {
         self.note_conv(d.arr, target, d.k);
         let h = with_dtype!(d.dt, T => {
             let src = handle::<T>(&d);
-            let r = match how {
-                0 => k.exchange(g, &src, target),
-                1 => k.exchange_with(g, &src, target, true),
-                _ => k.exchange_via_shuffles(g, &src, target),
+            let via = match how {
+                0 => ExchangeVia::Shared,
+                1 => ExchangeVia::TimeSliced,
+                _ => ExchangeVia::Shuffles,
             };
+            let r = k.exchange(g, &src, target, via);
             T::data(r)
         });
         self.mark_used(d.h.id());
@@ -620,58 +620,57 @@ impl Gen {
         match kind {
             0 => {
                 let e = self.edge::<T>(k, src.id());
-                outs.push((k.adjacent_difference_left(g, &src, diff, e), blocked));
+                let c = difference(diff, e, None);
+                outs.push((k.adjacent_difference_left(g, &src, c), blocked));
             }
             1 => {
                 let e = self.edge::<T>(k, src.id());
-                outs.push((k.adjacent_difference_right(g, &src, diff, e), blocked));
+                let c = difference(diff, e, None);
+                outs.push((k.adjacent_difference_right(g, &src, c), blocked));
             }
             2 => {
                 let e = self.edge::<T>(k, src.id());
                 let v = self.uniform_count(k, 0, tile + 1);
-                outs.push((
-                    k.adjacent_difference_left_partial(g, &src, diff, e, v),
-                    blocked,
-                ));
+                let c = difference(diff, e, Some(v));
+                outs.push((k.adjacent_difference_left(g, &src, c), blocked));
             }
             3 => {
                 let v = self.uniform_count(k, 0, tile + 1);
-                outs.push((
-                    k.adjacent_difference_right_partial(g, &src, diff, v),
-                    blocked,
-                ));
+                let c = difference(diff, None, Some(v));
+                outs.push((k.adjacent_difference_right(g, &src, c), blocked));
             }
             4 => {
                 let e = self.edge::<T>(k, src.id());
-                flags.push(k.flag_heads(g, &src, flag, e));
+                flags.push(k.flag_heads(g, &src, flag_controls(flag, e)));
             }
             5 => {
                 let e = self.edge::<T>(k, src.id());
-                flags.push(k.flag_tails(g, &src, flag, e));
+                flags.push(k.flag_tails(g, &src, flag_controls(flag, e)));
             }
             6 => {
                 let (p, s) = (self.edge::<T>(k, src.id()), self.edge::<T>(k, src.id()));
-                let (h, t) = k.flag_heads_and_tails(g, &src, flag, p, s);
+                let (heads, tails) = (flag_controls(flag, p), flag_controls(flag, s));
+                let (h, t) = k.flag_heads_and_tails(g, &src, heads, tails);
                 flags.push(h);
                 flags.push(t);
             }
             7 => {
                 let e = self.edge::<T>(k, src.id());
-                outs.push((k.shuffle_up(g, &src, e), blocked));
+                outs.push((k.shuffle_up(g, &src, shuffle(e)), blocked));
             }
             8 => {
                 let e = self.edge::<T>(k, src.id());
-                outs.push((k.shuffle_down(g, &src, e), blocked));
+                outs.push((k.shuffle_down(g, &src, shuffle(e)), blocked));
             }
             9 => {
                 let e = self.edge::<T>(k, src.id());
-                let (r, s) = k.shuffle_up_with_suffix(g, &src, e);
+                let (r, s) = k.shuffle_up_with_suffix(g, &src, shuffle(e));
                 outs.push((r, blocked));
                 outs.push((s, None));
             }
             10 => {
                 let e = self.edge::<T>(k, src.id());
-                let (r, s) = k.shuffle_down_with_prefix(g, &src, e);
+                let (r, s) = k.shuffle_down_with_prefix(g, &src, shuffle(e));
                 outs.push((r, blocked));
                 outs.push((s, None));
             }
@@ -691,5 +690,38 @@ impl Gen {
         for f in flags {
             self.add(u32::data(f), coopgraph::ir::DType::U32, f.items(), blocked);
         }
+    }
+}
+
+/// A difference's controls: subtraction or `op`, with an edge item and a valid count if given.
+fn difference<T: Element>(
+    op: Option<BinaryFn<T>>,
+    edge: Option<Expr<T>>,
+    valid: Option<Expr<u32>>,
+) -> Difference<T> {
+    let mut c = op.map_or_else(Difference::subtract, Difference::custom);
+    if let Some(e) = edge {
+        c = c.edge(e);
+    }
+    if let Some(v) = valid {
+        c = c.valid_items(v);
+    }
+    c
+}
+
+/// Flag controls: inequality or `op`, with an edge item if given.
+fn flag_controls<T: Element>(op: Option<FlagFn<T>>, edge: Option<Expr<T>>) -> Flags<T> {
+    let c = op.map_or_else(Flags::inequality, Flags::custom);
+    match edge {
+        Some(e) => c.edge(e),
+        None => c,
+    }
+}
+
+/// Shuffle controls, with an edge item if given.
+fn shuffle<T: Element>(edge: Option<Expr<T>>) -> Shuffle<T> {
+    match edge {
+        Some(e) => Shuffle::new().edge(e),
+        None => Shuffle::new(),
     }
 }
