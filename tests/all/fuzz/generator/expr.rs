@@ -414,7 +414,7 @@ impl Gen {
         let w = (base + c) % writers;
         let mut idx = (w * mul + add) % a.len;
         if self.rng.pct(3) && self.feature(Defect::SharedArrayOverflow) {
-            idx = idx + a.len;
+            idx = idx + a.past_end;
         }
         Some(with_dtype!(a.dt, T => T::expr(T::of_array(&a.h)?.read(idx))))
     }

@@ -41,7 +41,9 @@ impl Gen {
             _ => 1 + self.rng.below(u64::from(t) * 2) as u32,
         };
         let dt = self.dtype();
-        let declared = self.tweakable(len, len + 1 + (self.seed % 7) as u32);
+        // A twin declares the array longer than the indices assume.
+        let longer = len + 1 + (self.seed % 7) as u32;
+        let declared = self.tweakable(len, longer);
         let h = with_dtype!(dt, T => T::array(k.shared_array::<T>(declared)));
         let mul = loop {
             let a = 1 + 2 * self.rng.below(8) as u32;
@@ -55,6 +57,7 @@ impl Gen {
             dt,
             len,
             pattern: (mul, add, t.min(len)),
+            past_end: longer,
             ready: false,
         });
     }
@@ -276,7 +279,7 @@ impl Gen {
         self.arrays[ai].ready = false;
         let mut idx = (index::thread_rank() * mul + add) % a.len;
         if self.rng.pct(3) && self.feature(super::Defect::SharedArrayOverflow) {
-            idx = idx + a.len;
+            idx = idx + a.past_end;
         }
         let lv = Leaves::varying();
         with_dtype!(a.dt, T => {

@@ -324,6 +324,10 @@ pub(crate) struct ArrInfo {
     /// Every write phase writes thread `w`'s value to element `(a * w + b) % len` for
     /// `w < writers`: `(a, b, writers)`.
     pub pattern: (u32, u32, u32),
+    /// An offset that takes any index the pattern makes past the end of the array as either
+    /// twin declares it (indices past `len` but short of a longer twin's end would read
+    /// elements no phase writes, not fault).
+    pub past_end: u32,
     /// A write phase and its barrier ran on every path here.
     pub ready: bool,
 }

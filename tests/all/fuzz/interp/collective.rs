@@ -3,7 +3,9 @@
 //!
 //! Float folds: a sum or product of floats is taken as known only where every order of
 //! combining gives the same bits (every partial sum exact: integers, or multiples of one power
-//! of two, small enough; products likewise); elsewhere the result is unspecified. Min and max
+//! of two, small enough; products likewise); elsewhere the result is unspecified. A scan's
+//! outputs are checked prefix by prefix: an operand that fixes the whole fold (a NaN) says
+//! nothing of the prefixes before it. Min and max
 //! are order-free. A custom float operator is folded in position order and cross-checked with a
 //! pairwise fold; a NaN operand, or a disagreement, leaves the result unspecified.
 
@@ -13,38 +15,107 @@ use coopgraph::ir::expr::BinaryOp;
 use coopgraph::ir::ops::{NeighborSpec, ReduceOp, Reduction, ScanSpec};
 use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupId, NeighborKind};
 
-/// Whether the float sum of `vals` is the same in every order.
-fn exact_sum(dt: DType, vals: &[V]) -> bool {
-    let (p, max_exp) = if dt == DType::F32 {
-        (24, 126)
-    } else {
-        (53, 1022)
-    };
-    let (mut lo, mut total) = (i32::MAX, 0f64);
-    let (mut nan, mut pos_inf, mut neg_inf) = (false, false, false);
-    for v in vals {
-        let x = value::float(dt, v.bits);
+/// Whether a float sum or product folded so far has the same bits in every order of
+/// combining. Fed one operand at a time, it answers for every prefix: a scan's outputs are
+/// prefixes, and an operand that makes the whole fold order-free (a NaN, or infinities of
+/// both signs, or a zero and an infinity in a product) says nothing of the prefixes before it.
+#[derive(Clone, Copy)]
+struct OrderFree {
+    dt: DType,
+    product: bool,
+    nan: bool,
+    pos_inf: bool,
+    neg_inf: bool,
+    zero: bool,
+    /// Sums: the exponent of the lowest set bit of any operand, and the sum of magnitudes.
+    lo_bit: i32,
+    total: f64,
+    /// Products: significant bits, and the exponent bounds of the finite nonzero operands.
+    bits: i32,
+    hi: i32,
+    lo: i32,
+}
+
+impl OrderFree {
+    /// A check for folds of `op` over `dt`; `None` for operators that are order-free or not
+    /// checked this way.
+    fn new(op: ReduceOp, dt: DType) -> Option<OrderFree> {
+        let product = match op {
+            ReduceOp::Sum => false,
+            ReduceOp::Product => true,
+            _ => return None,
+        };
+        Some(OrderFree {
+            dt,
+            product,
+            nan: false,
+            pos_inf: false,
+            neg_inf: false,
+            zero: false,
+            lo_bit: i32::MAX,
+            total: 0.0,
+            bits: 0,
+            hi: 0,
+            lo: 0,
+        })
+    }
+
+    fn push(&mut self, v: V) {
+        let x = value::float(self.dt, v.bits);
         if x.is_nan() {
-            nan = true;
+            self.nan = true;
         } else if x.is_infinite() {
             if x > 0.0 {
-                pos_inf = true
+                self.pos_inf = true
             } else {
-                neg_inf = true
+                self.neg_inf = true
             }
-        } else if x != 0.0 {
-            lo = lo.min(low_bit(x));
-            total += x.abs();
+        } else if x == 0.0 {
+            self.zero = true;
+        } else if self.product {
+            let e = x.abs().log2().floor() as i32;
+            self.bits += e - low_bit(x) + 1;
+            self.hi += (e + 1).max(0);
+            self.lo += e.min(0);
+        } else {
+            self.lo_bit = self.lo_bit.min(low_bit(x));
+            self.total += x.abs();
         }
     }
-    if nan || (pos_inf && neg_inf) {
-        return true;
+
+    /// Whether the operands pushed so far fold to the same bits in every order.
+    fn exact(&self) -> bool {
+        let f32 = self.dt == DType::F32;
+        let inf = self.pos_inf || self.neg_inf;
+        if self.product {
+            let (p, max_exp, min_exp) = if f32 {
+                (24, 127, -126)
+            } else {
+                (53, 1023, -1022)
+            };
+            if self.nan || (self.zero && inf) {
+                return true;
+            }
+            return self.bits <= p && self.hi < max_exp && self.lo >= min_exp;
+        }
+        let (p, max_exp) = if f32 { (24, 126) } else { (53, 1022) };
+        if self.nan || (self.pos_inf && self.neg_inf) {
+            return true;
+        }
+        let total = self.total * (1.0 + 1e-9);
+        if total >= 2f64.powi(max_exp) {
+            return false;
+        }
+        inf || self.lo_bit == i32::MAX || total < 2f64.powi(self.lo_bit + p)
     }
-    let bound = 2f64.powi(max_exp);
-    if total * (1.0 + 1e-9) >= bound {
-        return false;
-    }
-    pos_inf || neg_inf || lo == i32::MAX || total * (1.0 + 1e-9) < 2f64.powi(lo + p)
+}
+
+/// Whether the float sum or product `op` of `vals` is the same in every order.
+fn order_free_fold(op: ReduceOp, dt: DType, vals: &[V]) -> bool {
+    OrderFree::new(op, dt).is_none_or(|mut c| {
+        vals.iter().for_each(|&v| c.push(v));
+        c.exact()
+    })
 }
 
 /// The exponent of the lowest set bit of a finite nonzero `x`.
@@ -58,40 +129,6 @@ fn low_bit(x: f64) -> i32 {
         (mant | (1u64 << 52), exp - 1075)
     };
     e + m.trailing_zeros() as i32
-}
-
-/// Whether the float product of `vals` is the same in every order.
-fn exact_product(dt: DType, vals: &[V]) -> bool {
-    let (p, max_exp, min_exp) = if dt == DType::F32 {
-        (24, 127, -126)
-    } else {
-        (53, 1023, -1022)
-    };
-    let (mut bits, mut hi, mut lo) = (0i32, 0i32, 0i32);
-    let (mut zero, mut inf) = (false, false);
-    for v in vals {
-        let x = value::float(dt, v.bits);
-        if x.is_nan() {
-            return true;
-        }
-        if x == 0.0 {
-            zero = true;
-            continue;
-        }
-        if x.is_infinite() {
-            inf = true;
-            continue;
-        }
-        let e = x.abs().log2().floor() as i32;
-        let m_bits = e - low_bit(x) + 1;
-        bits += m_bits;
-        hi += (e + 1).max(0);
-        lo += e.min(0);
-    }
-    if zero && inf {
-        return true;
-    }
-    bits <= p && hi < max_exp && lo >= min_exp
 }
 
 fn fixed(op: ReduceOp) -> Option<BinaryOp> {
@@ -197,8 +234,7 @@ impl Block<'_> {
     /// Whether folding `vals` in any order gives `acc` (floats).
     fn order_free(&mut self, op: ReduceOp, dt: DType, vals: &[V], acc: V, t: usize) -> bool {
         match op {
-            ReduceOp::Sum => exact_sum(dt, vals),
-            ReduceOp::Product => exact_product(dt, vals),
+            ReduceOp::Sum | ReduceOp::Product => order_free_fold(op, dt, vals),
             ReduceOp::Custom { .. } => {
                 if vals.iter().any(|v| value::is_nan(dt, v.bits)) {
                     return false;
@@ -302,12 +338,19 @@ impl Block<'_> {
             let seed = seeds[gi];
             let mut all: Vec<V> = seed.into_iter().collect();
             all.extend(members.iter().copied());
-            let exact = !dt.is_float() || {
+            // Sums and products are checked prefix by prefix (each output is one); other
+            // float operators over the whole group.
+            let mut prefix = OrderFree::new(s.op, dt).filter(|_| dt.is_float());
+            let exact = !dt.is_float() || prefix.is_some() || {
                 let acc = V::exact(0);
                 self.order_free_scan(s.op, dt, &all, acc, g0)
             };
+            if let (Some(c), Some(v)) = (prefix.as_mut(), seed) {
+                c.push(v);
+            }
             let mut acc = seed;
             for p in 0..w * k {
+                let mut exact = exact;
                 let out = if p < members.len() {
                     let x = members[p];
                     let next = match acc {
@@ -319,6 +362,15 @@ impl Block<'_> {
                     } else {
                         acc.unwrap_or(V::with(0, UNSPEC))
                     };
+                    if let Some(c) = prefix.as_mut() {
+                        if s.inclusive {
+                            c.push(x);
+                            exact = c.exact();
+                        } else {
+                            exact = c.exact();
+                            c.push(x);
+                        }
+                    }
                     acc = Some(next);
                     out
                 } else {
@@ -511,4 +563,43 @@ impl Block<'_> {
 /// A predicate as a `u32` flag.
 fn flag(v: V) -> V {
     V::with(v.bits & 1, v.flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(op: ReduceOp, xs: &[f32]) -> Vec<bool> {
+        let mut c = OrderFree::new(op, DType::F32).expect("a float fold");
+        xs.iter()
+            .map(|x| {
+                c.push(V::exact(u64::from(x.to_bits())));
+                c.exact()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_product_prefix_before_its_zero_and_infinity_can_depend_on_order() {
+        // (1e30 * 1e30) * 0 is NaN, 1e30 * (1e30 * 0) is 0; once an infinity joins, every
+        // order gives NaN.
+        let got = check(ReduceOp::Product, &[1e30, 1e30, 0.0, f32::INFINITY]);
+        assert_eq!(got, [true, false, false, true]);
+        assert!(order_free_fold(
+            ReduceOp::Product,
+            DType::F32,
+            &[1e30, 1e30, 0.0, f32::INFINITY].map(|x: f32| V::exact(u64::from(x.to_bits())))
+        ));
+    }
+
+    #[test]
+    fn a_sum_prefix_before_opposite_infinities_can_depend_on_order() {
+        let tiny = 2f32.powi(-30);
+        let got = check(
+            ReduceOp::Sum,
+            &[1.0, tiny, f32::INFINITY, f32::NEG_INFINITY],
+        );
+        assert_eq!(got, [true, false, true, true]);
+        assert_eq!(check(ReduceOp::Sum, &[1.0, 2.0, 0.5]), [true, true, true]);
+    }
 }
