@@ -67,8 +67,9 @@ pub enum PlanError {
         users: Vec<(String, Loc, u32)>,
     },
     /// A store with each group's own valid count over groups of `group` threads, of a payload
-    /// arranged across groups of `across` threads: converting it mixes positions of several
-    /// groups, whose counts the threads moving them do not know.
+    /// that must be rearranged in groups of `across` threads which do not nest in the store's
+    /// (more threads, or groups that straddle two of the store's): converting it mixes
+    /// positions of several groups, whose counts the threads moving them do not know.
     GroupCountAcrossGroups {
         /// The store.
         op: OpId,
@@ -76,7 +77,8 @@ pub enum PlanError {
         loc: Loc,
         /// Threads per group of the store.
         group: u32,
-        /// Threads the payload's arrangement spans.
+        /// Threads per group of the exchange that converts the payload: the least common
+        /// multiple of the two arrangements' group sizes.
         across: u32,
     },
     /// A layout query failed while deriving an index map.
@@ -154,9 +156,9 @@ impl fmt::Display for PlanError {
             } => write!(
                 f,
                 "{loc}: {op} stores over groups of {group} threads, each with its own valid \
-                 count, a payload arranged across {across} threads; give a count of the \
-                 block's tile (block_valid_items) or store the payload over the group it was \
-                 arranged by"
+                 count, a payload that must be rearranged in groups of {across} threads, which \
+                 do not nest in the store's groups; give a count of the block's tile \
+                 (block_valid_items) or store the payload over the group it was arranged by"
             ),
             PlanError::Layout { op, loc, reason } => {
                 write!(f, "{loc}: {op}: index map could not be derived: {reason}")

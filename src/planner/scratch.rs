@@ -375,7 +375,8 @@ fn choose_padding(from: Arrangement, to: Arrangement, scope: u32, items: u32, by
     )
 }
 
-fn striped_threads(a: Arrangement) -> u32 {
+/// Threads of the groups an arrangement is striped over (1 for blocked).
+pub(super) fn striped_threads(a: Arrangement) -> u32 {
     match a {
         Arrangement::Blocked => 1,
         Arrangement::Striped { threads } => threads,
@@ -863,8 +864,9 @@ fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// The least common multiple (saturating; 0 if either is 0).
-fn lcm(a: u32, b: u32) -> u32 {
+/// The least common multiple (saturating; 0 if either is 0): the threads of the smallest
+/// exchange groups that groups of `a` and of `b` threads both tile.
+pub(super) fn lcm(a: u32, b: u32) -> u32 {
     if a == 0 || b == 0 {
         return 0;
     }

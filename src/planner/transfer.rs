@@ -13,6 +13,7 @@
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
 use super::plan::TransferPlan;
+use super::scratch::{lcm, striped_threads};
 use crate::ir::ops::{Algorithm, GroupKind, OpKind, Role, Transfer, ValidOf};
 use crate::ir::{Arrangement, Ir, Loc, OpId, RegionId};
 use crate::layout::{Arrangement as LArr, affine_form, arrangement_layout};
@@ -45,8 +46,13 @@ pub fn vector_width(items: u32, bytes: u32) -> u32 {
     v
 }
 
-/// Checks the conversions before stores whose groups each have their own valid count: the
-/// exchange may mix positions of the store's groups only when the count is the block's.
+/// Checks the conversions before stores whose groups each have their own valid count: a
+/// thread knows only its own group's count, so an exchange may move positions only inside the
+/// store's groups, and its groups (the least common multiple of the two arrangements' group
+/// sizes) must nest in them. Bigger groups mix several of the store's groups, and so do groups
+/// that straddle them: a payload striped over 6 threads, stored by logical warps of 8,
+/// converts in groups of 6, and threads 6..12 hold positions of two warps' tiles. With a count
+/// of the block's tile every thread knows each position's validity, and any exchange may.
 pub fn check_group_counts(ir: &Ir, arrangements: &Arrangements) -> Result<(), PlanError> {
     for c in &arrangements.conversions {
         let data = ir.op(c.op);
@@ -59,15 +65,8 @@ pub fn check_group_counts(ir: &Ir, arrangements: &Arrangements) -> Result<(), Pl
         if t.valid.is_none_or(|v| v.of == ValidOf::Block) {
             continue;
         }
-        let across = [c.from, c.to]
-            .into_iter()
-            .map(|a| match a {
-                Arrangement::Blocked => 1,
-                Arrangement::Striped { threads } => threads,
-            })
-            .max()
-            .unwrap_or(1);
-        if across > width {
+        let across = lcm(striped_threads(c.from), striped_threads(c.to));
+        if across == 0 || !width.is_multiple_of(across) {
             return Err(PlanError::GroupCountAcrossGroups {
                 op: c.op,
                 loc: data.loc,

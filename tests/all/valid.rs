@@ -192,3 +192,125 @@ fn block_groups_count_the_block_either_way() {
     let arch = coopgraph::codegen::Arch::Sm90;
     assert_eq!(build(true).ptx(arch), build(false).ptx(arch));
 }
+
+/// The least common multiple.
+fn lcm(a: u32, b: u32) -> u32 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x * b
+}
+
+/// A logical warp's own count says nothing about the positions of other warps' tiles, so a
+/// store converts a payload under per-group counts only in exchange groups that nest in its
+/// own. A scattered tile striped over 3, 6, 12 or 24 threads (groups that straddle logical
+/// warps of 8 or 32), or over more threads than a warp, stored with `valid_items` is a typed
+/// error naming the store; those stores with a count of the block's tile, and the ones whose
+/// conversions nest (striped over 4 threads under warps of 8), write exactly the valid
+/// positions of the scattered tile.
+#[test]
+fn group_counts_need_conversions_inside_the_group() {
+    use coopgraph::Error;
+    use coopgraph::ir::Scatter;
+    use coopgraph::planner::PlanError;
+    let dev = device();
+    let mut batch = Batch::default();
+    let (block, items) = (96u32, 2u32);
+    let tile = (block * items) as usize;
+    // Position p goes to rank 19p + 30 mod 199: a permutation of 0..199 whose 7 ranks past
+    // the tile are skipped, leaving 7 holes.
+    let hole = -3i32;
+    let xs: Vec<i32> = (0..tile as i32).map(|i| 1000 + i).collect();
+    let mut scattered = vec![hole; tile];
+    for (p, &v) in xs.iter().enumerate() {
+        if let Some(s) = scattered.get_mut((p * 19 + 30) % 199) {
+            *s = v;
+        }
+    }
+    let poison = -77i32;
+    for striped in [3u32, 4, 6, 12, 16, 24] {
+        for width in [8u32, 32] {
+            for algorithm in [Algorithm::Direct, Algorithm::Transpose, Algorithm::Striped] {
+                for block_count in [false, true] {
+                    let of = if block_count { "block" } else { "own" };
+                    let name = format!("scattered_s{striped}_w{width}_{algorithm:?}_{of}");
+                    let mut k = KernelBuilder::new(name.clone())
+                        .block(block)
+                        .items_per_thread(items);
+                    let x = k.input::<i32>("x");
+                    let y = k.output::<i32>("y");
+                    let n = k.scalar::<u32>("n");
+                    let step = k.scalar::<u32>("step");
+                    let b = k.this_block();
+                    let t = k.load_from(b, &x, Load::direct());
+                    let p = index::thread_rank() * items + index::item();
+                    let r = k.fill((p * 19u32 + 30u32) % 199u32);
+                    let s = k.scatter(b, &t, &r, Scatter::striped(striped).holes(hole));
+                    let w = k.this_warp().group_by(width);
+                    let store = Store::default().algorithm(algorithm);
+                    let store = if block_count {
+                        store.block_valid_items(n)
+                    } else {
+                        store.valid_items(n.expr() + index::thread_rank() / width * step.expr())
+                    };
+                    let line = line!() + 1;
+                    k.store_to(w, &y, &s, store);
+                    let need = if algorithm == Algorithm::Striped {
+                        width
+                    } else {
+                        1
+                    };
+                    let across = lcm(striped, need);
+                    let nests = width.is_multiple_of(across);
+                    let kernel = match k.build() {
+                        Ok(kernel) if block_count || nests => kernel,
+                        Err(Error::Plan(PlanError::GroupCountAcrossGroups {
+                            loc,
+                            group,
+                            across: a,
+                            ..
+                        })) if !block_count && !nests => {
+                            assert_eq!((loc.line, group, a), (line, width, across), "{name}");
+                            continue;
+                        }
+                        Ok(_) => panic!("{name}: built, but its conversion straddles the groups"),
+                        Err(e) => panic!("{name}: {e}"),
+                    };
+                    batch.add(&kernel);
+                    let f = dev
+                        .compile(&kernel)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let group_tile = (width * items) as usize;
+                    let counts: &[(u32, u32)] = if block_count {
+                        &[(0, 0), (5, 0), (100, 0), (191, 0), (192, 0), (201, 0)]
+                    } else {
+                        &[(0, 1), (5, 0), (3, 7), (16, 0), (1000, 0)]
+                    };
+                    for &(n, step) in counts {
+                        let xb = dev.upload(&xs).expect("upload");
+                        let mut yb = dev.alloc_filled(tile, poison).expect("alloc");
+                        f.launch_grid(1, (&xb, &mut yb, n, step))
+                            .unwrap_or_else(|e| panic!("{name}: {e}"));
+                        let want: Vec<i32> = (0..tile)
+                            .map(|q| {
+                                let (g, at) = (q / group_tile, q % group_tile);
+                                let valid = if block_count {
+                                    q < n as usize
+                                } else {
+                                    at < count(n, step, g)
+                                };
+                                if valid { scattered[q] } else { poison }
+                            })
+                            .collect();
+                        assert_same(
+                            &yb.to_vec().expect("download"),
+                            &want,
+                            &format!("{name} n={n} step={step}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

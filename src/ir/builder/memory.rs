@@ -221,7 +221,11 @@ impl Store {
 
     /// Valid items of the group's own tile, as cuda.coop's `valid_items`: positions from `n`
     /// on are not written. `n` must be uniform across the group; warps and logical warps each
-    /// pass their own. Positions past the end of the buffer are never written either.
+    /// pass their own. Positions past the end of the buffer are never written either. A
+    /// payload the store must rearrange across its groups (striped over more threads than a
+    /// group, or over groups that straddle them, such as 6 threads under logical warps of 8)
+    /// needs a count of the block's tile instead
+    /// ([`PlanError::GroupCountAcrossGroups`](crate::planner::PlanError::GroupCountAcrossGroups)).
     pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
         self.valid = Some((n.into(), ValidOf::Group));
         self

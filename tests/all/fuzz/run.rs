@@ -170,12 +170,19 @@ fn value_fns(params: &[Param]) -> Vec<Box<dyn Fn(u64) -> u64 + '_>> {
 /// checked kernel by some elements, which the kernel's guards must respect.
 pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> {
     if let Some(what) = case.expect_reject {
+        let by_planner = what == generator::ACROSS_GROUPS;
         return Err(match case.kernel {
-            Err(Error::Verify(_)) => Verdict::Rejected,
+            Err(Error::Verify(_)) if !by_planner => Verdict::Rejected,
+            Err(Error::Plan(coopgraph::planner::PlanError::GroupCountAcrossGroups { .. }))
+                if by_planner =>
+            {
+                Verdict::Rejected
+            }
             Err(e) => Verdict::Failed {
                 class: format!("invalid on purpose ({what}), rejected: {}", error_class(&e)),
                 report: format!(
-                    "expected a verifier error, got:\n{e}\n{}",
+                    "expected a {} error, got:\n{e}\n{}",
+                    if by_planner { "planner" } else { "verifier" },
                     super::program::program(&case.ir, "")
                 ),
             },

@@ -47,6 +47,10 @@ pub enum Defect {
     /// was scattered to) included: the verifier must reject it (such cases expect a typed
     /// error).
     ScatterHoles,
+    /// A store with each group's own valid count of a payload whose conversion's groups do
+    /// not nest in the store's (striped over 6 threads, stored by logical warps of 8): the
+    /// planner must reject it (such cases expect its typed error, `GroupCountAcrossGroups`).
+    GroupCountAcrossGroups,
     /// Shared-array indices past the array's end (the simulator must report them).
     SharedArrayOverflow,
     /// Temp storages without auto-sync used with only the barriers their own uses need (not
@@ -264,9 +268,14 @@ pub struct Case {
     /// leaving one out ([`Spec::skip`]) changes the others only through what they find.
     pub statements: Vec<Vec<u32>>,
     /// The case is invalid on purpose (an open-defect feature that makes a program the
-    /// verifier must reject): what is wrong with it.
+    /// verifier must reject, or the planner where it is [`ACROSS_GROUPS`]): what is wrong
+    /// with it.
     pub expect_reject: Option<&'static str>,
 }
+
+/// What is wrong with a case whose store counts each group's own valid items of a payload
+/// that converts across its groups: the planner, not the verifier, rejects it.
+pub const ACROSS_GROUPS: &str = "a group's own valid count over a conversion across groups";
 
 /// Where the statement indices of a statement's second region start.
 pub const ARM: u32 = 16;
@@ -790,7 +799,7 @@ fn t_small_odd(t: u32) -> bool {
 }
 
 /// Deliberately invalid programs: a generated kernel with one mistake added.
-pub const MISTAKES: u32 = 16;
+pub const MISTAKES: u32 = 17;
 
 /// Case `seed` with mistake `which` (of [`MISTAKES`]) recorded before it is built.
 pub fn generate_invalid(seed: u64, which: u32) -> Result<Kernel, coopgraph::Error> {
@@ -872,6 +881,31 @@ pub fn generate_invalid(seed: u64, which: u32) -> Result<Kernel, coopgraph::Erro
             let st = k.temp_storage(StorageSpec::default().size_in_bytes(4));
             k = k.block(64).items_per_thread(4);
             k.load_from(b, &x, Load::transpose().temp_storage(&st));
+        }
+        15 => {
+            // Logical warps of 8 counting their own valid items of a payload striped over
+            // groups of 3 threads (whose conversion straddles the warps), or of 16 (which
+            // spans two warps) where 3 does not divide the block.
+            if !t.is_multiple_of(32) {
+                k = k.block(96);
+            }
+            let striped = if t.is_multiple_of(32) && !t.is_multiple_of(3) {
+                16
+            } else {
+                3
+            };
+            // Two items, so that the arrangements differ.
+            let at = index::block_index() * (2 * t.max(96));
+            let d = k.thread_data_n::<i32>(2);
+            k.load_into(b, &x, &d, Load::direct().offset(at.clone()));
+            let e = k.exchange(
+                b,
+                &d,
+                coopgraph::ir::Arrangement::Striped { threads: striped },
+                coopgraph::ir::ExchangeVia::Shared,
+            );
+            let w = k.this_warp().group_by(8);
+            k.store_to(w, &y, &e, Store::direct().offset(at).valid_items(5u32));
         }
         _ => {
             let other = KernelBuilder::new("other").input::<i32>("o");

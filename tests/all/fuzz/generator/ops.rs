@@ -378,12 +378,20 @@ impl Gen {
         if self.rng.pct(25) {
             let (v, mut of) = self.valid_count(k, gt, d.k);
             // A group's own count cannot follow positions a conversion brings from other
-            // groups.
+            // groups: the conversion's groups must nest in the store's (6 threads do not in
+            // 8, nor 64 in 32).
             let need = payload_arrangement(alg, gt);
             let across = super::span(d.arr, need);
             let converts = d.arr.is_some_and(|a| !a.same_positions(need, d.k));
-            if converts && across > gt {
-                of = ValidOf::Block;
+            if converts && !gt.is_multiple_of(across) && of == ValidOf::Group {
+                if self.expect_reject.is_none()
+                    && self.rng.pct(50)
+                    && self.feature(Defect::GroupCountAcrossGroups)
+                {
+                    self.expect_reject = Some(super::ACROSS_GROUPS);
+                } else {
+                    of = ValidOf::Block;
+                }
             }
             st = match of {
                 ValidOf::Group => st.valid_items(v),
