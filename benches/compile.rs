@@ -1,7 +1,7 @@
 //! Compile-time benchmarks: builder → PTX text for the quickstart kernel and a 20-op kernel,
 //! and a specialization-cache hit.
 
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
 use coopgraph::runtime::Device;
 use coopgraph::{Kernel, KernelBuilder, Load, Store};

@@ -1,9 +1,10 @@
 //! A built kernel: verified IR, its plan, and its cache key; PTX is emitted per arch on demand.
 
 use crate::cache_key::{KernelKey, Writer};
-use crate::codegen::{self, Arch};
+use crate::codegen;
+use crate::ptx::{self, Arch};
 use crate::ir::verify::{Info, verify};
-use crate::ir::{Ir, Role};
+use crate::ir::{Ir, KernelBuilder, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::runtime::{
     Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
@@ -26,6 +27,50 @@ struct Inner {
     /// How many leading bytes of the key are the IR's serialization.
     ir_bytes: usize,
     entry: String,
+}
+
+// The orchestration of the stages (verify, then plan, then key) lives here, above them, so
+// that the builder does not depend on what it feeds.
+impl KernelBuilder {
+    /// Verifies, plans and prepares the kernel for code generation. Every problem the
+    /// verifier finds is reported at once, each naming the line that made it.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Reduce, VerifyErrorKind};
+    /// use coopgraph::{Error, KernelBuilder, Load};
+    ///
+    /// // Logical warps of 3 lanes do not exist, and 1025 threads are too many for a block.
+    /// let mut k = KernelBuilder::new("bad").block(1025).items_per_thread(1);
+    /// let x = k.input::<u32>("x");
+    /// let g = k.this_warp().group_by(3);
+    /// let t = k.load_from(g, &x, Load::direct());
+    /// k.reduce(g, &t, Reduce::sum());
+    /// let Err(Error::Verify(e)) = k.build() else { panic!("built") };
+    /// let kinds: Vec<_> = e.errors.iter().map(|e| &e.kind).collect();
+    /// let too_large = VerifyErrorKind::BlockTooLarge { threads: 1025 };
+    /// assert!(kinds.contains(&&too_large));
+    /// assert!(kinds.contains(&&VerifyErrorKind::GroupWidth { width: 3 }));
+    /// // Each error names the line it comes from.
+    /// assert!(e.to_string().contains(file!()));
+    /// ```
+    pub fn build(self) -> Result<Kernel, crate::Error> {
+        Kernel::from_ir(self.into_ir())
+    }
+}
+
+impl<T: crate::ir::Element> Pipeline<T> {
+    /// Verifies, plans and prepares the kernel (see [`KernelBuilder::build`]).
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let kernel = KernelBuilder::new("negate").load::<f32>("x").map(|v| -v).store("y").build()?;
+    /// assert_eq!(kernel.name(), "negate");
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn build(self) -> Result<Kernel, crate::Error> {
+        self.into_builder().build()
+    }
 }
 
 impl Kernel {
@@ -108,13 +153,13 @@ impl Kernel {
     }
 
     /// The PTX module for `arch`, as a typed model.
-    pub fn module(&self, arch: Arch) -> codegen::ptx::Module {
+    pub fn module(&self, arch: Arch) -> ptx::Module {
         codegen::emit(&self.inner.ir, &self.inner.info, &self.inner.plan, arch)
     }
 
     /// The PTX text for `arch`.
     pub fn ptx(&self, arch: Arch) -> String {
-        codegen::write_module(&self.module(arch))
+        ptx::write_module(&self.module(arch))
     }
 
     /// The parameters in signature order.
@@ -297,7 +342,7 @@ impl Compile for Kernel {
         Ok(KernelImage::generated(
             ImageParts {
                 entry: self.inner.entry.clone(),
-                ptx: codegen::write_module(&module),
+                ptx: ptx::write_module(&module),
                 arch,
                 params: self.signature(),
                 block: self.inner.ir.block.dims,

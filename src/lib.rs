@@ -44,8 +44,9 @@
 //! ```
 //!
 //! Where to look: [`ir`] (builder, expressions, verifier), [`planner`] (the plan),
-//! [`codegen`] (the PTX model, its writer, lowering), [`runtime`] (devices, cache, launch),
-//! [`sim`] (the simulator), [`layout`] (the layout algebra).
+//! [`codegen`] (lowering to PTX), [`ptx`] (the PTX model, its writer, the target archs),
+//! [`runtime`] (devices, cache, launch), [`sim`] (the simulator), [`layout`] (the layout
+//! algebra).
 #![deny(missing_docs)]
 
 mod cache_key;
@@ -55,6 +56,7 @@ pub mod ir;
 mod kernel;
 pub mod layout;
 pub mod planner;
+pub mod ptx;
 pub mod runtime;
 pub mod sim;
 

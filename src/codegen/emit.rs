@@ -6,8 +6,8 @@
 //! the op and the user's source line, which the simulator quotes in its reports.
 
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
-use super::ptx::*;
-use super::target::Arch;
+use crate::ptx::*;
+use crate::ptx::Arch;
 use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{DType, DataId, ExprId, Info, Ir, OpId, ParamId, RegionId};
 use crate::planner::{Plan, SyncScope};

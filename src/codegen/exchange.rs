@@ -9,7 +9,7 @@
 
 use super::emit::Emitter;
 use super::expr::{bits_or_float, mem_ty};
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::{Arrangement, DType, OpId};
 use crate::planner::{ExchangePlan, PositionForm, SyncScope};
 use smallvec::smallvec;

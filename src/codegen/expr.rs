@@ -1,7 +1,7 @@
 //! Lowering of expressions to PTX instructions, and the dtype ↔ PTX type mapping.
 
 use super::emit::Emitter;
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::expr::{BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
 use crate::ir::{DType, ExprId, OpId};
 use std::collections::HashMap;

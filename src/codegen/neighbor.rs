@@ -8,7 +8,7 @@
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class};
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
 use std::collections::HashMap;

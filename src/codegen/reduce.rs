@@ -12,7 +12,7 @@
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::expr::BinaryOp;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};

@@ -10,7 +10,7 @@
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, class, mem_ty};
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::ops::{ScanAlgorithm, ScanSpec};
 use crate::ir::{DType, OpId};
 use crate::planner::CollectivePlan;

@@ -17,7 +17,7 @@
 
 use super::emit::Emitter;
 use super::expr::{Ctx, bits_or_float, mem_ty};
-use super::ptx::*;
+use crate::ptx::*;
 use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, DType, OpId};
 use crate::planner::TransferPlan;

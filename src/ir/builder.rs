@@ -195,29 +195,9 @@ impl KernelBuilder {
         &self.ir
     }
 
-    /// Verifies, plans and prepares the kernel for code generation. Every problem the
-    /// verifier finds is reported at once, each naming the line that made it.
-    ///
-    /// ```
-    /// use coopgraph::ir::{Reduce, VerifyErrorKind};
-    /// use coopgraph::{Error, KernelBuilder, Load};
-    ///
-    /// // Logical warps of 3 lanes do not exist, and 1025 threads are too many for a block.
-    /// let mut k = KernelBuilder::new("bad").block(1025).items_per_thread(1);
-    /// let x = k.input::<u32>("x");
-    /// let g = k.this_warp().group_by(3);
-    /// let t = k.load_from(g, &x, Load::direct());
-    /// k.reduce(g, &t, Reduce::sum());
-    /// let Err(Error::Verify(e)) = k.build() else { panic!("built") };
-    /// let kinds: Vec<_> = e.errors.iter().map(|e| &e.kind).collect();
-    /// let too_large = VerifyErrorKind::BlockTooLarge { threads: 1025 };
-    /// assert!(kinds.contains(&&too_large));
-    /// assert!(kinds.contains(&&VerifyErrorKind::GroupWidth { width: 3 }));
-    /// // Each error names the line it comes from.
-    /// assert!(e.to_string().contains(file!()));
-    /// ```
-    pub fn build(self) -> Result<crate::Kernel, crate::Error> {
-        crate::kernel::Kernel::from_ir(self.ir)
+    /// The recorded IR, taken out of the builder (what [`KernelBuilder::build`] verifies).
+    pub(crate) fn into_ir(self) -> Ir {
+        self.ir
     }
 
     fn expr<T: ExprType>(&mut self, e: &Expr<T>) -> ExprId {

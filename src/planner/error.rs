@@ -61,7 +61,7 @@ pub enum PlanError {
         /// The arch's limit.
         limit: u32,
         /// The arch.
-        arch: crate::codegen::Arch,
+        arch: crate::ptx::Arch,
         /// The ops (or shared arrays) that need the bytes, with where they were written and how
         /// many bytes each needs.
         users: Vec<(String, Loc, u32)>,

@@ -22,7 +22,7 @@
 //!   less the smallest `a - 1` (exactly `b` for one declaration); with a dynamic window, the
 //!   static part is rounded up to the window's alignment, where the dynamic part starts.
 
-use crate::codegen::Arch;
+use crate::ptx::Arch;
 
 /// Where a shared array's bytes are declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -586,7 +586,7 @@ mod tests {
             super::super::ImageParts {
                 entry: "k".into(),
                 ptx: String::new(),
-                arch: crate::codegen::Arch::Sm90,
+                arch: crate::ptx::Arch::Sm90,
                 params: params(),
                 block: [32, 1, 1],
                 tile_elems: 32,

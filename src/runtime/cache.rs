@@ -30,7 +30,7 @@ use super::image::KernelImage;
 use super::launch::{Function, LoadedKernel};
 use super::load::{DiskModule, without_comments};
 use crate::cache_key::{KernelKey, StableHasher};
-use crate::codegen::Arch;
+use crate::ptx::Arch;
 
 /// The crate version, folded into every key so kernels emitted by another version of the code
 /// generator are never taken for this one's (matters once keys also name a disk cache).

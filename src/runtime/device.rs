@@ -11,7 +11,7 @@ use super::RuntimeError;
 use super::cache::{KernelCache, StatCounters};
 use super::disk_cache::DiskCache;
 use super::driver::{driver_version, ensure_driver};
-use crate::codegen::Arch;
+use crate::ptx::Arch;
 use crate::sim::{SimOptions, Simulator};
 
 /// The environment variable that picks the default device: `cuda` (or `cuda:N` for ordinal N)

@@ -18,8 +18,8 @@ use std::fmt;
 use std::ops::Deref;
 
 use super::error::RuntimeError;
-use crate::codegen::Arch;
 use crate::ir::{Bounds, DType};
+use crate::ptx::Arch;
 
 /// Everything a launch needs to know about a kernel but whether its accesses stay inside the
 /// buffers passed: the parts a [`KernelImage`] is made of.
@@ -94,7 +94,7 @@ impl ImageParts {
 /// vouches for its PTX with [`assume_checked_bounds`](Self::assume_checked_bounds).
 ///
 /// ```
-/// use coopgraph::codegen::Arch;
+/// use coopgraph::ptx::Arch;
 /// use coopgraph::ir::{Bounds, DType};
 /// use coopgraph::runtime::{ImageParts, KernelImage, ParamKind, ParamSig};
 /// let image = KernelImage::unchecked_bounds(ImageParts {

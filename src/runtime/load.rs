@@ -434,7 +434,7 @@ pub(super) fn load_sim(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::Arch;
+    use crate::ptx::Arch;
 
     #[test]
     fn log_text_stops_at_nul_and_written_count() {

@@ -719,7 +719,7 @@ mod tests {
         assert_ne!(a.record_key(1024), a.record_key(1025));
         let b = Tuner::new(&dev, "b").with_cache(DiskCache::new("/nonexistent"));
         assert_ne!(a.record_key(8), b.record_key(8));
-        let other_arch = Device::sim_for(crate::codegen::Arch::Sm80, Default::default());
+        let other_arch = Device::sim_for(crate::ptx::Arch::Sm80, Default::default());
         let c = Tuner::new(&other_arch, "a");
         assert_ne!(a.record_key(8), c.record_key(8));
         // Family texts cannot run into the fields after them.

@@ -30,7 +30,7 @@
 //! - `atom.add.f32` flushes subnormal inputs and results to sign-preserving zero, as PTX
 //!   specifies for that instruction.
 
-use crate::codegen::ptx::{AtomOp, BinOp, Cmp, Round, Ty, UnOp};
+use crate::ptx::{AtomOp, BinOp, Cmp, Round, Ty, UnOp};
 
 /// One operand in, one result out.
 pub(crate) type Fn1 = fn(u64) -> u64;
@@ -309,8 +309,8 @@ macro_rules! float_mod {
                 nan_of(&[a]).unwrap_or_else(|| put(1.0 / get(a)))
             }
             /// Rounds to an integral value (`cvt.rXi.fN.fN`), NaN as arithmetic does.
-            pub fn round_integral(a: u64, r: crate::codegen::ptx::Round) -> u64 {
-                use crate::codegen::ptx::Round;
+            pub fn round_integral(a: u64, r: crate::ptx::Round) -> u64 {
+                use crate::ptx::Round;
                 nan_of(&[a]).unwrap_or_else(|| {
                     let x = get(a);
                     put(match r {

@@ -38,7 +38,7 @@ use super::error::{
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
 use super::memory::GlobalView;
 use super::race::RaceState;
-use crate::codegen::ptx::{Dim, ShflMode, Special, VoteMode};
+use crate::ptx::{Dim, ShflMode, Special, VoteMode};
 
 /// Instructions a thread runs before others get a turn (so spin-waits make progress).
 const QUANTUM: u64 = 1 << 16;

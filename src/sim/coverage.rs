@@ -3,8 +3,8 @@
 //! the simulator. The variant lists here are exhaustive matches, so a new variant does not
 //! build until it is listed (and then covered, here and in `known_results`).
 
-use crate::codegen::ptx::*;
-use crate::codegen::{Arch, write_module};
+use crate::ptx::*;
+use crate::ptx::{Arch, write_module};
 use crate::sim::{InvalidReason, ParseReason, SimError, SimOptions, Simulator, entry_text, parse};
 use proptest::prelude::*;
 use smallvec::smallvec;

@@ -15,7 +15,7 @@
 use super::alu::{self, AtomKind, Cvt, Fn1, Fn2, Fn3};
 use super::error::{InvalidReason, Location, MemSpace, SimError};
 use super::parse::FnLines;
-use crate::codegen::ptx::*;
+use crate::ptx::*;
 use std::collections::HashMap;
 
 /// No slot (no base register, no guard, no predicate output).

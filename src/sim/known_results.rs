@@ -3,8 +3,8 @@
 //! computes for the same PTX.
 
 use super::coverage::*;
-use crate::codegen::ptx::*;
-use crate::codegen::{Arch, write_module};
+use crate::ptx::*;
+use crate::ptx::{Arch, write_module};
 use smallvec::smallvec;
 use std::collections::BTreeSet;
 

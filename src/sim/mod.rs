@@ -160,8 +160,8 @@ pub use error::{
 };
 pub use parse::parse;
 
-use crate::codegen::ptx::Module;
-use crate::codegen::target::Arch;
+use crate::ptx::Arch;
+use crate::ptx::Module;
 use block::{BlockRun, Counts, Shape};
 use control::Monitor;
 use decode::Program;

@@ -1,5 +1,5 @@
-//! The PTX parser: reads text in exactly the format [`crate::codegen::write`] prints back into
-//! the typed model of [`crate::codegen::ptx`], so `parse(write_module(m)) == m`.
+//! The PTX parser: reads text in exactly the format [`crate::ptx::write`] prints back into
+//! the typed model of [`crate::ptx`], so `parse(write_module(m)) == m`.
 //!
 //! Mnemonics are not spelled here: each instruction's text is matched against the writer's own
 //! tables (`bin_mnemonic`, `un_mnemonic`, `cmp_name`, ...), so the two cannot drift apart.
@@ -13,11 +13,9 @@
 //! of its static ones, so the parse lists them first.
 
 use super::error::{ParseError, ParseReason};
-use crate::codegen::ptx::*;
-use crate::codegen::target::Arch;
-use crate::codegen::write::{
-    atom_name, bin_mnemonic, cmp_name, round_name, special_name, un_mnemonic,
-};
+use crate::ptx::Arch;
+use crate::ptx::write::{atom_name, bin_mnemonic, cmp_name, round_name, special_name, un_mnemonic};
+use crate::ptx::*;
 use smallvec::SmallVec;
 
 /// Parses a whole module.

@@ -8,8 +8,8 @@
 //! that must stay untouched, and is assembled by ptxas for each arch.
 
 use super::common::{Batch, assemble_all, assert_same, device};
-use coopgraph::codegen::Arch;
 use coopgraph::ir::{Algorithm, Bounds, Group, index};
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Compile, HiddenParam, LaunchConfig, RuntimeError};
 use coopgraph::{KernelBuilder, Load, Store};
 

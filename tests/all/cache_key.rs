@@ -2,8 +2,8 @@
 //! where the field reaches the code, different images), and the cache never hands one kernel's
 //! module to another.
 
-use coopgraph::codegen::Arch;
 use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, ReduceAlgorithm, Sharing, StorageSpec};
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Compile, Device, KernelImage};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 

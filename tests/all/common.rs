@@ -1,6 +1,6 @@
 //! Helpers shared by the test modules: ptxas, golden files, the default device, random data.
 
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::Element;
 use coopgraph::runtime::Device;
 use std::path::PathBuf;
@@ -77,7 +77,7 @@ pub fn assemble_all(kernel: &coopgraph::Kernel) {
 /// many entries), when dropped or on [`Batch::finish`]. Entry names must differ.
 #[derive(Default)]
 pub struct Batch {
-    modules: Vec<(String, Vec<coopgraph::codegen::ptx::Module>)>,
+    modules: Vec<(String, Vec<coopgraph::ptx::Module>)>,
 }
 
 impl Batch {
@@ -97,10 +97,10 @@ impl Batch {
             for (_, m) in &self.modules {
                 functions.extend(m[i].functions.iter().cloned());
             }
-            let module = coopgraph::codegen::ptx::Module { arch, functions };
+            let module = coopgraph::ptx::Module { arch, functions };
             let names: Vec<&str> = self.modules.iter().map(|(n, _)| n.as_str()).collect();
             assemble(
-                &coopgraph::codegen::write_module(&module),
+                &coopgraph::ptx::write_module(&module),
                 arch,
                 &names.join(", "),
             );

@@ -71,7 +71,7 @@ fn verify_plan_and_runtime_errors_print_each_cause_once() {
         entry: "broken".into(),
         ptx: ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry broken() { bogus; }"
             .into(),
-        arch: coopgraph::codegen::Arch::Sm90,
+        arch: coopgraph::ptx::Arch::Sm90,
         params: vec![ParamSig::new(
             "x",
             ParamKind::Input,

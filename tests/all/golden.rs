@@ -2,7 +2,7 @@
 //! `tests/golden/`; `BLESS=1` refreshes them. Each PTX is also assembled by ptxas.
 
 use super::common::{assemble, check};
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
 use coopgraph::{KernelBuilder, Load, Store};
 

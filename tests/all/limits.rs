@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::ops::{MAX_EXPR_DEPTH, MAX_NESTING};
 use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, VerifyErrorKind, index};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};

@@ -335,7 +335,7 @@ fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage 
     KernelImage::unchecked_bounds(ImageParts {
         entry: entry.into(),
         ptx: coopgraph::sim::entry_text(entry, &["u64 p"], &[], "ret;"),
-        arch: coopgraph::codegen::Arch::Sm80,
+        arch: coopgraph::ptx::Arch::Sm80,
         params: vec![ParamSig::new(
             "p",
             ParamKind::Input,

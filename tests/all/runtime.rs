@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use coopgraph::codegen::Arch;
 use coopgraph::ir::DType;
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::SimOptions;
 use coopgraph::runtime::{
     ArgKind, ArgList, Backend, Buffer, Compile, Device, DeviceChoice, Foreign, ImageParts,

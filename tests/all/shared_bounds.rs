@@ -4,7 +4,7 @@
 //! array and the user's line — never another array's bytes, never a race on planned scratch.
 
 use super::common::{assemble_all, assert_same, compiled, device};
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
 use coopgraph::planner::{ArrayHome, PlanError};
 use coopgraph::runtime::{Device, RuntimeError, SimOptions};

@@ -288,7 +288,7 @@ fn shared_arrays_with_user_barriers() {
     assert_eq!(plan.shared.arrays, vec![coopgraph::planner::ArrayHome::Own]);
     let array = &plan.slices[plan.arrays[0]];
     assert!(plan.shared_bytes >= plan.shared.window_bytes + array.bytes);
-    let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
+    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90);
     assert!(
         ptx.contains(".shared .align 4 .b8 smem0[256]; // smem0: shared f32 x 64 at"),
         "{ptx}"
@@ -464,7 +464,7 @@ fn dynamic_shared_memory_past_48k() {
         explained.contains("dynamic") && explained.contains("checked against the window only"),
         "{explained}"
     );
-    let ptx = kernel.ptx(coopgraph::codegen::Arch::Sm90);
+    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90);
     assert!(
         ptx.contains(".extern .shared .align 16 .b8 scratch[];"),
         "{ptx}"

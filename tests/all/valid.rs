@@ -189,7 +189,7 @@ fn block_groups_count_the_block_either_way() {
         k.store_to(b, &y, &t, store);
         k.build().expect("builds")
     };
-    let arch = coopgraph::codegen::Arch::Sm90;
+    let arch = coopgraph::ptx::Arch::Sm90;
     assert_eq!(build(true).ptx(arch), build(false).ptx(arch));
 }
 

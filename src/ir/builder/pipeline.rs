@@ -157,17 +157,4 @@ impl<T: Element> Pipeline<T> {
     pub fn into_builder(self) -> KernelBuilder {
         self.k
     }
-
-    /// Verifies, plans and prepares the kernel (see [`KernelBuilder::build`]).
-    ///
-    /// ```
-    /// use coopgraph::KernelBuilder;
-    ///
-    /// let kernel = KernelBuilder::new("negate").load::<f32>("x").map(|v| -v).store("y").build()?;
-    /// assert_eq!(kernel.name(), "negate");
-    /// # Ok::<(), coopgraph::Error>(())
-    /// ```
-    pub fn build(self) -> Result<crate::Kernel, crate::Error> {
-        self.k.build()
-    }
 }

@@ -157,7 +157,7 @@ proptest! {
         let Ok(kernel) = k.build() else {
             return Ok(());
         };
-        for arch in coopgraph::codegen::Arch::ALL {
+        for arch in coopgraph::ptx::Arch::ALL {
             let _ = kernel.ptx(arch);
         }
         let dev = Device::sim();

@@ -7,7 +7,7 @@ use super::generator::{self, Case, Data, Param, Spec};
 use super::interp::value::{self, APPROX, NONDET, TAINT, UNDEF, UNSPEC};
 use super::interp::{self, Arg, Event, Outcome};
 use super::types::{AnyBuf, push_scalar};
-use coopgraph::codegen::Arch;
+use coopgraph::ptx::Arch;
 use coopgraph::ir::Bounds;
 use coopgraph::ir::DType;
 use coopgraph::runtime::{ArgList, Device, LaunchConfig, RuntimeError};
@@ -618,8 +618,8 @@ impl Assembler {
                 .iter()
                 .flat_map(|(_, k)| k.module(arch).functions)
                 .collect();
-            let module = coopgraph::codegen::ptx::Module { arch, functions };
-            if assemble(&ptxas, &coopgraph::codegen::write_module(&module), arch).is_ok() {
+            let module = coopgraph::ptx::Module { arch, functions };
+            if assemble(&ptxas, &coopgraph::ptx::write_module(&module), arch).is_ok() {
                 continue;
             }
             for (spec, k) in mine {

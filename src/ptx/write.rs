@@ -3,7 +3,7 @@
 //! Every mnemonic is spelled here and nowhere else. The simulator's parser reads exactly this
 //! format back, so any change here is a change to that parser's input.
 
-use super::ptx::*;
+use super::model::*;
 use std::fmt::{self, Write};
 
 /// Renders a module as PTX text.
