@@ -1,4 +1,5 @@
-//! Lowering of exchanges through shared memory, and of the barriers the plan places.
+//! Lowering of exchanges: through shared memory, at the plan's steps and behind the barriers
+//! it places, or with shuffles inside a warp.
 //!
 //! An exchange group of `S` threads owns a region of `group_elems` elements. Rank `r` writes
 //! slot `i` at region position `write(i, r)` and, after the planned barrier, reads slot `i`
@@ -7,112 +8,50 @@
 //! lives at element `p + p / 32` when the plan pads, else at `p`. A time-sliced exchange runs
 //! one warp at a time on a single region, in place on one copy of the slots.
 
-use super::emit::Emitter;
-use super::expr::{bits_or_float, mem_ty};
-use crate::ptx::*;
+use super::builder::{Emitter, bits_or_float, mem_ty, segment_clamp};
 use crate::ir::{Arrangement, DType, OpId};
-use crate::planner::{ExchangePlan, PositionForm, SyncScope};
+use crate::planner::{ExchangePlan, PositionForm};
+use crate::ptx::*;
 use smallvec::smallvec;
 
+/// One exchange to lower: its op, its plan and the payload's dtype, and, for an exchange of
+/// a load or store, the valid count.
+#[derive(Clone, Copy)]
+pub(crate) struct ExchangeSite<'a> {
+    /// The op the exchange belongs to (its barriers stand before the op's steps).
+    pub op: OpId,
+    /// The exchange.
+    pub plan: &'a ExchangePlan,
+    /// The payload's dtype.
+    pub dtype: DType,
+    /// The block tile's valid count: only slots of valid positions are written and read.
+    pub valid: Option<Reg>,
+    /// With a valid count, whether result slots at invalid positions keep their contents (a
+    /// load without a default); else (a store, which never writes them) they may take any
+    /// value.
+    pub keep_invalid: bool,
+}
+
+/// The shared region of this thread's exchange group: the plan, the thread's rank in the
+/// group, the region's address and the slots' memory type.
+#[derive(Clone, Copy)]
+struct Region<'a> {
+    e: &'a ExchangePlan,
+    rank: Reg,
+    base: Reg,
+    mty: Ty,
+}
+
 impl Emitter<'_> {
-    /// Emits the barriers the plan puts before step `step` of `op`.
-    pub(crate) fn sync_point(&mut self, op: OpId, step: u8) {
-        let scopes = self
-            .barrier_scopes
-            .get(&(op, step))
-            .cloned()
-            .unwrap_or_default();
-        for scope in scopes {
-            match scope {
-                SyncScope::Block => self.op(Op::BarSync { id: 0, count: None }),
-                SyncScope::Group { threads } if threads >= 32 => self.op(Op::BarWarpSync {
-                    mask: Operand::Imm(-1),
-                }),
-                SyncScope::Group { threads } => {
-                    let mask = self.group_mask(threads);
-                    self.op(Op::BarWarpSync { mask });
-                }
-            }
-        }
-    }
-
-    /// The member mask of this thread's group of `w` consecutive threads (a logical warp, an
-    /// exchange group): the lanes of the group that exist. Groups lie inside one warp (the
-    /// planner synchronizes groups across warps with the block). For a power-of-two `w` over
-    /// whole groups, `((1 << w) - 1) << (lane & !(w - 1))`; all lanes for `w >= 32` over
-    /// whole warps.
-    pub(crate) fn group_mask(&mut self, w: u32) -> Operand {
-        let block = self.plan.block_threads;
-        let w = w.clamp(1, 32);
-        let whole = block.is_multiple_of(w);
-        if w == 32 && whole {
-            return Operand::Imm(-1);
-        }
-        if block <= w {
-            // One group: the block's lanes.
-            return Operand::Imm(((1i64 << block) - 1) & 0xffff_ffff);
-        }
-        let lane = self.special(Special::Laneid);
-        let start = if w.is_power_of_two() {
-            self.u32op(
-                BinOp::And,
-                lane.into(),
-                Operand::Imm(!(w as i64 - 1) & 0xffff_ffff),
-            )
-        } else {
-            let rank = self.u32op(BinOp::Rem, lane.into(), Operand::Imm(w as i64));
-            self.u32op(BinOp::Sub, lane.into(), rank.into())
-        };
-        let mask = self.reg(RegClass::B32);
-        self.op(Op::Mov {
-            ty: Ty::B32,
-            dst: mask,
-            src: Operand::Imm((1i64 << w) - 1),
-        });
-        if !whole {
-            // The last group has only `block % w` threads.
-            let tid = self.tid();
-            let last = self.setp(
-                Cmp::Ge,
-                Ty::U32,
-                tid.into(),
-                Operand::Imm((block - block % w) as i64),
-            );
-            self.guarded(
-                last,
-                false,
-                Op::Mov {
-                    ty: Ty::B32,
-                    dst: mask,
-                    src: Operand::Imm((1i64 << (block % w)) - 1),
-                },
-            );
-        }
-        self.op(Op::Bin {
-            op: BinOp::Shl,
-            ty: Ty::B32,
-            dst: mask,
-            a: mask.into(),
-            b: start.into(),
-        });
-        mask.into()
-    }
-
-    /// Rearranges `src` into `dst` through shared memory as `e` says. With `valid` (the block
-    /// tile's valid count), only slots of valid positions are written and read; with
-    /// `keep_invalid` (a load without a default), result slots at invalid positions keep their
-    /// contents, else (a store, which never writes them) they may take any value.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn exchange(
-        &mut self,
-        op: OpId,
-        e: &ExchangePlan,
-        dtype: DType,
-        src: &[Reg],
-        dst: &[Reg],
-        valid: Option<Reg>,
-        keep_invalid: bool,
-    ) {
+    /// Rearranges `src` into `dst` as `x` says: through shared memory, or with shuffles.
+    pub(crate) fn exchange(&mut self, x: &ExchangeSite, src: &[Reg], dst: &[Reg]) {
+        let &ExchangeSite {
+            op,
+            plan: e,
+            dtype,
+            valid,
+            keep_invalid,
+        } = x;
         if e.via_shuffles {
             self.shuffle_exchange(e, dtype, src, dst);
             return;
@@ -198,6 +137,12 @@ impl Emitter<'_> {
             Some(w) => (w.as_slice(), w.as_slice()),
             None => (src, dst),
         };
+        let group = Region {
+            e,
+            rank,
+            base: region,
+            mty,
+        };
         for turn in 0..e.turns.unwrap_or(1) {
             let step = e.first_step + 2 * turn as u8;
             self.sync_point(op, step);
@@ -223,9 +168,9 @@ impl Emitter<'_> {
             // held through the region (the group's own bytes), and the result takes only
             // the valid ones below; no per-item predicate lives across the turns.
             let guard = if work.is_some() { None } else { vrem };
-            self.guarded_side(e, &e.write, rank, region, guard, from, mty, true);
+            self.guarded_side(&group, &e.write, guard, from, true);
             self.sync_point(op, step + 1);
-            self.guarded_side(e, &e.read, rank, region, guard, into, mty, false);
+            self.guarded_side(&group, &e.read, guard, into, false);
             if let Some(label) = skip {
                 self.op(Op::Label(label));
             }
@@ -308,20 +253,17 @@ impl Emitter<'_> {
     /// One side of an exchange; with a valid bound, a group whose whole region is valid takes
     /// an unguarded copy of the side (the common case), the others the guarded one. Barriers
     /// stay outside both, so every thread meets them at the same instruction.
-    #[allow(clippy::too_many_arguments)]
     fn guarded_side(
         &mut self,
-        e: &ExchangePlan,
+        g: &Region,
         a: &PositionForm,
-        rank: Reg,
-        region: Reg,
         vrem: Option<Reg>,
         regs: &[Reg],
-        mty: Ty,
         write: bool,
     ) {
+        let e = g.e;
         let Some(v) = vrem else {
-            self.side(e, a, rank, region, None, regs, mty, write);
+            self.side(g, a, None, regs, write);
             return;
         };
         let full = self.setp(
@@ -333,24 +275,19 @@ impl Emitter<'_> {
         self.split(
             full,
             false,
-            |me| me.side(e, a, rank, region, None, regs, mty, write),
-            |me| me.side(e, a, rank, region, vrem, regs, mty, write),
+            |me| me.side(g, a, None, regs, write),
+            |me| me.side(g, a, vrem, regs, write),
         );
     }
 
     /// One side of an exchange: every slot written to (or read from) its position in `a`.
-    #[allow(clippy::too_many_arguments)]
-    fn side(
-        &mut self,
-        e: &ExchangePlan,
-        a: &PositionForm,
-        rank: Reg,
-        region: Reg,
-        vrem: Option<Reg>,
-        regs: &[Reg],
-        mty: Ty,
-        write: bool,
-    ) {
+    fn side(&mut self, g: &Region, a: &PositionForm, vrem: Option<Reg>, regs: &[Reg], write: bool) {
+        let Region {
+            e,
+            rank,
+            base: region,
+            mty,
+        } = *g;
         let es = e.elem_bytes as i64;
         let stride = a.item_stride;
         let part = |r: u32| a.thread_part(r);
@@ -486,9 +423,9 @@ impl Emitter<'_> {
         // first; other groups (a block of fewer than 32 threads) name lanes of the warp.
         let segments = s.is_power_of_two();
         let c = if segments {
-            (((32 - s.min(32)) << 8) | 0x1f) as i64
+            segment_clamp(s)
         } else {
-            0x1f
+            segment_clamp(32)
         };
         let group_lane = (!segments).then(|| self.u32op(BinOp::Sub, tid.into(), rank.into()));
         let part = self.thread_part(&e.read, s, rank);
@@ -538,7 +475,7 @@ impl Emitter<'_> {
             }
             if let Some(v) = value {
                 self.op(Op::Mov {
-                    ty: super::expr::bits_or_float(d),
+                    ty: bits_or_float(d),
                     dst: out,
                     src: v.into(),
                 });

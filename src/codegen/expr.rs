@@ -1,48 +1,11 @@
-//! Lowering of expressions to PTX instructions, and the dtype ↔ PTX type mapping.
+//! Lowering of expressions to PTX instructions, and of reduction operators.
 
-use super::emit::Emitter;
-use crate::ptx::*;
+use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty};
 use crate::ir::expr::{BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
-use crate::ir::{DType, ExprId, OpId};
+use crate::ir::ops::ReduceOp;
+use crate::ir::{DType, ExprId};
+use crate::ptx::*;
 use std::collections::HashMap;
-
-/// The PTX type of a dtype in memory and in parameter lists.
-pub fn mem_ty(d: DType) -> Ty {
-    match d {
-        DType::I8 => Ty::S8,
-        DType::I16 => Ty::S16,
-        DType::I32 => Ty::S32,
-        DType::I64 => Ty::S64,
-        DType::U8 => Ty::U8,
-        DType::U16 => Ty::U16,
-        DType::U32 => Ty::U32,
-        DType::U64 => Ty::U64,
-        DType::F32 => Ty::F32,
-        DType::F64 => Ty::F64,
-    }
-}
-
-/// The PTX type arithmetic on a dtype uses: narrow integers compute in 32 bits.
-pub fn arith_ty(d: DType) -> Ty {
-    match d {
-        DType::I8 | DType::I16 | DType::I32 => Ty::S32,
-        DType::U8 | DType::U16 | DType::U32 => Ty::U32,
-        other => mem_ty(other),
-    }
-}
-
-/// The register class holding a dtype.
-pub fn class(d: DType) -> RegClass {
-    RegClass::of(arith_ty(d))
-}
-
-fn is_narrow(d: DType) -> bool {
-    d.bytes() < 4
-}
-
-fn bits_ty(d: DType) -> Ty {
-    if d.bytes() == 8 { Ty::B64 } else { Ty::B32 }
-}
 
 /// Values an expression may refer to besides the kernel-wide ones.
 #[derive(Debug, Clone, Default)]
@@ -202,43 +165,6 @@ impl Emitter<'_> {
         p
     }
 
-    /// Re-establishes the narrow-integer invariant (sign- or zero-extended from the width).
-    pub fn normalize(&mut self, d: DType, r: Reg) {
-        if is_narrow(d) {
-            let wide = if d.is_signed_int() { Ty::S32 } else { Ty::U32 };
-            self.op(Op::Cvt {
-                round: None,
-                sat: false,
-                dty: wide,
-                sty: mem_ty(d),
-                dst: r,
-                src: r,
-            });
-        }
-    }
-
-    /// Moves a constant (given as the dtype's bits) into a new register.
-    pub fn constant(&mut self, d: DType, bits: u64) -> Reg {
-        let dst = self.reg(class(d));
-        let src = match d {
-            DType::F32 => Operand::F32(f32::from_bits(bits as u32)),
-            DType::F64 => Operand::F64(f64::from_bits(bits)),
-            DType::I8 => Operand::Imm(bits as u8 as i8 as i64),
-            DType::I16 => Operand::Imm(bits as u16 as i16 as i64),
-            DType::I32 => Operand::Imm(bits as u32 as i32 as i64),
-            DType::U8 => Operand::Imm(bits as u8 as i64),
-            DType::U16 => Operand::Imm(bits as u16 as i64),
-            DType::U32 => Operand::Imm(bits as u32 as i64),
-            DType::I64 | DType::U64 => Operand::Imm(bits as i64),
-        };
-        let ty = match d {
-            DType::I64 | DType::U64 => Ty::B64,
-            other => arith_ty(other),
-        };
-        self.op(Op::Mov { ty, dst, src });
-        dst
-    }
-
     fn eval_value(
         &mut self,
         d: DType,
@@ -368,6 +294,28 @@ impl Emitter<'_> {
                 r
             }
         }
+    }
+
+    /// `a op b` for a reduction operator.
+    pub(crate) fn combine_op(&mut self, op: ReduceOp, d: DType, a: Reg, b: Reg) -> Reg {
+        let bin = match op {
+            ReduceOp::Sum => B::Add,
+            ReduceOp::Product => B::Mul,
+            ReduceOp::Min => B::Min,
+            ReduceOp::Max => B::Max,
+            ReduceOp::BitAnd => B::And,
+            ReduceOp::BitOr => B::Or,
+            ReduceOp::BitXor => B::Xor,
+            ReduceOp::Custom { expr, .. } => {
+                let ctx = Ctx {
+                    args: vec![a, b],
+                    item: None,
+                };
+                let mut memo = HashMap::new();
+                return self.eval(expr, &ctx, &mut memo);
+            }
+        };
+        self.binary(d, bin, a, b)
     }
 
     pub(crate) fn binary(&mut self, d: DType, op: B, a: Reg, b: Reg) -> Reg {
@@ -576,33 +524,5 @@ impl Emitter<'_> {
             }
         }
         r
-    }
-
-    pub(crate) fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
-        self.op(Op::Cvt {
-            round,
-            sat: false,
-            dty,
-            sty,
-            dst,
-            src,
-        });
-    }
-
-    /// The registers of a loop's variable.
-    pub fn loop_var(&mut self, op: OpId, field: u8) -> Reg {
-        match self.loop_regs.get(&op) {
-            Some(regs) => regs[(field as usize).min(2)],
-            None => self.constant(DType::U32, 0),
-        }
-    }
-}
-
-/// The type `selp`/`mov` use for a dtype's register.
-pub fn bits_or_float(d: DType) -> Ty {
-    match d {
-        DType::F32 => Ty::F32,
-        DType::F64 => Ty::F64,
-        other => bits_ty(other),
     }
 }

@@ -6,11 +6,11 @@
 //! shared memory across a block (written at the plan's first step, read after the planned
 //! barrier). Items inside a thread use their own neighbours directly.
 
-use super::emit::Emitter;
-use super::expr::{Ctx, bits_or_float, class};
-use crate::ptx::*;
+use super::builder::{Emitter, bits_or_float, class, segment_clamp};
+use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
+use crate::ptx::*;
 use std::collections::HashMap;
 
 impl Emitter<'_> {
@@ -103,7 +103,7 @@ impl Emitter<'_> {
         let mut shifted: Option<Reg> = None;
         let nv = if threads <= 32 {
             let mask = self.group_mask(threads);
-            let c = (((32 - threads) << 8) | 0x1f) as i64;
+            let c = segment_clamp(threads);
             if nb.shifted_out.is_some() {
                 shifted =
                     Some(self.shuffle_value(ShflMode::Idx, share, Operand::Imm(out_rank), c, mask));

@@ -10,151 +10,37 @@
 //! raking for commutative operators (threads past the first warp share, warp 0 folds them into
 //! its own values).
 
-use super::emit::Emitter;
-use super::expr::{Ctx, bits_or_float, class, mem_ty};
-use crate::ptx::*;
-use crate::ir::expr::BinaryOp;
+use super::builder::{Emitter, bits_or_float, class, mem_ty, segment_clamp};
+use super::expr::Ctx;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};
-use crate::planner::{CollectivePlan, padded_slot};
+use crate::planner::CollectivePlan;
+use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
 
+/// A reduction across the lanes of logical warps: the operator and dtype, the warp's width,
+/// this thread's rank in it, and the warp's member mask.
+#[derive(Clone, Copy)]
+struct WarpFold {
+    op: ReduceOp,
+    d: DType,
+    w: u32,
+    rank: Reg,
+    mask: Operand,
+}
+
 impl Emitter<'_> {
-    /// `a op b` for a reduction operator.
-    pub(crate) fn combine_op(&mut self, op: ReduceOp, d: DType, a: Reg, b: Reg) -> Reg {
-        let bin = match op {
-            ReduceOp::Sum => BinaryOp::Add,
-            ReduceOp::Product => BinaryOp::Mul,
-            ReduceOp::Min => BinaryOp::Min,
-            ReduceOp::Max => BinaryOp::Max,
-            ReduceOp::BitAnd => BinaryOp::And,
-            ReduceOp::BitOr => BinaryOp::Or,
-            ReduceOp::BitXor => BinaryOp::Xor,
-            ReduceOp::Custom { expr, .. } => {
-                let ctx = Ctx {
-                    args: vec![a, b],
-                    item: None,
-                };
-                let mut memo = HashMap::new();
-                return self.eval(expr, &ctx, &mut memo);
-            }
-        };
-        self.binary(d, bin, a, b)
-    }
-
-    /// `shfl.sync` of a value of any dtype (64-bit values move as two halves).
-    pub(crate) fn shuffle_value(
-        &mut self,
-        mode: ShflMode,
-        v: Reg,
-        b: Operand,
-        c: i64,
-        mask: Operand,
-    ) -> Reg {
-        self.shuffle(mode, v, b, c, mask, None)
-    }
-
-    /// [`Self::shuffle_value`], and whether the source lane was in range (inside the
-    /// segment `c` sets): `shfl.sync`'s predicate output, so no comparison is needed.
-    pub(crate) fn shuffle_in_range(
-        &mut self,
-        mode: ShflMode,
-        v: Reg,
-        b: Operand,
-        c: i64,
-        mask: Operand,
-    ) -> (Reg, Reg) {
-        let p = self.reg(RegClass::Pred);
-        (self.shuffle(mode, v, b, c, mask, Some(p)), p)
-    }
-
-    /// A shuffle of any dtype; `in_range` receives the predicate output of the (first) `shfl`.
-    fn shuffle(
-        &mut self,
-        mode: ShflMode,
-        v: Reg,
-        b: Operand,
-        c: i64,
-        mask: Operand,
-        in_range: Option<Reg>,
-    ) -> Reg {
-        let one = |e: &mut Self, src: Reg, pred: Option<Reg>| {
-            let dst = e.reg(src.class);
-            e.op(Op::Shfl {
-                mode,
-                dst,
-                pred,
-                src: src.into(),
-                b,
-                c: Operand::Imm(c),
-                mask,
-            });
-            dst
-        };
-        match v.class {
-            RegClass::B32 | RegClass::F32 => one(self, v, in_range),
-            _ => {
-                let bits = if v.class == RegClass::F64 {
-                    let r = self.reg(RegClass::B64);
-                    self.op(Op::Mov {
-                        ty: Ty::B64,
-                        dst: r,
-                        src: v.into(),
-                    });
-                    r
-                } else {
-                    v
-                };
-                // Two 32-bit halves: lo = bits, hi = bits >> 32; shuffled, then joined.
-                let lo = self.reg(RegClass::B32);
-                self.cvt(None, Ty::U32, Ty::U64, lo, bits);
-                let shifted = self.reg(RegClass::B64);
-                self.bin_into(BinOp::Shr, Ty::U64, shifted, bits.into(), 32);
-                let hi = self.reg(RegClass::B32);
-                self.cvt(None, Ty::U32, Ty::U64, hi, shifted);
-                let (lo2, hi2) = (one(self, lo, in_range), one(self, hi, None));
-                let wide_lo = self.reg(RegClass::B64);
-                self.cvt(None, Ty::U64, Ty::U32, wide_lo, lo2);
-                let wide_hi = self.reg(RegClass::B64);
-                self.cvt(None, Ty::U64, Ty::U32, wide_hi, hi2);
-                self.bin_into(BinOp::Shl, Ty::B64, wide_hi, wide_hi.into(), 32);
-                let joined = self.reg(RegClass::B64);
-                self.op(Op::Bin {
-                    op: BinOp::Or,
-                    ty: Ty::B64,
-                    dst: joined,
-                    a: wide_lo.into(),
-                    b: wide_hi.into(),
-                });
-                if v.class == RegClass::F64 {
-                    let r = self.reg(RegClass::F64);
-                    self.op(Op::Mov {
-                        ty: Ty::B64,
-                        dst: r,
-                        src: joined.into(),
-                    });
-                    r
-                } else {
-                    joined
-                }
-            }
-        }
-    }
-
-    /// Reduces `acc` over logical warps of `w` lanes; the result is at each warp's rank 0 (at
+    /// Reduces `acc` over logical warps as `f` says; the result is at each warp's rank 0 (at
     /// every rank when `redux.sync` does it). With `limit`, only ranks below it take part.
-    #[allow(clippy::too_many_arguments)]
-    fn warp_reduce(
-        &mut self,
-        op: ReduceOp,
-        d: DType,
-        acc: Reg,
-        w: u32,
-        rank: Reg,
-        limit: Option<Reg>,
-        mask: Operand,
-    ) -> Reg {
+    fn warp_reduce(&mut self, f: &WarpFold, acc: Reg, limit: Option<Reg>) -> Reg {
+        let WarpFold {
+            op,
+            d,
+            w,
+            rank,
+            mask,
+        } = *f;
         let redux = match op {
             ReduceOp::Sum => Some(AtomOp::Add),
             ReduceOp::Min => Some(AtomOp::Min),
@@ -189,7 +75,7 @@ impl Emitter<'_> {
             self.normalize(d, r);
             return r;
         }
-        let c = (((32 - w.min(32)) << 8) | 0x1f) as i64;
+        let c = segment_clamp(w);
         let mut acc = acc;
         let mut off = 1;
         while off < w {
@@ -217,75 +103,9 @@ impl Emitter<'_> {
         acc
     }
 
-    /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
-    /// slot, padding included).
-    pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
-        let slot = self.padded_slot(index, c.padding());
-        self.scaled_collective_addr(c, slot, c.elem_bytes)
-    }
-
-    /// The slot of position `p` with one unused slot after every `every` positions: the plan's
-    /// [`padded_slot`], evaluated at run time for a register.
-    pub(crate) fn padded_slot(&mut self, p: Operand, every: Option<u32>) -> Operand {
-        match (p, every) {
-            (_, None) => p,
-            (Operand::Imm(i), every) => Operand::Imm(padded_slot(i as u32, every) as i64),
-            (p, Some(n)) => {
-                let pads = self.u32op(BinOp::Div, p, Operand::Imm(n.max(1) as i64));
-                self.u32op(BinOp::Add, p, pads.into()).into()
-            }
-        }
-    }
-
-    /// The address of slot `slot` (already past the padding) of a collective's slice.
-    pub(crate) fn collective_slot_addr(&mut self, c: &CollectivePlan, slot: u32) -> Reg {
-        self.scaled_collective_addr(c, Operand::Imm(slot as i64), c.elem_bytes)
-    }
-
-    /// The address of the first entry of raking lane `lane`'s segment; the segment's entries
-    /// follow at `elem_bytes` steps (padding only falls between segments).
-    pub(crate) fn segment_addr(&mut self, c: &CollectivePlan, lane: Reg) -> Reg {
-        self.scaled_collective_addr(c, lane.into(), c.segment_stride() * c.elem_bytes)
-    }
-
-    /// `smem + slice offset + index * scale`.
-    fn scaled_collective_addr(&mut self, c: &CollectivePlan, index: Operand, scale: u32) -> Reg {
-        let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
-        let base = self.smem_base();
-        let a = self.reg(RegClass::B32);
-        self.op(Op::Mad {
-            ty: Ty::U32,
-            dst: a,
-            a: index,
-            b: Operand::Imm(scale as i64),
-            c: base.into(),
-        });
-        if offset != 0 {
-            self.op(Op::Bin {
-                op: BinOp::Add,
-                ty: Ty::U32,
-                dst: a,
-                a: a.into(),
-                b: Operand::Imm(offset as i64),
-            });
-        }
-        a
-    }
-
     /// A predicate `a < b` (unsigned).
     fn below(&mut self, a: Operand, b: Operand) -> Reg {
         self.setp(Cmp::Lt, Ty::U32, a, b)
-    }
-
-    /// `op.ty dst, a, imm`.
-    fn bin_into(&mut self, op: BinOp, ty: Ty, dst: Reg, a: Operand, imm: i64) {
-        self.op(Op::Bin {
-            op,
-            ty,
-            dst,
-            a,
-            b: Operand::Imm(imm),
-        });
     }
 
     /// Lowers a reduction.
@@ -330,9 +150,19 @@ impl Emitter<'_> {
         let result = if threads <= 32 {
             let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64));
             let mask = self.group_mask(threads);
-            let mut res = self.warp_reduce(r.op, d, acc, threads, rank, valid, mask);
+            let mut res = self.warp_reduce(
+                &WarpFold {
+                    op: r.op,
+                    d,
+                    w: threads,
+                    rank,
+                    mask,
+                },
+                acc,
+                valid,
+            );
             if r.broadcast {
-                let c = (((32 - threads) << 8) | 0x1f) as i64;
+                let c = segment_clamp(threads);
                 res = self.shuffle_value(ShflMode::Idx, res, Operand::Imm(0), c, mask);
             }
             res
@@ -348,7 +178,6 @@ impl Emitter<'_> {
 
     /// The block part of a reduction; the result is at thread 0 (every thread with
     /// broadcast).
-    #[allow(clippy::too_many_arguments)]
     fn block_reduce(
         &mut self,
         op: OpId,
@@ -363,6 +192,13 @@ impl Emitter<'_> {
         let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
         let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
         let full = Operand::Imm(-1);
+        let fold = WarpFold {
+            op: r.op,
+            d,
+            w: 32,
+            rank: lane,
+            mask: full,
+        };
         let f = c.first_step;
         let skip_write = self.label();
         let after_raking = self.label();
@@ -376,7 +212,7 @@ impl Emitter<'_> {
                     let share = self.u32op(BinOp::Sub, above.into(), start.into());
                     self.u32op(BinOp::Min, share.into(), Operand::Imm(32))
                 });
-                let part = self.warp_reduce(r.op, d, acc, 32, lane, limit, full);
+                let part = self.warp_reduce(&fold, acc, limit);
                 self.sync_point(op, f);
                 // Lane 0 of each warp with a valid thread shares its warp's value.
                 let lead = self.setp(Cmp::Ne, Ty::U32, lane.into(), Operand::Imm(0));
@@ -443,7 +279,7 @@ impl Emitter<'_> {
                     });
                     w
                 }));
-                let total = self.warp_reduce(r.op, d, v, 32, lane, limit, full);
+                let total = self.warp_reduce(&fold, v, limit);
                 self.op(Op::Mov {
                     ty: bits_or_float(d),
                     dst: result,
@@ -640,7 +476,7 @@ impl Emitter<'_> {
                     });
                     Some(w)
                 };
-                let total = self.warp_reduce(r.op, d, folded, 32, lane, limit, full);
+                let total = self.warp_reduce(&fold, folded, limit);
                 self.op(Op::Mov {
                     ty: bits_or_float(d),
                     dst: result,

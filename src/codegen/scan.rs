@@ -8,31 +8,22 @@
 //! prefix back, and every thread reads its own. A prefix callback's value is rank 0's, handed
 //! to the group through one more shared slot (a block) or a shuffle (a warp).
 
-use super::emit::Emitter;
-use super::expr::{Ctx, bits_or_float, class, mem_ty};
-use crate::ptx::*;
+use super::builder::{Emitter, bits_or_float, class, segment_clamp, up_clamp};
+use super::expr::Ctx;
 use crate::ir::ops::{ScanAlgorithm, ScanSpec};
-use crate::ir::{DType, OpId};
+use crate::ir::{DType, OpId, RegionId};
 use crate::planner::CollectivePlan;
-use smallvec::smallvec;
+use crate::ptx::*;
 use std::collections::HashMap;
 
 impl Emitter<'_> {
-    /// `p ? a : b` for a value of dtype `d`.
-    pub(crate) fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
-        let r = self.reg(class(d));
-        self.op(Op::Selp {
-            ty: bits_or_float(d),
-            dst: r,
-            a: a.into(),
-            b: b.into(),
-            p,
-        });
-        r
-    }
-
-    /// Lowers a scan.
-    pub(crate) fn scan(&mut self, op: OpId, sc: &ScanSpec) {
+    /// Lowers a scan; `lower_callback` lowers the ops of its prefix callback in place.
+    pub(crate) fn scan(
+        &mut self,
+        op: OpId,
+        sc: &ScanSpec,
+        lower_callback: impl FnOnce(&mut Self, RegionId),
+    ) {
         let d = self.ir.datas[sc.src.index()].dtype;
         let x = self.data_regs(sc.src).to_vec();
         let out = self.data_regs(sc.dst).to_vec();
@@ -71,7 +62,7 @@ impl Emitter<'_> {
         let mask = self.group_mask(w);
         let (prefix, has_prefix, aggregate) = if threads <= 32 {
             let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
-            let c = (((32 - w) << 8) | 0x1f) as i64;
+            let c = segment_clamp(w);
             // The total is the inclusive value of the last rank holding a valid position.
             let last: Operand = match valid {
                 None => Operand::Imm(w as i64 - 1),
@@ -183,12 +174,12 @@ impl Emitter<'_> {
                         all
                     }
                     _ if threads > 1 => {
-                        let c = (((32 - w) << 8) | 0x1f) as i64;
+                        let c = segment_clamp(w);
                         self.shuffle_value(ShflMode::Idx, held, Operand::Imm(0), c, mask)
                     }
                     _ => held,
                 };
-                self.lower_region(cb.body);
+                lower_callback(self, cb.body);
                 Some(seed)
             }
         };
@@ -237,7 +228,7 @@ impl Emitter<'_> {
         mask: Operand,
     ) -> (Reg, Reg, Reg) {
         // Inclusive scan of thread totals within the (logical) warp.
-        let up_c = ((32 - w) << 8) as i64;
+        let up_c = up_clamp(w);
         let mut incl = total;
         let mut off = 1;
         while off < w {
@@ -258,29 +249,6 @@ impl Emitter<'_> {
     fn shared_at(&mut self, load: bool, d: DType, cp: &CollectivePlan, index: Operand, v: Reg) {
         let a = self.collective_addr(cp, index);
         self.shared_value(load, d, a, v);
-    }
-
-    /// A shared-memory load into, or store of, `v`.
-    pub(crate) fn shared_access(&mut self, load: bool, d: DType, addr: Address, v: Reg) {
-        self.op(shared_op(load, d, addr, v));
-    }
-
-    /// A shared-memory load into, or store of, `value` at `[addr]`.
-    pub(crate) fn shared_value(&mut self, load: bool, d: DType, addr: Reg, value: Reg) {
-        let address = Address {
-            base: AddrBase::Reg(addr),
-            offset: 0,
-        };
-        self.shared_access(load, d, address, value);
-    }
-
-    /// [`Self::shared_access`] at `[addr]`, only where `p` holds.
-    pub(crate) fn shared_access_if(&mut self, p: Reg, load: bool, d: DType, addr: Reg, v: Reg) {
-        let addr = Address {
-            base: AddrBase::Reg(addr),
-            offset: 0,
-        };
-        self.guarded(p, false, shared_op(load, d, addr, v));
     }
 
     /// The raking block part of a scan: every thread shares its total; lane `l` of the first
@@ -332,7 +300,13 @@ impl Emitter<'_> {
         let seg_total = running[running.len() - 1];
         let full = Operand::Imm(-1);
         let (incl, seg_excl, lane_has) = self.warp_scan_totals(sc, d, seg_total, lane, 32, full);
-        let block_total = self.shuffle_value(ShflMode::Idx, incl, Operand::Imm(31), 0x1f, full);
+        let block_total = self.shuffle_value(
+            ShflMode::Idx,
+            incl,
+            Operand::Imm(31),
+            segment_clamp(32),
+            full,
+        );
         // Down-sweep: entry j's prefix = segment prefix (op) running value of entry j - 1.
         // Without memoizing, the running values are recomputed from the entries, each read
         // before its prefix overwrites it (the second pass over shared memory).
@@ -374,24 +348,5 @@ impl Emitter<'_> {
         self.shared_at(true, d, cp, Operand::Imm(cp.entries as i64), agg);
         let has = self.setp(Cmp::Ne, Ty::U32, tid.into(), Operand::Imm(0));
         (prefix, has, agg)
-    }
-}
-
-/// A shared-memory load into, or store of, `v`.
-fn shared_op(load: bool, d: DType, addr: Address, v: Reg) -> Op {
-    if load {
-        Op::Ld {
-            space: Space::Shared,
-            ty: mem_ty(d),
-            dst: smallvec![v],
-            addr,
-        }
-    } else {
-        Op::St {
-            space: Space::Shared,
-            ty: mem_ty(d),
-            addr,
-            src: smallvec![v.into()],
-        }
     }
 }

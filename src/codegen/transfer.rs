@@ -1,5 +1,6 @@
-//! Lowering of loads and stores: global accesses (scalar or vector) and, for the transposing
-//! algorithms, the exchange through shared memory.
+//! Lowering of the global side of loads and stores: global accesses, scalar or vector (the
+//! exchanges of the transposing algorithms run before a store's moves and after a load's;
+//! `emit.rs` puts them there).
 //!
 //! An access group of `G` threads (see [`TransferPlan`]) moves its tile at
 //! `offset + group_index * G * K`; rank `r` moves item `i` at tile element
@@ -15,12 +16,12 @@
 //! positions the global accesses skip. Indices are 32-bit: the runtime passes a longer buffer's
 //! length as `u32::MAX`, and no valid position's index wraps, since each is below the length.
 
-use super::emit::Emitter;
-use super::expr::{Ctx, bits_or_float, mem_ty};
-use crate::ptx::*;
+use super::builder::{Emitter, bits_or_float, mem_ty};
+use super::expr::Ctx;
 use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, DType, OpId};
 use crate::planner::TransferPlan;
+use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
 
@@ -51,6 +52,21 @@ struct Bounds {
     start: Option<Reg>,
 }
 
+/// The global side of a load or store, prepared by [`Emitter::global_side`].
+pub(crate) struct GlobalSide {
+    plan: TransferPlan,
+    is_load: bool,
+    space: Space,
+    dtype: DType,
+    ptr: Reg,
+    offset: Reg,
+    /// This thread's rank in its access group, and where the group's tile starts.
+    group: (Reg, Option<Reg>),
+    bounds: Option<Bounds>,
+    /// The valid bound as a count of the block's tile, as the transfer's exchanges take it.
+    pub(crate) exchange_bound: Option<Reg>,
+}
+
 /// One load's or store's global moves: direction, space, element type, plan and addresses.
 #[derive(Clone, Copy)]
 struct Moves<'a> {
@@ -62,25 +78,6 @@ struct Moves<'a> {
 }
 
 impl Emitter<'_> {
-    /// `op.u32 dst, a, b` into a new register.
-    pub(crate) fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
-        let r = self.reg(RegClass::B32);
-        // Bitwise operations exist only at `.b32`.
-        let ty = if op.accepts(Ty::U32) {
-            Ty::U32
-        } else {
-            Ty::B32
-        };
-        self.op(Op::Bin {
-            op,
-            ty,
-            dst: r,
-            a,
-            b,
-        });
-        r
-    }
-
     /// The block tile's offset and valid count of a transfer. A count of a block group's own
     /// tile is a count of the block's tile.
     fn tile_of(&mut self, t: &Transfer, plan: &TransferPlan) -> (Reg, Option<Count>) {
@@ -400,17 +397,21 @@ impl Emitter<'_> {
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
     }
 
-    /// Lowers a load or store, with any conversion of its payload and its own exchange.
-    pub(crate) fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
-        let Some(plan) = self.plan.transfers.get(op.index()).and_then(|p| p.clone()) else {
-            return;
-        };
-        let exchanges = self
+    /// Prepares the global side of a load or store: the tile's offset and valid count, this
+    /// thread's access group and valid bounds and, with `exchanged` (the plan gives the
+    /// transfer exchanges), the bound as its exchanges take it.
+    pub(crate) fn global_side(
+        &mut self,
+        op: OpId,
+        t: &Transfer,
+        is_load: bool,
+        exchanged: bool,
+    ) -> Option<GlobalSide> {
+        let plan = self
             .plan
-            .exchanges
+            .transfers
             .get(op.index())
-            .cloned()
-            .unwrap_or_default();
+            .and_then(|p| p.clone())?;
         let dtype = self.ir.params[t.param.index()].dtype;
         let (offset, count) = self.tile_of(t, &plan);
         let ptr = self.param_reg(t.param);
@@ -427,54 +428,36 @@ impl Emitter<'_> {
         });
         let bounds = self.valid_bounds(&plan, count, room, group.1);
         // Exchanges take the bound as a count of the block's tile.
-        let valid = match &bounds {
-            Some(b) if !exchanges.is_empty() => Some(self.block_bound(b)),
+        let exchange_bound = match &bounds {
+            Some(b) if exchanged => Some(self.block_bound(b)),
             _ => None,
         };
-        let own = exchanges.iter().find(|e| e.data.is_none()).cloned();
-        let data_regs = self.data_regs(t.data).to_vec();
-        if is_load {
-            // With a default for invalid slots every slot is written, so the exchange needs
-            // no guards; without one, invalid slots stay unwritten on both sides.
-            let guard = if t.oob_default.is_some() { None } else { valid };
-            let staged = match &own {
-                Some(_) => self.fresh_like(&data_regs),
-                None => data_regs.clone(),
-            };
-            let a = self.access(&plan, ptr, dtype.bytes(), offset, group, bounds.as_ref());
-            let m = Moves {
-                is_load: true,
-                space,
-                dtype,
-                plan: &plan,
-                a: &a,
-            };
-            self.global(&m, &staged, t.oob_default);
-            if let Some(e) = own {
-                self.exchange(op, &e, dtype, &staged, &data_regs, guard, true);
-            }
-        } else {
-            let mut regs = data_regs;
-            for e in exchanges.iter().filter(|e| e.data == Some(t.data)) {
-                let out = self.fresh_like(&regs);
-                self.exchange(op, e, dtype, &regs, &out, valid, false);
-                regs = out;
-            }
-            if let Some(e) = own {
-                let out = self.fresh_like(&regs);
-                self.exchange(op, &e, dtype, &regs, &out, valid, false);
-                regs = out;
-            }
-            let a = self.access(&plan, ptr, dtype.bytes(), offset, group, bounds.as_ref());
-            let m = Moves {
-                is_load: false,
-                space,
-                dtype,
-                plan: &plan,
-                a: &a,
-            };
-            self.global(&m, &regs, None);
-        }
+        Some(GlobalSide {
+            plan,
+            is_load,
+            space,
+            dtype,
+            ptr,
+            offset,
+            group,
+            bounds,
+            exchange_bound,
+        })
+    }
+
+    /// The global moves of a load (into `regs`, invalid slots set to `oob` where given) or of
+    /// a store (from `regs`).
+    pub(crate) fn global_moves(&mut self, g: &GlobalSide, regs: &[Reg], oob: Option<u64>) {
+        let size = g.dtype.bytes();
+        let a = self.access(&g.plan, g.ptr, size, g.offset, g.group, g.bounds.as_ref());
+        let m = Moves {
+            is_load: g.is_load,
+            space: g.space,
+            dtype: g.dtype,
+            plan: &g.plan,
+            a: &a,
+        };
+        self.global(&m, regs, oob);
     }
 
     fn global(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
@@ -484,10 +467,5 @@ impl Emitter<'_> {
         } else {
             self.scalar_moves(m, regs, oob);
         }
-    }
-
-    /// Fresh registers of the same classes.
-    pub(crate) fn fresh_like(&mut self, regs: &[Reg]) -> Vec<Reg> {
-        regs.iter().map(|r| self.reg(r.class)).collect()
     }
 }

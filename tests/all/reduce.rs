@@ -86,18 +86,28 @@ fn width(g: Group, block: u32) -> u32 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn check<T: Val>(
-    batch: &mut Batch,
+/// Threads per block, items per thread, and the group that computes.
+#[derive(Clone, Copy)]
+struct Shape {
     block: u32,
     items: u32,
     group: Group,
+}
+
+fn check<T: Val>(
+    batch: &mut Batch,
+    shape: Shape,
     op: Op,
     alg: ReduceAlgorithm,
     broadcast: bool,
     valid: Option<u32>,
     seed: u64,
 ) {
+    let Shape {
+        block,
+        items,
+        group,
+    } = shape;
     let name = format!(
         "reduce_{}_{block}x{items}_{}_{op:?}_{alg:?}_{broadcast}_{}",
         T::DTYPE,
@@ -194,21 +204,21 @@ fn sweep<T: Val>(seed: u64) {
                     continue;
                 }
                 for (block, items) in [(128u32, 4u32), (256, 1)] {
-                    check::<T>(&mut batch, block, items, g, op, alg, false, None, seed);
-                    check::<T>(&mut batch, block, items, g, op, alg, true, None, seed + 1);
+                    let shape = Shape {
+                        block,
+                        items,
+                        group: g,
+                    };
+                    check::<T>(&mut batch, shape, op, alg, false, None, seed);
+                    check::<T>(&mut batch, shape, op, alg, true, None, seed + 1);
                 }
                 for v in [1u32, 5, 100] {
-                    check::<T>(
-                        &mut batch,
-                        256,
-                        1,
-                        g,
-                        op,
-                        alg,
-                        true,
-                        Some(v),
-                        seed + v as u64,
-                    );
+                    let shape = Shape {
+                        block: 256,
+                        items: 1,
+                        group: g,
+                    };
+                    check::<T>(&mut batch, shape, op, alg, true, Some(v), seed + v as u64);
                 }
             }
         }
@@ -253,7 +263,12 @@ fn reduce_first_u64() {
     let probe = KernelBuilder::new("probe");
     for g in [probe.this_block(), probe.this_warp().group_by(16)] {
         for alg in [ReduceAlgorithm::WarpReductions, ReduceAlgorithm::Raking] {
-            check::<u64>(&mut batch, 64, 2, g, Op::First, alg, true, None, 9);
+            let shape = Shape {
+                block: 64,
+                items: 2,
+                group: g,
+            };
+            check::<u64>(&mut batch, shape, Op::First, alg, true, None, 9);
         }
     }
 }

@@ -73,17 +73,27 @@ fn width(g: Group, block: u32) -> u32 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn check<T: Val>(
-    batch: &mut Batch,
+/// Threads per block, items per thread, and the group that computes.
+#[derive(Clone, Copy)]
+struct Shape {
     block: u32,
     items: u32,
     group: Group,
+}
+
+fn check<T: Val>(
+    batch: &mut Batch,
+    shape: Shape,
     op: Op,
     inclusive: bool,
     initial: Option<i64>,
     seed: u64,
 ) {
+    let Shape {
+        block,
+        items,
+        group,
+    } = shape;
     let name = format!(
         "scan_{:?}_{}_{block}x{items}_{}_{op:?}_{inclusive}_{}",
         ALGORITHM.with(|a| a.get()),
@@ -177,9 +187,14 @@ fn sweep<T: Val>(seed: u64) {
     for g in groups {
         for op in [Op::Sum, Op::Max, Op::First] {
             for (block, items) in [(128u32, 4u32), (256, 1), (64, 3)] {
-                check::<T>(&mut batch, block, items, g, op, true, None, seed);
-                check::<T>(&mut batch, block, items, g, op, true, Some(5), seed + 1);
-                check::<T>(&mut batch, block, items, g, op, false, Some(-3), seed + 2);
+                let shape = Shape {
+                    block,
+                    items,
+                    group: g,
+                };
+                check::<T>(&mut batch, shape, op, true, None, seed);
+                check::<T>(&mut batch, shape, op, true, Some(5), seed + 1);
+                check::<T>(&mut batch, shape, op, false, Some(-3), seed + 2);
             }
         }
     }
@@ -321,9 +336,14 @@ fn raking_scans() {
         let g = probe.this_block();
         for op in [Op::Sum, Op::Max, Op::First] {
             for (block, items) in [(128u32, 4u32), (256, 1), (64, 3), (128, 2)] {
-                check::<i32>(&mut batch, block, items, g, op, false, Some(0), 23);
-                check::<i32>(&mut batch, block, items, g, op, true, None, 21);
-                check::<f32>(&mut batch, block, items, g, op, false, Some(-3), 22);
+                let shape = Shape {
+                    block,
+                    items,
+                    group: g,
+                };
+                check::<i32>(&mut batch, shape, op, false, Some(0), 23);
+                check::<i32>(&mut batch, shape, op, true, None, 21);
+                check::<f32>(&mut batch, shape, op, false, Some(-3), 22);
             }
         }
         ALGORITHM.with(|a| a.set(ScanAlgorithm::WarpScans));

@@ -1,0 +1,1029 @@
+//! The emission builder: the state of lowering one kernel and the instruction-level vocabulary
+//! that every lowering file speaks. Registers and instructions (guarded, strength-reduced),
+//! predicates and selects, two-path splits, the special registers read once, the payloads'
+//! registers, shuffles of any dtype with their clamp operands, the member masks of groups,
+//! the plan's barriers (`sync_point`), shared-memory addresses and accesses, and the dtype →
+//! PTX type mapping all live here.
+//!
+//! The lowering files build on this file and never on each other: `expr.rs` lowers
+//! expressions and operators; `transfer.rs`, `exchange.rs`, `reduce.rs`, `scan.rs` and
+//! `neighbor.rs` lower ops with it and `expr.rs`; `emit.rs` walks the kernel and calls them.
+
+use crate::ir::ops::{Bounds, Role};
+use crate::ir::{ArrayId, DType, DataId, Info, Ir, OpId, ParamId};
+use crate::planner::{ArrayHome, CollectivePlan, Plan, SyncScope, padded_slot};
+use crate::ptx::*;
+use smallvec::{SmallVec, smallvec};
+use std::collections::HashMap;
+
+/// The PTX type of a dtype in memory and in parameter lists.
+pub fn mem_ty(d: DType) -> Ty {
+    match d {
+        DType::I8 => Ty::S8,
+        DType::I16 => Ty::S16,
+        DType::I32 => Ty::S32,
+        DType::I64 => Ty::S64,
+        DType::U8 => Ty::U8,
+        DType::U16 => Ty::U16,
+        DType::U32 => Ty::U32,
+        DType::U64 => Ty::U64,
+        DType::F32 => Ty::F32,
+        DType::F64 => Ty::F64,
+    }
+}
+
+/// The PTX type arithmetic on a dtype uses: narrow integers compute in 32 bits.
+pub fn arith_ty(d: DType) -> Ty {
+    match d {
+        DType::I8 | DType::I16 | DType::I32 => Ty::S32,
+        DType::U8 | DType::U16 | DType::U32 => Ty::U32,
+        other => mem_ty(other),
+    }
+}
+
+/// The register class holding a dtype.
+pub fn class(d: DType) -> RegClass {
+    RegClass::of(arith_ty(d))
+}
+
+/// Whether a dtype is narrower than its 32-bit register.
+pub(crate) fn is_narrow(d: DType) -> bool {
+    d.bytes() < 4
+}
+
+/// The untyped-bits PTX type of a dtype's register width.
+pub(crate) fn bits_ty(d: DType) -> Ty {
+    if d.bytes() == 8 { Ty::B64 } else { Ty::B32 }
+}
+
+/// The type `selp`/`mov` use for a dtype's register.
+pub fn bits_or_float(d: DType) -> Ty {
+    match d {
+        DType::F32 => Ty::F32,
+        DType::F64 => Ty::F64,
+        other => bits_ty(other),
+    }
+}
+
+/// The buffer parameters whose lengths the entry takes as hidden `.u32` parameters, after the
+/// user's, in this order: every buffer of a kernel whose bounds are checked, none otherwise.
+pub fn length_params(ir: &Ir) -> Vec<ParamId> {
+    match ir.bounds {
+        Bounds::Unchecked => Vec::new(),
+        Bounds::Checked => (0..ir.params.len())
+            .filter(|&i| ir.params[i].role != Role::Scalar)
+            .map(|i| ParamId(i as u32))
+            .collect(),
+    }
+}
+
+/// The state of lowering one kernel: the stages' outputs it reads, the registers and code
+/// so far, and what is read once (parameters, special registers, shared bases).
+pub struct Emitter<'a> {
+    pub(crate) ir: &'a Ir,
+    pub(crate) info: &'a Info,
+    pub(crate) plan: &'a Plan,
+    pub(crate) arch: Arch,
+    regs: RegCounts,
+    /// Parameter loads and special-register reads: run once, before everything.
+    entry: Vec<Instr>,
+    body: Vec<Instr>,
+    data: Vec<Vec<Reg>>,
+    params: Vec<Reg>,
+    /// The length (elements, `u32`) of each buffer parameter, where bounds are checked.
+    lengths: HashMap<ParamId, Reg>,
+    /// The registers of each loop's variables (see [`Emitter::loop_var`]).
+    loop_regs: HashMap<OpId, [Reg; 3]>,
+    specials: HashMap<Special, Reg>,
+    labels: u32,
+    /// The shared declarations and their base addresses, once read.
+    shared: SharedSymbols,
+    /// Registers that stand for a payload during one op (a conversion's result).
+    overrides: HashMap<DataId, Vec<Reg>>,
+    /// The depth of every expression node (see [`Emitter::eval`]).
+    pub(crate) expr_depth: Vec<u32>,
+    /// The scopes of the plan's barriers before each (op, step), in plan order.
+    barrier_scopes: HashMap<(OpId, u8), SmallVec<[SyncScope; 1]>>,
+}
+
+impl<'a> Emitter<'a> {
+    /// A builder for `ir` as `plan` plans it, for `arch`, with no code yet.
+    pub(super) fn new(ir: &'a Ir, info: &'a Info, plan: &'a Plan, arch: Arch) -> Self {
+        let mut e = Emitter {
+            ir,
+            info,
+            plan,
+            arch,
+            regs: RegCounts::default(),
+            entry: Vec::new(),
+            body: Vec::new(),
+            data: Vec::new(),
+            params: Vec::new(),
+            lengths: HashMap::new(),
+            loop_regs: HashMap::new(),
+            specials: HashMap::new(),
+            labels: 0,
+            shared: shared_symbols(ir, plan),
+            overrides: HashMap::new(),
+            expr_depth: ir.exprs.depths(),
+            barrier_scopes: HashMap::new(),
+        };
+        for b in &plan.barriers {
+            e.barrier_scopes
+                .entry((b.op, b.step))
+                .or_default()
+                .push(b.scope);
+        }
+        e
+    }
+
+    /// Declares the parameters (the user's, then the hidden buffer lengths), loads them,
+    /// converts buffer pointers to global addresses, and allocates every payload's registers.
+    pub(super) fn prologue(&mut self, entry: &str) -> Vec<Param> {
+        let ir = self.ir;
+        let mut params = Vec::with_capacity(ir.params.len());
+        for (i, p) in ir.params.iter().enumerate() {
+            let name = format!("{entry}_param_{i}");
+            let (ty, r) = match p.role {
+                Role::Input | Role::Output => {
+                    let raw = self.reg(RegClass::B64);
+                    self.entry.push(
+                        Op::Ld {
+                            space: Space::Param,
+                            ty: Ty::U64,
+                            dst: smallvec![raw],
+                            addr: Address {
+                                base: AddrBase::Param(name.clone()),
+                                offset: 0,
+                            },
+                        }
+                        .into(),
+                    );
+                    let g = self.reg(RegClass::B64);
+                    self.entry
+                        .push(Op::CvtaToGlobal { dst: g, src: raw }.into());
+                    (Ty::U64, g)
+                }
+                Role::Scalar => {
+                    let r = self.reg(class(p.dtype));
+                    self.entry.push(
+                        Op::Ld {
+                            space: Space::Param,
+                            ty: mem_ty(p.dtype),
+                            dst: smallvec![r],
+                            addr: Address {
+                                base: AddrBase::Param(name.clone()),
+                                offset: 0,
+                            },
+                        }
+                        .into(),
+                    );
+                    (mem_ty(p.dtype), r)
+                }
+            };
+            self.params.push(r);
+            params.push(Param { name, ty });
+        }
+        for p in length_params(ir) {
+            let name = format!("{entry}_len_{}", p.index());
+            let r = self.reg(RegClass::B32);
+            self.entry.push(
+                Op::Ld {
+                    space: Space::Param,
+                    ty: Ty::U32,
+                    dst: smallvec![r],
+                    addr: Address {
+                        base: AddrBase::Param(name.clone()),
+                        offset: 0,
+                    },
+                }
+                .into(),
+            );
+            self.lengths.insert(p, r);
+            params.push(Param { name, ty: Ty::U32 });
+        }
+        for d in &ir.datas {
+            let c = class(d.dtype);
+            let regs = (0..d.items).map(|_| self.reg(c)).collect();
+            self.data.push(regs);
+        }
+        params
+    }
+
+    /// The entry function `name` with `params`: the entry block, then the body.
+    pub(super) fn finish(mut self, name: String, params: Vec<Param>) -> Module {
+        let mut body = std::mem::take(&mut self.entry);
+        body.append(&mut self.body);
+        Module {
+            arch: self.arch,
+            functions: vec![Function {
+                name,
+                params,
+                reqntid: Some(self.ir.block.dims),
+                maxnreg: None,
+                shared: std::mem::take(&mut self.shared.decls),
+                regs: self.regs,
+                body,
+            }],
+        }
+    }
+
+    /// Lets `regs` stand for payload `d` until [`Self::clear_overrides`] (a conversion's
+    /// result, during the op it converts for).
+    pub(super) fn set_override(&mut self, d: DataId, regs: Vec<Reg>) {
+        self.overrides.insert(d, regs);
+    }
+
+    /// Every payload stands for its own registers again.
+    pub(super) fn clear_overrides(&mut self) {
+        self.overrides.clear();
+    }
+
+    /// Runs `f` with every payload standing for its own registers, then restores the
+    /// overrides (a nested region lowered inside an op).
+    pub(super) fn without_overrides<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let saved = std::mem::take(&mut self.overrides);
+        let r = f(self);
+        self.overrides = saved;
+        r
+    }
+
+    /// Binds the registers of a loop's variables: `For`'s counter, or `Tiles`' tile index,
+    /// origin and valid count (see [`Self::loop_var`]).
+    pub(super) fn bind_loop(&mut self, op: OpId, regs: [Reg; 3]) {
+        self.loop_regs.insert(op, regs);
+    }
+}
+
+impl Emitter<'_> {
+    /// A fresh virtual register.
+    pub fn reg(&mut self, class: RegClass) -> Reg {
+        let n = self.regs.get_mut(class);
+        let r = Reg { class, index: *n };
+        *n += 1;
+        r
+    }
+
+    /// Appends an unguarded instruction.
+    pub fn op(&mut self, op: Op) {
+        self.body.push(strength_reduced(op).into());
+    }
+
+    /// Appends an instruction that runs where `pred` holds (with `negate`, where it fails).
+    pub(crate) fn guarded(&mut self, pred: Reg, negate: bool, op: Op) {
+        self.body.push(Instr {
+            guard: Some(Guard { pred, negate }),
+            op: strength_reduced(op),
+        });
+    }
+
+    /// Appends an instruction to the entry block (runs once, before everything).
+    pub(crate) fn entry_op(&mut self, op: Op) {
+        self.entry.push(op.into());
+    }
+
+    /// A fresh label.
+    pub(crate) fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("$L{}", self.labels)
+    }
+
+    /// Two run-time paths: `@[!]p bra L1; fall; bra L2; L1: jumped; L2:` — `jumped` where `p`
+    /// (negated with `negate`) holds, `fall` elsewhere.
+    pub(crate) fn split(
+        &mut self,
+        p: Reg,
+        negate: bool,
+        jumped: impl FnOnce(&mut Self),
+        fall: impl FnOnce(&mut Self),
+    ) {
+        let there = self.label();
+        let done = self.label();
+        self.guarded(
+            p,
+            negate,
+            Op::Bra {
+                target: there.clone(),
+                uni: false,
+            },
+        );
+        fall(self);
+        self.op(Op::Bra {
+            target: done.clone(),
+            uni: false,
+        });
+        self.op(Op::Label(there));
+        jumped(self);
+        self.op(Op::Label(done));
+    }
+
+    /// A new predicate `a cmp b` over values of type `ty`.
+    pub(crate) fn setp(&mut self, cmp: Cmp, ty: Ty, a: Operand, b: Operand) -> Reg {
+        let p = self.reg(RegClass::Pred);
+        self.op(Op::Setp {
+            cmp,
+            ty,
+            dst: p,
+            a,
+            b,
+        });
+        p
+    }
+
+    /// `op.u32 dst, a, b` into a new register.
+    pub(crate) fn u32op(&mut self, op: BinOp, a: Operand, b: Operand) -> Reg {
+        let r = self.reg(RegClass::B32);
+        // Bitwise operations exist only at `.b32`.
+        let ty = if op.accepts(Ty::U32) {
+            Ty::U32
+        } else {
+            Ty::B32
+        };
+        self.op(Op::Bin {
+            op,
+            ty,
+            dst: r,
+            a,
+            b,
+        });
+        r
+    }
+
+    /// `op.ty dst, a, imm`.
+    fn bin_into(&mut self, op: BinOp, ty: Ty, dst: Reg, a: Operand, imm: i64) {
+        self.op(Op::Bin {
+            op,
+            ty,
+            dst,
+            a,
+            b: Operand::Imm(imm),
+        });
+    }
+
+    /// `p ? a : b` for a value of dtype `d`.
+    pub(crate) fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
+        let r = self.reg(class(d));
+        self.op(Op::Selp {
+            ty: bits_or_float(d),
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+            p,
+        });
+        r
+    }
+
+    /// Fresh registers of the same classes.
+    pub(crate) fn fresh_like(&mut self, regs: &[Reg]) -> Vec<Reg> {
+        regs.iter().map(|r| self.reg(r.class)).collect()
+    }
+
+    /// Whether blocked position `rank * k + i` is below `n` (compared as `ty`, `U32` or
+    /// `S32`): the valid-count test of one item.
+    pub(crate) fn blocked_position_below(
+        &mut self,
+        rank: Reg,
+        k: i64,
+        i: i64,
+        n: Reg,
+        ty: Ty,
+    ) -> Reg {
+        let pos = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: pos,
+            a: rank.into(),
+            b: Operand::Imm(k),
+            c: Operand::Imm(i),
+        });
+        self.setp(Cmp::Lt, ty, pos.into(), n.into())
+    }
+
+    /// `cvt[.round].dty.sty dst, src`.
+    pub(crate) fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
+        self.op(Op::Cvt {
+            round,
+            sat: false,
+            dty,
+            sty,
+            dst,
+            src,
+        });
+    }
+
+    /// Re-establishes the narrow-integer invariant (sign- or zero-extended from the width).
+    pub fn normalize(&mut self, d: DType, r: Reg) {
+        if is_narrow(d) {
+            let wide = if d.is_signed_int() { Ty::S32 } else { Ty::U32 };
+            self.op(Op::Cvt {
+                round: None,
+                sat: false,
+                dty: wide,
+                sty: mem_ty(d),
+                dst: r,
+                src: r,
+            });
+        }
+    }
+
+    /// Moves a constant (given as the dtype's bits) into a new register.
+    pub fn constant(&mut self, d: DType, bits: u64) -> Reg {
+        let dst = self.reg(class(d));
+        let src = match d {
+            DType::F32 => Operand::F32(f32::from_bits(bits as u32)),
+            DType::F64 => Operand::F64(f64::from_bits(bits)),
+            DType::I8 => Operand::Imm(bits as u8 as i8 as i64),
+            DType::I16 => Operand::Imm(bits as u16 as i16 as i64),
+            DType::I32 => Operand::Imm(bits as u32 as i32 as i64),
+            DType::U8 => Operand::Imm(bits as u8 as i64),
+            DType::U16 => Operand::Imm(bits as u16 as i64),
+            DType::U32 => Operand::Imm(bits as u32 as i64),
+            DType::I64 | DType::U64 => Operand::Imm(bits as i64),
+        };
+        let ty = match d {
+            DType::I64 | DType::U64 => Ty::B64,
+            other => arith_ty(other),
+        };
+        self.op(Op::Mov { ty, dst, src });
+        dst
+    }
+}
+
+impl Emitter<'_> {
+    /// The register holding a parameter's value (a global address for buffers).
+    pub fn param_reg(&mut self, p: ParamId) -> Reg {
+        match self.params.get(p.index()) {
+            Some(&r) => r,
+            None => self.reg(RegClass::B64),
+        }
+    }
+
+    /// The register holding a buffer parameter's length in elements, where bounds are checked.
+    pub fn length_reg(&self, p: ParamId) -> Option<Reg> {
+        self.lengths.get(&p).copied()
+    }
+
+    /// The registers of a payload as an op's operand (during an op that converts it, the
+    /// converted ones).
+    pub fn data_regs(&self, d: DataId) -> &[Reg] {
+        if let Some(r) = self.overrides.get(&d) {
+            return r;
+        }
+        self.own_regs(d)
+    }
+
+    /// The registers of a payload in its own arrangement, whatever the current op converts:
+    /// what an expression's `item(i)` reads.
+    pub fn own_regs(&self, d: DataId) -> &[Reg] {
+        self.data.get(d.index()).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Moves `v` into slot `item` of payload `dst`.
+    pub(crate) fn mov_into(&mut self, dtype: DType, dst: DataId, item: u32, v: Reg) {
+        if let Some(&d) = self.data_regs(dst).get(item as usize) {
+            self.op(Op::Mov {
+                ty: bits_or_float(dtype),
+                dst: d,
+                src: v.into(),
+            });
+        }
+    }
+
+    /// A special register read once, in the prologue's register.
+    pub fn special(&mut self, s: Special) -> Reg {
+        if let Some(&r) = self.specials.get(&s) {
+            return r;
+        }
+        // Read in the entry block, so the register is valid on every path.
+        let r = self.reg(RegClass::B32);
+        self.specials.insert(s, r);
+        self.entry.push(
+            Op::Mov {
+                ty: Ty::U32,
+                dst: r,
+                src: Operand::Special(s),
+            }
+            .into(),
+        );
+        r
+    }
+
+    /// `%tid.x`: the thread's rank in a 1-D block.
+    pub fn tid(&mut self) -> Reg {
+        self.special(Special::Tid(Dim::X))
+    }
+
+    /// The registers of a loop's variable.
+    pub fn loop_var(&mut self, op: OpId, field: u8) -> Reg {
+        match self.loop_regs.get(&op) {
+            Some(regs) => regs[(field as usize).min(2)],
+            None => self.constant(DType::U32, 0),
+        }
+    }
+}
+
+/// The `c` operand of `shfl.sync.idx` and `shfl.sync.down` within segments of `w` lanes (at
+/// most 32; 32 for the whole warp): the segment mask in bits 8..12 and the clamp lane, 31,
+/// in bits 0..4.
+pub(crate) fn segment_clamp(w: u32) -> i64 {
+    (((32 - w.min(32)) << 8) | 0x1f) as i64
+}
+
+/// The `c` operand of `shfl.sync.up` within segments of `w` lanes: the segment mask, with
+/// lane 0 of the segment as the clamp.
+pub(crate) fn up_clamp(w: u32) -> i64 {
+    ((32 - w.min(32)) << 8) as i64
+}
+
+impl Emitter<'_> {
+    /// `shfl.sync` of a value of any dtype (64-bit values move as two halves).
+    pub(crate) fn shuffle_value(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+    ) -> Reg {
+        self.shuffle(mode, v, b, c, mask, None)
+    }
+
+    /// [`Self::shuffle_value`], and whether the source lane was in range (inside the
+    /// segment `c` sets): `shfl.sync`'s predicate output, so no comparison is needed.
+    pub(crate) fn shuffle_in_range(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+    ) -> (Reg, Reg) {
+        let p = self.reg(RegClass::Pred);
+        (self.shuffle(mode, v, b, c, mask, Some(p)), p)
+    }
+
+    /// A shuffle of any dtype; `in_range` receives the predicate output of the (first) `shfl`.
+    fn shuffle(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: i64,
+        mask: Operand,
+        in_range: Option<Reg>,
+    ) -> Reg {
+        let one = |e: &mut Self, src: Reg, pred: Option<Reg>| {
+            let dst = e.reg(src.class);
+            e.op(Op::Shfl {
+                mode,
+                dst,
+                pred,
+                src: src.into(),
+                b,
+                c: Operand::Imm(c),
+                mask,
+            });
+            dst
+        };
+        match v.class {
+            RegClass::B32 | RegClass::F32 => one(self, v, in_range),
+            _ => {
+                let bits = if v.class == RegClass::F64 {
+                    let r = self.reg(RegClass::B64);
+                    self.op(Op::Mov {
+                        ty: Ty::B64,
+                        dst: r,
+                        src: v.into(),
+                    });
+                    r
+                } else {
+                    v
+                };
+                // Two 32-bit halves: lo = bits, hi = bits >> 32; shuffled, then joined.
+                let lo = self.reg(RegClass::B32);
+                self.cvt(None, Ty::U32, Ty::U64, lo, bits);
+                let shifted = self.reg(RegClass::B64);
+                self.bin_into(BinOp::Shr, Ty::U64, shifted, bits.into(), 32);
+                let hi = self.reg(RegClass::B32);
+                self.cvt(None, Ty::U32, Ty::U64, hi, shifted);
+                let (lo2, hi2) = (one(self, lo, in_range), one(self, hi, None));
+                let wide_lo = self.reg(RegClass::B64);
+                self.cvt(None, Ty::U64, Ty::U32, wide_lo, lo2);
+                let wide_hi = self.reg(RegClass::B64);
+                self.cvt(None, Ty::U64, Ty::U32, wide_hi, hi2);
+                self.bin_into(BinOp::Shl, Ty::B64, wide_hi, wide_hi.into(), 32);
+                let joined = self.reg(RegClass::B64);
+                self.op(Op::Bin {
+                    op: BinOp::Or,
+                    ty: Ty::B64,
+                    dst: joined,
+                    a: wide_lo.into(),
+                    b: wide_hi.into(),
+                });
+                if v.class == RegClass::F64 {
+                    let r = self.reg(RegClass::F64);
+                    self.op(Op::Mov {
+                        ty: Ty::B64,
+                        dst: r,
+                        src: joined.into(),
+                    });
+                    r
+                } else {
+                    joined
+                }
+            }
+        }
+    }
+
+    /// The member mask of this thread's group of `w` consecutive threads (a logical warp, an
+    /// exchange group): the lanes of the group that exist. Groups lie inside one warp (the
+    /// planner synchronizes groups across warps with the block). For a power-of-two `w` over
+    /// whole groups, `((1 << w) - 1) << (lane & !(w - 1))`; all lanes for `w >= 32` over
+    /// whole warps.
+    pub(crate) fn group_mask(&mut self, w: u32) -> Operand {
+        let block = self.plan.block_threads;
+        let w = w.clamp(1, 32);
+        let whole = block.is_multiple_of(w);
+        if w == 32 && whole {
+            return Operand::Imm(-1);
+        }
+        if block <= w {
+            // One group: the block's lanes.
+            return Operand::Imm(((1i64 << block) - 1) & 0xffff_ffff);
+        }
+        let lane = self.special(Special::Laneid);
+        let start = if w.is_power_of_two() {
+            self.u32op(
+                BinOp::And,
+                lane.into(),
+                Operand::Imm(!(w as i64 - 1) & 0xffff_ffff),
+            )
+        } else {
+            let rank = self.u32op(BinOp::Rem, lane.into(), Operand::Imm(w as i64));
+            self.u32op(BinOp::Sub, lane.into(), rank.into())
+        };
+        let mask = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::B32,
+            dst: mask,
+            src: Operand::Imm((1i64 << w) - 1),
+        });
+        if !whole {
+            // The last group has only `block % w` threads.
+            let tid = self.tid();
+            let last = self.setp(
+                Cmp::Ge,
+                Ty::U32,
+                tid.into(),
+                Operand::Imm((block - block % w) as i64),
+            );
+            self.guarded(
+                last,
+                false,
+                Op::Mov {
+                    ty: Ty::B32,
+                    dst: mask,
+                    src: Operand::Imm((1i64 << (block % w)) - 1),
+                },
+            );
+        }
+        self.op(Op::Bin {
+            op: BinOp::Shl,
+            ty: Ty::B32,
+            dst: mask,
+            a: mask.into(),
+            b: start.into(),
+        });
+        mask.into()
+    }
+
+    /// Emits the barriers the plan puts before step `step` of `op`.
+    pub(crate) fn sync_point(&mut self, op: OpId, step: u8) {
+        let scopes = self
+            .barrier_scopes
+            .get(&(op, step))
+            .cloned()
+            .unwrap_or_default();
+        for scope in scopes {
+            match scope {
+                SyncScope::Block => self.op(Op::BarSync { id: 0, count: None }),
+                SyncScope::Group { threads } if threads >= 32 => self.op(Op::BarWarpSync {
+                    mask: Operand::Imm(-1),
+                }),
+                SyncScope::Group { threads } => {
+                    let mask = self.group_mask(threads);
+                    self.op(Op::BarWarpSync { mask });
+                }
+            }
+        }
+    }
+}
+
+/// The symbol of the planned window (exchanges, collectives, temp storages).
+pub const WINDOW_SYMBOL: &str = "scratch";
+
+/// The kernel's shared declarations, as the plan lays them out, and which is which.
+pub(crate) struct SharedSymbols {
+    /// The declarations, in [`Function::shared`] order: the dynamic one first (the writer
+    /// prints it at module scope, before the function, and the parser lists it first).
+    pub decls: Vec<SharedDecl>,
+    /// Per shared array, the index of its own declaration (`None`: it lives in the window).
+    arrays: Vec<Option<u32>>,
+    /// The index of the window's declaration.
+    window: Option<u32>,
+    /// Base addresses read so far, by declaration index.
+    bases: HashMap<u32, Reg>,
+}
+
+/// Declares each shared array that has a declaration of its own (named as the IR listing
+/// names it, `smem0`, with its type, length and source line in the comment) and the window.
+fn shared_symbols(ir: &Ir, plan: &Plan) -> SharedSymbols {
+    let layout = &plan.shared;
+    let mut decls = Vec::new();
+    let window_decl = |bytes: u32, what: &str| SharedDecl {
+        name: WINDOW_SYMBOL.into(),
+        align: layout.window_align,
+        bytes,
+        comment: Some(format!(
+            "planned scratch: exchanges, collectives, temp storages{what}"
+        )),
+    };
+    let mut window = None;
+    if layout.window_bytes > 0 && layout.window_dynamic {
+        window = Some(0);
+        decls.push(window_decl(
+            0,
+            ", shared arrays past the 48 KiB static limit",
+        ));
+    }
+    let arrays = ir
+        .arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if layout.arrays.get(i) != Some(&ArrayHome::Own) {
+                return None;
+            }
+            let slice = plan.arrays.get(i).and_then(|&s| plan.slices.get(s))?;
+            let name = ArrayId(i as u32).to_string();
+            decls.push(SharedDecl {
+                comment: Some(format!(
+                    "{name}: shared {} x {} at {}",
+                    a.dtype, a.len, a.loc
+                )),
+                name,
+                align: slice.align,
+                bytes: slice.bytes,
+            });
+            Some(decls.len() as u32 - 1)
+        })
+        .collect();
+    if layout.window_bytes > 0 && !layout.window_dynamic {
+        window = Some(decls.len() as u32);
+        decls.push(window_decl(layout.window_bytes, ""));
+    }
+    SharedSymbols {
+        decls,
+        arrays,
+        window,
+        bases: HashMap::new(),
+    }
+}
+
+impl Emitter<'_> {
+    /// The 32-bit shared address of declaration `decl`, read once in the prologue. A
+    /// declaration the plan does not have (an internal error) is written as a symbol ptxas
+    /// rejects.
+    pub(crate) fn shared_base(&mut self, decl: Option<u32>) -> Reg {
+        let i = decl.unwrap_or(u32::MAX);
+        if let Some(&r) = self.shared.bases.get(&i) {
+            return r;
+        }
+        let r = self.reg(RegClass::B32);
+        self.entry_op(Op::Mov {
+            ty: Ty::U32,
+            dst: r,
+            src: Operand::SharedAddr(i),
+        });
+        self.shared.bases.insert(i, r);
+        r
+    }
+
+    /// The 32-bit shared address of the planned window, where every slice's offset counts
+    /// from.
+    pub(crate) fn smem_base(&mut self) -> Reg {
+        self.shared_base(self.shared.window)
+    }
+
+    /// The shared address of element `index` of a shared array: from its own declaration, or
+    /// from its slice of the window.
+    pub(crate) fn array_addr(&mut self, array: ArrayId, index: Reg) -> Reg {
+        let dtype = self.ir.arrays[array.index()].dtype;
+        let (base, offset) = match self.shared.arrays.get(array.index()).copied().flatten() {
+            Some(decl) => (self.shared_base(Some(decl)), 0),
+            None => {
+                let offset = self
+                    .plan
+                    .arrays
+                    .get(array.index())
+                    .and_then(|&s| self.plan.slices.get(s))
+                    .map_or(0, |s| s.offset);
+                (self.smem_base(), offset)
+            }
+        };
+        let addr = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: addr,
+            a: index.into(),
+            b: Operand::Imm(dtype.bytes() as i64),
+            c: base.into(),
+        });
+        if offset != 0 {
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U32,
+                dst: addr,
+                a: addr.into(),
+                b: Operand::Imm(offset as i64),
+            });
+        }
+        addr
+    }
+
+    /// The slot of position `p` with one unused slot after every `every` positions: the plan's
+    /// [`padded_slot`], evaluated at run time for a register.
+    pub(crate) fn padded_slot(&mut self, p: Operand, every: Option<u32>) -> Operand {
+        match (p, every) {
+            (_, None) => p,
+            (Operand::Imm(i), every) => Operand::Imm(padded_slot(i as u32, every) as i64),
+            (p, Some(n)) => {
+                let pads = self.u32op(BinOp::Div, p, Operand::Imm(n.max(1) as i64));
+                self.u32op(BinOp::Add, p, pads.into()).into()
+            }
+        }
+    }
+
+    /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
+    /// slot, padding included).
+    pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
+        let slot = self.padded_slot(index, c.padding());
+        self.scaled_collective_addr(c, slot, c.elem_bytes)
+    }
+
+    /// The address of slot `slot` (already past the padding) of a collective's slice.
+    pub(crate) fn collective_slot_addr(&mut self, c: &CollectivePlan, slot: u32) -> Reg {
+        self.scaled_collective_addr(c, Operand::Imm(slot as i64), c.elem_bytes)
+    }
+
+    /// The address of the first entry of raking lane `lane`'s segment; the segment's entries
+    /// follow at `elem_bytes` steps (padding only falls between segments).
+    pub(crate) fn segment_addr(&mut self, c: &CollectivePlan, lane: Reg) -> Reg {
+        self.scaled_collective_addr(c, lane.into(), c.segment_stride() * c.elem_bytes)
+    }
+
+    /// `smem + slice offset + index * scale`.
+    fn scaled_collective_addr(&mut self, c: &CollectivePlan, index: Operand, scale: u32) -> Reg {
+        let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
+        let base = self.smem_base();
+        let a = self.reg(RegClass::B32);
+        self.op(Op::Mad {
+            ty: Ty::U32,
+            dst: a,
+            a: index,
+            b: Operand::Imm(scale as i64),
+            c: base.into(),
+        });
+        if offset != 0 {
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U32,
+                dst: a,
+                a: a.into(),
+                b: Operand::Imm(offset as i64),
+            });
+        }
+        a
+    }
+
+    /// A shared-memory load into, or store of, `v`.
+    pub(crate) fn shared_access(&mut self, load: bool, d: DType, addr: Address, v: Reg) {
+        self.op(shared_op(load, d, addr, v));
+    }
+
+    /// A shared-memory load into, or store of, `value` at `[addr]`.
+    pub(crate) fn shared_value(&mut self, load: bool, d: DType, addr: Reg, value: Reg) {
+        let address = Address {
+            base: AddrBase::Reg(addr),
+            offset: 0,
+        };
+        self.shared_access(load, d, address, value);
+    }
+
+    /// [`Self::shared_access`] at `[addr]`, only where `p` holds.
+    pub(crate) fn shared_access_if(&mut self, p: Reg, load: bool, d: DType, addr: Reg, v: Reg) {
+        let addr = Address {
+            base: AddrBase::Reg(addr),
+            offset: 0,
+        };
+        self.guarded(p, false, shared_op(load, d, addr, v));
+    }
+}
+
+/// A shared-memory load into, or store of, `v`.
+fn shared_op(load: bool, d: DType, addr: Address, v: Reg) -> Op {
+    if load {
+        Op::Ld {
+            space: Space::Shared,
+            ty: mem_ty(d),
+            dst: smallvec![v],
+            addr,
+        }
+    } else {
+        Op::St {
+            space: Space::Shared,
+            ty: mem_ty(d),
+            addr,
+            src: smallvec![v.into()],
+        }
+    }
+}
+
+/// Unsigned division and remainder by a power of two as a shift and a mask: ptxas emits its
+/// general division sequence for `div.u32`/`rem.u32` by an immediate, which costs a dozen
+/// instructions and registers in every rank computation.
+fn strength_reduced(op: Op) -> Op {
+    match op {
+        Op::Bin {
+            op: kind @ (BinOp::Div | BinOp::Rem),
+            ty: ty @ (Ty::U32 | Ty::U64),
+            dst,
+            a,
+            b: Operand::Imm(n),
+        } if n > 0 && (n as u64).is_power_of_two() => {
+            if kind == BinOp::Div {
+                Op::Bin {
+                    op: BinOp::Shr,
+                    ty,
+                    dst,
+                    a,
+                    b: Operand::Imm(n.trailing_zeros() as i64),
+                }
+            } else {
+                Op::Bin {
+                    op: BinOp::And,
+                    ty: if ty == Ty::U32 { Ty::B32 } else { Ty::B64 },
+                    dst,
+                    a,
+                    b: Operand::Imm(n - 1),
+                }
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(op: BinOp, ty: Ty, b: i64) -> Op {
+        Op::Bin {
+            op,
+            ty,
+            dst: Reg {
+                class: RegClass::B32,
+                index: 1,
+            },
+            a: Operand::Reg(Reg {
+                class: RegClass::B32,
+                index: 0,
+            }),
+            b: Operand::Imm(b),
+        }
+    }
+
+    #[test]
+    fn unsigned_division_by_powers_of_two_becomes_shifts_and_masks() {
+        assert_eq!(
+            strength_reduced(bin(BinOp::Div, Ty::U32, 32)),
+            bin(BinOp::Shr, Ty::U32, 5)
+        );
+        assert_eq!(
+            strength_reduced(bin(BinOp::Rem, Ty::U32, 32)),
+            bin(BinOp::And, Ty::B32, 31)
+        );
+        assert_eq!(
+            strength_reduced(bin(BinOp::Rem, Ty::U64, 1)),
+            bin(BinOp::And, Ty::B64, 0)
+        );
+        // Signed division rounds toward zero: not a shift. Other divisors stay.
+        for kept in [
+            bin(BinOp::Div, Ty::S32, 32),
+            bin(BinOp::Div, Ty::U32, 24),
+            bin(BinOp::Rem, Ty::U32, 0),
+        ] {
+            assert_eq!(strength_reduced(kept.clone()), kept);
+        }
+    }
+}
