@@ -1,8 +1,8 @@
 //! Compile-time benchmarks: builder → PTX text for the quickstart kernel and a 20-op kernel,
 //! and a specialization-cache hit.
 
-use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::Device;
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -65,10 +65,10 @@ fn twenty_ops() -> Kernel {
 
 fn bench(c: &mut Criterion) {
     c.bench_function("builder_to_ptx/quickstart", |b| {
-        b.iter(|| black_box(quickstart().ptx(Arch::Sm90)))
+        b.iter(|| black_box(quickstart().ptx(Arch::Sm90).expect("emits")))
     });
     c.bench_function("builder_to_ptx/twenty_ops", |b| {
-        b.iter(|| black_box(twenty_ops().ptx(Arch::Sm90)))
+        b.iter(|| black_box(twenty_ops().ptx(Arch::Sm90).expect("emits")))
     });
     let device = Device::sim();
     let kernel = quickstart();

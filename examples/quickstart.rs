@@ -27,7 +27,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", kernel.explain());
 
     let device = Device::default_device()?;
-    let ptx = kernel.ptx(device.arch());
+    let ptx = kernel.ptx(device.arch())?;
     let instructions = ptx
         .lines()
         .filter(|l| l.starts_with('\t') && l.trim_end().ends_with(';') && !l.contains(".reg"))

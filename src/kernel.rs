@@ -2,10 +2,10 @@
 
 use crate::cache_key::{KernelKey, Writer};
 use crate::codegen;
-use crate::ptx::{self, Arch};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Ir, KernelBuilder, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
+use crate::ptx::{self, Arch};
 use crate::runtime::{
     Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
 };
@@ -152,14 +152,32 @@ impl Kernel {
         })
     }
 
-    /// The PTX module for `arch`, as a typed model.
-    pub fn module(&self, arch: Arch) -> ptx::Module {
+    /// The PTX module for `arch`, as a typed model. It fails only on an internal error
+    /// ([`PlanError::Internal`]): the plan lacks something the planner guarantees.
+    pub fn module(&self, arch: Arch) -> Result<ptx::Module, PlanError> {
         codegen::emit(&self.inner.ir, &self.inner.info, &self.inner.plan, arch)
     }
 
-    /// The PTX text for `arch`.
-    pub fn ptx(&self, arch: Arch) -> String {
-        ptx::write_module(&self.module(arch))
+    /// The PTX text for `arch` (see [`Kernel::module`]).
+    ///
+    /// ```
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// # fn main() -> Result<(), coopgraph::Error> {
+    /// let mut k = KernelBuilder::new("copy").block(64);
+    /// let x = k.input::<u32>("x");
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let ptx = k.build()?.ptx(Arch::Sm80)?;
+    /// assert!(ptx.contains(".entry copy"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ptx(&self, arch: Arch) -> Result<String, PlanError> {
+        Ok(ptx::write_module(&self.module(arch)?))
     }
 
     /// The parameters in signature order.
@@ -337,7 +355,7 @@ impl Compile for Kernel {
     fn emit(&self, arch: Arch) -> Result<KernelImage, RuntimeError> {
         self.check_shared_memory(arch)?;
         let shared = &self.inner.plan.shared;
-        let module = self.module(arch);
+        let module = self.module(arch)?;
         let grid_dims = module.functions.iter().map(codegen::grid_dims).max();
         Ok(KernelImage::generated(
             ImageParts {

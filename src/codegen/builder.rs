@@ -11,7 +11,9 @@
 
 use crate::ir::ops::{Bounds, Role};
 use crate::ir::{ArrayId, DType, DataId, Info, Ir, OpId, ParamId};
-use crate::planner::{ArrayHome, CollectivePlan, Plan, SyncScope, padded_slot};
+use crate::planner::{
+    ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SyncScope, padded_slot,
+};
 use crate::ptx::*;
 use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
@@ -65,6 +67,10 @@ pub fn bits_or_float(d: DType) -> Ty {
     }
 }
 
+/// What a lowering returns: the internal error of a plan (or a verified IR) that lacks
+/// what the verifier and planner guarantee.
+pub(crate) type Lowered<T = ()> = Result<T, PlanError>;
+
 /// The buffer parameters whose lengths the entry takes as hidden `.u32` parameters, after the
 /// user's, in this order: every buffer of a kernel whose bounds are checked, none otherwise.
 pub fn length_params(ir: &Ir) -> Vec<ParamId> {
@@ -108,7 +114,7 @@ pub struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// A builder for `ir` as `plan` plans it, for `arch`, with no code yet.
-    pub(super) fn new(ir: &'a Ir, info: &'a Info, plan: &'a Plan, arch: Arch) -> Self {
+    pub(super) fn new(ir: &'a Ir, info: &'a Info, plan: &'a Plan, arch: Arch) -> Lowered<Self> {
         let mut e = Emitter {
             ir,
             info,
@@ -123,7 +129,7 @@ impl<'a> Emitter<'a> {
             loop_regs: HashMap::new(),
             specials: HashMap::new(),
             labels: 0,
-            shared: shared_symbols(ir, plan),
+            shared: shared_symbols(ir, plan)?,
             overrides: HashMap::new(),
             expr_depth: ir.exprs.depths(),
             barrier_scopes: HashMap::new(),
@@ -134,7 +140,7 @@ impl<'a> Emitter<'a> {
                 .or_default()
                 .push(b.scope);
         }
-        e
+        Ok(e)
     }
 
     /// Declares the parameters (the user's, then the hidden buffer lengths), loads them,
@@ -246,6 +252,13 @@ impl<'a> Emitter<'a> {
         let r = f(self);
         self.overrides = saved;
         r
+    }
+
+    /// The exchanges the plan gives `op`, in step order.
+    pub(crate) fn exchanges_of(&self, op: OpId) -> Lowered<&'a [ExchangePlan]> {
+        let plan: &'a Plan = self.plan;
+        (plan.exchanges.get(op.index()).map(Vec::as_slice))
+            .ok_or_else(|| self.missing(op, "list of exchanges"))
     }
 
     /// Binds the registers of a loop's variables: `For`'s counter, or `Tiles`' tile index,
@@ -727,17 +740,26 @@ pub(crate) struct SharedSymbols {
     /// The declarations, in [`Function::shared`] order: the dynamic one first (the writer
     /// prints it at module scope, before the function, and the parser lists it first).
     pub decls: Vec<SharedDecl>,
-    /// Per shared array, the index of its own declaration (`None`: it lives in the window).
-    arrays: Vec<Option<u32>>,
-    /// The index of the window's declaration.
+    /// Where each shared array lives.
+    arrays: Vec<ArraySymbol>,
+    /// The index of the window's declaration, where the plan has a window.
     window: Option<u32>,
     /// Base addresses read so far, by declaration index.
     bases: HashMap<u32, Reg>,
 }
 
+/// Where a shared array lives: a declaration of its own, or its slice of the window.
+#[derive(Clone, Copy)]
+enum ArraySymbol {
+    /// The index of its declaration.
+    Own(u32),
+    /// The window's declaration, and the slice's offset there.
+    Window { decl: u32, offset: u32 },
+}
+
 /// Declares each shared array that has a declaration of its own (named as the IR listing
 /// names it, `smem0`, with its type, length and source line in the comment) and the window.
-fn shared_symbols(ir: &Ir, plan: &Plan) -> SharedSymbols {
+fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
     let layout = &plan.shared;
     let mut decls = Vec::new();
     let window_decl = |bytes: u32, what: &str| SharedDecl {
@@ -748,88 +770,143 @@ fn shared_symbols(ir: &Ir, plan: &Plan) -> SharedSymbols {
             "planned scratch: exchanges, collectives, temp storages{what}"
         )),
     };
-    let mut window = None;
+    // The dynamic window is declared first; a static one after the arrays' own declarations.
+    let own = (layout.arrays.iter().take(ir.arrays.len()))
+        .filter(|&&h| h == ArrayHome::Own)
+        .count() as u32;
+    let window = (layout.window_bytes > 0).then_some(if layout.window_dynamic { 0 } else { own });
     if layout.window_bytes > 0 && layout.window_dynamic {
-        window = Some(0);
         decls.push(window_decl(
             0,
             ", shared arrays past the 48 KiB static limit",
         ));
     }
-    let arrays = ir
-        .arrays
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            if layout.arrays.get(i) != Some(&ArrayHome::Own) {
-                return None;
+    let mut arrays = Vec::with_capacity(ir.arrays.len());
+    for (i, a) in ir.arrays.iter().enumerate() {
+        let name = ArrayId(i as u32).to_string();
+        let missing = |what: &str| PlanError::Internal {
+            missing: format!("{what} of shared array {name}"),
+            loc: a.loc,
+        };
+        let slice = plan
+            .arrays
+            .get(i)
+            .and_then(|&s| plan.slices.get(s))
+            .ok_or_else(|| missing("slice"))?;
+        let home = layout.arrays.get(i).ok_or_else(|| missing("home"))?;
+        arrays.push(match home {
+            ArrayHome::Own => {
+                decls.push(SharedDecl {
+                    comment: Some(format!(
+                        "{name}: shared {} x {} at {}",
+                        a.dtype, a.len, a.loc
+                    )),
+                    name,
+                    align: slice.align,
+                    bytes: slice.bytes,
+                });
+                ArraySymbol::Own(decls.len() as u32 - 1)
             }
-            let slice = plan.arrays.get(i).and_then(|&s| plan.slices.get(s))?;
-            let name = ArrayId(i as u32).to_string();
-            decls.push(SharedDecl {
-                comment: Some(format!(
-                    "{name}: shared {} x {} at {}",
-                    a.dtype, a.len, a.loc
-                )),
-                name,
-                align: slice.align,
-                bytes: slice.bytes,
-            });
-            Some(decls.len() as u32 - 1)
-        })
-        .collect();
+            ArrayHome::Window => ArraySymbol::Window {
+                decl: window.ok_or_else(|| missing("window"))?,
+                offset: slice.offset,
+            },
+        });
+    }
     if layout.window_bytes > 0 && !layout.window_dynamic {
-        window = Some(decls.len() as u32);
+        debug_assert_eq!(window, Some(decls.len() as u32));
         decls.push(window_decl(layout.window_bytes, ""));
     }
-    SharedSymbols {
+    Ok(SharedSymbols {
         decls,
         arrays,
         window,
         bases: HashMap::new(),
+    })
+}
+
+/// A block-wide collective's shared memory as the plan lays it out: its plan (which it
+/// dereferences to), the window's declaration and its slice's offset there.
+pub(crate) struct Collective {
+    plan: CollectivePlan,
+    window: u32,
+    offset: u32,
+}
+
+impl std::ops::Deref for Collective {
+    type Target = CollectivePlan;
+
+    fn deref(&self) -> &CollectivePlan {
+        &self.plan
     }
 }
 
 impl Emitter<'_> {
-    /// The 32-bit shared address of declaration `decl`, read once in the prologue. A
-    /// declaration the plan does not have (an internal error) is written as a symbol ptxas
-    /// rejects.
-    pub(crate) fn shared_base(&mut self, decl: Option<u32>) -> Reg {
-        let i = decl.unwrap_or(u32::MAX);
-        if let Some(&r) = self.shared.bases.get(&i) {
+    /// The internal error for what the plan (or the verified IR) lacks for `op`.
+    pub(crate) fn missing(&self, op: OpId, what: &str) -> PlanError {
+        let data = self.ir.op(op);
+        PlanError::Internal {
+            missing: format!("{what} for {op} ({})", data.kind.name()),
+            loc: data.loc,
+        }
+    }
+
+    /// The index of the window's declaration, which `op`'s shared memory lives in.
+    pub(crate) fn window(&self, op: OpId) -> Lowered<u32> {
+        self.shared
+            .window
+            .ok_or_else(|| self.missing(op, "shared window"))
+    }
+
+    /// Slice `slice` of the window, which `op` uses.
+    pub(crate) fn slice(&self, op: OpId, slice: usize) -> Lowered<Slice> {
+        self.plan
+            .slices
+            .get(slice)
+            .cloned()
+            .ok_or_else(|| self.missing(op, "shared-memory slice"))
+    }
+
+    /// The shared memory of `op`'s block-wide collective, where the plan gives it one.
+    pub(crate) fn planned_collective(&self, op: OpId) -> Lowered<Option<Collective>> {
+        let Some(plan) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+            return Ok(None);
+        };
+        Ok(Some(Collective {
+            window: self.window(op)?,
+            offset: self.slice(op, plan.slice)?.offset,
+            plan,
+        }))
+    }
+
+    /// The shared memory of `op`'s block-wide collective, which the plan must give it.
+    pub(crate) fn collective(&self, op: OpId) -> Lowered<Collective> {
+        self.planned_collective(op)?
+            .ok_or_else(|| self.missing(op, "shared-memory plan of a block collective"))
+    }
+
+    /// The 32-bit shared address of declaration `decl`, read once in the prologue.
+    pub(crate) fn shared_base(&mut self, decl: u32) -> Reg {
+        if let Some(&r) = self.shared.bases.get(&decl) {
             return r;
         }
         let r = self.reg(RegClass::B32);
         self.entry_op(Op::Mov {
             ty: Ty::U32,
             dst: r,
-            src: Operand::SharedAddr(i),
+            src: Operand::SharedAddr(decl),
         });
-        self.shared.bases.insert(i, r);
+        self.shared.bases.insert(decl, r);
         r
-    }
-
-    /// The 32-bit shared address of the planned window, where every slice's offset counts
-    /// from.
-    pub(crate) fn smem_base(&mut self) -> Reg {
-        self.shared_base(self.shared.window)
     }
 
     /// The shared address of element `index` of a shared array: from its own declaration, or
     /// from its slice of the window.
     pub(crate) fn array_addr(&mut self, array: ArrayId, index: Reg) -> Reg {
         let dtype = self.ir.arrays[array.index()].dtype;
-        let (base, offset) = match self.shared.arrays.get(array.index()).copied().flatten() {
-            Some(decl) => (self.shared_base(Some(decl)), 0),
-            None => {
-                let offset = self
-                    .plan
-                    .arrays
-                    .get(array.index())
-                    .and_then(|&s| self.plan.slices.get(s))
-                    .map_or(0, |s| s.offset);
-                (self.smem_base(), offset)
-            }
+        let (base, offset) = match self.shared.arrays[array.index()] {
+            ArraySymbol::Own(decl) => (self.shared_base(decl), 0),
+            ArraySymbol::Window { decl, offset } => (self.shared_base(decl), offset),
         };
         let addr = self.reg(RegClass::B32);
         self.op(Op::Mad {
@@ -866,26 +943,26 @@ impl Emitter<'_> {
 
     /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
     /// slot, padding included).
-    pub(crate) fn collective_addr(&mut self, c: &CollectivePlan, index: Operand) -> Reg {
+    pub(crate) fn collective_addr(&mut self, c: &Collective, index: Operand) -> Reg {
         let slot = self.padded_slot(index, c.padding());
         self.scaled_collective_addr(c, slot, c.elem_bytes)
     }
 
     /// The address of slot `slot` (already past the padding) of a collective's slice.
-    pub(crate) fn collective_slot_addr(&mut self, c: &CollectivePlan, slot: u32) -> Reg {
+    pub(crate) fn collective_slot_addr(&mut self, c: &Collective, slot: u32) -> Reg {
         self.scaled_collective_addr(c, Operand::Imm(slot as i64), c.elem_bytes)
     }
 
     /// The address of the first entry of raking lane `lane`'s segment; the segment's entries
     /// follow at `elem_bytes` steps (padding only falls between segments).
-    pub(crate) fn segment_addr(&mut self, c: &CollectivePlan, lane: Reg) -> Reg {
+    pub(crate) fn segment_addr(&mut self, c: &Collective, lane: Reg) -> Reg {
         self.scaled_collective_addr(c, lane.into(), c.segment_stride() * c.elem_bytes)
     }
 
     /// `smem + slice offset + index * scale`.
-    fn scaled_collective_addr(&mut self, c: &CollectivePlan, index: Operand, scale: u32) -> Reg {
-        let offset = self.plan.slices.get(c.slice).map_or(0, |s| s.offset);
-        let base = self.smem_base();
+    fn scaled_collective_addr(&mut self, c: &Collective, index: Operand, scale: u32) -> Reg {
+        let offset = c.offset;
+        let base = self.shared_base(c.window);
         let a = self.reg(RegClass::B32);
         self.op(Op::Mad {
             ty: Ty::U32,

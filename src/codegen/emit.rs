@@ -5,12 +5,12 @@
 //! verifier proved the condition warp-uniform). Each op's code is preceded by a comment naming
 //! the op and the user's source line, which the simulator quotes in its reports.
 
-use super::builder::{Emitter, mem_ty};
+use super::builder::{Emitter, Lowered, mem_ty};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
 use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{ExprId, Info, Ir, OpId, RegionId};
-use crate::planner::Plan;
+use crate::planner::{Plan, PlanError};
 use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
@@ -54,34 +54,37 @@ pub fn grid_dims(f: &Function) -> u32 {
         .unwrap_or(1)
 }
 
-/// Lowers a verified, planned kernel for one arch.
-pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Module {
-    let mut e = Emitter::new(ir, info, plan, arch);
+/// Lowers a verified, planned kernel for one arch. `info` and `plan` are the verifier's and
+/// the planner's results for `ir`, which nothing else can make; an error means one of them
+/// lacks what it guarantees ([`PlanError::Internal`]), a bug of coopgraph's.
+pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Result<Module, PlanError> {
+    let mut e = Emitter::new(ir, info, plan, arch)?;
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
-    e.region(ir.body);
+    e.region(ir.body)?;
     e.op(Op::Ret);
-    e.finish(name, params)
+    Ok(e.finish(name, params))
 }
 
 impl Emitter<'_> {
-    fn region(&mut self, r: RegionId) {
+    fn region(&mut self, r: RegionId) -> Lowered {
         for &op in self.ir.region(r) {
-            self.lower(op);
+            self.lower(op)?;
         }
+        Ok(())
     }
 
     /// Lowers a nested region in place (a scan's prefix callback).
-    fn lower_region(&mut self, r: RegionId) {
-        self.without_overrides(|me| me.region(r));
+    fn lower_region(&mut self, r: RegionId) -> Lowered {
+        self.without_overrides(|me| me.region(r))
     }
 
     /// Lowers one op. The ops holding regions are lowered from here and everything else in
     /// [`Emitter::lower_simple`], so the recursion through nested regions keeps a small frame
     /// per level.
-    fn lower(&mut self, op: OpId) {
+    fn lower(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
-        self.lower_start(op);
+        self.lower_start(op)?;
         match &ir.op(op).kind {
             OpKind::If {
                 cond,
@@ -92,14 +95,15 @@ impl Emitter<'_> {
             OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
             OpKind::Scan(sc) => self.scan(op, sc, |me, body| me.lower_region(body)),
             _ => self.lower_simple(op),
-        }
+        }?;
         self.clear_overrides();
+        Ok(())
     }
 
     /// The op's comment, and the conversions the plan puts before it (stores convert inside
     /// `transfer`, where the valid count is known).
     #[inline(never)]
-    fn lower_start(&mut self, op: OpId) {
+    fn lower_start(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         let data = ir.op(op);
         self.op(Op::Comment(format!(
@@ -108,8 +112,7 @@ impl Emitter<'_> {
             data.loc
         )));
         if !matches!(data.kind, OpKind::Store(_)) {
-            let convs: Vec<_> = self.plan.exchanges[op.index()]
-                .iter()
+            let convs: Vec<_> = (self.exchanges_of(op)?.iter())
                 .filter(|e| e.data.is_some())
                 .cloned()
                 .collect();
@@ -125,15 +128,16 @@ impl Emitter<'_> {
                         valid: None,
                         keep_invalid: false,
                     };
-                    self.exchange(&site, &src, &dst);
+                    self.exchange(&site, &src, &dst)?;
                     self.set_override(d, dst);
                 }
             }
         }
+        Ok(())
     }
 
     #[inline(never)]
-    fn lower_if(&mut self, cond: ExprId, then: RegionId, otherwise: Option<RegionId>) {
+    fn lower_if(&mut self, cond: ExprId, then: RegionId, otherwise: Option<RegionId>) -> Lowered {
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
         let uni = self.uniform(cond);
@@ -148,22 +152,23 @@ impl Emitter<'_> {
                 uni,
             },
         );
-        self.region(then);
+        self.region(then)?;
         if let Some(o) = otherwise {
             self.op(Op::Bra {
                 target: end_label.clone(),
                 uni: true,
             });
             self.op(Op::Label(else_label));
-            self.region(o);
+            self.region(o)?;
             self.op(Op::Label(end_label));
         } else {
             self.op(Op::Label(else_label));
         }
+        Ok(())
     }
 
     #[inline(never)]
-    fn lower_for(&mut self, op: OpId, start: ExprId, end: ExprId, body: RegionId) {
+    fn lower_for(&mut self, op: OpId, start: ExprId, end: ExprId, body: RegionId) -> Lowered {
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
         let uni = self.uniform(start) && self.uniform(end);
@@ -188,7 +193,7 @@ impl Emitter<'_> {
                 uni,
             },
         );
-        self.region(body);
+        self.region(body)?;
         self.op(Op::Bin {
             op: BinOp::Add,
             ty: Ty::U32,
@@ -198,21 +203,15 @@ impl Emitter<'_> {
         });
         self.op(Op::Bra { target: head, uni });
         self.op(Op::Label(exit));
+        Ok(())
     }
 
     /// Lowers a load or store: its global moves and the exchanges the plan gives it (a
     /// load's own after its moves; a store's conversions of its payload, then its own,
     /// before them).
-    fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) {
-        let exchanges = self
-            .plan
-            .exchanges
-            .get(op.index())
-            .cloned()
-            .unwrap_or_default();
-        let Some(g) = self.global_side(op, t, is_load, !exchanges.is_empty()) else {
-            return;
-        };
+    fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) -> Lowered {
+        let exchanges = self.exchanges_of(op)?;
+        let g = self.global_side(op, t, is_load, !exchanges.is_empty())?;
         let dtype = self.ir.params[t.param.index()].dtype;
         let valid = g.exchange_bound;
         let site = |plan, valid, keep_invalid| ExchangeSite {
@@ -234,34 +233,35 @@ impl Emitter<'_> {
             };
             self.global_moves(&g, &staged, t.oob_default);
             if let Some(e) = own {
-                self.exchange(&site(&e, guard, true), &staged, &data_regs);
+                self.exchange(&site(&e, guard, true), &staged, &data_regs)?;
             }
         } else {
             let mut regs = data_regs;
             for e in exchanges.iter().filter(|e| e.data == Some(t.data)) {
                 let out = self.fresh_like(&regs);
-                self.exchange(&site(e, valid, false), &regs, &out);
+                self.exchange(&site(e, valid, false), &regs, &out)?;
                 regs = out;
             }
             if let Some(e) = own {
                 let out = self.fresh_like(&regs);
-                self.exchange(&site(&e, valid, false), &regs, &out);
+                self.exchange(&site(&e, valid, false), &regs, &out)?;
                 regs = out;
             }
             self.global_moves(&g, &regs, None);
         }
+        Ok(())
     }
 
     /// Lowers an op that holds no region.
     #[inline(never)]
-    fn lower_simple(&mut self, op: OpId) {
+    fn lower_simple(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         let data = ir.op(op);
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
         match &data.kind {
-            OpKind::Load(t) => self.transfer(op, t, true),
-            OpKind::Store(t) => self.transfer(op, t, false),
+            OpKind::Load(t) => self.transfer(op, t, true)?,
+            OpKind::Store(t) => self.transfer(op, t, false)?,
             OpKind::Map { dst, srcs, expr } => {
                 let items = ir.datas[dst.index()].items;
                 let dtype = ir.datas[dst.index()].dtype;
@@ -270,7 +270,9 @@ impl Emitter<'_> {
                         .iter()
                         .map(|s| self.data_regs(*s).get(i as usize).copied())
                         .collect::<Option<Vec<_>>>()
-                        .unwrap_or_default();
+                        .ok_or_else(|| {
+                            self.missing(op, "registers of the sources, item for item")
+                        })?;
                     let ctx = Ctx {
                         args,
                         item: Some(i),
@@ -294,7 +296,7 @@ impl Emitter<'_> {
                 }
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
-            OpKind::Reduce(r) => self.reduce(op, r),
+            OpKind::Reduce(r) => self.reduce(op, r)?,
             OpKind::Scatter {
                 src,
                 ranks,
@@ -302,7 +304,7 @@ impl Emitter<'_> {
                 dst,
                 holes,
                 ..
-            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes),
+            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes)?,
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;
@@ -330,10 +332,11 @@ impl Emitter<'_> {
                     src: smallvec![v.into()],
                 });
             }
-            OpKind::Neighbor(nb) => self.neighbor(op, nb),
+            OpKind::Neighbor(nb) => self.neighbor(op, nb)?,
             // Lowered by `lower`, which lowers their regions.
             OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
         }
+        Ok(())
     }
 
     fn uniform(&self, e: ExprId) -> bool {
@@ -344,7 +347,7 @@ impl Emitter<'_> {
     }
 
     /// `for t in (ctaid.x..ceil(n / tile)).step_by(nctaid.x)` with origin and valid count.
-    fn tiles(&mut self, op: OpId, n: ExprId, body: RegionId) {
+    fn tiles(&mut self, op: OpId, n: ExprId, body: RegionId) -> Lowered {
         let tile = self.plan.block_tile.max(1);
         let mut memo = HashMap::new();
         let n = self.eval(n, &Ctx::default(), &mut memo);
@@ -425,7 +428,7 @@ impl Emitter<'_> {
             a: valid.into(),
             b: Operand::Imm(tile as i64),
         });
-        self.region(body);
+        self.region(body)?;
         self.op(Op::Bin {
             op: BinOp::Add,
             ty: Ty::U32,
@@ -438,5 +441,110 @@ impl Emitter<'_> {
             uni: true,
         });
         self.op(Op::Label(exit));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::verify::verify;
+    use crate::ir::{KernelBuilder, Load, Reduce, Store};
+
+    /// A kernel as the stages leave it: its IR, the verifier's result and the plan.
+    fn staged(k: KernelBuilder) -> (Ir, Info, Plan) {
+        let ir = k.into_ir();
+        let info = verify(&ir).expect("verifies");
+        let plan = crate::planner::plan(&ir, &info).expect("plans");
+        (ir, info, plan)
+    }
+
+    /// What emitting with `plan` reports missing (it must be an internal error).
+    fn missing(ir: &Ir, info: &Info, plan: &Plan) -> String {
+        match emit(ir, info, plan, Arch::Sm80) {
+            Err(PlanError::Internal { missing, loc }) => {
+                assert!(loc.to_string().contains("emit.rs"), "{loc}");
+                missing
+            }
+            other => panic!("an internal error, not {other:?}"),
+        }
+    }
+
+    /// A transposing load, a block reduction of it and a store of the result.
+    fn reduction() -> (Ir, Info, Plan) {
+        let mut k = KernelBuilder::new("sum").block(128).items_per_thread(2);
+        let x = k.input::<u32>("x");
+        let y = k.output::<u32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::transpose());
+        let r = k.reduce(b, &t, Reduce::sum().broadcast());
+        k.store_to(b, &y, &r, Store::direct().offset(0u32));
+        staged(k)
+    }
+
+    #[test]
+    fn the_stages_outputs_emit() {
+        let (ir, info, plan) = reduction();
+        assert!(emit(&ir, &info, &plan, Arch::Sm80).is_ok());
+    }
+
+    #[test]
+    fn a_plan_without_what_an_op_needs_is_an_internal_error() {
+        let (ir, info, plan) = reduction();
+        let op = |i: usize| OpId(i as u32);
+        let load = (0..ir.ops.len()).find(|&i| matches!(ir.op(op(i)).kind, OpKind::Load(_)));
+        let reduce = (0..ir.ops.len()).find(|&i| matches!(ir.op(op(i)).kind, OpKind::Reduce(_)));
+        let (load, reduce) = (load.expect("a load"), reduce.expect("a reduction"));
+
+        let mut p = plan.clone();
+        p.transfers[load] = None;
+        let m = missing(&ir, &info, &p);
+        assert!(
+            m.contains("plan of a load or store") && m.contains("(load)"),
+            "{m}"
+        );
+
+        let mut p = plan.clone();
+        p.collectives[reduce] = None;
+        let m = missing(&ir, &info, &p);
+        assert!(
+            m.contains("block collective") && m.contains("(reduce)"),
+            "{m}"
+        );
+
+        let mut p = plan.clone();
+        p.exchanges.truncate(load);
+        assert!(missing(&ir, &info, &p).contains("list of exchanges"));
+
+        let mut p = plan.clone();
+        p.slices.clear();
+        assert!(missing(&ir, &info, &p).contains("shared-memory slice"));
+
+        let mut p = plan;
+        p.shared.window_bytes = 0;
+        assert!(missing(&ir, &info, &p).contains("shared window"));
+    }
+
+    #[test]
+    fn a_shared_array_the_plan_does_not_place_is_an_internal_error() {
+        let mut k = KernelBuilder::new("array").block(64);
+        let y = k.output::<i32>("y");
+        let b = k.this_block();
+        let a = k.shared_array::<i32>(64);
+        let t = crate::ir::index::thread_rank();
+        k.shared_write(&a, t.clone(), t.clone().cast::<i32>());
+        k.sync_block();
+        let r = k.fill(a.read(t));
+        k.store_to(b, &y, &r, Store::direct());
+        let (ir, info, plan) = staged(k);
+        assert!(emit(&ir, &info, &plan, Arch::Sm80).is_ok());
+
+        let mut p = plan.clone();
+        p.arrays.clear();
+        assert!(missing(&ir, &info, &p).contains("slice of shared array smem0"));
+
+        let mut p = plan;
+        p.shared.arrays.clear();
+        assert!(missing(&ir, &info, &p).contains("home of shared array smem0"));
     }
 }

@@ -8,7 +8,7 @@
 //! lives at element `p + p / 32` when the plan pads, else at `p`. A time-sliced exchange runs
 //! one warp at a time on a single region, in place on one copy of the slots.
 
-use super::builder::{Emitter, bits_or_float, mem_ty, segment_clamp};
+use super::builder::{Emitter, Lowered, bits_or_float, mem_ty, segment_clamp};
 use crate::ir::{Arrangement, DType, OpId};
 use crate::planner::{ExchangePlan, PositionForm};
 use crate::ptx::*;
@@ -44,7 +44,7 @@ struct Region<'a> {
 
 impl Emitter<'_> {
     /// Rearranges `src` into `dst` as `x` says: through shared memory, or with shuffles.
-    pub(crate) fn exchange(&mut self, x: &ExchangeSite, src: &[Reg], dst: &[Reg]) {
+    pub(crate) fn exchange(&mut self, x: &ExchangeSite, src: &[Reg], dst: &[Reg]) -> Lowered {
         let &ExchangeSite {
             op,
             plan: e,
@@ -54,15 +54,14 @@ impl Emitter<'_> {
         } = x;
         if e.via_shuffles {
             self.shuffle_exchange(e, dtype, src, dst);
-            return;
+            return Ok(());
         }
         let es = e.elem_bytes as i64;
         let (s, k) = (e.scope, e.items);
-        let Some(slice) = self.plan.slices.get(e.slice).cloned() else {
-            return;
-        };
+        let slice = self.slice(op, e.slice)?;
+        let window = self.window(op)?;
         let tid = self.tid();
-        let smem = self.smem_base();
+        let smem = self.shared_base(window);
         let block = self.plan.block_threads;
         let (gi, rank) = if s >= block && e.turns.is_none() {
             (None, tid)
@@ -193,6 +192,7 @@ impl Emitter<'_> {
                 }
             }
         }
+        Ok(())
     }
 
     /// A copy of `src` for an in-place exchange: with a valid bound, the slots at invalid

@@ -6,7 +6,7 @@
 //! shared memory across a block (written at the plan's first step, read after the planned
 //! barrier). Items inside a thread use their own neighbours directly.
 
-use super::builder::{Emitter, bits_or_float, class, segment_clamp};
+use super::builder::{Emitter, Lowered, bits_or_float, class, segment_clamp};
 use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
@@ -37,13 +37,13 @@ impl Emitter<'_> {
     }
 
     /// Lowers a neighbour op.
-    pub(crate) fn neighbor(&mut self, op: OpId, nb: &NeighborSpec) {
+    pub(crate) fn neighbor(&mut self, op: OpId, nb: &NeighborSpec) -> Lowered {
         let d = self.ir.datas[nb.src.index()].dtype;
         let x = self.data_regs(nb.src).to_vec();
         let out = self.data_regs(nb.dst).to_vec();
         let k = x.len();
         if k == 0 || out.len() != k {
-            return;
+            return Err(self.missing(op, "registers of the source and result, item for item"));
         }
         let (share, off, rotate) = match nb.kind {
             N::AdjacentLeft | N::Heads | N::ShiftUp => (x[k - 1], -1i64, false),
@@ -118,9 +118,7 @@ impl Emitter<'_> {
             });
             self.shuffle_value(ShflMode::Idx, share, lane.into(), c, mask)
         } else {
-            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
-                return;
-            };
+            let cp = self.collective(op)?;
             self.sync_point(op, cp.first_step);
             let mine = self.collective_addr(&cp, tid.into());
             self.shared_value(false, d, mine, share);
@@ -148,7 +146,9 @@ impl Emitter<'_> {
         });
         let results: Vec<Reg> = match nb.kind {
             N::AdjacentLeft | N::AdjacentRight => {
-                let Some(f) = nb.op else { return };
+                let Some(f) = nb.op else {
+                    return Err(self.missing(op, "operator"));
+                };
                 let left = nb.kind == N::AdjacentLeft;
                 let edge_item = if left { 0 } else { k - 1 };
                 (0..k)
@@ -167,7 +167,9 @@ impl Emitter<'_> {
                     .collect()
             }
             N::Heads | N::Tails => {
-                let Some(f) = nb.op else { return };
+                let Some(f) = nb.op else {
+                    return Err(self.missing(op, "operator"));
+                };
                 let heads = nb.kind == N::Heads;
                 let edge_item = if heads { 0 } else { k - 1 };
                 (0..k)
@@ -276,6 +278,7 @@ impl Emitter<'_> {
         if let (Some(o), Some(v)) = (nb.shifted_out, shifted) {
             self.mov_into(d, o, 0, v);
         }
+        Ok(())
     }
 }
 
@@ -289,17 +292,14 @@ impl Emitter<'_> {
         [src, ranks, dst]: [crate::ir::DataId; 3],
         flags: Option<crate::ir::DataId>,
         holes: Option<u64>,
-    ) {
+    ) -> Lowered {
         let d = self.ir.datas[src.index()].dtype;
         let x = self.data_regs(src).to_vec();
         let r = self.data_regs(ranks).to_vec();
         let fl = flags.map(|f| self.data_regs(f).to_vec());
-        let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
-            return;
-        };
-        let Some(form) = cp.read_back.clone() else {
-            return;
-        };
+        let cp = self.collective(op)?;
+        let form = (cp.read_back.clone())
+            .ok_or_else(|| self.missing(op, "read-back form of the scattered tile"))?;
         let tile = cp.entries as i64;
         let out = self.data_regs(dst).to_vec();
         // Where each result slot reads: position = the rank's digit terms + i * item stride.
@@ -353,5 +353,6 @@ impl Emitter<'_> {
         for (&o, &a) in out.iter().zip(&back) {
             self.shared_value(true, d, a, o);
         }
+        Ok(())
     }
 }

@@ -10,11 +10,10 @@
 //! raking for commutative operators (threads past the first warp share, warp 0 folds them into
 //! its own values).
 
-use super::builder::{Emitter, bits_or_float, class, mem_ty, segment_clamp};
+use super::builder::{Collective, Emitter, Lowered, bits_or_float, class, mem_ty, segment_clamp};
 use super::expr::Ctx;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};
-use crate::planner::CollectivePlan;
 use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
@@ -109,14 +108,14 @@ impl Emitter<'_> {
     }
 
     /// Lowers a reduction.
-    pub(crate) fn reduce(&mut self, op: OpId, r: &Reduction) {
+    pub(crate) fn reduce(&mut self, op: OpId, r: &Reduction) -> Lowered {
         let d = self.ir.datas[r.src.index()].dtype;
         let items = self.data_regs(r.src).to_vec();
-        let Some(&out) = self.data_regs(r.dst).first() else {
-            return;
-        };
+        if self.data_regs(r.dst).is_empty() {
+            return Err(self.missing(op, "registers of the result"));
+        }
         let Some(&first) = items.first() else {
-            return;
+            return Err(self.missing(op, "registers of the source"));
         };
         let valid_items = r.valid.map(|e| {
             let mut memo = HashMap::new();
@@ -167,13 +166,11 @@ impl Emitter<'_> {
             }
             res
         } else {
-            let Some(c) = self.plan.collectives.get(op.index()).cloned().flatten() else {
-                return;
-            };
+            let c = self.collective(op)?;
             self.block_reduce(op, r, d, acc, valid, &c)
         };
         self.mov_into(d, r.dst, 0, result);
-        let _ = out;
+        Ok(())
     }
 
     /// The block part of a reduction; the result is at thread 0 (every thread with
@@ -185,7 +182,7 @@ impl Emitter<'_> {
         d: DType,
         acc: Reg,
         valid: Option<Reg>,
-        c: &CollectivePlan,
+        c: &Collective,
     ) -> Reg {
         let threads = self.plan.block_threads;
         let tid = self.tid();

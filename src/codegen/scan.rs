@@ -8,11 +8,10 @@
 //! prefix back, and every thread reads its own. A prefix callback's value is rank 0's, handed
 //! to the group through one more shared slot (a block) or a shuffle (a warp).
 
-use super::builder::{Emitter, bits_or_float, class, segment_clamp, up_clamp};
+use super::builder::{Collective, Emitter, Lowered, bits_or_float, class, segment_clamp, up_clamp};
 use super::expr::Ctx;
 use crate::ir::ops::{ScanAlgorithm, ScanSpec};
 use crate::ir::{DType, OpId, RegionId};
-use crate::planner::CollectivePlan;
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -22,13 +21,13 @@ impl Emitter<'_> {
         &mut self,
         op: OpId,
         sc: &ScanSpec,
-        lower_callback: impl FnOnce(&mut Self, RegionId),
-    ) {
+        lower_callback: impl FnOnce(&mut Self, RegionId) -> Lowered,
+    ) -> Lowered {
         let d = self.ir.datas[sc.src.index()].dtype;
         let x = self.data_regs(sc.src).to_vec();
         let out = self.data_regs(sc.dst).to_vec();
         if x.is_empty() || out.len() != x.len() {
-            return;
+            return Err(self.missing(op, "registers of the source and result, item for item"));
         }
         let threads = self.ir.group_threads(sc.group);
         let w = threads.min(32);
@@ -79,15 +78,11 @@ impl Emitter<'_> {
                 .map(|_| self.shuffle_value(ShflMode::Idx, incl, last, c, mask));
             (excl, has_excl, agg)
         } else if sc.algorithm != ScanAlgorithm::WarpScans {
-            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
-                return;
-            };
+            let cp = self.collective(op)?;
             let (p, h, a) = self.raking_prefix(op, sc, d, total, &cp);
             (p, h, Some(a))
         } else {
-            let Some(cp) = self.plan.collectives.get(op.index()).cloned().flatten() else {
-                return;
-            };
+            let cp = self.collective(op)?;
             let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
             // The last lane of each warp shares the warp's total.
@@ -120,7 +115,7 @@ impl Emitter<'_> {
                 });
             }
             let Some((warp_prefix, has_warp)) = before else {
-                return;
+                return Err(self.missing(op, "shared entries of the warps' totals"));
             };
             // prefix = warp prefix (op) the thread's exclusive prefix, where each exists.
             let both = self.combine_op(sc.op, d, warp_prefix, excl);
@@ -157,7 +152,7 @@ impl Emitter<'_> {
                     src: p.into(),
                 });
                 // Rank 0's prefix seeds the whole group.
-                let seed = match self.plan.collectives.get(op.index()).cloned().flatten() {
+                let seed = match self.planned_collective(op)? {
                     Some(cp) if cp.prefix_slot => {
                         let tid = self.tid();
                         self.sync_point(op, cp.first_step + 4);
@@ -179,7 +174,7 @@ impl Emitter<'_> {
                     }
                     _ => held,
                 };
-                lower_callback(self, cb.body);
+                lower_callback(self, cb.body)?;
                 Some(seed)
             }
         };
@@ -212,6 +207,7 @@ impl Emitter<'_> {
         if let (Some(a), Some(agg)) = (sc.aggregate, aggregate) {
             self.mov_into(d, a, 0, agg);
         }
+        Ok(())
     }
 }
 
@@ -246,7 +242,7 @@ impl Emitter<'_> {
     }
 
     /// [`Self::shared_value`] at a collective's entry `index`.
-    fn shared_at(&mut self, load: bool, d: DType, cp: &CollectivePlan, index: Operand, v: Reg) {
+    fn shared_at(&mut self, load: bool, d: DType, cp: &Collective, index: Operand, v: Reg) {
         let a = self.collective_addr(cp, index);
         self.shared_value(load, d, a, v);
     }
@@ -262,7 +258,7 @@ impl Emitter<'_> {
         sc: &ScanSpec,
         d: DType,
         total: Reg,
-        cp: &CollectivePlan,
+        cp: &Collective,
     ) -> (Reg, Reg, Reg) {
         let tid = self.tid();
         let seg = cp.segment.max(1);

@@ -16,7 +16,7 @@
 //! positions the global accesses skip. Indices are 32-bit: the runtime passes a longer buffer's
 //! length as `u32::MAX`, and no valid position's index wraps, since each is below the length.
 
-use super::builder::{Emitter, bits_or_float, mem_ty};
+use super::builder::{Emitter, Lowered, bits_or_float, mem_ty};
 use super::expr::Ctx;
 use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, DType, OpId};
@@ -406,12 +406,9 @@ impl Emitter<'_> {
         t: &Transfer,
         is_load: bool,
         exchanged: bool,
-    ) -> Option<GlobalSide> {
-        let plan = self
-            .plan
-            .transfers
-            .get(op.index())
-            .and_then(|p| p.clone())?;
+    ) -> Lowered<GlobalSide> {
+        let plan = (self.plan.transfers.get(op.index()).cloned().flatten())
+            .ok_or_else(|| self.missing(op, "plan of a load or store"))?;
         let dtype = self.ir.params[t.param.index()].dtype;
         let (offset, count) = self.tile_of(t, &plan);
         let ptr = self.param_reg(t.param);
@@ -432,7 +429,7 @@ impl Emitter<'_> {
             Some(b) if exchanged => Some(self.block_bound(b)),
             _ => None,
         };
-        Some(GlobalSide {
+        Ok(GlobalSide {
             plan,
             is_load,
             space,

@@ -96,6 +96,14 @@ pub enum PlanError {
         /// Where the kernel was started (its block shape was set).
         loc: Loc,
     },
+    /// Code generation found missing what the verifier and planner guarantee for an op or a
+    /// shared array: an internal error of coopgraph, not of the kernel.
+    Internal {
+        /// What was missing, and for which op or array.
+        missing: String,
+        /// Where that op or array was written.
+        loc: Loc,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -166,6 +174,11 @@ impl fmt::Display for PlanError {
             PlanError::NotVerified { loc } => write!(
                 f,
                 "{loc}: the kernel's verifier result is for another IR; verify this one first"
+            ),
+            PlanError::Internal { missing, loc } => write!(
+                f,
+                "{loc}: internal error: code generation found no {missing}; please report \
+                 this with the kernel"
             ),
         }
     }

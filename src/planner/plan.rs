@@ -32,37 +32,98 @@ pub struct TransferPlan {
     pub vector: u32,
 }
 
-/// Everything code generation needs to know beyond the IR.
+/// Everything code generation needs to know beyond the IR. Only the planner makes one, from a
+/// verified IR, when a kernel is built ([`Kernel::plan`](crate::Kernel::plan) shows it); its
+/// fields are read through the accessors below, so code generation runs on nothing but what
+/// the planner produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// Threads per block.
-    pub block_threads: u32,
+    pub(crate) block_threads: u32,
     /// Elements per block tile at the default items per thread (the `tiles` loop's step).
-    pub block_tile: u32,
+    pub(crate) block_tile: u32,
     /// Each payload's arrangement (`None`: not tied to one, e.g. a fill).
-    pub arrangements: Vec<Option<Arrangement>>,
+    pub(crate) arrangements: Vec<Option<Arrangement>>,
     /// Per op: the plan of a load or store.
-    pub transfers: Vec<Option<TransferPlan>>,
+    pub(crate) transfers: Vec<Option<TransferPlan>>,
     /// Shared memory the kernel needs, in bytes: its static declarations (as ptxas allocates
     /// them at most) and its dynamic part.
-    pub shared_bytes: u32,
+    pub(crate) shared_bytes: u32,
     /// How that memory is declared: each shared array on its own where the static limit
     /// allows, and the window of the planned slices, static or dynamic.
-    pub shared: SharedLayout,
+    pub(crate) shared: SharedLayout,
     /// Per op, its exchanges through shared memory, in step order.
-    pub exchanges: Vec<Vec<ExchangePlan>>,
+    pub(crate) exchanges: Vec<Vec<ExchangePlan>>,
     /// Shared-memory slices.
-    pub slices: Vec<Slice>,
+    pub(crate) slices: Vec<Slice>,
     /// Barriers, each before one step of one op.
-    pub barriers: Vec<Barrier>,
+    pub(crate) barriers: Vec<Barrier>,
     /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
     /// window: see [`Plan::shared`]).
-    pub arrays: Vec<usize>,
+    pub(crate) arrays: Vec<usize>,
     /// Per op, the shared memory of a block-wide collective.
-    pub collectives: Vec<Option<CollectivePlan>>,
+    pub(crate) collectives: Vec<Option<CollectivePlan>>,
 }
 
 impl Plan {
+    /// Threads per block.
+    pub fn block_threads(&self) -> u32 {
+        self.block_threads
+    }
+
+    /// Elements per block tile at the default items per thread (the `tiles` loop's step).
+    pub fn block_tile(&self) -> u32 {
+        self.block_tile
+    }
+
+    /// Each payload's arrangement (`None`: not tied to one, e.g. a fill).
+    pub fn arrangements(&self) -> &[Option<Arrangement>] {
+        &self.arrangements
+    }
+
+    /// Per op: the plan of a load or store.
+    pub fn transfers(&self) -> &[Option<TransferPlan>] {
+        &self.transfers
+    }
+
+    /// Shared memory the kernel needs, in bytes: its static declarations (as ptxas allocates
+    /// them at most) and its dynamic part.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared_bytes
+    }
+
+    /// How that memory is declared: each shared array on its own where the static limit
+    /// allows, and the window of the planned slices, static or dynamic.
+    pub fn shared(&self) -> &SharedLayout {
+        &self.shared
+    }
+
+    /// Per op, its exchanges through shared memory, in step order.
+    pub fn exchanges(&self) -> &[Vec<ExchangePlan>] {
+        &self.exchanges
+    }
+
+    /// Shared-memory slices.
+    pub fn slices(&self) -> &[Slice] {
+        &self.slices
+    }
+
+    /// Barriers, each before one step of one op.
+    pub fn barriers(&self) -> &[Barrier] {
+        &self.barriers
+    }
+
+    /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
+    /// window: see [`Plan::shared`]).
+    pub fn arrays(&self) -> &[usize] {
+        &self.arrays
+    }
+
+    /// Per op, the shared memory of a block-wide collective.
+    pub fn collectives(&self) -> &[Option<CollectivePlan>] {
+        &self.collectives
+    }
+
     /// The barriers before step `step` of `op`.
     pub fn barriers_at(&self, op: OpId, step: u8) -> impl Iterator<Item = &Barrier> {
         self.barriers

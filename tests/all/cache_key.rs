@@ -384,7 +384,7 @@ fn kernels_differing_in_shared_sizes_get_their_own_modules() {
 #[test]
 fn kernels_without_a_barrier_have_keys_of_their_own() {
     let k = build(&BASE);
-    let n = k.plan().barriers.len();
+    let n = k.plan().barriers().len();
     assert!(n >= 2, "the test kernel has {n} barriers");
     let mut keys = vec![k.key().clone()];
     for i in 0..n {

@@ -1,7 +1,7 @@
 //! Helpers shared by the test modules: ptxas, golden files, the default device, random data.
 
-use coopgraph::ptx::Arch;
 use coopgraph::ir::Element;
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::Device;
 use std::path::PathBuf;
 use std::process::Command;
@@ -69,7 +69,7 @@ static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// Assembles a built kernel for every supported arch.
 pub fn assemble_all(kernel: &coopgraph::Kernel) {
     for arch in Arch::ALL {
-        assemble(&kernel.ptx(arch), arch, kernel.name());
+        assemble(&kernel.ptx(arch).expect("emits"), arch, kernel.name());
     }
 }
 
@@ -83,7 +83,10 @@ pub struct Batch {
 impl Batch {
     /// Adds a kernel.
     pub fn add(&mut self, kernel: &coopgraph::Kernel) {
-        let modules = Arch::ALL.iter().map(|&a| kernel.module(a)).collect();
+        let modules = Arch::ALL
+            .iter()
+            .map(|&a| kernel.module(a).expect("emits"))
+            .collect();
         self.modules.push((kernel.name().to_string(), modules));
     }
 
@@ -267,7 +270,7 @@ pub fn assert_barriers_necessary<R: std::fmt::Debug>(
     kernel: &coopgraph::Kernel,
     run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
 ) {
-    for i in 0..kernel.plan().barriers.len() {
+    for i in 0..kernel.plan().barriers().len() {
         let without = kernel.without_barrier(i).expect("barrier exists");
         let result = run(&without);
         assert!(
@@ -279,7 +282,7 @@ pub fn assert_barriers_necessary<R: std::fmt::Debug>(
             ),
             "{}: without barrier {i} ({:?}) the race checker says {result:?}\n{}",
             kernel.name(),
-            kernel.plan().barriers[i],
+            kernel.plan().barriers()[i],
             kernel.explain()
         );
     }

@@ -2,12 +2,12 @@
 //! `tests/golden/`; `BLESS=1` refreshes them. Each PTX is also assembled by ptxas.
 
 use super::common::{assemble, check};
-use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
+use coopgraph::ptx::Arch;
 use coopgraph::{KernelBuilder, Load, Store};
 
 fn golden_ptx(file: &str, kernel: &coopgraph::Kernel, arch: Arch) {
-    let ptx = kernel.ptx(arch);
+    let ptx = kernel.ptx(arch).expect("emits");
     assemble(&ptx, arch, file);
     check(file, &ptx);
 }

@@ -404,7 +404,7 @@ fn check(kernel: &Kernel, xs: &[i32], want: &[Vec<i32>; 3]) -> Result<(), String
             "device",
         )?;
     }
-    for (i, b) in kernel.plan().barriers.iter().enumerate() {
+    for (i, b) in kernel.plan().barriers().iter().enumerate() {
         let without = kernel.without_barrier(i).expect("barrier exists");
         match run(&races, &without, xs) {
             Err(RuntimeError::Sim(coopgraph::sim::SimError::Race(_))) => {}

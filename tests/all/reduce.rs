@@ -299,7 +299,7 @@ fn reduction_barriers_are_necessary() {
         let r2 = k.reduce(b, &u1, Reduce::max().algorithm(alg).broadcast());
         k.store_to(b, &y, &r2, Store::direct().offset(0u32));
         let kernel = k.build().expect("builds");
-        assert!(kernel.plan().barriers.len() >= 4, "{}", kernel.explain());
+        assert!(kernel.plan().barriers().len() >= 4, "{}", kernel.explain());
         let xs: Vec<i32> = (0..256).map(|i| i % 13).collect();
         let run = |kernel: &coopgraph::Kernel| super::common::run_xy(&sim, kernel, &xs, 128);
         let sum: i32 = xs.iter().sum();
@@ -392,7 +392,7 @@ fn raking_entries_are_padded_where_segments_conflict() {
         let kernel = k.build().expect("builds");
         let c = kernel
             .plan()
-            .collectives
+            .collectives()
             .iter()
             .flatten()
             .next()

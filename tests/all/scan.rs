@@ -267,7 +267,7 @@ fn scan_barriers_are_necessary() {
             acc += v;
         }
         assert_eq!(run(&kernel).expect("race-free"), want);
-        assert!(kernel.plan().barriers.len() >= 3, "{}", kernel.explain());
+        assert!(kernel.plan().barriers().len() >= 3, "{}", kernel.explain());
         super::common::assert_barriers_necessary(&kernel, run);
     }
 }

@@ -4,9 +4,9 @@
 //! array and the user's line — never another array's bytes, never a race on planned scratch.
 
 use super::common::{assemble_all, assert_same, compiled, device};
-use coopgraph::ptx::Arch;
 use coopgraph::ir::index;
 use coopgraph::planner::{ArrayHome, PlanError};
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Device, RuntimeError, SimOptions};
 use coopgraph::sim::{MemSpace, MemoryFault, SimError};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -56,9 +56,9 @@ fn shared_fault(result: Result<Vec<i32>, RuntimeError>, what: &str) -> Box<Memor
 fn arrays_have_declarations_of_their_own() {
     let (kernel, line) = two_arrays("neighbours", false, 1, true);
     let plan = kernel.plan();
-    assert_eq!(plan.shared.arrays, vec![ArrayHome::Own, ArrayHome::Own]);
-    assert_eq!(plan.shared.window_bytes, 0);
-    let ptx = kernel.ptx(Arch::Sm90);
+    assert_eq!(plan.shared().arrays, vec![ArrayHome::Own, ArrayHome::Own]);
+    assert_eq!(plan.shared().window_bytes, 0);
+    let ptx = kernel.ptx(Arch::Sm90).expect("emits");
     for (i, l) in [(0, line), (1, line + 1)] {
         let decl = format!(".shared .align 4 .b8 smem{i}[256]; // smem{i}: shared i32 x 64 at ");
         assert!(
@@ -162,7 +162,7 @@ fn past_an_array_into_scratch_is_not_a_race() {
         y.to_vec()
     };
     let good = build(false);
-    assert!(good.plan().shared.window_bytes > 0, "{}", good.explain());
+    assert!(good.plan().shared().window_bytes > 0, "{}", good.explain());
     assemble_all(&good);
     // Thread t holds items 2t, 2t+1 and adds arr[(t+1) % 64] = x[2((t+1) % 64)].
     let want: Vec<i32> = (0..128)
@@ -196,13 +196,13 @@ fn arrays_past_the_static_limit_live_in_the_window() {
     let r = k.fill(small.read(index::thread_rank()) + big.read(index::thread_rank() * 8u32));
     k.store_to(b, &y, &r, Store::direct());
     let kernel = k.build().expect("builds");
-    let shared = &kernel.plan().shared;
+    let shared = &kernel.plan().shared();
     assert_eq!(shared.arrays, vec![ArrayHome::Own, ArrayHome::Window]);
     assert!(shared.window_dynamic);
     assert_eq!(shared.static_bytes, 4096);
     assert_eq!(shared.dynamic_bytes(), 48 * 1024);
-    assert_eq!(kernel.plan().shared_bytes, 52 * 1024);
-    let ptx = kernel.ptx(Arch::Sm90);
+    assert_eq!(kernel.plan().shared_bytes(), 52 * 1024);
+    let ptx = kernel.ptx(Arch::Sm90).expect("emits");
     assert!(
         ptx.contains(".extern .shared .align 16 .b8 scratch[];"),
         "{ptx}"

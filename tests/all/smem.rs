@@ -58,7 +58,7 @@ fn every_barrier_is_necessary() {
             let kernel = copy(&name, block, items, load, store);
             batch.add(&kernel);
             assert!(
-                !kernel.plan().barriers.is_empty(),
+                !kernel.plan().barriers().is_empty(),
                 "{name} exchanges through shared memory but has no barrier"
             );
             let tile = (block * items) as usize;
@@ -97,8 +97,8 @@ fn every_barrier_is_necessary() {
                 let got = run(&checked, &kernel, &xs, n).expect("race-free on the simulator");
                 assert_same(&got, &want, &format!("{name} n={n} (simulator)"));
             }
-            for i in 0..kernel.plan().barriers.len() {
-                let b = &kernel.plan().barriers[i];
+            for i in 0..kernel.plan().barriers().len() {
+                let b = &kernel.plan().barriers()[i];
                 let without = kernel.without_barrier(i).expect("barrier exists");
                 match run(&checked, &without, &xs, tile as u32) {
                     Err(RuntimeError::Sim(SimError::Race(_))) => {}
@@ -123,15 +123,16 @@ fn exchanges_in_sequence_share_one_region() {
     // it read the load's, so the second exchange needs no barrier before its write.
     let kernel = copy("reuse", 128, 4, Algorithm::Transpose, Algorithm::Transpose);
     let plan = kernel.plan();
-    assert_eq!(plan.slices.len(), 2);
-    assert_eq!(plan.slices[0].offset, plan.slices[1].offset);
+    assert_eq!(plan.slices().len(), 2);
+    assert_eq!(plan.slices()[0].offset, plan.slices()[1].offset);
     assert_eq!(
-        plan.shared_bytes, plan.slices[0].bytes,
+        plan.shared_bytes(),
+        plan.slices()[0].bytes,
         "the largest slice, not the sum"
     );
-    assert_eq!(plan.barriers.len(), 2, "{}", kernel.explain());
+    assert_eq!(plan.barriers().len(), 2, "{}", kernel.explain());
     assert!(
-        plan.barriers
+        plan.barriers()
             .iter()
             .all(|b| b.hazard == Hazard::ReadAfterWrite)
     );
@@ -158,7 +159,7 @@ fn reuse_by_other_threads_needs_a_barrier() {
     let kernel = k.build().expect("builds");
     let plan = kernel.plan();
     assert!(
-        plan.barriers
+        plan.barriers()
             .iter()
             .any(|b| b.hazard == Hazard::WriteAfterRead && b.scope == SyncScope::Block),
         "{}",
@@ -192,15 +193,15 @@ fn no_barrier_where_nothing_is_shared() {
         (Algorithm::Vectorize, Algorithm::Vectorize),
     ] {
         let kernel = copy("plain", 128, 4, load, store);
-        assert!(kernel.plan().barriers.is_empty(), "{load:?}/{store:?}");
-        assert_eq!(kernel.plan().shared_bytes, 0);
+        assert!(kernel.plan().barriers().is_empty(), "{load:?}/{store:?}");
+        assert_eq!(kernel.plan().shared_bytes(), 0);
     }
     // A warp transpose synchronizes its warp only.
     let kernel = copy("warp", 128, 4, Algorithm::WarpTranspose, Algorithm::Direct);
     assert!(
         kernel
             .plan()
-            .barriers
+            .barriers()
             .iter()
             .all(|b| b.scope == SyncScope::Group { threads: 32 })
     );
@@ -222,7 +223,7 @@ fn loop_carried_reuse_gets_a_barrier() {
     assert!(
         kernel
             .plan()
-            .barriers
+            .barriers()
             .iter()
             .any(|b| b.hazard == Hazard::WriteAfterRead && b.step == 0),
         "{}",
@@ -285,10 +286,13 @@ fn shared_arrays_with_user_barriers() {
     let kernel = build(true);
     let plan = kernel.plan();
     // The array is declared on its own, beside the window of the planned exchange.
-    assert_eq!(plan.shared.arrays, vec![coopgraph::planner::ArrayHome::Own]);
-    let array = &plan.slices[plan.arrays[0]];
-    assert!(plan.shared_bytes >= plan.shared.window_bytes + array.bytes);
-    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90);
+    assert_eq!(
+        plan.shared().arrays,
+        vec![coopgraph::planner::ArrayHome::Own]
+    );
+    let array = &plan.slices()[plan.arrays()[0]];
+    assert!(plan.shared_bytes() >= plan.shared().window_bytes + array.bytes);
+    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
     assert!(
         ptx.contains(".shared .align 4 .b8 smem0[256]; // smem0: shared f32 x 64 at"),
         "{ptx}"
@@ -354,7 +358,7 @@ fn temp_storage_sharing_and_sync() {
     let plus: Vec<i32> = xs.iter().map(|v| v.wrapping_add(1)).collect();
     // auto_sync (the default): the planner orders the two users; one slice serves both.
     let auto = storage_kernel(StorageSpec::default(), false).expect("builds");
-    assert_eq!(auto.plan().slices.len(), 1, "{}", auto.explain());
+    assert_eq!(auto.plan().slices().len(), 1, "{}", auto.explain());
     let (ys, zs) = run(device(), &auto).expect("runs");
     assert_same(&ys, &plus, "auto-sync first user");
     assert_same(&zs, &xs, "auto-sync second user");
@@ -410,7 +414,7 @@ fn manual_storages_sharing_bytes_are_ordered_by_the_planner() {
     let v = k.map2(&t, &u, |a, c| a * 2 + c);
     k.store_to(b, &y, &v, Store::direct());
     let kernel = k.build().expect("builds");
-    let offsets: Vec<u32> = kernel.plan().slices.iter().map(|s| s.offset).collect();
+    let offsets: Vec<u32> = kernel.plan().slices().iter().map(|s| s.offset).collect();
     assert_eq!(
         offsets,
         [0, 0],
@@ -452,19 +456,19 @@ fn dynamic_shared_memory_past_48k() {
         k.build().expect("builds")
     };
     let kernel = build(16 * 1024);
-    assert!(kernel.plan().shared_bytes > 48 * 1024);
+    assert!(kernel.plan().shared_bytes() > 48 * 1024);
     // The 64 KiB array cannot be a static declaration: it lives in the dynamic window.
     assert_eq!(
-        kernel.plan().shared.arrays,
+        kernel.plan().shared().arrays,
         vec![coopgraph::planner::ArrayHome::Window]
     );
-    assert!(kernel.plan().shared.window_dynamic);
+    assert!(kernel.plan().shared().window_dynamic);
     let explained = kernel.explain();
     assert!(
         explained.contains("dynamic") && explained.contains("checked against the window only"),
         "{explained}"
     );
-    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90);
+    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
     assert!(
         ptx.contains(".extern .shared .align 16 .b8 scratch[];"),
         "{ptx}"
@@ -524,7 +528,7 @@ fn payload_alignment_bounds_vector_width() {
         k.store_to(b, &y, &t, Store::vectorize());
         k.build()
     };
-    let vector = |k: &Kernel| k.plan().transfers[0].as_ref().map(|t| t.vector);
+    let vector = |k: &Kernel| k.plan().transfers()[0].as_ref().map(|t| t.vector);
     assert_eq!(vector(&build(None).expect("builds")), Some(4));
     assert_eq!(vector(&build(Some(8)).expect("builds")), Some(2));
     assert_eq!(vector(&build(Some(4)).expect("builds")), Some(1));
@@ -632,12 +636,15 @@ fn live_slices_never_share_bytes() {
     let kernel = k.build().expect("builds");
     let plan = kernel.plan();
     // The array has a declaration of its own; the window's slices are the others.
-    assert_eq!(plan.shared.arrays, vec![coopgraph::planner::ArrayHome::Own]);
+    assert_eq!(
+        plan.shared().arrays,
+        vec![coopgraph::planner::ArrayHome::Own]
+    );
     let window: Vec<_> = plan
-        .slices
+        .slices()
         .iter()
         .enumerate()
-        .filter(|(i, _)| !plan.arrays.contains(i))
+        .filter(|(i, _)| !plan.arrays().contains(i))
         .map(|(_, s)| s)
         .collect();
     for (i, a) in window.iter().enumerate() {
@@ -710,7 +717,7 @@ fn time_sliced_exchange() {
     };
     let sliced = build(true);
     let plain = build(false);
-    assert!(sliced.plan().shared_bytes * 2 < plain.plan().shared_bytes);
+    assert!(sliced.plan().shared_bytes() * 2 < plain.plan().shared_bytes());
     super::common::assemble_all(&sliced);
     let xs: Vec<i32> = (0..512).collect();
     let want: Vec<i32> = (0..512).map(|p| p * 4 + ((p % 128) / 32)).collect();
@@ -764,8 +771,8 @@ fn exchanges_through_shuffles() {
         let back = k.exchange(g, &u, Arrangement::Blocked, ExchangeVia::Shuffles);
         k.store_to(g, &z, &back, Store::direct());
         let kernel = k.build().expect("builds");
-        assert_eq!(kernel.plan().shared_bytes, 0, "{}", kernel.explain());
-        assert!(kernel.plan().barriers.is_empty());
+        assert_eq!(kernel.plan().shared_bytes(), 0, "{}", kernel.explain());
+        assert!(kernel.plan().barriers().is_empty());
         batch.add(&kernel);
         let n = (64 * items) as usize;
         let xs: Vec<i64> = (0..n as i64).map(|v| v * 3 - 100).collect();
@@ -834,7 +841,7 @@ fn one_item_per_thread_needs_no_exchange() {
             let kernel = copy(&format!("one_item_{load:?}_{store:?}"), 128, 1, load, store);
             batch.add(&kernel);
             assert_eq!(
-                (kernel.plan().shared_bytes, kernel.plan().barriers.len()),
+                (kernel.plan().shared_bytes(), kernel.plan().barriers().len()),
                 (0, 0),
                 "{load:?}/{store:?}\n{}",
                 kernel.explain()

@@ -190,7 +190,10 @@ fn block_groups_count_the_block_either_way() {
         k.build().expect("builds")
     };
     let arch = coopgraph::ptx::Arch::Sm90;
-    assert_eq!(build(true).ptx(arch), build(false).ptx(arch));
+    assert_eq!(
+        build(true).ptx(arch).expect("emits"),
+        build(false).ptx(arch).expect("emits")
+    );
 }
 
 /// The least common multiple.

@@ -158,7 +158,7 @@ proptest! {
             return Ok(());
         };
         for arch in coopgraph::ptx::Arch::ALL {
-            let _ = kernel.ptx(arch);
+            kernel.ptx(arch).unwrap_or_else(|e| panic!("{e}"));
         }
         let dev = Device::sim();
         if let Ok(f) = dev.compile(&kernel) {

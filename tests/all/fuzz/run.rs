@@ -7,9 +7,9 @@ use super::generator::{self, Case, Data, Param, Spec};
 use super::interp::value::{self, APPROX, NONDET, TAINT, UNDEF, UNSPEC};
 use super::interp::{self, Arg, Event, Outcome};
 use super::types::{AnyBuf, push_scalar};
-use coopgraph::ptx::Arch;
 use coopgraph::ir::Bounds;
 use coopgraph::ir::DType;
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::{ArgList, Device, LaunchConfig, RuntimeError};
 use coopgraph::sim::SimError;
 use coopgraph::{Error, Kernel};
@@ -315,7 +315,16 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
             });
         }
     };
-    let own = p.kernel.ptx(dev.arch());
+    let own = match p.kernel.ptx(dev.arch()) {
+        Ok(own) => own,
+        Err(e) => {
+            let e = Error::from(e);
+            return Err(Verdict::Failed {
+                class: format!("emit: {}", error_class(&e)),
+                report: format!("emitting failed after compiling: {e}"),
+            });
+        }
+    };
     if f.image().ptx != own {
         return Err(Verdict::Failed {
             class: "cache: another kernel's module".into(),
@@ -571,8 +580,11 @@ impl Assembler {
         if self.kernels.iter().any(|(_, o)| o.name() == k.name()) {
             return;
         }
-        if let Ok(d) = std::env::var("COOPGRAPH_FUZZ_DUMP") {
-            let _ = std::fs::write(format!("{d}/k{:016x}.ptx", spec.seed), k.ptx(Arch::Sm90));
+        // Emitted only for a dump: emitting every case once more would cost the sweep time.
+        if let Ok(d) = std::env::var("COOPGRAPH_FUZZ_DUMP")
+            && let Ok(ptx) = k.ptx(Arch::Sm90)
+        {
+            let _ = std::fs::write(format!("{d}/k{:016x}.ptx", spec.seed), ptx);
         }
         self.kernels.push((spec, k.clone()));
     }
@@ -614,16 +626,29 @@ impl Assembler {
             if mine.is_empty() {
                 continue;
             }
-            let functions: Vec<_> = mine
-                .iter()
-                .flat_map(|(_, k)| k.module(arch).functions)
-                .collect();
+            // One module of every case's entry; a case that does not emit is a failure.
+            let mut functions = Vec::new();
+            let mut emitted = Vec::new();
+            for &(spec, k) in &mine {
+                match k.module(arch) {
+                    Ok(m) => {
+                        functions.extend(m.functions);
+                        emitted.push((spec, k));
+                    }
+                    Err(e) => failures.push((
+                        spec.clone(),
+                        format!("emitting for {arch} failed: {e}"),
+                        k.clone(),
+                    )),
+                }
+            }
             let module = coopgraph::ptx::Module { arch, functions };
             if assemble(&ptxas, &coopgraph::ptx::write_module(&module), arch).is_ok() {
                 continue;
             }
-            for (spec, k) in mine {
-                if let Err(log) = assemble(&ptxas, &k.ptx(arch), arch) {
+            for (spec, k) in emitted {
+                let Ok(ptx) = k.ptx(arch) else { continue };
+                if let Err(log) = assemble(&ptxas, &ptx, arch) {
                     failures.push((
                         spec.clone(),
                         format!("ptxas -arch={arch} rejected it:\n{log}"),
