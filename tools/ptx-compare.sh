@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Proves a change leaves every emitted PTX byte-for-byte identical: runs the whole test suite
 # (unit, integration with its goldens, doc tests), every example and every benchmark once in
-# test mode, at two revisions, with COOPGRAPH_DUMP_PTX set, and compares the sets of modules
-# written (each saved as <entry>.<target>.<hash>.ptx, for every arch the tests emit).
+# test mode, at two revisions, with COOPGRAPH_DUMP_PTX set, and compares the entry functions of
+# the modules written (each module is saved as <first entry>.<target>.<hash>.ptx, for every
+# arch the tests emit; each entry is compared on its own, with its module's PTX version).
 #
 # Usage, from anywhere in the checkout:
 #   tools/ptx-compare.sh BASE          # BASE (a commit, branch or tag) against the working tree
 #   tools/ptx-compare.sh BASE HEAD     # two revisions
-# Prints `identical: N modules` and exits 0, or lists the modules only one side wrote (with
-# `diff -u` of the first pair that share an entry and target) and exits 1.
+# Prints `identical: N entries` and exits 0, or lists the entries only one side wrote (with
+# `diff -u` of the first pair that share a name and target) and exits 1.
 # Builds go to target/ptx-compare so that repeated runs are incremental. No GPU is needed;
 # ptxas is not run (the texts are compared, not assembled).
 set -euo pipefail
@@ -51,29 +52,51 @@ else
   dump "$root" "$work/ptx-head"
 fi
 
-# Doc tests are compiled in a temporary directory whose name is random, and the PTX's source
-# comments name it: list each module as `<entry>.<target> <hash of its text with that name
-# made fixed>`.
-listing() { # listing <dir>
-  (
-    cd "$1"
-    for f in *.ptx; do
-      h=$(sed 's#/tmp/rustdoctest[^/]*/#/tmp/rustdoctest/#g' "$f" | sha256sum | cut -c1-16)
-      echo "${f%.*.ptx} $h $f"
-    done
-  ) | sort -u -k1,2 | sort
+# Compare entry by entry: a module that batches several kernels for one ptxas run gathers those
+# of whichever tests run at the same time, so its membership differs between runs while each
+# kernel's text does not. Each entry (its module-scope declarations, then `.visible .entry`
+# through its closing brace) is listed as `<entry>.<target> <hash> <file>`, hashed with its
+# module's `.version` line, and saved under `<dir>` as that file. Doc tests are compiled in a
+# temporary directory whose name is random, and the PTX's source comments name it: that name is
+# made fixed before hashing.
+listing() { # listing <dump dir> <entries dir>
+  python3 - "$1" "$2" <<'PY' | sort -u -k1,2 | sort
+import hashlib, os, re, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+entry = re.compile(r"((?:^\.extern [^\n]*\n)*)^\.visible \.entry (\S+?)\(.*?^\}$", re.M | re.S)
+for name in sorted(os.listdir(src)):
+    if not name.endswith(".ptx"):
+        continue
+    with open(os.path.join(src, name), encoding="utf-8", errors="replace") as f:
+        text = re.sub(r"/tmp/rustdoctest[^/]*/", "/tmp/rustdoctest/", f.read())
+    version = re.search(r"^\.version .*$", text, re.M)
+    target = re.search(r"^\.target (\S+)", text, re.M)
+    head = version.group(0) if version else ""
+    target = target.group(1) if target else "unknown"
+    for m in entry.finditer(text):
+        body = m.group(0)
+        h = hashlib.sha256((head + "\n" + body).encode()).hexdigest()[:16]
+        key = f"{m.group(2)}.{target}"
+        file = f"{key}.{h}.ptx"
+        path = os.path.join(out, file)
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as g:
+                g.write(head + "\n" + body + "\n")
+        print(key, h, file)
+PY
 }
-listing "$work/ptx-base" > "$work/base.files"
-listing "$work/ptx-head" > "$work/head.files"
+listing "$work/ptx-base" "$work/entries-base" > "$work/base.files"
+listing "$work/ptx-head" "$work/entries-head" > "$work/head.files"
 cut -d' ' -f1,2 "$work/base.files" | sort > "$work/base.list"
 cut -d' ' -f1,2 "$work/head.files" | sort > "$work/head.list"
 n=$(wc -l < "$work/base.list")
 if [ "$n" -eq 0 ]; then
-  echo "ptx-compare: no module was written (is COOPGRAPH_DUMP_PTX supported at $base?)" >&2
+  echo "ptx-compare: no entry was written (is COOPGRAPH_DUMP_PTX supported at $base?)" >&2
   exit 2
 fi
 if cmp -s "$work/base.list" "$work/head.list"; then
-  echo "identical: $n modules"
+  echo "identical: $n entries"
   exit 0
 fi
 echo "different: only in ${base} (<) or only in ${head:-the working tree} (>):"
@@ -84,7 +107,7 @@ if [ -n "$first" ]; then
   a=$(grep -F "$first " "$work/base.files" | head -1 | cut -d' ' -f3)
   b=$(grep "^$stem " "$work/head.files" | head -1 | cut -d' ' -f3 || true)
   if [ -n "$b" ]; then
-    diff -u "$work/ptx-base/$a" "$work/ptx-head/$b" | head -80 || true
+    diff -u "$work/entries-base/$a" "$work/entries-head/$b" | head -80 || true
   fi
 fi
 exit 1
