@@ -8,19 +8,34 @@
 # Usage, from anywhere in the checkout:
 #   tools/ptx-compare.sh BASE          # BASE (a commit, branch or tag) against the working tree
 #   tools/ptx-compare.sh BASE HEAD     # two revisions
-# Prints `identical: N entries` and exits 0, or lists the entries only one side wrote (with
-# `diff -u` of the first pair that share a name and target) and exits 1.
+# Prints `identical: N entries` and exits 0 when every entry BASE writes is written unchanged
+# at HEAD; entries only HEAD writes (kernels of tests HEAD adds) are listed after it as new.
+# Otherwise lists the entries only one side wrote (with `diff -u` of the first pair that share
+# a name and target) and exits 1. With PTX_COMPARE_KEEP=<dir>, the dumps, logs and entries
+# are left in <dir> (otherwise they are deleted).
 # Builds go to target/ptx-compare so that repeated runs are incremental. No GPU is needed;
 # ptxas is not run (the texts are compared, not assembled).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-[ $# -ge 1 ] || { sed -n 2,13p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,16p "$0"; exit 2; }
 base=$1
 head=${2:-}
-work=$(mktemp -d)
+if [ -n "${PTX_COMPARE_KEEP:-}" ]; then
+  mkdir -p "$PTX_COMPARE_KEEP"
+  work=$(cd "$PTX_COMPARE_KEEP" && pwd)
+  keep=1
+  for side in base head; do
+    git worktree remove --force "$work/$side" > /dev/null 2>&1 || true
+    rm -rf "${work:?}/$side" "$work/ptx-$side" "$work/ptx-$side.log" "$work/entries-$side"
+  done
+else
+  work=$(mktemp -d)
+  keep=
+fi
 trap 'git worktree remove --force "$work/base" > /dev/null 2>&1 || true;
-      git worktree remove --force "$work/head" > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+      git worktree remove --force "$work/head" > /dev/null 2>&1 || true;
+      [ -n "$keep" ] || rm -rf "$work"' EXIT
 export CARGO_TARGET_DIR="$root/target/ptx-compare"
 unset COOPGRAPH_PTXAS COOPGRAPH_DEVICE
 # Property tests draw their cases from this seed at both revisions, so both emit the same kernels.
@@ -56,9 +71,12 @@ fi
 # of whichever tests run at the same time, so its membership differs between runs while each
 # kernel's text does not. Each entry (its module-scope declarations, then `.visible .entry`
 # through its closing brace) is listed as `<entry>.<target> <hash> <file>`, hashed with its
-# module's `.version` line, and saved under `<dir>` as that file. Doc tests are compiled in a
-# temporary directory whose name is random, and the PTX's source comments name it: that name is
-# made fixed before hashing.
+# module's `.version` line, and saved under `<dir>` as that file. The comments on each op and
+# on each shared array's declaration name the builder call's `file:line:column`: a test that
+# moves within its file (or doc tests, compiled as one bundle whose lines shift with every doc
+# example) moves its kernel's comments, so the line and column are left out before hashing
+# (the file stays). Doc tests are compiled in a temporary directory whose name is random: that
+# name is made fixed too.
 listing() { # listing <dump dir> <entries dir>
   python3 - "$1" "$2" <<'PY' | sort -u -k1,2 | sort
 import hashlib, os, re, sys
@@ -70,6 +88,7 @@ for name in sorted(os.listdir(src)):
         continue
     with open(os.path.join(src, name), encoding="utf-8", errors="replace") as f:
         text = re.sub(r"/tmp/rustdoctest[^/]*/", "/tmp/rustdoctest/", f.read())
+        text = re.sub(r"^(.*// .* at \S+?):\d+:\d+$", r"\1", text, flags=re.M)
     version = re.search(r"^\.version .*$", text, re.M)
     target = re.search(r"^\.target (\S+)", text, re.M)
     head = version.group(0) if version else ""
@@ -95,8 +114,13 @@ if [ "$n" -eq 0 ]; then
   echo "ptx-compare: no entry was written (is COOPGRAPH_DUMP_PTX supported at $base?)" >&2
   exit 2
 fi
-if cmp -s "$work/base.list" "$work/head.list"; then
+comm -13 "$work/base.list" "$work/head.list" > "$work/new.list"
+if [ -z "$(comm -23 "$work/base.list" "$work/head.list")" ]; then
   echo "identical: $n entries"
+  if [ -s "$work/new.list" ]; then
+    echo "new at ${head:-the working tree}: $(wc -l < "$work/new.list") entries (only its tests write them):"
+    head -50 "$work/new.list"
+  fi
   exit 0
 fi
 echo "different: only in ${base} (<) or only in ${head:-the working tree} (>):"
