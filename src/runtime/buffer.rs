@@ -385,7 +385,7 @@ impl Device {
                     .map_err(RuntimeError::driver("cuMemAllocAsync"))?,
             ),
             Imp::Sim(s) => {
-                let addr = s.sim.alloc_zeroed(bytes.max(1))?;
+                let addr = s.sim.alloc_zeroed(bytes)?;
                 BufferRepr::Sim(SimAlloc {
                     shared: s.clone(),
                     addr,
@@ -445,14 +445,15 @@ pub(super) fn byte_len<T: Element>(len: usize) -> Result<usize, RuntimeError> {
         })
 }
 
-/// Allocates `bytes` (at least one, so every buffer has its own address) in the simulator; the
-/// contents are undefined (to its uninitialized-value checker) until written.
+/// Allocates `bytes` in the simulator; the contents are undefined (to its uninitialized-value
+/// checker) until written. An empty buffer has an address of its own and no byte an access may
+/// touch.
 pub(super) fn sim_alloc(
     shared: &Arc<SimShared>,
     len: usize,
     bytes: usize,
 ) -> Result<SimAlloc, RuntimeError> {
-    let addr = shared.sim.alloc(bytes.max(1))?;
+    let addr = shared.sim.alloc(bytes)?;
     Ok(SimAlloc {
         shared: shared.clone(),
         addr,

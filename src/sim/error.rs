@@ -463,7 +463,8 @@ pub enum UninitOrigin {
         /// The register (`%r3`).
         register: String,
     },
-    /// A load of memory bytes never written (in this block, for shared memory).
+    /// A load of memory bytes never written (in this block, for shared memory), or of shared
+    /// bytes a store wrote an undefined value to.
     Load {
         /// The load.
         at: Location,
@@ -488,7 +489,10 @@ impl fmt::Display for UninitOrigin {
             UninitOrigin::Register { register } => {
                 write!(f, "register {register}, never written")
             }
-            UninitOrigin::Load { at } => write!(f, "a load of memory never written, {at}"),
+            UninitOrigin::Load { at } => write!(
+                f,
+                "a load of memory never written (or written with undefined values), {at}"
+            ),
             UninitOrigin::Shuffle { at } => {
                 write!(f, "a shuffle from a lane outside the collective, {at}")
             }

@@ -5,7 +5,8 @@
 //! loop carries no shadow work at all. Registers are the thread's flat slice of slots; each
 //! slot has an *origin* word when tracking: 0 when defined, `NEVER | slot` for a register never
 //! written, `pc + 1` for a value that came from a load of unwritten memory (or a shuffle from a
-//! lane outside the collective) at decoded instruction `pc`. Arithmetic passes an operand's
+//! lane outside the collective) at decoded instruction `pc`. A store of an undefined value to
+//! shared memory leaves its bytes unwritten: moving a value is not using it. Arithmetic passes an operand's
 //! origin on to its result; the first observable use of an undefined value is noted in
 //! [`Env::pending`] and the thread goes on (the block decides what to report).
 
@@ -380,7 +381,10 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
     let size = u32::from(m.size);
     let total = size * u32::from(m.n);
     let addr = address::<U>(env, m.space, m.base, m.disp, total, pc)?;
-    if U {
+    // A store to global or local memory uses its value; one to shared memory moves it (an
+    // exchange moves every register, the undefined ones of a partial tile too): the bytes stay
+    // undefined, and a load of them yields an undefined value the checker reports where used.
+    if U && m.space != MemSpace::Shared {
         for k in 0..usize::from(m.n) {
             check(env, m.regs[k], UseKind::StoreValue, pc);
         }
@@ -413,7 +417,8 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
                 let o = start + k * size as usize;
                 let v = env.regs[m.regs[k] as usize].to_le_bytes();
                 env.shared.data[o..o + size as usize].copy_from_slice(&v[..size as usize]);
-                env.shared.written[o..o + size as usize].fill(1);
+                let defined = !U || env.origin[m.regs[k] as usize] == 0;
+                env.shared.written[o..o + size as usize].fill(u8::from(defined));
             }
         }
         MemSpace::Local => {

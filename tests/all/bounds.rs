@@ -315,6 +315,48 @@ fn unchecked_kernels_launch_only_unsafely() {
     assert_same(&z.to_vec().expect("download"), &xs, "checked copy");
 }
 
+/// An empty buffer has no element an access may touch: an unchecked store to element 0 of
+/// an empty output is an out-of-bounds access on the simulator (it once had a byte of
+/// padding there), and the checked kernel writes nothing.
+#[test]
+fn empty_buffers_have_no_elements() {
+    use coopgraph::sim::SimError;
+    let build = |unchecked: bool| {
+        let mut k = KernelBuilder::new(format!("one_u8_{unchecked}"))
+            .block(1)
+            .items_per_thread(1);
+        if unchecked {
+            k = k.unchecked_bounds();
+        }
+        let x = k.input::<u8>("x");
+        let y = k.output::<u8>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::vectorize());
+        k.store_to(b, &y, &t, Store::vectorize());
+        k.build().expect("builds")
+    };
+    let sim = coopgraph::runtime::Device::sim();
+    let x = sim.upload(&[7u8]).expect("upload");
+    let mut y = sim.alloc_zeroed::<u8>(0).expect("alloc");
+    let (checked, unchecked) = (build(false), build(true));
+    assemble_all(&checked);
+    assemble_all(&unchecked);
+    let f = sim.compile(&unchecked).expect("compile");
+    let config = f.config_over(1).expect("config");
+    // SAFETY: none; the simulator reports the access past the empty output.
+    let r = unsafe { f.launch_unchecked(config, (&x, &mut y)) };
+    match r {
+        Err(RuntimeError::Sim(SimError::OutOfBounds(_))) => {}
+        other => panic!("expected an out-of-bounds store, got {other:?}"),
+    }
+    let g = sim.compile(&checked).expect("compile");
+    g.launch_grid(1, (&x, &mut y)).expect("launch");
+    assert!(y.to_vec().expect("download").is_empty());
+    let mut z = sim.alloc_filled(1, 0u8).expect("alloc");
+    g.launch_grid(1, (&x, &mut z)).expect("launch");
+    assert_eq!(z.to_vec().expect("download"), [7]);
+}
+
 /// Past `u32::MAX` elements a launch over `n` is an error: indices are 32-bit.
 #[test]
 fn launches_over_more_than_32_bit_indices_are_errors() {

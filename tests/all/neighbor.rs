@@ -501,3 +501,54 @@ fn partial_right_difference_takes_no_edge() {
         super::common::assemble_all(&kernel);
     }
 }
+
+/// A scatter without a hole value leaves the positions no item went to undefined; a warp scan
+/// over the scattered tile with a valid count reads only the scattered positions, though the
+/// exchange before it moves every register (holes included) through shared memory. Moving an
+/// undefined value is not using it: the run must agree with the CPU, the simulator's
+/// uninitialized-value checker on.
+#[test]
+fn holes_moved_by_an_exchange_before_a_bounded_scan_are_not_used() {
+    use coopgraph::ir::{Scan, Scatter, index};
+    let mut batch = Batch::default();
+    let dev = device();
+    let (block, items, valid) = (64u32, 2u32, 10u32);
+    let tile = (block * items) as usize;
+    let mut k = KernelBuilder::new("holes_then_scan")
+        .block(block)
+        .items_per_thread(items);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let b = k.this_block();
+    let w = k.this_warp();
+    let t = k.load_from(b, &x, Load::direct());
+    let p = index::thread_rank() * items + index::item();
+    let r = k.fill::<u32>(
+        (p.clone() % 64u32)
+            .lt(Expr::lit(valid))
+            .select(p, Expr::lit(1000u32)),
+    );
+    let s = k.scatter(b, &t, &r, Scatter::striped(4));
+    let sums = k.scan(w, &s, Scan::inclusive_sum().valid_items(valid));
+    k.store_to(w, &y, &sums, Store::direct().valid_items(valid));
+    let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
+    batch.add(&kernel);
+    let xs: Vec<i32> = (0..tile as i32).map(|i| 3 * i - 50).collect();
+    let f = dev.compile(&kernel).expect("compile");
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_filled(tile, -1i32).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    let mut want = vec![-1i32; tile];
+    for warp in 0..tile / 64 {
+        let mut acc = 0;
+        for j in 0..valid as usize {
+            acc += xs[warp * 64 + j];
+            want[warp * 64 + j] = acc;
+        }
+    }
+    assert_same(
+        &yb.to_vec().expect("download"),
+        &want,
+        "bounded scan after holes",
+    );
+}

@@ -1035,6 +1035,49 @@ fn uninit(text: &str, buf_zeroed: bool, opts: SimOptions) -> Result<(), SimError
     launch(&mut s, text, 1, 32, &[buf]).map(|_| ())
 }
 
+/// A store of an undefined register to shared memory moves it, as an exchange moves the
+/// undefined registers of a partial tile: no fault there, and none when nothing uses it; a
+/// load of it that reaches a global store is reported at that store, with the load as origin.
+#[test]
+fn an_undefined_value_moved_through_shared_memory_is_reported_where_used() {
+    let body = |tail: &str| {
+        kernel(
+            "mv",
+            &["u64 out"],
+            &[".shared .align 4 .b8 s[128];"],
+            &format!(
+                "ld.param.u64 %rd0, [out];
+                 mov.u32 %r0, %tid.x;
+                 shl.b32 %r1, %r0, 2;
+                 mov.u32 %r2, s;
+                 add.u32 %r3, %r2, %r1;
+                 add.u32 %r6, %r7, 1;
+                 st.shared.u32 [%r3], %r6;
+                 bar.sync 0;
+                 ld.shared.u32 %r4, [%r3];
+                 {tail}
+                 ret;"
+            ),
+        )
+    };
+    uninit(&body(""), true, SimOptions::default()).expect("moving is not using");
+    let text = body(
+        "mul.wide.u32 %rd1, %r0, 4;
+         add.u64 %rd2, %rd0, %rd1;
+         st.global.u32 [%rd2], %r4;",
+    );
+    let e = uninit(&text, true, SimOptions::default()).unwrap_err();
+    let SimError::Uninitialized(u) = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(u.use_kind, UseKind::StoreValue);
+    assert_eq!(u.at.line, line_of(&text, "st.global", 0));
+    match &u.origin {
+        UninitOrigin::Load { at } => assert_eq!(at.line, line_of(&text, "ld.shared", 0)),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn unwritten_shared_memory_reaching_a_store_is_reported() {
     let text = kernel(

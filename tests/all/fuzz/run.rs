@@ -169,13 +169,20 @@ fn value_fns(params: &[Param]) -> Vec<Box<dyn Fn(u64) -> u64 + '_>> {
 /// short (the device must report the fault); `trim` (every fourth value) cuts one buffer of a
 /// checked kernel by some elements, which the kernel's guards must respect.
 pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> {
-    if let Some(what) = case.expect_reject {
-        let by_planner = what == generator::ACROSS_GROUPS;
+    if let Some(what) = case.expect_reject
+        && !(what == generator::SLICED_DIVERGENT && case.kernel.is_ok())
+    {
+        use coopgraph::planner::PlanError;
+        let sliced = what == generator::SLICED_DIVERGENT;
+        let by_planner = what == generator::ACROSS_GROUPS || sliced;
         return Err(match case.kernel {
             Err(Error::Verify(_)) if !by_planner => Verdict::Rejected,
-            Err(Error::Plan(coopgraph::planner::PlanError::GroupCountAcrossGroups { .. }))
-                if by_planner =>
+            Err(Error::Plan(PlanError::GroupCountAcrossGroups { .. }))
+                if what == generator::ACROSS_GROUPS =>
             {
+                Verdict::Rejected
+            }
+            Err(Error::Plan(PlanError::BlockExchangeInDivergentCode { .. })) if sliced => {
                 Verdict::Rejected
             }
             Err(e) => Verdict::Failed {

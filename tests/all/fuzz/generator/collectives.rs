@@ -394,13 +394,29 @@ impl Gen {
         }
         let target = self.rng.pick(&to);
         self.note_conv(d.arr, target, d.k);
+        let mut via = match how {
+            0 => ExchangeVia::Shared,
+            1 => ExchangeVia::TimeSliced,
+            _ => ExchangeVia::Shuffles,
+        };
+        // Between blocked and warp-striped order the warps take turns at block barriers,
+        // which code not uniform across the block cannot reach: the planner must reject it.
+        let warp_striped = Arrangement::Striped { threads: 32 };
+        let sliced = d.arr.is_some_and(|a| {
+            !a.same_positions(target, d.k)
+                && self.t.is_multiple_of(32)
+                && [a, target].contains(&warp_striped)
+                && [a, target].contains(&Arrangement::Blocked)
+        });
+        if via == ExchangeVia::TimeSliced && sliced && !self.block_uniform() {
+            if self.expect_reject.is_none() {
+                self.expect_reject = Some(super::SLICED_DIVERGENT);
+            } else {
+                via = ExchangeVia::Shared;
+            }
+        }
         let h = with_dtype!(d.dt, T => {
             let src = handle::<T>(&d);
-            let via = match how {
-                0 => ExchangeVia::Shared,
-                1 => ExchangeVia::TimeSliced,
-                _ => ExchangeVia::Shuffles,
-            };
             let r = k.exchange(g, &src, target, via);
             T::data(r)
         });

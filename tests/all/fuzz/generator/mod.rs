@@ -277,6 +277,13 @@ pub struct Case {
 /// that converts across its groups: the planner, not the verifier, rejects it.
 pub const ACROSS_GROUPS: &str = "a group's own valid count over a conversion across groups";
 
+/// What is wrong with a case that has a time-sliced exchange between blocked and warp-striped
+/// order under a condition not uniform across the block: the planner rejects it
+/// (`BlockExchangeInDivergentCode`), or, where its uniformity analysis sees the condition as
+/// uniform after all, it builds and runs.
+pub const SLICED_DIVERGENT: &str =
+    "a time-sliced exchange under a condition that differs between warps";
+
 /// Where the statement indices of a statement's second region start.
 pub const ARM: u32 = 16;
 
