@@ -9,8 +9,10 @@
 //! - `arrangement.rs`: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
 //! - `transfer.rs`: the index map of every load and store, derived from the layout algebra;
-//! - `scratch.rs`: exchanges through shared memory, slices by live range, barriers (from
-//!   `access.rs`: which thread touches which byte of shared memory at each step);
+//! - `scratch.rs`: exchanges through shared memory, the shared memory of block collectives,
+//!   slices by live range;
+//! - `barrier.rs`: the barriers between those steps (from `access.rs`: which thread touches
+//!   which byte of shared memory at each step);
 //! - `shared.rs`: the shared declarations (each array on its own, the window static or
 //!   dynamic).
 //!
@@ -18,15 +20,17 @@
 
 mod access;
 mod arrangement;
+mod barrier;
 mod error;
 mod plan;
 mod scratch;
 mod shared;
 mod transfer;
 
+pub use barrier::{Barrier, Hazard, SyncScope};
 pub use error::PlanError;
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{Barrier, CollectivePlan, ExchangePlan, Hazard, Slice, SyncScope};
+pub use scratch::{CollectivePlan, ExchangePlan, Slice};
 pub(crate) use scratch::{PositionForm, padded_slot};
 pub use shared::{ArrayHome, SharedLayout};
 

@@ -1,6 +1,7 @@
 //! The plan: plain data that code generation reads.
 
-use super::scratch::{Barrier, CollectivePlan, ExchangePlan, Slice};
+use super::barrier::Barrier;
+use super::scratch::{CollectivePlan, ExchangePlan, Slice};
 use super::shared::SharedLayout;
 use crate::ir::{Algorithm, Arrangement, OpId};
 
