@@ -44,6 +44,7 @@ struct Scale {
 
 impl Workload<Choice> for Scale {
     type Output = Vec<f32>;
+    type Error = coopgraph::Error;
 
     fn reset(&mut self) -> Result<(), coopgraph::Error> {
         Ok(self.y.write(&vec![f32::NAN; self.y.len()])?)

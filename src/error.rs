@@ -46,7 +46,7 @@ pub enum Error {
     /// Loading, caching or launching failed.
     Runtime(crate::runtime::RuntimeError),
     /// Autotuning found no candidate that works.
-    Tune(crate::runtime::TuneError),
+    Tune(crate::runtime::TuneError<Error>),
 }
 
 impl fmt::Display for Error {
@@ -83,8 +83,8 @@ impl From<crate::runtime::RuntimeError> for Error {
     }
 }
 
-impl From<crate::runtime::TuneError> for Error {
-    fn from(e: crate::runtime::TuneError) -> Self {
+impl From<crate::runtime::TuneError<Error>> for Error {
+    fn from(e: crate::runtime::TuneError<Error>) -> Self {
         Error::Tune(e)
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::bench::{Bench, Timing};
 use super::device::{Device, Imp};
 use super::disk_cache::{DiskCache, Lookup, checksum};
+use super::error::RuntimeError;
 use super::image::Compile;
 use super::launch::Function;
 
@@ -23,15 +24,21 @@ pub trait Workload<C> {
     /// A candidate's result, compared with the first candidate's by [`matches`](Self::matches).
     type Output: PartialEq;
 
+    /// What the workload's methods, and the closure that builds candidates
+    /// ([`Tuner::tune`]), fail with: [`coopgraph::Error`](crate::Error) (which holds a build's
+    /// verifier or planner error as well as a [`RuntimeError`]), or any error of your own that a
+    /// `RuntimeError` converts into. A failed candidate keeps it ([`Outcome::Failed`]).
+    type Error: From<RuntimeError> + fmt::Display;
+
     /// Puts the outputs in a state no correct candidate leaves them in (fills them with a
     /// poison value), so that a candidate that writes too little is caught by the comparison.
-    fn reset(&mut self) -> Result<(), crate::Error>;
+    fn reset(&mut self) -> Result<(), Self::Error>;
 
     /// Queues one run of the candidate `function`, built from `config`.
-    fn launch(&mut self, function: &Function, config: &C) -> Result<(), crate::Error>;
+    fn launch(&mut self, function: &Function, config: &C) -> Result<(), Self::Error>;
 
     /// The result of the runs so far (downloads wait for them).
-    fn output(&mut self) -> Result<Self::Output, crate::Error>;
+    fn output(&mut self) -> Result<Self::Output, Self::Error>;
 
     /// Whether `output` is as good as the first candidate's `reference`: equality by default;
     /// replace it to allow rounding differences (float sums in another order).
@@ -93,6 +100,7 @@ pub trait Workload<C> {
 ///
 /// impl Workload<(u32, u32, Algorithm)> for Double {
 ///     type Output = Vec<u32>;
+///     type Error = coopgraph::Error;
 ///     fn reset(&mut self) -> Result<(), coopgraph::Error> {
 ///         Ok(self.y.write(&vec![u32::MAX; self.y.len()])?)
 ///     }
@@ -152,9 +160,10 @@ pub enum TuneSource {
     Stored,
 }
 
-/// The winner of a [`Tuner::tune`].
+/// The winner of a [`Tuner::tune`]: configuration `C`, kernel `K`, and the candidates' outcomes
+/// with the workload's error type `E`.
 #[derive(Debug)]
-pub struct Tuned<C, K> {
+pub struct Tuned<C, K, E> {
     /// The winning configuration.
     pub config: C,
     /// Its index in the space.
@@ -168,26 +177,26 @@ pub struct Tuned<C, K> {
     /// Whether it was measured now or read from a record.
     pub source: TuneSource,
     /// What became of every candidate, in the space's order (empty for a stored winner).
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<Candidate<E>>,
 }
 
-/// What became of one candidate of a tuning.
+/// What became of one candidate of a tuning (`E`: the workload's error type).
 #[derive(Debug)]
-pub struct Candidate {
+pub struct Candidate<E> {
     /// Its index in the space.
     pub index: usize,
     /// Its configuration's `Debug` text.
     pub config: String,
     /// What happened to it.
-    pub outcome: Outcome,
+    pub outcome: Outcome<E>,
 }
 
-/// What became of a candidate.
+/// What became of a candidate (`E`: the workload's error type).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Outcome {
+pub enum Outcome<E> {
     /// It failed to build, to compile or to run.
-    Failed(crate::Error),
+    Failed(E),
     /// Its output does not match the first working candidate's.
     WrongOutput,
     /// Its short benchmark's median was over the prune ratio times the fastest one's.
@@ -201,10 +210,11 @@ pub enum Outcome {
     Timed(Timing),
 }
 
-/// Why a tuning found no winner.
+/// Why a tuning found no winner (`E`: the workload's error type, which a failed candidate
+/// keeps).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum TuneError {
+pub enum TuneError<E> {
     /// The space of candidates is empty.
     EmptySpace {
         /// The kernel family.
@@ -215,11 +225,11 @@ pub enum TuneError {
         /// The kernel family.
         family: String,
         /// What became of each.
-        candidates: Vec<Candidate>,
+        candidates: Vec<Candidate<E>>,
     },
 }
 
-impl fmt::Display for TuneError {
+impl<E: fmt::Display> fmt::Display for TuneError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TuneError::EmptySpace { family } => {
@@ -248,7 +258,7 @@ impl fmt::Display for TuneError {
     }
 }
 
-impl std::error::Error for TuneError {}
+impl<E: fmt::Debug + fmt::Display> std::error::Error for TuneError<E> {}
 
 /// The short benchmark that screens candidates takes this fraction of the full one's budgets.
 const SCREEN_FRACTION: u32 = 5;
@@ -375,9 +385,9 @@ impl Tuner {
         &self,
         size: u64,
         space: &[C],
-        mut build: impl FnMut(&C) -> Result<K, crate::Error>,
+        mut build: impl FnMut(&C) -> Result<K, W::Error>,
         workload: &mut W,
-    ) -> Result<Tuned<C, K>, TuneError>
+    ) -> Result<Tuned<C, K, W::Error>, TuneError<W::Error>>
     where
         C: Clone + fmt::Debug,
         K: Compile,
@@ -435,7 +445,7 @@ impl Tuner {
             rep: self.bench.rep / SCREEN_FRACTION,
             ..self.bench
         };
-        let mut outcomes: Vec<Option<Outcome>> = space.iter().map(|_| None).collect();
+        let mut outcomes: Vec<Option<Outcome<W::Error>>> = space.iter().map(|_| None).collect();
         let mut reference: Option<W::Output> = None;
         // The candidates that passed the check, with their short benchmark.
         let mut passed: Vec<(usize, K, Function, Duration)> = Vec::new();
@@ -523,7 +533,7 @@ impl Tuner {
             }
         }
 
-        let candidates: Vec<Candidate> = outcomes
+        let candidates: Vec<Candidate<W::Error>> = outcomes
             .into_iter()
             .enumerate()
             .filter_map(|(index, outcome)| {

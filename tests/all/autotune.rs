@@ -93,6 +93,7 @@ impl Scale {
 
 impl Workload<Cfg> for Scale {
     type Output = Vec<u32>;
+    type Error = coopgraph::Error;
 
     fn reset(&mut self) -> Result<(), coopgraph::Error> {
         Ok(self.y.write(&vec![0xdead_beef; self.y.len()])?)
