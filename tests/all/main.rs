@@ -30,5 +30,6 @@ mod sim;
 mod sim_control;
 mod smem;
 mod streams;
+mod tidy;
 mod valid;
 mod verify;
