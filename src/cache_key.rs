@@ -353,6 +353,7 @@ impl Canonical for Role {
             Role::Input => 0,
             Role::Output => 1,
             Role::Scalar => 2,
+            Role::Buffer => 3,
         });
     }
 }
@@ -598,6 +599,11 @@ impl Canonical for ExprNode {
             ExprKind::SharedRead(arr, i) => {
                 w.tag(12);
                 arr.write(w);
+                i.write(w);
+            }
+            ExprKind::GlobalRead(p, i) => {
+                w.tag(13);
+                p.write(w);
                 i.write(w);
             }
         }
@@ -906,6 +912,16 @@ impl Canonical for OpData {
                 w.tag(14);
                 n.write(w);
                 body.write(w);
+            }
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            } => {
+                w.tag(15);
+                param.write(w);
+                index.write(w);
+                value.write(w);
             }
         }
     }

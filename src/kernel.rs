@@ -192,6 +192,7 @@ impl Kernel {
                     Role::Input => ParamKind::Input,
                     Role::Output => ParamKind::Output,
                     Role::Scalar => ParamKind::Scalar,
+                    Role::Buffer => ParamKind::Buffer,
                 },
                 dtype: p.dtype,
             })
@@ -369,10 +370,16 @@ impl Compile for Kernel {
                 dynamic_smem: shared.dynamic_bytes(),
                 needs_cooperative: false,
                 grid_dims: grid_dims.unwrap_or(1),
-                hidden: codegen::length_params(&self.inner.ir)
-                    .into_iter()
-                    .map(|p| HiddenParam::Length { buffer: p.index() })
-                    .collect(),
+                hidden: {
+                    let wide = self.inner.ir.wide_indexed();
+                    codegen::length_params(&self.inner.ir)
+                        .into_iter()
+                        .map(|p| match wide.get(p.index()) {
+                            Some(true) => HiddenParam::Length64 { buffer: p.index() },
+                            _ => HiddenParam::Length { buffer: p.index() },
+                        })
+                        .collect()
+                },
             },
             self.inner.ir.bounds,
         ))

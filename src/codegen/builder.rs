@@ -9,8 +9,9 @@
 //! expressions and operators; `transfer.rs`, `exchange.rs`, `reduce.rs`, `scan.rs` and
 //! `neighbor.rs` lower ops with it and `expr.rs`; `emit.rs` walks the kernel and calls them.
 
+use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, Role};
-use crate::ir::{ArrayId, DType, DataId, Info, Ir, OpId, ParamId};
+use crate::ir::{ArrayId, DType, DataId, ExprId, Info, Ir, OpId, ParamId};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SyncScope, padded_slot,
 };
@@ -83,6 +84,26 @@ pub fn length_params(ir: &Ir) -> Vec<ParamId> {
     }
 }
 
+/// The steps the conditional reads of a kernel may take: this many per expression node, and
+/// [`GUARDED_STEPS_BASE`] more.
+pub const GUARDED_STEPS_PER_NODE: u64 = 16;
+/// See [`GUARDED_STEPS_PER_NODE`].
+pub const GUARDED_STEPS_BASE: u64 = 1 << 16;
+
+/// Per expression node, whether its subtree reads memory (a shared array or a buffer).
+fn reads_memory(ir: &Ir) -> Vec<bool> {
+    let mut reads: Vec<bool> = Vec::with_capacity(ir.exprs.nodes().len());
+    for n in ir.exprs.nodes() {
+        let own = matches!(n.kind, ExprKind::SharedRead(..) | ExprKind::GlobalRead(..));
+        let below = n
+            .kind
+            .children()
+            .any(|c| reads.get(c.index()).copied().unwrap_or(false));
+        reads.push(own || below);
+    }
+    reads
+}
+
 /// The state of lowering one kernel: the stages' outputs it reads, the registers and code
 /// so far, and what is read once (parameters, special registers, shared bases).
 pub struct Emitter<'a> {
@@ -96,8 +117,12 @@ pub struct Emitter<'a> {
     body: Vec<Instr>,
     data: Vec<Vec<Reg>>,
     params: Vec<Reg>,
-    /// The length (elements, `u32`) of each buffer parameter, where bounds are checked.
+    /// The length (elements, `u32`, at most `u32::MAX`) of each buffer parameter, where bounds
+    /// are checked.
     lengths: HashMap<ParamId, Reg>,
+    /// The whole length (`u64`) of each buffer indexed with 64-bit indices, where bounds are
+    /// checked.
+    lengths64: HashMap<ParamId, Reg>,
     /// The registers of each loop's variables (see [`Emitter::loop_var`]).
     loop_regs: HashMap<OpId, [Reg; 3]>,
     specials: HashMap<Special, Reg>,
@@ -108,6 +133,17 @@ pub struct Emitter<'a> {
     overrides: HashMap<DataId, Vec<Reg>>,
     /// The depth of every expression node (see [`Emitter::eval`]).
     pub(crate) expr_depth: Vec<u32>,
+    /// Whether each expression node reads memory (a shared array or a buffer) in its subtree:
+    /// such a node evaluated on a side of a select is evaluated under the side's guard.
+    pub(crate) reads_memory: Vec<bool>,
+    /// The expression nodes evaluated under each open guard, innermost last: their registers
+    /// hold their values only where the guard holds, so they leave the memo when it closes.
+    pub(crate) guarded_evals: Vec<Vec<ExprId>>,
+    /// Nodes evaluated under guards so far, and the most the kernel may take (see
+    /// [`PlanError::ConditionalReads`]): a select's sides sharing what is not hoisted out of
+    /// them is evaluated once per side.
+    pub(crate) guarded_steps: u64,
+    pub(crate) guarded_limit: u64,
     /// The scopes of the plan's barriers before each (op, step), in plan order.
     barrier_scopes: HashMap<(OpId, u8), SmallVec<[SyncScope; 1]>>,
 }
@@ -126,12 +162,18 @@ impl<'a> Emitter<'a> {
             data: Vec::new(),
             params: Vec::new(),
             lengths: HashMap::new(),
+            lengths64: HashMap::new(),
             loop_regs: HashMap::new(),
             specials: HashMap::new(),
             labels: 0,
             shared: shared_symbols(ir, plan)?,
             overrides: HashMap::new(),
             expr_depth: ir.exprs.depths(),
+            reads_memory: reads_memory(ir),
+            guarded_evals: Vec::new(),
+            guarded_steps: 0,
+            guarded_limit: GUARDED_STEPS_PER_NODE * ir.exprs.nodes().len() as u64
+                + GUARDED_STEPS_BASE,
             barrier_scopes: HashMap::new(),
         };
         for b in &plan.barriers {
@@ -151,7 +193,7 @@ impl<'a> Emitter<'a> {
         for (i, p) in ir.params.iter().enumerate() {
             let name = format!("{entry}_param_{i}");
             let (ty, r) = match p.role {
-                Role::Input | Role::Output => {
+                Role::Input | Role::Output | Role::Buffer => {
                     let raw = self.reg(RegClass::B64);
                     self.entry.push(
                         Op::Ld {
@@ -190,13 +232,20 @@ impl<'a> Emitter<'a> {
             self.params.push(r);
             params.push(Param { name, ty });
         }
+        let wide = ir.wide_indexed();
         for p in length_params(ir) {
             let name = format!("{entry}_len_{}", p.index());
-            let r = self.reg(RegClass::B32);
+            let is_wide = wide.get(p.index()).copied().unwrap_or(false);
+            let (ty, class) = if is_wide {
+                (Ty::U64, RegClass::B64)
+            } else {
+                (Ty::U32, RegClass::B32)
+            };
+            let r = self.reg(class);
             self.entry.push(
                 Op::Ld {
                     space: Space::Param,
-                    ty: Ty::U32,
+                    ty,
                     dst: smallvec![r],
                     addr: Address {
                         base: AddrBase::Param(name.clone()),
@@ -205,8 +254,31 @@ impl<'a> Emitter<'a> {
                 }
                 .into(),
             );
-            self.lengths.insert(p, r);
-            params.push(Param { name, ty: Ty::U32 });
+            if is_wide {
+                // Tile loads and stores index with 32 bits: they see at most u32::MAX elements.
+                let cut = self.reg(RegClass::B64);
+                self.entry_op(Op::Bin {
+                    op: BinOp::Min,
+                    ty: Ty::U64,
+                    dst: cut,
+                    a: r.into(),
+                    b: Operand::Imm(u32::MAX as i64),
+                });
+                let narrow = self.reg(RegClass::B32);
+                self.entry_op(Op::Cvt {
+                    round: None,
+                    sat: false,
+                    dty: Ty::U32,
+                    sty: Ty::U64,
+                    dst: narrow,
+                    src: cut,
+                });
+                self.lengths64.insert(p, r);
+                self.lengths.insert(p, narrow);
+            } else {
+                self.lengths.insert(p, r);
+            }
+            params.push(Param { name, ty });
         }
         for d in &ir.datas {
             let c = class(d.dtype);
@@ -471,9 +543,93 @@ impl Emitter<'_> {
         }
     }
 
-    /// The register holding a buffer parameter's length in elements, where bounds are checked.
+    /// The register holding a buffer parameter's length in elements, where bounds are checked
+    /// (a `u32`: at most `u32::MAX`).
     pub fn length_reg(&self, p: ParamId) -> Option<Reg> {
         self.lengths.get(&p).copied()
+    }
+
+    /// The register holding the whole length (`u64`) of a buffer indexed with 64-bit indices,
+    /// where bounds are checked.
+    pub fn length64_reg(&self, p: ParamId) -> Option<Reg> {
+        self.lengths64.get(&p).copied()
+    }
+
+    /// The global address of element `index` of buffer `p` (`index` a `u32`, or with `wide` a
+    /// `u64`, register).
+    pub(crate) fn element_addr(&mut self, p: ParamId, index: Reg, wide: bool) -> Reg {
+        let size = self.ir.params.get(p.index()).map_or(1, |d| d.dtype.bytes());
+        let ptr = self.param_reg(p);
+        let addr = self.reg(RegClass::B64);
+        let (a, b, c) = (index.into(), Operand::Imm(size as i64), ptr.into());
+        self.op(if wide {
+            Op::Mad {
+                ty: Ty::U64,
+                dst: addr,
+                a,
+                b,
+                c,
+            }
+        } else {
+            Op::MadWide {
+                ty: Ty::U32,
+                dst: addr,
+                a,
+                b,
+                c,
+            }
+        });
+        addr
+    }
+
+    /// Where bounds are checked, whether element `index` (a `u32`, or with `wide` a `u64`,
+    /// register) lies inside buffer `p`; `None` where they are not.
+    pub(crate) fn in_bounds(&mut self, p: ParamId, index: Reg, wide: bool) -> Option<Reg> {
+        if let Some(len) = self.length64_reg(p) {
+            let index = if wide {
+                index
+            } else {
+                let w = self.reg(RegClass::B64);
+                self.cvt(None, Ty::U64, Ty::U32, w, index);
+                w
+            };
+            return Some(self.setp(Cmp::Lt, Ty::U64, index.into(), len.into()));
+        }
+        let len = self.length_reg(p)?;
+        if wide {
+            // Every buffer indexed with 64 bits has a 64-bit length (`Ir::wide_indexed`); were
+            // one without, its 32-bit length still bounds the index.
+            let w = self.reg(RegClass::B64);
+            self.cvt(None, Ty::U64, Ty::U32, w, len);
+            return Some(self.setp(Cmp::Lt, Ty::U64, index.into(), w.into()));
+        }
+        Some(self.setp(Cmp::Lt, Ty::U32, index.into(), len.into()))
+    }
+
+    /// `a and b` of two optional predicates (where either is `None`, the other).
+    pub(crate) fn both(&mut self, a: Option<Reg>, b: Option<Reg>) -> Option<Reg> {
+        match (a, b) {
+            (Some(a), Some(b)) => {
+                let p = self.reg(RegClass::Pred);
+                self.op(Op::PredBin {
+                    op: BinOp::And,
+                    dst: p,
+                    a,
+                    b,
+                });
+                Some(p)
+            }
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+
+    /// Appends `op`, guarded by `pred` where there is one.
+    pub(crate) fn maybe_guarded(&mut self, pred: Option<Reg>, op: Op) {
+        match pred {
+            Some(p) => self.guarded(p, false, op),
+            None => self.op(op),
+        }
     }
 
     /// The registers of a payload as an op's operand (during an op that converts it, the

@@ -96,6 +96,13 @@ impl Emitter<'_> {
             OpKind::Scan(sc) => self.scan(op, sc, |me, body| me.lower_region(body)),
             _ => self.lower_simple(op),
         }?;
+        if self.over_budget() {
+            return Err(PlanError::ConditionalReads {
+                op,
+                loc: ir.op(op).loc,
+                limit: self.guarded_limit,
+            });
+        }
         self.clear_overrides();
         Ok(())
     }
@@ -276,6 +283,7 @@ impl Emitter<'_> {
                     let ctx = Ctx {
                         args,
                         item: Some(i),
+                        guard: None,
                     };
                     // Each slot is its own evaluation: values from other slots never leak in.
                     let mut memo = HashMap::new();
@@ -332,6 +340,11 @@ impl Emitter<'_> {
                     src: smallvec![v.into()],
                 });
             }
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            } => self.global_write(*param, *index, *value),
             OpKind::Neighbor(nb) => self.neighbor(op, nb)?,
             // Lowered by `lower`, which lowers their regions.
             OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}

@@ -2,7 +2,7 @@
 
 use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty};
 use crate::ir::expr::{BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
-use crate::ir::ops::ReduceOp;
+use crate::ir::ops::{ReduceOp, Role};
 use crate::ir::{DType, ExprId};
 use crate::ptx::*;
 use std::collections::HashMap;
@@ -14,19 +14,46 @@ pub struct Ctx {
     pub args: Vec<Reg>,
     /// The slot a map body computes.
     pub item: Option<u32>,
+    /// Where the expression's value is used: memory reads happen only where this predicate
+    /// holds (a select's side, the right operand of a lazy `and`/`or`), and give 0 elsewhere.
+    pub guard: Option<Reg>,
 }
 
 /// Expressions up to this deep are evaluated by recursion, operands first; deeper ones bottom
 /// up (see [`Emitter::eval`]).
 const RECURSION_DEPTH: u32 = 64;
 
+/// A step of the bottom-up evaluation ([`Emitter::eval_bottom_up`]); `usize`s index its
+/// contexts, or its slots for the sides' registers.
+enum Step {
+    /// Evaluate the node (its operands first) in a context.
+    Visit(ExprId, usize),
+    /// The node's operands are evaluated: evaluate it.
+    Node(ExprId, usize),
+    /// A lazy node's unconditional operand is evaluated: evaluate its sides, each under its
+    /// guard.
+    Sides(ExprId, usize),
+    /// Open a side's context.
+    Open,
+    /// Close the innermost context, keeping the register of the side evaluated in it.
+    Close(ExprId, usize, usize),
+    /// A lazy node's sides are evaluated (their registers from the first slot on): combine
+    /// them.
+    Join(ExprId, usize, usize),
+}
+
 impl Emitter<'_> {
     /// Evaluates an expression into a register (memoized per op through `memo`).
     ///
     /// Operands are evaluated first, left to right, by recursion. An expression deeper than a
-    /// few dozen levels (a long chain of additions, say) first has every node below it
-    /// evaluated bottom up, in the same order, so that the recursion never goes deeper than
-    /// one level whatever the depth: the thread's stack bounds no kernel.
+    /// few dozen levels (a long chain of additions, say) is evaluated bottom up instead, in the
+    /// same order, by a loop with a stack of its own: the thread's stack bounds no kernel.
+    ///
+    /// A select whose sides read memory (a shared array, a buffer) evaluates each side under
+    /// a guard, the condition or its negation: the side's loads happen only where it is taken
+    /// (elsewhere they give 0, never to be selected), and so do those of the right operand of
+    /// an `and` (where the left holds) or an `or` (where it fails). Values computed under a
+    /// guard leave the memo when the guard closes.
     pub fn eval(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
         if let Some(&r) = memo.get(&id) {
             return r;
@@ -36,29 +63,277 @@ impl Emitter<'_> {
             .get(id.index())
             .is_some_and(|&d| d > RECURSION_DEPTH)
         {
-            self.eval_bottom_up(id, ctx, memo);
+            return self.eval_bottom_up(id, ctx, memo);
         }
         self.eval_node(id, ctx, memo)
     }
 
-    /// Evaluates every node below `root` not evaluated yet, operands before the nodes using
-    /// them.
-    fn eval_bottom_up(&mut self, root: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) {
-        // (node, whether its operands are evaluated).
-        let mut stack = vec![(root, false)];
-        while let Some((id, ready)) = stack.pop() {
-            if memo.contains_key(&id) {
-                continue;
+    /// The unconditional operand of a node whose other operands are evaluated under a guard:
+    /// a select's condition, the left operand of an `and` or `or` of predicates; `None` for
+    /// nodes evaluated plainly.
+    fn lazy_head(&self, id: ExprId) -> Option<ExprId> {
+        let reads = |e: &ExprId| self.reads_memory.get(e.index()).copied().unwrap_or(false);
+        let node = self.ir.expr(id);
+        match &node.kind {
+            ExprKind::Select(c, a, b) if reads(a) || reads(b) => Some(*c),
+            ExprKind::Binary(B::And | B::Or, a, b) if node.ty == VType::Bool && reads(b) => {
+                Some(*a)
             }
-            if !ready {
-                stack.push((id, true));
-                let node = self.ir.expr(id);
-                let children: smallvec::SmallVec<[ExprId; 3]> =
-                    node.kind.children().copied().collect();
-                stack.extend(children.into_iter().rev().map(|c| (c, false)));
-            } else if id != root {
-                self.eval_node(id, ctx, memo);
+            _ => None,
+        }
+    }
+
+    /// The guard of a side: `parent and p` (`not p` with `negate`).
+    fn side_guard(&mut self, parent: Option<Reg>, p: Reg, negate: bool) -> Reg {
+        let p = if negate {
+            let q = self.reg(RegClass::Pred);
+            self.op(Op::PredNot { dst: q, a: p });
+            q
+        } else {
+            p
+        };
+        self.both(parent, Some(p)).unwrap_or(p)
+    }
+
+    /// Opens a guard: what is evaluated until [`Self::close_guard`] leaves the memo then.
+    fn open_guard(&mut self) {
+        self.guarded_evals.push(Vec::new());
+    }
+
+    /// Closes the innermost guard, dropping what was evaluated under it from the memo.
+    fn close_guard(&mut self, memo: &mut HashMap<ExprId, Reg>) {
+        for id in self.guarded_evals.pop().unwrap_or_default() {
+            memo.remove(&id);
+        }
+    }
+
+    /// Notes an evaluation in the memo (and under the innermost open guard).
+    fn memoize(&mut self, id: ExprId, r: Reg, memo: &mut HashMap<ExprId, Reg>) {
+        memo.insert(id, r);
+        if let Some(open) = self.guarded_evals.last_mut() {
+            open.push(id);
+            self.guarded_steps += 1;
+        }
+    }
+
+    /// Whether the kernel's conditional reads took more steps than it may (the op being
+    /// lowered is then a [`crate::planner::PlanError::ConditionalReads`]).
+    pub(crate) fn over_budget(&self) -> bool {
+        self.guarded_steps > self.guarded_limit
+    }
+
+    /// A register of a node's type holding 0 (`false`): what a side stands for once the
+    /// budget is spent (the op fails, so it is never used).
+    fn placeholder(&mut self, id: ExprId) -> Reg {
+        match self.ir.expr(id).ty {
+            VType::D(d) => self.constant(d, 0),
+            VType::Bool => self.setp(
+                Cmp::Ne,
+                Ty::U32,
+                Operand::Special(Special::Laneid),
+                Operand::Special(Special::Laneid),
+            ),
+        }
+    }
+
+    /// The nodes a select's two sides both evaluate whatever their own selects decide (not
+    /// yet in the memo), in id order: they are needed wherever the select is, so they are
+    /// evaluated once, before the sides' guards, instead of once per side.
+    fn hoisted(&self, a: ExprId, b: ExprId, memo: &HashMap<ExprId, Reg>) -> Vec<ExprId> {
+        let reach = |root: ExprId| {
+            let mut seen = std::collections::HashSet::new();
+            let mut stack = vec![root];
+            while let Some(n) = stack.pop() {
+                if memo.contains_key(&n) || !seen.insert(n) {
+                    continue;
+                }
+                match self.lazy_head(n) {
+                    Some(head) => stack.push(head),
+                    None => stack.extend(self.ir.expr(n).kind.children().copied()),
+                }
             }
+            seen
+        };
+        let from_a = reach(a);
+        let mut both: Vec<ExprId> = reach(b)
+            .into_iter()
+            .filter(|n| from_a.contains(n))
+            .collect();
+        both.sort();
+        both
+    }
+
+    /// Evaluates `side` where `ctx`'s guard and `p` (or `not p`) hold.
+    fn eval_side(
+        &mut self,
+        side: ExprId,
+        ctx: &Ctx,
+        p: Reg,
+        negate: bool,
+        memo: &mut HashMap<ExprId, Reg>,
+    ) -> Reg {
+        if self.over_budget() {
+            return self.placeholder(side);
+        }
+        let guard = self.side_guard(ctx.guard, p, negate);
+        let inner = Ctx {
+            guard: Some(guard),
+            ..ctx.clone()
+        };
+        self.open_guard();
+        let r = self.eval(side, &inner, memo);
+        self.close_guard(memo);
+        r
+    }
+
+    /// Combines a lazy node's head (`p`) and sides: `p ? a : b` for a select, `p and a` or
+    /// `p or a` for predicates.
+    fn join(&mut self, id: ExprId, p: Reg, sides: (Reg, Option<Reg>)) -> Reg {
+        let node = self.ir.expr(id);
+        match (node.ty, &node.kind, sides) {
+            (VType::D(d), _, (a, Some(b))) => self.pick(d, p, a, b),
+            (_, ExprKind::Binary(op, ..), (a, _)) => {
+                let r = self.reg(RegClass::Pred);
+                let op = if *op == B::Or { BinOp::Or } else { BinOp::And };
+                self.op(Op::PredBin {
+                    op,
+                    dst: r,
+                    a: p,
+                    b: a,
+                });
+                r
+            }
+            // `lazy_head` names no other node.
+            (_, _, (a, _)) => a,
+        }
+    }
+
+    /// A lazy node evaluated by recursion: its head, then its sides under their guards.
+    fn eval_lazy(
+        &mut self,
+        id: ExprId,
+        head: ExprId,
+        ctx: &Ctx,
+        memo: &mut HashMap<ExprId, Reg>,
+    ) -> Reg {
+        let p = self.eval(head, ctx, memo);
+        let r = match self.ir.expr(id).kind {
+            ExprKind::Select(_, a, b) => {
+                for h in self.hoisted(a, b, memo) {
+                    self.eval(h, ctx, memo);
+                }
+                let ra = self.eval_side(a, ctx, p, false, memo);
+                let rb = self.eval_side(b, ctx, p, true, memo);
+                self.join(id, p, (ra, Some(rb)))
+            }
+            ExprKind::Binary(op, _, b) => {
+                let rb = self.eval_side(b, ctx, p, op == B::Or, memo);
+                self.join(id, p, (rb, None))
+            }
+            _ => p,
+        };
+        self.memoize(id, r, memo);
+        r
+    }
+
+    /// Evaluates `root` and every node below it not evaluated yet, operands before the nodes
+    /// using them, with a stack of its own; a lazy node's sides are evaluated in contexts of
+    /// their own, opened and closed in the order a recursion would.
+    fn eval_bottom_up(&mut self, root: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+        let mut ctxs = vec![ctx.clone()];
+        let mut slots: Vec<Reg> = Vec::new();
+        let mut stack = vec![Step::Visit(root, 0)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Visit(id, c) => {
+                    if memo.contains_key(&id) {
+                        continue;
+                    }
+                    if let Some(head) = self.lazy_head(id) {
+                        stack.push(Step::Sides(id, c));
+                        stack.push(Step::Visit(head, c));
+                        continue;
+                    }
+                    stack.push(Step::Node(id, c));
+                    let node = self.ir.expr(id);
+                    let children: smallvec::SmallVec<[ExprId; 3]> =
+                        node.kind.children().copied().collect();
+                    stack.extend(children.into_iter().rev().map(|ch| Step::Visit(ch, c)));
+                }
+                Step::Node(id, c) => {
+                    if !memo.contains_key(&id) {
+                        let cx = ctxs[c].clone();
+                        self.eval_node(id, &cx, memo);
+                    }
+                }
+                Step::Sides(id, c) => {
+                    let Some(head) = self.lazy_head(id) else {
+                        continue;
+                    };
+                    let cx = ctxs[c].clone();
+                    let p = self.eval(head, &cx, memo);
+                    let sides: smallvec::SmallVec<[(ExprId, bool); 2]> = match self.ir.expr(id).kind
+                    {
+                        ExprKind::Select(_, a, b) => [(a, false), (b, true)].into(),
+                        ExprKind::Binary(op, _, b) => [(b, op == B::Or)].into_iter().collect(),
+                        _ => smallvec::SmallVec::new(),
+                    };
+                    let first = slots.len();
+                    stack.push(Step::Join(id, c, first));
+                    if self.over_budget() {
+                        for &(side, _) in &sides {
+                            let r = self.placeholder(side);
+                            slots.push(r);
+                        }
+                        continue;
+                    }
+                    let parent = ctxs[c].guard;
+                    // Pushed last first, so the first side is evaluated first.
+                    let mut opened = Vec::new();
+                    for (k, &(side, negate)) in sides.iter().enumerate() {
+                        let guard = self.side_guard(parent, p, negate);
+                        ctxs.push(Ctx {
+                            guard: Some(guard),
+                            ..ctxs[c].clone()
+                        });
+                        slots.push(p);
+                        opened.push((side, ctxs.len() - 1, first + k));
+                    }
+                    for (side, sc, slot) in opened.into_iter().rev() {
+                        stack.push(Step::Close(side, sc, slot));
+                        stack.push(Step::Visit(side, sc));
+                        stack.push(Step::Open);
+                    }
+                    // What both sides need is evaluated first, unguarded by the condition.
+                    if let [(a, _), (b, _)] = sides[..] {
+                        for h in self.hoisted(a, b, memo).into_iter().rev() {
+                            stack.push(Step::Visit(h, c));
+                        }
+                    }
+                }
+                Step::Open => self.open_guard(),
+                Step::Close(side, sc, slot) => {
+                    let cx = ctxs[sc].clone();
+                    slots[slot] = self.eval(side, &cx, memo);
+                    self.close_guard(memo);
+                }
+                Step::Join(id, c, first) => {
+                    let Some(head) = self.lazy_head(id) else {
+                        continue;
+                    };
+                    let cx = ctxs[c].clone();
+                    let p = self.eval(head, &cx, memo);
+                    let a = slots[first];
+                    let b = slots.get(first + 1).copied();
+                    let b = b.filter(|_| matches!(self.ir.expr(id).kind, ExprKind::Select(..)));
+                    let r = self.join(id, p, (a, b));
+                    self.memoize(id, r, memo);
+                }
+            }
+        }
+        match memo.get(&root) {
+            Some(&r) => r,
+            None => self.eval_node(root, ctx, memo),
         }
     }
 
@@ -66,12 +341,15 @@ impl Emitter<'_> {
         if let Some(&r) = memo.get(&id) {
             return r;
         }
+        if let Some(head) = self.lazy_head(id) {
+            return self.eval_lazy(id, head, ctx, memo);
+        }
         let node = self.ir.expr(id).clone();
         let r = match node.ty {
             VType::Bool => self.eval_pred(&node.kind, ctx, memo),
             VType::D(d) => self.eval_value(d, &node.kind, ctx, memo),
         };
-        memo.insert(id, r);
+        self.memoize(id, r, memo);
         r
     }
 
@@ -281,19 +559,40 @@ impl Emitter<'_> {
             ExprKind::SharedRead(array, index) => {
                 let i = self.eval(*index, ctx, memo);
                 let addr = self.array_addr(*array, i);
-                let r = self.reg(class(d));
-                self.op(Op::Ld {
-                    space: Space::Shared,
-                    ty: mem_ty(d),
-                    dst: smallvec::smallvec![r],
-                    addr: Address {
-                        base: AddrBase::Reg(addr),
-                        offset: 0,
-                    },
-                });
-                r
+                self.load(Space::Shared, d, addr, ctx.guard)
+            }
+            ExprKind::GlobalRead(param, index) => {
+                let wide = self.ir.expr(*index).ty == VType::D(DType::U64);
+                let i = self.eval(*index, ctx, memo);
+                let addr = self.element_addr(*param, i, wide);
+                let inside = self.in_bounds(*param, i, wide);
+                let guard = self.both(ctx.guard, inside);
+                let space = match self.ir.params.get(param.index()).map(|p| p.role) {
+                    Some(Role::Input) => Space::GlobalNc,
+                    _ => Space::Global,
+                };
+                self.load(space, d, addr, guard)
             }
         }
+    }
+
+    /// A load of a `d` at `[addr]`; with a guard, only where it holds (0 elsewhere).
+    fn load(&mut self, space: Space, d: DType, addr: Reg, guard: Option<Reg>) -> Reg {
+        let r = match guard {
+            Some(_) => self.constant(d, 0),
+            None => self.reg(class(d)),
+        };
+        let ld = Op::Ld {
+            space,
+            ty: mem_ty(d),
+            dst: smallvec::smallvec![r],
+            addr: Address {
+                base: AddrBase::Reg(addr),
+                offset: 0,
+            },
+        };
+        self.maybe_guarded(guard, ld);
+        r
     }
 
     /// `a op b` for a reduction operator.
@@ -309,7 +608,7 @@ impl Emitter<'_> {
             ReduceOp::Custom { expr, .. } => {
                 let ctx = Ctx {
                     args: vec![a, b],
-                    item: None,
+                    ..Ctx::default()
                 };
                 let mut memo = HashMap::new();
                 return self.eval(expr, &ctx, &mut memo);

@@ -17,7 +17,7 @@ impl Emitter<'_> {
     fn apply(&mut self, e: ExprId, a: Reg, b: Reg) -> Reg {
         let ctx = Ctx {
             args: vec![a, b],
-            item: None,
+            ..Ctx::default()
         };
         let mut memo = HashMap::new();
         self.eval(e, &ctx, &mut memo)

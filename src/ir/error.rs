@@ -84,6 +84,12 @@ pub enum VerifyErrorKind {
         /// The role it was declared with.
         found: Role,
     },
+    /// A buffer index that is neither `u32` nor `u64` (in an IR edited by hand: the typed
+    /// builder takes only those).
+    IndexType {
+        /// The index's type.
+        found: VType,
+    },
     /// A parameter or payload whose dtype differs from its use.
     TypeMismatch {
         /// What the use needs.
@@ -328,6 +334,11 @@ impl fmt::Display for VerifyError {
                 f,
                 "parameter {param} is used as {expected:?} but was declared {found:?}"
             ),
+            IndexType { found } => write!(
+                f,
+                "a buffer index of type {found}; indices are u32 (or u64 for buffers of more \
+                 than u32::MAX elements)"
+            ),
             TypeMismatch { expected, found } => {
                 write!(f, "type mismatch: expected {expected}, found {found}")
             }
@@ -399,7 +410,8 @@ impl fmt::Display for VerifyError {
             ParameterSpace { bytes, max } => write!(
                 f,
                 "the parameters take {bytes} bytes (8 per parameter, and 4 per buffer for its \
-                 length where bounds are checked); an entry takes at most {max}"
+                 length where bounds are checked, 8 where indexed with u64); an entry takes at \
+                 most {max}"
             ),
             StorageSize { bytes } => write!(
                 f,

@@ -108,8 +108,11 @@ pub enum BinaryOp {
     Rem,
     Min,
     Max,
-    /// Bitwise and on integers, logical and on predicates.
+    /// Bitwise and on integers, logical and on predicates (on predicates, the right operand
+    /// is evaluated only where the left holds when it reads memory, as `&&`).
     And,
+    /// Bitwise or on integers, logical or on predicates (on predicates, the right operand is
+    /// evaluated only where the left fails when it reads memory, as `||`).
     Or,
     Xor,
     Shl,
@@ -161,7 +164,8 @@ pub enum ExprKind<C> {
     Binary(BinaryOp, C, C),
     /// A comparison (the node's type is `Bool`).
     Cmp(CmpOp, C, C),
-    /// `cond ? a : b`.
+    /// `cond ? a : b`. Only the side taken is evaluated where a side reads memory (a shared
+    /// array, a buffer): the other side's reads never happen.
     Select(C, C, C),
     /// A conversion to the node's type.
     Cast(C),
@@ -169,15 +173,20 @@ pub enum ExprKind<C> {
     Fma(C, C, C),
     /// Element `index` of a shared array.
     SharedRead(ArrayId, C),
+    /// Element `index` (`u32`, or `u64`) of a buffer parameter the kernel may read: an input
+    /// (through the read-only path) or a read-write buffer. Where bounds are checked, an index
+    /// at or past the buffer's length reads 0 (`0.0` for floats) and touches no memory.
+    GlobalRead(ParamId, C),
 }
 
 impl<C> ExprKind<C> {
     /// The children, in order.
     pub fn children(&self) -> impl Iterator<Item = &C> {
         let (a, b, c) = match self {
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::SharedRead(_, a) => {
-                (Some(a), None, None)
-            }
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(a)
+            | ExprKind::SharedRead(_, a)
+            | ExprKind::GlobalRead(_, a) => (Some(a), None, None),
             ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => (Some(a), Some(b), None),
             ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => (Some(a), Some(b), Some(c)),
             _ => (None, None, None),
@@ -216,6 +225,7 @@ impl<C> ExprKind<C> {
             }
             ExprKind::Cast(a) => ExprKind::Cast(f(a)),
             ExprKind::SharedRead(arr, i) => ExprKind::SharedRead(*arr, f(i)),
+            ExprKind::GlobalRead(p, i) => ExprKind::GlobalRead(*p, f(i)),
             ExprKind::Fma(a, b, c) => {
                 let a = f(a);
                 let b = f(b);
@@ -249,6 +259,7 @@ impl Node {
             ExprKind::Item { data, .. } => (owner, Table::Data, data.0, "payload"),
             ExprKind::LoopVar { op, .. } => (owner, Table::Op, op.0, "loop variable"),
             ExprKind::SharedRead(a, _) => (owner, Table::Array, a.0, "shared array"),
+            ExprKind::GlobalRead(p, _) => (owner, Table::Param, p.0, "parameter"),
             _ => return None,
         })
     }
@@ -274,7 +285,10 @@ fn take_children(kind: &mut ExprKind<Arc<Node>>, out: &mut Vec<Arc<Node>>) {
         return;
     }
     match std::mem::replace(kind, ExprKind::Const(0)) {
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::SharedRead(_, a) => out.push(a),
+        ExprKind::Unary(_, a)
+        | ExprKind::Cast(a)
+        | ExprKind::SharedRead(_, a)
+        | ExprKind::GlobalRead(_, a) => out.push(a),
         ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => out.extend([a, b]),
         ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => out.extend([a, b, c]),
         ExprKind::Const(_)
@@ -346,6 +360,11 @@ impl fmt::Debug for Node {
                 }
                 ExprKind::SharedRead(arr, i) => {
                     write!(f, "{arr}[")?;
+                    sub(i, f)?;
+                    f.write_str("]")
+                }
+                ExprKind::GlobalRead(p, i) => {
+                    write!(f, "{p}[")?;
                     sub(i, f)?;
                     f.write_str("]")
                 }
@@ -605,7 +624,8 @@ impl Expr<bool> {
     pub fn lit_bool(v: bool) -> Self {
         Expr::new(ExprKind::Const(v as u64))
     }
-    /// `self ? a : b`.
+    /// `self ? a : b`. A side that reads memory (a shared array, a buffer) is read only where
+    /// it is taken, so `has.select(s.read(tid - 1), 0)` never reads element `-1`.
     pub fn select<T: Element>(&self, a: impl Into<Expr<T>>, b: impl Into<Expr<T>>) -> Expr<T> {
         Expr::new(ExprKind::Select(
             self.node.clone(),
@@ -620,11 +640,12 @@ impl Expr<bool> {
             Expr::lit(T::cast_from_i64(0)),
         )
     }
-    /// Both.
+    /// Both. As `&&`, `rhs` is evaluated only where `self` holds when it reads memory: a
+    /// bounds test guards the read after it (`i.lt(n).and(&x.at(i).gt(0))`).
     pub fn and(&self, rhs: &Expr<bool>) -> Expr<bool> {
         Expr::bin(BinaryOp::And, self, rhs)
     }
-    /// Either.
+    /// Either. As `||`, `rhs` is evaluated only where `self` fails when it reads memory.
     pub fn or(&self, rhs: &Expr<bool>) -> Expr<bool> {
         Expr::bin(BinaryOp::Or, self, rhs)
     }

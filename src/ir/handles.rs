@@ -6,16 +6,18 @@
 //! (a `ForeignHandle` error naming the line) instead of naming whatever has its id there.
 //! Groups and warps are the exception: they are kinds of thread sets, the same in every kernel.
 
+use super::builder::KernelBuilder;
 use super::dtype::Element;
 use super::entities::{ArrayId, DataId, Loc, OpId, ParamId, StorageId};
-use super::expr::{Expr, ExprKind, index};
+use super::expr::{Expr, ExprKind, Node, index};
 use super::identity::BuilderId;
 use super::ops::GroupKind;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 macro_rules! param_handle {
-    ($(#[$doc:meta] $name:ident;)*) => {$(
-        #[$doc]
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<T: Element> {
             pub(crate) id: ParamId,
@@ -45,12 +47,174 @@ macro_rules! param_handle {
 }
 
 param_handle! {
-    /// A read-only buffer parameter.
+    /// A read-only buffer parameter: loaded by tiles ([`load_from`]) or read by index
+    /// ([`Input::at`]) through the read-only path (`ld.global.nc`); never written (writing to
+    /// one does not compile).
+    ///
+    /// [`load_from`]: crate::ir::KernelBuilder::load_from
     Input;
-    /// A buffer parameter the kernel writes.
+    /// A buffer parameter the kernel writes: stored by tiles ([`store_to`]), written by index
+    /// ([`write`]) or updated by atomics.
+    ///
+    /// [`store_to`]: crate::ir::KernelBuilder::store_to
+    /// [`write`]: crate::ir::KernelBuilder::write
     Output;
+    /// A buffer parameter the kernel both reads and writes (see
+    /// [`buffer`](crate::ir::KernelBuilder::buffer)): reads by index ([`Buffer::at`]) or by tiles
+    /// take the coherent path (`ld.global`), so each thread reads back what it wrote before.
+    Buffer;
     /// A scalar parameter passed by value.
     Scalar;
+}
+
+mod sealed {
+    use super::*;
+
+    /// How an index reaches the expression tree.
+    pub trait IndexNode {
+        /// The index's node (`u32` or `u64`).
+        fn index_node(self) -> Arc<Node>;
+    }
+
+    /// A buffer parameter's handle.
+    pub trait ParamHandle {
+        /// The parameter's id in `k`, checked to be one of `k`'s (a handle of another builder
+        /// is noted for the verifier to report).
+        fn param_in(&self, k: &mut KernelBuilder) -> ParamId;
+    }
+}
+
+pub(crate) use sealed::{IndexNode, ParamHandle};
+
+/// An element index into a buffer: a `u32` (a literal, an `Expr<u32>`, a `u32` scalar), or a
+/// `u64` expression or scalar for buffers of more than `u32::MAX` elements.
+///
+/// `u32` index arithmetic wraps at 2^32 as the expression DSL's does (`i - 1` at 0 is
+/// `u32::MAX`), so an index that wrapped is past the end of any buffer the runtime takes:
+/// where bounds are checked, it reads the default and writes nothing. Elements past
+/// `u32::MAX` are reached with `u64` indices only (`i.cast::<u64>() * 4 + j`).
+pub trait ElementIndex: IndexNode {}
+
+impl IndexNode for u32 {
+    fn index_node(self) -> Arc<Node> {
+        Expr::<u32>::lit(self).node
+    }
+}
+impl ElementIndex for u32 {}
+
+macro_rules! index_exprs {
+    ($($t:ty),*) => {$(
+        impl IndexNode for Expr<$t> {
+            fn index_node(self) -> Arc<Node> {
+                self.node
+            }
+        }
+        impl ElementIndex for Expr<$t> {}
+        impl IndexNode for &Expr<$t> {
+            fn index_node(self) -> Arc<Node> {
+                self.node.clone()
+            }
+        }
+        impl ElementIndex for &Expr<$t> {}
+        impl IndexNode for Scalar<$t> {
+            fn index_node(self) -> Arc<Node> {
+                self.expr().node
+            }
+        }
+        impl ElementIndex for Scalar<$t> {}
+        impl IndexNode for &Scalar<$t> {
+            fn index_node(self) -> Arc<Node> {
+                self.expr().node
+            }
+        }
+        impl ElementIndex for &Scalar<$t> {}
+    )*};
+}
+index_exprs!(u32, u64);
+
+/// A buffer the kernel may read: an [`Input`] or a [`Buffer`].
+pub trait Readable<T: Element>: ParamHandle {}
+/// A buffer the kernel may write: an [`Output`] or a [`Buffer`] (never an [`Input`]).
+pub trait Writable<T: Element>: ParamHandle {}
+
+macro_rules! buffer_roles {
+    ($($name:ident: $($role:ident),*;)*) => {$(
+        impl<T: Element> ParamHandle for $name<T> {
+            fn param_in(&self, k: &mut KernelBuilder) -> ParamId {
+                k.param_id(self.owner, self.id)
+            }
+        }
+        $(impl<T: Element> $role<T> for $name<T> {})*
+    )*};
+}
+buffer_roles! {
+    Input: Readable;
+    Output: Writable;
+    Buffer: Readable, Writable;
+}
+
+impl<T: Element> Input<T> {
+    /// Element `index` through the read-only path (`ld.global.nc`): where bounds are checked,
+    /// an index at or past the buffer's length reads 0 (`0.0` for floats) and touches no
+    /// memory; with `unchecked_bounds` it must be in bounds.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // y[t] = x[t] + x[t + 1]; the last thread's x[32] is past the end and reads 0.
+    /// let mut k = KernelBuilder::new("pairs").block(32);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let t = index::thread_rank();
+    /// k.write(&y, &t, x.at(&t) + x.at(t.clone() + 1u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..32).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let want: Vec<u32> = (0..32).map(|t| if t < 31 { 2 * t + 1 } else { 31 }).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn at(&self, index: impl ElementIndex) -> Expr<T> {
+        Expr::owned(
+            ExprKind::GlobalRead(self.id, index.index_node()),
+            self.owner,
+        )
+    }
+}
+
+impl<T: Element> Buffer<T> {
+    /// Element `index` through the coherent path (`ld.global`): a thread reads back what it
+    /// wrote to the element before. Where bounds are checked, an index at or past the buffer's
+    /// length reads 0 (`0.0` for floats) and touches no memory.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // a[t] = 2 * a[t] + 1, read and written in place.
+    /// let mut k = KernelBuilder::new("in_place").block(32);
+    /// let a = k.buffer::<i32>("a");
+    /// let t = index::thread_rank();
+    /// k.write(&a, &t, a.at(&t) * 2 + 1);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut ab = dev.upload(&(0..32).collect::<Vec<i32>>())?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut ab,))?;
+    /// assert_eq!(ab.to_vec()?, (0..32).map(|v| 2 * v + 1).collect::<Vec<i32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn at(&self, index: impl ElementIndex) -> Expr<T> {
+        Expr::owned(
+            ExprKind::GlobalRead(self.id, index.index_node()),
+            self.owner,
+        )
+    }
 }
 
 impl<T: Element> Scalar<T> {

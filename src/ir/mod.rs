@@ -3,10 +3,10 @@
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
 //! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Reduce`],
 //! [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]), the
-//! handles it hands out ([`Input`], [`ThreadData`], [`Group`], ...), the expression DSL
-//! ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]). The recorded IR is
-//! public for inspection: its tables ([`ops`]), expression nodes ([`expr`]), text listing
-//! ([`print`](mod@print)) and the verifier ([`verify`](mod@verify)).
+//! handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`], ...),
+//! the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]). The
+//! recorded IR is public for inspection: its tables ([`ops`]), expression nodes ([`expr`]),
+//! text listing ([`print`](mod@print)) and the verifier ([`verify`](mod@verify)).
 //!
 //! Architecture invariant: ir/ knows nothing of CUDA, PTX or the planner. The builder records;
 //! the verifier ([`verify::verify`]) checks and returns [`verify::Info`], which every later
@@ -32,7 +32,10 @@ pub use dtype::{DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
-pub use handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData, Tile, Warp};
+pub use handles::{
+    Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray, TempStorage,
+    ThreadData, Tile, Warp, Writable,
+};
 pub use ops::{
     Algorithm, Arrangement, Bounds, ExchangeVia, GroupKind, Ir, NeighborKind, ReduceAlgorithm,
     ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,

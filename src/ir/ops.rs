@@ -23,7 +23,8 @@ pub const MAX_NESTING: usize = 256;
 pub const MAX_EXPR_DEPTH: u32 = 1 << 16;
 /// The most bytes of parameters an entry may take (the limit of the PTX ISA the code generator
 /// writes), counted as 8 per parameter plus 4 per buffer length the runtime passes where bounds
-/// are checked: an upper bound of the laid-out size.
+/// are checked (8 for a buffer indexed with 64-bit indices): an upper bound of the laid-out
+/// size.
 pub const MAX_PARAM_BYTES: usize = 4352;
 /// The logical-warp widths `group_by` accepts.
 pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
@@ -33,10 +34,25 @@ pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 pub enum Role {
     /// A buffer the kernel only reads (loaded through the read-only path).
     Input,
-    /// A buffer the kernel writes (and may read).
+    /// A buffer the kernel writes.
     Output,
     /// A scalar passed by value.
     Scalar,
+    /// A buffer the kernel both reads and writes: its reads take the coherent path (plain
+    /// `ld.global`), so a thread reads back what it wrote before.
+    Buffer,
+}
+
+impl Role {
+    /// Whether the kernel may read the buffer (an input or a read-write buffer).
+    pub fn readable(self) -> bool {
+        matches!(self, Role::Input | Role::Buffer)
+    }
+
+    /// Whether the kernel may write the buffer (an output or a read-write buffer).
+    pub fn writable(self) -> bool {
+        matches!(self, Role::Output | Role::Buffer)
+    }
 }
 
 /// A declared kernel parameter.
@@ -498,6 +514,17 @@ pub enum OpKind {
         /// The value.
         value: ExprId,
     },
+    /// `buffer[index] = value` in global memory (each thread that runs it writes one
+    /// element). Where bounds are checked, an index at or past the buffer's length writes
+    /// nothing.
+    GlobalWrite {
+        /// The buffer parameter (an output or a read-write buffer).
+        param: ParamId,
+        /// The element (`u32`, or `u64` for buffers of more than `u32::MAX` elements).
+        index: ExprId,
+        /// The value.
+        value: ExprId,
+    },
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
     /// Reduces every item of the group's threads with `op` into `dst` (one item): the result
@@ -565,6 +592,7 @@ impl OpKind {
             OpKind::For { .. } => "for",
             OpKind::Tiles { .. } => "tiles",
             OpKind::SharedWrite { .. } => "shared_write",
+            OpKind::GlobalWrite { .. } => "write",
             OpKind::SyncBlock => "sync_block",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
@@ -632,7 +660,7 @@ impl OpKind {
                 v.push(*end);
             }
             OpKind::Tiles { n, .. } => v.push(*n),
-            OpKind::SharedWrite { index, value, .. } => {
+            OpKind::SharedWrite { index, value, .. } | OpKind::GlobalWrite { index, value, .. } => {
                 v.push(*index);
                 v.push(*value);
             }
@@ -788,6 +816,36 @@ impl Ir {
     /// The ops of a region, in order.
     pub fn region(&self, id: RegionId) -> &[OpId] {
         &self.regions[id.index()]
+    }
+
+    /// Per parameter, whether some access indexes it with 64-bit indices: a read or write by
+    /// an `Expr<u64>` index. Such a buffer's length is passed as a `u64` where bounds are
+    /// checked (others pass a `u32`).
+    pub fn wide_indexed(&self) -> Vec<bool> {
+        let mut wide = vec![false; self.params.len()];
+        let is_wide = |e: ExprId| {
+            self.exprs
+                .get(e)
+                .is_some_and(|n| n.ty == super::expr::VType::D(DType::U64))
+        };
+        let mut mark = |p: ParamId, index: ExprId| {
+            if is_wide(index)
+                && let Some(w) = wide.get_mut(p.index())
+            {
+                *w = true;
+            }
+        };
+        for n in self.exprs.nodes() {
+            if let super::expr::ExprKind::GlobalRead(p, i) = n.kind {
+                mark(p, i);
+            }
+        }
+        for op in &self.ops {
+            if let OpKind::GlobalWrite { param, index, .. } = op.kind {
+                mark(param, index);
+            }
+        }
+        wide
     }
 
     /// Threads in the block.

@@ -161,6 +161,11 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             index,
             value,
         } => format!("{array}[{}] = {}", e(*index), e(*value)),
+        OpKind::GlobalWrite {
+            param,
+            index,
+            value,
+        } => format!("param{}[{}] = {}", param.0, e(*index), e(*value)),
         OpKind::SyncBlock => "sync_block".into(),
         OpKind::Scatter {
             src,
@@ -303,6 +308,12 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         }
         ExprKind::SharedRead(arr, i) => {
             let _ = write!(out, "{arr}[");
+            sub(i, out);
+            out.push(']');
+        }
+        ExprKind::GlobalRead(p, i) => {
+            let name = ir.params.get(p.index()).map(|d| d.name.as_str());
+            let _ = write!(out, "{}[", name.unwrap_or("?"));
             sub(i, out);
             out.push(']');
         }

@@ -10,7 +10,9 @@
 //! user's source line:
 //! - block shape (1-D, 1..=1024 threads), items per thread (1..=64), logical-warp widths, and
 //!   warp-level ops only in blocks of whole warps;
-//! - roles and dtypes of parameters, payloads and expressions at every use;
+//! - roles and dtypes of parameters, payloads and expressions at every use (inputs and
+//!   read-write buffers are read, outputs and read-write buffers written; buffer indices are
+//!   `u32` or `u64`);
 //! - participation: every collective's enclosing conditions and loop bounds are uniform across
 //!   its group (see [`Uniformity`]), and so are a load's or store's offset and valid count (a
 //!   count of the block's tile across the block);
@@ -28,7 +30,7 @@
 //! - scoping of map operands, item indices and loop variables.
 
 use super::defined::{self, Branch, Def, State};
-use super::entities::{DataId, ExprId, Loc, OpId, RegionId};
+use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
 use super::expr::{BinaryOp, ExprKind, IndexKind, VType};
 use super::ops::*;
@@ -146,6 +148,7 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             ExprKind::SharedRead(a, _) if a.index() >= ir.arrays.len() => {
                 Some(unknown("shared array", a.0))
             }
+            ExprKind::GlobalRead(p, _) if p.index() >= np => Some(unknown("parameter", p.0)),
             _ => n
                 .kind
                 .children()
@@ -182,6 +185,7 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             OpKind::SharedWrite { array, .. } => {
                 check(array.index() < ir.arrays.len(), "shared array", array.0)
             }
+            OpKind::GlobalWrite { param, .. } => check(param.index() < np, "parameter", param.0),
             OpKind::SyncBlock => {}
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
@@ -326,6 +330,12 @@ fn uniformity(ir: &Ir) -> Vec<Uniformity> {
             ExprKind::Arg(_) | ExprKind::Item { .. } | ExprKind::SharedRead(..) => {
                 Uniformity::THREAD
             }
+            // An input holds the same values for every thread of the launch; a read-write
+            // buffer may change under the read.
+            ExprKind::GlobalRead(p, i) => match ir.params.get(p.index()).map(|d| d.role) {
+                Some(Role::Input) => of(i),
+                _ => Uniformity::THREAD,
+            },
             ExprKind::Index(k) => match k {
                 IndexKind::ThreadRank | IndexKind::Lane => Uniformity::THREAD,
                 IndexKind::WarpRank => Uniformity::WARP,
@@ -446,13 +456,15 @@ impl Verifier<'_> {
                 BuilderIssue::ForeignHandle { .. } => {}
             }
         }
-        let buffers = ir.params.iter().filter(|p| p.role != Role::Scalar).count();
-        let lengths = if ir.bounds == Bounds::Checked {
-            buffers
-        } else {
-            0
+        let wide = ir.wide_indexed();
+        let lengths: usize = match ir.bounds {
+            Bounds::Checked => (ir.params.iter().zip(&wide))
+                .filter(|(p, _)| p.role != Role::Scalar)
+                .map(|(_, &w)| if w { 8 } else { 4 })
+                .sum(),
+            Bounds::Unchecked => 0,
         };
-        let bytes = ir.params.len() * 8 + lengths * 4;
+        let bytes = ir.params.len() * 8 + lengths;
         if bytes > MAX_PARAM_BYTES
             && let Some(last) = ir.params.last()
         {
@@ -526,6 +538,37 @@ impl Verifier<'_> {
         }
     }
 
+    /// A buffer parameter used for reading (`read`) or writing: an input or read-write buffer
+    /// is read, an output or read-write buffer written.
+    pub(super) fn role(&mut self, param: ParamId, read: bool, loc: Loc, op: OpId) {
+        let found = self.ir.params[param.index()].role;
+        let ok = if read {
+            found.readable()
+        } else {
+            found.writable()
+        };
+        if !ok {
+            let expected = if read { Role::Input } else { Role::Output };
+            self.push(
+                K::ParamRole {
+                    param,
+                    expected,
+                    found,
+                },
+                loc,
+                Some(op),
+            );
+        }
+    }
+
+    /// A buffer index: `u32` or `u64`.
+    pub(super) fn index_ty(&mut self, index: ExprId, loc: Loc, op: OpId) {
+        let found = self.ty(index);
+        if !matches!(found, VType::D(super::DType::U32 | super::DType::U64)) {
+            self.push(K::IndexType { found }, loc, Some(op));
+        }
+    }
+
     /// An arrangement an exchange or scatter asks for: striped groups must tile the block.
     fn striped_group(&mut self, to: Arrangement, loc: Loc, op: OpId) {
         let block = self.ir.block_threads();
@@ -552,7 +595,8 @@ impl Verifier<'_> {
         }
     }
 
-    fn transfer(&mut self, t: &Transfer, role: Role, state: &State, loc: Loc, op: OpId) {
+    /// A load (of a readable buffer) or a store (to a writable one).
+    fn transfer(&mut self, t: &Transfer, load: bool, state: &State, loc: Loc, op: OpId) {
         let u32_ty = VType::D(super::DType::U32);
         let group_threads = self.ir.group_threads(t.group);
         let controls = [
@@ -587,17 +631,7 @@ impl Verifier<'_> {
             );
         }
         let p = &self.ir.params[t.param.index()];
-        if p.role != role {
-            self.push(
-                K::ParamRole {
-                    param: t.param,
-                    expected: role,
-                    found: p.role,
-                },
-                loc,
-                Some(op),
-            );
-        }
+        self.role(t.param, load, loc, op);
         let d = &self.ir.datas[t.data.index()];
         if p.dtype != d.dtype {
             self.push(
@@ -704,11 +738,11 @@ impl Verifier<'_> {
         let loc = data.loc;
         match &data.kind {
             OpKind::Load(t) => {
-                self.transfer(t, Role::Input, state, loc, op);
+                self.transfer(t, true, state, loc, op);
                 self.write_all(t.data, state);
             }
             OpKind::Store(t) => {
-                self.transfer(t, Role::Output, state, loc, op);
+                self.transfer(t, false, state, loc, op);
                 let bound = match t.valid {
                     None => Bound::All,
                     Some(v) => match self.bound(Some(v.count), ir.group_threads(t.group)) {
@@ -773,6 +807,18 @@ impl Verifier<'_> {
             } => {
                 let dtype = ir.arrays[array.index()].dtype;
                 self.expect_ty(*index, VType::D(super::DType::U32), loc, op);
+                self.expect_ty(*value, VType::D(dtype), loc, op);
+                self.expr(*index, state, op, None);
+                self.expr(*value, state, op, None);
+            }
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            } => {
+                self.role(*param, false, loc, op);
+                self.index_ty(*index, loc, op);
+                let dtype = ir.params[param.index()].dtype;
                 self.expect_ty(*value, VType::D(dtype), loc, op);
                 self.expr(*index, state, op, None);
                 self.expr(*value, state, op, None);

@@ -96,6 +96,18 @@ pub enum PlanError {
         /// Where the kernel was started (its block shape was set).
         loc: Loc,
     },
+    /// An expression whose conditional memory reads (selects, `and`s and `or`s with sides that
+    /// read shared arrays or buffers, each read only where taken) share so much between the
+    /// sides of different conditions that lowering each side where it is taken would take
+    /// more than `limit` steps (nested selects that use one select on sides of several others).
+    ConditionalReads {
+        /// The op evaluating the expression.
+        op: OpId,
+        /// Where it was written.
+        loc: Loc,
+        /// The bound on the steps.
+        limit: u64,
+    },
     /// Code generation found missing what the verifier and planner guarantee for an op or a
     /// shared array: an internal error of coopgraph, not of the kernel.
     Internal {
@@ -174,6 +186,13 @@ impl fmt::Display for PlanError {
             PlanError::NotVerified { loc } => write!(
                 f,
                 "{loc}: the kernel's verifier result is for another IR; verify this one first"
+            ),
+            PlanError::ConditionalReads { op, loc, limit } => write!(
+                f,
+                "{loc}: {op}: an expression whose selects share subexpressions that read memory \
+                 between the sides of different conditions; reading each only where taken would \
+                 take more than {limit} steps (compute the shared part once, outside the \
+                 selects, or split the expression over several ops)"
             ),
             PlanError::Internal { missing, loc } => write!(
                 f,

@@ -654,7 +654,7 @@ impl AtomOp {
     ];
 }
 
-/// Memory-fence scopes.
+/// Memory-fence scopes, and the scopes of an atomic's memory order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 pub enum Scope {
@@ -662,6 +662,36 @@ pub enum Scope {
     Gpu,
     Sys,
 }
+
+impl Scope {
+    /// Every one of the scopes, in declaration order.
+    pub const ALL: [Scope; 3] = [Scope::Cta, Scope::Gpu, Scope::Sys];
+}
+
+/// The memory-synchronizing effect of an atomic (`.relaxed`, `.acquire`, `.release`,
+/// `.acq_rel`); `red` takes only `.relaxed` and `.release`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Sem {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+}
+
+impl Sem {
+    /// Every one of the semantics, in declaration order.
+    pub const ALL: [Sem; 4] = [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel];
+
+    /// Whether `red` accepts it (`.acquire` needs the value an `atom` returns).
+    pub fn for_red(self) -> bool {
+        matches!(self, Sem::Relaxed | Sem::Release)
+    }
+}
+
+/// An atomic's memory order written out: `.sem.scope` (`None` prints neither, which PTX reads
+/// as `.relaxed.gpu`).
+pub type Order = Option<(Sem, Scope)>;
 
 /// A guard: `@%p` or `@!%p`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -924,8 +954,10 @@ pub enum Op {
         /// Destination.
         dst: Reg,
     },
-    /// `atom.space.op.ty dst, [addr], a{, b};`.
+    /// `atom{.sem.scope}.space.op.ty dst, [addr], a{, b};`.
     Atom {
+        /// The memory order, when not the default.
+        order: Order,
         /// `Global` or `Shared`.
         space: Space,
         /// Operator.
@@ -941,8 +973,10 @@ pub enum Op {
         /// Second operand (the new value for `Cas`).
         b: Option<Operand>,
     },
-    /// `red.space.op.ty [addr], a;`.
+    /// `red{.sem.scope}.space.op.ty [addr], a;`.
     Red {
+        /// The memory order, when not the default (`.acquire` and `.acq_rel` are not `red`'s).
+        order: Order,
         /// `Global` or `Shared`.
         space: Space,
         /// Operator.

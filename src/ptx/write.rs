@@ -352,6 +352,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
         )?,
         Op::Activemask { dst } => write!(out, "activemask.b32 {};", R(*dst))?,
         Op::Atom {
+            order,
             space,
             op,
             ty,
@@ -362,7 +363,8 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
         } => {
             write!(
                 out,
-                "atom{}.{}.{} {}, {}, {}",
+                "atom{}{}.{}.{} {}, {}, {}",
+                order_name(*order),
                 space_name(*space),
                 atom_name(*op),
                 ty.name(),
@@ -376,6 +378,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             out.push(';');
         }
         Op::Red {
+            order,
             space,
             op,
             ty,
@@ -383,7 +386,8 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             a,
         } => write!(
             out,
-            "red{}.{}.{} {}, {};",
+            "red{}{}.{}.{} {}, {};",
+            order_name(*order),
             space_name(*space),
             atom_name(*op),
             ty.name(),
@@ -401,6 +405,33 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
     }
     out.push('\n');
     Ok(())
+}
+
+/// An atomic's `.sem.scope` qualifiers (empty for the default order).
+pub fn order_name(order: Order) -> String {
+    match order {
+        None => String::new(),
+        Some((sem, scope)) => format!(".{}.{}", sem_name(sem), scope_name(scope)),
+    }
+}
+
+/// `relaxed`, `acquire`, `release`, `acq_rel`.
+pub fn sem_name(sem: Sem) -> &'static str {
+    match sem {
+        Sem::Relaxed => "relaxed",
+        Sem::Acquire => "acquire",
+        Sem::Release => "release",
+        Sem::AcqRel => "acq_rel",
+    }
+}
+
+/// An atomic's scope: `cta`, `gpu`, `sys` (`membar` spells the GPU's `gl`).
+pub fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Cta => "cta",
+        Scope::Gpu => "gpu",
+        Scope::Sys => "sys",
+    }
 }
 
 /// `.global`, `.global.nc`, ... (with the leading dot).

@@ -8,7 +8,8 @@
 //! reach the driver or the simulator.
 //!
 //! Roles: an [`Input`](ParamKind::Input) parameter takes `&Buffer<T>` or `&mut Buffer<T>`; an
-//! [`Output`](ParamKind::Output) parameter takes only `&mut Buffer<T>`, so the borrow checker
+//! [`Output`](ParamKind::Output) or [`Buffer`](ParamKind::Buffer) parameter takes only
+//! `&mut Buffer<T>`, so the borrow checker
 //! sees every buffer a kernel writes; a [`Scalar`](ParamKind::Scalar) parameter takes a value of
 //! exactly its dtype. [`View`]s and [`ViewMut`]s of buffers work like buffers of the view's
 //! length; so do cudarc's `CudaSlice<T>`, `CudaView<T>` and `CudaViewMut<T>` on CUDA. A
@@ -52,7 +53,7 @@ impl ArgKind {
                 dtype: param.dtype,
                 writable: false,
             },
-            ParamKind::Output => ArgKind::Buffer {
+            ParamKind::Output | ParamKind::Buffer => ArgKind::Buffer {
                 dtype: param.dtype,
                 writable: true,
             },
@@ -64,7 +65,7 @@ impl ArgKind {
     pub fn fits(self, param: &ParamSig) -> bool {
         match (param.kind, self) {
             (ParamKind::Input, ArgKind::Buffer { dtype, .. }) => dtype == param.dtype,
-            (ParamKind::Output, ArgKind::Buffer { dtype, writable }) => {
+            (ParamKind::Output | ParamKind::Buffer, ArgKind::Buffer { dtype, writable }) => {
                 writable && dtype == param.dtype
             }
             (ParamKind::Scalar, ArgKind::Scalar(dtype)) => dtype == param.dtype,
@@ -528,12 +529,10 @@ pub(super) fn check<'s, 'a>(
     }
     let mut hidden = SmallVec::new();
     for (i, h) in image.hidden.iter().enumerate() {
+        let len = list.slots.get(h.buffer()).and_then(ArgSlot::buffer_len);
         let value = match h {
-            HiddenParam::Length { buffer } => list
-                .slots
-                .get(*buffer)
-                .and_then(ArgSlot::buffer_len)
-                .map(|len| u64::from(length_value(len))),
+            HiddenParam::Length { .. } => len.map(|len| u64::from(length_value(len))),
+            HiddenParam::Length64 { .. } => len.map(|len| len as u64),
         };
         let Some(bits) = value else {
             return Err(RuntimeError::HiddenParam {
@@ -720,6 +719,22 @@ mod tests {
             .push(9u32);
         let checked = check(&image(lengths), &mut list, Target::Sim(7)).expect("fits");
         assert_eq!(sim_params(checked).as_slice(), &[0x1000, 0x2000, 9, 5, 100]);
+        // A 64-bit length is the buffer's whole count, in 8 bytes.
+        let mut list = ArgList::new();
+        list.push(sim_slot(DType::F32, false, 7))
+            .push(sim_slot(DType::F32, true, 7))
+            .push(9u32);
+        let wide = image(vec![HiddenParam::Length64 { buffer: 0 }]);
+        let (_, hidden) = check(&wide, &mut list, Target::Sim(7))
+            .expect("fits")
+            .into_parts();
+        assert_eq!(
+            hidden[0],
+            HiddenValue {
+                bits: 100,
+                bytes: 8
+            }
+        );
         // A length of a scalar (a malformed image) is an error, not a guess.
         let mut list = ArgList::new();
         list.push(sim_slot(DType::F32, false, 7))

@@ -76,7 +76,7 @@ impl ImageParts {
     /// exactly this layout.
     pub fn param_layout(&self) -> Vec<ParamLayout> {
         let user = self.params.iter().map(|p| match p.kind {
-            ParamKind::Input | ParamKind::Output => 8,
+            ParamKind::Input | ParamKind::Output | ParamKind::Buffer => 8,
             ParamKind::Scalar => p.dtype.bytes(),
         });
         ParamLayout::packed(user.chain(self.hidden.iter().map(HiddenParam::bytes)))
@@ -193,6 +193,12 @@ pub enum HiddenParam {
         /// The index of the buffer parameter.
         buffer: usize,
     },
+    /// The element count of the buffer passed for [`ImageParts::params`]`[buffer]`, as a
+    /// `u64`: for buffers the kernel indexes with 64-bit indices.
+    Length64 {
+        /// The index of the buffer parameter.
+        buffer: usize,
+    },
 }
 
 impl HiddenParam {
@@ -200,6 +206,14 @@ impl HiddenParam {
     pub fn bytes(&self) -> u32 {
         match self {
             HiddenParam::Length { .. } => 4,
+            HiddenParam::Length64 { .. } => 8,
+        }
+    }
+
+    /// The index of the buffer parameter whose length this is.
+    pub fn buffer(&self) -> usize {
+        match *self {
+            HiddenParam::Length { buffer } | HiddenParam::Length64 { buffer } => buffer,
         }
     }
 }
@@ -263,10 +277,12 @@ impl ParamSig {
 pub enum ParamKind {
     /// A buffer the kernel only reads; passed as a 64-bit global address.
     Input,
-    /// A buffer the kernel writes (and may also read); passed as a 64-bit global address.
+    /// A buffer the kernel writes; passed as a 64-bit global address.
     Output,
     /// A value passed by copy.
     Scalar,
+    /// A buffer the kernel both reads and writes; passed as a 64-bit global address.
+    Buffer,
 }
 
 impl fmt::Display for ParamKind {
@@ -275,6 +291,7 @@ impl fmt::Display for ParamKind {
             ParamKind::Input => "input",
             ParamKind::Output => "output",
             ParamKind::Scalar => "scalar",
+            ParamKind::Buffer => "buffer",
         })
     }
 }
@@ -310,6 +327,7 @@ impl Canonical for ParamSig {
             ParamKind::Input => 0,
             ParamKind::Output => 1,
             ParamKind::Scalar => 2,
+            ParamKind::Buffer => 3,
         });
         dtype.write(w);
     }
@@ -353,6 +371,10 @@ impl Compile for KernelImage {
             match h {
                 HiddenParam::Length { buffer } => {
                     w.tag(0);
+                    w.u64(*buffer as u64);
+                }
+                HiddenParam::Length64 { buffer } => {
+                    w.tag(1);
                     w.u64(*buffer as u64);
                 }
             }

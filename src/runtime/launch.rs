@@ -19,7 +19,7 @@ use super::disk_cache::Origin;
 use super::driver::{CudaKernel, Shape, Streams};
 use super::error::Foreign;
 use super::graph::SimLaunch;
-use super::image::{HiddenParam, KernelImage, ParamKind};
+use super::image::{KernelImage, ParamKind};
 use super::load::{self, DiskModule, default_dynamic_limit};
 use super::stream::Stream;
 use crate::ir::Bounds;
@@ -59,10 +59,9 @@ impl LoadedKernel {
             });
         }
         for (index, h) in image.hidden.iter().enumerate() {
-            let HiddenParam::Length { buffer } = *h;
             if image
                 .params
-                .get(buffer)
+                .get(h.buffer())
                 .is_none_or(|p| p.kind == ParamKind::Scalar)
             {
                 return Err(RuntimeError::HiddenParam {
@@ -532,17 +531,19 @@ impl Function {
     /// The handle belongs to [`device`](Self::device)'s CUDA context
     /// ([`Device::cuda_context`]) and stays valid while this function or any clone of it
     /// lives (it is not to be unloaded or destroyed). A raw launch passes, after one argument
-    /// per parameter of [`ImageParts::params`](super::ImageParts::params) (a buffer's device address, or a scalar), one
-    /// `u32` per [`ImageParts::hidden`](super::ImageParts::hidden) parameter: for each
-    /// [`HiddenParam::Length`] the element count of the buffer passed for that parameter
-    /// (`u32::MAX` for longer buffers). The kernel checks every access against these lengths,
-    /// so lengths larger than the buffers make it read and write outside them; the layout of
-    /// the whole parameter block is [`ImageParts::param_layout`](super::ImageParts::param_layout). Grid, block shape and
+    /// per parameter of [`ImageParts::params`](super::ImageParts::params) (a buffer's device
+    /// address, or a scalar), one value per [`ImageParts::hidden`](super::ImageParts::hidden)
+    /// parameter: for each [`HiddenParam::Length`](super::HiddenParam::Length) the element
+    /// count of the buffer passed for that parameter as a `u32` (`u32::MAX` for longer
+    /// buffers), for each [`HiddenParam::Length64`](super::HiddenParam::Length64) the count as
+    /// a `u64`. The kernel checks every access against these lengths, so lengths larger than
+    /// the buffers make it read and write outside them; the layout of the whole parameter block
+    /// is [`ImageParts::param_layout`](super::ImageParts::param_layout). Grid, block shape and
     /// dynamic shared memory follow the image (see [`launch`](Self::launch) for the checks a
     /// raw launch skips).
     ///
     /// ```no_run
-    /// use coopgraph::runtime::{Device, HiddenParam};
+    /// use coopgraph::runtime::Device;
     /// use cudarc::driver::{DevicePtr, sys};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let mut k = coopgraph::KernelBuilder::new("copy").block(128);
@@ -562,8 +563,8 @@ impl Function {
     /// // The user parameters, then the hidden lengths (here of x and of y, in that order).
     /// let mut cells: Vec<u64> = vec![px, py];
     /// for hidden in &f.image().hidden {
-    ///     let HiddenParam::Length { buffer } = *hidden;
-    ///     cells.push([1024u64, 1024][buffer]); // a u32 at the start of its cell
+    ///     // A u32 at the start of its cell (a u64 for `HiddenParam::Length64`).
+    ///     cells.push([1024u64, 1024][hidden.buffer()]);
     /// }
     /// let mut params: Vec<*mut std::ffi::c_void> =
     ///     cells.iter_mut().map(|c| c as *mut u64 as *mut _).collect();

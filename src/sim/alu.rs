@@ -815,7 +815,10 @@ impl AtomKind {
     }
 }
 
-/// The operand kind of `atom.op.ty`, or `None` when PTX has no such atomic.
+/// The operand kind of `atom.op.ty`, or `None` when PTX has no such atomic (ptxas refuses it):
+/// `add` takes `.u32`, `.s32`, `.u64`, `.f32`, `.f64`; `min` and `max` the signed and unsigned
+/// integers; the bitwise operators, `exch` and `cas` only `.b32` and `.b64`; `inc` and `dec`
+/// only `.u32`.
 pub(crate) fn atom_kind(op: AtomOp, ty: Ty) -> Option<AtomKind> {
     let k = match ty {
         Ty::U32 | Ty::B32 => AtomKind::U32,
@@ -826,12 +829,12 @@ pub(crate) fn atom_kind(op: AtomOp, ty: Ty) -> Option<AtomKind> {
         Ty::F64 => AtomKind::F64,
         _ => return None,
     };
-    let float = matches!(k, AtomKind::F32 | AtomKind::F64);
+    let bits = matches!(ty, Ty::B32 | Ty::B64);
     let ok = match op {
-        AtomOp::Add => true,
-        AtomOp::Min | AtomOp::Max => !float,
-        AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch | AtomOp::Cas => !float,
-        AtomOp::Inc | AtomOp::Dec => k == AtomKind::U32,
+        AtomOp::Add => matches!(ty, Ty::U32 | Ty::S32 | Ty::U64 | Ty::F32 | Ty::F64),
+        AtomOp::Min | AtomOp::Max => matches!(ty, Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64),
+        AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch | AtomOp::Cas => bits,
+        AtomOp::Inc | AtomOp::Dec => ty == Ty::U32,
     };
     ok.then_some(k)
 }
@@ -1214,5 +1217,19 @@ mod tests {
         assert_eq!(atom_apply(AtomOp::Cas, AtomKind::U32, 4, 3, 9), 4);
         assert!(atom_kind(AtomOp::Inc, Ty::U64).is_none());
         assert!(atom_kind(AtomOp::Min, Ty::F32).is_none());
+        // The types ptxas takes and no others: 64-bit adds are `.u64`, bitwise ops and
+        // exchanges `.b`, minima and maxima signed or unsigned.
+        for (op, refused, taken) in [
+            (AtomOp::Add, Ty::S64, Ty::U64),
+            (AtomOp::Add, Ty::B32, Ty::S32),
+            (AtomOp::And, Ty::U32, Ty::B32),
+            (AtomOp::Exch, Ty::F32, Ty::B32),
+            (AtomOp::Cas, Ty::U64, Ty::B64),
+            (AtomOp::Min, Ty::B32, Ty::S64),
+            (AtomOp::Dec, Ty::S32, Ty::U32),
+        ] {
+            assert!(atom_kind(op, refused).is_none(), "{op:?}.{refused:?}");
+            assert!(atom_kind(op, taken).is_some(), "{op:?}.{taken:?}");
+        }
     }
 }

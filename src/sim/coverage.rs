@@ -277,6 +277,16 @@ fn scopes() -> Vec<Scope> {
     })
 }
 
+fn sems() -> Vec<Sem> {
+    use Sem::*;
+    chain(Relaxed, |x| match x {
+        Relaxed => Some(Acquire),
+        Acquire => Some(Release),
+        Release => Some(AcqRel),
+        AcqRel => None,
+    })
+}
+
 #[test]
 fn variant_lists_are_complete() {
     assert_eq!(bin_ops().len(), 15);
@@ -288,6 +298,7 @@ fn variant_lists_are_complete() {
     assert_eq!(vote_modes().len(), 4);
     assert_eq!(specials().len(), 23);
     assert_eq!(scopes().len(), 3);
+    assert_eq!(sems().len(), 4);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -598,6 +609,7 @@ fn every_form_module() -> Module {
             }));
         }
         body.push(i(Op::Atom {
+            order: None,
             space: Space::Global,
             op,
             ty,
@@ -607,6 +619,7 @@ fn every_form_module() -> Module {
             b: (op == AtomOp::Cas).then_some(imm(9)),
         }));
         body.push(i(Op::Atom {
+            order: Some((Sem::AcqRel, Scope::Cta)),
             space: Space::Shared,
             op,
             ty,
@@ -617,6 +630,7 @@ fn every_form_module() -> Module {
         }));
         if !matches!(op, AtomOp::Exch | AtomOp::Cas) {
             body.push(i(Op::Red {
+                order: Some((Sem::Release, Scope::Gpu)),
                 space: Space::Shared,
                 op,
                 ty,
@@ -627,6 +641,19 @@ fn every_form_module() -> Module {
     }
     for scope in scopes() {
         body.push(i(Op::Membar { scope }));
+        // Every memory order an atomic can carry, at every scope.
+        for sem in sems() {
+            body.push(i(Op::Atom {
+                order: Some((sem, scope)),
+                space: Space::Global,
+                op: AtomOp::Add,
+                ty: Ty::U32,
+                dst: r(0),
+                addr: at(AddrBase::Reg(rd(0)), 4),
+                a: imm(1),
+                b: None,
+            }));
+        }
     }
     let every = Function {
         name: "every_form".into(),

@@ -1060,6 +1060,8 @@ impl Decoder<'_> {
                 self.coll(Coll::Activemask { dst })
             }
             Op::Atom {
+                // The simulator runs every thread's accesses in one order: any memory order holds.
+                order: _,
                 space,
                 op,
                 ty,
@@ -1089,6 +1091,7 @@ impl Decoder<'_> {
                 })
             }
             Op::Red {
+                order,
                 space,
                 op,
                 ty,
@@ -1097,6 +1100,10 @@ impl Decoder<'_> {
             } => {
                 let kind = alu::atom_kind(*op, *ty).ok_or(InvalidReason::BadType)?;
                 if matches!(op, AtomOp::Cas | AtomOp::Exch) {
+                    return Err(InvalidReason::BadType);
+                }
+                // `red` cannot acquire: it returns nothing to order later reads after.
+                if order.is_some_and(|(sem, _)| !sem.for_red()) {
                     return Err(InvalidReason::BadType);
                 }
                 let space = atomic_space(*space)?;

@@ -432,6 +432,7 @@ fn every_operation_executes_with_its_known_result() {
         for (ty, before, a, b, after) in atom_cases(op) {
             let dst = reg_for(ty, 3);
             let body = vec![i(Op::Atom {
+                order: None,
                 space: Space::Global,
                 op,
                 ty,
@@ -454,6 +455,7 @@ fn every_operation_executes_with_its_known_result() {
             if !matches!(op, AtomOp::Exch | AtomOp::Cas) {
                 let body = vec![
                     i(Op::Red {
+                        order: None,
                         space: Space::Global,
                         op,
                         ty,

@@ -14,7 +14,9 @@
 
 use super::error::{ParseError, ParseReason};
 use crate::ptx::Arch;
-use crate::ptx::write::{atom_name, bin_mnemonic, cmp_name, round_name, special_name, un_mnemonic};
+use crate::ptx::write::{
+    atom_name, bin_mnemonic, cmp_name, round_name, scope_name, sem_name, special_name, un_mnemonic,
+};
 use crate::ptx::*;
 use smallvec::SmallVec;
 
@@ -677,7 +679,8 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
             Ok(Op::Activemask { dst: reg(&d)? })
         }
         "atom" | "red" => {
-            let (space, rest) = parse_space(&parts[1..])?;
+            let (order, rest) = parse_order(&parts[1..])?;
+            let (space, rest) = parse_space(rest)?;
             let (op, ty) = match rest {
                 [o, t] => (atom_op_of(o)?, ty_of(t).ok_or(ParseReason::BadType)?),
                 _ => return Err(ParseReason::UnknownMnemonic),
@@ -689,6 +692,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
                     _ => return Err(ParseReason::OperandCount),
                 };
                 Ok(Op::Atom {
+                    order,
                     space,
                     op,
                     ty,
@@ -700,6 +704,7 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
             } else {
                 let [addr, a] = want::<2>(ops)?;
                 Ok(Op::Red {
+                    order,
                     space,
                     op,
                     ty,
@@ -791,6 +796,21 @@ fn atom_op_of(s: &str) -> R<AtomOp> {
         .copied()
         .find(|o| atom_name(*o) == s)
         .ok_or(ParseReason::UnknownMnemonic)
+}
+
+/// An atomic's optional `.sem.scope` at the start of `parts`, and what follows it.
+fn parse_order<'p, 'a>(parts: &'p [&'a str]) -> R<(Order, &'p [&'a str])> {
+    let Some(sem) = parts
+        .first()
+        .and_then(|p| Sem::ALL.into_iter().find(|s| sem_name(*s) == *p))
+    else {
+        return Ok((None, parts));
+    };
+    let scope = parts
+        .get(1)
+        .and_then(|p| Scope::ALL.into_iter().find(|s| scope_name(*s) == *p))
+        .ok_or(ParseReason::UnknownMnemonic)?;
+    Ok((Some((sem, scope)), &parts[2..]))
 }
 
 /// A state space at the start of `parts` (`global`, `global.nc`, ...) and what follows it.

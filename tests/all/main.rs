@@ -14,6 +14,7 @@ mod exprs;
 mod fuzz;
 mod golden;
 mod graphs;
+mod indexed;
 mod kernels;
 mod layout;
 mod layout_reference;

@@ -1,11 +1,14 @@
-//! Global and shared memory: parameters, loads and stores with their controls, temp storages
-//! and shared arrays.
+//! Global and shared memory: parameters, loads and stores with their controls, writes by
+//! index, temp storages and shared arrays.
 
 use super::KernelBuilder;
 use crate::ir::dtype::{DType, Element};
 use crate::ir::entities::{ArrayId, Loc, ParamId, StorageId};
 use crate::ir::expr::Expr;
-use crate::ir::handles::{Group, Input, Output, Scalar, SharedArray, TempStorage, ThreadData};
+use crate::ir::handles::{
+    Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray, TempStorage,
+    ThreadData, Writable,
+};
 use crate::ir::ops::*;
 
 /// The controls of a load: algorithm, offset, valid items and the out-of-bounds default.
@@ -372,6 +375,99 @@ impl KernelBuilder {
         Output::new(self.param(name, Role::Output, T::DTYPE), self.lineage.id())
     }
 
+    /// Declares a buffer parameter the kernel both reads and writes (next in the signature): a
+    /// launch passes it as `&mut`. Reads by index ([`Buffer::at`]) and tile loads take the
+    /// coherent path (`ld.global`), so each thread reads back its own earlier writes; ordering
+    /// accesses of different threads to one element is the kernel's job (a barrier orders
+    /// a block's threads; atomics order themselves).
+    ///
+    /// A grid-stride SAXPY in place, `y[i] = a * x[i] + y[i]`:
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("saxpy").block(64);
+    /// let (x, y) = (k.input::<f32>("x"), k.buffer::<f32>("y"));
+    /// let (a, n) = (k.scalar::<f32>("a"), k.scalar::<u32>("n"));
+    /// let threads = index::grid_blocks() * index::block_threads();
+    /// let first = index::block_index() * index::block_threads() + index::thread_rank();
+    /// let steps = (n.expr() + threads.clone() - 1u32) / threads.clone();
+    /// k.for_range(0u32, steps, |k, s| {
+    ///     let i = s * threads.clone() + first.clone();
+    ///     k.write(&y, &i, x.at(&i).fma(a, y.at(&i)));
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let n = 1000;
+    /// let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.upload(&vec![1.0f32; n])?;
+    /// dev.compile(&kernel)?.launch_grid(3, (&xb, &mut yb, 2.0f32, n as u32))?;
+    /// assert!(yb.to_vec()?.iter().zip(&xs).all(|(y, x)| *y == x.mul_add(2.0, 1.0)));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn buffer<T: Element>(&mut self, name: &str) -> Buffer<T> {
+        Buffer::new(self.param(name, Role::Buffer, T::DTYPE), self.lineage.id())
+    }
+
+    /// `dst[index] = value` in global memory: each thread that runs it writes one element of
+    /// an output or a read-write buffer (an input cannot be written: that does not compile).
+    /// Where bounds are checked, an index at or past the buffer's length writes nothing;
+    /// with `unchecked_bounds` it must be in bounds. Two threads writing one element without
+    /// an order between them leave either value.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Thread t writes t * t at 2 * t; the last 16 threads' indices are past the end.
+    /// let mut k = KernelBuilder::new("evens").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let t = index::thread_rank();
+    /// k.write(&y, t.clone() * 2u32, t.clone() * t);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..32).map(|i| if i % 2 == 0 { (i / 2) * (i / 2) } else { 0 }).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    ///
+    /// Writing to an input does not compile:
+    ///
+    /// ```compile_fail
+    /// let mut k = coopgraph::KernelBuilder::new("k");
+    /// let x = k.input::<u32>("x");
+    /// k.write(&x, 0u32, 1u32);
+    /// ```
+    #[track_caller]
+    pub fn write<T: Element>(
+        &mut self,
+        dst: &impl Writable<T>,
+        index: impl ElementIndex,
+        value: impl Into<Expr<T>>,
+    ) {
+        let loc = Loc::caller();
+        let param = dst.param_in(self);
+        let index = self.expr(&Expr::<u32>::wrap(index.index_node()));
+        let value = self.expr(&value.into());
+        self.push(
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            },
+            loc,
+        );
+    }
+
     /// Declares a scalar parameter (next in the signature). It reads as an expression
     /// wherever one is taken (`s.expr()`, or the handle itself).
     ///
@@ -400,8 +496,8 @@ impl KernelBuilder {
         Scalar::new(self.param(name, Role::Scalar, T::DTYPE), self.lineage.id())
     }
 
-    /// Loads the group's tile of `src` into a new payload (default items per thread). The
-    /// controls choose how ([`Load::direct`], [`Load::striped`], [`Load::transpose`], ...), and
+    /// Loads the group's tile of `src` (an input, or a read-write buffer) into a new payload
+    /// (default items per thread). The controls choose how ([`Load::direct`], [`Load::striped`], [`Load::transpose`], ...), and
     /// where the tile starts and ends.
     ///
     /// ```
@@ -429,7 +525,7 @@ impl KernelBuilder {
     pub fn load_from<T: Element>(
         &mut self,
         group: impl Into<Group>,
-        src: &Input<T>,
+        src: &impl Readable<T>,
         opts: Load<T>,
     ) -> ThreadData<T> {
         let dst = self.thread_data::<T>();
@@ -466,15 +562,16 @@ impl KernelBuilder {
     pub fn load_into<T: Element>(
         &mut self,
         group: impl Into<Group>,
-        src: &Input<T>,
+        src: &impl Readable<T>,
         dst: &ThreadData<T>,
         opts: Load<T>,
     ) {
         let loc = Loc::caller();
         let group = self.group_id(group.into());
+        let param = src.param_in(self);
         let t = Transfer {
             group,
-            param: self.param_id(src.owner, src.id),
+            param,
             data: self.data_id(dst),
             algorithm: opts.algorithm,
             offset: opts.offset.as_ref().map(|e| self.expr(e)),
@@ -488,7 +585,8 @@ impl KernelBuilder {
         self.push(OpKind::Load(t), loc);
     }
 
-    /// Stores a payload to the group's tile of `dst`. The controls choose how
+    /// Stores a payload to the group's tile of `dst` (an output, or a read-write buffer). The
+    /// controls choose how
     /// ([`Store::direct`], [`Store::striped`], [`Store::transpose`], ...), and where the tile
     /// starts and ends.
     ///
@@ -516,15 +614,16 @@ impl KernelBuilder {
     pub fn store_to<T: Element>(
         &mut self,
         group: impl Into<Group>,
-        dst: &Output<T>,
+        dst: &impl Writable<T>,
         data: &ThreadData<T>,
         opts: Store,
     ) {
         let loc = Loc::caller();
         let group = self.group_id(group.into());
+        let param = dst.param_in(self);
         let t = Transfer {
             group,
-            param: self.param_id(dst.owner, dst.id),
+            param,
             data: self.data_id(data),
             algorithm: opts.algorithm.unwrap_or(Algorithm::Direct),
             offset: opts.offset.as_ref().map(|e| self.expr(e)),

@@ -76,7 +76,9 @@ impl Verifier<'_> {
             };
             let node = self.ir.expr(e);
             match &node.kind {
-                ExprKind::SharedRead(_, index) => stack.push((*index, true)),
+                ExprKind::SharedRead(_, index) | ExprKind::GlobalRead(_, index) => {
+                    stack.push((*index, true))
+                }
                 kind => stack.extend(kind.children().map(|&c| (c, observe))),
             }
             if !first {
@@ -177,6 +179,21 @@ impl Verifier<'_> {
                             Some(op),
                         );
                     }
+                }
+                ExprKind::GlobalRead(p, index) => {
+                    self.role(*p, true, loc, op);
+                    let found = VType::D(self.ir.params[p.index()].dtype);
+                    if found != node.ty {
+                        self.push(
+                            K::TypeMismatch {
+                                expected: node.ty,
+                                found,
+                            },
+                            loc,
+                            Some(op),
+                        );
+                    }
+                    self.index_ty(*index, loc, op);
                 }
                 ExprKind::Index(IndexKind::Item) if map_srcs.is_none() => {
                     self.push(K::MapValueOutsideMap, loc, Some(op))

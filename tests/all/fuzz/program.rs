@@ -134,6 +134,7 @@ impl Printer<'_> {
                 coopgraph::ir::ops::Role::Input => "input",
                 coopgraph::ir::ops::Role::Output => "output",
                 coopgraph::ir::ops::Role::Scalar => "scalar",
+                coopgraph::ir::ops::Role::Buffer => "buffer",
             };
             let s = format!(
                 "let {} = k.{f}::<{}>({:?});",
@@ -375,6 +376,19 @@ impl Printer<'_> {
                 let s = format!(
                     "k.shared_write(&smem{}, {}, {});",
                     array.index(),
+                    self.expr(*index),
+                    self.expr(*value)
+                );
+                self.line(&s);
+            }
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            } => {
+                let s = format!(
+                    "k.write(&{}, {}, {});",
+                    self.param(*param),
                     self.expr(*index),
                     self.expr(*value)
                 );
@@ -670,6 +684,7 @@ impl Printer<'_> {
             },
             ExprKind::Fma(a, b, c) => format!("{}.fma({}, {})", sub(*a), sub(*b), sub(*c)),
             ExprKind::SharedRead(arr, i) => format!("smem{}.read({})", arr.index(), sub(*i)),
+            ExprKind::GlobalRead(p, i) => format!("{}.at({})", self.param(*p), sub(*i)),
         };
         out.push_str(&s);
     }

@@ -2,6 +2,7 @@
 //! [`Fz`], the per-type operations the generator picks from (integer-only and float-only ones
 //! included), so generic code can choose a dtype at run time.
 
+use coopgraph::ir::Buffer as IrBuffer;
 use coopgraph::ir::{DType, Element, Expr, Input, Reduce, Scalar, SharedArray, ThreadData};
 use coopgraph::runtime::{ArgList, Buffer, Device, DeviceElement, RuntimeError};
 
@@ -83,6 +84,8 @@ any_handle! {
     AnyScalar(Scalar), wrap_scalar, unwrap_scalar;
     /// A shared array of any dtype.
     AnyArray(SharedArray), wrap_array, unwrap_array;
+    /// A read-write buffer of any dtype.
+    AnyBuffer(IrBuffer), wrap_buffer, unwrap_buffer;
 }
 
 impl AnyData {
@@ -166,6 +169,8 @@ pub trait Fz: Element + DeviceElement + PartialOrd {
     fn scalar(d: Scalar<Self>) -> AnyScalar;
     fn array(d: SharedArray<Self>) -> AnyArray;
     fn of_array(d: &AnyArray) -> Option<SharedArray<Self>>;
+    fn buffer(d: IrBuffer<Self>) -> AnyBuffer;
+    fn of_buffer(d: &AnyBuffer) -> Option<IrBuffer<Self>>;
     fn expr(e: Expr<Self>) -> AnyExpr;
     fn of_expr(e: &AnyExpr) -> Option<Expr<Self>>;
     /// `op(a, b)`; integers only (others return `a`).
@@ -216,6 +221,15 @@ macro_rules! fz_common {
         fn of_array(d: &AnyArray) -> Option<SharedArray<$t>> {
             match d {
                 AnyArray::$v(d) => Some(*d),
+                _ => None,
+            }
+        }
+        fn buffer(d: IrBuffer<$t>) -> AnyBuffer {
+            AnyBuffer::$v(d)
+        }
+        fn of_buffer(d: &AnyBuffer) -> Option<IrBuffer<$t>> {
+            match d {
+                AnyBuffer::$v(d) => Some(*d),
                 _ => None,
             }
         }

@@ -1,7 +1,7 @@
 //! Random expression trees over the DSL: arithmetic, comparisons, selects, casts, min/max,
 //! bit operations and shifts on integers, float functions (the approximate ones rarely), and
-//! leaves from map operands, payload slots, scalars, built-in indices, loop counters and
-//! shared arrays. Uniform expressions (conditions around collectives, bounds, counts) come
+//! leaves from map operands, payload slots, scalars, built-in indices, loop counters, shared
+//! arrays and buffers read by index. Uniform expressions (conditions around collectives, bounds, counts) come
 //! from leaves the verifier counts as uniform enough.
 
 use super::{BLOCK, Defect, Gen, THREAD, WARP};
@@ -246,7 +246,7 @@ impl Gen {
     /// A leaf of type `T`.
     pub fn leaf<T: Fz>(&mut self, lv: &Leaves) -> Expr<T> {
         for _ in 0..8 {
-            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6]) {
+            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6, 6]) {
                 0 => return Expr::lit(constant::<T>(self)),
                 1 if !lv.args.is_empty() => {
                     let a = lv.args[self.rng.below(lv.args.len() as u64) as usize].clone();
@@ -283,6 +283,11 @@ impl Gen {
                     }
                 }
                 7 if lv.item => return index::item().cast::<T>(),
+                8 if lv.varying => {
+                    if let Some(e) = self.global_read(lv) {
+                        return to::<T>(e);
+                    }
+                }
                 _ => {}
             }
         }

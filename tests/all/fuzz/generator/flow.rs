@@ -105,6 +105,8 @@ impl Gen {
             if nested { 4 } else { 0 },                 // loop
             if self.arrays.is_empty() { 0 } else { 5 }, // shared array phase
             2,                                          // barrier
+            4,                                          // write by index
+            4,                                          // read-write buffer
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -127,12 +129,14 @@ impl Gen {
                 10 => self.branch(k),
                 11 => self.for_loop(k),
                 12 => self.shared_phase(k),
-                _ => {
+                13 => {
                     self.block_uniform() && {
                         k.sync_block();
                         true
                     }
                 }
+                14 => self.op_write(k),
+                _ => self.op_buffer(k),
             };
             if done {
                 return;

@@ -17,6 +17,7 @@
 mod collectives;
 mod expr;
 mod flow;
+mod indexed;
 mod ops;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
@@ -194,12 +195,29 @@ fn edge_value<T: Fz>(h: u64, small: i64) -> T {
     }
 }
 
-/// A kernel parameter and what the launch passes for it.
+/// A kernel parameter and what the launch passes for it. A buffer's length is `len` where
+/// the case fixes it (indexed accesses around its end), else as far as the kernel reaches.
 #[derive(Debug, Clone)]
 pub enum Param {
-    Input { dtype: DType, data: Data },
-    Output { dtype: DType },
-    Scalar { dtype: DType, bits: u64 },
+    Input {
+        dtype: DType,
+        data: Data,
+        len: Option<u64>,
+    },
+    Output {
+        dtype: DType,
+        len: Option<u64>,
+    },
+    /// A read-write buffer: `data` before the launch.
+    Buffer {
+        dtype: DType,
+        data: Data,
+        len: Option<u64>,
+    },
+    Scalar {
+        dtype: DType,
+        bits: u64,
+    },
 }
 
 /// What picks a case: its seed, the tweak of a twin (`None`: the case itself), and the
@@ -390,6 +408,11 @@ pub(crate) struct Gen {
     pub skip: Vec<Vec<u32>>,
     pub executed: Vec<Vec<u32>>,
     pub expect_reject: Option<&'static str>,
+    /// The kernel is built with `unchecked_bounds`.
+    pub unchecked: bool,
+    /// Inputs read by index, and read-write buffers.
+    pub indexed: Vec<indexed::IdxInput>,
+    pub buffers: Vec<indexed::BufInfo>,
     next_name: u32,
 }
 
@@ -488,6 +511,9 @@ impl Gen {
             skip: spec.skip.clone(),
             executed: Vec::new(),
             expect_reject: None,
+            unchecked: false,
+            indexed: Vec::new(),
+            buffers: Vec::new(),
             next_name: 0,
         }
     }
@@ -510,6 +536,7 @@ pub fn generate(spec: &Spec) -> Case {
     let unchecked = rng.pct(10);
     let top = 2 + rng.below(6) as i32;
     let mut g = Gen::new(spec, rng, t, kk, grid, tame);
+    g.unchecked = unchecked;
     let mut k = KernelBuilder::new(format!("fuzz_{seed:016x}"))
         .block(t)
         .items_per_thread(kk);
@@ -746,6 +773,7 @@ impl Gen {
                 flavor,
                 salt,
             },
+            len: None,
         });
         self.inputs.push((T::input(x), T::DTYPE));
         x
@@ -755,7 +783,10 @@ impl Gen {
     pub fn output<T: Fz>(&mut self, k: &mut KernelBuilder) -> coopgraph::ir::Output<T> {
         let name = self.name("y");
         let y = k.output::<T>(&name);
-        self.params.push(Param::Output { dtype: T::DTYPE });
+        self.params.push(Param::Output {
+            dtype: T::DTYPE,
+            len: None,
+        });
         y
     }
 

@@ -439,6 +439,9 @@ impl Gen {
         if self.rng.pct(30) {
             self.new_scalar(k);
         }
+        if self.rng.pct(15) {
+            self.new_indexed_input(k);
+        }
         let out = if self.rng.pct(60) {
             da.dt
         } else {
@@ -487,6 +490,9 @@ impl Gen {
         let dt = self.dtype();
         if self.rng.pct(20) {
             self.new_scalar(k);
+        }
+        if self.rng.pct(15) {
+            self.new_indexed_input(k);
         }
         with_dtype!(dt, T => {
             let h = if self.rng.pct(70) {

@@ -10,7 +10,7 @@
 //! pairwise fold; a NaN operand, or a disagreement, leaves the result unspecified.
 
 use super::value::{self, UNSPEC, V};
-use super::{Block, Cx, Event, owner, position};
+use super::{Block, Cx, Event, Mode, owner, position};
 use coopgraph::ir::expr::BinaryOp;
 use coopgraph::ir::ops::{NeighborSpec, ReduceOp, Reduction, ScanSpec};
 use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupId, NeighborKind};
@@ -202,6 +202,7 @@ impl Block<'_> {
                     t,
                     args: &args,
                     item: None,
+                    mode: Mode::Live,
                 };
                 self.eval(expr, cx)
             }
@@ -496,6 +497,7 @@ impl Block<'_> {
                 t,
                 args: &args,
                 item: None,
+                mode: Mode::Live,
             },
         )
     }

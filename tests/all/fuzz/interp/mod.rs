@@ -22,6 +22,12 @@
 //!   get the default or keep what they held, and so do positions past the buffer's end (a
 //!   kernel built with `unchecked_bounds` has no such guard: its accesses past the end are
 //!   out-of-bounds faults);
+//! - reads by index give an input's element, or a read-write buffer's (its last write when
+//!   ordered before the read, else unspecified); past a buffer's end a checked kernel reads 0
+//!   and skips writes, an unchecked one faults; a select reads memory only on the side it
+//!   takes, an `and`/`or` of predicates its right operand only where the left does not
+//!   decide (under an unspecified condition such an access is uncertain, and the case is
+//!   skipped if it could fault or race);
 //! - reductions and scans fold in position order (floats: only where every order gives the
 //!   same bits, else the result is unspecified), neighbour ops, scatters and exchanges as
 //!   documented on `NeighborKind`, `OpKind::Scatter` and `Arrangement`.
@@ -39,7 +45,7 @@ mod collective;
 pub mod value;
 
 use coopgraph::ir::expr::{ExprKind, IndexKind};
-use coopgraph::ir::ops::{Algorithm, Bounds, OpKind, Role, Transfer, ValidOf};
+use coopgraph::ir::ops::{Algorithm, Bounds, OpKind, Transfer, ValidOf};
 use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupKind, Ir, OpId, RegionId};
 use std::collections::HashMap;
 use value::{NONDET, UNDEF, UNSPEC, V};
@@ -53,6 +59,12 @@ pub enum Arg<'a> {
     },
     /// An output buffer of this length (`None`: unbounded).
     Output { len: Option<u64> },
+    /// A read-write buffer: its length (`None`: unbounded) and its element `i`'s bits before
+    /// the launch.
+    Buffer {
+        len: Option<u64>,
+        value: &'a dyn Fn(u64) -> u64,
+    },
     /// A scalar's bits.
     Scalar(u64),
 }
@@ -89,6 +101,9 @@ pub enum Event {
     Participation { op: OpId },
     /// Loops ran longer than the interpreter allows.
     StepLimit,
+    /// A memory access that may or may not happen (under a select or `and`/`or` whose
+    /// condition is unspecified) would be out of bounds or race: the case says nothing sure.
+    Uncertain { op: OpId },
 }
 
 impl Event {
@@ -101,7 +116,8 @@ impl Event {
 /// What a launch did.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// Per parameter: the output elements written (empty for other roles).
+    /// Per parameter: the output (or read-write buffer) elements written (empty for other
+    /// roles).
     pub outputs: Vec<HashMap<u64, Cell>>,
     /// Per buffer parameter: the largest element index accessed.
     pub max_index: Vec<Option<u64>>,
@@ -202,6 +218,9 @@ pub fn owner(a: Arrangement, k: u32, q: u32) -> (u32, u32) {
 
 const MAX_STEPS: u64 = 1 << 16;
 
+/// A cell's last writer when several threads wrote it unordered.
+const SEVERAL: u32 = u32::MAX;
+
 /// The first op of the kernel (events name the op they happened in).
 fn first_op(ir: &Ir) -> OpId {
     let mut first = None;
@@ -231,12 +250,38 @@ pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
     out
 }
 
-/// Evaluation context of an expression: the thread, map operands, the slot.
+/// Whether an expression's memory reads happen: a select reads only the side it takes, an
+/// `and`/`or` of predicates its right operand only where the left does not decide.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// They happen.
+    Live,
+    /// They do not (a side not taken): a read gives 0 and touches nothing.
+    Dead,
+    /// They may, under a condition whose value is unspecified.
+    Maybe,
+}
+
+/// Evaluation context of an expression: the thread, map operands, the slot, whether its
+/// memory reads happen.
 #[derive(Clone, Copy)]
 struct Cx<'c> {
     t: usize,
     args: &'c [V],
     item: Option<u32>,
+    mode: Mode,
+}
+
+impl Cx<'_> {
+    /// The context of an operand read where `taken` says (`None`: unspecified).
+    fn side(self, taken: Option<bool>) -> Self {
+        let mode = match (self.mode, taken) {
+            (Mode::Dead, _) | (_, Some(false)) => Mode::Dead,
+            (Mode::Maybe, _) | (_, None) => Mode::Maybe,
+            (Mode::Live, Some(true)) => Mode::Live,
+        };
+        Cx { mode, ..self }
+    }
 }
 
 /// An element of a shared array: its value, its last writer and the epoch of the write, and
@@ -405,6 +450,7 @@ impl<'a> Block<'a> {
                             t,
                             args: &args,
                             item: Some(i),
+                            mode: Mode::Live,
                         };
                         let v = self.eval(*expr, cx);
                         self.set(*dst, t, i, v);
@@ -534,9 +580,14 @@ impl<'a> Block<'a> {
                 }
                 for (t, i, mut v) in writes {
                     v.flags |= self.taint[t];
-                    self.shared_access(array.index(), t, i, Some(v));
+                    self.shared_access(array.index(), t, i, Some(v), false);
                 }
             }
+            OpKind::GlobalWrite {
+                param,
+                index,
+                value,
+            } => self.global_write(param.index(), *index, *value, active),
             OpKind::SyncBlock => self.epoch += 1,
             OpKind::Reduce(r) => self.reduce(r, active),
             OpKind::Scan(s) => self.scan(s, active),
@@ -591,19 +642,24 @@ impl<'a> Block<'a> {
             t,
             args: &[],
             item: None,
+            mode: Mode::Live,
         }
     }
 
     /// Reads (`write: None`) or writes element `i` of shared array `a` by thread `t`, checking
-    /// bounds and races.
-    fn shared_access(&mut self, a: usize, t: usize, i: V, write: Option<V>) -> V {
+    /// bounds and races (a read that may not happen, `maybe`, reports either as uncertain).
+    fn shared_access(&mut self, a: usize, t: usize, i: V, write: Option<V>, maybe: bool) -> V {
         let op = self.op;
         let idx = i.bits;
         let Some(cell) = self.arrays[a].get(idx as usize).copied() else {
-            self.event(Event::SharedOob {
-                op,
-                array: a,
-                index: idx,
+            self.event(if maybe {
+                Event::Uncertain { op }
+            } else {
+                Event::SharedOob {
+                    op,
+                    array: a,
+                    index: idx,
+                }
             });
             return V::with(0, UNSPEC);
         };
@@ -614,10 +670,14 @@ impl<'a> Block<'a> {
             None => other(cell.writer),
         };
         if race {
-            self.event(Event::SharedRace {
-                op,
-                array: a,
-                index: idx,
+            self.event(if maybe {
+                Event::Uncertain { op }
+            } else {
+                Event::SharedRace {
+                    op,
+                    array: a,
+                    index: idx,
+                }
             });
         }
         let c = &mut self.arrays[a][idx as usize];
@@ -680,7 +740,10 @@ impl<'a> Block<'a> {
         // A checked kernel's accesses stop at the buffer's end: positions from `len - offset`
         // on are not read or written (an unchecked kernel's are the launch's business).
         let len = match (ir.bounds, &self.launch.args[t.param.index()]) {
-            (Bounds::Checked, Arg::Input { len, .. } | Arg::Output { len }) => *len,
+            (
+                Bounds::Checked,
+                Arg::Input { len, .. } | Arg::Output { len } | Arg::Buffer { len, .. },
+            ) => *len,
             _ => None,
         };
         let mut out = Vec::new();
@@ -720,7 +783,7 @@ impl<'a> Block<'a> {
     fn load(&mut self, op: OpId, t: &Transfer, active: &[bool]) {
         let ir = self.ir;
         let p = t.param.index();
-        if ir.params[p].role != Role::Input {
+        if !ir.params[p].role.readable() {
             return;
         }
         let g = ir.group_threads(t.group);
@@ -728,30 +791,25 @@ impl<'a> Block<'a> {
         let have = payload_arrangement(t.algorithm, g);
         let dtype = self.dtype(t.data);
         let default = t.oob_default.map(|b| V::exact(b & value::mask(dtype)));
-        let launch = self.launch;
         for (q, elem, unknown) in self.transfer_elements(t, active) {
+            let (th, i) = owner(have, k, q);
             let v = match elem {
                 Some(e) => {
                     self.note_index(p, e);
-                    match &launch.args[p] {
-                        Arg::Input { len, value } => {
-                            if len.is_some_and(|l| e >= l) {
-                                self.event(Event::GlobalOob {
-                                    op,
-                                    param: p,
-                                    index: e,
-                                });
-                                Some(V::with(0, UNSPEC))
-                            } else {
-                                Some(V::exact(value(e) & value::mask(dtype)))
-                            }
+                    match self.global_value(p, e, th as usize, dtype) {
+                        Some(v) => Some(v),
+                        None => {
+                            self.event(Event::GlobalOob {
+                                op,
+                                param: p,
+                                index: e,
+                            });
+                            Some(V::with(0, UNSPEC))
                         }
-                        _ => Some(V::with(0, UNSPEC)),
                     }
                 }
                 None => default,
             };
-            let (th, i) = owner(have, k, q);
             if let Some(mut v) = v {
                 if unknown {
                     v.flags |= UNSPEC;
@@ -782,10 +840,7 @@ impl<'a> Block<'a> {
                 v.flags |= UNSPEC;
             }
             self.note_index(p, e);
-            let launch = self.launch;
-            if let Arg::Output { len } = &launch.args[p]
-                && len.is_some_and(|l| e >= l)
-            {
+            if self.past_end(p, e) {
                 self.event(Event::GlobalOob {
                     op,
                     param: p,
@@ -794,22 +849,130 @@ impl<'a> Block<'a> {
                 continue;
             }
             v.flags |= self.taint[th as usize];
-            let writer = (self.b, th, epoch);
-            let cells = &mut self.out.outputs[p];
-            match cells.get_mut(&e) {
-                None => {
-                    cells.insert(e, Cell { v, writer });
-                }
+            self.write_cell(p, e, th, v, epoch);
+        }
+    }
+
+    /// The length of buffer parameter `p` (`None`: unbounded, or not a buffer).
+    fn buffer_len(&self, p: usize) -> Option<u64> {
+        match &self.launch.args[p] {
+            Arg::Input { len, .. } | Arg::Output { len } | Arg::Buffer { len, .. } => *len,
+            Arg::Scalar(_) => None,
+        }
+    }
+
+    /// Whether element `e` is past the end of buffer `p`.
+    fn past_end(&self, p: usize, e: u64) -> bool {
+        self.buffer_len(p).is_some_and(|l| e >= l)
+    }
+
+    /// Element `e` of buffer `p` as thread `th` reads it: an input's value, a read-write
+    /// buffer's last write (unspecified when another thread wrote it unordered) or its value
+    /// before the launch; `None` past the buffer's end.
+    fn global_value(&mut self, p: usize, e: u64, th: usize, dtype: DType) -> Option<V> {
+        if self.past_end(p, e) {
+            return None;
+        }
+        let launch = self.launch;
+        Some(match &launch.args[p] {
+            Arg::Input { value, .. } => V::exact(value(e) & value::mask(dtype)),
+            Arg::Buffer { value, .. } => match self.out.outputs[p].get(&e) {
                 Some(c) => {
-                    let ordered =
-                        c.writer.0 == writer.0 && (c.writer.1 == th || c.writer.2 < epoch);
+                    let (b, w, epoch) = c.writer;
+                    let ordered = b == self.b && (w == th as u32 || epoch < self.epoch);
                     if ordered {
-                        *c = Cell { v, writer };
-                    } else if c.v != v {
-                        c.v.flags |= UNSPEC | NONDET;
-                        c.writer = writer;
+                        c.v
+                    } else {
+                        V::with(c.v.bits, c.v.flags | UNSPEC | NONDET)
                     }
                 }
+                None => V::exact(value(e) & value::mask(dtype)),
+            },
+            _ => V::with(0, UNSPEC),
+        })
+    }
+
+    /// Thread `th` writes `v` to element `e` of buffer `p`: a write ordered after the last
+    /// (the same thread's, or before a barrier of the same block) replaces it; an unordered
+    /// one of another value leaves it unspecified, and one of the same value leaves either
+    /// thread the last writer (so a later write of either is unordered with the other's).
+    fn write_cell(&mut self, p: usize, e: u64, th: u32, v: V, epoch: u32) {
+        let writer = (self.b, th, epoch);
+        let cells = &mut self.out.outputs[p];
+        match cells.get_mut(&e) {
+            None => {
+                cells.insert(e, Cell { v, writer });
+            }
+            Some(c) => {
+                let ordered = c.writer.0 == writer.0 && (c.writer.1 == th || c.writer.2 < epoch);
+                if ordered {
+                    *c = Cell { v, writer };
+                } else {
+                    if c.v != v {
+                        c.v.flags |= UNSPEC | NONDET;
+                    }
+                    c.writer = (writer.0, SEVERAL, epoch);
+                }
+            }
+        }
+    }
+
+    /// `param[index] = value` by every active thread: past the buffer's end a checked kernel
+    /// writes nothing, an unchecked one faults.
+    fn global_write(&mut self, param: usize, index: ExprId, value: ExprId, active: &[bool]) {
+        let (op, epoch) = (self.op, self.epoch);
+        let checked = self.ir.bounds == Bounds::Checked;
+        for t in 0..self.threads {
+            if !active[t] {
+                continue;
+            }
+            let i = self.eval(index, self.cx(t));
+            let mut v = self.eval(value, self.cx(t));
+            self.check_defined(i, "a buffer index");
+            self.check_defined(v, "a value written to a buffer");
+            if !i.known() {
+                // The generator writes at indices it knows; an unknown one could be anywhere.
+                self.event(Event::Uncertain { op });
+                continue;
+            }
+            self.note_index(param, i.bits);
+            if self.past_end(param, i.bits) {
+                if !checked {
+                    self.event(Event::GlobalOob {
+                        op,
+                        param,
+                        index: i.bits,
+                    });
+                }
+                continue;
+            }
+            v.flags |= self.taint[t];
+            self.write_cell(param, i.bits, t as u32, v, epoch);
+        }
+    }
+
+    /// A read of element `i` of buffer `p` by thread `t`: past the end, a checked kernel reads
+    /// 0 and an unchecked one faults (a read that may not happen, `maybe`, is uncertain).
+    fn global_read(&mut self, p: usize, i: V, t: usize, dtype: DType, maybe: bool) -> V {
+        if !i.known() {
+            return V::with(0, UNSPEC);
+        }
+        self.note_index(p, i.bits);
+        match self.global_value(p, i.bits, t, dtype) {
+            Some(v) => v,
+            None if self.ir.bounds == Bounds::Checked => V::exact(0),
+            None => {
+                let op = self.op;
+                self.event(if maybe {
+                    Event::Uncertain { op }
+                } else {
+                    Event::GlobalOob {
+                        op,
+                        param: p,
+                        index: i.bits,
+                    }
+                });
+                V::with(0, UNSPEC)
             }
         }
     }
@@ -864,7 +1027,19 @@ impl<'a> Block<'a> {
                 V::with(bits, flags)
             }
             ExprKind::Binary(op, a, b) => {
-                let (x, y) = (self.eval(*a, cx), self.eval(*b, cx));
+                let x = self.eval(*a, cx);
+                // `and`/`or` of predicates read their right operand only where the left does
+                // not decide (as `&&` and `||`).
+                let right = match (dt, op) {
+                    (None, coopgraph::ir::expr::BinaryOp::And) => {
+                        cx.side(x.known().then_some(x.bits & 1 == 1))
+                    }
+                    (None, coopgraph::ir::expr::BinaryOp::Or) => {
+                        cx.side(x.known().then_some(x.bits & 1 == 0))
+                    }
+                    _ => cx,
+                };
+                let y = self.eval(*b, right);
                 let flags = value::derive(x.flags | y.flags);
                 match dt {
                     None => V::with(value::bool_binary(*op, x.bits, y.bits), flags),
@@ -882,7 +1057,10 @@ impl<'a> Block<'a> {
             }
             ExprKind::Select(c, a, b) => {
                 let cv = self.eval(*c, cx);
-                let (x, y) = (self.eval(*a, cx), self.eval(*b, cx));
+                // Only the side taken reads memory.
+                let first = cv.known().then_some(cv.bits & 1 == 1);
+                let x = self.eval(*a, cx.side(first));
+                let y = self.eval(*b, cx.side(first.map(|f| !f)));
                 let pick = if cv.bits & 1 == 1 { x } else { y };
                 if cv.known() {
                     // The other operand still counts for definedness, as registers are
@@ -917,11 +1095,27 @@ impl<'a> Block<'a> {
             }
             ExprKind::SharedRead(arr, i) => {
                 let iv = self.eval(*i, cx);
-                self.check_defined(iv, "a shared-array index");
-                if !iv.known() {
-                    V::with(0, UNSPEC)
+                if cx.mode == Mode::Dead {
+                    // Not taken: the load does not happen, its register holds 0.
+                    V::exact(0)
                 } else {
-                    self.shared_access(arr.index(), cx.t, iv, None)
+                    self.check_defined(iv, "a shared-array index");
+                    if !iv.known() {
+                        V::with(0, UNSPEC)
+                    } else {
+                        let maybe = cx.mode == Mode::Maybe;
+                        self.shared_access(arr.index(), cx.t, iv, None, maybe)
+                    }
+                }
+            }
+            ExprKind::GlobalRead(p, i) => {
+                let iv = self.eval(*i, cx);
+                let dtype = dt.unwrap_or(DType::U32);
+                if cx.mode == Mode::Dead {
+                    V::exact(0)
+                } else {
+                    self.check_defined(iv, "a buffer index");
+                    self.global_read(p.index(), iv, cx.t, dtype, cx.mode == Mode::Maybe)
                 }
             }
         };
