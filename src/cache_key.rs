@@ -923,7 +923,66 @@ impl Canonical for OpData {
                 index.write(w);
                 value.write(w);
             }
+            OpKind::Atomic(a) => {
+                w.tag(16);
+                a.write(w);
+            }
         }
+    }
+}
+
+impl Canonical for AtomicSpec {
+    fn write(&self, w: &mut Writer) {
+        let AtomicSpec {
+            memory,
+            op,
+            index,
+            value,
+            compare,
+            order,
+            scope,
+            old,
+        } = self;
+        match memory {
+            AtomicMemory::Global(p) => {
+                w.tag(0);
+                p.write(w);
+            }
+            AtomicMemory::Shared(a) => {
+                w.tag(1);
+                a.write(w);
+            }
+        }
+        w.tag(match op {
+            AtomicOp::Add => 0,
+            AtomicOp::Sub => 1,
+            AtomicOp::Min => 2,
+            AtomicOp::Max => 3,
+            AtomicOp::NanMin => 4,
+            AtomicOp::NanMax => 5,
+            AtomicOp::And => 6,
+            AtomicOp::Or => 7,
+            AtomicOp::Xor => 8,
+            AtomicOp::Exch => 9,
+            AtomicOp::Cas => 10,
+            AtomicOp::Inc => 11,
+            AtomicOp::Dec => 12,
+        });
+        index.write(w);
+        value.write(w);
+        w.opt(compare);
+        w.tag(match order {
+            MemoryOrder::Relaxed => 0,
+            MemoryOrder::Acquire => 1,
+            MemoryOrder::Release => 2,
+            MemoryOrder::AcqRel => 3,
+        });
+        w.tag(match scope {
+            MemoryScope::Block => 0,
+            MemoryScope::Gpu => 1,
+            MemoryScope::System => 2,
+        });
+        old.write(w);
     }
 }
 

@@ -10,7 +10,7 @@
 //! `neighbor.rs` lower ops with it and `expr.rs`; `emit.rs` walks the kernel and calls them.
 
 use crate::ir::expr::ExprKind;
-use crate::ir::ops::{Bounds, Role};
+use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{ArrayId, DType, DataId, ExprId, Info, Ir, OpId, ParamId};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SyncScope, padded_slot,
@@ -90,6 +90,40 @@ pub const GUARDED_STEPS_PER_NODE: u64 = 16;
 /// See [`GUARDED_STEPS_PER_NODE`].
 pub const GUARDED_STEPS_BASE: u64 = 1 << 16;
 
+/// Per payload, whether an expression reads one of its slots or an op takes it as an operand.
+fn read_payloads(ir: &Ir) -> Vec<bool> {
+    let mut read = vec![false; ir.datas.len()];
+    let mut mark = |d: DataId| {
+        if let Some(r) = read.get_mut(d.index()) {
+            *r = true;
+        }
+    };
+    for n in ir.exprs.nodes() {
+        if let ExprKind::Item { data, .. } = n.kind {
+            mark(data);
+        }
+    }
+    for op in &ir.ops {
+        match &op.kind {
+            OpKind::Store(t) => mark(t.data),
+            OpKind::Map { srcs, .. } => srcs.iter().copied().for_each(&mut mark),
+            OpKind::Assign { src, .. } | OpKind::Exchange { src, .. } => mark(*src),
+            OpKind::Reduce(r) => mark(r.src),
+            OpKind::Scan(sc) => mark(sc.src),
+            OpKind::Neighbor(nb) => mark(nb.src),
+            OpKind::Scatter {
+                src, ranks, flags, ..
+            } => {
+                mark(*src);
+                mark(*ranks);
+                flags.iter().copied().for_each(&mut mark);
+            }
+            _ => {}
+        }
+    }
+    read
+}
+
 /// Per expression node, whether its subtree reads memory (a shared array or a buffer).
 fn reads_memory(ir: &Ir) -> Vec<bool> {
     let mut reads: Vec<bool> = Vec::with_capacity(ir.exprs.nodes().len());
@@ -136,6 +170,9 @@ pub struct Emitter<'a> {
     /// Whether each expression node reads memory (a shared array or a buffer) in its subtree:
     /// such a node evaluated on a side of a select is evaluated under the side's guard.
     pub(crate) reads_memory: Vec<bool>,
+    /// Per payload, whether anything reads it (an expression's slot, an op's operand): an
+    /// atomic whose old value nobody reads is a `red`.
+    read_payloads: Vec<bool>,
     /// The expression nodes evaluated under each open guard, innermost last: their registers
     /// hold their values only where the guard holds, so they leave the memo when it closes.
     pub(crate) guarded_evals: Vec<Vec<ExprId>>,
@@ -170,6 +207,7 @@ impl<'a> Emitter<'a> {
             overrides: HashMap::new(),
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
+            read_payloads: read_payloads(ir),
             guarded_evals: Vec::new(),
             guarded_steps: 0,
             guarded_limit: GUARDED_STEPS_PER_NODE * ir.exprs.nodes().len() as u64
@@ -541,6 +579,11 @@ impl Emitter<'_> {
             Some(&r) => r,
             None => self.reg(RegClass::B64),
         }
+    }
+
+    /// Whether anything reads payload `d` (an expression's slot, an op's operand).
+    pub(crate) fn payload_read(&self, d: DataId) -> bool {
+        self.read_payloads.get(d.index()).copied().unwrap_or(true)
     }
 
     /// The register holding a buffer parameter's length in elements, where bounds are checked

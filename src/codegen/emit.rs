@@ -345,6 +345,7 @@ impl Emitter<'_> {
                 index,
                 value,
             } => self.global_write(*param, *index, *value),
+            OpKind::Atomic(a) => self.atomic(op, a)?,
             OpKind::Neighbor(nb) => self.neighbor(op, nb)?,
             // Lowered by `lower`, which lowers their regions.
             OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}

@@ -3,13 +3,14 @@
 //! `builder.rs` holds the emission state and every instruction-level helper; the lowering
 //! files build on it and never on each other: `expr.rs` (expressions and operators) on the
 //! builder alone; `transfer.rs` (global loads and stores), `indexed.rs` (writes by index),
-//! `exchange.rs` (exchanges through shared memory or shuffles), `reduce.rs`, `scan.rs` and
-//! `neighbor.rs` on the builder and `expr.rs`; `emit.rs` walks the kernel (control flow, each
-//! op's conversions) and calls them.
+//! `atomic.rs` (atomics, native or compare-and-swap loops), `exchange.rs` (exchanges through
+//! shared memory or shuffles), `reduce.rs`, `scan.rs` and `neighbor.rs` on the builder and
+//! `expr.rs`; `emit.rs` walks the kernel (control flow, each op's conversions) and calls them.
 //!
 //! Architecture invariant: codegen reads a verified kernel and its plan and writes PTX text; it
 //! never calls the driver and never changes the plan.
 
+pub mod atomic;
 pub mod builder;
 pub mod emit;
 pub mod exchange;
@@ -31,6 +32,7 @@ mod tests {
         ("expr", include_str!("expr.rs"), &["builder"]),
         ("transfer", include_str!("transfer.rs"), LOWERING),
         ("indexed", include_str!("indexed.rs"), LOWERING),
+        ("atomic", include_str!("atomic.rs"), LOWERING),
         ("exchange", include_str!("exchange.rs"), LOWERING),
         ("reduce", include_str!("reduce.rs"), LOWERING),
         ("scan", include_str!("scan.rs"), LOWERING),
@@ -39,7 +41,8 @@ mod tests {
             "emit",
             include_str!("emit.rs"),
             &[
-                "builder", "expr", "transfer", "indexed", "exchange", "reduce", "scan", "neighbor",
+                "builder", "expr", "transfer", "indexed", "atomic", "exchange", "reduce", "scan",
+                "neighbor",
             ],
         ),
     ];

@@ -7,7 +7,8 @@
 //! This file holds the builder and its cursor (where the next op goes, how expressions and
 //! groups are interned); the ops live by family, each file with the controls its methods take:
 //! `options.rs` (block shape, items per thread, strictness, bounds), `memory.rs` (parameters,
-//! loads and stores, temp storages, shared arrays), `data.rs` (payloads and element-wise ops),
+//! loads and stores, writes by index, temp storages, shared arrays), `atomic.rs` (atomics),
+//! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
 //! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers) and
 //! `pipeline.rs` (the fluent [`Pipeline`]).
@@ -18,6 +19,7 @@ use super::handles::{Group, Warp};
 use super::identity::Lineage;
 use super::ops::*;
 
+mod atomic;
 mod collectives;
 mod control;
 mod data;
@@ -26,6 +28,7 @@ mod neighbor;
 mod options;
 mod pipeline;
 
+pub use atomic::Atomic;
 pub use collectives::{Reduce, Scan};
 pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};

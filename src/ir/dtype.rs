@@ -138,6 +138,28 @@ pub trait Element:
     fn cast_from_i64(v: i64) -> Self;
 }
 
+/// Element types atomics operate on: the 32- and 64-bit integers and floats (PTX has no
+/// narrower atomics). `add`, `sub`, `min`, `max`, `nan_min`, `nan_max`, `exch` and `cas` take
+/// any of them.
+pub trait AtomicElement: Element {}
+/// Integer element types atomics operate on: `and`, `or`, `xor` take only these.
+pub trait AtomicInt: AtomicElement {}
+/// Unsigned element types atomics operate on: `inc` and `dec` take only these.
+pub trait AtomicUnsigned: AtomicInt {}
+
+impl AtomicElement for i32 {}
+impl AtomicElement for u32 {}
+impl AtomicElement for i64 {}
+impl AtomicElement for u64 {}
+impl AtomicElement for f32 {}
+impl AtomicElement for f64 {}
+impl AtomicInt for i32 {}
+impl AtomicInt for u32 {}
+impl AtomicInt for i64 {}
+impl AtomicInt for u64 {}
+impl AtomicUnsigned for u32 {}
+impl AtomicUnsigned for u64 {}
+
 macro_rules! element {
     ($($t:ty => $d:ident, $to:expr, $from:expr;)*) => {$(
         impl sealed::Sealed for $t {}

@@ -3,7 +3,7 @@
 use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::VType;
-use super::ops::{GroupKind, Role};
+use super::ops::{AtomicOp, GroupKind, Role};
 use std::fmt;
 
 /// What is wrong.
@@ -89,6 +89,20 @@ pub enum VerifyErrorKind {
     IndexType {
         /// The index's type.
         found: VType,
+    },
+    /// An atomic on an element type it does not take (in an IR edited by hand: the typed
+    /// builder's bounds reject it): atomics take 32- and 64-bit integers and floats, the
+    /// bitwise ones integers only, `inc` and `dec` unsigned integers only.
+    AtomicType {
+        /// The operation.
+        op: AtomicOp,
+        /// The element type.
+        dtype: DType,
+    },
+    /// A compare-and-swap without a value to compare with, or another atomic with one.
+    AtomicCompare {
+        /// The operation.
+        op: AtomicOp,
     },
     /// A parameter or payload whose dtype differs from its use.
     TypeMismatch {
@@ -333,6 +347,16 @@ impl fmt::Display for VerifyError {
             } => write!(
                 f,
                 "parameter {param} is used as {expected:?} but was declared {found:?}"
+            ),
+            AtomicType { op, dtype } => write!(
+                f,
+                "atomic {op:?} on {dtype}: atomics take i32, u32, i64, u64, f32 and f64 (and, \
+                 or, xor integers only; inc, dec u32 and u64 only)"
+            ),
+            AtomicCompare { op } => write!(
+                f,
+                "atomic {op:?}: a compare-and-swap takes the value to compare with, and no other \
+                 atomic takes one"
             ),
             IndexType { found } => write!(
                 f,

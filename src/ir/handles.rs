@@ -11,7 +11,7 @@ use super::dtype::Element;
 use super::entities::{ArrayId, DataId, Loc, OpId, ParamId, StorageId};
 use super::expr::{Expr, ExprKind, Node, index};
 use super::identity::BuilderId;
-use super::ops::GroupKind;
+use super::ops::{AtomicMemory, GroupKind};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -76,6 +76,12 @@ mod sealed {
         fn index_node(self) -> Arc<Node>;
     }
 
+    /// The memory an atomic updates.
+    pub trait AtomicMemoryOf {
+        /// The memory in `k` (a handle of another builder is noted for the verifier).
+        fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory;
+    }
+
     /// A buffer parameter's handle.
     pub trait ParamHandle {
         /// The parameter's id in `k`, checked to be one of `k`'s (a handle of another builder
@@ -84,7 +90,7 @@ mod sealed {
     }
 }
 
-pub(crate) use sealed::{IndexNode, ParamHandle};
+pub(crate) use sealed::{AtomicMemoryOf, IndexNode, ParamHandle};
 
 /// An element index into a buffer: a `u32` (a literal, an `Expr<u32>`, a `u32` scalar), or a
 /// `u64` expression or scalar for buffers of more than `u32::MAX` elements.
@@ -152,6 +158,29 @@ buffer_roles! {
     Output: Writable;
     Buffer: Readable, Writable;
 }
+
+/// Memory atomics may update: an [`Output`], a [`Buffer`] or a [`SharedArray`] (never an
+/// [`Input`]).
+pub trait AtomicTarget<T: Element>: AtomicMemoryOf {}
+
+impl<T: Element> AtomicMemoryOf for Output<T> {
+    fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory {
+        AtomicMemory::Global(self.param_in(k))
+    }
+}
+impl<T: Element> AtomicMemoryOf for Buffer<T> {
+    fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory {
+        AtomicMemory::Global(self.param_in(k))
+    }
+}
+impl<T: Element> AtomicMemoryOf for SharedArray<T> {
+    fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory {
+        AtomicMemory::Shared(k.array_id(self))
+    }
+}
+impl<T: Element> AtomicTarget<T> for Output<T> {}
+impl<T: Element> AtomicTarget<T> for Buffer<T> {}
+impl<T: Element> AtomicTarget<T> for SharedArray<T> {}
 
 impl<T: Element> Input<T> {
     /// Element `index` through the read-only path (`ld.global.nc`): where bounds are checked,

@@ -1,12 +1,12 @@
 //! The kernel IR: dtypes, groups, payloads, expressions, ops, control flow and the verifier.
 //!
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
-//! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Reduce`],
-//! [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]), the
-//! handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`], ...),
-//! the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]). The
-//! recorded IR is public for inspection: its tables ([`ops`]), expression nodes ([`expr`]),
-//! text listing ([`print`](mod@print)) and the verifier ([`verify`](mod@verify)).
+//! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Atomic`],
+//! [`Reduce`], [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
+//! the handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`],
+//! ...), the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]).
+//! The recorded IR is public for inspection: its tables ([`ops`]), expression nodes
+//! ([`expr`]), text listing ([`print`](mod@print)) and the verifier ([`verify`](mod@verify)).
 //!
 //! Architecture invariant: ir/ knows nothing of CUDA, PTX or the planner. The builder records;
 //! the verifier ([`verify::verify`]) checks and returns [`verify::Info`], which every later
@@ -25,19 +25,19 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, Reduce, Scan, Scatter,
-    Shuffle, StorageSpec, Store,
+    Atomic, BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, Reduce, Scan,
+    Scatter, Shuffle, StorageSpec, Store,
 };
-pub use dtype::{DType, Element};
+pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{
-    Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray, TempStorage,
-    ThreadData, Tile, Warp, Writable,
+    AtomicTarget, Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray,
+    TempStorage, ThreadData, Tile, Warp, Writable,
 };
 pub use ops::{
-    Algorithm, Arrangement, Bounds, ExchangeVia, GroupKind, Ir, NeighborKind, ReduceAlgorithm,
-    ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
+    NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use verify::{Info, Uniformity};

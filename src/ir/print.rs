@@ -166,6 +166,22 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             index,
             value,
         } => format!("param{}[{}] = {}", param.0, e(*index), e(*value)),
+        OpKind::Atomic(a) => {
+            let memory = match a.memory {
+                AtomicMemory::Global(p) => format!("param{}", p.0),
+                AtomicMemory::Shared(arr) => arr.to_string(),
+            };
+            let compare = a.compare.map(|c| format!("{}, ", e(c))).unwrap_or_default();
+            format!(
+                "{}[0] = atomic.{:?}.{:?}.{:?} {memory}[{}], {compare}{}",
+                a.old,
+                a.op,
+                a.order,
+                a.scope,
+                e(a.index),
+                e(a.value)
+            )
+        }
         OpKind::SyncBlock => "sync_block".into(),
         OpKind::Scatter {
             src,

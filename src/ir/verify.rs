@@ -186,6 +186,15 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(array.index() < ir.arrays.len(), "shared array", array.0)
             }
             OpKind::GlobalWrite { param, .. } => check(param.index() < np, "parameter", param.0),
+            OpKind::Atomic(a) => {
+                match a.memory {
+                    AtomicMemory::Global(p) => check(p.index() < np, "parameter", p.0),
+                    AtomicMemory::Shared(arr) => {
+                        check(arr.index() < ir.arrays.len(), "shared array", arr.0)
+                    }
+                }
+                check(a.old.index() < nd, "payload", a.old.0);
+            }
             OpKind::SyncBlock => {}
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
@@ -823,6 +832,7 @@ impl Verifier<'_> {
                 self.expr(*index, state, op, None);
                 self.expr(*value, state, op, None);
             }
+            OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
             OpKind::Scatter {
                 group,
@@ -988,6 +998,52 @@ impl Verifier<'_> {
             // Checked by `op`, which walks their regions.
             OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
         }
+    }
+
+    /// Checks an atomic: its memory (an output, a read-write buffer or a shared array), the
+    /// element type and the operand types, the index; the old value is defined after it.
+    fn atomic(&mut self, op: OpId, a: &AtomicSpec, state: &mut State) {
+        let ir = self.ir;
+        let loc = ir.op(op).loc;
+        let dtype = match a.memory {
+            AtomicMemory::Global(p) => {
+                self.role(p, false, loc, op);
+                self.index_ty(a.index, loc, op);
+                ir.params[p.index()].dtype
+            }
+            AtomicMemory::Shared(arr) => {
+                self.expect_ty(a.index, VType::D(super::DType::U32), loc, op);
+                ir.arrays[arr.index()].dtype
+            }
+        };
+        if !a.op.takes(dtype) {
+            self.push(K::AtomicType { op: a.op, dtype }, loc, Some(op));
+        }
+        if (a.op == AtomicOp::Cas) != a.compare.is_some() {
+            self.push(K::AtomicCompare { op: a.op }, loc, Some(op));
+        }
+        for e in [Some(a.value), a.compare].into_iter().flatten() {
+            self.expect_ty(e, VType::D(dtype), loc, op);
+        }
+        let old = &ir.datas[a.old.index()];
+        if old.dtype != dtype {
+            self.push(
+                K::TypeMismatch {
+                    expected: VType::D(dtype),
+                    found: VType::D(old.dtype),
+                },
+                loc,
+                Some(op),
+            );
+        }
+        self.items_match(1, old.items, loc, op);
+        for e in [Some(a.index), Some(a.value), a.compare]
+            .into_iter()
+            .flatten()
+        {
+            self.expr(e, state, op, None);
+        }
+        state.set(a.old.index(), 0, Def::Everywhere);
     }
 
     /// Checks a scan up to its prefix callback's ops.

@@ -67,7 +67,9 @@
 //! reaching its neighbour's bytes. Kernels must not rely on the numeric value of a shared
 //! symbol's address (the GPU's differ too). `%warpid` is the warp's index in the block and
 //! `%nwarpid` the block's warp count; `%clock64` and `%globaltimer` count the block's
-//! thread-instructions so far.
+//! thread-instructions so far. Atomics (`atom`, `red`) run one at a time in the schedule's
+//! order, each a single read-modify-write; every access is sequentially consistent here, so
+//! the memory orders and scopes they carry (`.acq_rel.gpu`, ...) hold trivially.
 //!
 //! Invariants:
 //! - nothing in the simulator panics on any input; every problem is a [`SimError`] naming the

@@ -8,7 +8,10 @@
 //! parameters keep their names.
 
 use coopgraph::ir::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
-use coopgraph::ir::ops::{Bounds, OpKind, ReduceOp, Sharing, Transfer, ValidOf};
+use coopgraph::ir::ops::{
+    AtomicMemory, AtomicOp, Bounds, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing, Transfer,
+    ValidOf,
+};
 use coopgraph::ir::{
     Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, NeighborKind, OpId, RegionId,
 };
@@ -20,10 +23,19 @@ const EXPR_BUDGET: usize = 2000;
 
 /// The builder program of `ir`, with `launch` (how the case runs it) as a comment.
 pub fn program(ir: &Ir, launch: &str) -> String {
+    let olds = ir
+        .ops
+        .iter()
+        .filter_map(|o| match &o.kind {
+            OpKind::Atomic(a) => Some(a.old),
+            _ => None,
+        })
+        .collect();
     let mut p = Printer {
         ir,
         out: String::new(),
         depth: 1,
+        olds,
         declared: vec![false; ir.datas.len()],
         total: None,
         pending: None,
@@ -45,6 +57,8 @@ struct Printer<'a> {
     ir: &'a Ir,
     out: String,
     depth: usize,
+    /// The payloads atomics put their old values in: expressions (`let d3 = k.atomic(..)`).
+    olds: std::collections::HashSet<DataId>,
     declared: Vec<bool>,
     /// Inside a prefix callback: the aggregate payload, read as the callback's `total`.
     total: Option<DataId>,
@@ -394,6 +408,44 @@ impl Printer<'_> {
                 );
                 self.line(&s);
             }
+            OpKind::Atomic(a) => {
+                let target = match a.memory {
+                    AtomicMemory::Global(p) => self.param(p),
+                    AtomicMemory::Shared(arr) => format!("smem{}", arr.index()),
+                };
+                let v = self.expr(a.value);
+                let name = match a.op {
+                    AtomicOp::Add => "add",
+                    AtomicOp::Sub => "sub",
+                    AtomicOp::Min => "min",
+                    AtomicOp::Max => "max",
+                    AtomicOp::NanMin => "nan_min",
+                    AtomicOp::NanMax => "nan_max",
+                    AtomicOp::And => "and",
+                    AtomicOp::Or => "or",
+                    AtomicOp::Xor => "xor",
+                    AtomicOp::Exch => "exch",
+                    AtomicOp::Cas => "cas",
+                    AtomicOp::Inc => "inc",
+                    AtomicOp::Dec => "dec",
+                };
+                let mut c = match a.compare {
+                    Some(cmp) => format!("Atomic::{name}({}, {v})", self.expr(cmp)),
+                    None => format!("Atomic::{name}({v})"),
+                };
+                if a.order != MemoryOrder::Relaxed {
+                    let _ = write!(c, ".order(MemoryOrder::{:?})", a.order);
+                }
+                if a.scope != MemoryScope::Gpu {
+                    let _ = write!(c, ".scope(MemoryScope::{:?})", a.scope);
+                }
+                let d = self.made(a.old);
+                let s = format!(
+                    "let {d} = k.atomic(&{target}, {}, {c});",
+                    self.expr(a.index)
+                );
+                self.line(&s);
+            }
             OpKind::SyncBlock => self.line("k.sync_block();"),
             OpKind::Reduce(r) => {
                 self.declare(r.src);
@@ -593,6 +645,8 @@ impl Printer<'_> {
             ExprKind::Item { data, item } => {
                 if self.total == Some(*data) {
                     "total.clone()".into()
+                } else if self.olds.contains(data) {
+                    format!("{data}.clone()")
                 } else {
                     format!("{data}.item({item})")
                 }

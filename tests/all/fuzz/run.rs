@@ -138,42 +138,35 @@ fn launch_of<'a>(
     values: &'a [Box<dyn Fn(u64) -> u64 + 'a>],
 ) -> interp::Launch<'a> {
     let mut args = Vec::new();
-    let mut vi = 0;
     for (i, p) in params.iter().enumerate() {
         let len = lens.map(|l| l[i]);
+        let value = &*values[i];
         args.push(match p {
-            Param::Input { .. } => {
-                let a = Arg::Input {
-                    len,
-                    value: &*values[vi],
-                };
-                vi += 1;
-                a
-            }
-            Param::Buffer { .. } => {
-                let a = Arg::Buffer {
-                    len,
-                    value: &*values[vi],
-                };
-                vi += 1;
-                a
-            }
-            Param::Output { .. } => Arg::Output { len },
+            Param::Input { .. } => Arg::Input { len, value },
+            Param::Buffer { .. } => Arg::Buffer { len, value },
+            Param::Output { .. } => Arg::Output { len, before: value },
             Param::Scalar { bits, .. } => Arg::Scalar(*bits),
         });
     }
     interp::Launch { grid, args }
 }
 
+/// Per parameter, its elements before the launch: an input's or buffer's data, an output's
+/// sentinels (nothing for a scalar).
 fn value_fns(params: &[Param]) -> Vec<Box<dyn Fn(u64) -> u64 + '_>> {
     params
         .iter()
-        .filter_map(|p| match p {
+        .enumerate()
+        .map(|(i, p)| match p {
             Param::Input { data, .. } | Param::Buffer { data, .. } => {
                 let d: Data = *data;
-                Some(Box::new(move |i| d.value(i)) as Box<dyn Fn(u64) -> u64>)
+                Box::new(move |e| d.value(e)) as Box<dyn Fn(u64) -> u64>
             }
-            _ => None,
+            Param::Output { dtype, .. } => {
+                let dt = *dtype;
+                Box::new(move |e| sentinel(dt, i, e)) as Box<dyn Fn(u64) -> u64>
+            }
+            Param::Scalar { .. } => Box::new(|_| 0u64) as Box<dyn Fn(u64) -> u64>,
         })
         .collect()
 }
@@ -264,7 +257,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     } else if checked && !accessed.is_empty() && trim.is_multiple_of(4) {
         // Buffers shorter than the kernel's reach: the guards must stop at their ends.
         let i = accessed[(trim / 4) as usize % accessed.len()];
-        lens[i] = lens[i].saturating_sub(1 + trim / 16 % lens[i]);
+        lens[i] = lens[i].saturating_sub(1 + trim / 16 % lens[i].max(1));
     }
     // Buffers as long as the kernel reaches change nothing the probe saw (a buffer of a
     // length the case fixes may be shorter than that).

@@ -2,8 +2,12 @@
 //! [`Fz`], the per-type operations the generator picks from (integer-only and float-only ones
 //! included), so generic code can choose a dtype at run time.
 
+use coopgraph::KernelBuilder;
 use coopgraph::ir::Buffer as IrBuffer;
-use coopgraph::ir::{DType, Element, Expr, Input, Reduce, Scalar, SharedArray, ThreadData};
+use coopgraph::ir::{
+    Atomic, AtomicOp, DType, Element, Expr, Input, MemoryOrder, MemoryScope, Output, Reduce,
+    Scalar, SharedArray, ThreadData,
+};
 use coopgraph::runtime::{ArgList, Buffer, Device, DeviceElement, RuntimeError};
 
 /// Runs `$body` with `$T` the Rust type of dtype `$dt`.
@@ -423,4 +427,137 @@ pub fn push_scalar(list: &mut ArgList<'_>, dtype: DType, bits: u64) {
     with_dtype!(dtype, T => {
         list.push(<T as Element>::from_bits(bits));
     })
+}
+
+/// An element index: `u32`, or `u64`.
+pub enum Ix {
+    N(Expr<u32>),
+    W(Expr<u64>),
+}
+
+/// The memory an atomic updates.
+pub enum Target<T: Element> {
+    Out(Output<T>),
+    Buf(IrBuffer<T>),
+    Shared(SharedArray<T>),
+}
+
+/// An atomic, as the generator asks for one.
+pub struct AtomicCall<T: Element> {
+    pub op: AtomicOp,
+    pub v: Expr<T>,
+    pub c: Expr<T>,
+    pub order: MemoryOrder,
+    pub scope: MemoryScope,
+}
+
+/// Atomics at a dtype chosen at run time: the operations the type takes, and the recording
+/// of one (`None` where the type takes none: the 8- and 16-bit integers).
+pub trait FzAtomic: Fz {
+    fn atomic_ops() -> &'static [AtomicOp];
+    fn record(
+        k: &mut KernelBuilder,
+        target: &Target<Self>,
+        index: Ix,
+        a: AtomicCall<Self>,
+    ) -> Option<Expr<Self>>;
+}
+
+macro_rules! fz_no_atomics {
+    ($($t:ty),*) => {$(
+        impl FzAtomic for $t {
+            fn atomic_ops() -> &'static [AtomicOp] {
+                &[]
+            }
+            fn record(
+                _k: &mut KernelBuilder,
+                _target: &Target<$t>,
+                _index: Ix,
+                _a: AtomicCall<$t>,
+            ) -> Option<Expr<$t>> {
+                None
+            }
+        }
+    )*};
+}
+fz_no_atomics!(i8, i16, u8, u16);
+
+macro_rules! fz_atomics {
+    ($($t:ty => [$($op:ident),*], $ctl:expr;)*) => {$(
+        impl FzAtomic for $t {
+            fn atomic_ops() -> &'static [AtomicOp] {
+                &[$(AtomicOp::$op),*]
+            }
+            fn record(
+                k: &mut KernelBuilder,
+                target: &Target<$t>,
+                index: Ix,
+                a: AtomicCall<$t>,
+            ) -> Option<Expr<$t>> {
+                let ctl: fn(AtomicOp, Expr<$t>, Expr<$t>) -> Option<Atomic<$t>> = $ctl;
+                let ctl = ctl(a.op, a.v, a.c)?.order(a.order).scope(a.scope);
+                Some(match (target, index) {
+                    (Target::Out(o), Ix::N(i)) => k.atomic(o, i, ctl),
+                    (Target::Out(o), Ix::W(i)) => k.atomic(o, i, ctl),
+                    (Target::Buf(b), Ix::N(i)) => k.atomic(b, i, ctl),
+                    (Target::Buf(b), Ix::W(i)) => k.atomic(b, i, ctl),
+                    (Target::Shared(s), Ix::N(i)) => k.atomic(s, i, ctl),
+                    (Target::Shared(s), Ix::W(i)) => k.atomic(s, i.cast::<u32>(), ctl),
+                })
+            }
+        }
+    )*};
+}
+
+/// The controls every atomic type takes.
+fn common<T: coopgraph::ir::AtomicElement>(
+    op: AtomicOp,
+    v: Expr<T>,
+    c: Expr<T>,
+) -> Option<Atomic<T>> {
+    Some(match op {
+        AtomicOp::Add => Atomic::add(v),
+        AtomicOp::Sub => Atomic::sub(v),
+        AtomicOp::Min => Atomic::min(v),
+        AtomicOp::Max => Atomic::max(v),
+        AtomicOp::NanMin => Atomic::nan_min(v),
+        AtomicOp::NanMax => Atomic::nan_max(v),
+        AtomicOp::Exch => Atomic::exch(v),
+        AtomicOp::Cas => Atomic::cas(c, v),
+        _ => return None,
+    })
+}
+
+/// The controls of the integer types.
+fn integer<T: coopgraph::ir::AtomicInt>(op: AtomicOp, v: Expr<T>, c: Expr<T>) -> Option<Atomic<T>> {
+    match op {
+        AtomicOp::And => Some(Atomic::and(v)),
+        AtomicOp::Or => Some(Atomic::or(v)),
+        AtomicOp::Xor => Some(Atomic::xor(v)),
+        _ => common(op, v, c),
+    }
+}
+
+/// The controls of the unsigned types.
+fn unsigned<T: coopgraph::ir::AtomicUnsigned>(
+    op: AtomicOp,
+    v: Expr<T>,
+    c: Expr<T>,
+) -> Option<Atomic<T>> {
+    match op {
+        AtomicOp::Inc => Some(Atomic::inc(v)),
+        AtomicOp::Dec => Some(Atomic::dec(v)),
+        _ => integer(op, v, c),
+    }
+}
+
+fz_atomics! {
+    i32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas], integer::<i32>;
+    i64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas], integer::<i64>;
+    u32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec],
+        unsigned::<u32>;
+    u64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec],
+        unsigned::<u64>;
+    f32 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas], common::<f32>;
+    f64 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas], common::<f64>;
 }

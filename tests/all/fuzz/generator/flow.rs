@@ -107,6 +107,7 @@ impl Gen {
             2,                                          // barrier
             4,                                          // write by index
             4,                                          // read-write buffer
+            5,                                          // atomic
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -136,7 +137,8 @@ impl Gen {
                     }
                 }
                 14 => self.op_write(k),
-                _ => self.op_buffer(k),
+                15 => self.op_buffer(k),
+                _ => self.op_atomic(k),
             };
             if done {
                 return;

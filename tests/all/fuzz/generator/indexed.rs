@@ -7,7 +7,7 @@
 
 use super::expr::Leaves;
 use super::{Data, Flavor, Gen, Param};
-use crate::fuzz::types::{AnyBuffer, AnyExpr, AnyInput, Fz, with_dtype};
+use crate::fuzz::types::{AnyBuffer, AnyExpr, AnyInput, Fz, Ix, with_dtype};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::{DType, Element, Expr, index};
 
@@ -31,12 +31,6 @@ pub(crate) struct BufInfo {
     pub wide: bool,
 }
 
-/// An element index: `u32`, or `u64`.
-pub(crate) enum Ix {
-    N(Expr<u32>),
-    W(Expr<u64>),
-}
-
 /// `h.at(i)` for an index of either width.
 macro_rules! at {
     ($h:expr, $i:expr) => {
@@ -49,7 +43,7 @@ macro_rules! at {
 
 impl Gen {
     /// The thread's index in the grid.
-    fn grid_rank(&self) -> Expr<u32> {
+    pub(crate) fn grid_rank(&self) -> Expr<u32> {
         index::block_index() * self.t + index::thread_rank()
     }
 
@@ -187,7 +181,7 @@ impl Gen {
             let len = if self.unchecked || self.rng.pct(70) {
                 need + self.rng.below(5) as u32
             } else {
-                self.rng.below(u64::from(need) + 1) as u32
+                1 + self.rng.below(u64::from(need)) as u32
             };
             let wide = self.rng.pct(25);
             let h = with_dtype!(dt, T => {

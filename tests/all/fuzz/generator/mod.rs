@@ -14,6 +14,7 @@
 //! only in a field the cache key must see: a shared array's length, a temp storage's spec or a
 //! payload's alignment.
 
+mod atomic;
 mod collectives;
 mod expr;
 mod flow;

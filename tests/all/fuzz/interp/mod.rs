@@ -28,6 +28,9 @@
 //!   takes, an `and`/`or` of predicates its right operand only where the left does not
 //!   decide (under an unspecified condition such an access is uncertain, and the case is
 //!   skipped if it could fault or race);
+//! - atomics apply in thread order, each old value and element known only where no access
+//!   unordered with it could change it (`atomic.rs`, with a first pass that finds every
+//!   access);
 //! - reductions and scans fold in position order (floats: only where every order gives the
 //!   same bits, else the result is unspecified), neighbour ops, scatters and exchanges as
 //!   documented on `NeighborKind`, `OpKind::Scatter` and `Arrangement`.
@@ -41,6 +44,7 @@
 // best here.
 #![allow(clippy::needless_range_loop)]
 
+mod atomic;
 mod collective;
 pub mod value;
 
@@ -57,8 +61,12 @@ pub enum Arg<'a> {
         len: Option<u64>,
         value: &'a dyn Fn(u64) -> u64,
     },
-    /// An output buffer of this length (`None`: unbounded).
-    Output { len: Option<u64> },
+    /// An output buffer of this length (`None`: unbounded), and its element `i`'s bits before
+    /// the launch (the runner's sentinel, which atomics find there).
+    Output {
+        len: Option<u64>,
+        before: &'a dyn Fn(u64) -> u64,
+    },
     /// A read-write buffer: its length (`None`: unbounded) and its element `i`'s bits before
     /// the launch.
     Buffer {
@@ -122,6 +130,10 @@ pub struct Outcome {
     /// Per buffer parameter: the largest element index accessed.
     pub max_index: Vec<Option<u64>>,
     pub events: Vec<Event>,
+    /// The accesses of elements atomics touch, as a first pass records them.
+    accesses: atomic::AccessMap,
+    /// In the second pass of a kernel with atomics: the first pass's accesses.
+    seen: Option<atomic::AccessMap>,
 }
 
 /// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
@@ -232,11 +244,20 @@ fn first_op(ir: &Ir) -> OpId {
 
 /// Runs the kernel over the launch.
 pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
+    // With atomics, a first pass finds every access of the elements they touch.
+    let seen = atomic::has_atomics(ir).then(|| pass(ir, launch, None).accesses);
+    pass(ir, launch, seen)
+}
+
+/// One run of the kernel over the launch (with `seen`, the accesses a first pass recorded).
+fn pass(ir: &Ir, launch: &Launch<'_>, seen: Option<atomic::AccessMap>) -> Outcome {
     let arr = arrangements(ir);
     let mut out = Outcome {
         outputs: vec![HashMap::new(); ir.params.len()],
         max_index: vec![None; ir.params.len()],
         events: Vec::new(),
+        accesses: HashMap::new(),
+        seen,
     };
     if ir.ops.is_empty() {
         return out;
@@ -588,6 +609,7 @@ impl<'a> Block<'a> {
                 index,
                 value,
             } => self.global_write(param.index(), *index, *value, active),
+            OpKind::Atomic(a) => self.atomic(a, active),
             OpKind::SyncBlock => self.epoch += 1,
             OpKind::Reduce(r) => self.reduce(r, active),
             OpKind::Scan(s) => self.scan(s, active),
@@ -665,10 +687,24 @@ impl<'a> Block<'a> {
         };
         let (t32, e) = (t as u32, self.epoch);
         let other = |who: Option<(u32, u32)>| who.is_some_and(|(w, we)| we == e && w != t32);
-        let race = match write {
-            Some(_) => other(cell.writer) || other(cell.reader),
-            None => other(cell.writer),
+        let key = atomic::CellKey::Shared {
+            array: a,
+            index: idx,
+            block: self.b,
         };
+        let what = if write.is_some() {
+            atomic::What::Write
+        } else {
+            atomic::What::Read
+        };
+        // A plain access unordered with an atomic of the element races with it.
+        let with_atomic = (self.access(key, t, what).iter())
+            .any(|o| matches!(o.what, atomic::What::Atomic { .. }));
+        let race = with_atomic
+            || match write {
+                Some(_) => other(cell.writer) || other(cell.reader),
+                None => other(cell.writer),
+            };
         if race {
             self.event(if maybe {
                 Event::Uncertain { op }
@@ -742,7 +778,7 @@ impl<'a> Block<'a> {
         let len = match (ir.bounds, &self.launch.args[t.param.index()]) {
             (
                 Bounds::Checked,
-                Arg::Input { len, .. } | Arg::Output { len } | Arg::Buffer { len, .. },
+                Arg::Input { len, .. } | Arg::Output { len, .. } | Arg::Buffer { len, .. },
             ) => *len,
             _ => None,
         };
@@ -856,9 +892,30 @@ impl<'a> Block<'a> {
     /// The length of buffer parameter `p` (`None`: unbounded, or not a buffer).
     fn buffer_len(&self, p: usize) -> Option<u64> {
         match &self.launch.args[p] {
-            Arg::Input { len, .. } | Arg::Output { len } | Arg::Buffer { len, .. } => *len,
+            Arg::Input { len, .. } | Arg::Output { len, .. } | Arg::Buffer { len, .. } => *len,
             Arg::Scalar(_) => None,
         }
+    }
+
+    /// Element `e` of output or read-write buffer `p` as an atomic finds it: its last write,
+    /// else its value before the launch (whose accesses the atomics order among themselves).
+    fn element(&mut self, p: usize, e: u64, _th: usize, dtype: DType) -> V {
+        if let Some(c) = self.out.outputs[p].get(&e) {
+            return c.v;
+        }
+        match &self.launch.args[p] {
+            Arg::Output { before, .. } | Arg::Buffer { value: before, .. } => {
+                V::exact(before(e) & value::mask(dtype))
+            }
+            Arg::Input { value, .. } => V::exact(value(e) & value::mask(dtype)),
+            Arg::Scalar(_) => V::with(0, UNSPEC),
+        }
+    }
+
+    /// An atomic's write of element `e` of buffer `p` (the atomics order it themselves).
+    fn put_element(&mut self, p: usize, e: u64, th: u32, v: V, epoch: u32) {
+        let writer = (self.b, th, epoch);
+        self.out.outputs[p].insert(e, Cell { v, writer });
     }
 
     /// Whether element `e` is past the end of buffer `p`.
