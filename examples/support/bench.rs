@@ -70,9 +70,12 @@ pub fn copy_gbps<T: DeviceElement>(
     Some(gbps(2 * x.len() * T::DTYPE.bytes() as usize, t))
 }
 
+/// CUB's GB/s by (kind, dtype, algorithm, block, items).
+pub type CubFigures = HashMap<(String, String, String, u32, u32), f64>;
+
 /// CUB's GB/s by (kind, dtype, algorithm, block, items), from the CSV that `COOPGRAPH_CUB_CSV`
 /// names (empty without it).
-pub fn cub_figures() -> HashMap<(String, String, String, u32, u32), f64> {
+pub fn cub_figures() -> CubFigures {
     let mut map = HashMap::new();
     let Ok(path) = std::env::var("COOPGRAPH_CUB_CSV") else {
         return map;

@@ -188,10 +188,10 @@ impl Emitter<'_> {
             }
             Lowering::Bits { op } => {
                 let ty = bits_ty(dtype);
-                let vb = self.to_bits(dtype, v);
+                let vb = self.bits_of(dtype, v);
                 let (a_op, b_op) = match compare {
                     Some(c) if op == AtomOp::Cas => {
-                        let cb = self.to_bits(dtype, c);
+                        let cb = self.bits_of(dtype, c);
                         (cb.into(), Some(vb.into()))
                     }
                     _ => (vb.into(), None),
@@ -243,7 +243,7 @@ impl Emitter<'_> {
     }
 
     /// A value's bits in an integer register (a float moved bit for bit).
-    fn to_bits(&mut self, d: DType, v: Reg) -> Reg {
+    fn bits_of(&mut self, d: DType, v: Reg) -> Reg {
         if !d.is_float() {
             return v;
         }
@@ -258,7 +258,7 @@ impl Emitter<'_> {
     }
 
     /// A value of `d` from its bits in an integer register.
-    fn from_bits(&mut self, d: DType, bits: Reg) -> Reg {
+    fn of_bits(&mut self, d: DType, bits: Reg) -> Reg {
         if !d.is_float() {
             return bits;
         }
@@ -299,7 +299,7 @@ impl Emitter<'_> {
                 self.pick(d, wrap, v, prev)
             }
             _ => {
-                let c = self.from_bits(d, cur);
+                let c = self.of_bits(d, cur);
                 let fold = match op {
                     AtomicOp::Min | AtomicOp::NanMin => B::Min,
                     _ => B::Max,
@@ -314,7 +314,7 @@ impl Emitter<'_> {
                     let c_nan = self.setp(Cmp::Nan, fty, c.into(), c.into());
                     r = self.pick(d, c_nan, c, r);
                 }
-                self.to_bits(d, r)
+                self.bits_of(d, r)
             }
         }
     }
@@ -349,7 +349,7 @@ impl Emitter<'_> {
             });
         };
         // The element's value, read atomically: a swap of the operand for itself.
-        let vb = self.to_bits(d, v);
+        let vb = self.bits_of(d, v);
         let cur = self.reg(class);
         cas(self, cur, vb, vb);
         let head = self.label();
@@ -387,7 +387,7 @@ impl Emitter<'_> {
             },
         );
         self.op(Op::Label(done));
-        let value = self.from_bits(d, cur);
+        let value = self.of_bits(d, cur);
         self.op(Op::Mov {
             ty: super::builder::bits_or_float(d),
             dst: old,

@@ -143,7 +143,8 @@ pub enum Algorithm {
     /// payload is striped.
     Striped,
     /// Blocked items moved with 8- or 16-byte vector accesses where the address allows (checked
-    /// at run time, falling back to scalar accesses); no scratch.
+    /// at run time, falling back to scalar accesses); 8- and 16-bit items packed in 32-bit
+    /// words, 4 to 16 bytes at a time; no scratch.
     Vectorize,
     /// Coalesced striped accesses, exchanged with blocked order through shared memory. The
     /// payload is blocked.

@@ -33,17 +33,21 @@ pub fn index_map(arr: Arrangement, threads: u32, items: u32) -> Option<(u32, u32
 }
 
 /// Elements per vector access for `items` blocked items of `bytes`-byte elements: the largest
-/// power of two dividing `items` with at most 4 elements and 16 bytes. Narrow elements are
-/// moved one by one.
+/// power of two dividing `items` with at most 4 elements and 16 bytes. Narrow elements (8 and
+/// 16 bits) move packed in 32-bit words: up to 16 bytes of them, at least one whole word, else
+/// one by one.
 pub fn vector_width(items: u32, bytes: u32) -> u32 {
-    if bytes < 4 {
-        return 1;
-    }
-    let mut v = 4u32.min(16 / bytes);
-    while v > 1 && !items.is_multiple_of(v) {
+    let bytes = bytes.max(1);
+    let (most, least) = if bytes < 4 {
+        (16 / bytes, 4 / bytes)
+    } else {
+        (4u32.min(16 / bytes), 2)
+    };
+    let mut v = most;
+    while v >= least && !items.is_multiple_of(v) {
         v /= 2;
     }
-    v
+    if v < least { 1 } else { v }
 }
 
 /// Checks the conversions before stores whose groups each have their own valid count: a
@@ -118,7 +122,8 @@ fn plan_one(
             while v > 1 && v * bytes > align {
                 v /= 2;
             }
-            v
+            // Narrow elements move in whole 32-bit words or one by one.
+            if v * bytes < 4 { 1 } else { v }
         }
         _ => 1,
     };
@@ -194,6 +199,12 @@ mod tests {
         assert_eq!(vector_width(6, 4), 2);
         assert_eq!(vector_width(3, 4), 1);
         assert_eq!(vector_width(4, 8), 2);
-        assert_eq!(vector_width(8, 1), 1);
+        assert_eq!(vector_width(8, 1), 8);
+        assert_eq!(vector_width(16, 1), 16);
+        assert_eq!(vector_width(32, 1), 16);
+        assert_eq!(vector_width(6, 1), 1);
+        assert_eq!(vector_width(12, 1), 4);
+        assert_eq!(vector_width(6, 2), 2);
+        assert_eq!(vector_width(3, 2), 1);
     }
 }

@@ -320,3 +320,66 @@ fn control_flow_and_slot_writes() {
         assert_same(&got, &want, &format!("control reps={reps}"));
     }
 }
+
+/// 8- and 16-bit items of vectorized loads and stores move packed in 32-bit words, up to 16
+/// bytes at a time, each with its sign; a thread whose run is misaligned (an odd offset) or
+/// partly past the valid count takes the scalar path.
+#[test]
+fn narrow_items_move_packed() {
+    fn one<T: TestElem>(items: u32, offset: u32, short: u32, batch: &mut Batch) {
+        let name = format!("packed_{}_{items}_{offset}_{short}", T::DTYPE);
+        let mut k = KernelBuilder::new(&name).block(32).items_per_thread(items);
+        let (x, y) = (k.input::<T>("x"), k.output::<T>("y"));
+        let b = k.this_block();
+        let tile = 32 * items;
+        let valid = tile - short;
+        let load = Load::vectorize()
+            .offset(offset)
+            .valid_items(valid)
+            .oob_default(T::from_i64(7));
+        let t = k.load_from(b, &x, load);
+        let u = k.map(&t, |v| v * T::from_i64(3) + T::from_i64(1));
+        k.store_to(
+            b,
+            &y,
+            &u,
+            Store::vectorize().offset(offset).valid_items(valid),
+        );
+        let kernel = k.build().expect("builds");
+        if items == 16 && T::DTYPE.bytes() == 1 {
+            let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+            assert!(ptx.contains("ld.global.nc.v4.b32"), "{ptx}");
+            assert!(ptx.contains("st.global.v4.b32"), "{ptx}");
+        }
+        batch.add(&kernel);
+        let dev = device();
+        let n = (offset + tile) as usize;
+        let xs: Vec<T> = Rng::new(u64::from(items * 7 + offset)).vec(n);
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<T>(n).expect("alloc");
+        dev.compile(&kernel)
+            .expect("compiles")
+            .launch_grid(1, (&xb, &mut yb))
+            .expect("runs");
+        let want: Vec<T> = (0..n)
+            .map(|i| {
+                let p = i as i64 - i64::from(offset);
+                if p >= 0 && p < i64::from(valid) {
+                    xs[i].affine()
+                } else {
+                    T::from_i64(0)
+                }
+            })
+            .collect();
+        assert_same(&yb.to_vec().expect("download"), &want, &name);
+    }
+    let mut batch = Batch::default();
+    for items in [4u32, 8, 16] {
+        for (offset, short) in [(0u32, 0u32), (1, 0), (0, 3), (4, 17)] {
+            one::<i8>(items, offset, short, &mut batch);
+            one::<u8>(items, offset, short, &mut batch);
+            one::<i16>(items, offset, short, &mut batch);
+            one::<u16>(items, offset, short, &mut batch);
+        }
+    }
+}
