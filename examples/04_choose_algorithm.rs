@@ -73,7 +73,11 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
-    let n = if device.is_cuda() { 1 << 24 } else { 1 << 14 };
+    // COOPGRAPH_BENCH_N overrides the element count (the sanitizers run on fewer).
+    let n: usize = std::env::var("COOPGRAPH_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if device.is_cuda() { 1 << 24 } else { 1 << 14 });
     let xs: Vec<f32> = (0..n).map(|i| (i % 4096) as f32).collect();
     let mut work = Scale {
         x: device.upload(&xs)?,

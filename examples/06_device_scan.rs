@@ -5,7 +5,7 @@
 //! which thread 0 loads (the callback's value is taken from thread 0). Checked against the
 //! CPU; on a GPU prints GB/s (2 · n · 4 bytes per scan) beside
 //! `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV` names the reference harness's CSV
-//! from the same run.
+//! from the same run. `COOPGRAPH_BENCH_N` sets the element count.
 
 use coopgraph::ir::{Reduce, Scan};
 use coopgraph::runtime::{Backend, Buffer, Device};
@@ -106,7 +106,12 @@ fn main() -> std::process::ExitCode {
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
     let on_gpu = matches!(device.backend(), Backend::Cuda { .. });
-    let n: usize = if on_gpu { 1 << 28 } else { 1 << 16 };
+    // 2^28 on a GPU, 2^16 on the simulator; COOPGRAPH_BENCH_N overrides (the sanitizers run
+    // the example on fewer).
+    let n: usize = std::env::var("COOPGRAPH_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 16 });
     let tiles = n.div_ceil(TILE as usize);
     let (k1, k2, k3) = (
         device.compile(&tile_sums()?)?,

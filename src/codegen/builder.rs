@@ -933,8 +933,8 @@ impl Emitter<'_> {
 
 mod shared;
 pub use shared::WINDOW_SYMBOL;
-pub(crate) use shared::{Collective, SharedSymbols};
 use shared::shared_symbols;
+pub(crate) use shared::{Collective, SharedSymbols};
 
 /// Unsigned division and remainder by a power of two as a shift and a mask: ptxas emits its
 /// general division sequence for `div.u32`/`rem.u32` by an immediate, which costs a dozen
