@@ -218,7 +218,7 @@ impl Emitter<'_> {
     /// before them).
     fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) -> Lowered {
         let exchanges = self.exchanges_of(op)?;
-        let g = self.global_side(op, t, is_load, !exchanges.is_empty())?;
+        let mut g = self.global_side(op, t, is_load, !exchanges.is_empty())?;
         let dtype = self.ir.params[t.param.index()].dtype;
         let valid = g.exchange_bound;
         let site = |plan, valid, keep_invalid| ExchangeSite {
@@ -238,7 +238,7 @@ impl Emitter<'_> {
                 Some(_) => self.fresh_like(&data_regs),
                 None => data_regs.clone(),
             };
-            self.global_moves(&g, &staged, t.oob_default);
+            self.global_moves(&mut g, &staged, t.oob_default);
             if let Some(e) = own {
                 self.exchange(&site(&e, guard, true), &staged, &data_regs)?;
             }
@@ -254,7 +254,7 @@ impl Emitter<'_> {
                 self.exchange(&site(&e, valid, false), &regs, &out)?;
                 regs = out;
             }
-            self.global_moves(&g, &regs, None);
+            self.global_moves(&mut g, &regs, None);
         }
         Ok(())
     }

@@ -29,9 +29,19 @@ use std::collections::HashMap;
 struct Access {
     /// Byte address of this thread's item 0.
     addr: Reg,
-    /// `valid_g - rank * thread_stride` (signed): item `i` is valid iff
-    /// `i * item_stride < rem`. `None`: every item is valid.
-    rem: Option<Reg>,
+    /// Which of its items are valid.
+    valid: Valid,
+}
+
+/// Which of a thread's items are valid.
+#[derive(Clone, Copy)]
+enum Valid {
+    /// Every item.
+    All,
+    /// `valid_g - rank * thread_stride` (signed): item `i` is valid iff `i * item_stride < rem`.
+    Rem(Reg),
+    /// The thread's only item is valid iff the predicate holds.
+    Only(Reg),
 }
 
 /// A transfer's valid count: its register and what it counts.
@@ -43,13 +53,16 @@ struct Count {
 
 /// The valid items of one thread's access group.
 struct Bounds {
-    /// Valid items of the access group's tile (`0..=group_tile`).
-    share: Reg,
-    /// The count they come from.
+    /// The count they come from: the transfer's, cut to the buffer's room where it counts the
+    /// block's tile (or the room itself where the transfer has none).
     count: Count,
+    /// The buffer's room that still cuts a group's own count (see `valid_bounds`).
+    room: Option<Reg>,
     /// Where the access group's tile starts in the block's tile (`None`: at 0, the group is
     /// the block).
     start: Option<Reg>,
+    /// Valid items of the access group's tile (`0..=group_tile`), once computed.
+    share: Option<Reg>,
 }
 
 /// The global side of a load or store, prepared by [`Emitter::global_side`].
@@ -63,6 +76,8 @@ pub(crate) struct GlobalSide {
     /// This thread's rank in its access group, and where the group's tile starts.
     group: (Reg, Option<Reg>),
     bounds: Option<Bounds>,
+    /// With one item per thread, the item's validity (`None`: it is always valid).
+    only: Option<Reg>,
     /// The valid bound as a count of the block's tile, as the transfer's exchanges take it.
     pub(crate) exchange_bound: Option<Reg>,
 }
@@ -130,11 +145,11 @@ impl Emitter<'_> {
 
     /// The valid items of this thread's access group, from the transfer's count and the room
     /// its buffer leaves past the block's offset (`len - offset`, at least 0, where bounds are
-    /// checked): the one place a group's share is computed. A count of the block's tile is
-    /// first cut to the room; a group's own count is cut to the group's share of the room.
+    /// checked). A count of the block's tile is first cut to the room; a group's own count is
+    /// cut to the group's share of the room (by [`Self::share`], the one place a group's share
+    /// is computed).
     fn valid_bounds(
         &mut self,
-        plan: &TransferPlan,
         count: Option<Count>,
         room: Option<Reg>,
         start: Option<Reg>,
@@ -163,26 +178,36 @@ impl Emitter<'_> {
             ),
             (Some(c), r) => (c, r),
         };
-        let share = match count.of {
-            ValidOf::Block => self.block_share(plan, count.reg, start),
+        Some(Bounds {
+            count,
+            room,
+            start,
+            share: None,
+        })
+    }
+
+    /// The access group's valid items (`0..=group_tile`), computed once.
+    fn share(&mut self, plan: &TransferPlan, b: &mut Bounds) -> Reg {
+        if let Some(share) = b.share {
+            return share;
+        }
+        let share = match b.count.of {
+            ValidOf::Block => self.block_share(plan, b.count.reg, b.start),
             ValidOf::Group => self.u32op(
                 BinOp::Min,
-                count.reg.into(),
+                b.count.reg.into(),
                 Operand::Imm(plan.group_tile as i64),
             ),
         };
-        let share = match room {
+        let share = match b.room {
             Some(r) => {
-                let fits = self.block_share(plan, r, start);
+                let fits = self.block_share(plan, r, b.start);
                 self.u32op(BinOp::Min, share.into(), fits.into())
             }
             None => share,
         };
-        Some(Bounds {
-            share,
-            count,
-            start,
-        })
+        b.share = Some(share);
+        share
     }
 
     /// An access group's share of a count of the block's tile: `min(count - start, tile)`,
@@ -202,28 +227,24 @@ impl Emitter<'_> {
     /// The bound as a count of the block's tile, as exchanges take it: the (cut) count itself
     /// when it is one, else the end of the access group's valid prefix (`start + share`), which
     /// bounds exactly the valid positions of the thread's own access group.
-    fn block_bound(&mut self, b: &Bounds) -> Reg {
-        match (b.count.of, b.start) {
-            (ValidOf::Group, Some(s)) => self.u32op(BinOp::Add, s.into(), b.share.into()),
-            (ValidOf::Group, None) => b.share,
-            (ValidOf::Block, _) => b.count.reg,
+    fn block_bound(&mut self, plan: &TransferPlan, b: &mut Bounds) -> Reg {
+        if b.count.of == ValidOf::Block {
+            return b.count.reg;
+        }
+        let share = self.share(plan, b);
+        match b.start {
+            Some(s) => self.u32op(BinOp::Add, s.into(), share.into()),
+            None => share,
         }
     }
 
     /// Address and valid bound of this thread's accesses.
-    fn access(
-        &mut self,
-        plan: &TransferPlan,
-        ptr: Reg,
-        size: u32,
-        offset: Reg,
-        group: (Reg, Option<Reg>),
-        valid: Option<&Bounds>,
-    ) -> Access {
-        let (rank, start) = group;
+    fn access(&mut self, g: &mut GlobalSide) -> Access {
+        let plan = &g.plan;
+        let (rank, start) = g.group;
         let base = match start {
-            Some(s) => self.u32op(BinOp::Add, offset.into(), s.into()),
-            None => offset,
+            Some(s) => self.u32op(BinOp::Add, g.offset.into(), s.into()),
+            None => g.offset,
         };
         let first = self.reg(RegClass::B32);
         self.op(Op::Mad {
@@ -238,26 +259,77 @@ impl Emitter<'_> {
             ty: Ty::U32,
             dst: addr,
             a: first.into(),
-            b: Operand::Imm(size as i64),
-            c: ptr.into(),
+            b: Operand::Imm(g.dtype.bytes() as i64),
+            c: g.ptr.into(),
         });
-        let rem = valid.map(|v| {
-            let scaled = self.u32op(
-                BinOp::Mul,
-                rank.into(),
-                Operand::Imm(plan.thread_stride as i64),
-            );
-            let rem = self.reg(RegClass::B32);
-            self.op(Op::Bin {
-                op: BinOp::Sub,
-                ty: Ty::S32,
-                dst: rem,
-                a: v.share.into(),
-                b: scaled.into(),
-            });
-            rem
+        if plan.items == 1 {
+            let valid = g.only.map_or(Valid::All, Valid::Only);
+            return Access { addr, valid };
+        }
+        let Some(b) = g.bounds.as_mut() else {
+            return Access {
+                addr,
+                valid: Valid::All,
+            };
+        };
+        let plan = g.plan.clone();
+        let share = self.share(&plan, b);
+        let scaled = self.u32op(
+            BinOp::Mul,
+            rank.into(),
+            Operand::Imm(plan.thread_stride as i64),
+        );
+        let rem = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Sub,
+            ty: Ty::S32,
+            dst: rem,
+            a: share.into(),
+            b: scaled.into(),
         });
-        Access { addr, rem }
+        Access {
+            addr,
+            valid: Valid::Rem(rem),
+        }
+    }
+
+    /// The validity of a thread's only item: its position is below the transfer's count, and
+    /// its element below the buffer's length (where bounds are checked) without its index
+    /// wrapping past 2^32. Two or three comparisons, where the general bound (`share` and
+    /// `rem`) takes a minimum, a maximum and subtractions per transfer.
+    fn only_valid(
+        &mut self,
+        plan: &TransferPlan,
+        count: Option<Count>,
+        len: Option<Reg>,
+        offset: Reg,
+        group: (Reg, Option<Reg>),
+    ) -> Option<Reg> {
+        let (rank, start) = group;
+        let pos = self.u32op(
+            BinOp::Mul,
+            rank.into(),
+            Operand::Imm(plan.thread_stride as i64),
+        );
+        // The item's position in the tile its count counts.
+        let in_block = match start {
+            Some(s) => self.u32op(BinOp::Add, s.into(), pos.into()),
+            None => pos,
+        };
+        let counted = count.map(|c| {
+            let at = match c.of {
+                ValidOf::Block => in_block,
+                ValidOf::Group => pos,
+            };
+            self.setp(Cmp::Lt, Ty::U32, at.into(), c.reg.into())
+        });
+        let inside = len.map(|len| {
+            let first = self.u32op(BinOp::Add, offset.into(), in_block.into());
+            let below = self.setp(Cmp::Lt, Ty::U32, first.into(), len.into());
+            let unwrapped = self.setp(Cmp::Ge, Ty::U32, first.into(), offset.into());
+            self.both(Some(below), Some(unwrapped)).unwrap_or(below)
+        });
+        self.both(counted, inside)
     }
 
     /// Scalar global accesses of every slot. With a valid count and several items, a thread
@@ -266,15 +338,18 @@ impl Emitter<'_> {
     /// what runs between a load and a store of the same tile.
     fn scalar_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
         let (plan, a) = (m.plan, m.a);
-        let Some(rem) = a.rem.filter(|_| regs.len() > 1) else {
-            self.guarded_moves(m, regs, oob);
-            return;
+        let rem = match a.valid {
+            Valid::Rem(rem) if regs.len() > 1 => rem,
+            _ => {
+                self.guarded_moves(m, regs, oob);
+                return;
+            }
         };
         let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
         let partial = self.setp(Cmp::Le, Ty::S32, rem.into(), Operand::Imm(last));
         let every = Access {
             addr: a.addr,
-            rem: None,
+            valid: Valid::All,
         };
         let all_valid = Moves { a: &every, ..*m };
         self.split(
@@ -316,21 +391,23 @@ impl Emitter<'_> {
                     src: smallvec![r.into()],
                 }
             };
-            match a.rem {
-                None => self.op(mv),
-                Some(rem) => {
-                    if let Some(bits) = oob {
-                        let d = self.constant(dtype, bits);
-                        self.op(Op::Mov {
-                            ty: bits_or_float(dtype),
-                            dst: r,
-                            src: d.into(),
-                        });
-                    }
-                    let p = self.setp(Cmp::Gt, Ty::S32, rem.into(), Operand::Imm(pos));
-                    self.guarded(p, false, mv);
+            let p = match a.valid {
+                Valid::All => {
+                    self.op(mv);
+                    continue;
                 }
+                Valid::Only(p) => p,
+                Valid::Rem(rem) => self.setp(Cmp::Gt, Ty::S32, rem.into(), Operand::Imm(pos)),
+            };
+            if let Some(bits) = oob {
+                let d = self.constant(dtype, bits);
+                self.op(Op::Mov {
+                    ty: bits_or_float(dtype),
+                    dst: r,
+                    src: d.into(),
+                });
             }
+            self.guarded(p, false, mv);
         }
     }
 
@@ -357,13 +434,17 @@ impl Emitter<'_> {
             b: Operand::Imm(bytes - 1),
         });
         let fast = self.setp(Cmp::Eq, Ty::U64, low.into(), Operand::Imm(0));
-        if let Some(rem) = a.rem {
-            let full = self.setp(
+        let full = match a.valid {
+            Valid::All => None,
+            Valid::Only(p) => Some(p),
+            Valid::Rem(rem) => Some(self.setp(
                 Cmp::Ge,
                 Ty::S32,
                 rem.into(),
                 Operand::Imm(regs.len() as i64),
-            );
+            )),
+        };
+        if let Some(full) = full {
             self.op(Op::PredBin {
                 op: BinOp::And,
                 dst: fast,
@@ -491,15 +572,27 @@ impl Emitter<'_> {
             Space::Global
         };
         let group = self.access_group(&plan);
-        // Where bounds are checked: the elements the buffer has from the block's offset on.
-        let room = self.length_reg(t.param).map(|len| {
-            let above = self.u32op(BinOp::Max, len.into(), offset.into());
-            self.u32op(BinOp::Sub, above.into(), offset.into())
-        });
-        let bounds = self.valid_bounds(&plan, count, room, group.1);
+        let len = self.length_reg(t.param);
+        // One item per thread: its validity is tested directly; the general bound is then
+        // needed only as its exchanges take it.
+        let only = if plan.items == 1 {
+            self.only_valid(&plan, count, len, offset, group)
+        } else {
+            None
+        };
+        let mut bounds = if plan.items == 1 && !exchanged {
+            None
+        } else {
+            // Where bounds are checked: the elements the buffer has from the block's offset on.
+            let room = len.map(|len| {
+                let above = self.u32op(BinOp::Max, len.into(), offset.into());
+                self.u32op(BinOp::Sub, above.into(), offset.into())
+            });
+            self.valid_bounds(count, room, group.1)
+        };
         // Exchanges take the bound as a count of the block's tile.
-        let exchange_bound = match &bounds {
-            Some(b) if exchanged => Some(self.block_bound(b)),
+        let exchange_bound = match bounds.as_mut() {
+            Some(b) if exchanged => Some(self.block_bound(&plan, b)),
             _ => None,
         };
         Ok(GlobalSide {
@@ -511,15 +604,15 @@ impl Emitter<'_> {
             offset,
             group,
             bounds,
+            only,
             exchange_bound,
         })
     }
 
     /// The global moves of a load (into `regs`, invalid slots set to `oob` where given) or of
     /// a store (from `regs`).
-    pub(crate) fn global_moves(&mut self, g: &GlobalSide, regs: &[Reg], oob: Option<u64>) {
-        let size = g.dtype.bytes();
-        let a = self.access(&g.plan, g.ptr, size, g.offset, g.group, g.bounds.as_ref());
+    pub(crate) fn global_moves(&mut self, g: &mut GlobalSide, regs: &[Reg], oob: Option<u64>) {
+        let a = self.access(g);
         let m = Moves {
             is_load: g.is_load,
             space: g.space,
