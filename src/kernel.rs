@@ -114,6 +114,35 @@ impl Kernel {
         &self.inner.plan
     }
 
+    /// The op graph: the ops as the nodes of a `petgraph` graph, the payload and memory
+    /// dependences between them (and nesting in branches and loops) as its edges, with a DOT
+    /// export. See [`ir::graph`](crate::ir::graph) for what each edge means.
+    ///
+    /// ```
+    /// use coopgraph::ir::graph::Dep;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// # fn main() -> Result<(), coopgraph::Error> {
+    /// let mut k = KernelBuilder::new("inc").block(64);
+    /// let x = k.input::<u32>("x");
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let t = k.map(&t, |v| v + 1u32);
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let graph = k.build()?.graph();
+    /// // load -> map -> store, each through a payload.
+    /// let g = graph.graph();
+    /// assert_eq!((g.node_count(), g.edge_count()), (3, 2));
+    /// assert!(g.edge_weights().all(|d| matches!(d, Dep::Payload { carried: false, .. })));
+    /// assert!(graph.dot().contains("d1 = map(d0) { arg0 + 1 }"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn graph(&self) -> crate::ir::graph::OpGraph {
+        crate::ir::graph::op_graph(&self.inner.ir)
+    }
+
     /// The cache key: the canonical serialization of the IR (and, for a kernel from
     /// [`without_barrier`](Self::without_barrier), of its barriers) with its 128-bit hash.
     /// Equal for kernels built the same way, whatever source lines (or builders) built them;
@@ -233,7 +262,32 @@ impl Kernel {
         })
     }
 
-    /// A readable report of the kernel and its plan.
+    /// A readable report of the kernel and its plan: the listing (declarations, then each op
+    /// with its expressions in infix and its source line, nested ops indented), then what the
+    /// planner decided (arrangements, how each load and store touches memory, exchanges,
+    /// shared-memory slices, barriers).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// # fn main() -> Result<(), coopgraph::Error> {
+    /// let mut k = KernelBuilder::new("tail").block(128).items_per_thread(4);
+    /// let x = k.input::<f32>("x");
+    /// let y = k.output::<f32>("y");
+    /// let n = k.scalar::<u32>("n");
+    /// let b = k.this_block();
+    /// let valid = n.expr() - index::block_index() * 512u32;
+    /// let t = k.load_from(b, &x, Load::transpose().valid_items(valid.clone()));
+    /// let t = k.map(&t, |v| (v + 1.0f32) * 0.5f32);
+    /// k.store_to(b, &y, &t, Store::transpose().valid_items(valid));
+    /// let report = k.build()?.explain();
+    /// assert!(report.contains("valid=n - blockIdx.x * 512"));
+    /// assert!(report.contains("d1 = map(d0) { (arg0 + 1.0) * 0.5 }"));
+    /// assert!(report.contains("plan:"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn explain(&self) -> String {
         let ir = &self.inner.ir;
         let plan = &self.inner.plan;

@@ -18,6 +18,7 @@ pub(crate) mod dtype;
 pub(crate) mod entities;
 pub(crate) mod error;
 pub mod expr;
+pub mod graph;
 pub(crate) mod handles;
 mod identity;
 pub mod ops;

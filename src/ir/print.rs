@@ -1,8 +1,9 @@
 //! The kernel's text form, used in error listings and `explain()`.
 
+use super::dtype::DType;
 use super::entities::{ExprId, OpId, RegionId};
 use super::error::VerifyError;
-use super::expr::ExprKind;
+use super::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use super::ops::*;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -237,12 +238,132 @@ fn group_text(ir: &Ir, t: &Transfer) -> String {
 /// Characters of one expression's text past which the rest is elided.
 const EXPR_TEXT_BUDGET: usize = 400;
 
-/// An expression as text (depth-limited, and elided past a few hundred characters: shared
-/// subtrees are written out each time they occur).
+/// How deep an expression's text is written out before a subtree is named by its id.
+const EXPR_TEXT_DEPTH: usize = 12;
+
+/// An expression as infix text with the fewest parentheses that keep its meaning, e.g.
+/// `n - blockIdx.x * 512` or `x[0] < 10 ? x[0] as f32 : 0.5`. Operators bind as in Rust (with
+/// C's `c ? a : b` for selects, loosest of all); operators of equal precedence group to the
+/// left, so a right operand of equal precedence keeps its parentheses (`a - (b - c)`).
+/// Minimum, maximum, fused multiply-add and the math functions are written as calls. Depth
+/// limited and elided past a few hundred characters (shared subtrees are written out each time
+/// they occur).
 pub fn expr_text(ir: &Ir, id: ExprId) -> String {
     let mut s = String::new();
     expr_into(ir, id, &mut s, 0);
     s
+}
+
+/// Binding strength of an expression's outermost operator (higher binds tighter).
+fn precedence(kind: &ExprKind<ExprId>, ty: VType) -> u8 {
+    match kind {
+        ExprKind::Select(..) => 1,
+        ExprKind::Binary(BinaryOp::Or, ..) if ty == VType::Bool => 2,
+        ExprKind::Binary(BinaryOp::And, ..) if ty == VType::Bool => 3,
+        ExprKind::Cmp(..) => 4,
+        ExprKind::Binary(BinaryOp::Or, ..) => 5,
+        ExprKind::Binary(BinaryOp::Xor, ..) => 6,
+        ExprKind::Binary(BinaryOp::And, ..) => 7,
+        ExprKind::Binary(BinaryOp::Shl | BinaryOp::Shr, ..) => 8,
+        ExprKind::Binary(BinaryOp::Add | BinaryOp::Sub, ..) => 9,
+        ExprKind::Binary(BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem, ..) => 10,
+        ExprKind::Cast(_) => 11,
+        ExprKind::Unary(UnaryOp::Neg | UnaryOp::Not, _) => 12,
+        // Constants (a negative one prints with its sign), calls, indexing, names.
+        ExprKind::Const(_) => 12,
+        _ => 13,
+    }
+}
+
+fn binary_symbol(op: BinaryOp, ty: VType) -> Option<&'static str> {
+    let boolean = ty == VType::Bool;
+    Some(match op {
+        BinaryOp::Add => "+",
+        BinaryOp::Sub => "-",
+        BinaryOp::Mul => "*",
+        BinaryOp::Div => "/",
+        BinaryOp::Rem => "%",
+        BinaryOp::And if boolean => "&&",
+        BinaryOp::Or if boolean => "||",
+        BinaryOp::And => "&",
+        BinaryOp::Or => "|",
+        BinaryOp::Xor => "^",
+        BinaryOp::Shl => "<<",
+        BinaryOp::Shr => ">>",
+        BinaryOp::Min | BinaryOp::Max => return None,
+    })
+}
+
+fn cmp_symbol(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "==",
+        CmpOp::Ne => "!=",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+    }
+}
+
+fn unary_name(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "-",
+        UnaryOp::Not => "!",
+        UnaryOp::Abs => "abs",
+        UnaryOp::Sqrt => "sqrt",
+        UnaryOp::Rsqrt => "rsqrt",
+        UnaryOp::Rcp => "rcp",
+        UnaryOp::Exp2 => "exp2",
+        UnaryOp::Log2 => "log2",
+        UnaryOp::Sin => "sin",
+        UnaryOp::Cos => "cos",
+        UnaryOp::Tanh => "tanh",
+        UnaryOp::Floor => "floor",
+        UnaryOp::Ceil => "ceil",
+        UnaryOp::Trunc => "trunc",
+        UnaryOp::Round => "round",
+        UnaryOp::Popc => "popc",
+        UnaryOp::Clz => "clz",
+        UnaryOp::Brev => "brev",
+        UnaryOp::IsNan => "is_nan",
+    }
+}
+
+/// A built-in index as CUDA C++ spells it where it has a spelling (`threadIdx.x` for the rank
+/// of a one-dimensional block).
+fn index_name(ir: &Ir, k: IndexKind) -> &'static str {
+    let flat = ir.block.dims[1] == 1 && ir.block.dims[2] == 1;
+    match k {
+        IndexKind::ThreadRank if flat => "threadIdx.x",
+        IndexKind::ThreadRank => "thread_rank",
+        IndexKind::Lane => "lane",
+        IndexKind::WarpRank => "warp",
+        IndexKind::BlockIndex => "blockIdx.x",
+        IndexKind::GridBlocks => "gridDim.x",
+        IndexKind::BlockThreads if flat => "blockDim.x",
+        IndexKind::BlockThreads => "block_threads",
+        IndexKind::Item => "item",
+    }
+}
+
+/// A constant of type `ty` from its bits: integers by their value (signed ones sign-extended
+/// from their width), floats as Rust prints them, predicates as `true`/`false`.
+fn const_text(bits: u64, ty: VType) -> String {
+    match ty {
+        VType::Bool => (bits != 0).to_string(),
+        VType::D(d) => match d {
+            DType::F32 => format!("{:?}", f32::from_bits(bits as u32)),
+            DType::F64 => format!("{:?}", f64::from_bits(bits)),
+            DType::I8 => (bits as i8).to_string(),
+            DType::I16 => (bits as i16).to_string(),
+            DType::I32 => (bits as i32).to_string(),
+            DType::I64 => (bits as i64).to_string(),
+            DType::U8 => (bits as u8).to_string(),
+            DType::U16 => (bits as u16).to_string(),
+            DType::U32 => (bits as u32).to_string(),
+            DType::U64 => bits.to_string(),
+        },
+    }
 }
 
 fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
@@ -256,26 +377,39 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         }
         return;
     }
-    if depth > 12 {
+    if depth > EXPR_TEXT_DEPTH {
         let _ = write!(out, "{id}");
         return;
     }
-    let sub = |c: &ExprId, out: &mut String| expr_into(ir, *c, out, depth + 1);
+    let mine = precedence(&n.kind, n.ty);
+    // A child written inside this node's text, in parentheses when it binds looser than
+    // `min` (operands of calls and brackets take 0: never).
+    let sub = |c: ExprId, min: u8, out: &mut String| {
+        let child = ir.exprs.get(c).map_or(13, |k| precedence(&k.kind, k.ty));
+        let wrap = child < min && depth < EXPR_TEXT_DEPTH;
+        if wrap {
+            out.push('(');
+        }
+        expr_into(ir, c, out, depth + 1);
+        if wrap {
+            out.push(')');
+        }
+    };
+    let args = |children: &[ExprId], out: &mut String| {
+        out.push('(');
+        for (i, &c) in children.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            sub(c, 0, out);
+        }
+        out.push(')');
+    };
     match &n.kind {
-        ExprKind::Const(bits) => match n.ty.dtype() {
-            Some(super::DType::F32) => {
-                let _ = write!(out, "{:?}", f32::from_bits(*bits as u32));
-            }
-            Some(super::DType::F64) => {
-                let _ = write!(out, "{:?}", f64::from_bits(*bits));
-            }
-            _ => {
-                let _ = write!(out, "{bits}");
-            }
-        },
+        ExprKind::Const(bits) => out.push_str(&const_text(*bits, n.ty)),
         ExprKind::Param(p) => {
             let name = ir.params.get(p.index()).map(|d| d.name.as_str());
-            let _ = write!(out, "{}", name.unwrap_or("?"));
+            out.push_str(name.unwrap_or("?"));
         }
         ExprKind::Arg(i) => {
             let _ = write!(out, "arg{i}");
@@ -283,48 +417,73 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         ExprKind::Item { data, item } => {
             let _ = write!(out, "{data}[{item}]");
         }
-        ExprKind::Index(k) => {
-            let _ = write!(out, "{k:?}");
-        }
+        ExprKind::Index(k) => out.push_str(index_name(ir, *k)),
         ExprKind::LoopVar { op, field } => {
-            let _ = write!(out, "{op}.{field}");
+            match ir.ops.get(op.index()).map(|o| &o.kind) {
+                Some(OpKind::Tiles { .. }) => {
+                    let name = ["index", "origin", "valid"].get(usize::from(*field));
+                    let _ = write!(out, "t{}.{}", op.0, name.unwrap_or(&"?"));
+                }
+                Some(OpKind::For { .. }) if *field == 0 => {
+                    let _ = write!(out, "i{}", op.0);
+                }
+                _ => {
+                    let _ = write!(out, "{op}.{field}");
+                }
+            };
+        }
+        ExprKind::Unary(o @ (UnaryOp::Neg | UnaryOp::Not), a) => {
+            out.push_str(unary_name(*o));
+            // `-(-x)` and `-(-1)`, not `--x`.
+            let signed = ir.exprs.get(*a).is_some_and(|k| match k.kind {
+                ExprKind::Unary(UnaryOp::Neg, _) => true,
+                ExprKind::Const(bits) => const_text(bits, k.ty).starts_with('-'),
+                _ => false,
+            });
+            if signed && *o == UnaryOp::Neg {
+                out.push('(');
+                expr_into(ir, *a, out, depth + 1);
+                out.push(')');
+            } else {
+                sub(*a, mine, out);
+            }
         }
         ExprKind::Unary(o, a) => {
-            let _ = write!(out, "{o:?}(");
-            sub(a, out);
-            out.push(')');
+            out.push_str(unary_name(*o));
+            args(&[*a], out);
         }
-        ExprKind::Binary(o, a, b) => {
-            out.push('(');
-            sub(a, out);
-            let _ = write!(out, " {o:?} ");
-            sub(b, out);
-            out.push(')');
-        }
+        ExprKind::Binary(o, a, b) => match binary_symbol(*o, n.ty) {
+            Some(sym) => {
+                sub(*a, mine, out);
+                let _ = write!(out, " {sym} ");
+                sub(*b, mine + 1, out);
+            }
+            None => {
+                out.push_str(if *o == BinaryOp::Min { "min" } else { "max" });
+                args(&[*a, *b], out);
+            }
+        },
         ExprKind::Cmp(o, a, b) => {
-            out.push('(');
-            sub(a, out);
-            let _ = write!(out, " {o:?} ");
-            sub(b, out);
-            out.push(')');
+            // Comparisons do not chain: both sides bind tighter.
+            sub(*a, mine + 1, out);
+            let _ = write!(out, " {} ", cmp_symbol(*o));
+            sub(*b, mine + 1, out);
         }
         ExprKind::Select(c, a, b) => {
-            out.push('(');
-            sub(c, out);
+            sub(*c, mine + 1, out);
             out.push_str(" ? ");
-            sub(a, out);
+            sub(*a, mine + 1, out);
             out.push_str(" : ");
-            sub(b, out);
-            out.push(')');
+            // `c ? a : d ? e : f` groups to the right, as in C.
+            sub(*b, mine, out);
         }
         ExprKind::Cast(a) => {
-            let _ = write!(out, "{}(", n.ty);
-            sub(a, out);
-            out.push(')');
+            sub(*a, mine, out);
+            let _ = write!(out, " as {}", n.ty);
         }
         ExprKind::SharedRead(arr, i) => {
             let _ = write!(out, "{arr}[");
-            sub(i, out);
+            sub(*i, 0, out);
             out.push(']');
         }
         ExprKind::GlobalRead(p, i) => {
@@ -334,13 +493,8 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
             out.push(']');
         }
         ExprKind::Fma(a, b, c) => {
-            out.push_str("fma(");
-            sub(a, out);
-            out.push_str(", ");
-            sub(b, out);
-            out.push_str(", ");
-            sub(c, out);
-            out.push(')');
+            out.push_str("fma");
+            args(&[*a, *b, *c], out);
         }
     }
 }

@@ -16,6 +16,7 @@ mod fuzz;
 mod golden;
 mod graphs;
 mod indexed;
+mod inspect;
 mod kernels;
 mod layout;
 mod layout_reference;
