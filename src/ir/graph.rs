@@ -21,7 +21,7 @@ use petgraph::graph::{DiGraph, EdgeReference, NodeIndex};
 
 use super::entities::{ArrayId, DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::expr::ExprKind;
-use super::ops::{Ir, OpKind};
+use super::ops::{AtomicMemory, Ir, OpKind};
 use super::print::describe;
 
 /// An op, as a node of the [`OpGraph`].
@@ -296,8 +296,9 @@ impl Deps<'_> {
         seen.insert((node, writes));
     }
 
-    /// The payloads and shared arrays expression `e` reads, each once.
-    fn expr_reads(&self, e: ExprId, datas: &mut BTreeSet<DataId>, arrays: &mut BTreeSet<ArrayId>) {
+    /// The payloads and memories (shared arrays, buffers read by index) expression `e` reads,
+    /// each once.
+    fn expr_reads(&self, e: ExprId, datas: &mut BTreeSet<DataId>, mems: &mut BTreeSet<Memory>) {
         let mut stack = vec![e];
         let mut seen = HashSet::new();
         while let Some(id) = stack.pop() {
@@ -312,7 +313,10 @@ impl Deps<'_> {
                     datas.insert(*data);
                 }
                 ExprKind::SharedRead(a, _) => {
-                    arrays.insert(*a);
+                    mems.insert(Memory::Shared(*a));
+                }
+                ExprKind::GlobalRead(p, _) => {
+                    mems.insert(Memory::Buffer(*p));
                 }
                 _ => {}
             }
@@ -322,15 +326,15 @@ impl Deps<'_> {
 
     /// The reads of expressions `exprs` by `node`.
     fn read_exprs(&mut self, node: NodeIndex, exprs: &[ExprId], state: &mut State) {
-        let (mut datas, mut arrays) = (BTreeSet::new(), BTreeSet::new());
+        let (mut datas, mut mems) = (BTreeSet::new(), BTreeSet::new());
         for &e in exprs {
-            self.expr_reads(e, &mut datas, &mut arrays);
+            self.expr_reads(e, &mut datas, &mut mems);
         }
         for d in datas {
             self.read(node, d, state);
         }
-        for a in arrays {
-            self.access(node, Memory::Shared(a), false, state);
+        for m in mems {
+            self.access(node, m, false, state);
         }
     }
 
@@ -377,6 +381,21 @@ impl Deps<'_> {
             OpKind::SharedWrite { array, .. } => {
                 self.read_exprs(node, &kind.exprs(), state);
                 self.access(node, Memory::Shared(*array), true, state);
+            }
+            OpKind::GlobalWrite { param, .. } => {
+                self.read_exprs(node, &kind.exprs(), state);
+                self.access(node, Memory::Buffer(*param), true, state);
+            }
+            OpKind::Atomic(a) => {
+                self.read_exprs(node, &kind.exprs(), state);
+                let memory = match a.memory {
+                    AtomicMemory::Global(p) => Memory::Buffer(p),
+                    AtomicMemory::Shared(arr) => Memory::Shared(arr),
+                };
+                // A read-modify-write: it reads the element and writes it.
+                self.access(node, memory, false, state);
+                self.access(node, memory, true, state);
+                self.write(node, a.old, true, state);
             }
             OpKind::SyncBlock => {}
             OpKind::Reduce(r) => {

@@ -489,7 +489,7 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         ExprKind::GlobalRead(p, i) => {
             let name = ir.params.get(p.index()).map(|d| d.name.as_str());
             let _ = write!(out, "{}[", name.unwrap_or("?"));
-            sub(i, out);
+            sub(*i, 0, out);
             out.push(']');
         }
         ExprKind::Fma(a, b, c) => {

@@ -373,3 +373,56 @@ fn explain_writes_expressions_in_infix() {
         .collect();
     assert_eq!(yb.to_vec().expect("download"), want);
 }
+
+/// Indexed reads and writes of a read-write buffer and atomics are memory dependences: an
+/// atomic reads and writes its element, and its old value is a payload.
+#[test]
+fn indexed_accesses_and_atomics_are_memory_dependences() {
+    use coopgraph::ir::Atomic;
+    let mut k = KernelBuilder::new("graph_indexed")
+        .block(64)
+        .items_per_thread(1);
+    let a = k.buffer::<u32>("a");
+    let count = k.output::<u32>("count");
+    let t = index::thread_rank();
+    let v = a.at(&t); // read by op0
+    k.write(&a, &t, v + 1u32); // op0
+    let old = k.atomic(&count, 0u32, Atomic::add(a.at(&t))); // op1 (d0)
+    k.write(&a, t.clone(), old); // op2
+    let kernel = k.build().expect("builds");
+    Batch::default().add(&kernel);
+    let g = kernel.graph();
+    let memory: Vec<(u32, u32, String, Hazard)> = edges(&g)
+        .into_iter()
+        .filter_map(|(from, to, d)| match d {
+            Dep::Memory { memory, hazard } => Some((from, to, memory.to_string(), hazard)),
+            _ => None,
+        })
+        .collect();
+    let a_name = Memory::Buffer(a.id()).to_string();
+    let c_name = Memory::Buffer(count.id()).to_string();
+    for want in [
+        (0, 1, a_name.clone(), Hazard::ReadAfterWrite),
+        (0, 2, a_name.clone(), Hazard::WriteAfterWrite),
+        (1, 2, a_name.clone(), Hazard::WriteAfterRead),
+    ] {
+        assert!(memory.contains(&want), "{want:?} in {memory:?}");
+    }
+    assert!(
+        memory.iter().all(|(_, _, m, _)| *m != c_name),
+        "one atomic on `count`: no dependence with itself, {memory:?}"
+    );
+    assert_eq!(payload(&g, 1, 2), vec![(0, false)]);
+
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compiles");
+    let mut ab = dev.upload(&(0..64u32).collect::<Vec<_>>()).expect("upload");
+    let mut cb = dev.alloc_zeroed::<u32>(1).expect("alloc");
+    f.launch_grid(1, (&mut ab, &mut cb)).expect("launch");
+    // Each thread adds its a[t] + 1 to the counter: sum over t of (t + 1).
+    assert_eq!(cb.to_vec().expect("download"), vec![(1..=64).sum::<u32>()]);
+    let mut olds = ab.to_vec().expect("download");
+    olds.sort();
+    olds.dedup();
+    assert_eq!(olds.len(), 64, "every thread saw another old value");
+}
