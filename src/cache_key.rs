@@ -397,11 +397,13 @@ impl Canonical for DataDecl {
             dtype,
             items,
             align,
+            var,
             loc: _,
         } = self;
         dtype.write(w);
         w.u32(*items);
         w.opt(align);
+        w.bool(*var);
     }
 }
 
@@ -847,11 +849,28 @@ impl Canonical for OpData {
                 then.write(w);
                 w.opt(otherwise);
             }
-            OpKind::For { start, end, body } => {
+            OpKind::For {
+                start,
+                end,
+                step,
+                body,
+            } => {
                 w.tag(6);
                 start.write(w);
                 end.write(w);
+                w.opt(step);
                 body.write(w);
+            }
+            OpKind::While { cond, body } => {
+                w.tag(17);
+                cond.write(w);
+                body.write(w);
+            }
+            OpKind::Break => w.tag(18),
+            OpKind::Continue => w.tag(19),
+            OpKind::ReturnIf { cond } => {
+                w.tag(20);
+                cond.write(w);
             }
             OpKind::SharedWrite {
                 array,

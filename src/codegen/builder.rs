@@ -181,6 +181,9 @@ pub struct Emitter<'a> {
     /// them is evaluated once per side.
     pub(crate) guarded_steps: u64,
     pub(crate) guarded_limit: u64,
+    /// Where `continue_` and `break_` go in each loop being lowered, innermost last: the
+    /// loop's latch and its exit.
+    pub(super) jump_targets: Vec<(String, String)>,
     /// The scopes of the plan's barriers before each (op, step), in plan order.
     barrier_scopes: HashMap<(OpId, u8), SmallVec<[SyncScope; 1]>>,
 }
@@ -212,6 +215,7 @@ impl<'a> Emitter<'a> {
             guarded_steps: 0,
             guarded_limit: GUARDED_STEPS_PER_NODE * ir.exprs.nodes().len() as u64
                 + GUARDED_STEPS_BASE,
+            jump_targets: Vec::new(),
             barrier_scopes: HashMap::new(),
         };
         for b in &plan.barriers {

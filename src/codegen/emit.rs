@@ -91,7 +91,13 @@ impl Emitter<'_> {
                 then,
                 otherwise,
             } => self.lower_if(*cond, *then, *otherwise),
-            OpKind::For { start, end, body } => self.lower_for(op, *start, *end, *body),
+            OpKind::For {
+                start,
+                end,
+                step,
+                body,
+            } => self.lower_for(op, [*start, *end], *step, *body),
+            OpKind::While { cond, body } => self.lower_while(op, *cond, *body),
             OpKind::Tiles { n, body } => self.tiles(op, *n, *body),
             OpKind::Scan(sc) => self.scan(op, sc, |me, body| me.lower_region(body)),
             _ => self.lower_simple(op),
@@ -174,13 +180,40 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Whether a loop's control is uniform across each warp.
+    fn uniform_loop(&self, op: OpId) -> bool {
+        self.info
+            .loops
+            .get(op.index())
+            .is_some_and(|u| u.covers(32))
+    }
+
+    /// Lowers a loop body with its latch and exit as the targets of `continue_` and `break_`.
+    fn loop_body(&mut self, body: RegionId, latch: &str, exit: &str) -> Lowered {
+        self.jump_targets
+            .push((latch.to_string(), exit.to_string()));
+        let r = self.region(body);
+        self.jump_targets.pop();
+        r
+    }
+
+    /// `for i in (start..end).step_by(step)`: the bounds and the step evaluated once; a step
+    /// of 0 runs no iteration; the counter steps only while `i + step < end`, so it never
+    /// wraps.
     #[inline(never)]
-    fn lower_for(&mut self, op: OpId, start: ExprId, end: ExprId, body: RegionId) -> Lowered {
+    fn lower_for(
+        &mut self,
+        op: OpId,
+        [start, end]: [ExprId; 2],
+        step: Option<ExprId>,
+        body: RegionId,
+    ) -> Lowered {
         let mut memo = HashMap::new();
         let ctx = Ctx::default();
-        let uni = self.uniform(start) && self.uniform(end);
+        let uni = self.uniform_loop(op);
         let s = self.eval(start, &ctx, &mut memo);
         let e = self.eval(end, &ctx, &mut memo);
+        let st = step.map(|st| self.eval(st, &ctx, &mut memo));
         let i = self.reg(RegClass::B32);
         self.op(Op::Mov {
             ty: Ty::U32,
@@ -189,7 +222,19 @@ impl Emitter<'_> {
         });
         self.bind_loop(op, [i, i, i]);
         let head = self.label();
+        let latch = self.label();
         let exit = self.label();
+        if let Some(st) = st {
+            let zero = self.setp(Cmp::Eq, Ty::U32, st.into(), Operand::Imm(0));
+            self.guarded(
+                zero,
+                false,
+                Op::Bra {
+                    target: exit.clone(),
+                    uni,
+                },
+            );
+        }
         self.op(Op::Label(head.clone()));
         let p = self.setp(Cmp::Ge, Ty::U32, i.into(), e.into());
         self.guarded(
@@ -200,16 +245,69 @@ impl Emitter<'_> {
                 uni,
             },
         );
-        self.region(body)?;
+        self.loop_body(body, &latch, &exit)?;
+        self.op(Op::Label(latch));
+        let by = match st {
+            Some(st) => {
+                // Inside the body i < end, so end - i is the room left.
+                let room = self.u32op(BinOp::Sub, e.into(), i.into());
+                let last = self.setp(Cmp::Le, Ty::U32, room.into(), st.into());
+                self.guarded(
+                    last,
+                    false,
+                    Op::Bra {
+                        target: exit.clone(),
+                        uni,
+                    },
+                );
+                st.into()
+            }
+            None => Operand::Imm(1),
+        };
         self.op(Op::Bin {
             op: BinOp::Add,
             ty: Ty::U32,
             dst: i,
             a: i.into(),
-            b: Operand::Imm(1),
+            b: by,
         });
         self.op(Op::Bra { target: head, uni });
         self.op(Op::Label(exit));
+        Ok(())
+    }
+
+    /// `while cond { body }`: the condition evaluated afresh before every iteration.
+    #[inline(never)]
+    fn lower_while(&mut self, op: OpId, cond: ExprId, body: RegionId) -> Lowered {
+        let uni = self.uniform_loop(op);
+        let head = self.label();
+        let exit = self.label();
+        self.op(Op::Label(head.clone()));
+        let mut memo = HashMap::new();
+        let p = self.eval(cond, &Ctx::default(), &mut memo);
+        self.guarded(
+            p,
+            true,
+            Op::Bra {
+                target: exit.clone(),
+                uni,
+            },
+        );
+        self.loop_body(body, &head, &exit)?;
+        self.op(Op::Bra { target: head, uni });
+        self.op(Op::Label(exit));
+        Ok(())
+    }
+
+    /// `break_` or `continue_`: a branch to the innermost loop's exit or latch.
+    fn jump(&mut self, op: OpId, to_exit: bool) -> Lowered {
+        let (latch, exit) = self
+            .jump_targets
+            .last()
+            .cloned()
+            .ok_or_else(|| self.missing(op, "loop around a jump"))?;
+        let target = if to_exit { exit } else { latch };
+        self.op(Op::Bra { target, uni: false });
         Ok(())
     }
 
@@ -304,6 +402,12 @@ impl Emitter<'_> {
                 }
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::Break => self.jump(op, true)?,
+            OpKind::Continue => self.jump(op, false)?,
+            OpKind::ReturnIf { cond } => {
+                let p = self.eval(*cond, &ctx, &mut memo);
+                self.guarded(p, false, Op::Ret);
+            }
             OpKind::Reduce(r) => self.reduce(op, r)?,
             OpKind::Scatter {
                 src,
@@ -348,7 +452,11 @@ impl Emitter<'_> {
             OpKind::Atomic(a) => self.atomic(op, a)?,
             OpKind::Neighbor(nb) => self.neighbor(op, nb)?,
             // Lowered by `lower`, which lowers their regions.
-            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
+            OpKind::If { .. }
+            | OpKind::For { .. }
+            | OpKind::While { .. }
+            | OpKind::Tiles { .. }
+            | OpKind::Scan(_) => {}
         }
         Ok(())
     }
@@ -363,6 +471,7 @@ impl Emitter<'_> {
     /// `for t in (ctaid.x..ceil(n / tile)).step_by(nctaid.x)` with origin and valid count.
     fn tiles(&mut self, op: OpId, n: ExprId, body: RegionId) -> Lowered {
         let tile = self.plan.block_tile.max(1);
+        let uni = self.uniform_loop(op);
         let mut memo = HashMap::new();
         let n = self.eval(n, &Ctx::default(), &mut memo);
         let ctaid = self.special(Special::Ctaid(Dim::X));
@@ -418,7 +527,7 @@ impl Emitter<'_> {
             false,
             Op::Bra {
                 target: exit.clone(),
-                uni: true,
+                uni,
             },
         );
         self.op(Op::Bin {
@@ -442,7 +551,9 @@ impl Emitter<'_> {
             a: valid.into(),
             b: Operand::Imm(tile as i64),
         });
-        self.region(body)?;
+        let latch = self.label();
+        self.loop_body(body, &latch, &exit)?;
+        self.op(Op::Label(latch));
         self.op(Op::Bin {
             op: BinOp::Add,
             ty: Ty::U32,
@@ -450,10 +561,7 @@ impl Emitter<'_> {
             a: t.into(),
             b: nctaid.into(),
         });
-        self.op(Op::Bra {
-            target: head,
-            uni: true,
-        });
+        self.op(Op::Bra { target: head, uni });
         self.op(Op::Label(exit));
         Ok(())
     }

@@ -10,8 +10,9 @@
 //! loads and stores, writes by index, temp storages, shared arrays), `atomic.rs` (atomics),
 //! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
-//! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers) and
-//! `pipeline.rs` (the fluent [`Pipeline`]).
+//! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers), `loops.rs`
+//! (stepped and `while` loops, `break_`, `continue_`, `return_if`), `vars.rs` (per-thread
+//! variables) and `pipeline.rs` (the fluent [`Pipeline`]).
 
 use super::entities::{ExprId, GroupId, Loc, OpId, RegionId};
 use super::expr::{Arena, Expr, ExprType};
@@ -23,10 +24,12 @@ mod atomic;
 mod collectives;
 mod control;
 mod data;
+mod loops;
 mod memory;
 mod neighbor;
 mod options;
 mod pipeline;
+mod vars;
 
 pub use atomic::Atomic;
 pub use collectives::{Reduce, Scan};

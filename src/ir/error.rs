@@ -53,6 +53,25 @@ pub enum VerifyErrorKind {
         /// Where the varying condition was written.
         condition: Loc,
     },
+    /// A collective or `sync_block` after a `return_if` whose condition differs between the
+    /// threads of the block: the threads that left would not take part (the planner may
+    /// synchronize the whole block around any collective, so the exit must be uniform across
+    /// the block).
+    CollectiveAfterReturn {
+        /// The group the collective runs over (the block for `sync_block`).
+        group: GroupKind,
+        /// Where the `return_if` was written.
+        exit: Loc,
+    },
+    /// `break_` or `continue_` outside any loop (a scan's prefix callback is no loop's body).
+    JumpOutsideLoop {
+        /// `break_` or `continue_`.
+        what: &'static str,
+    },
+    /// `return_if` inside a scan's prefix callback, which runs in the middle of the scan.
+    ReturnInCallback,
+    /// A stepped loop whose step is the constant 0.
+    ZeroStep,
     /// A payload slot read before anything wrote it on every path.
     UninitializedRead {
         /// The payload.
@@ -308,6 +327,18 @@ impl fmt::Display for VerifyError {
                 "collective over {group:?} under a condition that varies within the group \
                  (written at {condition}); some of its threads would not take part"
             ),
+            CollectiveAfterReturn { group, exit } => write!(
+                f,
+                "collective over {group:?} after a `return_if` (at {exit}) whose condition \
+                 varies across the block; the threads that left would not take part"
+            ),
+            JumpOutsideLoop { what } => write!(f, "`{what}` outside a loop"),
+            ReturnInCallback => write!(
+                f,
+                "`return_if` inside a scan's prefix callback, which runs in the middle of \
+                 the scan"
+            ),
+            ZeroStep => write!(f, "a loop step of 0 (the loop would never advance)"),
             UninitializedRead {
                 data,
                 item,

@@ -374,6 +374,91 @@ impl<T: Element> ThreadData<T> {
     }
 }
 
+/// A mutable per-thread variable of `T` (see [`KernelBuilder::var`]): one register per
+/// thread, set with [`KernelBuilder::set`] and read with [`Var::get`] anywhere an expression
+/// is. It holds its initial value from its declaration on.
+#[derive(Debug)]
+pub struct Var<T: Element> {
+    pub(crate) id: DataId,
+    pub(crate) owner: BuilderId,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for Var<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element> Copy for Var<T> {}
+
+impl<T: Element> Var<T> {
+    pub(crate) fn new(id: DataId, owner: BuilderId) -> Self {
+        Var {
+            id,
+            owner,
+            _t: PhantomData,
+        }
+    }
+
+    /// The id of the one-item payload that holds it.
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("ids");
+    /// let v = k.var(1u32);
+    /// assert!(k.ir().datas[v.id().index()].var);
+    /// ```
+    pub fn id(&self) -> DataId {
+        self.id
+    }
+
+    /// Its current value.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Each thread counts its rank down to 0 and writes how many steps it took.
+    /// let mut k = KernelBuilder::new("steps").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let (n, steps) = (k.var(index::thread_rank()), k.var(0u32));
+    /// k.while_(n.get().gt(0u32), |k| {
+    ///     k.set(&n, n.get() - 1u32);
+    ///     k.set(&steps, steps.get() + 1u32);
+    /// });
+    /// k.write(&y, index::thread_rank(), steps.get());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, (0..32).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn get(&self) -> Expr<T> {
+        let kind = ExprKind::Item {
+            data: self.id,
+            item: 0,
+        };
+        Expr::owned(kind, self.owner)
+    }
+}
+
+impl<T: Element> From<Var<T>> for Expr<T> {
+    fn from(v: Var<T>) -> Expr<T> {
+        v.get()
+    }
+}
+
+impl<T: Element> From<&Var<T>> for Expr<T> {
+    fn from(v: &Var<T>) -> Expr<T> {
+        v.get()
+    }
+}
+
 /// The values a `tiles` loop supplies for the current tile.
 #[derive(Debug, Clone)]
 pub struct Tile {

@@ -12,7 +12,7 @@
 use super::builder::KernelBuilder;
 use super::dtype::Element;
 use super::entities::{ArrayId, DataId, Loc, ParamId, StorageId};
-use super::handles::{SharedArray, TempStorage, ThreadData};
+use super::handles::{SharedArray, TempStorage, ThreadData, Var};
 use super::ops::{BuilderIssue, Ir};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -134,6 +134,12 @@ impl KernelBuilder {
         d.id
     }
 
+    /// A variable's id, checked.
+    pub(crate) fn var_id<T: Element>(&mut self, v: &Var<T>) -> DataId {
+        self.check_owner(v.owner, Table::Data, v.id.0, "variable");
+        v.id
+    }
+
     /// A buffer parameter's id, checked.
     pub(crate) fn param_id(&mut self, owner: BuilderId, id: ParamId) -> ParamId {
         self.check_owner(owner, Table::Param, id.0, "parameter");
@@ -178,6 +184,7 @@ mod tests {
             dtype: crate::ir::DType::U32,
             items: 1,
             align: None,
+            var: false,
             loc: ir.block.loc,
         });
         let c = a.fork(&ir);

@@ -35,7 +35,7 @@ pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, Verify
 pub use expr::{Expr, index, select};
 pub use handles::{
     AtomicTarget, Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray,
-    TempStorage, ThreadData, Tile, Warp, Writable,
+    TempStorage, ThreadData, Tile, Var, Warp, Writable,
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,

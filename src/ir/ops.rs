@@ -130,6 +130,11 @@ pub struct DataDecl {
     /// Alignment in bytes the payload's items may be moved with (a power of two, at least the
     /// element size): `vectorize` uses vectors of at most this many bytes. `None`: 16.
     pub align: Option<u32>,
+    /// Whether it is a per-thread variable ([`KernelBuilder::var`]): one item, written only by
+    /// its declaration and `set`, whose uniformity the verifier tracks.
+    ///
+    /// [`KernelBuilder::var`]: super::KernelBuilder::var
+    pub var: bool,
     /// Where it was made.
     pub loc: Loc,
 }
@@ -608,14 +613,34 @@ pub enum OpKind {
         /// Ops run when false.
         otherwise: Option<RegionId>,
     },
-    /// `for i in start..end { body }` (the counter is `LoopVar { field: 0 }`).
+    /// `for i in (start..end).step_by(step) { body }` (the counter is `LoopVar { field: 0 }`).
+    /// The bounds and the step are evaluated once, before the first iteration; a step of 0
+    /// runs the body no time, and the loop ends where the next counter would pass `u32::MAX`.
     For {
         /// First value.
         start: ExprId,
         /// One past the last value.
         end: ExprId,
+        /// The step (`None`: 1).
+        step: Option<ExprId>,
         /// The body.
         body: RegionId,
+    },
+    /// `while cond { body }`: `cond` is evaluated before every iteration.
+    While {
+        /// The condition.
+        cond: ExprId,
+        /// The body.
+        body: RegionId,
+    },
+    /// Leaves the innermost enclosing loop (`for`, `while` or `tiles`).
+    Break,
+    /// Goes on with the next iteration of the innermost enclosing loop.
+    Continue,
+    /// The threads where `cond` holds leave the kernel.
+    ReturnIf {
+        /// The condition.
+        cond: ExprId,
     },
     /// `array[index] = value`.
     SharedWrite {
@@ -705,6 +730,10 @@ impl OpKind {
             OpKind::Assign { .. } => "assign",
             OpKind::If { .. } => "if",
             OpKind::For { .. } => "for",
+            OpKind::While { .. } => "while",
+            OpKind::Break => "break",
+            OpKind::Continue => "continue",
+            OpKind::ReturnIf { .. } => "return_if",
             OpKind::Tiles { .. } => "tiles",
             OpKind::SharedWrite { .. } => "shared_write",
             OpKind::GlobalWrite { .. } => "write",
@@ -716,6 +745,14 @@ impl OpKind {
             OpKind::Neighbor(_) => "neighbor",
             OpKind::Scatter { .. } => "scatter",
         }
+    }
+
+    /// Whether the op is a loop (`for`, `while`, `tiles`): what `break_` and `continue_` act on.
+    pub fn is_loop(&self) -> bool {
+        matches!(
+            self,
+            OpKind::For { .. } | OpKind::While { .. } | OpKind::Tiles { .. }
+        )
     }
 
     /// The group the op runs collectively over, if it is a collective.
@@ -744,7 +781,7 @@ impl OpKind {
                 }
                 v
             }
-            OpKind::For { body, .. } | OpKind::Tiles { body, .. } => {
+            OpKind::For { body, .. } | OpKind::While { body, .. } | OpKind::Tiles { body, .. } => {
                 let mut v = SmallVec::new();
                 v.push(*body);
                 v
@@ -770,10 +807,15 @@ impl OpKind {
             }
             OpKind::Map { expr, .. } | OpKind::SetItem { expr, .. } => v.push(*expr),
             OpKind::Assign { .. } => {}
-            OpKind::If { cond, .. } => v.push(*cond),
-            OpKind::For { start, end, .. } => {
+            OpKind::If { cond, .. } | OpKind::While { cond, .. } | OpKind::ReturnIf { cond } => {
+                v.push(*cond)
+            }
+            OpKind::For {
+                start, end, step, ..
+            } => {
                 v.push(*start);
                 v.push(*end);
+                v.extend(*step);
             }
             OpKind::Tiles { n, .. } => v.push(*n),
             OpKind::Atomic(a) => {
@@ -785,7 +827,11 @@ impl OpKind {
                 v.push(*index);
                 v.push(*value);
             }
-            OpKind::SyncBlock | OpKind::Exchange { .. } | OpKind::Scatter { .. } => {}
+            OpKind::SyncBlock
+            | OpKind::Break
+            | OpKind::Continue
+            | OpKind::Exchange { .. }
+            | OpKind::Scatter { .. } => {}
             OpKind::Neighbor(nb) => {
                 v.extend(nb.op);
                 v.extend(nb.edge);

@@ -155,7 +155,16 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
         OpKind::SetItem { dst, item, expr } => format!("{dst}[{item}] = {}", e(*expr)),
         OpKind::Assign { dst, src } => format!("{dst} = {src}"),
         OpKind::If { cond, .. } => format!("if {}", e(*cond)),
-        OpKind::For { start, end, .. } => format!("for i{} in {}..{}", op.0, e(*start), e(*end)),
+        OpKind::For {
+            start, end, step, ..
+        } => {
+            let step = step.map(|s| format!(" step {}", e(s))).unwrap_or_default();
+            format!("for i{} in {}..{}{step}", op.0, e(*start), e(*end))
+        }
+        OpKind::While { cond, .. } => format!("while {}", e(*cond)),
+        OpKind::Break => "break".to_string(),
+        OpKind::Continue => "continue".to_string(),
+        OpKind::ReturnIf { cond } => format!("return if {}", e(*cond)),
         OpKind::Tiles { n, .. } => format!("tiles t{} of {}", op.0, e(*n)),
         OpKind::SharedWrite {
             array,

@@ -32,11 +32,14 @@
 use super::defined::{self, Branch, Def, State};
 use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
-use super::expr::{BinaryOp, ExprKind, IndexKind, VType};
+use super::expr::{ExprKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
 
+mod flow;
+mod loops;
 mod reads;
+use loops::Jumps;
 use reads::Bound;
 
 /// How many consecutive threads (aligned) are guaranteed to agree on a value. Thread-varying
@@ -67,6 +70,12 @@ impl Uniformity {
 pub struct Info {
     /// Uniformity of every expression node.
     pub(crate) uniformity: Vec<Uniformity>,
+    /// Per op, the least uniformity of the conditions and loops around it and of the early
+    /// exits that may have run before it.
+    pub(crate) control: Vec<Uniformity>,
+    /// Per op: for a loop, how uniform its control is (its bounds, and every `break_` and
+    /// `continue_` in it); [`Uniformity::GRID`] for other ops.
+    pub(crate) loops: Vec<Uniformity>,
     /// The fingerprint of the IR verified.
     ir: u64,
 }
@@ -90,13 +99,15 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
     if !errors.is_empty() {
         return Err(fail(ir, errors));
     }
-    let uniformity = uniformity(ir);
+    let flow = flow::analyze(ir);
     let mut v = Verifier {
         ir,
-        uniformity: &uniformity,
+        uniformity: &flow.uniformity,
+        flow: &flow,
         errors,
         conds: Vec::new(),
         loops: Vec::new(),
+        jumps: Vec::new(),
         reported: HashSet::new(),
         context: 0,
     };
@@ -105,7 +116,9 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
     v.region(ir.body, &mut state);
     if v.errors.is_empty() {
         Ok(Info {
-            uniformity,
+            uniformity: flow.uniformity,
+            control: flow.control,
+            loops: flow.loops.iter().map(|l| l.0).collect(),
             ir: ir.fingerprint(),
         })
     } else {
@@ -251,7 +264,13 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(dst.index() < nd, "payload", dst.0);
                 check(src.index() < nd, "payload", src.0);
             }
-            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } => {}
+            OpKind::If { .. }
+            | OpKind::For { .. }
+            | OpKind::While { .. }
+            | OpKind::Tiles { .. }
+            | OpKind::Break
+            | OpKind::Continue
+            | OpKind::ReturnIf { .. } => {}
         }
     }
     for r in &ir.regions {
@@ -328,69 +347,18 @@ fn check_expr_depth(ir: &Ir, errors: &mut Vec<VerifyError>) {
     }
 }
 
-/// Computes the uniformity of every expression node (children come before parents).
-fn uniformity(ir: &Ir) -> Vec<Uniformity> {
-    let nodes = ir.exprs.nodes();
-    let mut u: Vec<Uniformity> = Vec::with_capacity(nodes.len());
-    for n in nodes {
-        let of = |id: &ExprId| u.get(id.index()).copied().unwrap_or(Uniformity::THREAD);
-        let v = match &n.kind {
-            ExprKind::Const(_) | ExprKind::Param(_) => Uniformity::GRID,
-            ExprKind::Arg(_) | ExprKind::Item { .. } | ExprKind::SharedRead(..) => {
-                Uniformity::THREAD
-            }
-            // An input holds the same values for every thread of the launch; a read-write
-            // buffer may change under the read.
-            ExprKind::GlobalRead(p, i) => match ir.params.get(p.index()).map(|d| d.role) {
-                Some(Role::Input) => of(i),
-                _ => Uniformity::THREAD,
-            },
-            ExprKind::Index(k) => match k {
-                IndexKind::ThreadRank | IndexKind::Lane => Uniformity::THREAD,
-                IndexKind::WarpRank => Uniformity::WARP,
-                IndexKind::BlockIndex => Uniformity::BLOCK,
-                IndexKind::GridBlocks | IndexKind::BlockThreads | IndexKind::Item => {
-                    Uniformity::GRID
-                }
-            },
-            ExprKind::LoopVar { op, field } => match &ir.op(*op).kind {
-                OpKind::For { start, end, .. } => of(start).min(of(end)),
-                OpKind::Tiles { n, .. } => {
-                    let base = if *field == 2 { of(n) } else { Uniformity::GRID };
-                    base.min(Uniformity::BLOCK)
-                }
-                _ => Uniformity::THREAD,
-            },
-            ExprKind::Binary(op @ (BinaryOp::Div | BinaryOp::Shr), a, b) => {
-                // `thread_rank / 2^k` agrees across aligned runs of 2^k threads.
-                let divisor = match (&nodes[a.index()].kind, &nodes[b.index()].kind) {
-                    (ExprKind::Index(IndexKind::ThreadRank), ExprKind::Const(c)) => match op {
-                        BinaryOp::Div if c.is_power_of_two() => Some(*c),
-                        BinaryOp::Shr if *c < 20 => Some(1u64 << c),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                match divisor {
-                    Some(d) => Uniformity(d.min(Uniformity::BLOCK.0 as u64) as u32),
-                    None => of(a).min(of(b)),
-                }
-            }
-            _ => n.kind.children().map(of).min().unwrap_or(Uniformity::GRID),
-        };
-        u.push(v);
-    }
-    u
-}
-
 struct Verifier<'a> {
     ir: &'a Ir,
     uniformity: &'a [Uniformity],
+    flow: &'a flow::Flow,
     errors: Vec<VerifyError>,
     /// Enclosing conditions: the uniformity of each and where it was written.
     conds: Vec<(Uniformity, Loc)>,
     /// Enclosing loops.
     loops: Vec<OpId>,
+    /// Where `break_` and `continue_` go, innermost last: the states they leave each loop
+    /// with (`None`: a scan's prefix callback, which they cannot leave).
+    jumps: Vec<Option<Jumps>>,
     reported: HashSet<(DataId, u32)>,
     /// Inside branches on `rank == 0`: only threads whose rank is a multiple of this run
     /// (0: every thread may).
@@ -595,6 +563,11 @@ impl Verifier<'_> {
         };
         if let Some(&(_, condition)) = self.conds.iter().find(|(u, _)| !u.covers(threads)) {
             self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
+        } else if let Some((u, exit)) = self.flow.exit[op.index()]
+            && !u.covers(self.ir.block_threads())
+        {
+            let exit = self.ir.op(exit).loc;
+            self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
         }
     }
 
@@ -713,25 +686,44 @@ impl Verifier<'_> {
                 }
                 *state = a;
             }
-            OpKind::For { start, end, body } => {
+            OpKind::For {
+                start,
+                end,
+                step,
+                body,
+            } => {
                 let u32_ty = VType::D(super::DType::U32);
-                self.expect_ty(*start, u32_ty, loc, op);
-                self.expect_ty(*end, u32_ty, loc, op);
-                self.expr(*start, state, op, None);
-                self.expr(*end, state, op, None);
-                let u = self.uniformity[start.index()].min(self.uniformity[end.index()]);
-                self.looped(op, u, loc, *body, state);
+                for e in [Some(*start), Some(*end), *step].into_iter().flatten() {
+                    self.expect_ty(e, u32_ty, loc, op);
+                    self.expr(e, state, op, None);
+                }
+                if let Some(s) = step
+                    && matches!(ir.expr(*s).kind, ExprKind::Const(0))
+                {
+                    self.push(K::ZeroStep, loc, Some(op));
+                }
+                let u = self.loop_control(op, loc);
+                self.looped(op, u, *body, state);
+            }
+            OpKind::While { cond, body } => {
+                self.expect_ty(*cond, VType::Bool, loc, op);
+                let u = self.loop_control(op, loc);
+                self.looped(op, u, *body, state);
+                // The condition is evaluated at the loop's head, in its state.
+                self.expr(*cond, state, op, None);
             }
             OpKind::Tiles { n, body } => {
                 self.expect_ty(*n, VType::D(super::DType::U32), loc, op);
                 self.expr(*n, state, op, None);
-                let u = self.uniformity[n.index()].min(Uniformity::BLOCK);
-                self.looped(op, u, loc, *body, state);
+                let u = self.loop_control(op, loc);
+                self.looped(op, u, *body, state);
             }
             OpKind::Scan(sc) => {
                 self.scan_start(op, sc, state);
                 if let Some(c) = &sc.callback {
+                    self.jumps.push(None);
                     self.region(c.body, state);
+                    self.jumps.pop();
                 }
                 self.scan_end(op, sc, state);
             }
@@ -996,7 +988,14 @@ impl Verifier<'_> {
                 self.collective(group, loc, op);
             }
             // Checked by `op`, which walks their regions.
-            OpKind::If { .. } | OpKind::For { .. } | OpKind::Tiles { .. } | OpKind::Scan(_) => {}
+            OpKind::Break => self.jump(true, loc, op, state),
+            OpKind::Continue => self.jump(false, loc, op, state),
+            OpKind::ReturnIf { cond } => self.return_if(*cond, loc, op, state),
+            OpKind::If { .. }
+            | OpKind::For { .. }
+            | OpKind::While { .. }
+            | OpKind::Tiles { .. }
+            | OpKind::Scan(_) => {}
         }
     }
 
@@ -1117,33 +1116,5 @@ impl Verifier<'_> {
             self.write_all(a, state);
         }
         self.collective(group, loc, op);
-    }
-
-    /// Checks a loop body from the states at the loop's head: the meet of the states before
-    /// the loop and after each iteration. A body that leaves some slot weaker than it found it
-    /// (a reduction's rank-0 result assigned to an accumulator) is checked again from the
-    /// weaker states, its first findings dropped; most bodies are walked once. After the loop
-    /// the slots are as at the head: writes inside count only where every path had them
-    /// (the body may run no time), and weakenings count.
-    fn looped(&mut self, op: OpId, u: Uniformity, loc: Loc, body: RegionId, state: &mut State) {
-        self.conds.push((u, loc));
-        self.loops.push(op);
-        let mut head = state.clone();
-        loop {
-            let (found, reported) = (self.errors.len(), self.reported.clone());
-            let mut inner = head.clone();
-            self.region(body, &mut inner);
-            let mut next = head.clone();
-            next.combine(&inner, Def::meet);
-            if next == head {
-                break;
-            }
-            self.errors.truncate(found);
-            self.reported = reported;
-            head = next;
-        }
-        self.loops.pop();
-        self.conds.pop();
-        *state = head;
     }
 }

@@ -218,6 +218,7 @@ impl<'a> Barriers<'a> {
             placed_at: HashMap::new(),
             walked: HashMap::default(),
             conflicts: HashMap::default(),
+            jumps: Vec::new(),
         };
         let mut pending = Vec::new();
         walk.region(self.ir.body, &mut pending);
@@ -249,7 +250,7 @@ fn regions_info(ir: &Ir, steps: &[Vec<Access>]) -> Nesting {
     for &r in order.iter().rev() {
         active[r.index()] = ir.region(r).iter().any(|&op| {
             let kind = &ir.op(op).kind;
-            matches!(kind, OpKind::SyncBlock)
+            matches!(kind, OpKind::SyncBlock | OpKind::Break | OpKind::Continue)
                 || !steps[op.index()].is_empty()
                 || kind.regions().iter().any(|sub| active[sub.index()])
         });
@@ -304,11 +305,31 @@ struct Walk<'a> {
     /// placed inside it: the result of each walk that placed nothing, by (region, version,
     /// pending). Loops walk their bodies twice, so nested loops would walk the innermost body
     /// `2^depth` times; with this, every distinct walk runs once.
-    walked: HashMap<(RegionId, u64, Vec<Access>), Vec<Access>, FastHash>,
+    /// With each, what it left at the loop's exit and head (`break_` and `continue_`).
+    walked: HashMap<(RegionId, u64, Vec<Access>), (Vec<Access>, Jumped), FastHash>,
+    /// Per loop being walked, innermost last: the accesses pending at its `break_`s and
+    /// `continue_`s, which reach its exit and its head.
+    jumps: Vec<Jumped>,
     /// How a later access conflicts with an earlier one, by (earlier byte map, its `synced`,
     /// later byte map, its group): the maps are compared once per pair however often loops
     /// and ops bring it back.
     conflicts: HashMap<(u32, u32, u32, u32), Option<bool>, FastHash>,
+}
+
+/// The accesses pending at a loop's `break_`s and at its `continue_`s.
+#[derive(Debug, Clone, Default)]
+struct Jumped {
+    breaks: Vec<Access>,
+    continues: Vec<Access>,
+}
+
+impl Jumped {
+    fn extend(&mut self, o: &Jumped) {
+        self.breaks.extend_from_slice(&o.breaks);
+        self.continues.extend_from_slice(&o.continues);
+        dedup(&mut self.breaks);
+        dedup(&mut self.continues);
+    }
 }
 
 /// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys: lists of accesses,
@@ -353,15 +374,28 @@ impl Walk<'_> {
             return;
         }
         let key = (r, self.version[r.index()], pending.clone());
-        if let Some(after) = self.walked.get(&key) {
+        if let Some((after, jumped)) = self.walked.get(&key) {
             pending.clone_from(after);
+            if let Some(top) = self.jumps.last_mut() {
+                top.extend(jumped);
+            }
             return;
         }
+        // What this walk adds at the enclosing loop's exit and head, apart from before.
+        let before = self.jumps.last_mut().map(std::mem::take);
         for &op in self.ir.region(r) {
             self.op(op, pending);
         }
+        let jumped = match (self.jumps.last_mut(), before) {
+            (Some(top), Some(before)) => {
+                let mine = std::mem::replace(top, before);
+                top.extend(&mine);
+                mine
+            }
+            _ => Jumped::default(),
+        };
         if self.version[r.index()] == key.1 {
-            self.walked.insert(key, pending.clone());
+            self.walked.insert(key, (pending.clone(), jumped));
         }
     }
 
@@ -396,14 +430,33 @@ impl Walk<'_> {
                 pending.extend(b);
                 dedup(pending);
             }
-            OpKind::For { body, .. } | OpKind::Tiles { body, .. } => {
-                // Twice: the second walk sees the previous iteration's accesses. After the
-                // loop, either no iteration ran or the last one did.
+            OpKind::For { body, .. } | OpKind::While { body, .. } | OpKind::Tiles { body, .. } => {
+                // Twice: the second walk sees the previous iteration's accesses (from the
+                // body's end or a `continue_`). After the loop, either no iteration ran or
+                // the last one did, or a `break_` left it.
+                self.jumps.push(Jumped::default());
                 let mut inner = pending.clone();
                 self.region(*body, &mut inner);
+                if let Some(top) = self.jumps.last_mut() {
+                    inner.append(&mut top.continues);
+                    dedup(&mut inner);
+                }
                 self.region(*body, &mut inner);
+                let jumped = self.jumps.pop().unwrap_or_default();
                 pending.extend(inner);
+                pending.extend(jumped.breaks);
+                pending.extend(jumped.continues);
                 dedup(pending);
+            }
+            OpKind::Break | OpKind::Continue => {
+                if let Some(top) = self.jumps.last_mut() {
+                    let to = match self.ir.op(op).kind {
+                        OpKind::Break => &mut top.breaks,
+                        _ => &mut top.continues,
+                    };
+                    to.extend_from_slice(pending);
+                    dedup(to);
+                }
             }
             // A scan's prefix callback runs after the scan's shared-memory steps.
             other => {

@@ -30,7 +30,7 @@ use super::error::PlanError;
 use super::shared::{self, ArrayHome, SharedLayout};
 use crate::ir::ops::{Algorithm, ExchangeVia, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
-use crate::ir::{Arrangement, DataId, ExprId, Info, Ir, OpId};
+use crate::ir::{Arrangement, DataId, Info, Ir, OpId};
 use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
 };
@@ -769,33 +769,11 @@ fn allocate(
     }
 }
 
-/// Per op, how uniform every condition (and loop bound) around it is: the least uniformity
-/// among them ([`Uniformity::GRID`] for an op under none).
+/// Per op, how uniform every condition and loop around it is, and the early exits that may
+/// have run before it: the verifier's finding ([`Uniformity::GRID`] for an op under none).
 fn enclosing_uniformity(ir: &Ir, info: &Info) -> Vec<Uniformity> {
-    let of = |e: ExprId| {
-        info.uniformity
-            .get(e.index())
-            .copied()
-            .unwrap_or(Uniformity::THREAD)
-    };
-    let mut out = vec![Uniformity::GRID; ir.ops.len()];
-    // Regions to walk with the uniformity around them (no recursion: nesting may be deep).
-    let mut stack = vec![(ir.body, Uniformity::GRID)];
-    while let Some((r, around)) = stack.pop() {
-        for &op in ir.region(r) {
-            out[op.index()] = around;
-            let kind = &ir.op(op).kind;
-            let inner = match kind {
-                OpKind::If { cond, .. } => of(*cond),
-                OpKind::For { start, end, .. } => of(*start).min(of(*end)),
-                OpKind::Tiles { n, .. } => of(*n),
-                _ => Uniformity::GRID,
-            };
-            for sub in kind.regions() {
-                stack.push((sub, around.min(inner)));
-            }
-        }
-    }
+    let mut out = info.control.clone();
+    out.resize(ir.ops.len(), Uniformity::THREAD);
     out
 }
 

@@ -35,4 +35,5 @@ mod smem;
 mod streams;
 mod tidy;
 mod valid;
+mod vars;
 mod verify;

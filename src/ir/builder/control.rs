@@ -41,7 +41,7 @@ impl KernelBuilder {
         self.push(OpKind::SyncBlock, loc);
     }
 
-    fn region(&mut self, f: impl FnOnce(&mut Self)) -> RegionId {
+    pub(super) fn region(&mut self, f: impl FnOnce(&mut Self)) -> RegionId {
         let r = self.new_region();
         self.cursor.push(r);
         f(self);
@@ -174,14 +174,28 @@ impl KernelBuilder {
         body: impl FnOnce(&mut Self, Expr<u32>),
     ) {
         let loc = Loc::caller();
-        let start = self.expr(&start.into());
-        let end = self.expr(&end.into());
+        self.counted_loop(loc, start.into(), end.into(), None, body);
+    }
+
+    /// Records a `for` loop: the op takes the next id, the body's ops come after it.
+    pub(super) fn counted_loop(
+        &mut self,
+        loc: Loc,
+        start: Expr<u32>,
+        end: Expr<u32>,
+        step: Option<Expr<u32>>,
+        body: impl FnOnce(&mut Self, Expr<u32>),
+    ) {
+        let start = self.expr(&start);
+        let end = self.expr(&end);
+        let step = step.map(|s| self.expr(&s));
         let placeholder = self.reserve_op();
         let body_region = self.new_region();
         let op = self.push(
             OpKind::For {
                 start,
                 end,
+                step,
                 body: body_region,
             },
             loc,

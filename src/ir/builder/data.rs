@@ -66,6 +66,7 @@ impl KernelBuilder {
             dtype: T::DTYPE,
             items,
             align: None,
+            var: false,
             loc,
         });
         ThreadData::new(id, items, self.lineage.id())

@@ -334,6 +334,17 @@ impl Printer<'_> {
                 };
                 self.line(&s);
             }
+            OpKind::SetItem { dst, item, expr } if ir.datas[dst.index()].var => {
+                let v = self.expr(*expr);
+                let s = if self.declared[dst.index()] {
+                    format!("k.set(&{dst}, {v});")
+                } else {
+                    let t = rust_type(ir.datas[dst.index()].dtype);
+                    format!("let {} = k.var::<{t}>({v});", self.made(*dst))
+                };
+                let _ = item;
+                self.line(&s);
+            }
             OpKind::SetItem { dst, item, expr } => {
                 self.declare(*dst);
                 let s = format!("k.set_item(&{dst}, {item}, {});", self.expr(*expr));
@@ -365,9 +376,18 @@ impl Printer<'_> {
                     }
                 }
             }
-            OpKind::For { start, end, body } => {
+            OpKind::For {
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let (f, step) = match step {
+                    Some(st) => ("for_range_step", format!(", {}", self.expr(*st))),
+                    None => ("for_range", String::new()),
+                };
                 let s = format!(
-                    "k.for_range({}, {}, |k, i{}| {{",
+                    "k.{f}({}, {}{step}, |k, i{}| {{",
                     self.expr(*start),
                     self.expr(*end),
                     op.index()
@@ -375,6 +395,18 @@ impl Printer<'_> {
                 self.line(&s);
                 self.nested(*body);
                 self.line("});");
+            }
+            OpKind::While { cond, body } => {
+                let s = format!("k.while_({}, |k| {{", self.expr(*cond));
+                self.line(&s);
+                self.nested(*body);
+                self.line("});");
+            }
+            OpKind::Break => self.line("k.break_();"),
+            OpKind::Continue => self.line("k.continue_();"),
+            OpKind::ReturnIf { cond } => {
+                let s = format!("k.return_if({});", self.expr(*cond));
+                self.line(&s);
             }
             OpKind::Tiles { n, body } => {
                 let s = format!("k.tiles({}, |k, t{}| {{", self.expr(*n), op.index());
@@ -647,6 +679,8 @@ impl Printer<'_> {
                     "total.clone()".into()
                 } else if self.olds.contains(data) {
                     format!("{data}.clone()")
+                } else if self.ir.datas.get(data.index()).is_some_and(|d| d.var) {
+                    format!("{data}.get()")
                 } else {
                     format!("{data}.item({item})")
                 }

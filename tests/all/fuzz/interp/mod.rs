@@ -46,6 +46,7 @@
 
 mod atomic;
 mod collective;
+mod flow;
 pub mod value;
 
 use coopgraph::ir::expr::{ExprKind, IndexKind};
@@ -331,6 +332,8 @@ struct Block<'a> {
     epoch: u32,
     /// Threads running under a branch whose condition was unspecified: what they write is.
     taint: Vec<u8>,
+    /// Per thread: whether (and how) it left the code being run.
+    gone: Vec<flow::Gone>,
     steps: u64,
     op: OpId,
 }
@@ -372,6 +375,7 @@ impl<'a> Block<'a> {
                 .collect(),
             epoch: 0,
             taint: vec![0; threads],
+            gone: vec![flow::Gone::No; threads],
             steps: 0,
             op: first_op(ir),
         }
@@ -440,14 +444,20 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// Runs region `r` in the `active` threads; each op runs in those that have not left
+    /// (by a `break_`, `continue_` or `return_if`) before it.
     fn region(&mut self, r: RegionId, active: &[bool]) {
         if !active.iter().any(|&a| a) {
             return;
         }
         let ops: Vec<OpId> = self.ir.region(r).to_vec();
         for op in ops {
+            let live = self.live(active);
+            if !live.iter().any(|&a| a) {
+                return;
+            }
             self.op = op;
-            self.exec(op, active);
+            self.exec(op, &live);
         }
     }
 
@@ -534,56 +544,17 @@ impl<'a> Block<'a> {
                 }
                 self.taint = saved;
             }
-            OpKind::For { start, end, body } => {
-                let mut cur = vec![0u64; self.threads];
-                let mut stop = vec![0u64; self.threads];
-                for t in 0..self.threads {
-                    if active[t] {
-                        let s = self.eval(*start, self.cx(t));
-                        let e = self.eval(*end, self.cx(t));
-                        self.check_defined(s, "a loop bound");
-                        self.check_defined(e, "a loop bound");
-                        cur[t] = s.bits;
-                        stop[t] = e.bits;
-                    }
-                }
-                loop {
-                    let now: Vec<bool> = (0..self.threads)
-                        .map(|t| active[t] && cur[t] < stop[t])
-                        .collect();
-                    if !now.iter().any(|&a| a) || !self.step() {
-                        break;
-                    }
-                    let fields: Vec<[u64; 3]> = cur.iter().map(|&c| [c, 0, 0]).collect();
-                    self.loops.insert(op, fields);
-                    self.region(*body, &now);
-                    for t in 0..self.threads {
-                        if now[t] {
-                            cur[t] += 1;
-                        }
-                    }
-                }
-            }
-            OpKind::Tiles { n, body } => {
-                let Some(t0) = active.iter().position(|&a| a) else {
-                    return;
-                };
-                let nv = self.eval(*n, self.cx(t0));
-                self.check_defined(nv, "a tiles loop bound");
-                let tile = u64::from(ir.block_threads() * ir.items_per_thread);
-                let count = nv.bits.div_ceil(tile.max(1));
-                let mut idx = u64::from(self.b);
-                self.tiles.push(op);
-                while idx < count && self.step() {
-                    let origin = idx * tile;
-                    let valid = (nv.bits - origin).min(tile);
-                    self.loops
-                        .insert(op, vec![[idx, origin & 0xffff_ffff, valid]; self.threads]);
-                    self.region(*body, active);
-                    idx += u64::from(self.launch.grid);
-                }
-                self.tiles.pop();
-            }
+            OpKind::For {
+                start,
+                end,
+                step,
+                body,
+            } => self.for_loop(op, [*start, *end], *step, *body, active),
+            OpKind::While { cond, body } => self.while_loop(op, *cond, *body, active),
+            OpKind::Tiles { n, body } => self.tiles_loop(op, *n, *body, active),
+            OpKind::Break => self.jump(flow::Gone::Break, active),
+            OpKind::Continue => self.jump(flow::Gone::Continue, active),
+            OpKind::ReturnIf { cond } => self.return_if(*cond, active),
             OpKind::SharedWrite {
                 array,
                 index,
