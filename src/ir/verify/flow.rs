@@ -66,7 +66,7 @@ pub(super) fn analyze(ir: &Ir) -> Flow {
             targets: Vec::new(),
         };
         pass.summarize(ir.body);
-        pass.region(ir.body, Uniformity::GRID);
+        pass.region(ir.body, [Uniformity::GRID; 2]);
         let of = |e: ExprId| {
             uniformity
                 .get(e.index())
@@ -186,13 +186,15 @@ impl Pass<'_> {
         out
     }
 
-    fn region(&mut self, r: RegionId, ctl: Uniformity) {
+    /// Walks region `r` under control `[ctl, rel]`: how uniform all of it is, and the part
+    /// inside the innermost loop (what a jump there makes of the loop).
+    fn region(&mut self, r: RegionId, ctl: [Uniformity; 2]) {
         for &op in self.ir.region(r) {
             self.op(op, ctl);
         }
     }
 
-    fn op(&mut self, op: OpId, ctl: Uniformity) {
+    fn op(&mut self, op: OpId, [ctl, rel]: [Uniformity; 2]) {
         let ir = self.ir;
         let kind = &ir.op(op).kind;
         let i = op.index();
@@ -218,7 +220,8 @@ impl Pass<'_> {
                 then,
                 otherwise,
             } => {
-                let c = ctl.min(self.of(*cond));
+                let u = self.of(*cond);
+                let c = [ctl.min(u), rel.min(u)];
                 let before = self.returned;
                 self.region(*then, c);
                 let after_then = std::mem::replace(&mut self.returned, before);
@@ -228,7 +231,7 @@ impl Pass<'_> {
                 self.returned = least(after_then, self.returned);
             }
             k if k.is_loop() => {
-                let c = ctl.min(self.loops[i].0);
+                let c = [ctl.min(self.loops[i].0), Uniformity::GRID];
                 self.targets.push(Some(op));
                 for body in k.regions() {
                     self.region(body, c);
@@ -238,8 +241,8 @@ impl Pass<'_> {
             OpKind::Break | OpKind::Continue => {
                 if let Some(Some(l)) = self.targets.last() {
                     let j = &mut self.jumps[l.index()];
-                    if ctl < j.0 {
-                        *j = (ctl, Some(op));
+                    if rel < j.0 {
+                        *j = (rel, Some(op));
                     }
                 }
             }
@@ -257,7 +260,7 @@ impl Pass<'_> {
                 if !regions.is_empty() {
                     self.targets.push(None);
                     for r in regions {
-                        self.region(r, ctl);
+                        self.region(r, [ctl, rel]);
                     }
                     self.targets.pop();
                 }

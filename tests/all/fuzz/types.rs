@@ -6,7 +6,7 @@ use coopgraph::KernelBuilder;
 use coopgraph::ir::Buffer as IrBuffer;
 use coopgraph::ir::{
     Atomic, AtomicOp, DType, Element, Expr, Input, MemoryOrder, MemoryScope, Output, Reduce,
-    Scalar, SharedArray, ThreadData,
+    Scalar, SharedArray, ThreadData, Var,
 };
 use coopgraph::runtime::{ArgList, Buffer, Device, DeviceElement, RuntimeError};
 
@@ -90,6 +90,8 @@ any_handle! {
     AnyArray(SharedArray), wrap_array, unwrap_array;
     /// A read-write buffer of any dtype.
     AnyBuffer(IrBuffer), wrap_buffer, unwrap_buffer;
+    /// A per-thread variable of any dtype.
+    AnyVar(Var), wrap_var, unwrap_var;
 }
 
 impl AnyData {
@@ -174,6 +176,8 @@ pub trait Fz: Element + DeviceElement + PartialOrd {
     fn array(d: SharedArray<Self>) -> AnyArray;
     fn of_array(d: &AnyArray) -> Option<SharedArray<Self>>;
     fn buffer(d: IrBuffer<Self>) -> AnyBuffer;
+    fn var(d: Var<Self>) -> AnyVar;
+    fn of_var(d: &AnyVar) -> Option<Var<Self>>;
     fn of_buffer(d: &AnyBuffer) -> Option<IrBuffer<Self>>;
     fn expr(e: Expr<Self>) -> AnyExpr;
     fn of_expr(e: &AnyExpr) -> Option<Expr<Self>>;
@@ -230,6 +234,15 @@ macro_rules! fz_common {
         }
         fn buffer(d: IrBuffer<$t>) -> AnyBuffer {
             AnyBuffer::$v(d)
+        }
+        fn var(d: Var<$t>) -> AnyVar {
+            AnyVar::$v(d)
+        }
+        fn of_var(d: &AnyVar) -> Option<Var<$t>> {
+            match d {
+                AnyVar::$v(d) => Some(*d),
+                _ => None,
+            }
         }
         fn of_buffer(d: &AnyBuffer) -> Option<IrBuffer<$t>> {
             match d {

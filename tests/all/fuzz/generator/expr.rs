@@ -246,7 +246,7 @@ impl Gen {
     /// A leaf of type `T`.
     pub fn leaf<T: Fz>(&mut self, lv: &Leaves) -> Expr<T> {
         for _ in 0..8 {
-            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6, 6]) {
+            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6, 6, 8]) {
                 0 => return Expr::lit(constant::<T>(self)),
                 1 if !lv.args.is_empty() => {
                     let a = lv.args[self.rng.below(lv.args.len() as u64) as usize].clone();
@@ -285,6 +285,11 @@ impl Gen {
                 7 if lv.item => return index::item().cast::<T>(),
                 8 if lv.varying => {
                     if let Some(e) = self.global_read(lv) {
+                        return to::<T>(e);
+                    }
+                }
+                9 => {
+                    if let Some(e) = self.var_leaf(lv.varying) {
                         return to::<T>(e);
                     }
                 }
@@ -340,17 +345,22 @@ impl Gen {
             .filter(|(_, u)| *u >= BLOCK)
             .map(|(e, _)| e.clone())
             .collect();
-        match self
-            .rng
-            .weighted(&[30, 30, 20, if loops.is_empty() { 0 } else { 20 }])
-        {
+        let var = self.uniform_u32_var();
+        match self.rng.weighted(&[
+            30,
+            30,
+            20,
+            if loops.is_empty() { 0 } else { 20 },
+            if var.is_none() { 0 } else { 20 },
+        ]) {
             0 => Expr::lit(self.rng.below(u64::from(max) + 1) as u32),
             1 => {
                 let v = self.rng.below(u64::from(max) + 1) as u32;
                 self.scalar_param::<u32>(k, u64::from(v)).expr()
             }
             2 => index::block_index() % (max.max(1)),
-            _ => loops[self.rng.below(loops.len() as u64) as usize].clone() % max.max(1),
+            3 => loops[self.rng.below(loops.len() as u64) as usize].clone() % max.max(1),
+            _ => var.unwrap_or_else(|| Expr::lit(0)) % max.max(1),
         }
     }
 

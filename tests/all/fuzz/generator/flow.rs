@@ -30,6 +30,7 @@ impl Gen {
                 self.observe(k, i);
             }
         }
+        self.observe_vars(k);
     }
 
     fn declare_array(&mut self, k: &mut KernelBuilder) {
@@ -91,23 +92,27 @@ impl Gen {
     fn statement(&mut self, k: &mut KernelBuilder) {
         let nested = self.cx().depth < 3 && !self.cx().callback;
         let weights = [
-            18,                                         // load
-            6,                                          // store
-            14,                                         // map
-            5,                                          // fill
-            6,                                          // set_item, assign
-            8,                                          // reduce
-            8,                                          // scan
-            6,                                          // exchange
-            3,                                          // scatter
-            8,                                          // neighbour ops
-            if nested { 7 } else { 0 },                 // branch
-            if nested { 4 } else { 0 },                 // loop
-            if self.arrays.is_empty() { 0 } else { 5 }, // shared array phase
-            2,                                          // barrier
-            4,                                          // write by index
-            4,                                          // read-write buffer
-            5,                                          // atomic
+            18,                                                 // load
+            6,                                                  // store
+            14,                                                 // map
+            5,                                                  // fill
+            6,                                                  // set_item, assign
+            8,                                                  // reduce
+            8,                                                  // scan
+            6,                                                  // exchange
+            3,                                                  // scatter
+            8,                                                  // neighbour ops
+            if nested { 7 } else { 0 },                         // branch
+            if nested { 4 } else { 0 },                         // loop
+            if self.arrays.is_empty() { 0 } else { 5 },         // shared array phase
+            2,                                                  // barrier
+            4,                                                  // write by index
+            4,                                                  // read-write buffer
+            5,                                                  // atomic
+            6,                                                  // variable
+            if nested { 3 } else { 0 },                         // while, stepped for
+            if self.cx().loop_level.is_some() { 4 } else { 0 }, // break, continue
+            if self.cx().callback { 0 } else { 2 },             // return_if
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -138,7 +143,11 @@ impl Gen {
                 }
                 14 => self.op_write(k),
                 15 => self.op_buffer(k),
-                _ => self.op_atomic(k),
+                16 => self.op_atomic(k),
+                17 => self.op_var(k),
+                18 => self.var_loop(k),
+                19 => self.op_jump(k),
+                _ => self.op_return(k),
             };
             if done {
                 return;
@@ -149,7 +158,7 @@ impl Gen {
     /// Runs `f` in a new region with context `c`, then stores (or folds into the region's
     /// accumulator) what the region made; shared arrays first written inside are not ready
     /// after it.
-    fn in_region(
+    pub(crate) fn in_region(
         &mut self,
         k: &mut KernelBuilder,
         c: super::Ctx,
@@ -165,6 +174,7 @@ impl Gen {
                 self.observe(k, i);
             }
         }
+        self.observe_vars(k);
         self.leave();
         for (a, r) in self.arrays.iter_mut().zip(ready) {
             a.ready = r;
@@ -172,7 +182,11 @@ impl Gen {
     }
 
     /// An accumulator for a region where no group can store (else the outer one).
-    fn accumulator_for(&mut self, k: &mut KernelBuilder, c: &super::Ctx) -> Option<usize> {
+    pub(crate) fn accumulator_for(
+        &mut self,
+        k: &mut KernelBuilder,
+        c: &super::Ctx,
+    ) -> Option<usize> {
         let stores = self.warps_ok() || c.uni >= BLOCK || c.uni >= self.t;
         if stores {
             c.acc
@@ -181,7 +195,7 @@ impl Gen {
         }
     }
 
-    fn region_size(&mut self) -> i32 {
+    pub(crate) fn region_size(&mut self) -> i32 {
         1 + self.rng.below(4) as i32
     }
 
@@ -239,6 +253,8 @@ impl Gen {
         let mut c = self.child(u);
         c.acc = self.accumulator_for(k, &c);
         c.in_loop = true;
+        c.loop_level = Some(u);
+        c.jump_rel = BLOCK;
         let n = self.region_size();
         k.for_range(start, end, |k, i| {
             c.loops.push((i, u));
@@ -265,6 +281,8 @@ impl Gen {
         let ns = self.scalar_param::<u32>(k, u64::from(n));
         let mut c = self.child(BLOCK);
         c.in_loop = true;
+        c.loop_level = Some(BLOCK);
+        c.jump_rel = BLOCK;
         k.tiles(ns, |k, tile| {
             c.loops.push((tile.index.clone(), BLOCK));
             c.tile = Some(tile);

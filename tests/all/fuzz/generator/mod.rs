@@ -20,6 +20,7 @@ mod expr;
 mod flow;
 mod indexed;
 mod ops;
+mod vars;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;
@@ -63,6 +64,9 @@ pub enum Defect {
     ItemOfConvertedOperand,
     /// Time-sliced exchanges of warp groups under conditions uniform only per warp.
     TimeSlicedDivergent,
+    /// A collective or barrier after a `return_if` whose condition varies across the block:
+    /// the verifier must reject it (such cases expect a typed error).
+    CollectiveAfterExit,
 }
 
 /// Features off in the default run because the defect they trigger is still open (each entry
@@ -328,6 +332,11 @@ pub(crate) struct Ctx {
     pub callback: bool,
     /// The payload this region folds what it cannot store into.
     pub acc: Option<usize>,
+    /// The uniformity of the innermost loop's bounds (`None`: no loop a jump may leave).
+    pub loop_level: Option<u32>,
+    /// The least uniformity of the conditions since the innermost loop's body began: a jump
+    /// under less than the loop's level would lower the loop's control.
+    pub jump_rel: u32,
 }
 
 /// What the generator knows of a payload.
@@ -414,6 +423,11 @@ pub(crate) struct Gen {
     /// Inputs read by index, and read-write buffers.
     pub indexed: Vec<indexed::IdxInput>,
     pub buffers: Vec<indexed::BufInfo>,
+    /// Per-thread variables in scope, and where each region's own begin.
+    pub vars: Vec<vars::VarInfo>,
+    pub var_scopes: Vec<usize>,
+    /// A thread-varying `return_if` ran: no collective may follow.
+    pub exited: bool,
     next_name: u32,
 }
 
@@ -498,6 +512,8 @@ impl Gen {
                 depth: 0,
                 callback: false,
                 acc: None,
+                loop_level: None,
+                jump_rel: BLOCK,
             }],
             arrays: Vec::new(),
             storages: Vec::new(),
@@ -515,6 +531,9 @@ impl Gen {
             unchecked: false,
             indexed: Vec::new(),
             buffers: Vec::new(),
+            vars: Vec::new(),
+            var_scopes: Vec::new(),
+            exited: false,
             next_name: 0,
         }
     }
@@ -570,13 +589,13 @@ impl Gen {
     /// Whether the current code runs in every thread of the block together.
     pub fn block_uniform(&self) -> bool {
         let u = self.cx().uni;
-        u >= BLOCK || u >= self.t
+        !self.exited && (u >= BLOCK || u >= self.t)
     }
 
     /// Whether aligned groups of `n` threads all run the current code together.
     pub fn covers(&self, n: u32) -> bool {
         let u = self.cx().uni;
-        u >= BLOCK || u >= n.min(self.t) && (n.is_power_of_two() || u >= self.t)
+        !self.exited && (u >= BLOCK || u >= n.min(self.t) && (n.is_power_of_two() || u >= self.t))
     }
 
     pub fn warps_ok(&self) -> bool {
@@ -794,12 +813,15 @@ impl Gen {
     /// Enters a region with context `c`.
     pub fn enter(&mut self, c: Ctx) {
         self.scopes.push(self.datas.len());
+        self.var_scopes.push(self.vars.len());
         self.ctx.push(c);
     }
 
     /// Leaves the region: its payloads go out of scope.
     pub fn leave(&mut self) {
         self.ctx.pop();
+        let vars = self.var_scopes.pop().unwrap_or(0);
+        self.vars.truncate(vars);
         let start = self.scopes.pop().unwrap_or(0);
         for d in &mut self.datas[start..] {
             d.alive = false;
@@ -810,6 +832,7 @@ impl Gen {
     pub fn child(&self, uni: u32) -> Ctx {
         let mut c = self.cx().clone();
         c.uni = c.uni.min(uni);
+        c.jump_rel = c.jump_rel.min(uni);
         c.depth += 1;
         c
     }

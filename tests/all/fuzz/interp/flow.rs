@@ -27,10 +27,14 @@ impl Block<'_> {
             .collect()
     }
 
-    /// After an iteration: threads that continued go on, those that broke or returned are
-    /// done with the loop (a break ends there, a return goes on).
-    fn iteration_end(&mut self, running: &mut [bool]) {
+    /// After an iteration that `ran` in some threads: those that continued go on, those that
+    /// broke or returned are done with the loop (a break ends there, a return goes on). Other
+    /// threads left an enclosing loop, which is theirs to handle.
+    fn iteration_end(&mut self, ran: &[bool], running: &mut [bool]) {
         for t in 0..self.threads {
+            if !ran[t] {
+                continue;
+            }
             match self.gone[t] {
                 Gone::Continue => self.gone[t] = Gone::No,
                 Gone::Break => {
@@ -80,7 +84,7 @@ impl Block<'_> {
             let fields: Vec<[u64; 3]> = cur.iter().map(|&c| [c, 0, 0]).collect();
             self.loops.insert(op, fields);
             self.region(body, &now);
-            self.iteration_end(&mut running);
+            self.iteration_end(&now, &mut running);
             for t in 0..n {
                 if now[t] {
                     cur[t] += by[t];
@@ -111,7 +115,7 @@ impl Block<'_> {
                 break;
             }
             self.region(body, &now);
-            self.iteration_end(&mut running);
+            self.iteration_end(&now, &mut running);
         }
     }
 
@@ -132,8 +136,9 @@ impl Block<'_> {
             let valid = (nv.bits - origin).min(tile);
             self.loops
                 .insert(op, vec![[idx, origin & 0xffff_ffff, valid]; self.threads]);
-            self.region(body, &running);
-            self.iteration_end(&mut running);
+            let ran = self.live(&running);
+            self.region(body, &ran);
+            self.iteration_end(&ran, &mut running);
             idx += u64::from(self.launch.grid);
         }
         self.tiles.pop();
