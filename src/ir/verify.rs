@@ -13,9 +13,13 @@
 //! - roles and dtypes of parameters, payloads and expressions at every use (inputs and
 //!   read-write buffers are read, outputs and read-write buffers written; buffer indices are
 //!   `u32` or `u64`);
-//! - participation: every collective's enclosing conditions and loop bounds are uniform across
-//!   its group (see [`Uniformity`]), and so are a load's or store's offset and valid count (a
-//!   count of the block's tile across the block);
+//! - participation: every collective's enclosing conditions and loops are uniform across its
+//!   group (see [`Uniformity`]; variables, loops with `break_`/`continue_` and `while_`
+//!   conditions as `verify/flow.rs` finds them), and so are a load's or store's offset and
+//!   valid count (a count of the block's tile across the block); no collective or
+//!   `sync_block` follows a `return_if` that varies across the block;
+//! - jumps: `break_` and `continue_` only inside loops (not from a scan's prefix callback,
+//!   where `return_if` is refused too), and no constant step of 0;
 //! - tiles: a load or store at the default offset moves a payload of the kernel's items per
 //!   thread, since the default offset steps by the kernel's tile;
 //! - striped arrangements an exchange or scatter asks for tile the block (their groups'

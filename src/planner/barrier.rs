@@ -306,7 +306,7 @@ struct Walk<'a> {
     /// pending). Loops walk their bodies twice, so nested loops would walk the innermost body
     /// `2^depth` times; with this, every distinct walk runs once.
     /// With each, what it left at the loop's exit and head (`break_` and `continue_`).
-    walked: HashMap<(RegionId, u64, Vec<Access>), (Vec<Access>, Jumped), FastHash>,
+    walked: HashMap<WalkKey, (Vec<Access>, Jumped), FastHash>,
     /// Per loop being walked, innermost last: the accesses pending at its `break_`s and
     /// `continue_`s, which reach its exit and its head.
     jumps: Vec<Jumped>,
@@ -315,6 +315,9 @@ struct Walk<'a> {
     /// and ops bring it back.
     conflicts: HashMap<(u32, u32, u32, u32), Option<bool>, FastHash>,
 }
+
+/// A region's walk: the region, its version and the accesses pending before it.
+type WalkKey = (RegionId, u64, Vec<Access>);
 
 /// The accesses pending at a loop's `break_`s and at its `continue_`s.
 #[derive(Debug, Clone, Default)]

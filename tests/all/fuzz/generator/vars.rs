@@ -210,7 +210,13 @@ impl Gen {
         if self.cx().in_loop {
             return false;
         }
-        let (cond, _) = self.uniform_cond(k, THREAD);
+        // Thread-varying as the verifier counts it, whatever else it reads.
+        let varying = index::thread_rank().lt(self.rng.below(u64::from(self.t) + 1) as u32);
+        let cond = match self.rng.below(3) {
+            0 => varying,
+            1 => varying.and(&self.cond(&Leaves::varying(), 1)),
+            _ => varying.or(&self.cond(&Leaves::varying(), 1)),
+        };
         k.return_if(cond);
         if self.t > 1 {
             for c in &mut self.ctx {
