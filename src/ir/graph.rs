@@ -191,6 +191,7 @@ pub(crate) fn op_graph(ir: &Ir) -> OpGraph {
         edges: BTreeSet::new(),
         loops: 0,
         exposed: Vec::new(),
+        jumps: Vec::new(),
     };
     let mut state = State::default();
     let mut entered = vec![false; ir.regions.len()];
@@ -200,6 +201,14 @@ pub(crate) fn op_graph(ir: &Ir) -> OpGraph {
         graph.add_edge(from, to, dep);
     }
     OpGraph { graph, nodes }
+}
+
+/// The states at a loop's jumps: each `break_`'s reaches past the loop, each `continue_`'s
+/// the next iteration (and past the loop, when that was the last).
+#[derive(Default)]
+struct Jumps {
+    breaks: Vec<State>,
+    continues: Vec<State>,
 }
 
 /// Who may have written a payload last: ops, or the entry of an enclosing loop's body (the
@@ -236,6 +245,8 @@ struct Deps<'a> {
     edges: BTreeSet<(NodeIndex, NodeIndex, Dep)>,
     /// Loops entered so far (the ids of `Writer::LoopEntry`).
     loops: usize,
+    /// Per enclosing loop, innermost last: the states at its `break_`s and `continue_`s.
+    jumps: Vec<Jumps>,
     /// Reads that saw a loop's entry: (loop id, reader, payload).
     exposed: Vec<(usize, NodeIndex, DataId)>,
 }
@@ -466,6 +477,28 @@ impl Deps<'_> {
                 self.read_exprs(node, &kind.exprs(), state);
                 self.loop_body(*body, state, entered);
             }
+            OpKind::While { cond, body } => {
+                self.read_exprs(node, &[*cond], state);
+                self.loop_body(*body, state, entered);
+                // The condition is evaluated again after each iteration: it reads what the
+                // body wrote (carried edges, the body's ops coming after the loop's).
+                self.read_exprs(node, &[*cond], state);
+            }
+            OpKind::Break | OpKind::Continue => {
+                // Nothing after a jump runs on its path: the state goes to the loop.
+                let here = std::mem::take(state);
+                if let Some(j) = self.jumps.last_mut() {
+                    if matches!(kind, OpKind::Break) {
+                        j.breaks.push(here);
+                    } else {
+                        j.continues.push(here);
+                    }
+                }
+            }
+            OpKind::ReturnIf { cond } => {
+                // The threads where it holds leave; the others go on with the same state.
+                self.read_exprs(node, &[*cond], state);
+            }
         }
     }
 
@@ -486,7 +519,13 @@ impl Deps<'_> {
                 .or_default()
                 .insert(entry);
         }
+        self.jumps.push(Jumps::default());
         self.region(body, &mut inside, entered);
+        let jumps = self.jumps.pop().unwrap_or_default();
+        // A `continue_` ends an iteration as the body's end does.
+        for c in jumps.continues {
+            inside.join(c);
+        }
         // The reads that saw this loop's entry also see what the body's end holds.
         let mine: Vec<(NodeIndex, DataId)> = self.exposed[first_exposed..]
             .iter()
@@ -523,5 +562,12 @@ impl Deps<'_> {
         }
         inside.writers.retain(|_, w| !w.is_empty());
         state.join(inside);
+        for mut b in jumps.breaks {
+            for w in b.writers.values_mut() {
+                w.remove(&entry);
+            }
+            b.writers.retain(|_, w| !w.is_empty());
+            state.join(b);
+        }
     }
 }

@@ -426,3 +426,61 @@ fn indexed_accesses_and_atomics_are_memory_dependences() {
     olds.dedup();
     assert_eq!(olds.len(), 64, "every thread saw another old value");
 }
+
+/// A `while_` loop's condition reads what its body wrote (a carried edge), and the writes
+/// before a `break_` reach past the loop.
+#[test]
+fn while_loops_and_breaks_in_the_op_graph() {
+    let mut k = KernelBuilder::new("graph_while")
+        .block(32)
+        .items_per_thread(1);
+    let y = k.output::<u32>("y");
+    let t = index::thread_rank();
+    // An op is numbered when it is pushed: a loop or branch after its body.
+    let v = k.var(0u32); // op0, d0
+    let steps = k.var(0u32); // op1, d1
+    k.while_(v.get().lt(100u32), |k| {
+        // op7
+        k.set(&v, v.get() + t.clone() + 1u32); // op2
+        k.if_(v.get().gt(50u32), |k| {
+            // op5
+            k.set(&steps, 1000u32); // op3
+            k.break_(); // op4
+        });
+        k.set(&steps, steps.get() + 1u32); // op6
+    });
+    k.write(&y, t.clone(), v.get() + steps.get()); // op8
+    let kernel = k.build().expect("builds");
+    Batch::default().add(&kernel);
+    let g = kernel.graph();
+    // The condition reads d0 from before the loop and, carried, from the body.
+    assert_eq!(payload(&g, 0, 7), vec![(0, false)]);
+    assert_eq!(payload(&g, 2, 7), vec![(0, true)]);
+    // Past the loop, d1 comes from before it, from the break's path and from the body's end.
+    assert_eq!(payload(&g, 1, 8), vec![(1, false)]);
+    assert_eq!(payload(&g, 3, 8), vec![(1, false)]);
+    assert_eq!(payload(&g, 6, 8), vec![(1, false)]);
+    // The body's last set reads its own previous iteration, never the break's path.
+    assert_eq!(payload(&g, 6, 6), vec![(1, true)]);
+    assert_eq!(payload(&g, 3, 6), vec![]);
+
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compiles");
+    let mut yb = dev.alloc_zeroed::<u32>(32).expect("alloc");
+    f.launch_grid(1, (&mut yb,)).expect("launch");
+    let want: Vec<u32> = (0..32u32)
+        .map(|t| {
+            let (mut v, mut steps) = (0u32, 0u32);
+            while v < 100 {
+                v += t + 1;
+                if v > 50 {
+                    steps = 1000;
+                    break;
+                }
+                steps += 1;
+            }
+            v + steps
+        })
+        .collect();
+    assert_eq!(yb.to_vec().expect("download"), want);
+}
