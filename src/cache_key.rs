@@ -15,7 +15,7 @@
 
 use crate::ir::dtype::DType;
 use crate::ir::entities::{ArrayId, DataId, ExprId, GroupId, OpId, ParamId, RegionId, StorageId};
-use crate::ir::expr::{BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
+use crate::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
 use crate::ir::ops::*;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -472,6 +472,27 @@ impl Canonical for IndexKind {
             IndexKind::GridBlocks => 4,
             IndexKind::BlockThreads => 5,
             IndexKind::Item => 6,
+            IndexKind::ThreadIdx(_) => 7,
+            IndexKind::BlockIdx(_) => 8,
+            IndexKind::BlockDim(_) => 9,
+            IndexKind::GridDim(_) => 10,
+        });
+        if let IndexKind::ThreadIdx(a)
+        | IndexKind::BlockIdx(a)
+        | IndexKind::BlockDim(a)
+        | IndexKind::GridDim(a) = self
+        {
+            a.write(w);
+        }
+    }
+}
+
+impl Canonical for Axis {
+    fn write(&self, w: &mut Writer) {
+        w.tag(match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
         });
     }
 }

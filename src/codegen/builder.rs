@@ -160,6 +160,8 @@ pub struct Emitter<'a> {
     /// The registers of each loop's variables (see [`Emitter::loop_var`]).
     loop_regs: HashMap<OpId, [Reg; 3]>,
     specials: HashMap<Special, Reg>,
+    /// The linear rank of a thread of a 2-D or 3-D block, once computed (see [`Emitter::tid`]).
+    rank: Option<Reg>,
     labels: u32,
     /// The shared declarations and their base addresses, once read.
     shared: SharedSymbols,
@@ -205,6 +207,7 @@ impl<'a> Emitter<'a> {
             lengths64: HashMap::new(),
             loop_regs: HashMap::new(),
             specials: HashMap::new(),
+            rank: None,
             labels: 0,
             shared: shared_symbols(ir, plan)?,
             overrides: HashMap::new(),
@@ -724,9 +727,37 @@ impl Emitter<'_> {
         r
     }
 
-    /// `%tid.x`: the thread's rank in a 1-D block.
+    /// The thread's linear rank in its block, which collectives number threads by: `%tid.x`
+    /// in a 1-D block; `x + dx * (y + dy * z)` in others, computed once in the entry block
+    /// (warps are runs of 32 consecutive linear ranks, so `%laneid` is the rank's lane).
     pub fn tid(&mut self) -> Reg {
-        self.special(Special::Tid(Dim::X))
+        let [dx, dy, dz] = self.ir.block.dims;
+        if dy <= 1 && dz <= 1 {
+            return self.special(Special::Tid(Dim::X));
+        }
+        if let Some(r) = self.rank {
+            return r;
+        }
+        // `x`, then each further axis the block extends in: `r = index * run + r`.
+        let mut r = self.special(Special::Tid(Dim::X));
+        let mut run = i64::from(dx);
+        for (d, n) in [(Dim::Y, dy), (Dim::Z, dz)] {
+            if n > 1 {
+                let index = self.special(Special::Tid(d));
+                let next = self.reg(RegClass::B32);
+                self.entry_op(Op::Mad {
+                    ty: Ty::U32,
+                    dst: next,
+                    a: index.into(),
+                    b: Operand::Imm(run),
+                    c: r.into(),
+                });
+                r = next;
+            }
+            run *= i64::from(n.max(1));
+        }
+        self.rank = Some(r);
+        r
     }
 
     /// The registers of a loop's variable.

@@ -1,7 +1,7 @@
 //! Lowering of expressions to PTX instructions, and of reduction operators.
 
 use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty};
-use crate::ir::expr::{BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
+use crate::ir::expr::{Axis, BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
 use crate::ir::ops::{ReduceOp, Role};
 use crate::ir::{DType, ExprId};
 use crate::ptx::*;
@@ -481,6 +481,17 @@ impl Emitter<'_> {
                 }
                 IndexKind::BlockIndex => self.special(Special::Ctaid(Dim::X)),
                 IndexKind::GridBlocks => self.special(Special::Nctaid(Dim::X)),
+                IndexKind::ThreadIdx(a) => match self.ir.block.dims[a.index()] {
+                    // Along an axis the block does not extend in, every thread is at 0.
+                    0 | 1 => self.constant(DType::U32, 0),
+                    _ => self.special(Special::Tid(dim(*a))),
+                },
+                IndexKind::BlockIdx(a) => self.special(Special::Ctaid(dim(*a))),
+                IndexKind::BlockDim(a) => {
+                    let n = self.ir.block.dims[a.index()];
+                    self.constant(DType::U32, n as u64)
+                }
+                IndexKind::GridDim(a) => self.special(Special::Nctaid(dim(*a))),
                 IndexKind::BlockThreads => {
                     let n = self.plan.block_threads;
                     self.constant(DType::U32, n as u64)
@@ -823,5 +834,14 @@ impl Emitter<'_> {
             }
         }
         r
+    }
+}
+
+/// The PTX dimension of an axis.
+fn dim(a: Axis) -> Dim {
+    match a {
+        Axis::X => Dim::X,
+        Axis::Y => Dim::Y,
+        Axis::Z => Dim::Z,
     }
 }

@@ -2,7 +2,7 @@
 
 use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
-use super::expr::VType;
+use super::expr::{Axis, VType};
 use super::ops::{AtomicOp, GroupKind, Role};
 use std::fmt;
 
@@ -16,10 +16,15 @@ pub enum VerifyErrorKind {
     },
     /// A block dimension is 0.
     EmptyBlock,
-    /// A block shape of two or three dimensions (only 1-D blocks are supported).
-    BlockNotOneDimensional {
-        /// The shape asked for.
-        dims: [u32; 3],
+    /// A block extent along one axis past the hardware's limit (1024 along x and y, 64
+    /// along z).
+    BlockDimension {
+        /// The axis.
+        axis: Axis,
+        /// The extent asked for.
+        size: u32,
+        /// The limit along that axis.
+        max: u32,
     },
     /// Items per thread of 0 or above the bound.
     ItemsPerThread {
@@ -303,9 +308,10 @@ impl fmt::Display for VerifyError {
                 write!(f, "a block of {threads} threads is over the limit of 1024")
             }
             EmptyBlock => write!(f, "a block dimension is 0"),
-            BlockNotOneDimensional { dims } => write!(
+            BlockDimension { axis, size, max } => write!(
                 f,
-                "block shape {dims:?} is not 1-D; only [n, 1, 1] blocks are supported"
+                "a block of {size} threads along {}; at most {max} are allowed there",
+                axis.name()
             ),
             ItemsPerThread { items, max } => {
                 write!(f, "{items} items per thread; it must be 1..={max}")

@@ -51,10 +51,46 @@ impl fmt::Display for VType {
     }
 }
 
+/// An axis of a block or a grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// The first (fastest-varying) axis.
+    X,
+    /// The second.
+    Y,
+    /// The third.
+    Z,
+}
+
+impl Axis {
+    /// Every axis, in order.
+    pub const ALL: [Axis; 3] = [Axis::X, Axis::Y, Axis::Z];
+
+    /// Its position in a `[x, y, z]` triple.
+    pub fn index(self) -> usize {
+        match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
+        }
+    }
+
+    /// Its name as CUDA spells it (`x`, `y`, `z`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::X => "x",
+            Axis::Y => "y",
+            Axis::Z => "z",
+        }
+    }
+}
+
 /// Built-in per-thread index values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IndexKind {
-    /// The thread's rank in its block (`%tid.x` for 1-D blocks).
+    /// The thread's linear rank in its block: `x + dx * (y + dy * z)` for the thread at
+    /// `(x, y, z)` of a block of `dx * dy * dz` threads (`%tid.x` alone for 1-D blocks). It
+    /// is the rank collectives number threads by, and warps are consecutive ranks.
     ThreadRank,
     /// The lane in the warp (`%laneid`).
     Lane,
@@ -66,6 +102,17 @@ pub enum IndexKind {
     GridBlocks,
     /// The number of threads in the block.
     BlockThreads,
+    /// The thread's index in the block along an axis (`%tid.y`); 0 along an axis the block
+    /// does not extend in.
+    ThreadIdx(Axis),
+    /// The block's index in the grid along an axis (`%ctaid.y`); along x, the same as
+    /// [`IndexKind::BlockIndex`].
+    BlockIdx(Axis),
+    /// The block's extent along an axis (`%ntid.y`, a constant of the kernel).
+    BlockDim(Axis),
+    /// The grid's extent in blocks along an axis (`%nctaid.y`); along x, the same as
+    /// [`IndexKind::GridBlocks`].
+    GridDim(Axis),
     /// The index of the item (slot) a `map` body is computing; only valid inside `map`.
     Item,
 }
@@ -794,42 +841,7 @@ macro_rules! lhs_literal {
 lhs_literal!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
 /// Built-in index expressions.
-pub mod index {
-    use super::*;
-
-    fn ix(k: IndexKind) -> Expr<u32> {
-        Expr::new(ExprKind::Index(k))
-    }
-
-    /// The thread's rank in its block.
-    pub fn thread_rank() -> Expr<u32> {
-        ix(IndexKind::ThreadRank)
-    }
-    /// The thread's lane in its warp (0..32).
-    pub fn lane() -> Expr<u32> {
-        ix(IndexKind::Lane)
-    }
-    /// The warp's rank in its block.
-    pub fn warp_rank() -> Expr<u32> {
-        ix(IndexKind::WarpRank)
-    }
-    /// The block's index in the grid.
-    pub fn block_index() -> Expr<u32> {
-        ix(IndexKind::BlockIndex)
-    }
-    /// The number of blocks in the grid.
-    pub fn grid_blocks() -> Expr<u32> {
-        ix(IndexKind::GridBlocks)
-    }
-    /// The number of threads in a block.
-    pub fn block_threads() -> Expr<u32> {
-        ix(IndexKind::BlockThreads)
-    }
-    /// The slot a `map` body is computing (0..items); valid only inside `map`.
-    pub fn item() -> Expr<u32> {
-        ix(IndexKind::Item)
-    }
-}
+pub mod index;
 
 /// Flattens builder trees into an arena, sharing subtrees that are the same `Arc` and
 /// structurally equal nodes.

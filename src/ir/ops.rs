@@ -13,6 +13,8 @@ use smallvec::SmallVec;
 pub const MAX_ITEMS_PER_THREAD: u32 = 64;
 /// The largest block, in threads.
 pub const MAX_BLOCK_THREADS: u32 = 1024;
+/// The largest block extent along x, y and z (every supported GPU's).
+pub const MAX_BLOCK_DIMS: [u32; 3] = [1024, 1024, 64];
 /// The deepest nesting of regions (branches, loops, prefix callbacks) a kernel may have. The
 /// passes after the verifier recurse once per level; this bound keeps them far inside a 2 MiB
 /// thread stack.

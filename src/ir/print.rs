@@ -340,18 +340,22 @@ fn unary_name(op: UnaryOp) -> &'static str {
 
 /// A built-in index as CUDA C++ spells it where it has a spelling (`threadIdx.x` for the rank
 /// of a one-dimensional block).
-fn index_name(ir: &Ir, k: IndexKind) -> &'static str {
+fn index_name(ir: &Ir, k: IndexKind) -> String {
     let flat = ir.block.dims[1] == 1 && ir.block.dims[2] == 1;
     match k {
-        IndexKind::ThreadRank if flat => "threadIdx.x",
-        IndexKind::ThreadRank => "thread_rank",
-        IndexKind::Lane => "lane",
-        IndexKind::WarpRank => "warp",
-        IndexKind::BlockIndex => "blockIdx.x",
-        IndexKind::GridBlocks => "gridDim.x",
-        IndexKind::BlockThreads if flat => "blockDim.x",
-        IndexKind::BlockThreads => "block_threads",
-        IndexKind::Item => "item",
+        IndexKind::ThreadRank if flat => "threadIdx.x".into(),
+        IndexKind::ThreadRank => "thread_rank".into(),
+        IndexKind::Lane => "lane".into(),
+        IndexKind::WarpRank => "warp".into(),
+        IndexKind::BlockIndex => "blockIdx.x".into(),
+        IndexKind::GridBlocks => "gridDim.x".into(),
+        IndexKind::BlockThreads if flat => "blockDim.x".into(),
+        IndexKind::BlockThreads => "block_threads".into(),
+        IndexKind::ThreadIdx(a) => format!("threadIdx.{}", a.name()),
+        IndexKind::BlockIdx(a) => format!("blockIdx.{}", a.name()),
+        IndexKind::BlockDim(a) => format!("blockDim.{}", a.name()),
+        IndexKind::GridDim(a) => format!("gridDim.{}", a.name()),
+        IndexKind::Item => "item".into(),
     }
 }
 
@@ -426,7 +430,7 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
         ExprKind::Item { data, item } => {
             let _ = write!(out, "{data}[{item}]");
         }
-        ExprKind::Index(k) => out.push_str(index_name(ir, *k)),
+        ExprKind::Index(k) => out.push_str(&index_name(ir, *k)),
         ExprKind::LoopVar { op, field } => {
             match ir.ops.get(op.index()).map(|o| &o.kind) {
                 Some(OpKind::Tiles { .. }) => {

@@ -8,8 +8,9 @@
 //! deeper than [`MAX_EXPR_DEPTH`]; so the second step, and every later stage, can index tables
 //! freely and recurse along the regions with a stack a few hundred KiB bounds. Then one walk in program order collects *all* remaining errors, each pinned to the
 //! user's source line:
-//! - block shape (1-D, 1..=1024 threads), items per thread (1..=64), logical-warp widths, and
-//!   warp-level ops only in blocks of whole warps;
+//! - block shape (1..=1024 threads, at most [`MAX_BLOCK_DIMS`] along each axis), items per
+//!   thread (1..=64), logical-warp widths, and warp-level ops only in blocks of whole warps
+//!   (counted over the block's linear ranks, whatever its shape);
 //! - roles and dtypes of parameters, payloads and expressions at every use (inputs and
 //!   read-write buffers are read, outputs and read-write buffers written; buffer indices are
 //!   `u32` or `u64`);
@@ -36,7 +37,7 @@
 use super::defined::{self, Branch, Def, State};
 use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
-use super::expr::{ExprKind, VType};
+use super::expr::{Axis, ExprKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
 
@@ -384,8 +385,12 @@ impl Verifier<'_> {
             if threads > MAX_BLOCK_THREADS as u64 {
                 self.push(K::BlockTooLarge { threads }, b.loc, None);
             }
-            if b.dims[1] != 1 || b.dims[2] != 1 {
-                self.push(K::BlockNotOneDimensional { dims: b.dims }, b.loc, None);
+            // Within 1024 threads, only z can pass its limit; past them, that error says it.
+            for (axis, max) in Axis::ALL.into_iter().zip(MAX_BLOCK_DIMS) {
+                let size = b.dims[axis.index()];
+                if size > max && threads <= MAX_BLOCK_THREADS as u64 {
+                    self.push(K::BlockDimension { axis, size, max }, b.loc, None);
+                }
             }
         }
         if ir.items_per_thread == 0 || ir.items_per_thread > MAX_ITEMS_PER_THREAD {

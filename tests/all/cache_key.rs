@@ -2,6 +2,7 @@
 //! where the field reaches the code, different images), and the cache never hands one kernel's
 //! module to another.
 
+use coopgraph::ir::index::{self, Axis};
 use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, ReduceAlgorithm, Sharing, StorageSpec};
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Compile, Device, KernelImage};
@@ -12,6 +13,8 @@ use coopgraph::{Kernel, KernelBuilder, Load, Store};
 struct Knobs {
     name: &'static str,
     block: u32,
+    /// The block's extent along y (its threads stay `block`).
+    rows: u32,
     items: u32,
     strict: bool,
     extra_name: &'static str,
@@ -29,6 +32,8 @@ struct Knobs {
     sync: bool,
     swap_maps: bool,
     threshold: u32,
+    /// The axis of the block index the branch tests.
+    branch_axis: Axis,
     trips: u32,
     raking: bool,
     broadcast: bool,
@@ -37,6 +42,7 @@ struct Knobs {
 const BASE: Knobs = Knobs {
     name: "keyed",
     block: 64,
+    rows: 1,
     items: 4,
     strict: false,
     extra_name: "e",
@@ -54,6 +60,7 @@ const BASE: Knobs = Knobs {
     sync: false,
     swap_maps: false,
     threshold: 5,
+    branch_axis: Axis::X,
     trips: 3,
     raking: false,
     broadcast: false,
@@ -61,7 +68,7 @@ const BASE: Knobs = Knobs {
 
 fn build(k: &Knobs) -> Kernel {
     let mut b = KernelBuilder::new(k.name)
-        .block(k.block)
+        .block_dims([k.block / k.rows, k.rows, 1])
         .items_per_thread(k.items)
         .strict_arrangements(k.strict);
     let x = b.input::<u32>("x");
@@ -125,7 +132,7 @@ fn build(k: &Knobs) -> Kernel {
     }
     let threshold = k.threshold;
     let sum = b.map2(&m1, &m2, |a, c| a + c);
-    b.if_(coopgraph::ir::index::block_index().lt(threshold), |b| {
+    b.if_(index::block_idx(k.branch_axis).lt(threshold), |b| {
         b.store_to(
             block,
             &y,
@@ -181,6 +188,7 @@ fn every_ir_field_is_in_the_key() {
             true,
         ),
         ("block", Knobs { block: 128, ..BASE }, true),
+        ("block shape", Knobs { rows: 2, ..BASE }, true),
         ("items per thread", Knobs { items: 2, ..BASE }, true),
         // A kernel that builds in strict mode has no conversions: the same code.
         (
@@ -294,6 +302,14 @@ fn every_ir_field_is_in_the_key() {
             "branch condition",
             Knobs {
                 threshold: 6,
+                ..BASE
+            },
+            true,
+        ),
+        (
+            "index axis",
+            Knobs {
+                branch_axis: Axis::Y,
                 ..BASE
             },
             true,

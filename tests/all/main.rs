@@ -3,6 +3,7 @@ mod agreement;
 mod atomics;
 mod autotune;
 mod bench;
+mod blocks;
 mod bounds;
 mod cache_key;
 mod collectives_prop;

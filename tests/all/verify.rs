@@ -49,11 +49,32 @@ fn empty_block() {
 }
 
 #[test]
-fn block_of_two_dimensions() {
-    let (k, line) = (KernelBuilder::new("k").block_dims([32, 4, 1]), line!());
+fn blocks_of_two_and_three_dimensions_over_the_limits() {
+    use coopgraph::ir::index::Axis;
+    let (k, line) = (KernelBuilder::new("k").block_dims([64, 32, 1]), line!());
     has(&errors(k), line, |k| {
-        matches!(k, K::BlockNotOneDimensional { dims: [32, 4, 1] })
+        matches!(k, K::BlockTooLarge { threads: 2048 })
     });
+    let (k, line) = (KernelBuilder::new("k").block_dims([16, 8, 9]), line!());
+    has(&errors(k), line, |k| {
+        matches!(k, K::BlockTooLarge { threads: 1152 })
+    });
+    // Past z's limit of 64 within 1024 threads.
+    let (k, line) = (KernelBuilder::new("k").block_dims([2, 2, 100]), line!());
+    has(&errors(k), line, |k| {
+        matches!(
+            k,
+            K::BlockDimension {
+                axis: Axis::Z,
+                size: 100,
+                max: 64
+            }
+        )
+    });
+    // Within every limit, any shape verifies.
+    for dims in [[32, 4, 1], [1, 1024, 1], [1, 16, 64], [3, 5, 7]] {
+        assert!(KernelBuilder::new("k").block_dims(dims).build().is_ok());
+    }
 }
 
 #[test]

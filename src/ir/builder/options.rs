@@ -34,23 +34,42 @@ impl KernelBuilder {
         self.block_dims([threads, 1, 1])
     }
 
-    /// Sets a block shape of up to three dimensions. Only 1-D blocks (`[n, 1, 1]`) can be
-    /// built for now; others are reported by the verifier.
+    /// Sets a block shape of up to three dimensions, `[x, y, z]` threads (CUDA's
+    /// `blockDim`): at most 1024 threads in all, 1024 along x and y and 64 along z (others are
+    /// reported by the verifier). Threads are ranked linearly, `x + dx * (y + dy * z)`
+    /// ([`index::thread_rank`](crate::ir::index::thread_rank)); warps are runs of 32
+    /// consecutive ranks, and collectives number their threads by it, so a block of `[16, 16,
+    /// 1]` runs warp and block collectives as a block of 256 does.
     ///
     /// ```
-    /// use coopgraph::ir::VerifyErrorKind;
-    /// use coopgraph::{Error, KernelBuilder};
+    /// use coopgraph::ir::index::{self, Axis};
+    /// use coopgraph::ir::{Reduce, VerifyErrorKind};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
     ///
-    /// let k = KernelBuilder::new("line").block_dims([64, 1, 1]);
-    /// assert_eq!(k.block_tile(), 64 * 4);
-    /// assert!(k.build().is_ok());
+    /// // A 16 x 4 block: each row's sum of x, by a block reduction over all 64 threads.
+    /// let mut k = KernelBuilder::new("rows").block_dims([16, 4, 1]).items_per_thread(1);
+    /// assert_eq!(k.block_tile(), 64);
+    /// let y = k.output::<u32>("y");
+    /// let b = k.this_block();
+    /// let v = k.fill(index::thread_idx(Axis::X) + index::thread_idx(Axis::Y) * 100u32);
+    /// let s = k.reduce(b, &v, Reduce::sum().broadcast());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
     ///
-    /// let square = KernelBuilder::new("square").block_dims([8, 8, 1]);
-    /// let Err(Error::Verify(e)) = square.build() else { panic!("built") };
-    /// assert_eq!(
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// // 4 * (0 + .. + 15) + 16 * (0 + 100 + 200 + 300)
+    /// assert_eq!(yb.to_vec()?, [480 + 9600; 64]);
+    ///
+    /// let tall = KernelBuilder::new("tall").block_dims([1, 2, 128]);
+    /// let Err(Error::Verify(e)) = tall.build() else { panic!("built") };
+    /// assert!(matches!(
     ///     e.errors[0].kind,
-    ///     VerifyErrorKind::BlockNotOneDimensional { dims: [8, 8, 1] }
-    /// );
+    ///     VerifyErrorKind::BlockDimension { axis: Axis::Z, size: 128, max: 64 }
+    /// ));
+    /// # Ok::<(), coopgraph::Error>(())
     /// ```
     #[track_caller]
     pub fn block_dims(mut self, dims: [u32; 3]) -> Self {

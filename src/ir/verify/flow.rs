@@ -16,7 +16,7 @@
 
 use super::Uniformity;
 use crate::ir::entities::{DataId, ExprId, OpId, RegionId};
-use crate::ir::expr::{BinaryOp, ExprKind, IndexKind};
+use crate::ir::expr::{Axis, BinaryOp, ExprKind, IndexKind};
 use crate::ir::ops::*;
 use smallvec::SmallVec;
 
@@ -323,10 +323,13 @@ fn uniformity(
             ExprKind::Index(k) => match k {
                 IndexKind::ThreadRank | IndexKind::Lane => Uniformity::THREAD,
                 IndexKind::WarpRank => Uniformity::WARP,
-                IndexKind::BlockIndex => Uniformity::BLOCK,
-                IndexKind::GridBlocks | IndexKind::BlockThreads | IndexKind::Item => {
-                    Uniformity::GRID
-                }
+                IndexKind::BlockIndex | IndexKind::BlockIdx(_) => Uniformity::BLOCK,
+                IndexKind::ThreadIdx(axis) => thread_idx_uniformity(ir.block.dims, *axis),
+                IndexKind::GridBlocks
+                | IndexKind::BlockThreads
+                | IndexKind::BlockDim(_)
+                | IndexKind::GridDim(_)
+                | IndexKind::Item => Uniformity::GRID,
             },
             ExprKind::LoopVar { op, field } => {
                 let control = loops.get(op.index()).map_or(Uniformity::THREAD, |l| l.0);
@@ -364,4 +367,21 @@ fn uniformity(
         u.push(v);
     }
     u
+}
+
+/// How uniform a thread's index along `axis` is in a block of `dims`: the same for the whole
+/// grid (0) where the block does not extend along it, else constant over
+/// runs of the threads before it (`dx` threads share a `y`, `dx * dy` a `z`), counted as the
+/// largest power of two dividing that run (aligned groups of that many threads lie inside
+/// one run); along x it varies between threads.
+pub(crate) fn thread_idx_uniformity(dims: [u32; 3], axis: Axis) -> Uniformity {
+    let i = axis.index();
+    if dims[i] <= 1 {
+        return Uniformity::GRID;
+    }
+    let run = dims[..i]
+        .iter()
+        .fold(1u32, |n, &d| n.saturating_mul(d.max(1)));
+    let pow2 = 1u32 << run.trailing_zeros().min(20);
+    Uniformity(pow2.max(Uniformity::THREAD.0))
 }

@@ -72,6 +72,8 @@ struct Stats {
     rejected: u64,
     skipped: BTreeMap<&'static str, u64>,
     kinds: BTreeMap<&'static str, u64>,
+    /// Kernels built per block shape (1-D, 2-D, 3-D).
+    shapes: BTreeMap<&'static str, u64>,
     /// Cases per open-defect feature they used.
     features: BTreeMap<String, u64>,
     failures: Vec<Failure>,
@@ -89,6 +91,9 @@ impl Stats {
         for (k, v) in o.kinds {
             *self.kinds.entry(k).or_default() += v;
         }
+        for (k, v) in o.shapes {
+            *self.shapes.entry(k).or_default() += v;
+        }
         for (k, v) in o.features {
             *self.features.entry(k).or_default() += v;
         }
@@ -102,6 +107,12 @@ impl Stats {
             for (n, c) in run::op_kinds(k) {
                 *self.kinds.entry(n).or_default() += c;
             }
+            let shape = match k.ir().block.dims {
+                [_, _, z] if z > 1 => "3-D",
+                [_, y, _] if y > 1 => "2-D",
+                _ => "1-D",
+            };
+            *self.shapes.entry(shape).or_default() += 1;
         }
         match v {
             Verdict::Passed => self.ran += 1,
@@ -199,6 +210,7 @@ fn sweep(base: u64, cases: u64) -> Stats {
 
 fn report(st: &Stats, elapsed: f64) -> String {
     let kinds: Vec<String> = st.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let shapes: Vec<String> = st.shapes.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let skipped: Vec<String> = st.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let features: Vec<String> = st
         .features
@@ -207,7 +219,8 @@ fn report(st: &Stats, elapsed: f64) -> String {
         .collect();
     format!(
         "fuzz: {} cases, {} built ({:.1}%), {} ran and agreed, {} invalid on purpose and \
-         rejected, {} failed, skipped [{}], ops [{}], {}, open-defect features off: {:?}, \
+         rejected, {} failed, skipped [{}], ops [{}], blocks [{}], {}, open-defect features \
+         off: {:?}, \
          on and used [{}], {:.1} s ({})",
         st.cases,
         st.built,
@@ -217,6 +230,7 @@ fn report(st: &Stats, elapsed: f64) -> String {
         st.failures.len(),
         skipped.join(", "),
         kinds.join(", "),
+        shapes.join(", "),
         run::checked(),
         generator::OPEN_DEFECTS
             .iter()

@@ -7,7 +7,7 @@
 //! and operator arguments `a0`, `a1`, loop counters `i<op>` and `tiles` loops `t<op>`; the
 //! parameters keep their names.
 
-use coopgraph::ir::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
+use coopgraph::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use coopgraph::ir::ops::{
     AtomicMemory, AtomicOp, Bounds, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing, Transfer,
     ValidOf,
@@ -129,11 +129,13 @@ impl Printer<'_> {
 
     fn header(&mut self) {
         let ir = self.ir;
+        let block = match ir.block.dims {
+            [x, 1, 1] => format!("block({x})"),
+            d => format!("block_dims({d:?})"),
+        };
         let mut k = format!(
-            "let mut k = KernelBuilder::new({:?}).block({}).items_per_thread({})",
-            ir.name,
-            ir.block_threads(),
-            ir.items_per_thread
+            "let mut k = KernelBuilder::new({:?}).{block}.items_per_thread({})",
+            ir.name, ir.items_per_thread
         );
         if ir.strict_arrangements {
             k.push_str(".strict_arrangements(true)");
@@ -685,18 +687,22 @@ impl Printer<'_> {
                     format!("{data}.item({item})")
                 }
             }
-            ExprKind::Index(k) => format!(
-                "index::{}()",
+            ExprKind::Index(k) => {
+                let axis = |a: Axis| format!("Axis::{}", a.name().to_uppercase());
                 match k {
-                    IndexKind::ThreadRank => "thread_rank",
-                    IndexKind::Lane => "lane",
-                    IndexKind::WarpRank => "warp_rank",
-                    IndexKind::BlockIndex => "block_index",
-                    IndexKind::GridBlocks => "grid_blocks",
-                    IndexKind::BlockThreads => "block_threads",
-                    IndexKind::Item => "item",
+                    IndexKind::ThreadRank => "index::thread_rank()".into(),
+                    IndexKind::Lane => "index::lane()".into(),
+                    IndexKind::WarpRank => "index::warp_rank()".into(),
+                    IndexKind::BlockIndex => "index::block_index()".into(),
+                    IndexKind::GridBlocks => "index::grid_blocks()".into(),
+                    IndexKind::BlockThreads => "index::block_threads()".into(),
+                    IndexKind::Item => "index::item()".into(),
+                    IndexKind::ThreadIdx(a) => format!("index::thread_idx({})", axis(*a)),
+                    IndexKind::BlockIdx(a) => format!("index::block_idx({})", axis(*a)),
+                    IndexKind::BlockDim(a) => format!("index::block_dim({})", axis(*a)),
+                    IndexKind::GridDim(a) => format!("index::grid_dim({})", axis(*a)),
                 }
-            ),
+            }
             ExprKind::LoopVar { op, field } => match &ir.op(*op).kind {
                 OpKind::Tiles { .. } => format!(
                     "t{}.{}.clone()",

@@ -7,6 +7,7 @@
 use super::{BLOCK, Defect, Gen, THREAD, WARP};
 use crate::fuzz::types::{AnyExpr, FloatUn, Fz, IntBin, IntUn, with_dtype};
 use coopgraph::KernelBuilder;
+use coopgraph::ir::index::Axis;
 use coopgraph::ir::{DType, Element, Expr, index};
 
 /// What leaves an expression may use.
@@ -328,11 +329,37 @@ impl Gen {
             index::grid_blocks(),
             index::block_threads(),
         ];
+        let axis = self.rng.pick(&Axis::ALL);
         if lv.varying && self.rng.pct(70) {
-            varying[self.rng.below(4) as usize].clone()
+            match self.rng.below(6) {
+                4 => index::thread_idx(axis),
+                5 => {
+                    let [x, y, z] = index::grid::<3>();
+                    [x, y, z][axis.index()].clone()
+                }
+                i => varying[i as usize].clone(),
+            }
         } else {
-            uniform[self.rng.below(3) as usize].clone()
+            match self.rng.below(6) {
+                // Along y and z the fuzzer's grid has one block.
+                3 => index::block_dim(axis),
+                4 => index::grid_dim(axis) + index::block_idx(axis),
+                5 => index::grid_size::<3>()[axis.index()].clone(),
+                i => uniform[i as usize].clone(),
+            }
         }
+    }
+
+    /// How uniform the thread's index along `axis` is (as the verifier counts it): the same
+    /// for the block where the block does not extend along it, else constant over aligned
+    /// runs of the largest power of two dividing the threads of the axes before it.
+    pub fn axis_uni(&self, axis: Axis) -> u32 {
+        let i = axis.index();
+        if self.dims[i] == 1 {
+            return BLOCK;
+        }
+        let run: u32 = self.dims[..i].iter().product();
+        1 << run.trailing_zeros()
     }
 
     /// A u32 that every thread of the block agrees on: constants, scalars, the block's index
@@ -382,6 +409,14 @@ impl Gen {
             let w = index::warp_rank();
             let c = Expr::lit(self.rng.below(u64::from(t.div_ceil(32))) as u32);
             return (if self.rng.pct(50) { w.eq(c) } else { w.gt(c) }, WARP);
+        }
+        let axis = self.rng.pick(&[Axis::Y, Axis::Z]);
+        let u = self.axis_uni(axis);
+        if level > THREAD && u >= level && u < BLOCK && self.rng.pct(40) {
+            // A thread's row (or layer) agrees over aligned runs of `u` threads.
+            let c = Expr::lit(self.rng.below(u64::from(self.dims[axis.index()])) as u32);
+            let i = index::thread_idx(axis);
+            return (if self.rng.pct(50) { i.lt(c) } else { i.eq(c) }, u);
         }
         if level > THREAD {
             // thread_rank / 2^j agrees over aligned runs of 2^j threads.

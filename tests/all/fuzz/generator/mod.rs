@@ -393,6 +393,8 @@ pub(crate) struct Gen {
     /// Threads per block and the kernel's items per thread.
     pub t: u32,
     pub kk: u32,
+    /// The block's shape (`t` threads in all).
+    pub dims: [u32; 3],
     pub grid: u32,
     /// Floats stay small integers where it matters (sums exact in any order).
     pub tame: bool,
@@ -472,6 +474,30 @@ fn block_size(rng: &mut Rng) -> u32 {
     }
 }
 
+/// The block's shape for `t` threads: mostly 1-D, else `t` factored over two or three axes
+/// (at most 64 along z), so every op runs in 2-D and 3-D blocks with their linear ranks.
+fn block_shape(rng: &mut Rng, t: u32) -> [u32; 3] {
+    let divisors = |n: u32| {
+        (1..=n)
+            .filter(|d| n.is_multiple_of(*d))
+            .collect::<Vec<u32>>()
+    };
+    if rng.pct(70) {
+        return [t, 1, 1];
+    }
+    let x = rng.pick(&divisors(t));
+    let rest = t / x;
+    if rng.pct(50) {
+        return [x, rest, 1];
+    }
+    let ys: Vec<u32> = divisors(rest)
+        .into_iter()
+        .filter(|y| rest / y <= 64)
+        .collect();
+    let y = rng.pick(&ys);
+    [x, y, rest / y]
+}
+
 fn items_per_thread(rng: &mut Rng, t: u32) -> u32 {
     let k = match rng.weighted(&[30, 45, 17, 8]) {
         0 => 1,
@@ -497,6 +523,7 @@ impl Gen {
             seed: spec.seed,
             t,
             kk,
+            dims: [t, 1, 1],
             grid,
             tame,
             params: Vec::new(),
@@ -545,6 +572,7 @@ pub fn generate(spec: &Spec) -> Case {
     let mut rng = Rng::new(seed);
     let t = block_size(&mut rng);
     let kk = items_per_thread(&mut rng, t);
+    let dims = block_shape(&mut rng, t);
     let grid = match rng.weighted(&[40, 30, 20, 10]) {
         0 => 1,
         1 => 2,
@@ -557,8 +585,9 @@ pub fn generate(spec: &Spec) -> Case {
     let top = 2 + rng.below(6) as i32;
     let mut g = Gen::new(spec, rng, t, kk, grid, tame);
     g.unchecked = unchecked;
+    g.dims = dims;
     let mut k = KernelBuilder::new(format!("fuzz_{seed:016x}"))
-        .block(t)
+        .block_dims(dims)
         .items_per_thread(kk);
     g.kernel_body(&mut k, top);
     if !g.converted && strict {
@@ -914,7 +943,7 @@ pub fn generate_invalid(seed: u64, which: u32) -> Result<Kernel, coopgraph::Erro
                 k.reduce(b, &d, Reduce::sum());
             });
         }
-        7 => k = k.block_dims([t, 2, 1]),
+        7 => k = k.block_dims([t, 2, 65]),
         8 => k = k.items_per_thread(if seed.is_multiple_of(2) { 0 } else { 65 }),
         9 => {
             k.shared_array::<f32>(0);

@@ -49,7 +49,7 @@ mod collective;
 mod flow;
 pub mod value;
 
-use coopgraph::ir::expr::{ExprKind, IndexKind};
+use coopgraph::ir::expr::{Axis, ExprKind, IndexKind};
 use coopgraph::ir::ops::{Algorithm, Bounds, OpKind, Transfer, ValidOf};
 use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupKind, Ir, OpId, RegionId};
 use std::collections::HashMap;
@@ -1031,6 +1031,22 @@ impl<'a> Block<'a> {
                 IndexKind::GridBlocks => u64::from(self.launch.grid),
                 IndexKind::BlockThreads => self.threads as u64,
                 IndexKind::Item => u64::from(cx.item.unwrap_or(0)),
+                // Thread `t` of a block of `[dx, dy, dz]` is at `(t % dx, t / dx % dy,
+                // t / (dx * dy))`; the launch's grid extends along x only.
+                IndexKind::ThreadIdx(a) => {
+                    let [dx, dy, _] = self.ir.block.dims.map(u64::from);
+                    let t = cx.t as u64;
+                    match a {
+                        Axis::X => t % dx,
+                        Axis::Y => t / dx % dy,
+                        Axis::Z => t / (dx * dy),
+                    }
+                }
+                IndexKind::BlockDim(a) => u64::from(self.ir.block.dims[a.index()]),
+                IndexKind::BlockIdx(Axis::X) => u64::from(self.b),
+                IndexKind::BlockIdx(_) => 0,
+                IndexKind::GridDim(Axis::X) => u64::from(self.launch.grid),
+                IndexKind::GridDim(_) => 1,
             }),
             ExprKind::LoopVar { op, field } => match self.loops.get(op) {
                 Some(f) => V::exact(f[cx.t][*field as usize % 3]),
