@@ -245,10 +245,9 @@ impl Kernel {
         let users = plan
             .slices
             .iter()
-            .enumerate()
             .map(|(i, s)| {
-                let loc = match plan.arrays.iter().position(|&a| a == i) {
-                    Some(a) => ir.arrays[a].loc,
+                let loc = match plan.arrays.iter().find(|&(_, &sl)| sl == i) {
+                    Some((a, _)) => ir.arrays[a.index()].loc,
                     None => ir.op(s.op).loc,
                 };
                 (s.label.clone(), loc, s.bytes)
@@ -311,15 +310,15 @@ impl Kernel {
                 crate::ir::Bounds::Unchecked => "accesses unchecked (launch_unchecked only)",
             }
         ));
-        for (i, a) in plan.arrangements.iter().enumerate() {
+        for (d, a) in plan.arrangements.iter() {
             if let Some(a) = a {
-                s.push_str(&format!("  d{i}: {a:?}\n"));
+                s.push_str(&format!("  {d}: {a:?}\n"));
             }
         }
-        for (i, t) in plan.transfers.iter().enumerate() {
+        for (op, t) in plan.transfers.iter() {
             if let Some(t) = t {
                 s.push_str(&format!(
-                    "  op{i}: {:?}: access groups of {} threads x {} items, {:?}: element = item*{} + rank*{}{}{}{}\n",
+                    "  {op}: {:?}: access groups of {} threads x {} items, {:?}: element = item*{} + rank*{}{}{}{}\n",
                     t.algorithm,
                     t.group_threads,
                     t.items,
@@ -338,27 +337,25 @@ impl Kernel {
                 ));
             }
         }
-        for (i, list) in plan.exchanges.iter().enumerate() {
+        for (op, list) in plan.exchanges.iter() {
             for e in list {
                 s.push_str(&format!(
-                    "  op{i} step {}: exchange{} {:?} -> {:?} in groups of {} threads{}{}, slice {}\n",
+                    "  {op} step {}: exchange{} {:?} -> {:?} in groups of {} threads{}{}, {}\n",
                     e.first_step,
                     e.data.map(|d| format!(" of {d}")).unwrap_or_default(),
                     e.from,
                     e.to,
                     e.scope,
                     if e.padded { ", padded" } else { "" },
-                    e.turns
-                        .map(|t| format!(", {t} turns"))
-                        .unwrap_or_default(),
+                    e.turns.map(|t| format!(", {t} turns")).unwrap_or_default(),
                     e.slice
                 ));
             }
         }
-        for (i, c) in plan.collectives.iter().enumerate() {
+        for (op, c) in plan.collectives.iter() {
             if let Some(c) = c {
                 s.push_str(&format!(
-                    "  op{i} step {}: {} shared entries of {} bytes{}{}, slice {}\n",
+                    "  {op} step {}: {} shared entries of {} bytes{}{}, {}\n",
                     c.first_step,
                     c.entries,
                     c.elem_bytes,
@@ -372,9 +369,9 @@ impl Kernel {
                 ));
             }
         }
-        for (i, sl) in plan.slices.iter().enumerate() {
-            let array = plan.arrays.iter().position(|&a| a == i);
-            let home = array.and_then(|a| plan.shared.arrays.get(a));
+        for (i, sl) in plan.slices.iter() {
+            let array = plan.arrays.iter().find(|&(_, &a)| a == i);
+            let home = array.and_then(|(a, _)| plan.shared.arrays.get(a.index()));
             let place = match home {
                 Some(ArrayHome::Own) => "in its own declaration".to_string(),
                 Some(ArrayHome::Window) => format!(
@@ -384,7 +381,7 @@ impl Kernel {
                 None => format!("at {}", sl.offset),
             };
             s.push_str(&format!(
-                "  slice {i}: {} bytes {place} (align {}), live {}..={}: {}\n",
+                "  {i}: {} bytes {place} (align {}), live {}..={}: {}\n",
                 sl.bytes, sl.align, sl.live.0, sl.live.1, sl.label
             ));
         }

@@ -13,7 +13,8 @@ use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{ArrayId, DType, DataId, ExprId, Info, Ir, OpId, ParamId};
 use crate::planner::{
-    ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SyncScope, padded_slot,
+    ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, SyncScope,
+    padded_slot,
 };
 use crate::ptx::*;
 use smallvec::{SmallVec, smallvec};
@@ -374,7 +375,7 @@ impl<'a> Emitter<'a> {
     /// The exchanges the plan gives `op`, in step order.
     pub(crate) fn exchanges_of(&self, op: OpId) -> Lowered<&'a [ExchangePlan]> {
         let plan: &'a Plan = self.plan;
-        (plan.exchanges.get(op.index()).map(Vec::as_slice))
+        (plan.exchanges.get(op).map(Vec::as_slice))
             .ok_or_else(|| self.missing(op, "list of exchanges"))
     }
 

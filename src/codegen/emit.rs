@@ -619,7 +619,7 @@ mod tests {
         let (load, reduce) = (load.expect("a load"), reduce.expect("a reduction"));
 
         let mut p = plan.clone();
-        p.transfers[load] = None;
+        p.transfers[op(load)] = None;
         let m = missing(&ir, &info, &p);
         assert!(
             m.contains("plan of a load or store") && m.contains("(load)"),
@@ -627,7 +627,7 @@ mod tests {
         );
 
         let mut p = plan.clone();
-        p.collectives[reduce] = None;
+        p.collectives[op(reduce)] = None;
         let m = missing(&ir, &info, &p);
         assert!(
             m.contains("block collective") && m.contains("(reduce)"),
@@ -635,7 +635,7 @@ mod tests {
         );
 
         let mut p = plan.clone();
-        p.exchanges.truncate(load);
+        p.exchanges.truncate(op(load));
         assert!(missing(&ir, &info, &p).contains("list of exchanges"));
 
         let mut p = plan.clone();

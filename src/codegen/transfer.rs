@@ -561,7 +561,7 @@ impl Emitter<'_> {
         is_load: bool,
         exchanged: bool,
     ) -> Lowered<GlobalSide> {
-        let plan = (self.plan.transfers.get(op.index()).cloned().flatten())
+        let plan = (self.plan.transfers.get(op).cloned().flatten())
             .ok_or_else(|| self.missing(op, "plan of a load or store"))?;
         let dtype = self.ir.params[t.param.index()].dtype;
         let (offset, count) = self.tile_of(t, &plan);

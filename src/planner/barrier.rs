@@ -18,6 +18,7 @@
 //!   not walked at all.
 
 use super::access::{self, Owners};
+use super::ids::{IdVec, SliceId};
 use super::scratch::Scratch;
 use crate::ir::ops::OpKind;
 use crate::ir::{Ir, OpId, RegionId};
@@ -64,7 +65,7 @@ pub struct Barrier {
 /// The barriers the exchanges and collectives of `s` need, in the order they were placed.
 /// `manual[slice]`: whether a slice is temp storage without auto-sync, whose users the user
 /// orders.
-pub(super) fn place(ir: &Ir, s: &Scratch, manual: &[bool]) -> Vec<Barrier> {
+pub(super) fn place(ir: &Ir, s: &Scratch, manual: &IdVec<SliceId, bool>) -> Vec<Barrier> {
     Barriers::new(ir, s, manual).run()
 }
 
@@ -88,7 +89,7 @@ struct Access {
     synced: u32,
     /// The slice of the temp storage without auto-sync the access is to: the user orders
     /// that storage's users, not another's (which may share its bytes).
-    manual: Option<usize>,
+    manual: Option<SliceId>,
 }
 
 /// Two copies of one access are equal when they are ordered alike (the same `synced`).
@@ -115,7 +116,7 @@ struct Barriers<'a> {
 }
 
 impl<'a> Barriers<'a> {
-    fn new(ir: &'a Ir, s: &Scratch, manual: &[bool]) -> Self {
+    fn new(ir: &'a Ir, s: &Scratch, manual: &IdVec<SliceId, bool>) -> Self {
         let block = ir.block_threads();
         // Warps synchronize alone where every warp of the block is whole, or in a block of
         // one (partial) warp.
@@ -142,7 +143,7 @@ impl<'a> Barriers<'a> {
             });
             (n, lo, hi)
         };
-        for (i, list) in s.exchanges.iter().enumerate() {
+        for (op, list) in s.exchanges.iter() {
             for e in list.iter().filter(|e| !e.via_shuffles) {
                 let sl = &s.slices[e.slice];
                 // Exchange groups within a warp synchronize alone (with a mask of the lanes
@@ -160,7 +161,7 @@ impl<'a> Barriers<'a> {
                         let turn = e.turns.map(|_| turn);
                         let (map, lo, hi) =
                             intern(access::exchange_side(e, sl, block, write, turn));
-                        steps[i].push(Access {
+                        steps[op.index()].push(Access {
                             id: next_id(),
                             map,
                             lo,
@@ -170,7 +171,7 @@ impl<'a> Barriers<'a> {
                                 .copied()
                                 .unwrap_or(false)
                                 .then_some(e.slice),
-                            at: (OpId(i as u32), step),
+                            at: (op, step),
                             write,
                             group,
                             synced: 0,
@@ -179,10 +180,9 @@ impl<'a> Barriers<'a> {
                 }
             }
         }
-        for (i, c) in s.collectives.iter().enumerate() {
+        for (op, c) in s.collectives.iter() {
             let Some(c) = c else { continue };
             let sl = &s.slices[c.slice];
-            let op = OpId(i as u32);
             let kind = &ir.op(op).kind;
             let items = match kind {
                 OpKind::Scatter { src, .. } => ir.datas[src.index()].items,
@@ -190,7 +190,7 @@ impl<'a> Barriers<'a> {
             };
             for st in access::collective_steps(kind, c, sl, block, items) {
                 let (map, lo, hi) = intern(st.owners);
-                steps[i].push(Access {
+                steps[op.index()].push(Access {
                     id: next_id(),
                     map,
                     lo,

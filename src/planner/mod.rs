@@ -22,6 +22,7 @@ mod access;
 mod arrangement;
 mod barrier;
 mod error;
+mod ids;
 mod plan;
 mod scratch;
 mod shared;
@@ -29,6 +30,7 @@ mod transfer;
 
 pub use barrier::{Barrier, Hazard, SyncScope};
 pub use error::PlanError;
+pub use ids::{IdVec, Key, SliceId};
 pub use plan::{Plan, TransferPlan};
 pub use scratch::{CollectivePlan, ExchangePlan, Slice};
 pub(crate) use scratch::{PositionForm, padded_slot};
@@ -49,8 +51,8 @@ pub(crate) fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
     Ok(Plan {
         block_threads: ir.block_threads(),
         block_tile: ir.block_threads().saturating_mul(ir.items_per_thread),
-        arrangements: arrangements.of,
-        transfers,
+        arrangements: IdVec::from(arrangements.of),
+        transfers: IdVec::from(transfers),
         shared_bytes: scratch.bytes,
         shared: scratch.shared,
         exchanges: scratch.exchanges,

@@ -1,9 +1,10 @@
 //! The plan: plain data that code generation reads.
 
 use super::barrier::Barrier;
+use super::ids::{IdVec, SliceId};
 use super::scratch::{CollectivePlan, ExchangePlan, Slice};
 use super::shared::SharedLayout;
-use crate::ir::{Algorithm, Arrangement, OpId};
+use crate::ir::{Algorithm, Arrangement, ArrayId, DataId, OpId};
 
 /// How one load or store moves its tile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +45,9 @@ pub struct Plan {
     /// Elements per block tile at the default items per thread (the `tiles` loop's step).
     pub(crate) block_tile: u32,
     /// Each payload's arrangement (`None`: not tied to one, e.g. a fill).
-    pub(crate) arrangements: Vec<Option<Arrangement>>,
+    pub(crate) arrangements: IdVec<DataId, Option<Arrangement>>,
     /// Per op: the plan of a load or store.
-    pub(crate) transfers: Vec<Option<TransferPlan>>,
+    pub(crate) transfers: IdVec<OpId, Option<TransferPlan>>,
     /// Shared memory the kernel needs, in bytes: its static declarations (as ptxas allocates
     /// them at most) and its dynamic part.
     pub(crate) shared_bytes: u32,
@@ -54,16 +55,16 @@ pub struct Plan {
     /// allows, and the window of the planned slices, static or dynamic.
     pub(crate) shared: SharedLayout,
     /// Per op, its exchanges through shared memory, in step order.
-    pub(crate) exchanges: Vec<Vec<ExchangePlan>>,
+    pub(crate) exchanges: IdVec<OpId, Vec<ExchangePlan>>,
     /// Shared-memory slices.
-    pub(crate) slices: Vec<Slice>,
+    pub(crate) slices: IdVec<SliceId, Slice>,
     /// Barriers, each before one step of one op.
     pub(crate) barriers: Vec<Barrier>,
     /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
     /// window: see [`Plan::shared`]).
-    pub(crate) arrays: Vec<usize>,
+    pub(crate) arrays: IdVec<ArrayId, SliceId>,
     /// Per op, the shared memory of a block-wide collective.
-    pub(crate) collectives: Vec<Option<CollectivePlan>>,
+    pub(crate) collectives: IdVec<OpId, Option<CollectivePlan>>,
 }
 
 impl Plan {
@@ -78,12 +79,12 @@ impl Plan {
     }
 
     /// Each payload's arrangement (`None`: not tied to one, e.g. a fill).
-    pub fn arrangements(&self) -> &[Option<Arrangement>] {
+    pub fn arrangements(&self) -> &IdVec<DataId, Option<Arrangement>> {
         &self.arrangements
     }
 
     /// Per op: the plan of a load or store.
-    pub fn transfers(&self) -> &[Option<TransferPlan>] {
+    pub fn transfers(&self) -> &IdVec<OpId, Option<TransferPlan>> {
         &self.transfers
     }
 
@@ -100,12 +101,12 @@ impl Plan {
     }
 
     /// Per op, its exchanges through shared memory, in step order.
-    pub fn exchanges(&self) -> &[Vec<ExchangePlan>] {
+    pub fn exchanges(&self) -> &IdVec<OpId, Vec<ExchangePlan>> {
         &self.exchanges
     }
 
     /// Shared-memory slices.
-    pub fn slices(&self) -> &[Slice] {
+    pub fn slices(&self) -> &IdVec<SliceId, Slice> {
         &self.slices
     }
 
@@ -116,12 +117,12 @@ impl Plan {
 
     /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
     /// window: see [`Plan::shared`]).
-    pub fn arrays(&self) -> &[usize] {
+    pub fn arrays(&self) -> &IdVec<ArrayId, SliceId> {
         &self.arrays
     }
 
     /// Per op, the shared memory of a block-wide collective.
-    pub fn collectives(&self) -> &[Option<CollectivePlan>] {
+    pub fn collectives(&self) -> &IdVec<OpId, Option<CollectivePlan>> {
         &self.collectives
     }
 

@@ -27,12 +27,14 @@
 use super::arrangement::{Arrangements, of_algorithm};
 use super::barrier::{self, Barrier};
 use super::error::PlanError;
+use super::ids::{IdVec, SliceId};
 use super::shared::{self, ArrayHome, SharedLayout};
 use crate::ir::ops::{Algorithm, ExchangeVia, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::verify::Uniformity;
-use crate::ir::{Arrangement, DataId, Info, Ir, OpId};
+use crate::ir::{Arrangement, ArrayId, DataId, Info, Ir, OpId, StorageId};
 use crate::layout::{
-    Arrangement as LArr, Layout, SmemTransform, arrangement_layout, bank_conflicts_with, decompose,
+    Arrangement as LArr, Layout, SmemTransform, arrangement_layout, arrangement_layout_with_warp,
+    bank_conflicts_with, decompose,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -109,8 +111,8 @@ pub struct ExchangePlan {
     pub items: u32,
     /// Bytes per element.
     pub elem_bytes: u32,
-    /// The slice (index into [`super::Plan::slices`]).
-    pub slice: usize,
+    /// The slice.
+    pub slice: SliceId,
     /// Elements per group's region, including padding.
     pub group_elems: u32,
     /// One padding slot after every 32 elements of a group's region.
@@ -172,19 +174,19 @@ pub struct Slice {
 #[derive(Debug, Clone, Default)]
 pub struct Scratch {
     /// Per op, its exchanges in step order.
-    pub exchanges: Vec<Vec<ExchangePlan>>,
+    pub exchanges: IdVec<OpId, Vec<ExchangePlan>>,
     /// The slices.
-    pub slices: Vec<Slice>,
+    pub slices: IdVec<SliceId, Slice>,
     /// The barriers.
     pub barriers: Vec<Barrier>,
     /// Shared bytes the kernel needs (static declarations and dynamic part).
     pub bytes: u32,
     /// Per shared array, its slice.
-    pub arrays: Vec<usize>,
+    pub arrays: IdVec<ArrayId, SliceId>,
     /// The declarations: arrays on their own or in the window, the window static or dynamic.
     pub shared: SharedLayout,
     /// Per op, the shared memory of a block-wide collective (a reduction).
-    pub collectives: Vec<Option<CollectivePlan>>,
+    pub collectives: IdVec<OpId, Option<CollectivePlan>>,
 }
 
 /// Shared memory of a block-wide reduction: `entries` partials (step `f` writes them, `f + 1`
@@ -193,7 +195,7 @@ pub struct Scratch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectivePlan {
     /// The slice.
-    pub slice: usize,
+    pub slice: SliceId,
     /// Partials: one per warp, or one per thread for the raking algorithms.
     pub entries: u32,
     /// Bytes per value.
@@ -296,19 +298,12 @@ fn layout_of(a: Arrangement, scope: u32, items: u32) -> Option<Layout> {
         Arrangement::Blocked => (LArr::Blocked, scope),
         Arrangement::Striped { threads } => (LArr::Striped, threads),
     };
-    let inner = arrangement_layout(kind, threads, items).ok()?;
     if threads == scope {
-        return Some(inner);
+        return arrangement_layout(kind, threads, items).ok();
     }
-    // Several striped groups inside the scope: ((items), (threads, scope / threads)) with the
-    // outer thread mode stepping one group tile.
-    let text = format!(
-        "({items},({threads},{})):({},(1,{}))",
-        scope / threads.max(1),
-        threads,
-        threads * items
-    );
-    text.parse().ok()
+    // Several striped groups inside the scope: each a warp of `threads` lanes,
+    // `(items, (threads, scope / threads)) : (threads, (1, threads * items))`.
+    arrangement_layout_with_warp(LArr::WarpStriped, scope, items, threads).ok()
 }
 
 /// Whether padding lowers the bank conflicts of writing `from` and reading `to`.
@@ -340,7 +335,7 @@ type ExchangeRequest = (Option<DataId>, Arrangement, Arrangement, Option<u32>, b
 /// Plans the exchanges, slices and barriers.
 pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch, PlanError> {
     let mut s = Scratch {
-        exchanges: vec![Vec::new(); ir.ops.len()],
+        exchanges: IdVec::filled(ir.ops.len(), Vec::new()),
         ..Scratch::default()
     };
     let block = ir.block_threads();
@@ -348,19 +343,17 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let mut order = Vec::new();
     ir.walk(|op, _| order.push(op));
     let enclosing = enclosing_uniformity(ir, info);
-    let divergent: HashSet<OpId> = (0..ir.ops.len() as u32)
-        .map(OpId)
-        .filter(|op| {
-            let u = enclosing[op.index()];
-            !u.covers(block) && u < Uniformity::BLOCK
-        })
+    let divergent: HashSet<OpId> = enclosing
+        .iter()
+        .filter(|&(_, &u)| !u.covers(block) && u < Uniformity::BLOCK)
+        .map(|(op, _)| op)
         .collect();
     // The conversions of each op, in order.
     let mut conversions: HashMap<OpId, Vec<&super::arrangement::Conversion>> = HashMap::new();
     for c in &arr.conversions {
         conversions.entry(c.op).or_default().push(c);
     }
-    let mut requests: Vec<(OpId, usize, u32, bool)> = Vec::new();
+    let mut requests: Vec<(OpId, SliceId, u32, bool)> = Vec::new();
     let end = order.len() as u32 * 16 + 16;
     // Shared arrays live for the whole kernel: in declarations of their own (their slices
     // keep offset 0 there), or, past the static limit, in the window.
@@ -376,8 +369,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         .collect();
     let homes = shared::array_homes(&arrays);
     for (i, &(bytes, align)) in arrays.iter().enumerate() {
-        let slice = s.slices.len();
-        s.slices.push(Slice {
+        let slice = s.slices.push(Slice {
             label: format!("shared array smem{i}"),
             op: OpId(0),
             offset: 0,
@@ -391,8 +383,9 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         }
     }
     // Temp storages: one slice each, live from their first user to their last.
-    let mut storage_slices: Vec<Option<usize>> = vec![None; ir.storages.len()];
-    let mut storage_need = vec![0u32; ir.storages.len()];
+    let mut storage_slices: IdVec<StorageId, Option<SliceId>> =
+        IdVec::filled(ir.storages.len(), None);
+    let mut storage_need: IdVec<StorageId, u32> = IdVec::filled(ir.storages.len(), 0);
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
         let mut list: Vec<ExchangeRequest> = Vec::new();
@@ -467,7 +460,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             // Groups inside one warp synchronize alone; others (and the turns of a
             // time-sliced exchange) need the block's barrier, which every thread must reach.
             let in_warps = turns.is_none() && within_warps(scope, block);
-            let around = enclosing[op.index()];
+            let around = enclosing[op];
             if !in_warps && !around.covers(block) && around < Uniformity::BLOCK {
                 return Err(PlanError::BlockExchangeInDivergentCode { op, loc: data.loc });
             }
@@ -504,7 +497,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 OpKind::Load(t) | OpKind::Store(t) if data_id.is_none() => t.storage,
                 _ => None,
             };
-            let at = point as u32 * 16 + s.exchanges[op.index()].len() as u32;
+            let at = point as u32 * 16 + s.exchanges[op].len() as u32;
             let slice = match storage {
                 Some(st) => {
                     let decl = &ir.storages[st.index()];
@@ -518,8 +511,8 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                             have,
                         });
                     }
-                    storage_need[st.index()] = storage_need[st.index()].max(bytes);
-                    match storage_slices[st.index()] {
+                    storage_need[st] = storage_need[st].max(bytes);
+                    match storage_slices[st] {
                         Some(sl) => {
                             let live = &mut s.slices[sl].live;
                             live.0 = live.0.min(at);
@@ -527,8 +520,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                             sl
                         }
                         None => {
-                            let sl = s.slices.len();
-                            s.slices.push(Slice {
+                            let sl = s.slices.push(Slice {
                                 label: format!("temp storage {st}"),
                                 op,
                                 offset: 0,
@@ -536,14 +528,13 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                                 align: decl.align.unwrap_or(16).max(1),
                                 live: (at, at),
                             });
-                            storage_slices[st.index()] = Some(sl);
+                            storage_slices[st] = Some(sl);
                             sl
                         }
                     }
                 }
                 None => {
-                    let slice = s.slices.len();
-                    s.slices.push(Slice {
+                    let slice = s.slices.push(Slice {
                         label: format!("{} exchange {:?} -> {:?}", data.kind.name(), from, to),
                         op,
                         offset: 0,
@@ -581,10 +572,10 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
                 via_shuffles,
             };
             step = step.saturating_add(e.steps());
-            s.exchanges[op.index()].push(e);
+            s.exchanges[op].push(e);
         }
     }
-    s.collectives = vec![None; ir.ops.len()];
+    s.collectives = IdVec::filled(ir.ops.len(), None);
     for (point, &op) in order.iter().enumerate() {
         let data = ir.op(op);
         // One shared value per warp, or per thread.
@@ -640,8 +631,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
         let prefix_slot = matches!(&data.kind, OpKind::Scan(sc) if sc.callback.is_some());
         // The entries, the result slot, and rank 0's prefix.
         let slots = padded_slot(entries, padded.then_some(segment)) + 1 + u32::from(prefix_slot);
-        let slice = s.slices.len();
-        s.slices.push(Slice {
+        let slice = s.slices.push(Slice {
             label: format!("{label} partials"),
             op,
             offset: 0,
@@ -650,7 +640,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             live: (0, 0),
         });
         requests.push((op, slice, point as u32 * 16 + 8, divergent.contains(&op)));
-        let first_step = s.exchanges[op.index()].iter().map(|e| e.steps()).sum();
+        let first_step = s.exchanges[op].iter().map(|e| e.steps()).sum();
         let rake_back =
             matches!(&data.kind, OpKind::Scan(sc) if sc.algorithm != ScanAlgorithm::WarpScans);
         let read_back = match &data.kind {
@@ -666,7 +656,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             }
             _ => None,
         };
-        s.collectives[op.index()] = Some(CollectivePlan {
+        s.collectives[op] = Some(CollectivePlan {
             slice,
             entries,
             elem_bytes,
@@ -680,11 +670,11 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             prefix_slot,
         });
     }
-    for (i, sl) in storage_slices.iter().enumerate() {
+    for (st, sl) in storage_slices.iter() {
         if let Some(sl) = *sl {
             let slice = &mut s.slices[sl];
-            if ir.storages[i].size.is_none() {
-                slice.bytes = storage_need[i];
+            if ir.storages[st.index()].size.is_none() {
+                slice.bytes = storage_need[st];
             }
             requests.push((slice.op, sl, slice.live.0, false));
         }
@@ -700,10 +690,10 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     s.bytes = s.shared.total_bytes();
     // Uses of a storage without auto-sync are ordered by the user, not by planned barriers;
     // another storage that shares its bytes is still ordered against it.
-    let mut manual = vec![false; s.slices.len()];
-    for (i, sl) in storage_slices.iter().enumerate() {
+    let mut manual: IdVec<SliceId, bool> = IdVec::filled(s.slices.len(), false);
+    for (st, sl) in storage_slices.iter() {
         if let Some(sl) = *sl {
-            manual[sl] = !ir.storages[i].auto_sync;
+            manual[sl] = !ir.storages[st.index()].auto_sync;
         }
     }
     s.barriers = barrier::place(ir, &s, &manual);
@@ -719,17 +709,17 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
 /// of slices.
 fn allocate(
     s: &mut Scratch,
-    requests: &[(OpId, usize, u32, bool)],
+    requests: &[(OpId, SliceId, u32, bool)],
     end: u32,
-    storages: &[Option<usize>],
+    storages: &IdVec<StorageId, Option<SliceId>>,
 ) {
-    let mut is_storage = vec![false; s.slices.len()];
-    for &sl in storages.iter().flatten() {
+    let mut is_storage: IdVec<SliceId, bool> = IdVec::filled(s.slices.len(), false);
+    for &sl in storages.values().flatten() {
         is_storage[sl] = true;
     }
-    let mut placed: Vec<usize> = Vec::new();
+    let mut placed: Vec<SliceId> = Vec::new();
     // The placed slices live at or after the last request's start.
-    let mut live_now: Vec<usize> = Vec::new();
+    let mut live_now: Vec<SliceId> = Vec::new();
     for &(_, slice, point, exclusive) in requests {
         let live = if exclusive {
             (0, end)
@@ -771,10 +761,10 @@ fn allocate(
 
 /// Per op, how uniform every condition and loop around it is, and the early exits that may
 /// have run before it: the verifier's finding ([`Uniformity::GRID`] for an op under none).
-fn enclosing_uniformity(ir: &Ir, info: &Info) -> Vec<Uniformity> {
+fn enclosing_uniformity(ir: &Ir, info: &Info) -> IdVec<OpId, Uniformity> {
     let mut out = info.control.clone();
     out.resize(ir.ops.len(), Uniformity::THREAD);
-    out
+    IdVec::from(out)
 }
 
 /// Whether aligned groups of `scope` threads (dividing `block`) lie inside one warp each.

@@ -393,7 +393,7 @@ fn raking_entries_are_padded_where_segments_conflict() {
         let c = kernel
             .plan()
             .collectives()
-            .iter()
+            .values()
             .flatten()
             .next()
             .cloned()

@@ -63,7 +63,7 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
         };
         let slice = plan
             .arrays
-            .get(i)
+            .get(ArrayId(i as u32))
             .and_then(|&s| plan.slices.get(s))
             .ok_or_else(|| missing("slice"))?;
         let home = layout.arrays.get(i).ok_or_else(|| missing("home"))?;
@@ -132,7 +132,7 @@ impl Emitter<'_> {
     }
 
     /// Slice `slice` of the window, which `op` uses.
-    pub(crate) fn slice(&self, op: OpId, slice: usize) -> Lowered<Slice> {
+    pub(crate) fn slice(&self, op: OpId, slice: SliceId) -> Lowered<Slice> {
         self.plan
             .slices
             .get(slice)
@@ -142,7 +142,7 @@ impl Emitter<'_> {
 
     /// The shared memory of `op`'s block-wide collective, where the plan gives it one.
     pub(crate) fn planned_collective(&self, op: OpId) -> Lowered<Option<Collective>> {
-        let Some(plan) = self.plan.collectives.get(op.index()).cloned().flatten() else {
+        let Some(plan) = self.plan.collectives.get(op).cloned().flatten() else {
             return Ok(None);
         };
         Ok(Some(Collective {
