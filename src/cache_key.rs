@@ -3,7 +3,8 @@
 //! The serialization ([`canonical_ir`]) writes every field of the IR except source locations:
 //! the name, block shape, items per thread, strict mode, every parameter, group, payload
 //! (dtype, items, alignment), temp storage (size, alignment, auto-sync, sharing), shared array,
-//! expression node, op with all its controls, every region, the body and the builder's issues.
+//! local array, constant array (its values too), expression node, op with all its controls,
+//! every region, the body and the builder's issues.
 //! Each struct is destructured exhaustively and each enum matched without a wildcard, so a new
 //! IR field or variant does not compile until it is written here. Integers are little-endian,
 //! strings and lists carry their length, and enums a fixed tag, so the bytes are the same on
@@ -14,7 +15,9 @@
 //! so a hash collision can never make the cache return another kernel's module.
 
 use crate::ir::dtype::DType;
-use crate::ir::entities::{ArrayId, DataId, ExprId, GroupId, OpId, ParamId, RegionId, StorageId};
+use crate::ir::entities::{
+    ArrayId, ConstId, DataId, ExprId, GroupId, LocalId, OpId, ParamId, RegionId, StorageId,
+};
 use crate::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
 use crate::ir::ops::*;
 use std::fmt;
@@ -283,7 +286,7 @@ macro_rules! canonical_entity {
     )*};
 }
 canonical_entity!(
-    ParamId, GroupId, DataId, OpId, RegionId, ExprId, StorageId, ArrayId
+    ParamId, GroupId, DataId, OpId, RegionId, ExprId, StorageId, ArrayId, LocalId, ConstId
 );
 
 impl Canonical for DType {
@@ -317,6 +320,8 @@ impl Canonical for Ir {
             datas,
             storages,
             arrays,
+            locals,
+            consts,
             exprs,
             ops,
             regions,
@@ -339,6 +344,8 @@ impl Canonical for Ir {
         w.seq(datas);
         w.seq(storages);
         w.seq(arrays);
+        w.seq(locals);
+        w.seq(consts);
         w.seq(exprs.nodes());
         w.seq(ops);
         w.seq(regions);
@@ -447,6 +454,26 @@ impl Canonical for ArrayDecl {
         let ArrayDecl { dtype, len, loc: _ } = self;
         dtype.write(w);
         w.u32(*len);
+    }
+}
+
+impl Canonical for LocalDecl {
+    fn write(&self, w: &mut Writer) {
+        let LocalDecl { dtype, len, loc: _ } = self;
+        dtype.write(w);
+        w.u32(*len);
+    }
+}
+
+impl Canonical for ConstDecl {
+    fn write(&self, w: &mut Writer) {
+        let ConstDecl {
+            dtype,
+            data,
+            loc: _,
+        } = self;
+        dtype.write(w);
+        w.seq(data);
     }
 }
 
@@ -627,6 +654,16 @@ impl Canonical for ExprNode {
             ExprKind::GlobalRead(p, i) => {
                 w.tag(13);
                 p.write(w);
+                i.write(w);
+            }
+            ExprKind::LocalRead(arr, i) => {
+                w.tag(14);
+                arr.write(w);
+                i.write(w);
+            }
+            ExprKind::ConstRead(arr, i) => {
+                w.tag(15);
+                arr.write(w);
                 i.write(w);
             }
         }
@@ -899,6 +936,16 @@ impl Canonical for OpData {
                 value,
             } => {
                 w.tag(7);
+                array.write(w);
+                index.write(w);
+                value.write(w);
+            }
+            OpKind::LocalWrite {
+                array,
+                index,
+                value,
+            } => {
+                w.tag(21);
                 array.write(w);
                 index.write(w);
                 value.write(w);

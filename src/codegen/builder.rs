@@ -11,7 +11,7 @@
 
 use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
-use crate::ir::{ArrayId, DType, DataId, ExprId, Info, Ir, OpId, ParamId};
+use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, LocalId, OpId, ParamId};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, SyncScope,
     padded_slot,
@@ -129,7 +129,13 @@ fn read_payloads(ir: &Ir) -> Vec<bool> {
 fn reads_memory(ir: &Ir) -> Vec<bool> {
     let mut reads: Vec<bool> = Vec::with_capacity(ir.exprs.nodes().len());
     for n in ir.exprs.nodes() {
-        let own = matches!(n.kind, ExprKind::SharedRead(..) | ExprKind::GlobalRead(..));
+        let own = matches!(
+            n.kind,
+            ExprKind::SharedRead(..)
+                | ExprKind::LocalRead(..)
+                | ExprKind::ConstRead(..)
+                | ExprKind::GlobalRead(..)
+        );
         let below = n
             .kind
             .children()
@@ -166,6 +172,8 @@ pub struct Emitter<'a> {
     labels: u32,
     /// The shared declarations and their base addresses, once read.
     shared: SharedSymbols,
+    /// The addresses of local and constant arrays, once read.
+    array_bases: HashMap<arrays::ArraySymbol, Reg>,
     /// Registers that stand for a payload during one op (a conversion's result).
     overrides: HashMap<DataId, Vec<Reg>>,
     /// The depth of every expression node (see [`Emitter::eval`]).
@@ -211,6 +219,7 @@ impl<'a> Emitter<'a> {
             rank: None,
             labels: 0,
             shared: shared_symbols(ir, plan)?,
+            array_bases: HashMap::new(),
             overrides: HashMap::new(),
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
@@ -338,6 +347,7 @@ impl<'a> Emitter<'a> {
     pub(super) fn finish(mut self, name: String, params: Vec<Param>) -> Module {
         let mut body = std::mem::take(&mut self.entry);
         body.append(&mut self.body);
+        let consts = arrays::const_decls(self.ir, &name);
         Module {
             arch: self.arch,
             functions: vec![Function {
@@ -346,6 +356,8 @@ impl<'a> Emitter<'a> {
                 reqntid: Some(self.ir.block.dims),
                 maxnreg: None,
                 shared: std::mem::take(&mut self.shared.decls),
+                local: arrays::local_decls(self.ir),
+                consts,
                 regs: self.regs,
                 body,
             }],
@@ -967,6 +979,7 @@ impl Emitter<'_> {
     }
 }
 
+mod arrays;
 mod shared;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;

@@ -425,6 +425,25 @@ impl Emitter<'_> {
                     self.mov_into(dtype, *dst, i as u32, r);
                 }
             }
+            OpKind::LocalWrite {
+                array,
+                index,
+                value,
+            } => {
+                let dtype = ir.locals[array.index()].dtype;
+                let i = self.eval(*index, &ctx, &mut memo);
+                let v = self.eval(*value, &ctx, &mut memo);
+                let addr = self.local_addr(*array, i);
+                self.op(Op::St {
+                    space: Space::Local,
+                    ty: mem_ty(dtype),
+                    addr: Address {
+                        base: AddrBase::Reg(addr),
+                        offset: 0,
+                    },
+                    src: smallvec![v.into()],
+                });
+            }
             OpKind::SharedWrite {
                 array,
                 index,

@@ -572,6 +572,16 @@ impl Emitter<'_> {
                 let addr = self.array_addr(*array, i);
                 self.load(Space::Shared, d, addr, ctx.guard)
             }
+            ExprKind::LocalRead(array, index) => {
+                let i = self.eval(*index, ctx, memo);
+                let addr = self.local_addr(*array, i);
+                self.load(Space::Local, d, addr, ctx.guard)
+            }
+            ExprKind::ConstRead(array, index) => {
+                let i = self.eval(*index, ctx, memo);
+                let addr = self.const_addr(*array, i);
+                self.load(Space::Const, d, addr, ctx.guard)
+            }
             ExprKind::GlobalRead(param, index) => {
                 let wide = self.ir.expr(*index).ty == VType::D(DType::U64);
                 let i = self.eval(*index, ctx, memo);

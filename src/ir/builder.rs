@@ -7,7 +7,8 @@
 //! This file holds the builder and its cursor (where the next op goes, how expressions and
 //! groups are interned); the ops live by family, each file with the controls its methods take:
 //! `options.rs` (block shape, items per thread, strictness, bounds), `memory.rs` (parameters,
-//! loads and stores, writes by index, temp storages, shared arrays), `atomic.rs` (atomics),
+//! loads and stores, writes by index, temp storages), `arrays.rs` (shared, local and constant
+//! arrays), `atomic.rs` (atomics),
 //! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
 //! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers), `loops.rs`
@@ -20,6 +21,7 @@ use super::handles::{Group, Warp};
 use super::identity::Lineage;
 use super::ops::*;
 
+mod arrays;
 mod atomic;
 mod collectives;
 mod control;
@@ -108,6 +110,8 @@ impl KernelBuilder {
                 datas: Vec::new(),
                 storages: Vec::new(),
                 arrays: Vec::new(),
+                locals: Vec::new(),
+                consts: Vec::new(),
                 exprs: Arena::default(),
                 ops: Vec::new(),
                 regions: vec![Vec::new()],

@@ -40,6 +40,10 @@ entity! {
     StorageId => "storage";
     /// A user-declared shared array (`smem0`).
     ArrayId => "smem";
+    /// A user-declared per-thread local array (`local0`).
+    LocalId => "local";
+    /// A user-declared constant array (`cmem0`).
+    ConstId => "cmem";
 }
 
 /// A place in the user's source, recorded with `#[track_caller]` on every builder method.

@@ -108,11 +108,33 @@ pub enum VerifyErrorKind {
         /// The role it was declared with.
         found: Role,
     },
-    /// A buffer index that is neither `u32` nor `u64` (in an IR edited by hand: the typed
-    /// builder takes only those).
+    /// An index of a type it cannot have (in an IR edited by hand: the typed builder takes
+    /// only those): a buffer's is `u32` or `u64`, an array's (shared, local or constant)
+    /// `u32`.
     IndexType {
         /// The index's type.
         found: VType,
+        /// Whether it indexes a buffer (else an array).
+        buffer: bool,
+    },
+    /// A local or constant array of no elements.
+    EmptyArray {
+        /// What kind of array (`local`, `constant`).
+        what: &'static str,
+    },
+    /// Local arrays holding more bytes per thread than a thread can have.
+    LocalMemory {
+        /// Bytes of the kernel's local arrays up to this one.
+        bytes: u64,
+        /// The limit ([`MAX_LOCAL_BYTES`](super::ops::MAX_LOCAL_BYTES)).
+        max: u64,
+    },
+    /// Constant arrays holding more bytes than a module's constant bank.
+    ConstMemory {
+        /// Bytes of the kernel's constant arrays up to this one.
+        bytes: u64,
+        /// The limit ([`MAX_CONST_BYTES`](super::ops::MAX_CONST_BYTES)).
+        max: u64,
     },
     /// An atomic on an element type it does not take (in an IR edited by hand: the typed
     /// builder's bounds reject it): atomics take 32- and 64-bit integers and floats, the
@@ -395,10 +417,32 @@ impl fmt::Display for VerifyError {
                 "atomic {op:?}: a compare-and-swap takes the value to compare with, and no other \
                  atomic takes one"
             ),
-            IndexType { found } => write!(
+            IndexType {
+                found,
+                buffer: true,
+            } => write!(
                 f,
                 "a buffer index of type {found}; indices are u32 (or u64 for buffers of more \
                  than u32::MAX elements)"
+            ),
+            IndexType {
+                found,
+                buffer: false,
+            } => write!(
+                f,
+                "an array index of type {found}; array indices are u32 (cast others with \
+                 `.cast::<u32>()`)"
+            ),
+            EmptyArray { what } => write!(f, "a {what} array of no elements"),
+            LocalMemory { bytes, max } => write!(
+                f,
+                "the kernel's local arrays take {bytes} bytes per thread; a thread can have at \
+                 most {max}"
+            ),
+            ConstMemory { bytes, max } => write!(
+                f,
+                "the kernel's constant arrays take {bytes} bytes; a module can have at most \
+                 {max}"
             ),
             TypeMismatch { expected, found } => {
                 write!(f, "type mismatch: expected {expected}, found {found}")

@@ -15,7 +15,7 @@
 //! division by zero is unspecified.
 
 use super::dtype::{DType, Element};
-use super::entities::{ArrayId, DataId, ExprId, OpId, ParamId};
+use super::entities::{ArrayId, ConstId, DataId, ExprId, LocalId, OpId, ParamId};
 use super::identity::{BuilderId, Table};
 use smallvec::SmallVec;
 use std::fmt;
@@ -211,8 +211,8 @@ pub enum ExprKind<C> {
     Binary(BinaryOp, C, C),
     /// A comparison (the node's type is `Bool`).
     Cmp(CmpOp, C, C),
-    /// `cond ? a : b`. Only the side taken is evaluated where a side reads memory (a shared
-    /// array, a buffer): the other side's reads never happen.
+    /// `cond ? a : b`. Only the side taken is evaluated where a side reads memory (a shared,
+    /// local or constant array, a buffer): the other side's reads never happen.
     Select(C, C, C),
     /// A conversion to the node's type.
     Cast(C),
@@ -220,6 +220,10 @@ pub enum ExprKind<C> {
     Fma(C, C, C),
     /// Element `index` of a shared array.
     SharedRead(ArrayId, C),
+    /// Element `index` (`u32`) of the thread's own local array.
+    LocalRead(LocalId, C),
+    /// Element `index` (`u32`) of a constant array.
+    ConstRead(ConstId, C),
     /// Element `index` (`u32`, or `u64`) of a buffer parameter the kernel may read: an input
     /// (through the read-only path) or a read-write buffer. Where bounds are checked, an index
     /// at or past the buffer's length reads 0 (`0.0` for floats) and touches no memory.
@@ -233,6 +237,8 @@ impl<C> ExprKind<C> {
             ExprKind::Unary(_, a)
             | ExprKind::Cast(a)
             | ExprKind::SharedRead(_, a)
+            | ExprKind::LocalRead(_, a)
+            | ExprKind::ConstRead(_, a)
             | ExprKind::GlobalRead(_, a) => (Some(a), None, None),
             ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => (Some(a), Some(b), None),
             ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => (Some(a), Some(b), Some(c)),
@@ -272,6 +278,8 @@ impl<C> ExprKind<C> {
             }
             ExprKind::Cast(a) => ExprKind::Cast(f(a)),
             ExprKind::SharedRead(arr, i) => ExprKind::SharedRead(*arr, f(i)),
+            ExprKind::LocalRead(arr, i) => ExprKind::LocalRead(*arr, f(i)),
+            ExprKind::ConstRead(arr, i) => ExprKind::ConstRead(*arr, f(i)),
             ExprKind::GlobalRead(p, i) => ExprKind::GlobalRead(*p, f(i)),
             ExprKind::Fma(a, b, c) => {
                 let a = f(a);
@@ -306,6 +314,8 @@ impl Node {
             ExprKind::Item { data, .. } => (owner, Table::Data, data.0, "payload"),
             ExprKind::LoopVar { op, .. } => (owner, Table::Op, op.0, "loop variable"),
             ExprKind::SharedRead(a, _) => (owner, Table::Array, a.0, "shared array"),
+            ExprKind::LocalRead(a, _) => (owner, Table::Local, a.0, "local array"),
+            ExprKind::ConstRead(a, _) => (owner, Table::Const, a.0, "constant array"),
             ExprKind::GlobalRead(p, _) => (owner, Table::Param, p.0, "parameter"),
             _ => return None,
         })
@@ -335,6 +345,8 @@ fn take_children(kind: &mut ExprKind<Arc<Node>>, out: &mut Vec<Arc<Node>>) {
         ExprKind::Unary(_, a)
         | ExprKind::Cast(a)
         | ExprKind::SharedRead(_, a)
+        | ExprKind::LocalRead(_, a)
+        | ExprKind::ConstRead(_, a)
         | ExprKind::GlobalRead(_, a) => out.push(a),
         ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => out.extend([a, b]),
         ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => out.extend([a, b, c]),
@@ -406,6 +418,16 @@ impl fmt::Debug for Node {
                     f.write_str(")")
                 }
                 ExprKind::SharedRead(arr, i) => {
+                    write!(f, "{arr}[")?;
+                    sub(i, f)?;
+                    f.write_str("]")
+                }
+                ExprKind::LocalRead(arr, i) => {
+                    write!(f, "{arr}[")?;
+                    sub(i, f)?;
+                    f.write_str("]")
+                }
+                ExprKind::ConstRead(arr, i) => {
                     write!(f, "{arr}[")?;
                     sub(i, f)?;
                     f.write_str("]")

@@ -19,7 +19,7 @@ use std::fmt;
 use petgraph::dot::Dot;
 use petgraph::graph::{DiGraph, EdgeReference, NodeIndex};
 
-use super::entities::{ArrayId, DataId, ExprId, Loc, OpId, ParamId, RegionId};
+use super::entities::{ArrayId, DataId, ExprId, Loc, LocalId, OpId, ParamId, RegionId};
 use super::expr::ExprKind;
 use super::ops::{AtomicMemory, Ir, OpKind};
 use super::print::describe;
@@ -52,6 +52,8 @@ pub enum Memory {
     Buffer(ParamId),
     /// A shared array.
     Shared(ArrayId),
+    /// A per-thread local array (each thread's own: its accesses are ordered in the thread).
+    Local(LocalId),
 }
 
 impl fmt::Display for Memory {
@@ -59,6 +61,7 @@ impl fmt::Display for Memory {
         match self {
             Memory::Buffer(p) => write!(f, "{p}"),
             Memory::Shared(a) => write!(f, "{a}"),
+            Memory::Local(a) => write!(f, "{a}"),
         }
     }
 }
@@ -326,6 +329,9 @@ impl Deps<'_> {
                 ExprKind::SharedRead(a, _) => {
                     mems.insert(Memory::Shared(*a));
                 }
+                ExprKind::LocalRead(a, _) => {
+                    mems.insert(Memory::Local(*a));
+                }
                 ExprKind::GlobalRead(p, _) => {
                     mems.insert(Memory::Buffer(*p));
                 }
@@ -392,6 +398,10 @@ impl Deps<'_> {
             OpKind::SharedWrite { array, .. } => {
                 self.read_exprs(node, &kind.exprs(), state);
                 self.access(node, Memory::Shared(*array), true, state);
+            }
+            OpKind::LocalWrite { array, .. } => {
+                self.read_exprs(node, &kind.exprs(), state);
+                self.access(node, Memory::Local(*array), true, state);
             }
             OpKind::GlobalWrite { param, .. } => {
                 self.read_exprs(node, &kind.exprs(), state);

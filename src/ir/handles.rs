@@ -8,7 +8,7 @@
 
 use super::builder::KernelBuilder;
 use super::dtype::Element;
-use super::entities::{ArrayId, DataId, Loc, OpId, ParamId, StorageId};
+use super::entities::{ArrayId, ConstId, DataId, Loc, LocalId, OpId, ParamId, StorageId};
 use super::expr::{Expr, ExprKind, Node, index};
 use super::identity::BuilderId;
 use super::ops::{AtomicMemory, GroupKind};
@@ -537,6 +537,108 @@ impl<T: Element> SharedArray<T> {
     /// Element `index`.
     pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
         let kind = ExprKind::SharedRead(self.id, index.into().node().clone());
+        Expr::owned(kind, self.owner)
+    }
+}
+
+/// A per-thread array of `T` (see [`crate::ir::KernelBuilder::local_array`]): each thread has
+/// its own, in local memory (PTX `.local`), read and written at run-time indices.
+#[derive(Debug)]
+pub struct LocalArray<T: Element> {
+    pub(crate) id: LocalId,
+    pub(crate) len: u32,
+    pub(crate) owner: BuilderId,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for LocalArray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element> Copy for LocalArray<T> {}
+
+impl<T: Element> LocalArray<T> {
+    pub(crate) fn new(id: LocalId, len: u32, owner: BuilderId) -> Self {
+        LocalArray {
+            id,
+            len,
+            owner,
+            _t: PhantomData,
+        }
+    }
+
+    /// The array's id.
+    pub fn id(&self) -> LocalId {
+        self.id
+    }
+
+    /// Elements in the array.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The thread's element `index` (see [`crate::ir::KernelBuilder::local_array`] for an
+    /// example). An index past the end is out of bounds (the simulator reports it).
+    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
+        let kind = ExprKind::LocalRead(self.id, index.into().node().clone());
+        Expr::owned(kind, self.owner)
+    }
+}
+
+/// A constant array of `T` (see [`crate::ir::KernelBuilder::const_array`]): values the host
+/// gave when the kernel was built, in constant memory (PTX `.const`), which every thread reads.
+#[derive(Debug)]
+pub struct ConstArray<T: Element> {
+    pub(crate) id: ConstId,
+    pub(crate) len: u32,
+    pub(crate) owner: BuilderId,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for ConstArray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element> Copy for ConstArray<T> {}
+
+impl<T: Element> ConstArray<T> {
+    pub(crate) fn new(id: ConstId, len: u32, owner: BuilderId) -> Self {
+        ConstArray {
+            id,
+            len,
+            owner,
+            _t: PhantomData,
+        }
+    }
+
+    /// The array's id.
+    pub fn id(&self) -> ConstId {
+        self.id
+    }
+
+    /// Elements in the array.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `index` (see [`crate::ir::KernelBuilder::const_array`] for an example). An
+    /// index past the end is out of bounds (the simulator reports it).
+    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
+        let kind = ExprKind::ConstRead(self.id, index.into().node().clone());
         Expr::owned(kind, self.owner)
     }
 }

@@ -11,8 +11,8 @@
 
 use super::builder::KernelBuilder;
 use super::dtype::Element;
-use super::entities::{ArrayId, DataId, Loc, ParamId, StorageId};
-use super::handles::{SharedArray, TempStorage, ThreadData, Var};
+use super::entities::{ArrayId, DataId, Loc, LocalId, ParamId, StorageId};
+use super::handles::{LocalArray, SharedArray, TempStorage, ThreadData, Var};
 use super::ops::{BuilderIssue, Ir};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -37,6 +37,10 @@ pub(crate) enum Table {
     Data,
     /// Shared arrays.
     Array,
+    /// Local arrays.
+    Local,
+    /// Constant arrays.
+    Const,
     /// Temp storages.
     Storage,
     /// Ops (a loop variable names its loop).
@@ -49,6 +53,8 @@ struct Sizes {
     params: usize,
     datas: usize,
     arrays: usize,
+    locals: usize,
+    consts: usize,
     storages: usize,
     ops: usize,
 }
@@ -81,6 +87,8 @@ impl Lineage {
             params: ir.params.len(),
             datas: ir.datas.len(),
             arrays: ir.arrays.len(),
+            locals: ir.locals.len(),
+            consts: ir.consts.len(),
             storages: ir.storages.len(),
             ops: ir.ops.len(),
         };
@@ -105,6 +113,8 @@ impl Lineage {
                     Table::Param => index < s.params,
                     Table::Data => index < s.datas,
                     Table::Array => index < s.arrays,
+                    Table::Local => index < s.locals,
+                    Table::Const => index < s.consts,
                     Table::Storage => index < s.storages,
                     Table::Op => index < s.ops,
                 }
@@ -149,6 +159,12 @@ impl KernelBuilder {
     /// A shared array's id, checked.
     pub(crate) fn array_id<T: Element>(&mut self, a: &SharedArray<T>) -> ArrayId {
         self.check_owner(a.owner, Table::Array, a.id.0, "shared array");
+        a.id
+    }
+
+    /// A local array's id, checked.
+    pub(crate) fn local_id<T: Element>(&mut self, a: &LocalArray<T>) -> LocalId {
+        self.check_owner(a.owner, Table::Local, a.id.0, "local array");
         a.id
     }
 

@@ -30,12 +30,14 @@ pub use builder::{
     Scatter, Shuffle, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
-pub use entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
+pub use entities::{
+    ArrayId, ConstId, DataId, ExprId, GroupId, Loc, LocalId, OpId, ParamId, RegionId, StorageId,
+};
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{
-    AtomicTarget, Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray,
-    TempStorage, ThreadData, Tile, Var, Warp, Writable,
+    AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LocalArray, Output, Readable,
+    Scalar, SharedArray, TempStorage, ThreadData, Tile, Var, Warp, Writable,
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,

@@ -5,7 +5,9 @@
 //! rewriting ops.
 
 use super::dtype::DType;
-use super::entities::{ArrayId, DataId, ExprId, GroupId, Loc, OpId, ParamId, RegionId, StorageId};
+use super::entities::{
+    ArrayId, DataId, ExprId, GroupId, Loc, LocalId, OpId, ParamId, RegionId, StorageId,
+};
 use super::expr::{Arena, ExprNode};
 use smallvec::SmallVec;
 
@@ -463,6 +465,36 @@ pub struct ArrayDecl {
     pub loc: Loc,
 }
 
+/// A user-declared per-thread array of `len` elements (PTX `.local`): each thread has its own,
+/// holding no value until the thread writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LocalDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Elements.
+    pub len: u32,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A user-declared constant array (PTX `.const`): read-only memory every thread of the grid
+/// reads, holding the values the host gave when the kernel was built.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConstDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// The elements' bits (see [`Element::to_bits`](super::Element::to_bits)).
+    pub data: Vec<u64>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// The most bytes of local arrays a thread may have (every supported GPU's limit).
+pub const MAX_LOCAL_BYTES: u64 = 512 * 1024;
+/// The most bytes of constant arrays a kernel may have (the constant bank a module's
+/// `.const` data lives in).
+pub const MAX_CONST_BYTES: u64 = 64 * 1024;
+
 /// What an atomic does to the element it updates (`old` is the element's value before, `v` the
 /// operand): each returns `old`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -653,6 +685,15 @@ pub enum OpKind {
         /// The value.
         value: ExprId,
     },
+    /// `array[index] = value` in the thread's own local array.
+    LocalWrite {
+        /// The array.
+        array: LocalId,
+        /// The element (`u32`).
+        index: ExprId,
+        /// The value.
+        value: ExprId,
+    },
     /// `buffer[index] = value` in global memory (each thread that runs it writes one
     /// element). Where bounds are checked, an index at or past the buffer's length writes
     /// nothing.
@@ -738,6 +779,7 @@ impl OpKind {
             OpKind::ReturnIf { .. } => "return_if",
             OpKind::Tiles { .. } => "tiles",
             OpKind::SharedWrite { .. } => "shared_write",
+            OpKind::LocalWrite { .. } => "local_write",
             OpKind::GlobalWrite { .. } => "write",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
@@ -825,7 +867,9 @@ impl OpKind {
                 v.push(a.value);
                 v.extend(a.compare);
             }
-            OpKind::SharedWrite { index, value, .. } | OpKind::GlobalWrite { index, value, .. } => {
+            OpKind::SharedWrite { index, value, .. }
+            | OpKind::LocalWrite { index, value, .. }
+            | OpKind::GlobalWrite { index, value, .. } => {
                 v.push(*index);
                 v.push(*value);
             }
@@ -959,6 +1003,10 @@ pub struct Ir {
     pub storages: Vec<StorageDecl>,
     /// Shared arrays.
     pub arrays: Vec<ArrayDecl>,
+    /// Per-thread local arrays.
+    pub locals: Vec<LocalDecl>,
+    /// Constant arrays.
+    pub consts: Vec<ConstDecl>,
     /// Expressions.
     pub exprs: Arena,
     /// Ops.
@@ -1053,6 +1101,8 @@ impl Ir {
             datas,
             storages,
             arrays,
+            locals,
+            consts,
             exprs,
             ops,
             regions,
@@ -1070,7 +1120,7 @@ impl Ir {
             strict_arrangements,
         )
             .hash(&mut h);
-        (params, groups, datas, storages, arrays).hash(&mut h);
+        (params, groups, datas, storages, arrays, locals, consts).hash(&mut h);
         (exprs.nodes(), ops, regions, body, issues).hash(&mut h);
         h.finish()
     }

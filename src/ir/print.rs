@@ -38,6 +38,27 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
             a.dtype, a.len, a.loc
         );
     }
+    for (i, a) in ir.locals.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  local{i}: local {} x {}   ; {}",
+            a.dtype, a.len, a.loc
+        );
+    }
+    for (i, a) in ir.consts.iter().enumerate() {
+        let shown: Vec<String> = (a.data.iter().take(8))
+            .map(|&b| const_text(b, VType::D(a.dtype)))
+            .collect();
+        let more = if a.data.len() > 8 { ", .." } else { "" };
+        let _ = writeln!(
+            out,
+            "  cmem{i}: const {} x {} = [{}{more}]   ; {}",
+            a.dtype,
+            a.data.len(),
+            shown.join(", "),
+            a.loc
+        );
+    }
     for (i, st) in ir.storages.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -167,6 +188,11 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
         OpKind::ReturnIf { cond } => format!("return if {}", e(*cond)),
         OpKind::Tiles { n, .. } => format!("tiles t{} of {}", op.0, e(*n)),
         OpKind::SharedWrite {
+            array,
+            index,
+            value,
+        } => format!("{array}[{}] = {}", e(*index), e(*value)),
+        OpKind::LocalWrite {
             array,
             index,
             value,
@@ -495,6 +521,16 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
             let _ = write!(out, " as {}", n.ty);
         }
         ExprKind::SharedRead(arr, i) => {
+            let _ = write!(out, "{arr}[");
+            sub(*i, 0, out);
+            out.push(']');
+        }
+        ExprKind::LocalRead(arr, i) => {
+            let _ = write!(out, "{arr}[");
+            sub(*i, 0, out);
+            out.push(']');
+        }
+        ExprKind::ConstRead(arr, i) => {
             let _ = write!(out, "{arr}[");
             sub(*i, 0, out);
             out.push(']');

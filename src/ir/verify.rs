@@ -166,6 +166,12 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             ExprKind::SharedRead(a, _) if a.index() >= ir.arrays.len() => {
                 Some(unknown("shared array", a.0))
             }
+            ExprKind::LocalRead(a, _) if a.index() >= ir.locals.len() => {
+                Some(unknown("local array", a.0))
+            }
+            ExprKind::ConstRead(a, _) if a.index() >= ir.consts.len() => {
+                Some(unknown("constant array", a.0))
+            }
             ExprKind::GlobalRead(p, _) if p.index() >= np => Some(unknown("parameter", p.0)),
             _ => n
                 .kind
@@ -202,6 +208,9 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             }
             OpKind::SharedWrite { array, .. } => {
                 check(array.index() < ir.arrays.len(), "shared array", array.0)
+            }
+            OpKind::LocalWrite { array, .. } => {
+                check(array.index() < ir.locals.len(), "local array", array.0)
             }
             OpKind::GlobalWrite { param, .. } => check(param.index() < np, "parameter", param.0),
             OpKind::Atomic(a) => {
@@ -478,6 +487,38 @@ impl Verifier<'_> {
                 self.push(K::ArraySize { len: a.len }, a.loc, None);
             }
         }
+        // Local and constant arrays: none empty, and in all within their memory's limit
+        // (reported once, at the array that passes it).
+        let mut local = 0u64;
+        for a in &ir.locals {
+            if a.len == 0 {
+                self.push(K::EmptyArray { what: "local" }, a.loc, None);
+            }
+            let before = local;
+            local += u64::from(a.len) * u64::from(a.dtype.bytes());
+            if local > MAX_LOCAL_BYTES && before <= MAX_LOCAL_BYTES {
+                let kind = K::LocalMemory {
+                    bytes: local,
+                    max: MAX_LOCAL_BYTES,
+                };
+                self.push(kind, a.loc, None);
+            }
+        }
+        let mut constant = 0u64;
+        for a in &ir.consts {
+            if a.data.is_empty() {
+                self.push(K::EmptyArray { what: "constant" }, a.loc, None);
+            }
+            let before = constant;
+            constant += a.data.len() as u64 * u64::from(a.dtype.bytes());
+            if constant > MAX_CONST_BYTES && before <= MAX_CONST_BYTES {
+                let kind = K::ConstMemory {
+                    bytes: constant,
+                    max: MAX_CONST_BYTES,
+                };
+                self.push(kind, a.loc, None);
+            }
+        }
         let mut first_user: Vec<Option<Loc>> = vec![None; ir.storages.len()];
         ir.walk(|op, _| {
             if let OpKind::Load(t) | OpKind::Store(t) = &ir.op(op).kind
@@ -551,7 +592,23 @@ impl Verifier<'_> {
     pub(super) fn index_ty(&mut self, index: ExprId, loc: Loc, op: OpId) {
         let found = self.ty(index);
         if !matches!(found, VType::D(super::DType::U32 | super::DType::U64)) {
-            self.push(K::IndexType { found }, loc, Some(op));
+            let kind = K::IndexType {
+                found,
+                buffer: true,
+            };
+            self.push(kind, loc, Some(op));
+        }
+    }
+
+    /// An array index (shared, local or constant): `u32`.
+    pub(super) fn array_index_ty(&mut self, index: ExprId, loc: Loc, op: OpId) {
+        let found = self.ty(index);
+        if found != VType::D(super::DType::U32) {
+            let kind = K::IndexType {
+                found,
+                buffer: false,
+            };
+            self.push(kind, loc, Some(op));
         }
     }
 
@@ -816,7 +873,18 @@ impl Verifier<'_> {
                 value,
             } => {
                 let dtype = ir.arrays[array.index()].dtype;
-                self.expect_ty(*index, VType::D(super::DType::U32), loc, op);
+                self.array_index_ty(*index, loc, op);
+                self.expect_ty(*value, VType::D(dtype), loc, op);
+                self.expr(*index, state, op, None);
+                self.expr(*value, state, op, None);
+            }
+            OpKind::LocalWrite {
+                array,
+                index,
+                value,
+            } => {
+                let dtype = ir.locals[array.index()].dtype;
+                self.array_index_ty(*index, loc, op);
                 self.expect_ty(*value, VType::D(dtype), loc, op);
                 self.expr(*index, state, op, None);
                 self.expr(*value, state, op, None);
@@ -1020,7 +1088,7 @@ impl Verifier<'_> {
                 ir.params[p.index()].dtype
             }
             AtomicMemory::Shared(arr) => {
-                self.expect_ty(a.index, VType::D(super::DType::U32), loc, op);
+                self.array_index_ty(a.index, loc, op);
                 ir.arrays[arr.index()].dtype
             }
         };

@@ -36,6 +36,11 @@ pub struct Function {
     pub maxnreg: Option<u32>,
     /// Statically sized shared arrays declared in the body.
     pub shared: Vec<SharedDecl>,
+    /// Per-thread arrays declared in the body (`.local`).
+    pub local: Vec<LocalDecl>,
+    /// Constant arrays with their contents (`.const`), declared at module scope just before
+    /// the function; their names must be unique in the module.
+    pub consts: Vec<ConstDecl>,
     /// How many registers of each class the body uses (declared as `%r<N>` ranges).
     pub regs: RegCounts,
     /// The body.
@@ -65,6 +70,35 @@ pub struct SharedDecl {
     /// Text of a `// ...` comment after the declaration (one line): what the memory is for.
     /// The code generator names the user's shared array and its source line there, and the
     /// simulator quotes it when an access misses the declaration.
+    pub comment: Option<String>,
+}
+
+/// A `.local .align A .b8 name[bytes];` declaration in a function's body: `bytes` of memory
+/// each thread has on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalDecl {
+    /// The symbol.
+    pub name: String,
+    /// Alignment in bytes.
+    pub align: u32,
+    /// Size in bytes (at least 1).
+    pub bytes: u32,
+    /// Text of a `// ...` comment after the declaration (one line), which the simulator quotes
+    /// when an access misses the declaration.
+    pub comment: Option<String>,
+}
+
+/// A `.const .align A .b8 name[n] = {..};` declaration at module scope: read-only memory every
+/// thread of the grid sees, holding `data` from the module's load on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstDecl {
+    /// The symbol (unique in the module).
+    pub name: String,
+    /// Alignment in bytes.
+    pub align: u32,
+    /// Its contents; its size is their length (at least 1).
+    pub data: Vec<u8>,
+    /// Text of a `// ...` comment after the declaration (one line).
     pub comment: Option<String>,
 }
 
@@ -346,6 +380,12 @@ pub enum Operand {
     Special(Special),
     /// The address of a shared-memory symbol (by index into [`Function::shared`]).
     SharedAddr(u32),
+    /// The address of a local-memory symbol in the `.local` window (by index into
+    /// [`Function::local`]), 64 bits wide.
+    LocalAddr(u32),
+    /// The address of a constant symbol in the `.const` space (by index into
+    /// [`Function::consts`]), 64 bits wide.
+    ConstAddr(u32),
 }
 
 impl From<Reg> for Operand {
@@ -367,6 +407,8 @@ pub enum Space {
     Shared,
     /// `.local`.
     Local,
+    /// `.const` (read-only).
+    Const,
 }
 
 /// The base of an address expression.
@@ -378,6 +420,10 @@ pub enum AddrBase {
     Param(String),
     /// A shared symbol by index into [`Function::shared`].
     Shared(u32),
+    /// A local symbol by index into [`Function::local`].
+    Local(u32),
+    /// A constant symbol by index into [`Function::consts`].
+    Const(u32),
 }
 
 /// `[base + offset]`.

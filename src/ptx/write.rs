@@ -52,6 +52,23 @@ fn write_module_to(out: &mut String, m: &Module) -> fmt::Result {
 }
 
 fn write_function(out: &mut String, f: &Function) -> fmt::Result {
+    // Constant arrays are declared at module scope, just before the function that reads them,
+    // with their contents; the parser attaches them to that function.
+    for c in &f.consts {
+        write!(
+            out,
+            ".const .align {} .b8 {}[{}] = {{",
+            c.align,
+            c.name,
+            c.data.len()
+        )?;
+        for (i, b) in c.data.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(out, "{sep}{b}")?;
+        }
+        out.push_str("};");
+        write_comment(out, c.comment.as_deref())?;
+    }
     // Dynamic shared memory (sized at launch) is declared at module scope, just before the
     // function that uses it; the parser attaches it to that function.
     for s in f.shared.iter().filter(|s| s.bytes == 0) {
@@ -90,6 +107,14 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
         )?;
         write_decl_comment(out, s)?;
     }
+    for l in &f.local {
+        write!(
+            out,
+            "\t.local .align {} .b8 {}[{}];",
+            l.align, l.name, l.bytes
+        )?;
+        write_comment(out, l.comment.as_deref())?;
+    }
     writeln!(out)?;
     for ins in &f.body {
         write_instr(out, f, ins)?;
@@ -99,7 +124,12 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
 
 /// Ends a shared declaration's line, with its comment.
 fn write_decl_comment(out: &mut String, s: &SharedDecl) -> fmt::Result {
-    match &s.comment {
+    write_comment(out, s.comment.as_deref())
+}
+
+/// Ends a declaration's line, with its comment.
+fn write_comment(out: &mut String, comment: Option<&str>) -> fmt::Result {
+    match comment {
         Some(c) => writeln!(out, " // {}", c.replace(['\n', '\r'], " ")),
         None => writeln!(out),
     }
@@ -442,6 +472,7 @@ pub fn space_name(s: Space) -> &'static str {
         Space::GlobalNc => ".global.nc",
         Space::Shared => ".shared",
         Space::Local => ".local",
+        Space::Const => ".const",
     }
 }
 
@@ -593,6 +624,8 @@ impl fmt::Display for Opd<'_> {
             Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
             Operand::Special(s) => f.write_str(special_name(s)),
             Operand::SharedAddr(i) => f.write_str(shared_name(self.1, i)),
+            Operand::LocalAddr(i) => f.write_str(local_name(self.1, i)),
+            Operand::ConstAddr(i) => f.write_str(const_name(self.1, i)),
         }
     }
 }
@@ -604,6 +637,20 @@ fn shared_name(f: &Function, i: u32) -> &str {
         .unwrap_or("__missing_shared")
 }
 
+fn local_name(f: &Function, i: u32) -> &str {
+    f.local
+        .get(i as usize)
+        .map(|s| s.name.as_str())
+        .unwrap_or("__missing_local")
+}
+
+fn const_name(f: &Function, i: u32) -> &str {
+    f.consts
+        .get(i as usize)
+        .map(|s| s.name.as_str())
+        .unwrap_or("__missing_const")
+}
+
 struct A<'a>(&'a Address, &'a Function);
 
 impl fmt::Display for A<'_> {
@@ -613,6 +660,8 @@ impl fmt::Display for A<'_> {
             AddrBase::Reg(r) => write!(f, "{}", R(*r))?,
             AddrBase::Param(p) => f.write_str(p)?,
             AddrBase::Shared(i) => f.write_str(shared_name(self.1, *i))?,
+            AddrBase::Local(i) => f.write_str(local_name(self.1, *i))?,
+            AddrBase::Const(i) => f.write_str(const_name(self.1, *i))?,
         }
         if self.0.offset != 0 {
             write!(f, "+{}", self.0.offset)?;

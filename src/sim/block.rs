@@ -123,7 +123,7 @@ impl<'a> BlockRun<'a> {
                 *r = v;
             }
         }
-        let local_bytes = opts.local_bytes as usize;
+        let local_bytes = opts.local_bytes as usize + prog.local_bytes as usize;
         BlockRun {
             prog,
             opts,
@@ -379,7 +379,7 @@ impl<'a> BlockRun<'a> {
 
     fn run_thread(&mut self, t: usize, clock: u64, budget: u64) -> (Stop, u64) {
         let stride = self.stride;
-        let lb = self.opts.local_bytes as usize;
+        let lb = self.opts.local_bytes as usize + self.prog.local_bytes as usize;
         let uninit = self.opts.check_uninit;
         let mut env = Env {
             prog: self.prog,
@@ -952,13 +952,35 @@ impl<'a> BlockRun<'a> {
                 };
                 (v.into_iter().min_by_key(wrapped), false)
             }
-            MemSpace::Local => (
-                Some(Extent {
+            MemSpace::Local => {
+                let window = Extent {
                     base: 0,
                     len: u64::from(self.opts.local_bytes),
                     name: Some("(local window)".to_string()),
                     note: None,
-                }),
+                };
+                let decls = self.prog.local.iter().map(|s| Extent {
+                    base: s.addr,
+                    len: u64::from(s.bytes),
+                    name: Some(s.name.clone()),
+                    note: s.comment.clone(),
+                });
+                let all = (self.opts.local_bytes > 0).then_some(window);
+                (pick(all.into_iter().chain(decls).collect()), false)
+            }
+            MemSpace::Const => (
+                pick(
+                    self.prog
+                        .cmem
+                        .iter()
+                        .map(|s| Extent {
+                            base: s.addr,
+                            len: s.data.len() as u64,
+                            name: Some(s.name.clone()),
+                            note: s.comment.clone(),
+                        })
+                        .collect(),
+                ),
                 false,
             ),
             MemSpace::Param => (

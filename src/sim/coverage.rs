@@ -687,6 +687,8 @@ fn every_form_module() -> Module {
                 comment: None,
             },
         ],
+        local: vec![],
+        consts: vec![],
         regs: RegCounts {
             pred: 4,
             b32: 8,
@@ -702,6 +704,8 @@ fn every_form_module() -> Module {
         reqntid: None,
         maxnreg: None,
         shared: vec![],
+        local: vec![],
+        consts: vec![],
         regs: RegCounts::default(),
         body: vec![i(Op::Ret)],
     };
@@ -725,6 +729,8 @@ fn every_form_module() -> Module {
                 comment: None,
             },
         ],
+        local: vec![],
+        consts: vec![],
         regs: RegCounts {
             b32: 2,
             ..RegCounts::default()
@@ -744,9 +750,94 @@ fn every_form_module() -> Module {
             i(Op::Ret),
         ],
     };
+    // Local and constant arrays: `.local` in the body, `.const` with its contents before the
+    // entry; their addresses as operands and as address bases.
+    let arrays = Function {
+        name: "arrays".into(),
+        params: vec![],
+        reqntid: None,
+        maxnreg: None,
+        shared: vec![],
+        local: vec![
+            LocalDecl {
+                name: "local0".into(),
+                align: 4,
+                bytes: 16,
+                comment: Some("local0: local u32 x 4 at user.rs:1:1".into()),
+            },
+            LocalDecl {
+                name: "local1".into(),
+                align: 8,
+                bytes: 8,
+                comment: None,
+            },
+        ],
+        consts: vec![
+            ConstDecl {
+                name: "arrays_cmem0".into(),
+                align: 4,
+                data: vec![1, 0, 0, 0, 255, 255, 255, 255],
+                comment: Some("cmem0: const i32 x 2".into()),
+            },
+            ConstDecl {
+                name: "arrays_cmem1".into(),
+                align: 8,
+                data: vec![7; 8],
+                comment: None,
+            },
+        ],
+        regs: RegCounts {
+            b32: 2,
+            b64: 4,
+            ..RegCounts::default()
+        },
+        body: vec![
+            i(Op::Mov {
+                ty: Ty::U64,
+                dst: rd(0),
+                src: Operand::LocalAddr(1),
+            }),
+            i(Op::Mov {
+                ty: Ty::U64,
+                dst: rd(1),
+                src: Operand::ConstAddr(0),
+            }),
+            i(Op::Ld {
+                space: Space::Const,
+                ty: Ty::S32,
+                dst: smallvec![r(0)],
+                addr: at(AddrBase::Reg(rd(1)), 4),
+            }),
+            i(Op::Ld {
+                space: Space::Const,
+                ty: Ty::U64,
+                dst: smallvec![rd(2)],
+                addr: at(AddrBase::Const(1), 0),
+            }),
+            i(Op::St {
+                space: Space::Local,
+                ty: Ty::U32,
+                addr: at(AddrBase::Local(0), 12),
+                src: smallvec![o(r(0))],
+            }),
+            i(Op::St {
+                space: Space::Local,
+                ty: Ty::U64,
+                addr: at(AddrBase::Reg(rd(0)), 0),
+                src: smallvec![o(rd(2))],
+            }),
+            i(Op::Ld {
+                space: Space::Local,
+                ty: Ty::U32,
+                dst: smallvec![r(1)],
+                addr: at(AddrBase::Local(0), 12),
+            }),
+            i(Op::Ret),
+        ],
+    };
     Module {
         arch: Arch::Sm90,
-        functions: vec![every, empty, dynamic],
+        functions: vec![every, empty, dynamic, arrays],
     }
 }
 

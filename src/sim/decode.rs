@@ -15,6 +15,8 @@
 use super::alu::{self, AtomKind, Cvt, Fn1, Fn2, Fn3};
 use super::error::{InvalidReason, Location, MemSpace, SimError};
 use super::parse::FnLines;
+use super::symbols;
+pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -201,31 +203,6 @@ pub(crate) struct ParamSlot {
     pub size: u32,
 }
 
-/// Declaration `k` of a block's shared memory (the static ones in order, then the dynamic
-/// part) is at shared address `k << SHARED_SHIFT`: 1 MiB apart, so every declaration (at most
-/// the 227 KiB a block can have) is followed by unmapped addresses, more than its own size,
-/// and an overrun or underrun of up to a whole declaration faults instead of reaching the
-/// next one.
-pub(crate) const SHARED_SHIFT: u32 = 20;
-
-/// The most shared declarations a function may have (their addresses stay below 2^32).
-const MAX_SHARED_DECLS: usize = (1 << (32 - SHARED_SHIFT)) - 1;
-
-/// A shared declaration: its address, and its place in the block's storage (where the static
-/// declarations lie in order, each at its alignment, then the dynamic part).
-#[derive(Debug, Clone)]
-pub(crate) struct SharedSlot {
-    pub name: String,
-    /// The shared address of its first byte.
-    pub addr: u32,
-    /// Where its bytes start in the block's storage.
-    pub offset: u32,
-    /// Its size; 0 for the dynamic part (sized at launch).
-    pub bytes: u32,
-    /// The declaration's comment.
-    pub comment: Option<String>,
-}
-
 /// A special register the function reads, and its slot.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SpecialSlot {
@@ -256,6 +233,12 @@ pub(crate) struct Program {
     /// Where the dynamic part starts in the block's storage (the static size, aligned for the
     /// dynamic declarations).
     pub dyn_base: u32,
+    /// Every `.local` declaration, in order.
+    pub local: Vec<LocalSlot>,
+    /// Bytes of `.local` declarations a thread has (after its window).
+    pub local_bytes: u32,
+    /// Every `.const` declaration, in order.
+    pub cmem: Vec<ConstSlot>,
     pub reqntid: Option<[u32; 3]>,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
@@ -357,6 +340,8 @@ struct Decoder<'a> {
     colls: Vec<Coll>,
     params: Vec<ParamSlot>,
     shared: Vec<SharedSlot>,
+    local: Vec<LocalSlot>,
+    cmem: Vec<ConstSlot>,
     /// Micro-ops the current instruction needs first (clock reads).
     pre: Vec<Inst>,
 }
@@ -408,6 +393,9 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         shared: Vec::new(),
         static_smem: 0,
         dyn_base: 0,
+        local: Vec::new(),
+        local_bytes: 0,
+        cmem: Vec::new(),
         reqntid: f.reqntid,
         lines: src_lines,
         comment_of,
@@ -458,58 +446,14 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
     }
     let param_bytes = off;
 
-    // Static declarations in order, each at its alignment; then the dynamic part, where every
-    // dynamic declaration (size 0) starts, as `extern __shared__` arrays all alias.
-    let mut shared = Vec::with_capacity(f.shared.len());
-    let mut soff: u32 = 0;
-    let bad_shared = || invalid(f.body.len(), InvalidReason::BadShared);
-    if f.shared.len() > MAX_SHARED_DECLS {
-        return Err(bad_shared());
-    }
-    for s in &f.shared {
-        if !s.align.is_power_of_two() {
-            return Err(bad_shared());
-        }
-        if s.bytes == 0 {
-            continue;
-        }
-        soff = soff
-            .checked_next_multiple_of(s.align)
-            .ok_or_else(bad_shared)?;
-        shared.push(SharedSlot {
-            name: s.name.clone(),
-            addr: (shared.len() as u32) << SHARED_SHIFT,
-            offset: soff,
-            bytes: s.bytes,
-            comment: s.comment.clone(),
-        });
-        soff = soff.checked_add(s.bytes).ok_or_else(bad_shared)?;
-    }
-    let mut dyn_base = soff;
-    for s in f.shared.iter().filter(|s| s.bytes == 0) {
-        dyn_base = dyn_base.max(
-            soff.checked_next_multiple_of(s.align)
-                .ok_or_else(bad_shared)?,
-        );
-    }
-    // Keep declaration order, so `SharedAddr(i)` indexes this table.
-    let dyn_addr = (shared.len() as u32) << SHARED_SHIFT;
-    let mut ordered = Vec::with_capacity(f.shared.len());
-    let mut statics = shared.into_iter();
-    for s in &f.shared {
-        if s.bytes == 0 {
-            ordered.push(SharedSlot {
-                name: s.name.clone(),
-                addr: dyn_addr,
-                offset: dyn_base,
-                bytes: 0,
-                comment: s.comment.clone(),
-            });
-        } else if let Some(x) = statics.next() {
-            ordered.push(x);
-        }
-    }
-    let shared = ordered;
+    let symbols::Symbols {
+        shared,
+        static_smem,
+        dyn_base,
+        local,
+        local_bytes,
+        cmem,
+    } = symbols::lay_out(f).map_err(|r| invalid(f.body.len(), r))?;
 
     let mut d = Decoder {
         f,
@@ -524,6 +468,8 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         colls: Vec::new(),
         params,
         shared,
+        local,
+        cmem,
         pre: Vec::new(),
     };
 
@@ -611,8 +557,11 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         params: d.params,
         param_bytes,
         shared: d.shared,
-        static_smem: soff,
+        static_smem,
         dyn_base,
+        local: d.local,
+        local_bytes,
+        cmem: d.cmem,
         ..shell
     })
 }
@@ -687,6 +636,22 @@ impl Decoder<'_> {
                     .addr;
                 Ok(self.konst(alu::imm_int(ty, i64::from(addr))))
             }
+            Operand::LocalAddr(i) => {
+                let addr = self
+                    .local
+                    .get(i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?
+                    .addr;
+                Ok(self.konst(alu::imm_int(ty, addr as i64)))
+            }
+            Operand::ConstAddr(i) => {
+                let addr = self
+                    .cmem
+                    .get(i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?
+                    .addr;
+                Ok(self.konst(alu::imm_int(ty, addr as i64)))
+            }
             Operand::Special(Special::Clock64 | Special::GlobalTimer) => {
                 if self.clock == NONE {
                     self.clock = self.fresh();
@@ -751,6 +716,26 @@ impl Decoder<'_> {
                     .ok_or(InvalidReason::UnknownSymbol)?;
                 Ok((NONE, a.offset.saturating_add(i64::from(s.addr))))
             }
+            AddrBase::Local(i) => {
+                if space != Space::Local {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let s = self
+                    .local
+                    .get(*i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
+            }
+            AddrBase::Const(i) => {
+                if space != Space::Const {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let s = self
+                    .cmem
+                    .get(*i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
+            }
         }
     }
 
@@ -814,7 +799,7 @@ impl Decoder<'_> {
                 if *ty == Ty::Pred || src.is_empty() {
                     return Err(InvalidReason::BadType);
                 }
-                if matches!(space, Space::Param | Space::GlobalNc) {
+                if matches!(space, Space::Param | Space::GlobalNc | Space::Const) {
                     return Err(InvalidReason::ReadOnlySpace);
                 }
                 let n = vec_len(src.len())?;
@@ -1145,6 +1130,7 @@ fn mem_space(s: Space) -> MemSpace {
         Space::Global | Space::GlobalNc => MemSpace::Global,
         Space::Shared => MemSpace::Shared,
         Space::Local => MemSpace::Local,
+        Space::Const => MemSpace::Const,
     }
 }
 

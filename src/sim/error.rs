@@ -227,8 +227,8 @@ pub enum LaunchProblem {
         /// The limit that was exceeded.
         limit: u32,
     },
-    /// [`SimOptions::local_bytes`](super::SimOptions::local_bytes) is past the local memory
-    /// a thread can have.
+    /// [`SimOptions::local_bytes`](super::SimOptions::local_bytes) and the entry's `.local`
+    /// declarations are past the local memory a thread can have.
     LocalMemory {
         /// Bytes per thread asked for.
         bytes: u32,
@@ -278,8 +278,11 @@ pub enum MemSpace {
     /// The block's shared memory (each static declaration, then the dynamic part, at
     /// addresses of its own).
     Shared,
-    /// The thread's local window.
+    /// The thread's local memory: its window, then each `.local` declaration at an address
+    /// of its own.
     Local,
+    /// Constant memory: each `.const` declaration at an address of its own (read-only).
+    Const,
 }
 
 impl fmt::Display for MemSpace {
@@ -289,6 +292,7 @@ impl fmt::Display for MemSpace {
             MemSpace::Global => "global",
             MemSpace::Shared => "shared",
             MemSpace::Local => "local",
+            MemSpace::Const => "const",
         })
     }
 }

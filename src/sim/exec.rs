@@ -11,7 +11,7 @@
 //! [`Env::pending`] and the thread goes on (the block decides what to report).
 
 use super::alu::{AtomKind, atom_apply};
-use super::decode::{Atomic, Ext, Inst, Mem, NONE, Program, SHARED_SHIFT};
+use super::decode::{Atomic, Ext, Inst, LOCAL_SHIFT, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
 use super::memory::GlobalView;
 use super::race::{RaceHit, RaceState};
@@ -288,13 +288,48 @@ fn shared_at(sh: &SharedMem, addr: u64, len: u32) -> Result<usize, Fault> {
     }
 }
 
-/// The in-bounds byte range `[addr, addr+len)` of a window of `size` bytes.
+/// Where local bytes `[addr, addr+len)` are in the thread's storage (its window, then each
+/// declaration), when they lie inside the window or one declaration.
 #[inline(always)]
-fn window(space: MemSpace, addr: u64, len: u32, size: usize) -> Result<usize, Fault> {
-    match addr.checked_add(u64::from(len)) {
-        Some(end) if end <= size as u64 => Ok(addr as usize),
-        _ => Err(Fault::Bounds {
-            space,
+fn local_at(env: &Env<'_>, addr: u64, len: u32) -> Result<usize, Fault> {
+    let bounds = Fault::Bounds {
+        space: MemSpace::Local,
+        addr,
+        size: len,
+    };
+    let window = env.local.len() - env.prog.local_bytes as usize;
+    let k = addr >> LOCAL_SHIFT;
+    let off = addr & ((1 << LOCAL_SHIFT) - 1);
+    let end = off + u64::from(len);
+    if k == 0 {
+        return if end <= window as u64 {
+            Ok(off as usize)
+        } else {
+            Err(bounds)
+        };
+    }
+    match usize::try_from(k - 1)
+        .ok()
+        .and_then(|k| env.prog.local.get(k))
+    {
+        Some(s) if end <= u64::from(s.bytes) => Ok(window + s.offset as usize + off as usize),
+        _ => Err(bounds),
+    }
+}
+
+/// The constant bytes `[addr, addr+len)`, when they lie inside one declaration.
+#[inline(always)]
+fn const_at(prog: &Program, addr: u64, len: u32) -> Result<&[u8], Fault> {
+    let k = addr >> LOCAL_SHIFT;
+    let off = (addr & ((1 << LOCAL_SHIFT) - 1)) as usize;
+    let slot = k
+        .checked_sub(1)
+        .and_then(|k| usize::try_from(k).ok())
+        .and_then(|k| prog.cmem.get(k));
+    match slot.and_then(|s| s.data.get(off..off + len as usize)) {
+        Some(bytes) => Ok(bytes),
+        None => Err(Fault::Bounds {
+            space: MemSpace::Const,
             addr,
             size: len,
         }),
@@ -347,7 +382,7 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
             }
         }
         MemSpace::Local => {
-            let start = window(m.space, addr, total, env.local.len())?;
+            let start = local_at(env, addr, total)?;
             for k in 0..usize::from(m.n) {
                 let o = start + k * size as usize;
                 let v = le(&env.local[o..o + size as usize]);
@@ -356,6 +391,14 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
                         .iter()
                         .all(|w| *w != 0);
                 set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
+            }
+        }
+        MemSpace::Const => {
+            let bytes = const_at(env.prog, addr, total)?;
+            for k in 0..usize::from(m.n) {
+                let o = k * size as usize;
+                let v = le(&bytes[o..o + size as usize]);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), true, pc);
             }
         }
         MemSpace::Param => {
@@ -422,7 +465,7 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
             }
         }
         MemSpace::Local => {
-            let start = window(m.space, addr, total, env.local.len())?;
+            let start = local_at(env, addr, total)?;
             for k in 0..usize::from(m.n) {
                 let o = start + k * size as usize;
                 let v = env.regs[m.regs[k] as usize].to_le_bytes();
@@ -430,8 +473,8 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
                 env.local_written[o..o + size as usize].fill(1);
             }
         }
-        // Decoding refuses stores to parameters.
-        MemSpace::Param => return Err(bounds),
+        // Decoding refuses stores to parameters and constants.
+        MemSpace::Param | MemSpace::Const => return Err(bounds),
     }
     Ok(())
 }
@@ -499,7 +542,7 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
             old
         }
         // Decoding allows atomics only on global and shared memory.
-        MemSpace::Local | MemSpace::Param => return Err(bounds),
+        MemSpace::Local | MemSpace::Param | MemSpace::Const => return Err(bounds),
     };
     if at.dst != NONE {
         let old = if kind == AtomKind::S32 || kind == AtomKind::U32 || kind == AtomKind::F32 {

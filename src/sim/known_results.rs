@@ -92,6 +92,8 @@ fn eval(
             reqntid: None,
             maxnreg: None,
             shared: vec![],
+            local: vec![],
+            consts: vec![],
             regs: RegCounts {
                 pred: 8,
                 b32: 16,

@@ -117,8 +117,11 @@
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
 //!   outside every shared declaration (shared: each is checked on its own, so an index past
 //!   one array into the next, or into the code generator's scratch, is out of bounds, not
-//!   another array's value or a race), outside the thread's window (local; see
-//!   [`SimOptions::local_bytes`]) or outside a parameter, and misaligned accesses, with the
+//!   another array's value or a race), outside every `.local` declaration and the thread's
+//!   window (local; see [`SimOptions::local_bytes`]; each declaration is at an address of its
+//!   own, so an index past one local array is out of bounds, not another's element), outside
+//!   every `.const` declaration (const, read-only, each at an address of its own too) or
+//!   outside a parameter, and misaligned accesses, with the
 //!   nearest buffer's extent and, for shared memory, what the declaration's comment says it
 //!   is (the code generator declares each user shared array on its own, `smem0` as the IR
 //!   listing names it, and writes its type, length and source line there). Shared arrays past
@@ -150,6 +153,7 @@ mod known_results;
 mod memory;
 mod parse;
 mod race;
+mod symbols;
 
 pub use control::{
     Budget, Control, PROGRESS_INTERVAL, Progress, ProgressHook, StopReason, Stopped,
@@ -188,9 +192,10 @@ pub struct SimOptions {
     pub max_steps: u64,
     /// Worker threads that run blocks in parallel (1 runs them in order on the caller's).
     pub threads: usize,
-    /// Bytes of local memory each thread may address (`[0, local_bytes)` in the `.local`
-    /// window). The PTX model declares no local arrays, so the default is 0. A launch asking
-    /// for more than [`MAX_LOCAL_BYTES`] is refused.
+    /// Bytes of local memory each thread may address in its window (`[0, local_bytes)` of the
+    /// `.local` space), beside its `.local` declarations (each at an address of its own and
+    /// checked on its own). Generated kernels address only their declarations, so the default
+    /// is 0. A launch whose window and declarations pass [`MAX_LOCAL_BYTES`] is refused.
     pub local_bytes: u32,
     /// Limits on a whole launch (none by default): past one, the launch stops with
     /// [`SimError::Stopped`] saying how far it got.
@@ -384,9 +389,10 @@ impl Simulator {
         if !dims_ok {
             return Err(refuse(LaunchProblem::Dimensions { grid, block }));
         }
-        if self.options.local_bytes > MAX_LOCAL_BYTES {
+        let local = self.options.local_bytes.saturating_add(prog.local_bytes);
+        if local > MAX_LOCAL_BYTES {
             return Err(refuse(LaunchProblem::LocalMemory {
-                bytes: self.options.local_bytes,
+                bytes: local,
                 limit: MAX_LOCAL_BYTES,
             }));
         }

@@ -75,8 +75,9 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
     let mut functions = Vec::new();
     let mut lines = Vec::new();
     let mut cur: Option<(Function, FnLines)> = None;
-    // `.extern .shared` declarations belong to the entry that follows them.
+    // `.extern .shared` and `.const` declarations belong to the entry that follows them.
     let mut dynamic: Vec<SharedDecl> = Vec::new();
+    let mut consts: Vec<ConstDecl> = Vec::new();
     let mut state = State::Top;
     let mut last = Cx { line: 1, text: "" };
     for (i, raw) in text.split('\n').enumerate() {
@@ -107,6 +108,8 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                     if rest.trim() != "64" {
                         return Err(cx.err(ParseReason::BadDeclaration));
                     }
+                } else if let Some(rest) = line.strip_prefix(".const") {
+                    consts.push(parse_const_decl(rest).map_err(|r| cx.err(r))?);
                 } else if let Some(rest) = line.strip_prefix(".extern") {
                     let rest = rest
                         .trim_start()
@@ -126,6 +129,8 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                             reqntid: None,
                             maxnreg: None,
                             shared: std::mem::take(&mut dynamic),
+                            local: Vec::new(),
+                            consts: std::mem::take(&mut consts),
                             regs: RegCounts::default(),
                             body: Vec::new(),
                         },
@@ -205,6 +210,17 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                 } else if let Some(rest) = line.strip_prefix(".shared") {
                     f.shared
                         .push(parse_shared_decl(rest, false).map_err(|r| cx.err(r))?);
+                } else if let Some(rest) = line.strip_prefix(".local") {
+                    let d = parse_shared_decl(rest, false).map_err(|r| cx.err(r))?;
+                    if d.bytes == 0 {
+                        return Err(cx.err(ParseReason::BadDeclaration));
+                    }
+                    f.local.push(LocalDecl {
+                        name: d.name,
+                        align: d.align,
+                        bytes: d.bytes,
+                        comment: d.comment,
+                    });
                 } else if let Some(name) = line.strip_suffix(':') {
                     if !is_symbol(name) {
                         return Err(cx.err(ParseReason::BadOperand));
@@ -219,7 +235,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
             }
         }
     }
-    if state != State::Top || !dynamic.is_empty() {
+    if state != State::Top || !dynamic.is_empty() || !consts.is_empty() {
         return Err(last.err(ParseReason::UnexpectedEnd));
     }
     let arch = arch.ok_or_else(|| last.err(ParseReason::UnexpectedEnd))?;
@@ -367,6 +383,39 @@ fn parse_shared_decl(rest: &str, dynamic: bool) -> R<SharedDecl> {
         name: name.to_string(),
         align,
         bytes,
+        comment,
+    })
+}
+
+/// ` .align 4 .b8 name[8] = {1, 0, 0, 0, 2, 0, 0, 0};`, with exactly as many bytes as the
+/// size says, followed by an optional ` // comment`.
+fn parse_const_decl(rest: &str) -> R<ConstDecl> {
+    let (decl, init) = rest.split_once('=').ok_or(ParseReason::BadDeclaration)?;
+    let (init, comment) = match init.split_once("//") {
+        Some((i, c)) => (i, Some(c.strip_prefix(' ').unwrap_or(c).to_string())),
+        None => (init, None),
+    };
+    let d = parse_shared_decl(&format!("{};", decl.trim_end()), false)?;
+    let init = init
+        .trim()
+        .strip_suffix(';')
+        .ok_or(ParseReason::MissingSemicolon)?
+        .trim();
+    let inner = init
+        .strip_prefix('{')
+        .and_then(|i| i.strip_suffix('}'))
+        .ok_or(ParseReason::BadDeclaration)?;
+    let data = inner
+        .split(',')
+        .map(|b| b.trim().parse::<u8>().map_err(|_| ParseReason::BadNumber))
+        .collect::<R<Vec<u8>>>()?;
+    if data.len() != d.bytes as usize || data.is_empty() {
+        return Err(ParseReason::BadDeclaration);
+    }
+    Ok(ConstDecl {
+        name: d.name,
+        align: d.align,
+        data,
         comment,
     })
 }
@@ -821,6 +870,7 @@ fn parse_space<'p, 'a>(parts: &'p [&'a str]) -> R<(Space, &'p [&'a str])> {
         ["global", rest @ ..] => Ok((Space::Global, rest)),
         ["shared", rest @ ..] => Ok((Space::Shared, rest)),
         ["local", rest @ ..] => Ok((Space::Local, rest)),
+        ["const", rest @ ..] => Ok((Space::Const, rest)),
         _ => Err(ParseReason::UnknownMnemonic),
     }
 }
@@ -908,12 +958,17 @@ fn parse_address(s: &str, space: Space, f: &Function) -> R<Address> {
         AddrBase::Reg(parse_reg(base)?)
     } else {
         let param = f.params.iter().any(|p| p.name == base);
-        let shared = f.shared.iter().position(|d| d.name == base);
-        match (space, param, shared) {
+        let index = |i: usize| u32::try_from(i).map_err(|_| ParseReason::BadAddress);
+        let symbol = match space {
+            Space::Local => f.local.iter().position(|d| d.name == base).map(index),
+            Space::Const => f.consts.iter().position(|d| d.name == base).map(index),
+            _ => f.shared.iter().position(|d| d.name == base).map(index),
+        };
+        match (space, param, symbol) {
             (Space::Param, true, _) => AddrBase::Param(base.to_string()),
-            (_, _, Some(i)) => {
-                AddrBase::Shared(u32::try_from(i).map_err(|_| ParseReason::BadAddress)?)
-            }
+            (Space::Local, _, Some(i)) => AddrBase::Local(i?),
+            (Space::Const, _, Some(i)) => AddrBase::Const(i?),
+            (_, _, Some(i)) => AddrBase::Shared(i?),
             (_, true, None) => AddrBase::Param(base.to_string()),
             _ => return Err(ParseReason::UnknownSymbol),
         }
@@ -981,10 +1036,15 @@ fn parse_operand(s: &str, f: &Function) -> R<Operand> {
             .map(Operand::Imm)
             .map_err(|_| ParseReason::BadNumber);
     }
-    match f.shared.iter().position(|d| d.name == s) {
-        Some(i) => Ok(Operand::SharedAddr(
-            u32::try_from(i).map_err(|_| ParseReason::BadOperand)?,
-        )),
+    let index = |i: usize| u32::try_from(i).map_err(|_| ParseReason::BadOperand);
+    if let Some(i) = f.shared.iter().position(|d| d.name == s) {
+        return Ok(Operand::SharedAddr(index(i)?));
+    }
+    if let Some(i) = f.local.iter().position(|d| d.name == s) {
+        return Ok(Operand::LocalAddr(index(i)?));
+    }
+    match f.consts.iter().position(|d| d.name == s) {
+        Some(i) => Ok(Operand::ConstAddr(index(i)?)),
         None => Err(ParseReason::UnknownSymbol),
     }
 }
@@ -1042,6 +1102,18 @@ mod tests {
                 bytes: 16,
                 comment: None,
             }],
+            local: vec![LocalDecl {
+                name: "l".into(),
+                align: 4,
+                bytes: 8,
+                comment: None,
+            }],
+            consts: vec![ConstDecl {
+                name: "c".into(),
+                align: 4,
+                data: vec![1, 2, 3, 4],
+                comment: None,
+            }],
             regs: RegCounts::default(),
             body: vec![],
         };
@@ -1051,6 +1123,13 @@ mod tests {
         assert_eq!(a.offset, -8);
         let a = parse_address("[s+4]", Space::Shared, &f).unwrap();
         assert_eq!(a.base, AddrBase::Shared(0));
+        let a = parse_address("[l+4]", Space::Local, &f).unwrap();
+        assert_eq!(a.base, AddrBase::Local(0));
+        let a = parse_address("[c]", Space::Const, &f).unwrap();
+        assert_eq!(a.base, AddrBase::Const(0));
+        // A symbol of another space is no symbol there.
+        assert!(parse_address("[l]", Space::Shared, &f).is_err());
+        assert!(parse_address("[s]", Space::Const, &f).is_err());
         let a = parse_address("[p]", Space::Param, &f).unwrap();
         assert_eq!(a.base, AddrBase::Param("p".into()));
         assert!(parse_address("[q]", Space::Param, &f).is_err());

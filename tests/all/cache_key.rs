@@ -28,6 +28,8 @@ struct Knobs {
     exclusive: bool,
     array_len: u32,
     array_f32: bool,
+    local_len: u32,
+    table_last: u32,
     factor: u32,
     sync: bool,
     swap_maps: bool,
@@ -56,6 +58,8 @@ const BASE: Knobs = Knobs {
     exclusive: false,
     array_len: 16,
     array_f32: false,
+    local_len: 4,
+    table_last: 3,
     factor: 2,
     sync: false,
     swap_maps: false,
@@ -108,6 +112,9 @@ fn build(k: &Knobs) -> Kernel {
         let arr = b.shared_array::<u32>(k.array_len);
         b.shared_write(&arr, coopgraph::ir::index::thread_rank(), 1u32);
     }
+    let table = b.const_array(&[1u32, 2, k.table_last]);
+    let scratch = b.local_array::<u32>(k.local_len);
+    b.local_write(&scratch, 0u32, table.read(index::thread_rank() % 3u32));
     let items = k.items;
     let d = b.thread_data_aligned::<u32>(items, k.data_align);
     b.load_into(block, &x, &d, Load::vectorize());
@@ -284,6 +291,22 @@ fn every_ir_field_is_in_the_key() {
             "array dtype",
             Knobs {
                 array_f32: true,
+                ..BASE
+            },
+            true,
+        ),
+        (
+            "local array length",
+            Knobs {
+                local_len: 5,
+                ..BASE
+            },
+            true,
+        ),
+        (
+            "constant values",
+            Knobs {
+                table_last: 4,
                 ..BASE
             },
             true,

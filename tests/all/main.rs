@@ -1,5 +1,6 @@
 //! The integration tests: one binary with modules.
 mod agreement;
+mod arrays;
 mod atomics;
 mod autotune;
 mod bench;

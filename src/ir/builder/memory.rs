@@ -1,13 +1,12 @@
-//! Global and shared memory: parameters, loads and stores with their controls, writes by
-//! index, temp storages and shared arrays.
+//! Global memory and temp storages: parameters, loads and stores with their controls, writes
+//! by index, temp storages.
 
 use super::KernelBuilder;
 use crate::ir::dtype::{DType, Element};
-use crate::ir::entities::{ArrayId, Loc, ParamId, StorageId};
+use crate::ir::entities::{Loc, ParamId, StorageId};
 use crate::ir::expr::Expr;
 use crate::ir::handles::{
-    Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, SharedArray, TempStorage,
-    ThreadData, Writable,
+    Buffer, ElementIndex, Group, Input, Output, Readable, Scalar, TempStorage, ThreadData, Writable,
 };
 use crate::ir::ops::*;
 
@@ -686,95 +685,5 @@ impl KernelBuilder {
             id,
             owner: self.lineage.id(),
         }
-    }
-
-    /// Declares a shared array of `len` elements, live for the whole kernel, beside the
-    /// planned scratch. Its threads order their own accesses ([`sync_block`](Self::sync_block)).
-    ///
-    /// ```
-    /// use coopgraph::ir::index;
-    /// use coopgraph::runtime::Device;
-    /// use coopgraph::{KernelBuilder, Load, Store};
-    ///
-    /// // A histogram of 4 bins, each counted by one thread.
-    /// let mut k = KernelBuilder::new("histogram").block(32).items_per_thread(1);
-    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
-    /// let b = k.this_block();
-    /// let values = k.shared_array::<u32>(32);
-    /// let t = k.load_from(b, &x, Load::direct());
-    /// k.shared_write(&values, index::thread_rank(), t.item(0));
-    /// k.sync_block();
-    /// let count = k.fill(0u32);
-    /// k.for_range(0u32, values.len(), |k, i| {
-    ///     let hit = values.read(i).eq(index::thread_rank()).select(1u32, 0u32);
-    ///     let next = k.map(&count, |c| c + hit);
-    ///     k.assign(&count, &next);
-    /// });
-    /// k.store_to(b, &y, &count, Store::direct().valid_items(4u32));
-    /// let kernel = k.build()?;
-    ///
-    /// let dev = Device::sim();
-    /// let xb = dev.upload(&[0u32, 1, 1, 2, 2, 2, 3, 3].repeat(4))?;
-    /// let mut yb = dev.alloc_zeroed::<u32>(4)?;
-    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
-    /// assert_eq!(yb.to_vec()?, [4, 8, 12, 8]);
-    /// # Ok::<(), coopgraph::Error>(())
-    /// ```
-    #[track_caller]
-    pub fn shared_array<T: Element>(&mut self, len: u32) -> SharedArray<T> {
-        let id = ArrayId(self.ir.arrays.len() as u32);
-        self.ir.arrays.push(ArrayDecl {
-            dtype: T::DTYPE,
-            len,
-            loc: Loc::caller(),
-        });
-        SharedArray::new(id, len, self.lineage.id())
-    }
-
-    /// `array[index] = value` (each thread that runs it writes one element).
-    ///
-    /// ```
-    /// use coopgraph::ir::index;
-    /// use coopgraph::runtime::Device;
-    /// use coopgraph::{KernelBuilder, Store};
-    ///
-    /// // Thread t writes t * t at element t; after the barrier, each reads its neighbour's.
-    /// let mut k = KernelBuilder::new("squares").block(32).items_per_thread(1);
-    /// let y = k.output::<u32>("y");
-    /// let b = k.this_block();
-    /// let a = k.shared_array::<u32>(32);
-    /// let r = index::thread_rank();
-    /// k.shared_write(&a, r.clone(), r.clone() * r.clone());
-    /// k.sync_block();
-    /// let t = k.fill(a.read((r + 1u32) % 32u32));
-    /// k.store_to(b, &y, &t, Store::direct());
-    /// let kernel = k.build()?;
-    ///
-    /// let dev = Device::sim();
-    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
-    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
-    /// let want: Vec<u32> = (0..32).map(|t| (t + 1) % 32).map(|n| n * n).collect();
-    /// assert_eq!(yb.to_vec()?, want);
-    /// # Ok::<(), coopgraph::Error>(())
-    /// ```
-    #[track_caller]
-    pub fn shared_write<T: Element>(
-        &mut self,
-        array: &SharedArray<T>,
-        index: impl Into<Expr<u32>>,
-        value: impl Into<Expr<T>>,
-    ) {
-        let loc = Loc::caller();
-        let index = self.expr(&index.into());
-        let value = self.expr(&value.into());
-        let array_id = self.array_id(array);
-        self.push(
-            OpKind::SharedWrite {
-                array: array_id,
-                index,
-                value,
-            },
-            loc,
-        );
     }
 }

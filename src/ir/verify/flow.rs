@@ -311,9 +311,12 @@ fn uniformity(
             ExprKind::Item { data, item: 0 } if is_var.get(data.index()) == Some(&true) => {
                 vars[data.index()]
             }
-            ExprKind::Arg(_) | ExprKind::Item { .. } | ExprKind::SharedRead(..) => {
-                Uniformity::THREAD
-            }
+            ExprKind::Arg(_)
+            | ExprKind::Item { .. }
+            | ExprKind::SharedRead(..)
+            | ExprKind::LocalRead(..) => Uniformity::THREAD,
+            // A constant array holds the same values for the whole launch.
+            ExprKind::ConstRead(_, i) => of(i),
             // An input holds the same values for every thread of the launch; a read-write
             // buffer may change under the read.
             ExprKind::GlobalRead(p, i) => match ir.params.get(p.index()).map(|d| d.role) {

@@ -76,9 +76,10 @@ impl Verifier<'_> {
             };
             let node = self.ir.expr(e);
             match &node.kind {
-                ExprKind::SharedRead(_, index) | ExprKind::GlobalRead(_, index) => {
-                    stack.push((*index, true))
-                }
+                ExprKind::SharedRead(_, index)
+                | ExprKind::LocalRead(_, index)
+                | ExprKind::ConstRead(_, index)
+                | ExprKind::GlobalRead(_, index) => stack.push((*index, true)),
                 kind => stack.extend(kind.children().map(|&c| (c, observe))),
             }
             if !first {
@@ -156,9 +157,18 @@ impl Verifier<'_> {
                     }
                     None => self.push(K::MapValueOutsideMap, loc, Some(op)),
                 },
-                ExprKind::SharedRead(arr, index) => {
-                    let found = VType::D(self.ir.arrays[arr.index()].dtype);
-                    if found != node.ty {
+                ExprKind::SharedRead(_, index)
+                | ExprKind::LocalRead(_, index)
+                | ExprKind::ConstRead(_, index) => {
+                    let dtype = match &node.kind {
+                        ExprKind::SharedRead(a, _) => Some(self.ir.arrays[a.index()].dtype),
+                        ExprKind::LocalRead(a, _) => Some(self.ir.locals[a.index()].dtype),
+                        ExprKind::ConstRead(a, _) => Some(self.ir.consts[a.index()].dtype),
+                        _ => None,
+                    };
+                    if let Some(found) = dtype.map(VType::D)
+                        && found != node.ty
+                    {
                         self.push(
                             K::TypeMismatch {
                                 expected: node.ty,
@@ -168,17 +178,7 @@ impl Verifier<'_> {
                             Some(op),
                         );
                     }
-                    let it = self.ir.expr(*index).ty;
-                    if it != VType::D(super::super::DType::U32) {
-                        self.push(
-                            K::TypeMismatch {
-                                expected: VType::D(super::super::DType::U32),
-                                found: it,
-                            },
-                            loc,
-                            Some(op),
-                        );
-                    }
+                    self.array_index_ty(*index, loc, op);
                 }
                 ExprKind::GlobalRead(p, index) => {
                     self.role(*p, true, loc, op);

@@ -191,6 +191,19 @@ impl Printer<'_> {
             );
             self.line(&s);
         }
+        for (i, a) in ir.locals.iter().enumerate() {
+            let s = format!(
+                "let local{i} = k.local_array::<{}>({});",
+                rust_type(a.dtype),
+                a.len
+            );
+            self.line(&s);
+        }
+        for (i, a) in ir.consts.iter().enumerate() {
+            let values: Vec<String> = a.data.iter().map(|&b| literal(a.dtype, b)).collect();
+            let s = format!("let cmem{i} = k.const_array(&[{}]);", values.join(", "));
+            self.line(&s);
+        }
     }
 
     /// Declares payload `d` where it first appears without an op that makes it.
@@ -423,6 +436,19 @@ impl Printer<'_> {
             } => {
                 let s = format!(
                     "k.shared_write(&smem{}, {}, {});",
+                    array.index(),
+                    self.expr(*index),
+                    self.expr(*value)
+                );
+                self.line(&s);
+            }
+            OpKind::LocalWrite {
+                array,
+                index,
+                value,
+            } => {
+                let s = format!(
+                    "k.local_write(&local{}, {}, {});",
                     array.index(),
                     self.expr(*index),
                     self.expr(*value)
@@ -778,6 +804,8 @@ impl Printer<'_> {
             },
             ExprKind::Fma(a, b, c) => format!("{}.fma({}, {})", sub(*a), sub(*b), sub(*c)),
             ExprKind::SharedRead(arr, i) => format!("smem{}.read({})", arr.index(), sub(*i)),
+            ExprKind::LocalRead(arr, i) => format!("local{}.read({})", arr.index(), sub(*i)),
+            ExprKind::ConstRead(arr, i) => format!("cmem{}.read({})", arr.index(), sub(*i)),
             ExprKind::GlobalRead(p, i) => format!("{}.at({})", self.param(*p), sub(*i)),
         };
         out.push_str(&s);

@@ -592,9 +592,19 @@ fn sim_class(e: &RuntimeError) -> String {
 
 /// The op kinds of a kernel, for classes and the summary.
 pub fn op_kinds(k: &Kernel) -> BTreeMap<&'static str, u64> {
+    use coopgraph::ir::expr::ExprKind;
     let mut m = BTreeMap::new();
     k.ir()
         .walk(|op, _| *m.entry(k.ir().op(op).kind.name()).or_insert(0) += 1);
+    // Reads of arrays are expressions, not ops: counted too.
+    for n in k.ir().exprs.nodes() {
+        let name = match n.kind {
+            ExprKind::LocalRead(..) => "local_read",
+            ExprKind::ConstRead(..) => "const_read",
+            _ => continue,
+        };
+        *m.entry(name).or_insert(0) += 1;
+    }
     m
 }
 

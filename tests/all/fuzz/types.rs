@@ -5,8 +5,8 @@
 use coopgraph::KernelBuilder;
 use coopgraph::ir::Buffer as IrBuffer;
 use coopgraph::ir::{
-    Atomic, AtomicOp, DType, Element, Expr, Input, MemoryOrder, MemoryScope, Output, Reduce,
-    Scalar, SharedArray, ThreadData, Var,
+    Atomic, AtomicOp, ConstArray, DType, Element, Expr, Input, LocalArray, MemoryOrder,
+    MemoryScope, Output, Reduce, Scalar, SharedArray, ThreadData, Var,
 };
 use coopgraph::runtime::{ArgList, Buffer, Device, DeviceElement, RuntimeError};
 
@@ -92,6 +92,10 @@ any_handle! {
     AnyBuffer(IrBuffer), wrap_buffer, unwrap_buffer;
     /// A per-thread variable of any dtype.
     AnyVar(Var), wrap_var, unwrap_var;
+    /// A local array of any dtype.
+    AnyLocal(LocalArray), wrap_local, unwrap_local;
+    /// A constant array of any dtype.
+    AnyConst(ConstArray), wrap_const, unwrap_const;
 }
 
 impl AnyData {
@@ -177,6 +181,10 @@ pub trait Fz: Element + DeviceElement + PartialOrd {
     fn of_array(d: &AnyArray) -> Option<SharedArray<Self>>;
     fn buffer(d: IrBuffer<Self>) -> AnyBuffer;
     fn var(d: Var<Self>) -> AnyVar;
+    fn local(d: LocalArray<Self>) -> AnyLocal;
+    fn of_local(d: &AnyLocal) -> Option<LocalArray<Self>>;
+    fn konst(d: ConstArray<Self>) -> AnyConst;
+    fn of_const(d: &AnyConst) -> Option<ConstArray<Self>>;
     fn of_var(d: &AnyVar) -> Option<Var<Self>>;
     fn of_buffer(d: &AnyBuffer) -> Option<IrBuffer<Self>>;
     fn expr(e: Expr<Self>) -> AnyExpr;
@@ -237,6 +245,24 @@ macro_rules! fz_common {
         }
         fn var(d: Var<$t>) -> AnyVar {
             AnyVar::$v(d)
+        }
+        fn local(d: LocalArray<$t>) -> AnyLocal {
+            AnyLocal::$v(d)
+        }
+        fn of_local(d: &AnyLocal) -> Option<LocalArray<$t>> {
+            match d {
+                AnyLocal::$v(d) => Some(*d),
+                _ => None,
+            }
+        }
+        fn konst(d: ConstArray<$t>) -> AnyConst {
+            AnyConst::$v(d)
+        }
+        fn of_const(d: &AnyConst) -> Option<ConstArray<$t>> {
+            match d {
+                AnyConst::$v(d) => Some(*d),
+                _ => None,
+            }
         }
         fn of_var(d: &AnyVar) -> Option<Var<$t>> {
             match d {

@@ -247,7 +247,7 @@ impl Gen {
     /// A leaf of type `T`.
     pub fn leaf<T: Fz>(&mut self, lv: &Leaves) -> Expr<T> {
         for _ in 0..8 {
-            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6, 6, 8]) {
+            match self.rng.weighted(&[20, 30, 20, 8, 12, 6, 6, 6, 6, 8, 6]) {
                 0 => return Expr::lit(constant::<T>(self)),
                 1 if !lv.args.is_empty() => {
                     let a = lv.args[self.rng.below(lv.args.len() as u64) as usize].clone();
@@ -291,6 +291,11 @@ impl Gen {
                 }
                 9 => {
                     if let Some(e) = self.var_leaf(lv.varying) {
+                        return to::<T>(e);
+                    }
+                }
+                10 if lv.varying => {
+                    if let Some(e) = self.array_read() {
                         return to::<T>(e);
                     }
                 }

@@ -19,6 +19,12 @@ impl Gen {
                 self.declare_array(k);
             }
         }
+        self.declare_arrays(k);
+        for ai in 0..self.locals.len() {
+            if self.rng.pct(60) {
+                self.fill_local(k, ai);
+            }
+        }
         if self.rng.pct(20) {
             self.tiles_loop(k, top);
         } else {
@@ -113,6 +119,7 @@ impl Gen {
             if nested { 3 } else { 0 },                         // while, stepped for
             if self.cx().loop_level.is_some() { 4 } else { 0 }, // break, continue
             if self.cx().callback { 0 } else { 2 },             // return_if
+            if self.locals.is_empty() { 0 } else { 5 },         // local array
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -147,7 +154,8 @@ impl Gen {
                 17 => self.op_var(k),
                 18 => self.var_loop(k),
                 19 => self.op_jump(k),
-                _ => self.op_return(k),
+                20 => self.op_return(k),
+                _ => self.op_local(k),
             };
             if done {
                 return;
@@ -165,6 +173,7 @@ impl Gen {
         f: impl FnOnce(&mut Self, &mut KernelBuilder),
     ) {
         let ready: Vec<bool> = self.arrays.iter().map(|a| a.ready).collect();
+        let filled: Vec<bool> = self.locals.iter().map(|a| a.ready).collect();
         self.enter(c);
         let start = self.datas.len();
         f(self, k);
@@ -177,6 +186,9 @@ impl Gen {
         self.observe_vars(k);
         self.leave();
         for (a, r) in self.arrays.iter_mut().zip(ready) {
+            a.ready = r;
+        }
+        for (a, r) in self.locals.iter_mut().zip(filled) {
             a.ready = r;
         }
     }

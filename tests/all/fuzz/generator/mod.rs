@@ -14,6 +14,7 @@
 //! only in a field the cache key must see: a shared array's length, a temp storage's spec or a
 //! payload's alignment.
 
+mod arrays;
 mod atomic;
 mod collectives;
 mod expr;
@@ -56,6 +57,9 @@ pub enum Defect {
     GroupCountAcrossGroups,
     /// Shared-array indices past the array's end (the simulator must report them).
     SharedArrayOverflow,
+    /// Local- and constant-array indices past the array's end (the simulator must report
+    /// them, naming the array).
+    ArrayOverflow,
     /// Temp storages without auto-sync used with only the barriers their own uses need (not
     /// one before and after each use).
     ManualStorageAlias,
@@ -405,6 +409,9 @@ pub(crate) struct Gen {
     pub scopes: Vec<usize>,
     pub ctx: Vec<Ctx>,
     pub arrays: Vec<ArrInfo>,
+    /// Local and constant arrays.
+    pub locals: Vec<arrays::LocalInfo>,
+    pub consts: Vec<arrays::ConstInfo>,
     pub storages: Vec<StInfo>,
     pub budget: i32,
     pub tweak: Option<u32>,
@@ -543,6 +550,8 @@ impl Gen {
                 jump_rel: BLOCK,
             }],
             arrays: Vec::new(),
+            locals: Vec::new(),
+            consts: Vec::new(),
             storages: Vec::new(),
             budget: MAX_STATEMENTS,
             tweak: spec.tweak,

@@ -99,6 +99,13 @@ pub enum Event {
     GlobalOob { op: OpId, param: usize, index: u64 },
     /// A shared-array access past the array's end.
     SharedOob { op: OpId, array: usize, index: u64 },
+    /// A local- or constant-array access past the array's end.
+    ArrayOob {
+        op: OpId,
+        local: bool,
+        array: usize,
+        index: u64,
+    },
     /// An undefined value reaching an observable use.
     Undefined { op: OpId, what: &'static str },
     /// Two threads touching one shared-array element with no barrier between, one writing.
@@ -118,7 +125,10 @@ pub enum Event {
 impl Event {
     /// Whether the simulator must report this as a memory fault.
     pub fn is_oob(&self) -> bool {
-        matches!(self, Event::GlobalOob { .. } | Event::SharedOob { .. })
+        matches!(
+            self,
+            Event::GlobalOob { .. } | Event::SharedOob { .. } | Event::ArrayOob { .. }
+        )
     }
 }
 
@@ -329,6 +339,8 @@ struct Block<'a> {
     loops: HashMap<OpId, Vec<[u64; 3]>>,
     tiles: Vec<OpId>,
     arrays: Vec<Vec<SCell>>,
+    /// Per local array, `threads * len` elements (each thread's own).
+    locals: Vec<Vec<V>>,
     epoch: u32,
     /// Threads running under a branch whose condition was unspecified: what they write is.
     taint: Vec<u8>,
@@ -372,6 +384,9 @@ impl<'a> Block<'a> {
                     };
                     vec![cell; a.len as usize]
                 })
+                .collect(),
+            locals: (ir.locals.iter())
+                .map(|a| vec![V::UNDEF; threads * a.len as usize])
                 .collect(),
             epoch: 0,
             taint: vec![0; threads],
@@ -575,6 +590,24 @@ impl<'a> Block<'a> {
                     self.shared_access(array.index(), t, i, Some(v), false);
                 }
             }
+            OpKind::LocalWrite {
+                array,
+                index,
+                value,
+            } => {
+                for t in 0..self.threads {
+                    if active[t] {
+                        let i = self.eval(*index, self.cx(t));
+                        let mut v = self.eval(*value, self.cx(t));
+                        self.check_defined(i, "a local-array index");
+                        self.check_defined(v, "a value written to local memory");
+                        v.flags |= self.taint[t];
+                        if let Some(cell) = self.local_cell(array.index(), t, i, false) {
+                            *cell = v;
+                        }
+                    }
+                }
+            }
             OpKind::GlobalWrite {
                 param,
                 index,
@@ -702,6 +735,27 @@ impl<'a> Block<'a> {
                 cell.v
             }
         }
+    }
+
+    /// Thread `t`'s element `i` of local array `a`, or `None` past its end (an out-of-bounds
+    /// event; uncertain where the access may not happen, `maybe`).
+    fn local_cell(&mut self, a: usize, t: usize, i: V, maybe: bool) -> Option<&mut V> {
+        let len = self.ir.locals[a].len as u64;
+        if i.bits >= len || !i.known() {
+            let op = self.op;
+            self.event(if maybe || !i.known() {
+                Event::Uncertain { op }
+            } else {
+                Event::ArrayOob {
+                    op,
+                    local: true,
+                    array: a,
+                    index: i.bits,
+                }
+            });
+            return None;
+        }
+        self.locals[a].get_mut(t * len as usize + i.bits as usize)
     }
 
     /// The offset and valid count of a transfer for thread `t`.
@@ -1150,6 +1204,43 @@ impl<'a> Block<'a> {
                         let maybe = cx.mode == Mode::Maybe;
                         self.shared_access(arr.index(), cx.t, iv, None, maybe)
                     }
+                }
+            }
+            ExprKind::LocalRead(arr, i) => {
+                let iv = self.eval(*i, cx);
+                if cx.mode == Mode::Dead {
+                    V::exact(0)
+                } else {
+                    self.check_defined(iv, "a local-array index");
+                    let maybe = cx.mode == Mode::Maybe;
+                    match self.local_cell(arr.index(), cx.t, iv, maybe) {
+                        Some(v) => *v,
+                        None => V::with(0, UNSPEC),
+                    }
+                }
+            }
+            ExprKind::ConstRead(arr, i) => {
+                let iv = self.eval(*i, cx);
+                let data = &ir.consts[arr.index()].data;
+                if cx.mode == Mode::Dead {
+                    V::exact(0)
+                } else if let Some(&bits) = data.get(iv.bits as usize).filter(|_| iv.known()) {
+                    self.check_defined(iv, "a constant-array index");
+                    V::with(bits, value::derive(iv.flags))
+                } else {
+                    self.check_defined(iv, "a constant-array index");
+                    let op = self.op;
+                    self.event(if cx.mode == Mode::Maybe || !iv.known() {
+                        Event::Uncertain { op }
+                    } else {
+                        Event::ArrayOob {
+                            op,
+                            local: false,
+                            array: arr.index(),
+                            index: iv.bits,
+                        }
+                    });
+                    V::with(0, UNSPEC)
                 }
             }
             ExprKind::GlobalRead(p, i) => {

@@ -1,0 +1,98 @@
+//! Local and constant arrays in the emission builder: their declarations (each array its own,
+//! named as the IR listing names it, with its type, length and source line in the comment, so
+//! the simulator checks every access against the array it was computed from) and the
+//! addresses of their elements.
+
+use super::*;
+
+/// A local or constant array's symbol, whose address the prologue reads once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ArraySymbol {
+    /// `Function::local[i]`.
+    Local(u32),
+    /// `Function::consts[i]`.
+    Const(u32),
+}
+
+/// The `.local` declarations: one per local array, `local0` as the listing names it.
+pub(super) fn local_decls(ir: &Ir) -> Vec<LocalDecl> {
+    (ir.locals.iter().enumerate())
+        .map(|(i, a)| LocalDecl {
+            name: LocalId(i as u32).to_string(),
+            align: a.dtype.bytes().max(4),
+            bytes: a.len.saturating_mul(a.dtype.bytes()),
+            comment: Some(format!(
+                "local{i}: local {} x {} at {}",
+                a.dtype, a.len, a.loc
+            )),
+        })
+        .collect()
+}
+
+/// The `.const` declarations with their contents: one per constant array, named after the
+/// entry (`<entry>_cmem0`), since constants live at module scope and a module may hold several
+/// entries.
+pub(super) fn const_decls(ir: &Ir, entry: &str) -> Vec<ConstDecl> {
+    (ir.consts.iter().enumerate())
+        .map(|(i, a)| {
+            let size = a.dtype.bytes() as usize;
+            ConstDecl {
+                name: format!("{entry}_{}", ConstId(i as u32)),
+                align: a.dtype.bytes().max(4),
+                data: (a.data.iter())
+                    .flat_map(|b| b.to_le_bytes().into_iter().take(size))
+                    .collect(),
+                comment: Some(format!(
+                    "cmem{i}: const {} x {} at {}",
+                    a.dtype,
+                    a.data.len(),
+                    a.loc
+                )),
+            }
+        })
+        .collect()
+}
+
+impl Emitter<'_> {
+    /// The address of element `index` of the thread's local array `array`.
+    pub(crate) fn local_addr(&mut self, array: LocalId, index: Reg) -> Reg {
+        let size = self.ir.locals[array.index()].dtype.bytes();
+        self.element_addr_of(ArraySymbol::Local(array.0), index, size)
+    }
+
+    /// The address of element `index` of constant array `array`.
+    pub(crate) fn const_addr(&mut self, array: ConstId, index: Reg) -> Reg {
+        let size = self.ir.consts[array.index()].dtype.bytes();
+        self.element_addr_of(ArraySymbol::Const(array.0), index, size)
+    }
+
+    /// `symbol + index * size`, 64 bits wide; the symbol's address is read once, in the
+    /// prologue.
+    fn element_addr_of(&mut self, symbol: ArraySymbol, index: Reg, size: u32) -> Reg {
+        let base = match self.array_bases.get(&symbol) {
+            Some(&r) => r,
+            None => {
+                let r = self.reg(RegClass::B64);
+                self.entry_op(Op::Mov {
+                    ty: Ty::U64,
+                    dst: r,
+                    src: match symbol {
+                        ArraySymbol::Local(i) => Operand::LocalAddr(i),
+                        ArraySymbol::Const(i) => Operand::ConstAddr(i),
+                    },
+                });
+                self.array_bases.insert(symbol, r);
+                r
+            }
+        };
+        let addr = self.reg(RegClass::B64);
+        self.op(Op::MadWide {
+            ty: Ty::U32,
+            dst: addr,
+            a: index.into(),
+            b: Operand::Imm(i64::from(size)),
+            c: base.into(),
+        });
+        addr
+    }
+}
