@@ -451,9 +451,17 @@ impl Canonical for StorageDecl {
 
 impl Canonical for ArrayDecl {
     fn write(&self, w: &mut Writer) {
-        let ArrayDecl { dtype, len, loc: _ } = self;
+        let ArrayDecl {
+            dtype,
+            len,
+            dims,
+            dynamic,
+            loc: _,
+        } = self;
         dtype.write(w);
         w.u32(*len);
+        w.seq(dims);
+        w.bool(*dynamic);
     }
 }
 

@@ -7,7 +7,7 @@ use crate::ir::{Ir, KernelBuilder, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::ptx::{self, Arch};
 use crate::runtime::{
-    Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
+    Compile, DynamicArray, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
 };
 use std::sync::Arc;
 
@@ -378,6 +378,10 @@ impl Kernel {
                     "at {} of the window (past the static limit: checked against the window only)",
                     sl.offset
                 ),
+                Some(ArrayHome::Dynamic) => {
+                    let at = plan.shared.dynamic_array.map_or(0, |(_, o)| o);
+                    format!("dynamic, at {at} of the dynamic shared memory, sized at launch")
+                }
                 None => format!("at {}", sl.offset),
             };
             s.push_str(&format!(
@@ -421,6 +425,14 @@ impl Compile for Kernel {
                 dynamic_smem: shared.dynamic_bytes(),
                 needs_cooperative: false,
                 grid_dims: grid_dims.unwrap_or(1),
+                dynamic_array: shared.dynamic_array.and_then(|(i, offset)| {
+                    let a = self.inner.ir.arrays.get(i)?;
+                    Some(DynamicArray {
+                        offset,
+                        elem_bytes: a.dtype.bytes(),
+                        what: format!("smem{i}: dynamic shared {} at {}", a.dtype, a.loc),
+                    })
+                }),
                 hidden: {
                     let wide = self.inner.ir.wide_indexed();
                     codegen::length_params(&self.inner.ir)

@@ -117,6 +117,12 @@ pub enum VerifyErrorKind {
         /// Whether it indexes a buffer (else an array).
         buffer: bool,
     },
+    /// A second dynamic shared array: a kernel has at most one (it lies at the end of the
+    /// launch's dynamic shared memory).
+    SecondDynamicArray {
+        /// Where the first was declared.
+        first: Loc,
+    },
     /// A local or constant array of no elements.
     EmptyArray {
         /// What kind of array (`local`, `constant`).
@@ -434,6 +440,11 @@ impl fmt::Display for VerifyError {
                  `.cast::<u32>()`)"
             ),
             EmptyArray { what } => write!(f, "a {what} array of no elements"),
+            SecondDynamicArray { first } => write!(
+                f,
+                "a second dynamic shared array; the kernel has one already (declared at \
+                 {first}), and may have only one"
+            ),
             LocalMemory { bytes, max } => write!(
                 f,
                 "the kernel's local arrays take {bytes} bytes per thread; a thread can have at \
@@ -490,8 +501,8 @@ impl fmt::Display for VerifyError {
             ),
             ArraySize { len } => write!(
                 f,
-                "a shared array of {len} elements; it needs 1 to 65536 elements and at most \
-                 227 KiB"
+                "a shared array of {len} elements; it needs 1 to 65536 elements in all (of \
+                 one to three dimensions) and at most 227 KiB"
             ),
             NonUniformTransfer { control, threads } => write!(
                 f,

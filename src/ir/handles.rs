@@ -82,6 +82,12 @@ mod sealed {
         fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory;
     }
 
+    /// The row-major linear index of an element of an array of extents `dims`.
+    pub trait ArrayLinear<const D: usize> {
+        /// `(i0 * d1 + i1) * d2 + i2` for `D` = 3 (and likewise for fewer).
+        fn linear(self, dims: &[u32; D]) -> Expr<u32>;
+    }
+
     /// A buffer parameter's handle.
     pub trait ParamHandle {
         /// The parameter's id in `k`, checked to be one of `k`'s (a handle of another builder
@@ -90,7 +96,7 @@ mod sealed {
     }
 }
 
-pub(crate) use sealed::{AtomicMemoryOf, IndexNode, ParamHandle};
+pub(crate) use sealed::{ArrayLinear, AtomicMemoryOf, IndexNode, ParamHandle};
 
 /// An element index into a buffer: a `u32` (a literal, an `Expr<u32>`, a `u32` scalar), or a
 /// `u64` expression or scalar for buffers of more than `u32::MAX` elements.
@@ -173,7 +179,7 @@ impl<T: Element> AtomicMemoryOf for Buffer<T> {
         AtomicMemory::Global(self.param_in(k))
     }
 }
-impl<T: Element> AtomicMemoryOf for SharedArray<T> {
+impl<T: Element> AtomicMemoryOf for SharedArray<T, 1> {
     fn memory_in(&self, k: &mut KernelBuilder) -> AtomicMemory {
         AtomicMemory::Shared(k.array_id(self))
     }
@@ -495,51 +501,136 @@ impl TempStorage {
     }
 }
 
-/// A shared array of `T` that every thread of the block can read and write (see
-/// [`crate::ir::KernelBuilder::shared_array`]). Ordering accesses of different threads is the
-/// user's job (`sync_block`); the simulator reports races.
+/// A shared array of `T` of `D` dimensions (1 to 3) that every thread of the block can read
+/// and write (see [`crate::ir::KernelBuilder::shared_array`],
+/// [`shared_array_2d`](crate::ir::KernelBuilder::shared_array_2d),
+/// [`shared_array_3d`](crate::ir::KernelBuilder::shared_array_3d) and
+/// [`dynamic_shared_array`](crate::ir::KernelBuilder::dynamic_shared_array)). Ordering
+/// accesses of different threads is the user's job (`sync_block`); the simulator reports
+/// races. An index is checked against the whole array (the simulator reports one past its
+/// last element), not dimension by dimension: `a[i][cols]` is `a[i + 1][0]`.
 #[derive(Debug)]
-pub struct SharedArray<T: Element> {
+pub struct SharedArray<T: Element, const D: usize = 1> {
     pub(crate) id: ArrayId,
-    pub(crate) len: u32,
+    pub(crate) dims: [u32; D],
+    pub(crate) dynamic: bool,
     pub(crate) owner: BuilderId,
     _t: PhantomData<fn() -> T>,
 }
 
-impl<T: Element> Clone for SharedArray<T> {
+impl<T: Element, const D: usize> Clone for SharedArray<T, D> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T: Element> Copy for SharedArray<T> {}
+impl<T: Element, const D: usize> Copy for SharedArray<T, D> {}
 
-impl<T: Element> SharedArray<T> {
-    pub(crate) fn new(id: ArrayId, len: u32, owner: BuilderId) -> Self {
+impl<T: Element, const D: usize> SharedArray<T, D> {
+    pub(crate) fn new(id: ArrayId, dims: [u32; D], dynamic: bool, owner: BuilderId) -> Self {
         SharedArray {
             id,
-            len,
+            dims,
+            dynamic,
             owner,
             _t: PhantomData,
         }
     }
 
-    /// Elements in the array.
+    /// The array's id.
+    pub fn id(&self) -> ArrayId {
+        self.id
+    }
+
+    /// Elements in the array: the product of its extents (0 for the dynamic array, whose
+    /// length each launch gives).
     pub fn len(&self) -> u32 {
-        self.len
+        if self.dynamic {
+            return 0;
+        }
+        self.dims.iter().fold(1u32, |n, &d| n.saturating_mul(d))
     }
 
-    /// Whether the array has no elements.
+    /// Whether the array has no elements declared (the dynamic array has none before launch).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Element `index`.
-    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
-        let kind = ExprKind::SharedRead(self.id, index.into().node().clone());
+    /// Its extents, outermost first.
+    pub fn dims(&self) -> [u32; D] {
+        self.dims
+    }
+
+    /// Whether it is the kernel's dynamic shared array (see
+    /// [`dynamic_shared_array`](crate::ir::KernelBuilder::dynamic_shared_array)).
+    pub fn is_dynamic(&self) -> bool {
+        self.dynamic
+    }
+
+    /// Element `index`: an index of each dimension, outermost first (`i` for a 1-D array,
+    /// `(i, j)` for a 2-D one, `(i, j, k)` for a 3-D one).
+    ///
+    /// ```
+    /// use coopgraph::ir::index::{self, Axis};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // An 8 x 8 block transposes its tile through a 2-D shared array.
+    /// let mut k = KernelBuilder::new("transpose").block_dims([8, 8, 1]);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let (tx, ty) = (index::thread_idx(Axis::X), index::thread_idx(Axis::Y));
+    /// let tile = k.shared_array_2d::<u32>([8, 8]);
+    /// let at = ty.clone() * 8u32 + tx.clone();
+    /// k.shared_write(&tile, (ty.clone(), tx.clone()), x.at(&at));
+    /// k.sync_block();
+    /// k.write(&y, &at, tile.read((tx, ty)));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..64).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let want: Vec<u32> = (0..64).map(|i| (i % 8) * 8 + i / 8).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn read(&self, index: impl ArrayIndex<D>) -> Expr<T> {
+        let kind = ExprKind::SharedRead(self.id, index.linear(&self.dims).node().clone());
         Expr::owned(kind, self.owner)
     }
+
+    /// The same array seen as one dimension of [`len`](Self::len) elements, in row-major
+    /// order (for atomics, which take one index).
+    pub fn flat(&self) -> SharedArray<T> {
+        SharedArray::new(self.id, [self.len()], self.dynamic, self.owner)
+    }
 }
+
+/// An element of an array of `D` dimensions: a `u32` index of each, outermost first (`i`
+/// for one dimension, `(i, j)` for two, `(i, j, k)` for three), each an expression, a
+/// literal or a scalar.
+pub trait ArrayIndex<const D: usize>: ArrayLinear<D> {}
+
+impl<I: Into<Expr<u32>>> ArrayLinear<1> for I {
+    fn linear(self, _dims: &[u32; 1]) -> Expr<u32> {
+        self.into()
+    }
+}
+impl<I: Into<Expr<u32>>> ArrayIndex<1> for I {}
+
+impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>> ArrayLinear<2> for (A, B) {
+    fn linear(self, dims: &[u32; 2]) -> Expr<u32> {
+        self.0.into() * dims[1] + self.1.into()
+    }
+}
+impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>> ArrayIndex<2> for (A, B) {}
+
+impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>, C: Into<Expr<u32>>> ArrayLinear<3> for (A, B, C) {
+    fn linear(self, dims: &[u32; 3]) -> Expr<u32> {
+        (self.0.into() * dims[1] + self.1.into()) * dims[2] + self.2.into()
+    }
+}
+impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>, C: Into<Expr<u32>>> ArrayIndex<3> for (A, B, C) {}
 
 /// A per-thread array of `T` (see [`crate::ir::KernelBuilder::local_array`]): each thread has
 /// its own, in local memory (PTX `.local`), read and written at run-time indices.

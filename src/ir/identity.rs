@@ -157,7 +157,10 @@ impl KernelBuilder {
     }
 
     /// A shared array's id, checked.
-    pub(crate) fn array_id<T: Element>(&mut self, a: &SharedArray<T>) -> ArrayId {
+    pub(crate) fn array_id<T: Element, const D: usize>(
+        &mut self,
+        a: &SharedArray<T, D>,
+    ) -> ArrayId {
         self.check_owner(a.owner, Table::Array, a.id.0, "shared array");
         a.id
     }

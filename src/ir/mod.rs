@@ -36,8 +36,8 @@ pub use entities::{
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
 pub use handles::{
-    AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LocalArray, Output, Readable,
-    Scalar, SharedArray, TempStorage, ThreadData, Tile, Var, Warp, Writable,
+    ArrayIndex, AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LocalArray, Output,
+    Readable, Scalar, SharedArray, TempStorage, ThreadData, Tile, Var, Warp, Writable,
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,

@@ -454,13 +454,23 @@ pub struct StorageDecl {
     pub loc: Loc,
 }
 
-/// A user-declared shared array of `len` elements.
+/// A user-declared shared array of `len` elements: of one to three dimensions, or the
+/// kernel's dynamic array, sized at launch.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ArrayDecl {
     /// Element type.
     pub dtype: DType,
-    /// Elements.
+    /// Elements: the product of `dims` (0 for a dynamic array).
     pub len: u32,
+    /// Its extents, outermost first, indexed in row-major order (`[len]` for a 1-D array; none
+    /// for a dynamic one). Accesses index the array's elements in that order, so
+    /// `a[i][j]` of a `[rows, cols]` array is element `i * cols + j`.
+    pub dims: Vec<u32>,
+    /// Whether it is the kernel's dynamic shared array, whose length each launch gives
+    /// ([`LaunchConfig::with_dynamic_array_len`]).
+    ///
+    /// [`LaunchConfig::with_dynamic_array_len`]: crate::runtime::LaunchConfig::with_dynamic_array_len
+    pub dynamic: bool,
     /// Where it was declared.
     pub loc: Loc,
 }

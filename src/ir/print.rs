@@ -32,11 +32,14 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
         let _ = writeln!(out, "  d{i}: {} x {}   ; {}", d.dtype, d.items, d.loc);
     }
     for (i, a) in ir.arrays.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  smem{i}: shared {} x {}   ; {}",
-            a.dtype, a.len, a.loc
-        );
+        let shape = if a.dynamic {
+            "dynamic (sized at launch)".to_string()
+        } else {
+            (a.dims.iter().map(u32::to_string))
+                .collect::<Vec<_>>()
+                .join(" x ")
+        };
+        let _ = writeln!(out, "  smem{i}: shared {} x {shape}   ; {}", a.dtype, a.loc);
     }
     for (i, a) in ir.locals.iter().enumerate() {
         let _ = writeln!(

@@ -37,10 +37,11 @@
 use super::defined::{self, Branch, Def, State};
 use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
-use super::expr::{Axis, ExprKind, VType};
+use super::expr::{ExprKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
 
+mod config;
 mod flow;
 mod loops;
 mod reads;
@@ -382,170 +383,6 @@ struct Verifier<'a> {
 impl Verifier<'_> {
     fn push(&mut self, kind: K, loc: Loc, op: Option<OpId>) {
         self.errors.push(err(kind, loc, op));
-    }
-
-    fn check_config(&mut self) {
-        let ir = self.ir;
-        let b = ir.block;
-        if b.dims.contains(&0) {
-            self.push(K::EmptyBlock, b.loc, None);
-        } else {
-            let threads = b.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d.into()));
-            if threads > MAX_BLOCK_THREADS as u64 {
-                self.push(K::BlockTooLarge { threads }, b.loc, None);
-            }
-            // Within 1024 threads, only z can pass its limit; past them, that error says it.
-            for (axis, max) in Axis::ALL.into_iter().zip(MAX_BLOCK_DIMS) {
-                let size = b.dims[axis.index()];
-                if size > max && threads <= MAX_BLOCK_THREADS as u64 {
-                    self.push(K::BlockDimension { axis, size, max }, b.loc, None);
-                }
-            }
-        }
-        if ir.items_per_thread == 0 || ir.items_per_thread > MAX_ITEMS_PER_THREAD {
-            self.push(
-                K::ItemsPerThread {
-                    items: ir.items_per_thread,
-                    max: MAX_ITEMS_PER_THREAD,
-                },
-                ir.items_loc,
-                None,
-            );
-        }
-        if ir.name.trim().is_empty() {
-            self.push(K::EmptyName, b.loc, None);
-        }
-        for issue in &ir.issues {
-            match issue {
-                BuilderIssue::GroupWidth { width, loc } => {
-                    self.push(K::GroupWidth { width: *width }, *loc, None)
-                }
-                BuilderIssue::ItemOutOfRange { item, items, loc } => self.push(
-                    K::ItemOutOfRange {
-                        item: *item,
-                        items: *items,
-                    },
-                    *loc,
-                    None,
-                ),
-                BuilderIssue::Items { items, loc } => {
-                    // The kernel-wide default is reported once, by the check above.
-                    if *loc != ir.items_loc || *items != ir.items_per_thread {
-                        self.push(
-                            K::ItemsPerThread {
-                                items: *items,
-                                max: MAX_ITEMS_PER_THREAD,
-                            },
-                            *loc,
-                            None,
-                        )
-                    }
-                }
-                BuilderIssue::DataAlign { align, loc } => {
-                    self.push(K::BadAlignment { align: *align }, *loc, None)
-                }
-                BuilderIssue::DuplicateParam { name, loc } => {
-                    self.push(K::DuplicateParam { name: name.clone() }, *loc, None)
-                }
-                // Reported with the handle checks.
-                BuilderIssue::ForeignHandle { .. } => {}
-            }
-        }
-        let wide = ir.wide_indexed();
-        let lengths: usize = match ir.bounds {
-            Bounds::Checked => (ir.params.iter().zip(&wide))
-                .filter(|(p, _)| p.role != Role::Scalar)
-                .map(|(_, &w)| if w { 8 } else { 4 })
-                .sum(),
-            Bounds::Unchecked => 0,
-        };
-        let bytes = ir.params.len() * 8 + lengths;
-        if bytes > MAX_PARAM_BYTES
-            && let Some(last) = ir.params.last()
-        {
-            let kind = K::ParameterSpace {
-                bytes,
-                max: MAX_PARAM_BYTES,
-            };
-            self.push(kind, last.loc, None);
-        }
-        for st in &ir.storages {
-            if let Some(a) = st.align
-                && !a.is_power_of_two()
-            {
-                self.push(K::BadAlignment { align: a }, st.loc, None);
-            }
-            if let Some(bytes) = st.size
-                && bytes > 227 * 1024
-            {
-                self.push(K::StorageSize { bytes }, st.loc, None);
-            }
-        }
-        for a in &ir.arrays {
-            let bytes = a.len as u64 * a.dtype.bytes() as u64;
-            if a.len == 0 || a.len > 65536 || bytes > 227 * 1024 {
-                self.push(K::ArraySize { len: a.len }, a.loc, None);
-            }
-        }
-        // Local and constant arrays: none empty, and in all within their memory's limit
-        // (reported once, at the array that passes it).
-        let mut local = 0u64;
-        for a in &ir.locals {
-            if a.len == 0 {
-                self.push(K::EmptyArray { what: "local" }, a.loc, None);
-            }
-            let before = local;
-            local += u64::from(a.len) * u64::from(a.dtype.bytes());
-            if local > MAX_LOCAL_BYTES && before <= MAX_LOCAL_BYTES {
-                let kind = K::LocalMemory {
-                    bytes: local,
-                    max: MAX_LOCAL_BYTES,
-                };
-                self.push(kind, a.loc, None);
-            }
-        }
-        let mut constant = 0u64;
-        for a in &ir.consts {
-            if a.data.is_empty() {
-                self.push(K::EmptyArray { what: "constant" }, a.loc, None);
-            }
-            let before = constant;
-            constant += a.data.len() as u64 * u64::from(a.dtype.bytes());
-            if constant > MAX_CONST_BYTES && before <= MAX_CONST_BYTES {
-                let kind = K::ConstMemory {
-                    bytes: constant,
-                    max: MAX_CONST_BYTES,
-                };
-                self.push(kind, a.loc, None);
-            }
-        }
-        let mut first_user: Vec<Option<Loc>> = vec![None; ir.storages.len()];
-        ir.walk(|op, _| {
-            if let OpKind::Load(t) | OpKind::Store(t) = &ir.op(op).kind
-                && let Some(st) = t.storage
-            {
-                let loc = ir.op(op).loc;
-                match first_user[st.index()] {
-                    None => first_user[st.index()] = Some(loc),
-                    Some(first) if ir.storages[st.index()].sharing == Sharing::Exclusive => {
-                        self.push(K::ExclusiveStorageShared { first }, loc, Some(op));
-                    }
-                    Some(_) => {}
-                }
-            }
-        });
-        let block = ir.block_threads();
-        let mut seen = HashSet::new();
-        for g in &ir.groups {
-            if let GroupKind::LogicalWarp { width } = g.kind {
-                if !LOGICAL_WARP_WIDTHS.contains(&width) && seen.insert(width) {
-                    self.push(K::GroupWidth { width }, g.loc, None);
-                }
-                if !block.is_multiple_of(32) && seen.insert(u32::MAX) {
-                    self.push(K::WarpOpInPartialWarpBlock { block }, g.loc, None);
-                }
-            }
-        }
     }
 
     fn region(&mut self, r: RegionId, state: &mut State) {

@@ -367,7 +367,17 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
             )
         })
         .collect();
-    let homes = shared::array_homes(&arrays);
+    // The dynamic array (at most one) lies at the end of the dynamic part, sized at launch:
+    // the others are laid out without it.
+    let dynamic = ir.arrays.iter().position(|a| a.dynamic);
+    let statics: Vec<(u32, u32)> = (arrays.iter().enumerate())
+        .filter(|&(i, _)| Some(i) != dynamic)
+        .map(|(_, &a)| a)
+        .collect();
+    let mut homes = shared::array_homes(&statics);
+    if let Some(i) = dynamic {
+        homes.insert(i, ArrayHome::Dynamic);
+    }
     for (i, &(bytes, align)) in arrays.iter().enumerate() {
         let slice = s.slices.push(Slice {
             label: format!("shared array smem{i}"),

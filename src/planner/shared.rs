@@ -14,6 +14,9 @@
 //! - the window is static where it fits beside the arrays' declarations, else it is the
 //!   kernel's dynamic shared memory (sized at launch): so a window holding an array is always
 //!   dynamic;
+//! - the kernel's dynamic array (at most one) lies at the end of the dynamic shared memory:
+//!   after the window where the window is dynamic, else at its start; a launch adds its bytes
+//!   to the window's;
 //! - the window is aligned to the largest alignment of a slice in it (at least 16), so a temp
 //!   storage's alignment holds for its address, not only for its offset;
 //! - sizes are bounds of what ptxas allocates, whatever order it places declarations in: a
@@ -32,6 +35,9 @@ pub enum ArrayHome {
     /// Its slice of the planned window: the static declarations before it already fill the
     /// static limit. The simulator checks accesses to it against the whole window only.
     Window,
+    /// The end of the dynamic shared memory: the kernel's dynamic array, sized at launch
+    /// (see [`SharedLayout::dynamic_array`]).
+    Dynamic,
 }
 
 /// The kernel's shared-memory declarations.
@@ -47,6 +53,10 @@ pub struct SharedLayout {
     pub window_dynamic: bool,
     /// The most bytes ptxas allocates for the static declarations.
     pub static_bytes: u32,
+    /// The kernel's dynamic array, if it has one: its index and its offset in the dynamic
+    /// shared memory, after the window where the window is dynamic (else at 0). A launch
+    /// gives it its bytes beyond [`dynamic_bytes`](Self::dynamic_bytes).
+    pub dynamic_array: Option<(usize, u32)>,
 }
 
 impl SharedLayout {
@@ -118,17 +128,25 @@ pub(super) fn layout(
         }
     }
     let mut static_bytes = static_bound(&own);
-    if window_dynamic {
+    let dynamic = homes.iter().position(|h| *h == ArrayHome::Dynamic);
+    if window_dynamic || dynamic.is_some() {
         // The dynamic part starts at its alignment after the static declarations, and ptxas
         // counts the padding before it as static.
         static_bytes = static_bytes.next_multiple_of(u64::from(window_align));
     }
+    // The dynamic array follows the window where the window is dynamic.
+    let dynamic_array = dynamic.map(|i| {
+        let align = arrays.get(i).map_or(16, |&(_, a)| a.max(1));
+        let after = if window_dynamic { window_bytes } else { 0 };
+        (i, after.next_multiple_of(align))
+    });
     SharedLayout {
         arrays: homes,
         window_bytes,
         window_align,
         window_dynamic,
         static_bytes: u32::try_from(static_bytes).unwrap_or(u32::MAX),
+        dynamic_array,
     }
 }
 

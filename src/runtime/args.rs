@@ -593,6 +593,7 @@ mod tests {
                 dynamic_smem: 0,
                 needs_cooperative: false,
                 grid_dims: 1,
+                dynamic_array: None,
                 hidden,
             },
             crate::ir::Bounds::Checked,

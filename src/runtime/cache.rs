@@ -391,6 +391,7 @@ mod tests {
                     dynamic_smem: 0,
                     needs_cooperative: false,
                     grid_dims: 1,
+                    dynamic_array: None,
                     hidden: vec![],
                 },
                 crate::ir::Bounds::Checked,

@@ -4,7 +4,7 @@ use std::fmt;
 
 use cudarc::driver::DriverError;
 
-use crate::ir::DType;
+use crate::ir::{DType, Loc};
 
 use super::args::ArgKind;
 use super::image::ParamLayout;
@@ -135,6 +135,8 @@ pub enum RuntimeError {
         grid: [u64; 3],
         /// The largest grid extent per dimension.
         max: [u64; 3],
+        /// Where the launch (or `config_over`) was called.
+        at: Loc,
     },
     /// A launch grid extends along a dimension the kernel does not tell blocks apart by:
     /// blocks that differ only there would repeat the work of others and race with them on
@@ -172,6 +174,23 @@ pub enum RuntimeError {
         need: u64,
         /// Bytes available per block (with the opt-in).
         limit: u64,
+    },
+    /// A launch of a kernel with a dynamic shared array that gives the array no length
+    /// ([`LaunchConfig::with_dynamic_array_len`](super::LaunchConfig::with_dynamic_array_len)).
+    DynamicArrayUnsized {
+        /// The kernel's entry.
+        entry: String,
+        /// The array, and where it was declared.
+        array: String,
+        /// Where the launch was made.
+        at: Loc,
+    },
+    /// A launch that gives a dynamic shared array's length to a kernel without one.
+    NoDynamicArray {
+        /// The kernel's entry.
+        entry: String,
+        /// Where the launch was made.
+        at: Loc,
     },
     /// A launch asked for less dynamic shared memory than the kernel needs.
     DynamicSharedMemoryTooSmall {
@@ -368,9 +387,10 @@ impl fmt::Display for RuntimeError {
                 f,
                 "`{entry}` declares no elements per tile, so it cannot be launched over a length"
             ),
-            E::GridTooLarge { grid, max } => {
-                write!(f, "grid {grid:?} is empty or exceeds the limit {max:?}")
-            }
+            E::GridTooLarge { grid, max, at } => write!(
+                f,
+                "{at}: grid {grid:?} is empty or exceeds the device's limit {max:?}"
+            ),
             E::GridDimensionUnseen { entry, grid, dims } => write!(
                 f,
                 "grid {grid:?} extends past the {dims} dimension(s) `{entry}` tells blocks apart \
@@ -391,6 +411,16 @@ impl fmt::Display for RuntimeError {
             E::SharedMemory { need, limit } => write!(
                 f,
                 "the kernel needs {need} bytes of shared memory per block, the device offers {limit}"
+            ),
+            E::DynamicArrayUnsized { entry, array, at } => write!(
+                f,
+                "{at}: `{entry}` has a dynamic shared array ({array}); give its length with \
+                 LaunchConfig::with_dynamic_array_len"
+            ),
+            E::NoDynamicArray { entry, at } => write!(
+                f,
+                "{at}: the launch gives a dynamic shared array's length, but `{entry}` has no \
+                 dynamic shared array"
             ),
             E::DynamicSharedMemoryTooSmall { given, need } => write!(
                 f,

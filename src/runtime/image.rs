@@ -54,6 +54,32 @@ pub struct ImageParts {
     /// along a dimension the kernel cannot see is refused: those blocks would repeat the work
     /// of others and race with them on every output.
     pub grid_dims: u32,
+    /// The kernel's dynamic shared array, whose length each launch gives
+    /// ([`LaunchConfig::with_dynamic_array_len`](super::LaunchConfig::with_dynamic_array_len)):
+    /// the launch's dynamic shared memory is then the array's offset plus its bytes.
+    pub dynamic_array: Option<DynamicArray>,
+}
+
+/// A dynamic shared array in the kernel's dynamic shared memory: where it starts (after the
+/// bytes the kernel itself needs there, [`ImageParts::dynamic_smem`]) and its elements' size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicArray {
+    /// Its offset in the dynamic shared memory, in bytes.
+    pub offset: u32,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// What it is and where it was declared, for messages (`smem0: dynamic shared f32 at
+    /// src/main.rs:10:5`).
+    pub what: String,
+}
+
+impl DynamicArray {
+    /// The dynamic shared memory a launch needs for `len` elements of the array, or `None`
+    /// past `u32::MAX` bytes.
+    pub fn bytes_for(&self, len: u32) -> Option<u32> {
+        let bytes = u64::from(self.offset) + u64::from(len) * u64::from(self.elem_bytes);
+        u32::try_from(bytes).ok()
+    }
 }
 
 impl ImageParts {
@@ -109,6 +135,7 @@ impl ImageParts {
 ///     dynamic_smem: 0,
 ///     needs_cooperative: false,
 ///     grid_dims: 1,
+///     dynamic_array: None,
 /// });
 /// assert_eq!((image.bounds(), image.threads_per_block()), (Bounds::Unchecked, 32));
 /// ```
@@ -351,6 +378,7 @@ impl Compile for KernelImage {
             needs_cooperative,
             grid_dims,
             hidden,
+            dynamic_array,
         } = parts;
         let mut w = Writer::default();
         w.str("coopgraph kernel image");
@@ -366,6 +394,19 @@ impl Compile for KernelImage {
         w.u32(*dynamic_smem);
         w.bool(*needs_cooperative);
         w.u32(*grid_dims);
+        match dynamic_array {
+            None => w.tag(0),
+            Some(DynamicArray {
+                offset,
+                elem_bytes,
+                what,
+            }) => {
+                w.tag(1);
+                w.u32(*offset);
+                w.u32(*elem_bytes);
+                w.str(what);
+            }
+        }
         w.u64(hidden.len() as u64);
         for h in hidden {
             match h {
@@ -411,12 +452,13 @@ mod tests {
             dynamic_smem: 0,
             needs_cooperative: false,
             grid_dims: 1,
+            dynamic_array: None,
             hidden: vec![],
         };
         KernelImage::generated(parts, Bounds::Checked)
     }
 
-    const PINNED_DIGEST: u128 = 0xcb27_5638_589a_12fa_0ffd_ac9a_b095_34a6;
+    const PINNED_DIGEST: u128 = 0x9417_ac89_ab95_59b1_ad23_6257_4797_c842;
 
     #[test]
     fn image_key_is_stable_and_structural() {
@@ -430,6 +472,13 @@ mod tests {
         let mut c = image();
         c.parts.params[0].kind = ParamKind::Output;
         assert_ne!(a.cache_key(), c.cache_key());
+        let mut d = image();
+        d.parts.dynamic_array = Some(DynamicArray {
+            offset: 0,
+            elem_bytes: 4,
+            what: "smem0".into(),
+        });
+        assert_ne!(a.cache_key(), d.cache_key());
     }
 
     #[test]

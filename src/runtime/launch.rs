@@ -22,7 +22,7 @@ use super::graph::SimLaunch;
 use super::image::{KernelImage, ParamKind};
 use super::load::{self, DiskModule, default_dynamic_limit};
 use super::stream::Stream;
-use crate::ir::Bounds;
+use crate::ir::{Bounds, Loc};
 use crate::sim::{LaunchReport, SimModule};
 
 /// A kernel loaded in one context (or one simulator): the module and the image it came from.
@@ -119,9 +119,13 @@ pub struct LaunchConfig {
     pub grid: [u32; 3],
     /// The block shape; `None` uses the image's. When given it must equal the image's.
     pub block: Option<[u32; 3]>,
-    /// Dynamic shared memory per block; `None` uses the image's. When given it must be at least
-    /// the image's.
+    /// Dynamic shared memory per block; `None` uses what the kernel needs (the image's, plus
+    /// its dynamic array's bytes). When given it must be at least that.
     pub dynamic_smem: Option<u32>,
+    /// The length, in elements, of the kernel's dynamic shared array (see
+    /// [`KernelBuilder::dynamic_shared_array`](crate::KernelBuilder::dynamic_shared_array)):
+    /// required for a kernel that has one, refused for one that has none.
+    pub dynamic_array_len: Option<u32>,
     /// The stream to launch on, a stream of the function's device; `None` uses the device's
     /// own. A stream that is capturing a graph records the launch instead of running it.
     pub stream: Option<Stream>,
@@ -134,6 +138,7 @@ impl LaunchConfig {
             grid,
             block: None,
             dynamic_smem: None,
+            dynamic_array_len: None,
             stream: None,
         }
     }
@@ -152,6 +157,15 @@ impl LaunchConfig {
     /// Gives each block `bytes` of dynamic shared memory.
     pub fn with_dynamic_smem(mut self, bytes: u32) -> Self {
         self.dynamic_smem = Some(bytes);
+        self
+    }
+
+    /// Gives the kernel's dynamic shared array `len` elements: the runtime adds their bytes
+    /// to the dynamic shared memory the kernel's own collectives need (see
+    /// [`KernelBuilder::dynamic_shared_array`](crate::KernelBuilder::dynamic_shared_array) for
+    /// an example).
+    pub fn with_dynamic_array_len(mut self, len: u32) -> Self {
+        self.dynamic_array_len = Some(len);
         self
     }
 }
@@ -224,6 +238,7 @@ impl Function {
 
     /// Launches over `n` elements: `ceil(n / tile_elems)` blocks (at least one) along x; see
     /// [`config_over`](Self::config_over).
+    #[track_caller]
     pub fn launch_over<'a>(&self, n: usize, args: impl KernelArgs<'a>) -> Result<(), RuntimeError> {
         self.launch(self.config_over(n)?, args)
     }
@@ -232,6 +247,7 @@ impl Function {
     ///
     /// Kernels index elements with 32-bit integers, so `n` above `u32::MAX` is
     /// [`RuntimeError::TooManyElements`] (those elements could not be reached).
+    #[track_caller]
     pub fn config_over(&self, n: usize) -> Result<LaunchConfig, RuntimeError> {
         let image = &self.kernel.image;
         if image.tile_elems == 0 {
@@ -252,12 +268,14 @@ impl Function {
             RuntimeError::GridTooLarge {
                 grid: [blocks, 1, 1],
                 max: max.map(u64::from),
+                at: Loc::caller(),
             },
         )?;
         Ok(LaunchConfig::blocks(grid_x))
     }
 
     /// Launches `grid_x` blocks along x.
+    #[track_caller]
     pub fn launch_grid<'a>(
         &self,
         grid_x: u32,
@@ -278,6 +296,7 @@ impl Function {
     /// ([`KernelBuilder::unchecked_bounds`](crate::KernelBuilder::unchecked_bounds)) is
     /// [`RuntimeError::UncheckedKernel`] here and in every other safe launch; see
     /// [`launch_unchecked`](Self::launch_unchecked).
+    #[track_caller]
     pub fn launch<'a>(
         &self,
         config: LaunchConfig,
@@ -323,6 +342,7 @@ impl Function {
     /// else the whole tile) must be within the buffer, in every block of the grid. An access
     /// outside is undefined behaviour on the GPU (it may read or overwrite other allocations);
     /// the simulator reports it as an out-of-bounds fault.
+    #[track_caller]
     pub unsafe fn launch_unchecked<'a>(
         &self,
         config: LaunchConfig,
@@ -334,6 +354,7 @@ impl Function {
 
     /// As [`launch`](Self::launch), and on the simulator also returns the simulator's report
     /// of the run (`None` on CUDA).
+    #[track_caller]
     pub fn launch_with_report<'a>(
         &self,
         config: LaunchConfig,
@@ -342,6 +363,7 @@ impl Function {
         self.launch_inner(config, args, Access::Checked)
     }
 
+    #[track_caller]
     fn launch_inner<'a>(
         &self,
         config: LaunchConfig,
@@ -372,6 +394,7 @@ impl Function {
             return Err(RuntimeError::GridTooLarge {
                 grid: grid.map(u64::from),
                 max: limits.max_grid.map(u64::from),
+                at: Loc::caller(),
             });
         }
         let seen = image.grid_dims.clamp(1, 3) as usize;
@@ -382,11 +405,35 @@ impl Function {
                 dims: image.grid_dims,
             });
         }
-        let dynamic_smem = config.dynamic_smem.unwrap_or(image.dynamic_smem);
-        if dynamic_smem < image.dynamic_smem {
+        // The kernel's own dynamic bytes, and its dynamic array's after them.
+        let need = match (&image.dynamic_array, config.dynamic_array_len) {
+            (None, None) => image.dynamic_smem,
+            (Some(a), Some(len)) => {
+                let bytes = a.bytes_for(len).ok_or(RuntimeError::SharedMemory {
+                    need: u64::from(a.offset) + u64::from(len) * u64::from(a.elem_bytes),
+                    limit: u64::from(limits.smem_per_block_optin),
+                })?;
+                bytes.max(image.dynamic_smem)
+            }
+            (Some(a), None) => {
+                return Err(RuntimeError::DynamicArrayUnsized {
+                    entry: image.entry.clone(),
+                    array: a.what.clone(),
+                    at: Loc::caller(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(RuntimeError::NoDynamicArray {
+                    entry: image.entry.clone(),
+                    at: Loc::caller(),
+                });
+            }
+        };
+        let dynamic_smem = config.dynamic_smem.unwrap_or(need);
+        if dynamic_smem < need {
             return Err(RuntimeError::DynamicSharedMemoryTooSmall {
                 given: dynamic_smem,
-                need: image.dynamic_smem,
+                need,
             });
         }
         load::check_shared_memory(image, dynamic_smem, limits)?;

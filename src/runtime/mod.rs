@@ -70,7 +70,9 @@ pub use disk_cache::{
 pub use error::{Foreign, RuntimeError};
 pub use event::Event;
 pub use graph::Graph;
-pub use image::{Compile, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig};
+pub use image::{
+    Compile, DynamicArray, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig,
+};
 pub use launch::{Function, LaunchConfig};
 pub use stream::{PinnedBuffer, Stream};
 pub use tune::{Candidate, Outcome, TuneError, TuneSource, Tuned, Tuner, Workload};

@@ -84,6 +84,7 @@ fn verify_plan_and_runtime_errors_print_each_cause_once() {
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
+        dynamic_array: None,
     });
     let runtime = Error::from(Device::sim().compile(&image).expect_err("does not parse"));
     let Error::Runtime(inner @ RuntimeError::Sim(sim)) = &runtime else {

@@ -31,6 +31,7 @@ mod robust;
 mod runtime;
 mod scan;
 mod shared_bounds;
+mod shared_nd;
 mod sim;
 mod sim_control;
 mod smem;

@@ -348,6 +348,7 @@ fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage 
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
+        dynamic_array: None,
     })
 }
 

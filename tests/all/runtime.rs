@@ -81,6 +81,7 @@ fn copy_parts(entry: &str, block: u32) -> ImageParts {
         dynamic_smem: 0,
         needs_cooperative: false,
         grid_dims: 1,
+        dynamic_array: None,
         hidden: vec![],
     }
 }
@@ -168,6 +169,7 @@ fn scalars_image() -> KernelImage {
             dynamic_smem: 0,
             needs_cooperative: false,
             grid_dims: 1,
+            dynamic_array: None,
             hidden: vec![],
         })
     }
@@ -397,7 +399,7 @@ fn block_grid_and_shared_memory_checks() {
     let single = vouched(single);
     let g = dev.compile(&single).expect("loads");
     match g.config_over(u32::MAX as usize) {
-        Err(RuntimeError::GridTooLarge { grid, max }) => {
+        Err(RuntimeError::GridTooLarge { grid, max, .. }) => {
             assert_eq!(grid[0], u64::from(u32::MAX));
             assert!(max[0] >= 65535);
         }

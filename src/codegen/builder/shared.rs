@@ -26,7 +26,7 @@ pub(crate) struct SharedSymbols {
 enum ArraySymbol {
     /// The index of its declaration.
     Own(u32),
-    /// The window's declaration, and the slice's offset there.
+    /// A declaration it shares (the window's, or the dynamic part's), and its offset there.
     Window { decl: u32, offset: u32 },
 }
 
@@ -43,16 +43,38 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
             "planned scratch: exchanges, collectives, temp storages{what}"
         )),
     };
-    // The dynamic window is declared first; a static one after the arrays' own declarations.
+    // The dynamic part is declared first: the dynamic window (which the dynamic array
+    // follows), or the dynamic array alone; a static window after the arrays' own
+    // declarations.
     let own = (layout.arrays.iter().take(ir.arrays.len()))
         .filter(|&&h| h == ArrayHome::Own)
         .count() as u32;
-    let window = (layout.window_bytes > 0).then_some(if layout.window_dynamic { 0 } else { own });
-    if layout.window_bytes > 0 && layout.window_dynamic {
+    let dynamic_window = layout.window_bytes > 0 && layout.window_dynamic;
+    let lone_dynamic = layout.dynamic_array.filter(|_| !dynamic_window);
+    let first_static = u32::from(lone_dynamic.is_some());
+    let window = (layout.window_bytes > 0).then_some(if layout.window_dynamic {
+        0
+    } else {
+        own + first_static
+    });
+    if dynamic_window {
         decls.push(window_decl(
             0,
             ", shared arrays past the 48 KiB static limit",
         ));
+    }
+    if let Some((i, _)) = lone_dynamic
+        && let Some(a) = ir.arrays.get(i)
+    {
+        decls.push(SharedDecl {
+            name: ArrayId(i as u32).to_string(),
+            align: 16,
+            bytes: 0,
+            comment: Some(format!(
+                "smem{i}: dynamic shared {}, sized at launch, at {}",
+                a.dtype, a.loc
+            )),
+        });
     }
     let mut arrays = Vec::with_capacity(ir.arrays.len());
     for (i, a) in ir.arrays.iter().enumerate() {
@@ -69,10 +91,13 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
         let home = layout.arrays.get(i).ok_or_else(|| missing("home"))?;
         arrays.push(match home {
             ArrayHome::Own => {
+                let shape: Vec<String> = a.dims.iter().map(u32::to_string).collect();
                 decls.push(SharedDecl {
                     comment: Some(format!(
                         "{name}: shared {} x {} at {}",
-                        a.dtype, a.len, a.loc
+                        a.dtype,
+                        shape.join(" x "),
+                        a.loc
                     )),
                     name,
                     align: slice.align,
@@ -84,6 +109,12 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
                 decl: window.ok_or_else(|| missing("window"))?,
                 offset: slice.offset,
             },
+            // The dynamic part's declaration: the array's own, or the dynamic window's, with
+            // the array after the window.
+            ArrayHome::Dynamic => {
+                let (_, offset) = layout.dynamic_array.ok_or_else(|| missing("offset"))?;
+                ArraySymbol::Window { decl: 0, offset }
+            }
         });
     }
     if layout.window_bytes > 0 && !layout.window_dynamic {

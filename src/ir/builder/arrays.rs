@@ -5,7 +5,7 @@ use super::KernelBuilder;
 use crate::ir::dtype::Element;
 use crate::ir::entities::{ArrayId, ConstId, Loc, LocalId};
 use crate::ir::expr::Expr;
-use crate::ir::handles::{ConstArray, LocalArray, SharedArray};
+use crate::ir::handles::{ArrayIndex, ConstArray, LocalArray, SharedArray};
 use crate::ir::ops::*;
 
 impl KernelBuilder {
@@ -43,16 +43,150 @@ impl KernelBuilder {
     /// ```
     #[track_caller]
     pub fn shared_array<T: Element>(&mut self, len: u32) -> SharedArray<T> {
+        self.declare_shared([len], false, Loc::caller())
+    }
+
+    /// Declares a shared array of `[rows, cols]` elements, read and written at `(i, j)`
+    /// (row-major: element `i * cols + j`). As [`shared_array`](Self::shared_array), its
+    /// threads order their accesses with [`sync_block`](Self::sync_block); the planner
+    /// places no barrier for it, and the simulator reports a missing one as a race.
+    ///
+    /// ```
+    /// use coopgraph::ir::index::{self, Axis};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Each row of a 4 x 32 block sums its row of the tile: y[r] = sum of tile[r][..].
+    /// let mut k = KernelBuilder::new("row_sums").block_dims([32, 4, 1]);
+    /// let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    /// let (tx, ty) = (index::thread_idx(Axis::X), index::thread_idx(Axis::Y));
+    /// let tile = k.shared_array_2d::<f32>([4, 32]);
+    /// k.shared_write(&tile, (ty.clone(), tx.clone()), x.at(index::thread_rank()));
+    /// k.sync_block();
+    /// k.if_(tx.eq(0u32), |k| {
+    ///     let sum = k.var(0.0f32);
+    ///     k.for_range(0u32, 32u32, |k, j| k.set(&sum, sum.get() + tile.read((ty.clone(), j))));
+    ///     k.write(&y, ty, sum.get());
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..128).map(|v| v as f32).collect::<Vec<f32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<f32>(4)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [496.0, 1520.0, 2544.0, 3568.0]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shared_array_2d<T: Element>(&mut self, dims: [u32; 2]) -> SharedArray<T, 2> {
+        self.declare_shared(dims, false, Loc::caller())
+    }
+
+    /// Declares a shared array of `[a, b, c]` elements, read and written at `(i, j, k)`
+    /// (row-major: element `(i * b + j) * c + k`); see
+    /// [`shared_array_2d`](Self::shared_array_2d).
+    ///
+    /// ```
+    /// use coopgraph::ir::index::{self, Axis};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // A 4 x 4 x 4 block writes its coordinates' sum into a 3-D array, then reads it back
+    /// // with x and z swapped.
+    /// let mut k = KernelBuilder::new("cube").block_dims([4, 4, 4]);
+    /// let y = k.output::<u32>("y");
+    /// let [x, yy, z] = Axis::ALL.map(index::thread_idx);
+    /// let cube = k.shared_array_3d::<u32>([4, 4, 4]);
+    /// let v = x.clone() + yy.clone() * 10u32 + z.clone() * 100u32;
+    /// k.shared_write(&cube, (z.clone(), yy.clone(), x.clone()), v);
+    /// k.sync_block();
+    /// k.write(&y, index::thread_rank(), cube.read((x, yy, z)));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..64u32).map(|r| (r % 4) * 100 + (r / 4 % 4) * 10 + r / 16).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shared_array_3d<T: Element>(&mut self, dims: [u32; 3]) -> SharedArray<T, 3> {
+        self.declare_shared(dims, false, Loc::caller())
+    }
+
+    /// Declares the kernel's dynamic shared array: its length is given at each launch
+    /// ([`LaunchConfig::with_dynamic_array_len`]), and the runtime adds its bytes to the
+    /// planner's own dynamic scratch (the array lies after it), so it coexists with every
+    /// collective. A launch that gives no length is
+    /// [`RuntimeError::DynamicArrayUnsized`]; a kernel has at most one such array
+    /// ([`VerifyErrorKind::SecondDynamicArray`]). Its [`len`](SharedArray::len) is 0 here;
+    /// an index past the length the launch gave is out of bounds (the simulator reports it).
+    ///
+    /// [`LaunchConfig::with_dynamic_array_len`]: crate::runtime::LaunchConfig::with_dynamic_array_len
+    /// [`RuntimeError::DynamicArrayUnsized`]: crate::runtime::RuntimeError::DynamicArrayUnsized
+    /// [`VerifyErrorKind::SecondDynamicArray`]: crate::ir::VerifyErrorKind::SecondDynamicArray
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::{Device, LaunchConfig, RuntimeError};
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // A block reverses n elements (n given at launch) through a dynamic array.
+    /// let mut k = KernelBuilder::new("reverse").block(64);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let n = k.scalar::<u32>("n");
+    /// let buf = k.dynamic_shared_array::<i32>();
+    /// let t = index::thread_rank();
+    /// k.for_range_step(t.clone(), n, 64u32, |k, i| k.shared_write(&buf, i.clone(), x.at(&i)));
+    /// k.sync_block();
+    /// k.for_range_step(t, n, 64u32, |k, i| {
+    ///     k.write(&y, &i, buf.read(n.expr() - 1u32 - i.clone()));
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let f = dev.compile(&kernel)?;
+    /// let xb = dev.upload(&(0..100).collect::<Vec<i32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<i32>(100)?;
+    /// f.launch(LaunchConfig::blocks(1).with_dynamic_array_len(100), (&xb, &mut yb, 100u32))?;
+    /// assert_eq!(yb.to_vec()?, (0..100).rev().collect::<Vec<i32>>());
+    /// // Without a length, the launch is refused.
+    /// let unsized_launch = f.launch_grid(1, (&xb, &mut yb, 100u32));
+    /// assert!(matches!(unsized_launch, Err(RuntimeError::DynamicArrayUnsized { .. })));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn dynamic_shared_array<T: Element>(&mut self) -> SharedArray<T> {
+        self.declare_shared([0], true, Loc::caller())
+    }
+
+    /// Records a shared array of extents `dims` (or the dynamic one).
+    fn declare_shared<T: Element, const D: usize>(
+        &mut self,
+        dims: [u32; D],
+        dynamic: bool,
+        loc: Loc,
+    ) -> SharedArray<T, D> {
         let id = ArrayId(self.ir.arrays.len() as u32);
+        let (len, extents) = if dynamic {
+            (0, Vec::new())
+        } else {
+            let len = dims.iter().fold(1u32, |n, &d| n.saturating_mul(d));
+            (len, dims.to_vec())
+        };
         self.ir.arrays.push(ArrayDecl {
             dtype: T::DTYPE,
             len,
-            loc: Loc::caller(),
+            dims: extents,
+            dynamic,
+            loc,
         });
-        SharedArray::new(id, len, self.lineage.id())
+        SharedArray::new(id, dims, dynamic, self.lineage.id())
     }
 
-    /// `array[index] = value` (each thread that runs it writes one element).
+    /// `array[index] = value` (each thread that runs it writes one element); `index` has one
+    /// `u32` per dimension of the array (`(i, j)` for a 2-D one).
     ///
     /// ```
     /// use coopgraph::ir::index;
@@ -79,14 +213,14 @@ impl KernelBuilder {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     #[track_caller]
-    pub fn shared_write<T: Element>(
+    pub fn shared_write<T: Element, const D: usize>(
         &mut self,
-        array: &SharedArray<T>,
-        index: impl Into<Expr<u32>>,
+        array: &SharedArray<T, D>,
+        index: impl ArrayIndex<D>,
         value: impl Into<Expr<T>>,
     ) {
         let loc = Loc::caller();
-        let index = self.expr(&index.into());
+        let index = self.expr(&index.linear(&array.dims));
         let value = self.expr(&value.into());
         let array_id = self.array_id(array);
         self.push(

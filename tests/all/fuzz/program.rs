@@ -184,11 +184,17 @@ impl Printer<'_> {
             self.line(&format!("let st{i} = k.temp_storage({s});"));
         }
         for (i, a) in ir.arrays.iter().enumerate() {
-            let s = format!(
-                "let smem{i} = k.shared_array::<{}>({});",
-                rust_type(a.dtype),
-                a.len
-            );
+            // Accesses are written at the linear index, through the flat view of an array of
+            // several dimensions: the same IR.
+            let t = rust_type(a.dtype);
+            let s = match a.dims.as_slice() {
+                _ if a.dynamic => format!("let smem{i} = k.dynamic_shared_array::<{t}>();"),
+                [r, c] => format!("let smem{i} = k.shared_array_2d::<{t}>([{r}, {c}]).flat();"),
+                [x, y, z] => {
+                    format!("let smem{i} = k.shared_array_3d::<{t}>([{x}, {y}, {z}]).flat();")
+                }
+                _ => format!("let smem{i} = k.shared_array::<{t}>({});", a.len),
+            };
             self.line(&s);
         }
         for (i, a) in ir.locals.iter().enumerate() {

@@ -104,6 +104,8 @@ pub struct Prepared {
     pub kernel: Kernel,
     pub params: Vec<Param>,
     pub grid: u32,
+    /// The dynamic shared array's length, if the kernel has one.
+    pub dyn_len: Option<u32>,
     pub lens: Vec<u64>,
     pub expect: Outcome,
     /// The interpreter saw an out-of-bounds access: the device must report a memory fault.
@@ -113,6 +115,9 @@ pub struct Prepared {
 /// The launch a prepared case gets: grid, scalars, buffer lengths and contents.
 pub fn describe(p: &Prepared) -> String {
     let mut s = format!("launch: {} blocks", p.grid);
+    if let Some(n) = p.dyn_len {
+        s.push_str(&format!(", a dynamic shared array of {n} elements"));
+    }
     for (i, prm) in p.params.iter().enumerate() {
         s.push_str(&match prm {
             Param::Scalar { dtype, bits } => format!(", param{i} = {}", show(*dtype, *bits)),
@@ -135,6 +140,7 @@ fn launch_of<'a>(
     params: &'a [Param],
     lens: Option<&[u64]>,
     grid: u32,
+    dyn_len: Option<u32>,
     values: &'a [Box<dyn Fn(u64) -> u64 + 'a>],
 ) -> interp::Launch<'a> {
     let mut args = Vec::new();
@@ -148,7 +154,11 @@ fn launch_of<'a>(
             Param::Scalar { bits, .. } => Arg::Scalar(*bits),
         });
     }
-    interp::Launch { grid, args }
+    interp::Launch {
+        grid,
+        dyn_len,
+        args,
+    }
 }
 
 /// Per parameter, its elements before the launch: an input's or buffer's data, an output's
@@ -228,7 +238,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     let values = value_fns(&case.params);
     let probe = interp::run(
         kernel.ir(),
-        &launch_of(&case.params, None, case.grid, &values),
+        &launch_of(&case.params, None, case.grid, case.dyn_len, &values),
     );
     let mut lens = Vec::new();
     for (i, p) in case.params.iter().enumerate() {
@@ -274,7 +284,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     } else {
         interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), case.grid, &values),
+            &launch_of(&case.params, Some(&lens), case.grid, case.dyn_len, &values),
         )
     };
     if lens != full && checked && expect.events.iter().any(|e| !e.is_oob()) {
@@ -282,7 +292,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         lens = full;
         expect = interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), case.grid, &values),
+            &launch_of(&case.params, Some(&lens), case.grid, case.dyn_len, &values),
         );
     }
     if expect
@@ -300,6 +310,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         kernel,
         params: case.params.clone(),
         grid: case.grid,
+        dyn_len: case.dyn_len,
         lens,
         expect,
         expect_oob,
@@ -395,12 +406,14 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
                 Param::Scalar { dtype, bits } => push_scalar(&mut list, *dtype, *bits),
             }
         }
+        let mut config = LaunchConfig::blocks(p.grid);
+        config.dynamic_array_len = p.dyn_len;
         if p.kernel.ir().bounds == Bounds::Checked {
-            f.launch_grid(p.grid, list)
+            f.launch(config, list)
         } else {
             // SAFETY: the buffers cover every access the interpreter found, except in a case
             // cut short on purpose, which runs only on the simulator and must fault there.
-            unsafe { f.launch_unchecked(LaunchConfig::blocks(p.grid), list) }
+            unsafe { f.launch_unchecked(config, list) }
         }
     };
     charge(3, t0);
@@ -596,6 +609,16 @@ pub fn op_kinds(k: &Kernel) -> BTreeMap<&'static str, u64> {
     let mut m = BTreeMap::new();
     k.ir()
         .walk(|op, _| *m.entry(k.ir().op(op).kind.name()).or_insert(0) += 1);
+    // Arrays of several dimensions and the dynamic one, by declaration.
+    for a in &k.ir().arrays {
+        let name = match a.dims.len() {
+            _ if a.dynamic => "dynamic_array",
+            2 => "shared_2d",
+            3 => "shared_3d",
+            _ => continue,
+        };
+        *m.entry(name).or_insert(0) += 1;
+    }
     // Reads of arrays are expressions, not ops: counted too.
     for n in k.ir().exprs.nodes() {
         let name = match n.kind {

@@ -471,6 +471,9 @@ impl Gen {
         if self.rng.pct(3) && self.feature(Defect::SharedArrayOverflow) {
             idx = idx + a.past_end;
         }
+        if let Some(nd) = a.nd.filter(|_| self.rng.pct(70)) {
+            return Some((nd.read)(idx));
+        }
         Some(with_dtype!(a.dt, T => T::expr(T::of_array(&a.h)?.read(idx))))
     }
 }

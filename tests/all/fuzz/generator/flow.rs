@@ -2,13 +2,14 @@
 //! uniformity, `for_range` loops (uniform, or varying by thread), `tiles` loops with partial
 //! last tiles, shared arrays written in phases between barriers, and block barriers.
 
-use super::expr::Leaves;
-use super::{ArrInfo, BLOCK, Gen, THREAD, WARP};
+use super::expr::{Leaves, to};
+use super::{ArrInfo, BLOCK, Gen, NdAccess, THREAD, WARP};
 use crate::common::Rng;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::{Expr, index};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 impl Gen {
     /// The whole kernel: shared arrays, then statements (maybe inside a `tiles` loop), then
@@ -50,8 +51,46 @@ impl Gen {
         let dt = self.dtype();
         // A twin declares the array longer than the indices assume.
         let longer = len + 1 + (self.seed % 7) as u32;
-        let declared = self.tweakable(len, longer);
-        let h = with_dtype!(dt, T => T::array(k.shared_array::<T>(declared)));
+        // One dynamic array at most: its launch gives it the length (no twin: another launch
+        // length is the same kernel); others of one, two or three dimensions.
+        let dynamic = self.dyn_len.is_none() && self.rng.pct(20);
+        let declared = if dynamic {
+            self.dyn_len = Some(len);
+            len
+        } else {
+            self.tweakable(len, longer)
+        };
+        let divisors: Vec<u32> = (1..=declared).filter(|d| declared % d == 0).collect();
+        let (cols, depth) = (self.rng.pick(&divisors), self.rng.pick(&divisors));
+        let shape = if dynamic { 0 } else { self.rng.below(3) };
+        let (h, nd) = with_dtype!(dt, T => match shape {
+            0 if dynamic => (T::array(k.dynamic_shared_array::<T>()), None),
+            1 => {
+                let a = k.shared_array_2d::<T>([declared / cols, cols]);
+                let nd = NdAccess {
+                    read: Rc::new(move |i: Expr<u32>| T::expr(a.read((i.clone() / cols, i % cols)))),
+                    write: Rc::new(move |k: &mut KernelBuilder, i: Expr<u32>, v| {
+                        k.shared_write(&a, (i.clone() / cols, i % cols), to::<T>(v))
+                    }),
+                };
+                (T::array(a.flat()), Some(nd))
+            }
+            2 if (declared / depth) % cols == 0 => {
+                let (rows, mid) = (declared / depth / cols, cols);
+                let a = k.shared_array_3d::<T>([rows, mid, depth]);
+                let split = move |i: Expr<u32>| {
+                    (i.clone() / (mid * depth), i.clone() / depth % mid, i % depth)
+                };
+                let nd = NdAccess {
+                    read: Rc::new(move |i: Expr<u32>| T::expr(a.read(split(i)))),
+                    write: Rc::new(move |k: &mut KernelBuilder, i: Expr<u32>, v| {
+                        k.shared_write(&a, split(i), to::<T>(v))
+                    }),
+                };
+                (T::array(a.flat()), Some(nd))
+            }
+            _ => (T::array(k.shared_array::<T>(declared)), None),
+        });
         let mul = loop {
             let a = 1 + 2 * self.rng.below(8) as u32;
             if gcd(a, len) == 1 {
@@ -66,6 +105,7 @@ impl Gen {
             pattern: (mul, add, t.min(len)),
             past_end: longer,
             ready: false,
+            nd,
         });
     }
 
@@ -321,10 +361,15 @@ impl Gen {
         with_dtype!(a.dt, T => {
             let arr = T::of_array(&a.h).expect("the array's dtype");
             let v = self.expr::<T>(&lv, 2);
+            let nd = a.nd.clone().filter(|_| self.rng.pct(70));
+            let write = |k: &mut KernelBuilder| match &nd {
+                Some(nd) => (nd.write)(k, idx, T::expr(v)),
+                None => k.shared_write(&arr, idx, v),
+            };
             if writers < self.t {
-                k.if_(index::thread_rank().lt(writers), |k| k.shared_write(&arr, idx, v));
+                k.if_(index::thread_rank().lt(writers), write);
             } else {
-                k.shared_write(&arr, idx, v);
+                write(k);
             }
         });
         k.sync_block();

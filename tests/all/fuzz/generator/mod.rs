@@ -285,6 +285,8 @@ pub struct Case {
     pub ir: coopgraph::ir::Ir,
     pub params: Vec<Param>,
     pub grid: u32,
+    /// The length each launch gives the kernel's dynamic shared array, if it has one.
+    pub dyn_len: Option<u32>,
     /// The open-defect features the case uses.
     pub features: Vec<Defect>,
     /// Decisions a twin of this case may tweak.
@@ -378,7 +380,24 @@ pub(crate) struct ArrInfo {
     pub past_end: u32,
     /// A write phase and its barrier ran on every path here.
     pub ready: bool,
+    /// For an array of two or three dimensions, its accesses through its own handle (so the
+    /// builder's row-major indexing runs), at a linear index; `h` is its flat view.
+    pub nd: Option<NdAccess>,
 }
+
+/// Reads and writes of an array of two or three dimensions at a linear index `i`, through
+/// its own handle: the index of each dimension is `i` taken apart by the extents.
+#[derive(Clone)]
+pub(crate) struct NdAccess {
+    pub read: std::rc::Rc<NdRead>,
+    pub write: std::rc::Rc<NdWrite>,
+}
+
+/// Element `i` of an array of several dimensions.
+pub(crate) type NdRead = dyn Fn(coopgraph::ir::Expr<u32>) -> super::types::AnyExpr;
+/// `array[i] = value` of an array of several dimensions.
+pub(crate) type NdWrite =
+    dyn Fn(&mut KernelBuilder, coopgraph::ir::Expr<u32>, super::types::AnyExpr);
 
 /// A temp storage.
 #[derive(Clone)]
@@ -409,6 +428,8 @@ pub(crate) struct Gen {
     pub scopes: Vec<usize>,
     pub ctx: Vec<Ctx>,
     pub arrays: Vec<ArrInfo>,
+    /// The length launches give the dynamic shared array, once one is declared.
+    pub dyn_len: Option<u32>,
     /// Local and constant arrays.
     pub locals: Vec<arrays::LocalInfo>,
     pub consts: Vec<arrays::ConstInfo>,
@@ -550,6 +571,7 @@ impl Gen {
                 jump_rel: BLOCK,
             }],
             arrays: Vec::new(),
+            dyn_len: None,
             locals: Vec::new(),
             consts: Vec::new(),
             storages: Vec::new(),
@@ -612,6 +634,7 @@ pub fn generate(spec: &Spec) -> Case {
         ir,
         params: g.params,
         grid,
+        dyn_len: g.dyn_len,
         features: g.features,
         tweaks: g.tweaks,
         statements: g.executed,

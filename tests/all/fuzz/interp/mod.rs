@@ -81,6 +81,8 @@ pub enum Arg<'a> {
 /// A launch: blocks and arguments (one per parameter).
 pub struct Launch<'a> {
     pub grid: u32,
+    /// The dynamic shared array's length, if the kernel has one.
+    pub dyn_len: Option<u32>,
     pub args: Vec<Arg<'a>>,
 }
 
@@ -382,7 +384,11 @@ impl<'a> Block<'a> {
                         writer: None,
                         reader: None,
                     };
-                    vec![cell; a.len as usize]
+                    let len = match a.dynamic {
+                        true => launch.dyn_len.unwrap_or(0),
+                        false => a.len,
+                    };
+                    vec![cell; len as usize]
                 })
                 .collect(),
             locals: (ir.locals.iter())
