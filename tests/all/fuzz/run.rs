@@ -145,7 +145,17 @@ fn launch_of<'a>(
 ) -> interp::Launch<'a> {
     let mut args = Vec::new();
     for (i, p) in params.iter().enumerate() {
-        let len = lens.map(|l| l[i]);
+        // Without lengths (the probe that measures the kernel's reach), a buffer whose length
+        // the case fixes has it still: what the kernel reads past its end decides where the
+        // kernel goes next.
+        let len = match (lens, p) {
+            (Some(l), _) => Some(l[i]),
+            (
+                None,
+                Param::Input { len, .. } | Param::Output { len, .. } | Param::Buffer { len, .. },
+            ) => *len,
+            (None, Param::Scalar { .. }) => None,
+        };
         let value = &*values[i];
         args.push(match p {
             Param::Input { .. } => Arg::Input { len, value },

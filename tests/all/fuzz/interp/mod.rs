@@ -90,7 +90,8 @@ pub struct Launch<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Cell {
     pub v: V,
-    /// The block and thread that wrote it last, and the block's barrier epoch then.
+    /// The block and thread that wrote it last, and the block's barrier epoch then
+    /// (`SEVERAL` blocks or threads where unordered writes of the same value met).
     writer: (u32, u32, u32),
 }
 
@@ -999,7 +1000,14 @@ impl<'a> Block<'a> {
                     if c.v != v {
                         c.v.flags |= UNSPEC | NONDET;
                     }
-                    c.writer = (writer.0, SEVERAL, epoch);
+                    // Once two blocks have written it, no later write is ordered after both:
+                    // blocks do not wait for each other.
+                    let block = if c.writer.0 == writer.0 {
+                        writer.0
+                    } else {
+                        SEVERAL
+                    };
+                    c.writer = (block, SEVERAL, epoch);
                 }
             }
         }
@@ -1262,5 +1270,40 @@ impl<'a> Block<'a> {
         };
         let mask = dt.map_or(1, value::mask);
         V::with(v.bits & mask, v.flags)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Arg, Launch, run};
+    use coopgraph::KernelBuilder;
+    use coopgraph::ir::{Expr, index};
+
+    /// Blocks never wait for each other: once two blocks wrote an element unordered, a later
+    /// write of either (even after its own barrier) does not decide what the element holds.
+    #[test]
+    fn writes_of_two_blocks_stay_unordered_after_a_barrier() {
+        let mut k = KernelBuilder::new("two_blocks").block(1);
+        let y = k.output::<u32>("y");
+        k.write(&y, Expr::lit(0u32), index::block_index());
+        k.sync_block();
+        k.write(&y, Expr::lit(0u32), index::block_index() + 10u32);
+        let kernel = k.build().expect("builds");
+        let before = |_: u64| 0u64;
+        let launch = Launch {
+            grid: 2,
+            dyn_len: None,
+            args: vec![Arg::Output {
+                len: Some(1),
+                before: &before,
+            }],
+        };
+        let out = run(kernel.ir(), &launch);
+        let cell = out.outputs[0][&0];
+        assert!(
+            !cell.v.known(),
+            "block 0's last write (10) may land after block 1's (11): {:?}",
+            cell.v
+        );
     }
 }
