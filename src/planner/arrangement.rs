@@ -4,7 +4,9 @@
 //! A payload's arrangement is fixed by its first producer in program order (a direct,
 //! vectorized or transposing load: blocked; a striped load over `G` threads: striped over `G`);
 //! element-wise ops carry it from their first operand to their result; a fill or per-slot
-//! write leaves it free. Where an op needs another arrangement — a store whose algorithm reads
+//! write leaves it free (a scatter reads free flags in its ranks' arrangement, and free ranks
+//! in its flags', since the two describe the same items). Where an op needs another
+//! arrangement — a store whose algorithm reads
 //! another order, a map whose operands disagree, an assignment into a payload arranged
 //! otherwise — the planner records a [`Conversion`] (an exchange through shared memory run
 //! just before that op), or, in strict mode, rejects the kernel naming both ops. Arrangements
@@ -71,6 +73,19 @@ impl Pass {
         let Some((have, producer)) = self.arr[data.index()] else {
             return Ok(());
         };
+        self.convert(op, loc, data, (have, producer), need)
+    }
+
+    /// `data`, whose slots hold the positions of `have` (fixed at `producer`), is consumed by
+    /// `op` in arrangement `need`.
+    fn convert(
+        &mut self,
+        op: OpId,
+        loc: Loc,
+        data: DataId,
+        (have, producer): (Arrangement, Loc),
+        need: Arrangement,
+    ) -> Result<(), PlanError> {
         if have.same_positions(need, self.items[data.index()]) {
             return Ok(());
         }
@@ -192,10 +207,17 @@ pub fn assign(ir: &Ir) -> Result<Arrangements, PlanError> {
             OpKind::Scatter {
                 src, ranks, flags, ..
             } => {
-                // Ranks and flags pair with items slot by slot.
+                // Ranks and flags pair with each other position by position (a free one holds
+                // the positions of the other's arrangement), and the pair with the items slot
+                // by slot.
                 if let Some((want, _)) = p.arr[src.index()] {
-                    for aux in [Some(*ranks), *flags].into_iter().flatten() {
-                        p.need(op, data.loc, aux, want)?;
+                    let aux = [Some(*ranks), *flags];
+                    let pair = aux.into_iter().flatten().find_map(|d| p.arr[d.index()]);
+                    for d in aux.into_iter().flatten() {
+                        match (p.arr[d.index()], pair) {
+                            (None, Some(have)) => p.convert(op, data.loc, d, have, want)?,
+                            _ => p.need(op, data.loc, d, want)?,
+                        }
                     }
                 }
             }

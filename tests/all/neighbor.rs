@@ -1,7 +1,7 @@
 //! Adjacent differences, discontinuity flags and block shuffles over blocks, warps and
 //! logical warps, against a CPU reference in position order.
 
-use super::common::{Batch, Rng, assert_same, device};
+use super::common::{Batch, Rng, assemble_all, assert_same, compiled, device};
 use coopgraph::ir::{Difference, Expr, Flags, Group, GroupKind, Shuffle};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
@@ -551,4 +551,46 @@ fn holes_moved_by_an_exchange_before_a_bounded_scan_are_not_used() {
         &want,
         "bounded scan after holes",
     );
+}
+
+/// Flags that a scan turned into ranks pair with those ranks in a later scatter, whatever
+/// arrangement the scattered payload has (here striped): a free payload of flags is read in
+/// the ranks' arrangement, and converted with them.
+#[test]
+fn free_flags_pair_with_their_ranks_in_a_scatter() {
+    use coopgraph::ir::{Arrangement, Reduce, Scan, Scatter, index};
+    let dev = device();
+    let (threads, items) = (64u32, 3u32);
+    let n = (threads * items) as usize;
+    let mut k = KernelBuilder::new("compact_every_third")
+        .block(threads)
+        .items_per_thread(items);
+    let x = k.input::<u32>("x");
+    let y = k.output::<u32>("y");
+    let b = k.this_block();
+    // Flags every third position (blocked: thread t holds positions t*3 + i).
+    let third = (index::thread_rank() * items + index::item()) % 3u32;
+    let flags = k.fill(third.eq(0u32).select(1u32, 0u32));
+    let ranks = k.scan(
+        b,
+        &flags,
+        Scan::exclusive(Reduce::sum()).initial_value(0u32),
+    );
+    let t = k.load_from(b, &x, Load::striped());
+    let kept = k.scatter(
+        b,
+        &t,
+        &ranks,
+        Scatter::to(Arrangement::Blocked).flags(&flags),
+    );
+    k.store_to(b, &y, &kept, Store::direct().valid_items(n as u32 / 3));
+    let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
+    assemble_all(&kernel);
+    let xs: Vec<u32> = (0..n as u32).map(|i| 1000 + i).collect();
+    let f = compiled(dev, &kernel).expect("compile");
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<u32>(n / 3).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    let want: Vec<u32> = (0..n / 3).map(|j| xs[3 * j]).collect();
+    assert_eq!(yb.to_vec().expect("download"), want);
 }

@@ -206,6 +206,11 @@ impl KernelBuilder {
     /// A new payload whose every slot is `value` (which may use
     /// [`index::item`](crate::ir::index::item)).
     ///
+    /// A fill has no arrangement of its own: each consumer reads its slots as positions of
+    /// the arrangement it needs (so a fill of a constant costs no exchange anywhere). Flags
+    /// or ranks of a [`scatter`](Self::scatter) that are free are read in the arrangement of
+    /// the other, since the two describe the same items.
+    ///
     /// ```
     /// use coopgraph::ir::index;
     /// use coopgraph::runtime::Device;

@@ -520,8 +520,13 @@ impl Block<'_> {
         let k = self.items(src);
         let tile = self.threads as u32 * k;
         let pair = self.arr[src.index()];
-        let ranks_v = self.view(ranks, pair, active);
-        let flags_v = flags.map(|f| self.view(f, pair, active));
+        // Ranks and flags describe the same items: a free one holds the other's positions.
+        let (ra, fa) = (
+            self.arr[ranks.index()],
+            flags.and_then(|f| self.arr[f.index()]),
+        );
+        let ranks_v = self.view_from(ranks, ra.or(fa), pair, active);
+        let flags_v = flags.map(|f| self.view_from(f, fa.or(ra), pair, active));
         let items = self.data[src.index()].clone();
         let mut target: Vec<Option<V>> = vec![None; tile as usize];
         for t in 0..self.threads as u32 {

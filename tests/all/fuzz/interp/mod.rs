@@ -9,7 +9,8 @@
 //!   striped over `G`; scans, neighbour ops: blocked; exchanges and scatters: their target);
 //!   maps carry their first arranged operand's arrangement, assignments into a free payload
 //!   the source's; fills and per-slot writes leave it free (a free payload takes whatever
-//!   arrangement its consumer reads, slot by slot);
+//!   arrangement its consumer reads, slot by slot; a scatter reads free flags in its ranks'
+//!   arrangement and free ranks in its flags', the two describing the same items);
 //! - blocked: thread `t` holds positions `t*K + i`; striped over `G`: rank `r` of each group of
 //!   `G` threads holds `r + i*G` of its group's tile; positions are what ops agree on, so a
 //!   consumer reading another arrangement sees the same positions (the planner's conversions);
@@ -432,9 +433,20 @@ impl<'a> Block<'a> {
     /// The payload's slots seen in arrangement `want`: where it is arranged otherwise, each
     /// slot gets the value at its position (the planner's conversion).
     fn view(&mut self, d: DataId, want: Option<Arrangement>, active: &[bool]) -> Vec<V> {
+        self.view_from(d, self.arr[d.index()], want, active)
+    }
+
+    /// The same for a payload whose slots hold the positions of `have`.
+    fn view_from(
+        &mut self,
+        d: DataId,
+        have: Option<Arrangement>,
+        want: Option<Arrangement>,
+        active: &[bool],
+    ) -> Vec<V> {
         let k = self.items(d);
         let raw = &self.data[d.index()];
-        let (Some(have), Some(want)) = (self.arr[d.index()], want) else {
+        let (Some(have), Some(want)) = (have, want) else {
             return raw.clone();
         };
         if have.same_positions(want, k) {
