@@ -17,7 +17,10 @@
 //! - f32 arithmetic that produces a NaN produces the canonical NaN `0x7FFFFFFF`; f64
 //!   arithmetic passes a NaN operand through, quieted, choosing among NaN operands in the
 //!   order the hardware does (`add`, `mul`: b then a; `sub`: -b then a; `div`: a then b;
-//!   `fma`: c, a, b), and an invalid operation gives `0xFFF8000000000000`; conversions between
+//!   `fma`: c, a, b), and an invalid operation gives `0xFFF8000000000000` (on the GPU the
+//!   sign of an f64 NaN result can differ: ptxas moves negations across operations, computing
+//!   `a - x / y` as `a + (-x) / y`, so the NaN an invalid division makes reaches the sum with
+//!   the other sign; comparisons with the GPU accept that difference); conversions between
 //!   f32 and f64 keep a NaN's sign and top payload bits; `neg`, `abs`, `copysign` and `mov`
 //!   only move bits;
 //! - `min`/`max` on floats return the non-NaN operand when one is NaN (when both are, the
@@ -27,8 +30,9 @@
 //!   `0x80000000` into 32 bits from f64);
 //! - the `.approx` functions (`sin`, `cos`, `ex2`, `lg2`, `tanh`, `rsqrt`) are computed with
 //!   Rust's std in the operand's precision: the GPU's results differ in the last bits;
-//! - `atom.add.f32` flushes subnormal inputs and results to sign-preserving zero, as PTX
-//!   specifies for that instruction.
+//! - `atom.add.f32` on global memory flushes subnormal inputs and results to sign-preserving
+//!   zero, as PTX specifies for that instruction; on shared memory it keeps them (the H200
+//!   adds there with subnormals, as an ordinary `add.f32` does).
 
 use crate::ptx::{AtomOp, BinOp, Cmp, Round, Ty, UnOp};
 
@@ -847,14 +851,23 @@ fn ftz32(x: f32) -> f32 {
     }
 }
 
+/// Whether an atomic updates global or shared memory: `atom.add.f32` flushes subnormals in
+/// the first only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomAt {
+    Global,
+    Shared,
+}
+
 /// The new memory value of an atomic: `old` is the memory, `a` the operand, `b` the second
 /// operand of `cas` (the value stored when `old == a`).
-pub(crate) fn atom_apply(op: AtomOp, k: AtomKind, old: u64, a: u64, b: u64) -> u64 {
+pub(crate) fn atom_apply(op: AtomOp, k: AtomKind, at: AtomAt, old: u64, a: u64, b: u64) -> u64 {
     match (op, k) {
-        (AtomOp::Add, AtomKind::F32) => {
+        (AtomOp::Add, AtomKind::F32) if at == AtomAt::Global => {
             let s = ftz32(ftz32(f32m::get(old)) + ftz32(f32m::get(a)));
             f32m::put(s)
         }
+        (AtomOp::Add, AtomKind::F32) => f32m::add(old, a),
         (AtomOp::Add, AtomKind::F64) => f64m::add(old, a),
         (AtomOp::Add, AtomKind::U32 | AtomKind::S32) => u32m::add(old, a),
         (AtomOp::Add, _) => u64m::add(old, a),
@@ -1129,7 +1142,9 @@ mod tests {
                     };
                     for &a in &vals {
                         for &b in &vals {
-                            atom_apply(op, k, a & m, b & m, a & m);
+                            for at in [AtomAt::Global, AtomAt::Shared] {
+                                atom_apply(op, k, at, a & m, b & m, a & m);
+                            }
                         }
                     }
                 }
@@ -1208,13 +1223,34 @@ mod tests {
 
     #[test]
     fn atomics() {
-        assert_eq!(atom_apply(AtomOp::Inc, AtomKind::U32, 5, 5, 0), 0);
-        assert_eq!(atom_apply(AtomOp::Inc, AtomKind::U32, 4, 5, 0), 5);
-        assert_eq!(atom_apply(AtomOp::Dec, AtomKind::U32, 0, 5, 0), 5);
-        assert_eq!(atom_apply(AtomOp::Dec, AtomKind::U32, 9, 5, 0), 5);
-        assert_eq!(atom_apply(AtomOp::Dec, AtomKind::U32, 3, 5, 0), 2);
-        assert_eq!(atom_apply(AtomOp::Cas, AtomKind::U32, 3, 3, 9), 9);
-        assert_eq!(atom_apply(AtomOp::Cas, AtomKind::U32, 4, 3, 9), 4);
+        assert_eq!(
+            atom_apply(AtomOp::Inc, AtomKind::U32, AtomAt::Global, 5, 5, 0),
+            0
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Inc, AtomKind::U32, AtomAt::Global, 4, 5, 0),
+            5
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Dec, AtomKind::U32, AtomAt::Global, 0, 5, 0),
+            5
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Dec, AtomKind::U32, AtomAt::Global, 9, 5, 0),
+            5
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Dec, AtomKind::U32, AtomAt::Global, 3, 5, 0),
+            2
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Cas, AtomKind::U32, AtomAt::Global, 3, 3, 9),
+            9
+        );
+        assert_eq!(
+            atom_apply(AtomOp::Cas, AtomKind::U32, AtomAt::Global, 4, 3, 9),
+            4
+        );
         assert!(atom_kind(AtomOp::Inc, Ty::U64).is_none());
         assert!(atom_kind(AtomOp::Min, Ty::F32).is_none());
         // The types ptxas takes and no others: 64-bit adds are `.u64`, bitwise ops and

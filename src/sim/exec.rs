@@ -10,7 +10,7 @@
 //! origin on to its result; the first observable use of an undefined value is noted in
 //! [`Env::pending`] and the thread goes on (the block decides what to report).
 
-use super::alu::{AtomKind, atom_apply};
+use super::alu::{AtomAt, AtomKind, atom_apply};
 use super::decode::{Atomic, Ext, Inst, LOCAL_SHIFT, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
 use super::memory::GlobalView;
@@ -503,7 +503,9 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
     let old = match at.space {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, size, env.hint).ok_or(bounds)?;
-            let (old, def) = a.update(off, size, |old| atom_apply(op, kind, old, av, bv));
+            let (old, def) = a.update(off, size, |old| {
+                atom_apply(op, kind, AtomAt::Global, old, av, bv)
+            });
             if U && !def && env.pending.is_none() {
                 env.pending = Some((
                     pc,
@@ -536,7 +538,7 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
                 ));
             }
             let old = le(&env.shared.data[start..end]);
-            let new = atom_apply(op, kind, old, av, bv).to_le_bytes();
+            let new = atom_apply(op, kind, AtomAt::Shared, old, av, bv).to_le_bytes();
             env.shared.data[start..end].copy_from_slice(&new[..size as usize]);
             env.shared.written[start..end].fill(1);
             old

@@ -99,7 +99,9 @@ at_float! {
 }
 
 /// The element after `op` with operand `v` (and `c` for `cas`), as the documentation says.
-fn reference<T: At>(op: AtomicOp, old: T, v: T, c: T) -> T {
+/// The element after `op`; `shared`: the element is in shared memory (where an `f32` add keeps
+/// subnormals).
+fn reference<T: At>(op: AtomicOp, shared: bool, old: T, v: T, c: T) -> T {
     let b = |x: T| x.to_bits();
     let float = T::DTYPE.is_float();
     let nan = |x: T| float && x.partial_cmp(&x).is_none();
@@ -114,8 +116,8 @@ fn reference<T: At>(op: AtomicOp, old: T, v: T, c: T) -> T {
     };
     let wrap = |bits: u64| T::from_bits(bits);
     match op {
-        AtomicOp::Add => add(old, v),
-        AtomicOp::Sub => add(old, negate(v)),
+        AtomicOp::Add => add(old, v, shared),
+        AtomicOp::Sub => add(old, negate(v), shared),
         AtomicOp::Min if float && (nan(old) || nan(v)) => {
             if nan(old) {
                 old
@@ -178,10 +180,19 @@ fn negate<T: Element>(x: T) -> T {
     }
 }
 
-/// `a + b`: wrapping for integers; f32 flushing subnormal operands and results to zero, as
-/// PTX's `atom.add.f32` does.
-fn add<T: Element>(a: T, b: T) -> T {
+/// `a + b`: wrapping for integers; f32 flushing subnormal operands and results to zero in
+/// global memory, as PTX's `atom.add.f32` does there (`shared`: keeping them, as the GPU does
+/// in shared memory).
+fn add<T: Element>(a: T, b: T, shared: bool) -> T {
     match T::DTYPE {
+        DType::F32 if shared => {
+            let s = f32::from_bits(a.to_bits() as u32) + f32::from_bits(b.to_bits() as u32);
+            T::from_bits(if s.is_nan() {
+                0x7FFF_FFFF
+            } else {
+                u64::from(s.to_bits())
+            })
+        }
         DType::F32 => {
             let ftz = |x: f32| {
                 if x.is_subnormal() {
@@ -303,10 +314,13 @@ fn run_own<T: At>(kernel: &Kernel, mem: Mem, op: AtomicOp, used: bool, seed: u64
         }
     }
     if op == AtomicOp::Add || op == AtomicOp::Sub {
-        // f32 adds flush subnormals: keep some.
+        // f32 adds flush subnormals in global memory: keep some.
         if T::DTYPE == DType::F32 {
             m[7] = T::from_bits(1);
             v[9] = T::from_bits(0x8000_0001);
+            // A subnormal plus -0.0: itself in shared memory, +0.0 in global memory.
+            m[11] = T::from_bits(3);
+            v[11] = T::from_bits(0x8000_0000);
         }
     }
     let f = compiled(dev, kernel).expect("compiles");
@@ -334,7 +348,7 @@ fn run_own<T: At>(kernel: &Kernel, mem: Mem, op: AtomicOp, used: bool, seed: u64
     }
     let (got_old, got_after) = (olds.to_vec().expect("olds"), after.to_vec().expect("after"));
     for i in 0..64 {
-        let want = reference(op, m[i], v[i], c[i]);
+        let want = reference(op, mem == Mem::Shared, m[i], v[i], c[i]);
         assert!(
             same(got_after[i], want),
             "{}: element {i}: {:?} {op:?} {:?} (compare {:?}) gave {:?}, expected {want:?}",
@@ -465,7 +479,7 @@ fn contended_atomics_leave_what_every_order_leaves() {
                     } else {
                         xs[g]
                     };
-                    reference(op, acc, v, v)
+                    reference(op, shared, acc, v, v)
                 });
                 assert!(
                     same(got[b * 4 + e], want),
@@ -478,7 +492,7 @@ fn contended_atomics_leave_what_every_order_leaves() {
                     let mut before: Vec<u64> = mine.iter().map(|&g| olds[g].to_bits()).collect();
                     let mut after: Vec<u64> = mine
                         .iter()
-                        .map(|&g| add(olds[g], xs[g]).to_bits())
+                        .map(|&g| add(olds[g], xs[g], shared).to_bits())
                         .collect();
                     before.push(got[b * 4 + e].to_bits());
                     after.push(init.to_bits());

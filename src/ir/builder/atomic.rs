@@ -75,8 +75,10 @@ impl<T: AtomicElement> Atomic<T> {
         }
     }
 
-    /// `element + v` (wrapping for integers; `f32` flushes subnormal operands and results to
-    /// zero, as PTX's `atom.add.f32` does).
+    /// `element + v` (wrapping for integers). On an output or buffer, an `f32` add flushes
+    /// subnormal operands and results to sign-preserving zero, as PTX's `atom.add.f32` on
+    /// global memory does; on a shared array it keeps them, as the GPU's shared-memory add
+    /// does.
     pub fn add(v: impl Into<Expr<T>>) -> Self {
         Atomic::new(AtomicOp::Add, v)
     }

@@ -96,8 +96,9 @@ fn small_integer(dt: DType, bits: u64) -> bool {
 }
 
 /// The element after `op` (the documented semantics): `old` the element, `v` the operand, `c`
-/// the compare value, all as bits of `dt`.
-pub fn apply(op: AtomicOp, dt: DType, old: u64, v: u64, c: u64) -> u64 {
+/// the compare value, all as bits of `dt`; `shared`: the element is in a shared array (where
+/// an `f32` add keeps subnormals).
+pub fn apply(op: AtomicOp, dt: DType, shared: bool, old: u64, v: u64, c: u64) -> u64 {
     let m = value::mask(dt);
     let float = dt.is_float();
     let nan = |x: u64| match dt {
@@ -107,14 +108,14 @@ pub fn apply(op: AtomicOp, dt: DType, old: u64, v: u64, c: u64) -> u64 {
     };
     let bin = |o: BinaryOp, a: u64, b: u64| value::binary(o, dt, a, b).unwrap_or(a);
     let r = match op {
-        AtomicOp::Add => add(dt, old, v),
+        AtomicOp::Add => add(dt, shared, old, v),
         AtomicOp::Sub => {
             let neg = match dt {
                 DType::F32 => v ^ (1 << 31),
                 DType::F64 => v ^ (1 << 63),
                 _ => v.wrapping_neg(),
             };
-            add(dt, old, neg)
+            add(dt, shared, old, neg)
         }
         AtomicOp::Min | AtomicOp::Max if float && (nan(old) || nan(v)) => {
             if nan(old) {
@@ -155,9 +156,11 @@ pub fn apply(op: AtomicOp, dt: DType, old: u64, v: u64, c: u64) -> u64 {
 }
 
 /// `a + b` in `dt`: wrapping for integers; `f32` flushing subnormal operands and results to
-/// zero (as the documented `add` does); `f64` plain.
-fn add(dt: DType, a: u64, b: u64) -> u64 {
+/// zero in global memory (as the documented `add` does), keeping them in shared memory; `f64`
+/// plain.
+fn add(dt: DType, shared: bool, a: u64, b: u64) -> u64 {
     match dt {
+        DType::F32 if shared => value::binary(BinaryOp::Add, dt, a, b).unwrap_or(a),
         DType::F32 => {
             let ftz = |x: f32| {
                 if x.is_subnormal() {
@@ -313,7 +316,14 @@ impl Block<'_> {
             });
             let contended = !others.is_empty();
             let mut new = V::with(
-                apply(a.op, dt, cur.bits, v.bits, c.bits),
+                apply(
+                    a.op,
+                    dt,
+                    matches!(key, CellKey::Shared { .. }),
+                    cur.bits,
+                    v.bits,
+                    c.bits,
+                ),
                 cur.flags | value::derive(v.flags | c.flags),
             );
             if contended && (!commutes || (dt.is_float() && !small_integer(dt, cur.bits))) {
