@@ -294,9 +294,11 @@ impl Emitter<'_> {
     }
 
     /// The validity of a thread's only item: its position is below the transfer's count, and
-    /// its element below the buffer's length (where bounds are checked) without its index
-    /// wrapping past 2^32. Two or three comparisons, where the general bound (`share` and
-    /// `rem`) takes a minimum, a maximum and subtractions per transfer.
+    /// its element below the buffer's length (where bounds are checked). The buffer's room
+    /// past the offset (`len - offset` where the length is above the offset, else 0, so no
+    /// index wraps past 2^32) is the same for the whole group, as the count is; a thread
+    /// compares its position with each, where the general bound (`share` and `rem`) takes a
+    /// minimum, a maximum and subtractions per thread.
     fn only_valid(
         &mut self,
         plan: &TransferPlan,
@@ -324,10 +326,17 @@ impl Emitter<'_> {
             self.setp(Cmp::Lt, Ty::U32, at.into(), c.reg.into())
         });
         let inside = len.map(|len| {
-            let first = self.u32op(BinOp::Add, offset.into(), in_block.into());
-            let below = self.setp(Cmp::Lt, Ty::U32, first.into(), len.into());
-            let unwrapped = self.setp(Cmp::Ge, Ty::U32, first.into(), offset.into());
-            self.both(Some(below), Some(unwrapped)).unwrap_or(below)
+            let above = self.setp(Cmp::Gt, Ty::U32, len.into(), offset.into());
+            let left = self.u32op(BinOp::Sub, len.into(), offset.into());
+            let room = self.reg(RegClass::B32);
+            self.op(Op::Selp {
+                ty: Ty::U32,
+                dst: room,
+                a: left.into(),
+                b: Operand::Imm(0),
+                p: above,
+            });
+            self.setp(Cmp::Lt, Ty::U32, in_block.into(), room.into())
         });
         self.both(counted, inside)
     }
