@@ -5,7 +5,8 @@
 //! length, so the last step's elements past the end are skipped. Checked against the CPU; on a
 //! GPU the example runs on 2^28 `f32` (override with `COOPGRAPH_BENCH_N`) and prints GB/s
 //! (bytes read and written: 12 per element) beside the device-to-device copy bandwidth of the
-//! same buffer measured in the same run.
+//! same buffer measured in the same run, and beside hand-written CUDA (`benches/cub/saxpy.cu`)
+//! when `COOPGRAPH_CUB_CSV` names the CSV it wrote in the same run.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -85,4 +86,17 @@ fn main() {
         copy.map_or("-".into(), |c| format!("{c:.0} GB/s")),
         bench::percent(ours, copy)
     );
+    // Hand-written CUDA on the same shape, from `benches/cub/saxpy.cu` in the same run.
+    let cuda = bench::cub_figures();
+    for (alg, items) in [
+        ("grid_stride", UNROLL),
+        ("one_per_thread", 1),
+        ("float4", 4),
+    ] {
+        let key = ("saxpy".into(), "f32".into(), alg.into(), BLOCK, items);
+        if let Some(theirs) = cuda.get(&key) {
+            let (g, ratio) = bench::versus(ours, Some(theirs));
+            println!("CUDA C++ saxpy, {alg}: {g} GB/s; coopgraph / CUDA = {ratio}");
+        }
+    }
 }
