@@ -5,14 +5,13 @@
 //! verifier proved the condition warp-uniform). Each op's code is preceded by a comment naming
 //! the op and the user's source line, which the simulator quotes in its reports.
 
-use super::builder::{Emitter, Lowered, mem_ty};
+use super::builder::{Emitter, Lowered};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
 use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
 use crate::ptx::*;
-use smallvec::smallvec;
 use std::collections::HashMap;
 
 /// The PTX entry name for a kernel name: letters, digits and `_`, not starting with a digit.
@@ -434,15 +433,7 @@ impl Emitter<'_> {
                 let i = self.eval(*index, &ctx, &mut memo);
                 let v = self.eval(*value, &ctx, &mut memo);
                 let addr = self.local_addr(*array, i);
-                self.op(Op::St {
-                    space: Space::Local,
-                    ty: mem_ty(dtype),
-                    addr: Address {
-                        base: AddrBase::Reg(addr),
-                        offset: 0,
-                    },
-                    src: smallvec![v.into()],
-                });
+                self.store_at(Space::Local, dtype, addr, v);
             }
             OpKind::SharedWrite {
                 array,
@@ -453,15 +444,7 @@ impl Emitter<'_> {
                 let i = self.eval(*index, &ctx, &mut memo);
                 let v = self.eval(*value, &ctx, &mut memo);
                 let addr = self.array_addr(*array, i);
-                self.op(Op::St {
-                    space: Space::Shared,
-                    ty: mem_ty(dtype),
-                    addr: Address {
-                        base: AddrBase::Reg(addr),
-                        offset: 0,
-                    },
-                    src: smallvec![v.into()],
-                });
+                self.store_at(Space::Shared, dtype, addr, v);
             }
             OpKind::GlobalWrite {
                 param,

@@ -594,6 +594,14 @@ impl<T: Element, const D: usize> SharedArray<T, D> {
     /// assert_eq!(yb.to_vec()?, want);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
+    ///
+    /// An index of another type than `u32` does not compile (cast it with `.cast::<u32>()`):
+    ///
+    /// ```compile_fail
+    /// let mut k = coopgraph::KernelBuilder::new("k");
+    /// let a = k.shared_array::<u32>(4);
+    /// let _ = a.read(coopgraph::ir::Expr::lit(1.5f32));
+    /// ```
     pub fn read(&self, index: impl ArrayIndex<D>) -> Expr<T> {
         let kind = ExprKind::SharedRead(self.id, index.linear(&self.dims).node().clone());
         Expr::owned(kind, self.owner)
@@ -632,104 +640,64 @@ impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>, C: Into<Expr<u32>>> ArrayLinear<3> 
 }
 impl<A: Into<Expr<u32>>, B: Into<Expr<u32>>, C: Into<Expr<u32>>> ArrayIndex<3> for (A, B, C) {}
 
-/// A per-thread array of `T` (see [`crate::ir::KernelBuilder::local_array`]): each thread has
-/// its own, in local memory (PTX `.local`), read and written at run-time indices.
-#[derive(Debug)]
-pub struct LocalArray<T: Element> {
-    pub(crate) id: LocalId,
-    pub(crate) len: u32,
-    pub(crate) owner: BuilderId,
-    _t: PhantomData<fn() -> T>,
-}
-
-impl<T: Element> Clone for LocalArray<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: Element> Copy for LocalArray<T> {}
-
-impl<T: Element> LocalArray<T> {
-    pub(crate) fn new(id: LocalId, len: u32, owner: BuilderId) -> Self {
-        LocalArray {
-            id,
-            len,
-            owner,
-            _t: PhantomData,
+macro_rules! array_handle {
+    ($($(#[$doc:meta])* $name:ident($id:ident, $read:ident), $read_doc:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<T: Element> {
+            pub(crate) id: $id,
+            pub(crate) len: u32,
+            pub(crate) owner: BuilderId,
+            _t: PhantomData<fn() -> T>,
         }
-    }
 
-    /// The array's id.
-    pub fn id(&self) -> LocalId {
-        self.id
-    }
-
-    /// Elements in the array.
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Whether the array has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The thread's element `index` (see [`crate::ir::KernelBuilder::local_array`] for an
-    /// example). An index past the end is out of bounds (the simulator reports it).
-    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
-        let kind = ExprKind::LocalRead(self.id, index.into().node().clone());
-        Expr::owned(kind, self.owner)
-    }
-}
-
-/// A constant array of `T` (see [`crate::ir::KernelBuilder::const_array`]): values the host
-/// gave when the kernel was built, in constant memory (PTX `.const`), which every thread reads.
-#[derive(Debug)]
-pub struct ConstArray<T: Element> {
-    pub(crate) id: ConstId,
-    pub(crate) len: u32,
-    pub(crate) owner: BuilderId,
-    _t: PhantomData<fn() -> T>,
-}
-
-impl<T: Element> Clone for ConstArray<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: Element> Copy for ConstArray<T> {}
-
-impl<T: Element> ConstArray<T> {
-    pub(crate) fn new(id: ConstId, len: u32, owner: BuilderId) -> Self {
-        ConstArray {
-            id,
-            len,
-            owner,
-            _t: PhantomData,
+        impl<T: Element> Clone for $name<T> {
+            fn clone(&self) -> Self {
+                *self
+            }
         }
-    }
 
-    /// The array's id.
-    pub fn id(&self) -> ConstId {
-        self.id
-    }
+        impl<T: Element> Copy for $name<T> {}
 
-    /// Elements in the array.
-    pub fn len(&self) -> u32 {
-        self.len
-    }
+        impl<T: Element> $name<T> {
+            pub(crate) fn new(id: $id, len: u32, owner: BuilderId) -> Self {
+                $name { id, len, owner, _t: PhantomData }
+            }
 
-    /// Whether the array has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+            /// The array's id.
+            pub fn id(&self) -> $id {
+                self.id
+            }
 
-    /// Element `index` (see [`crate::ir::KernelBuilder::const_array`] for an example). An
-    /// index past the end is out of bounds (the simulator reports it).
-    pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
-        let kind = ExprKind::ConstRead(self.id, index.into().node().clone());
-        Expr::owned(kind, self.owner)
-    }
+            /// Elements in the array.
+            pub fn len(&self) -> u32 {
+                self.len
+            }
+
+            /// Whether the array has no elements.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            #[doc = $read_doc]
+            pub fn read(&self, index: impl Into<Expr<u32>>) -> Expr<T> {
+                let kind = ExprKind::$read(self.id, index.into().node().clone());
+                Expr::owned(kind, self.owner)
+            }
+        }
+    )*};
+}
+
+array_handle! {
+    /// A per-thread array of `T` (see [`crate::ir::KernelBuilder::local_array`]): each thread
+    /// has its own, in local memory (PTX `.local`), read and written at run-time indices.
+    LocalArray(LocalId, LocalRead),
+    "The thread's element `index` (see [`crate::ir::KernelBuilder::local_array`] for an \
+     example). An index past the end is out of bounds (the simulator reports it).";
+    /// A constant array of `T` (see [`crate::ir::KernelBuilder::const_array`]): values the
+    /// host gave when the kernel was built, in constant memory (PTX `.const`), which every
+    /// thread reads.
+    ConstArray(ConstId, ConstRead),
+    "Element `index` (see [`crate::ir::KernelBuilder::const_array`] for an example). An index \
+     past the end is out of bounds (the simulator reports it).";
 }

@@ -437,6 +437,21 @@ impl Verifier<'_> {
         }
     }
 
+    /// A write of `[index, value]` to an array of `dtype` elements (shared or local).
+    fn array_write(
+        &mut self,
+        dtype: super::DType,
+        [index, value]: [ExprId; 2],
+        state: &State,
+        op: OpId,
+    ) {
+        let loc = self.ir.op(op).loc;
+        self.array_index_ty(index, loc, op);
+        self.expect_ty(value, VType::D(dtype), loc, op);
+        self.expr(index, state, op, None);
+        self.expr(value, state, op, None);
+    }
+
     /// An array index (shared, local or constant): `u32`.
     pub(super) fn array_index_ty(&mut self, index: ExprId, loc: Loc, op: OpId) {
         let found = self.ty(index);
@@ -710,10 +725,7 @@ impl Verifier<'_> {
                 value,
             } => {
                 let dtype = ir.arrays[array.index()].dtype;
-                self.array_index_ty(*index, loc, op);
-                self.expect_ty(*value, VType::D(dtype), loc, op);
-                self.expr(*index, state, op, None);
-                self.expr(*value, state, op, None);
+                self.array_write(dtype, [*index, *value], state, op);
             }
             OpKind::LocalWrite {
                 array,
@@ -721,10 +733,7 @@ impl Verifier<'_> {
                 value,
             } => {
                 let dtype = ir.locals[array.index()].dtype;
-                self.array_index_ty(*index, loc, op);
-                self.expect_ty(*value, VType::D(dtype), loc, op);
-                self.expr(*index, state, op, None);
-                self.expr(*value, state, op, None);
+                self.array_write(dtype, [*index, *value], state, op);
             }
             OpKind::GlobalWrite {
                 param,

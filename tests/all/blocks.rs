@@ -290,9 +290,10 @@ fn three_dimensional_grids_launch_where_the_kernel_sees_them() {
         [0, 1, 1],
         [1, 0, 2],
     ] {
-        let r = f.launch(LaunchConfig::grid(over), (&mut out,));
+        let (r, line) = (f.launch(LaunchConfig::grid(over), (&mut out,)), line!());
+        // The error names the launch's line.
         assert!(
-            matches!(r, Err(RuntimeError::GridTooLarge { .. })),
+            matches!(&r, Err(RuntimeError::GridTooLarge { at, .. }) if at.line == line),
             "{over:?}: {r:?}"
         );
     }

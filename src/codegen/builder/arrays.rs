@@ -66,6 +66,19 @@ impl Emitter<'_> {
         self.element_addr_of(ArraySymbol::Const(array.0), index, size)
     }
 
+    /// `[addr] = v` in `space`, at `dtype`'s memory type.
+    pub(crate) fn store_at(&mut self, space: Space, dtype: DType, addr: Reg, v: Reg) {
+        self.op(Op::St {
+            space,
+            ty: mem_ty(dtype),
+            addr: Address {
+                base: AddrBase::Reg(addr),
+                offset: 0,
+            },
+            src: smallvec![v.into()],
+        });
+    }
+
     /// `symbol + index * size`, 64 bits wide; the symbol's address is read once, in the
     /// prologue.
     fn element_addr_of(&mut self, symbol: ArraySymbol, index: Reg, size: u32) -> Reg {
