@@ -1121,14 +1121,13 @@ impl Canonical for crate::planner::Barrier {
     fn write(&self, w: &mut Writer) {
         use crate::planner::{Hazard, SyncScope};
         let crate::planner::Barrier {
-            op,
             step,
             scope,
             after,
             hazard,
         } = self;
-        op.write(w);
-        w.tag(*step);
+        step.op.write(w);
+        w.u32(step.index);
         match scope {
             SyncScope::Block => w.tag(0),
             SyncScope::Group { threads } => {
@@ -1136,8 +1135,8 @@ impl Canonical for crate::planner::Barrier {
                 w.u32(*threads);
             }
         }
-        after.0.write(w);
-        w.tag(after.1);
+        after.op.write(w);
+        w.u32(after.index);
         w.tag(match hazard {
             Hazard::ReadAfterWrite => 0,
             Hazard::WriteAfterRead => 1,

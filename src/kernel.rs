@@ -337,37 +337,64 @@ impl Kernel {
                 ));
             }
         }
+        let listed = |ids: &mut dyn Iterator<Item = crate::planner::StepId>| {
+            ids.map(|id| id.to_string()).collect::<Vec<_>>().join(" ")
+        };
         for (op, list) in plan.exchanges.iter() {
             for e in list {
                 s.push_str(&format!(
-                    "  {op} step {}: exchange{} {:?} -> {:?} in groups of {} threads{}{}, {}\n",
-                    e.first_step,
+                    "  {op}: exchange{} {:?} -> {:?} in groups of {} threads{}{}{}, {}, steps {}\n",
                     e.data.map(|d| format!(" of {d}")).unwrap_or_default(),
                     e.from,
                     e.to,
                     e.scope,
                     if e.padded { ", padded" } else { "" },
-                    e.turns.map(|t| format!(", {t} turns")).unwrap_or_default(),
-                    e.slice
+                    if e.time_sliced {
+                        format!(", {} turns", e.turns.len())
+                    } else {
+                        String::new()
+                    },
+                    if e.via_shuffles {
+                        ", through shuffles"
+                    } else {
+                        ""
+                    },
+                    e.slice,
+                    listed(&mut e.turns.iter().flat_map(|t| [t.write, t.read])),
                 ));
             }
         }
         for (op, c) in plan.collectives.iter() {
             if let Some(c) = c {
                 s.push_str(&format!(
-                    "  {op} step {}: {} shared entries of {} bytes{}{}, {}\n",
-                    c.first_step,
+                    "  {op}: {} shared entries of {} bytes{}{}, {}, steps {}\n",
                     c.entries,
                     c.elem_bytes,
-                    if c.segment > 0 {
-                        format!(", raked in segments of {}", c.segment)
-                    } else {
-                        String::new()
+                    match c.raking {
+                        Some(r) => format!(
+                            ", threads {}..{} share, raked in segments of {}",
+                            r.first,
+                            r.first + r.shared,
+                            r.segment
+                        ),
+                        None => String::new(),
                     },
-                    if c.padded { ", padded" } else { "" },
-                    c.slice
+                    if c.padding.is_some() { ", padded" } else { "" },
+                    c.slice,
+                    listed(&mut c.steps.iter().copied()),
                 ));
             }
+        }
+        for step in plan.steps.values().flatten() {
+            let accesses: Vec<String> = (step.accesses.iter())
+                .map(|a| format!("{} {}", if a.write { "write" } else { "read" }, a.slice))
+                .collect();
+            s.push_str(&format!(
+                "  {}: {}; a barrier before it: {:?}\n",
+                step.id,
+                accesses.join(", "),
+                step.scopes
+            ));
         }
         for (i, sl) in plan.slices.iter() {
             let array = plan.arrays.iter().find(|&(_, &a)| a == i);
@@ -391,8 +418,8 @@ impl Kernel {
         }
         for b in &plan.barriers {
             s.push_str(&format!(
-                "  barrier {:?} before {} step {}: {:?} against {} step {}\n",
-                b.scope, b.op, b.step, b.hazard, b.after.0, b.after.1
+                "  barrier {:?} before {}: {:?} against {}\n",
+                b.scope, b.step, b.hazard, b.after
             ));
         }
         s

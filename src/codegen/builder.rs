@@ -13,7 +13,7 @@ use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, LocalId, OpId, ParamId};
 use crate::planner::{
-    ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, SyncScope,
+    ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, StepId, SyncScope,
     padded_slot,
 };
 use crate::ptx::*;
@@ -195,8 +195,8 @@ pub struct Emitter<'a> {
     /// Where `continue_` and `break_` go in each loop being lowered, innermost last: the
     /// loop's latch and its exit.
     pub(super) jump_targets: Vec<(String, String)>,
-    /// The scopes of the plan's barriers before each (op, step), in plan order.
-    barrier_scopes: HashMap<(OpId, u8), SmallVec<[SyncScope; 1]>>,
+    /// The scopes of the plan's barriers before each step, in plan order.
+    barrier_scopes: HashMap<StepId, SmallVec<[SyncScope; 1]>>,
 }
 
 impl<'a> Emitter<'a> {
@@ -232,10 +232,7 @@ impl<'a> Emitter<'a> {
             barrier_scopes: HashMap::new(),
         };
         for b in &plan.barriers {
-            e.barrier_scopes
-                .entry((b.op, b.step))
-                .or_default()
-                .push(b.scope);
+            e.barrier_scopes.entry(b.step).or_default().push(b.scope);
         }
         Ok(e)
     }
@@ -957,14 +954,11 @@ impl Emitter<'_> {
         mask.into()
     }
 
-    /// Emits the barriers the plan puts before step `step` of `op`.
-    pub(crate) fn sync_point(&mut self, op: OpId, step: u8) {
-        let scopes = self
-            .barrier_scopes
-            .get(&(op, step))
-            .cloned()
-            .unwrap_or_default();
+    /// Emits the barriers the plan puts before `step`.
+    pub(crate) fn sync_point(&mut self, step: StepId) {
+        let scopes = self.barrier_scopes.get(&step).cloned().unwrap_or_default();
         for scope in scopes {
+            // How each scope lowers: a new scope adds its instruction here.
             match scope {
                 SyncScope::Block => self.op(Op::BarSync { id: 0, count: None }),
                 SyncScope::Group { threads } if threads >= 32 => self.op(Op::BarWarpSync {
@@ -976,6 +970,35 @@ impl Emitter<'_> {
                 }
             }
         }
+    }
+}
+
+/// An op's shared-memory steps as its plan lists them, which its lowering takes one by one, in
+/// order ([`Emitter::enter_step`]): the lowering never numbers steps.
+pub(crate) struct Steps<'p> {
+    op: OpId,
+    ids: std::slice::Iter<'p, StepId>,
+}
+
+impl<'p> Steps<'p> {
+    /// The steps `ids` of `op`.
+    pub(crate) fn new(op: OpId, ids: &'p [StepId]) -> Self {
+        Steps {
+            op,
+            ids: ids.iter(),
+        }
+    }
+}
+
+impl Emitter<'_> {
+    /// Enters the next of `steps`: emits the barriers the plan puts before it. The plan
+    /// listing fewer steps than the lowering takes is an internal error.
+    pub(crate) fn enter_step(&mut self, steps: &mut Steps) -> Lowered {
+        let Some(&id) = steps.ids.next() else {
+            return Err(self.missing(steps.op, "shared-memory step"));
+        };
+        self.sync_point(id);
+        Ok(())
     }
 }
 

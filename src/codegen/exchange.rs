@@ -56,6 +56,9 @@ impl Emitter<'_> {
             self.shuffle_exchange(e, dtype, src, dst);
             return Ok(());
         }
+        if e.turns.is_empty() {
+            return Err(self.missing(op, "steps of an exchange"));
+        }
         let es = e.elem_bytes as i64;
         let (s, k) = (e.scope, e.items);
         let slice = self.slice(op, e.slice)?;
@@ -63,7 +66,7 @@ impl Emitter<'_> {
         let tid = self.tid();
         let smem = self.shared_base(window);
         let block = self.plan.block_threads;
-        let (gi, rank) = if s >= block && e.turns.is_none() {
+        let (gi, rank) = if s >= block && !e.time_sliced {
             (None, tid)
         } else {
             let gi = self.u32op(BinOp::Div, tid.into(), Operand::Imm(s as i64));
@@ -72,8 +75,8 @@ impl Emitter<'_> {
         };
         // The region's address: every turn of a time-sliced exchange uses the first region.
         let region = self.reg(RegClass::B32);
-        match (gi, e.turns) {
-            (Some(g), None) => self.op(Op::Mad {
+        match (gi, e.time_sliced) {
+            (Some(g), false) => self.op(Op::Mad {
                 ty: Ty::U32,
                 dst: region,
                 a: g.into(),
@@ -130,8 +133,8 @@ impl Emitter<'_> {
         // registers is live across them (not the source and the result); the result takes
         // the valid slots after the last turn.
         let work = e
-            .turns
-            .map(|_| self.working_copy(e, dtype, rank, vrem, src));
+            .time_sliced
+            .then(|| self.working_copy(e, dtype, rank, vrem, src));
         let (from, into) = match &work {
             Some(w) => (w.as_slice(), w.as_slice()),
             None => (src, dst),
@@ -142,10 +145,9 @@ impl Emitter<'_> {
             base: region,
             mty,
         };
-        for turn in 0..e.turns.unwrap_or(1) {
-            let step = e.first_step + 2 * turn as u8;
-            self.sync_point(op, step);
-            let skip = e.turns.map(|_| {
+        for (turn, steps) in e.turns.iter().enumerate() {
+            self.sync_point(steps.write);
+            let skip = e.time_sliced.then(|| {
                 let label = self.label();
                 let mine = self.setp(
                     Cmp::Ne,
@@ -168,7 +170,7 @@ impl Emitter<'_> {
             // the valid ones below; no per-item predicate lives across the turns.
             let guard = if work.is_some() { None } else { vrem };
             self.guarded_side(&group, &e.write, guard, from, true);
-            self.sync_point(op, step + 1);
+            self.sync_point(steps.read);
             self.guarded_side(&group, &e.read, guard, into, false);
             if let Some(label) = skip {
                 self.op(Op::Label(label));

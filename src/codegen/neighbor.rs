@@ -6,7 +6,7 @@
 //! shared memory across a block (written at the plan's first step, read after the planned
 //! barrier). Items inside a thread use their own neighbours directly.
 
-use super::builder::{Emitter, Lowered, bits_or_float, class, segment_clamp};
+use super::builder::{Emitter, Lowered, Steps, bits_or_float, class, segment_clamp};
 use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
@@ -119,10 +119,11 @@ impl Emitter<'_> {
             self.shuffle_value(ShflMode::Idx, share, lane.into(), c, mask)
         } else {
             let cp = self.collective(op)?;
-            self.sync_point(op, cp.first_step);
+            let mut steps = Steps::new(op, &cp.steps);
+            self.enter_step(&mut steps)?;
             let mine = self.collective_addr(&cp, tid.into());
             self.shared_value(false, d, mine, share);
-            self.sync_point(op, cp.first_step + 1);
+            self.enter_step(&mut steps)?;
             if nb.shifted_out.is_some() {
                 let at = self.collective_addr(&cp, Operand::Imm(out_rank));
                 let v = self.reg(class(d));
@@ -325,16 +326,15 @@ impl Emitter<'_> {
             }
             back.push(self.collective_addr(&cp, pos.into()));
         }
-        let mut step = cp.first_step;
+        let mut steps = Steps::new(op, &cp.steps);
         if let Some(bits) = holes {
-            self.sync_point(op, step);
+            self.enter_step(&mut steps)?;
             let hole = self.constant(d, bits);
             for &a in &back {
                 self.shared_value(false, d, a, hole);
             }
-            step += 1;
         }
-        self.sync_point(op, step);
+        self.enter_step(&mut steps)?;
         for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
             let ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), Operand::Imm(tile));
             if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
@@ -349,7 +349,7 @@ impl Emitter<'_> {
             let a = self.collective_addr(&cp, rank.into());
             self.shared_access_if(ok, false, d, a, v);
         }
-        self.sync_point(op, step + 1);
+        self.enter_step(&mut steps)?;
         for (&o, &a) in out.iter().zip(&back) {
             self.shared_value(true, d, a, o);
         }

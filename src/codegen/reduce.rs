@@ -10,7 +10,9 @@
 //! raking for commutative operators (threads past the first warp share, warp 0 folds them into
 //! its own values).
 
-use super::builder::{Collective, Emitter, Lowered, bits_or_float, class, mem_ty, segment_clamp};
+use super::builder::{
+    Collective, Emitter, Lowered, Steps, bits_or_float, class, mem_ty, segment_clamp,
+};
 use super::expr::Ctx;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};
@@ -167,14 +169,14 @@ impl Emitter<'_> {
             res
         } else {
             let c = self.collective(op)?;
-            self.block_reduce(op, r, d, acc, valid, &c)
+            self.block_reduce(op, r, d, acc, valid, &c)?
         };
         self.mov_into(d, r.dst, 0, result);
         Ok(())
     }
 
-    /// The block part of a reduction; the result is at thread 0 (every thread with
-    /// broadcast).
+    /// The block part of a reduction, through the plan's shared memory at the plan's steps; the
+    /// result is at thread 0 (every thread with broadcast).
     fn block_reduce(
         &mut self,
         op: OpId,
@@ -183,7 +185,7 @@ impl Emitter<'_> {
         acc: Reg,
         valid: Option<Reg>,
         c: &Collective,
-    ) -> Reg {
+    ) -> Lowered<Reg> {
         let threads = self.plan.block_threads;
         let tid = self.tid();
         let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
@@ -196,7 +198,7 @@ impl Emitter<'_> {
             rank: lane,
             mask: full,
         };
-        let f = c.first_step;
+        let mut steps = Steps::new(op, &c.steps);
         let skip_write = self.label();
         let after_raking = self.label();
         let result = self.reg(class(d));
@@ -210,7 +212,7 @@ impl Emitter<'_> {
                     self.u32op(BinOp::Min, share.into(), Operand::Imm(32))
                 });
                 let part = self.warp_reduce(&fold, acc, limit);
-                self.sync_point(op, f);
+                self.enter_step(&mut steps)?;
                 // Lane 0 of each warp with a valid thread shares its warp's value.
                 let lead = self.setp(Cmp::Ne, Ty::U32, lane.into(), Operand::Imm(0));
                 self.guarded(
@@ -235,7 +237,7 @@ impl Emitter<'_> {
                 let a = self.collective_addr(c, warp.into());
                 self.shared_value(false, d, a, part);
                 self.op(Op::Label(skip_write));
-                self.sync_point(op, f + 1);
+                self.enter_step(&mut steps)?;
                 // Warp 0 reduces the shared values of warps with a valid thread.
                 let warps = c.entries;
                 let count = match valid {
@@ -286,13 +288,12 @@ impl Emitter<'_> {
             ReduceAlgorithm::Raking | ReduceAlgorithm::RakingCommutativeOnly => {
                 let commutative_only = r.algorithm == ReduceAlgorithm::RakingCommutativeOnly;
                 // With commutative-only raking, warp 0 keeps its values and the other threads
-                // share theirs; otherwise every thread shares, in rank order.
-                let (shared_from, shared) = if commutative_only {
-                    (32, threads - 32)
-                } else {
-                    (0, threads)
+                // share theirs; otherwise every thread shares, in rank order: the plan's split.
+                let Some(raking) = c.raking else {
+                    return Err(self.missing(op, "raking split"));
                 };
-                self.sync_point(op, f);
+                let (shared_from, shared) = (raking.first, raking.shared);
+                self.enter_step(&mut steps)?;
                 let count =
                     valid.map(|v| self.u32op(BinOp::Min, v.into(), Operand::Imm(threads as i64)));
                 let writes = self.setp(
@@ -313,7 +314,7 @@ impl Emitter<'_> {
                 let idx = self.u32op(BinOp::Sub, tid.into(), Operand::Imm(shared_from as i64));
                 let a = self.collective_addr(c, idx.into());
                 self.shared_access_if(writes, false, d, a, acc);
-                self.sync_point(op, f + 1);
+                self.enter_step(&mut steps)?;
                 let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
                 self.guarded(
                     not_first,
@@ -324,7 +325,7 @@ impl Emitter<'_> {
                     },
                 );
                 // Lane l folds shared entries [l * seg, (l + 1) * seg) in order.
-                let seg = c.segment.max(1);
+                let seg = raking.segment.max(1);
                 let mut have = if commutative_only {
                     // Its own value counts if its thread is valid.
                     count.map(|n| self.below(lane.into(), n.into()))
@@ -483,16 +484,16 @@ impl Emitter<'_> {
         }
         self.op(Op::Label(after_raking));
         if !r.broadcast {
-            return result;
+            return Ok(result);
         }
         // Thread 0 shares the result; every thread reads it.
-        self.sync_point(op, f + 2);
+        self.enter_step(&mut steps)?;
         let slot = self.collective_addr(c, Operand::Imm(c.entries as i64));
         let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
         self.shared_access_if(first, false, d, slot, result);
-        self.sync_point(op, f + 3);
+        self.enter_step(&mut steps)?;
         let all = self.reg(class(d));
         self.shared_value(true, d, slot, all);
-        all
+        Ok(all)
     }
 }

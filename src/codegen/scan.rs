@@ -8,7 +8,9 @@
 //! prefix back, and every thread reads its own. A prefix callback's value is rank 0's, handed
 //! to the group through one more shared slot (a block) or a shuffle (a warp).
 
-use super::builder::{Collective, Emitter, Lowered, bits_or_float, class, segment_clamp, up_clamp};
+use super::builder::{
+    Collective, Emitter, Lowered, Steps, bits_or_float, class, segment_clamp, up_clamp,
+};
 use super::expr::Ctx;
 use crate::ir::ops::{ScanAlgorithm, ScanSpec};
 use crate::ir::{DType, OpId, RegionId};
@@ -30,6 +32,14 @@ impl Emitter<'_> {
             return Err(self.missing(op, "registers of the source and result, item for item"));
         }
         let threads = self.ir.group_threads(sc.group);
+        // A block's scan goes through the plan's shared memory, at its steps in order.
+        let planned = self.planned_collective(op)?;
+        let mut steps = Steps::new(op, planned.as_ref().map_or(&[][..], |c| &c.steps));
+        let block_plan = |me: &Self| {
+            planned
+                .as_ref()
+                .ok_or_else(|| me.missing(op, "shared-memory plan of a block collective"))
+        };
         let w = threads.min(32);
         let k = x.len() as i64;
         // With a valid count, position rank * K + i takes part only below it.
@@ -78,24 +88,24 @@ impl Emitter<'_> {
                 .map(|_| self.shuffle_value(ShflMode::Idx, incl, last, c, mask));
             (excl, has_excl, agg)
         } else if sc.algorithm != ScanAlgorithm::WarpScans {
-            let cp = self.collective(op)?;
-            let (p, h, a) = self.raking_prefix(op, sc, d, total, &cp);
+            let cp = block_plan(self)?;
+            let (p, h, a) = self.raking_prefix(op, sc, d, total, cp, &mut steps)?;
             (p, h, Some(a))
         } else {
-            let cp = self.collective(op)?;
+            let cp = block_plan(self)?;
             let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
             // The last lane of each warp shares the warp's total.
-            self.sync_point(op, cp.first_step);
+            self.enter_step(&mut steps)?;
             let last = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(31));
-            let slot = self.collective_addr(&cp, warp.into());
+            let slot = self.collective_addr(cp, warp.into());
             self.shared_access_if(last, false, d, slot, incl);
-            self.sync_point(op, cp.first_step + 1);
+            self.enter_step(&mut steps)?;
             // Fold the totals of the warps before this one (and, for the aggregate, all).
             let mut before: Option<(Reg, Reg)> = None;
             let mut all: Option<Reg> = None;
             for j in 0..cp.entries {
-                let a = self.collective_addr(&cp, Operand::Imm(j as i64));
+                let a = self.collective_addr(cp, Operand::Imm(j as i64));
                 let v = self.reg(class(d));
                 self.shared_value(true, d, a, v);
                 if sc.aggregate.is_some() {
@@ -152,14 +162,14 @@ impl Emitter<'_> {
                     src: p.into(),
                 });
                 // Rank 0's prefix seeds the whole group.
-                let seed = match self.planned_collective(op)? {
+                let seed = match &planned {
                     Some(cp) if cp.prefix_slot => {
                         let tid = self.tid();
-                        self.sync_point(op, cp.first_step + 4);
+                        self.enter_step(&mut steps)?;
                         let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
-                        let at = self.collective_slot_addr(&cp, cp.prefix_slot_index());
+                        let at = self.collective_slot_addr(cp, cp.prefix_slot_index());
                         self.shared_access_if(first, false, d, at, held);
-                        self.sync_point(op, cp.first_step + 5);
+                        self.enter_step(&mut steps)?;
                         let all = self.reg(class(d));
                         let address = Address {
                             base: AddrBase::Reg(at),
@@ -259,13 +269,16 @@ impl Emitter<'_> {
         d: DType,
         total: Reg,
         cp: &Collective,
-    ) -> (Reg, Reg, Reg) {
+        steps: &mut Steps,
+    ) -> Lowered<(Reg, Reg, Reg)> {
         let tid = self.tid();
-        let seg = cp.segment.max(1);
-        let f = cp.first_step;
-        self.sync_point(op, f);
+        let Some(raking) = cp.raking else {
+            return Err(self.missing(op, "raking segments"));
+        };
+        let seg = raking.segment.max(1);
+        self.enter_step(steps)?;
         self.shared_at(false, d, cp, tid.into(), total);
-        self.sync_point(op, f + 1);
+        self.enter_step(steps)?;
         let skip = self.label();
         let not_first = self.setp(Cmp::Ge, Ty::U32, tid.into(), Operand::Imm(32));
         self.guarded(
@@ -337,12 +350,12 @@ impl Emitter<'_> {
         let slot = self.collective_addr(cp, Operand::Imm(cp.entries as i64));
         self.shared_access_if(last, false, d, slot, block_total);
         self.op(Op::Label(skip));
-        self.sync_point(op, f + 3);
+        self.enter_step(steps)?;
         let prefix = self.reg(class(d));
         self.shared_at(true, d, cp, tid.into(), prefix);
         let agg = self.reg(class(d));
         self.shared_at(true, d, cp, Operand::Imm(cp.entries as i64), agg);
         let has = self.setp(Cmp::Ne, Ty::U32, tid.into(), Operand::Imm(0));
-        (prefix, has, agg)
+        Ok((prefix, has, agg))
     }
 }

@@ -1,40 +1,33 @@
 //! Barriers: where shared-memory steps need one, and which threads it synchronizes.
 //!
-//! Invariants this pass establishes (over the exchanges and collectives `scratch.rs` planned):
+//! The pass reads the plan's steps ([`super::Step`]) and the IR's control flow, nothing else
+//! about shared memory. Invariants it establishes:
 //! - a barrier stands before a step exactly when that step touches a byte that another thread
 //!   touched since the last barrier between the two on some path, one of the two accesses
 //!   writing (loops are walked twice, so accesses of the previous iteration count). Who
-//!   touches which byte at each step comes from `access.rs`, exact for every exchange
-//!   and collective (a scatter's run-time positions count as touched by every thread), so
-//!   program order alone orders accesses of one thread. The barrier is `bar.warp.sync` over
-//!   aligned groups (an exchange's groups within a warp, else warps) when every conflicting
-//!   pair of threads lies in one group, else `bar.sync`; a group barrier orders everything
-//!   before it within its groups, other ops' accesses included;
+//!   touches which byte at each access comes from the steps (`access.rs` turns each into a
+//!   byte map), exact for every exchange and collective (a scatter's run-time positions count
+//!   as touched by every thread), so program order alone orders accesses of one thread. The
+//!   barrier takes the first of the step's scopes that spans every conflicting pair of
+//!   threads ([`SyncScope`]: `bar.warp.sync` over aligned groups, else `bar.sync`); a barrier
+//!   orders everything before it within its groups, other ops' accesses included;
 //! - a step may touch several ranges (a raking scan reads each thread's entry and the total at
 //!   one step); a barrier before it orders everything before the step against all of them;
+//! - accesses to a temp storage without auto-sync are not ordered against each other (the
+//!   user orders them), only against other slices' that share their bytes;
 //! - the walk that places barriers takes time about linear in the program: each region's walk
 //!   is remembered by the accesses pending before it (each kept once) and the barriers inside
 //!   it, so a loop nest walks no body `2^depth` times, and regions touching no shared memory are
 //!   not walked at all.
 
 use super::access::{self, Owners};
-use super::ids::{IdVec, SliceId};
-use super::scratch::Scratch;
+use super::alloc::Slice;
+use super::ids::{IdVec, SliceId, StepId};
+use super::schedule::Step;
+use super::scope::SyncScope;
 use crate::ir::ops::OpKind;
 use crate::ir::{Ir, OpId, RegionId};
 use std::collections::{HashMap, HashSet};
-
-/// Which threads a barrier synchronizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncScope {
-    /// `bar.sync 0`: the whole block.
-    Block,
-    /// `bar.warp.sync` over each group of `threads` lanes (1..=32).
-    Group {
-        /// Threads per group.
-        threads: u32,
-    },
-}
 
 /// What a barrier prevents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,33 +40,34 @@ pub enum Hazard {
     WriteAfterWrite,
 }
 
-/// A barrier before step `step` of `op`.
+/// A barrier before a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Barrier {
-    /// The op.
-    pub op: OpId,
     /// The step it precedes.
-    pub step: u8,
+    pub step: StepId,
     /// Which threads it synchronizes.
     pub scope: SyncScope,
-    /// The earlier access it orders against (op, step).
-    pub after: (OpId, u8),
+    /// The step of the earlier access it orders against.
+    pub after: StepId,
     /// The kind of conflict.
     pub hazard: Hazard,
 }
 
-/// The barriers the exchanges and collectives of `s` need, in the order they were placed.
-/// `manual[slice]`: whether a slice is temp storage without auto-sync, whose users the user
-/// orders.
-pub(super) fn place(ir: &Ir, s: &Scratch, manual: &IdVec<SliceId, bool>) -> Vec<Barrier> {
-    Barriers::new(ir, s, manual).run()
+/// The barriers the steps of every op need (`slices`: where their slices lie), in the order
+/// they were placed.
+pub(super) fn place(
+    ir: &Ir,
+    steps: &IdVec<OpId, Vec<Step>>,
+    slices: &IdVec<SliceId, Slice>,
+) -> Vec<Barrier> {
+    Barriers::new(ir, steps, slices).run()
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Access {
-    /// Which of the kernel's accesses this is: every field but `synced` follows from it.
+    /// Which of the kernel's accesses this is: every field but `ordered` follows from it.
     id: u32,
-    at: (OpId, u8),
+    at: StepId,
     write: bool,
     /// Which thread touches which byte (an index into the distinct maps): two accesses
     /// conflict where a byte both touch is touched by two different threads.
@@ -81,21 +75,20 @@ struct Access {
     /// The bytes the map covers.
     lo: u32,
     hi: u32,
-    /// The widest aligned groups a barrier at this step may synchronize alone (0: only the
-    /// block): the exchange groups of an exchange within warps, else warps.
-    group: u32,
-    /// While pending: later accesses by threads in the same aligned group of this many
-    /// threads are ordered after this one (a group barrier or warp collective since; 0: none).
-    synced: u32,
+    /// The scopes a barrier before its step may take (an index into the distinct lists).
+    scopes: u32,
+    /// While pending: later accesses by threads in one group of this scope are ordered after
+    /// this one (a group barrier or warp collective since).
+    ordered: Option<SyncScope>,
     /// The slice of the temp storage without auto-sync the access is to: the user orders
     /// that storage's users, not another's (which may share its bytes).
     manual: Option<SliceId>,
 }
 
-/// Two copies of one access are equal when they are ordered alike (the same `synced`).
+/// Two copies of one access are equal when they are ordered alike (the same `ordered`).
 impl PartialEq for Access {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id && self.synced == other.synced
+        self.id == other.id && self.ordered == other.ordered
     }
 }
 
@@ -104,106 +97,69 @@ impl Eq for Access {}
 impl std::hash::Hash for Access {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         h.write_u32(self.id);
-        h.write_u32(self.synced);
+        std::hash::Hash::hash(&self.ordered, h);
     }
 }
 
 struct Barriers<'a> {
     ir: &'a Ir,
-    steps: Vec<Vec<Access>>,
+    steps: IdVec<OpId, Vec<Access>>,
     /// The distinct byte maps of the accesses.
     maps: Vec<Owners>,
+    /// The distinct lists of scopes of the steps.
+    scopes: Vec<Vec<SyncScope>>,
 }
 
 impl<'a> Barriers<'a> {
-    fn new(ir: &'a Ir, s: &Scratch, manual: &IdVec<SliceId, bool>) -> Self {
+    fn new(ir: &'a Ir, plan: &IdVec<OpId, Vec<Step>>, slices: &IdVec<SliceId, Slice>) -> Self {
         let block = ir.block_threads();
-        // Warps synchronize alone where every warp of the block is whole, or in a block of
-        // one (partial) warp.
-        let warps = if block.is_multiple_of(32) || block < 32 {
-            block.min(32)
-        } else {
-            0
-        };
-        let mut steps = vec![Vec::new(); ir.ops.len()];
+        let mut steps = IdVec::filled(ir.ops.len(), Vec::new());
         let mut count = 0u32;
-        let mut next_id = || {
-            count += 1;
-            count
-        };
         // One copy of each distinct byte map: equal maps share a number, so the walk decides
         // each pair of maps once.
         let mut maps: Vec<Owners> = Vec::new();
         let mut numbers: HashMap<Owners, u32, FastHash> = HashMap::default();
-        let mut intern = |o: Owners| -> (u32, u32, u32) {
-            let (lo, hi) = (o.lo(), o.hi());
-            let n = *numbers.entry(o).or_insert_with_key(|o| {
-                maps.push(o.clone());
-                maps.len() as u32 - 1
-            });
-            (n, lo, hi)
-        };
-        for (op, list) in s.exchanges.iter() {
-            for e in list.iter().filter(|e| !e.via_shuffles) {
-                let sl = &s.slices[e.slice];
-                // Exchange groups within a warp synchronize alone (with a mask of the lanes
-                // they have); groups across warps need the block.
-                let group = if e.scope >= 32 {
-                    warps
-                } else if 32 % e.scope == 0 || block <= 32 {
-                    e.scope.min(block)
-                } else {
-                    0
-                };
-                for turn in 0..e.turns.unwrap_or(1) {
-                    for write in [true, false] {
-                        let step = e.first_step + 2 * turn as u8 + if write { 0 } else { 1 };
-                        let turn = e.turns.map(|_| turn);
-                        let (map, lo, hi) =
-                            intern(access::exchange_side(e, sl, block, write, turn));
-                        steps[op.index()].push(Access {
-                            id: next_id(),
-                            map,
-                            lo,
-                            hi,
-                            manual: manual
-                                .get(e.slice)
-                                .copied()
-                                .unwrap_or(false)
-                                .then_some(e.slice),
-                            at: (op, step),
-                            write,
-                            group,
-                            synced: 0,
-                        });
+        let mut scopes: Vec<Vec<SyncScope>> = Vec::new();
+        for (op, list) in plan.iter() {
+            for step in list {
+                let ladder = match scopes.iter().position(|l| *l == step.scopes) {
+                    Some(i) => i,
+                    None => {
+                        scopes.push(step.scopes.clone());
+                        scopes.len() - 1
                     }
+                } as u32;
+                for a in &step.accesses {
+                    let Some(slice) = slices.get(a.slice) else {
+                        continue;
+                    };
+                    let o = access::owners(a, slice, block);
+                    let (lo, hi) = (o.lo(), o.hi());
+                    let map = *numbers.entry(o).or_insert_with_key(|o| {
+                        maps.push(o.clone());
+                        maps.len() as u32 - 1
+                    });
+                    count += 1;
+                    steps[op].push(Access {
+                        id: count,
+                        map,
+                        lo,
+                        hi,
+                        manual: slice.user_ordered.then_some(a.slice),
+                        at: step.id,
+                        write: a.write,
+                        scopes: ladder,
+                        ordered: a.then_synced,
+                    });
                 }
             }
         }
-        for (op, c) in s.collectives.iter() {
-            let Some(c) = c else { continue };
-            let sl = &s.slices[c.slice];
-            let kind = &ir.op(op).kind;
-            let items = match kind {
-                OpKind::Scatter { src, .. } => ir.datas[src.index()].items,
-                _ => 1,
-            };
-            for st in access::collective_steps(kind, c, sl, block, items) {
-                let (map, lo, hi) = intern(st.owners);
-                steps[op.index()].push(Access {
-                    id: next_id(),
-                    map,
-                    lo,
-                    hi,
-                    manual: None,
-                    at: (op, st.step),
-                    write: st.write,
-                    group: warps,
-                    synced: st.synced,
-                });
-            }
+        Barriers {
+            ir,
+            steps,
+            maps,
+            scopes,
         }
-        Barriers { ir, steps, maps }
     }
 
     fn run(self) -> Vec<Barrier> {
@@ -212,6 +168,7 @@ impl<'a> Barriers<'a> {
             ir: self.ir,
             steps: &self.steps,
             maps: &self.maps,
+            scopes: &self.scopes,
             version: vec![0; self.ir.regions.len()],
             nesting,
             placed: Vec::new(),
@@ -229,7 +186,7 @@ impl<'a> Barriers<'a> {
 /// Which regions touch shared memory or synchronize the block, themselves or in a region
 /// nested in them (walking any other region leaves the pending accesses as they are); the
 /// region holding each op; and the region holding each region's op.
-fn regions_info(ir: &Ir, steps: &[Vec<Access>]) -> Nesting {
+fn regions_info(ir: &Ir, steps: &IdVec<OpId, Vec<Access>>) -> Nesting {
     let mut active = vec![false; ir.regions.len()];
     let mut holder = vec![None; ir.ops.len()];
     let mut outer = vec![None; ir.regions.len()];
@@ -251,7 +208,7 @@ fn regions_info(ir: &Ir, steps: &[Vec<Access>]) -> Nesting {
         active[r.index()] = ir.region(r).iter().any(|&op| {
             let kind = &ir.op(op).kind;
             matches!(kind, OpKind::SyncBlock | OpKind::Break | OpKind::Continue)
-                || !steps[op.index()].is_empty()
+                || !steps[op].is_empty()
                 || kind.regions().iter().any(|sub| active[sub.index()])
         });
     }
@@ -291,13 +248,15 @@ fn dedup(list: &mut Vec<Access>) {
 /// path are pending, and an access that conflicts with one gets a barrier before it.
 struct Walk<'a> {
     ir: &'a Ir,
-    steps: &'a [Vec<Access>],
+    steps: &'a IdVec<OpId, Vec<Access>>,
     /// The accesses' byte maps.
     maps: &'a [Owners],
+    /// The steps' lists of scopes.
+    scopes: &'a [Vec<SyncScope>],
     nesting: Nesting,
     placed: Vec<Barrier>,
-    /// Where each placed barrier stands: its index in `placed` by (op, step).
-    placed_at: HashMap<(OpId, u8), usize>,
+    /// Where each placed barrier stands: its index in `placed` by step.
+    placed_at: HashMap<StepId, usize>,
     /// Per region, bumped whenever a barrier inside it (or in a region nested in it) is placed
     /// or widened.
     version: Vec<u64>,
@@ -310,14 +269,18 @@ struct Walk<'a> {
     /// Per loop being walked, innermost last: the accesses pending at its `break_`s and
     /// `continue_`s, which reach its exit and its head.
     jumps: Vec<Jumped>,
-    /// How a later access conflicts with an earlier one, by (earlier byte map, its `synced`,
-    /// later byte map, its group): the maps are compared once per pair however often loops
-    /// and ops bring it back.
-    conflicts: HashMap<(u32, u32, u32, u32), Option<bool>, FastHash>,
+    /// How a later access conflicts with an earlier one, by (earlier byte map, its
+    /// `ordered`, later byte map, its scopes): the maps are compared once per pair however
+    /// often loops and ops bring it back.
+    conflicts: HashMap<ConflictKey, Option<usize>, FastHash>,
 }
 
 /// A region's walk: the region, its version and the accesses pending before it.
 type WalkKey = (RegionId, u64, Vec<Access>);
+
+/// A pair of accesses compared: the earlier's byte map and `ordered`, the later's byte map
+/// and scopes.
+type ConflictKey = (u32, Option<SyncScope>, u32, u32);
 
 /// The accesses pending at a loop's `break_`s and at its `continue_`s.
 #[derive(Debug, Clone, Default)]
@@ -416,7 +379,7 @@ impl Walk<'_> {
             pending.clear();
             return;
         }
-        for &a in &self.steps[op.index()] {
+        for &a in &self.steps[op] {
             self.access(a, pending);
         }
         match &self.ir.op(op).kind {
@@ -477,63 +440,60 @@ impl Walk<'_> {
             let scope = self.placed[i].scope;
             ordered(pending, &a, scope);
         }
+        let scopes = &self.scopes[a.scopes as usize];
         let mut first = None;
-        let mut local = true;
+        let mut need = 0usize;
         for p in pending.iter() {
             if p.lo >= a.hi
                 || a.lo >= p.hi
                 || !(p.write || a.write)
                 || p.at == a.at
-                || (p.manual.is_some() && p.manual == a.manual && p.at.0 != a.at.0)
+                || (p.manual.is_some() && p.manual == a.manual && p.at.op != a.at.op)
             {
                 continue;
             }
             let conflict = *self
                 .conflicts
-                .entry((p.map, p.synced, a.map, a.group))
+                .entry((p.map, p.ordered, a.map, a.scopes))
                 .or_insert_with(|| {
                     self.maps[p.map as usize].conflict(
                         &self.maps[a.map as usize],
-                        p.synced,
-                        a.group,
+                        p.ordered,
+                        scopes,
                     )
                 });
-            if let Some(within) = conflict {
-                local &= within;
+            if let Some(k) = conflict {
+                need = need.max(k);
                 first = Some((p.at, p.write));
             }
         }
-        if let Some((after, earlier_write)) = first {
-            let scope = if local {
-                SyncScope::Group { threads: a.group }
-            } else {
-                SyncScope::Block
-            };
+        if let Some((after, earlier_write)) = first
+            && let Some(&scope) = scopes.get(need)
+        {
             let hazard = match (earlier_write, a.write) {
                 (true, false) => Hazard::ReadAfterWrite,
                 (false, true) => Hazard::WriteAfterRead,
                 _ => Hazard::WriteAfterWrite,
             };
-            let b = Barrier {
-                op: a.at.0,
-                step: a.at.1,
-                scope,
-                after,
-                hazard,
-            };
             let scope = match self.placed_at.get(&a.at) {
                 Some(&i) => {
+                    // The step's scopes each cover the one before: the wider one serves both.
                     let existing = &mut self.placed[i];
-                    if scope == SyncScope::Block && existing.scope != SyncScope::Block {
-                        existing.scope = SyncScope::Block;
-                        self.changed(a.at.0);
+                    if !existing.scope.covers(scope) {
+                        existing.scope = scope;
+                        self.changed(a.at.op);
                     }
                     self.placed[i].scope
                 }
                 None => {
                     self.placed_at.insert(a.at, self.placed.len());
-                    self.placed.push(b);
-                    self.changed(a.at.0);
+                    self.placed.push(Barrier {
+                        step: a.at,
+                        scope,
+                        after,
+                        hazard,
+                    });
+                    self.changed(a.at.op);
                     scope
                 }
             };
@@ -544,18 +504,18 @@ impl Walk<'_> {
     }
 }
 
-/// What a barrier of `scope` before `a`'s step orders: a block barrier every access before the
-/// step (which leaves `pending`), a group barrier each one's later accesses by threads of the
-/// same group. Accesses of the step itself come after the barrier and stay: a step may touch
+/// What a barrier of `scope` before `a`'s step orders: every access before the step within
+/// each of its groups; those it orders against every thread (a block barrier's) leave
+/// `pending`. Accesses of the step itself come after the barrier and stay: a step may touch
 /// several ranges (a raking scan reads each thread's entry and the total at one step), and a
 /// later op must still see them.
 fn ordered(pending: &mut Vec<Access>, a: &Access, scope: SyncScope) {
-    match scope {
-        SyncScope::Block => pending.retain(|p| p.at == a.at),
-        SyncScope::Group { threads } => {
-            for p in pending.iter_mut().filter(|p| p.at != a.at) {
-                p.synced = p.synced.max(threads);
-            }
+    pending.retain_mut(|p| {
+        if p.at == a.at {
+            return true;
         }
-    }
+        let now = p.ordered.map_or(scope, |o| o.join(scope));
+        p.ordered = Some(now);
+        !now.covers(SyncScope::Block)
+    });
 }

@@ -1,6 +1,7 @@
-//! The plan's entities and its side tables: [`SliceId`] names a region of shared memory, and
-//! [`IdVec`] is a table with one entry per entity, indexed by the entity (as Cranelift's
-//! `SecondaryMap`), so that a table of ops cannot be read with a payload's index.
+//! The plan's entities and its side tables: [`SliceId`] names a region of shared memory,
+//! [`StepId`] one step of an op's shared-memory work, and [`IdVec`] is a table with one entry
+//! per entity, indexed by the entity (as Cranelift's `SecondaryMap`), so that a table of ops
+//! cannot be read with a payload's index.
 
 use crate::ir::{ArrayId, DataId, OpId, StorageId};
 use std::fmt;
@@ -47,6 +48,22 @@ impl Key for SliceId {
 impl fmt::Display for SliceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "slice{}", self.0)
+    }
+}
+
+/// One step of an op's shared-memory work (`op3.s1`): the op, and the step's place in the op's
+/// list ([`Plan::steps`](super::Plan::steps)). Barriers stand before steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StepId {
+    /// The op.
+    pub op: OpId,
+    /// Its place among the op's steps, from 0.
+    pub index: u32,
+}
+
+impl fmt::Display for StepId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.s{}", self.op, self.index)
     }
 }
 

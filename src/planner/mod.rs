@@ -9,31 +9,46 @@
 //! - `arrangement.rs`: the static arrangement (blocked, striped) of every payload, and a
 //!   rejection where a consumer needs another arrangement than its producer gives;
 //! - `transfer.rs`: the index map of every load and store, derived from the layout algebra;
-//! - `scratch.rs`: exchanges through shared memory, the shared memory of block collectives,
-//!   slices by live range;
-//! - `barrier.rs`: the barriers between those steps (from `access.rs`: which thread touches
-//!   which byte of shared memory at each step);
-//! - `shared.rs`: the shared declarations (each array on its own, the window static or
-//!   dynamic).
+//! - `scratch.rs`: the shared-memory pass, which runs, one file per op family, `storage.rs`
+//!   (user shared arrays and temp storages), `exchange.rs` (exchanges through shared memory
+//!   or shuffles) and `collective.rs` (the shared memory of block collectives), each giving
+//!   its ops' plans, slices and steps (`schedule.rs`: the shared-memory schedule, as data);
+//!   then `alloc.rs` (slices by live range), `shared.rs` (the shared declarations: each array
+//!   on its own, the window static or dynamic) and `barrier.rs` (the barriers between the
+//!   steps, from the steps alone: `access.rs` turns each access into a byte map, `scope.rs`
+//!   says which threads a barrier orders);
+//! - `form.rs`: position forms from layouts, and padding; `ids.rs`: the plan's entities and
+//!   side tables.
 //!
 //! Architecture invariant: the plan is plain data; the planner never emits code.
 
 mod access;
+mod alloc;
 mod arrangement;
 mod barrier;
+mod collective;
 mod error;
+mod exchange;
+mod form;
 mod ids;
 mod plan;
+mod schedule;
+mod scope;
 mod scratch;
 mod shared;
+mod storage;
 mod transfer;
 
-pub use barrier::{Barrier, Hazard, SyncScope};
+pub use alloc::Slice;
+pub use barrier::{Barrier, Hazard};
+pub use collective::{CollectivePlan, Raking};
 pub use error::PlanError;
-pub use ids::{IdVec, Key, SliceId};
+pub use exchange::{ExchangePlan, Turn};
+pub(crate) use form::{PositionForm, padded_slot};
+pub use ids::{IdVec, Key, SliceId, StepId};
 pub use plan::{Plan, TransferPlan};
-pub use scratch::{CollectivePlan, ExchangePlan, Slice};
-pub(crate) use scratch::{PositionForm, padded_slot};
+pub use schedule::{Access, Positions, Step, Touch};
+pub use scope::SyncScope;
 pub use shared::{ArrayHome, SharedLayout};
 
 use crate::ir::{Info, Ir};
@@ -57,6 +72,7 @@ pub(crate) fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         shared: scratch.shared,
         exchanges: scratch.exchanges,
         slices: scratch.slices,
+        steps: scratch.steps,
         barriers: scratch.barriers,
         arrays: scratch.arrays,
         collectives: scratch.collectives,

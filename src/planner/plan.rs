@@ -1,8 +1,11 @@
 //! The plan: plain data that code generation reads.
 
+use super::alloc::Slice;
 use super::barrier::Barrier;
-use super::ids::{IdVec, SliceId};
-use super::scratch::{CollectivePlan, ExchangePlan, Slice};
+use super::collective::CollectivePlan;
+use super::exchange::ExchangePlan;
+use super::ids::{IdVec, SliceId, StepId};
+use super::schedule::Step;
 use super::shared::SharedLayout;
 use crate::ir::{Algorithm, Arrangement, ArrayId, DataId, OpId};
 
@@ -58,6 +61,8 @@ pub struct Plan {
     pub(crate) exchanges: IdVec<OpId, Vec<ExchangePlan>>,
     /// Shared-memory slices.
     pub(crate) slices: IdVec<SliceId, Slice>,
+    /// Per op, its shared-memory work: its steps, in the order its lowering takes them.
+    pub(crate) steps: IdVec<OpId, Vec<Step>>,
     /// Barriers, each before one step of one op.
     pub(crate) barriers: Vec<Barrier>,
     /// Per shared array, its slice (at offset 0 of the array's own declaration, or in the
@@ -110,6 +115,16 @@ impl Plan {
         &self.slices
     }
 
+    /// Per op, its shared-memory work: its steps, in the order its lowering takes them.
+    pub fn steps(&self) -> &IdVec<OpId, Vec<Step>> {
+        &self.steps
+    }
+
+    /// Step `id`.
+    pub fn step(&self, id: StepId) -> Option<&Step> {
+        self.steps.get(id.op)?.get(id.index as usize)
+    }
+
     /// Barriers, each before one step of one op.
     pub fn barriers(&self) -> &[Barrier] {
         &self.barriers
@@ -126,10 +141,8 @@ impl Plan {
         &self.collectives
     }
 
-    /// The barriers before step `step` of `op`.
-    pub fn barriers_at(&self, op: OpId, step: u8) -> impl Iterator<Item = &Barrier> {
-        self.barriers
-            .iter()
-            .filter(move |b| b.op == op && b.step == step)
+    /// The barriers before step `step`.
+    pub fn barriers_at(&self, step: StepId) -> impl Iterator<Item = &Barrier> {
+        self.barriers.iter().filter(move |b| b.step == step)
     }
 }

@@ -12,8 +12,9 @@
 
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
+use super::form::striped_threads;
 use super::plan::TransferPlan;
-use super::scratch::{lcm, striped_threads};
+use super::scratch::lcm;
 use crate::ir::ops::{Algorithm, GroupKind, OpKind, Role, Transfer, ValidOf};
 use crate::ir::{Arrangement, Ir, Loc, OpId, RegionId};
 use crate::layout::{Arrangement as LArr, affine_form, arrangement_layout};

@@ -399,7 +399,9 @@ fn raking_entries_are_padded_where_segments_conflict() {
             .cloned()
             .expect("a collective plan");
         assert!(kernel.explain().contains("raked in segments of"));
-        (c.segment, c.padded)
+        let raking = c.raking.expect("a raking split");
+        assert_eq!(c.padding, c.padding.and(Some(raking.segment)));
+        (raking.segment, c.padding.is_some())
     }
     let plan_of = |alg: Option<ReduceAlgorithm>, scan: Option<ScanAlgorithm>, bytes: u32| {
         if bytes == 8 {

@@ -103,10 +103,9 @@ fn every_barrier_is_necessary() {
                 match run(&checked, &without, &xs, tile as u32) {
                     Err(RuntimeError::Sim(SimError::Race(_))) => {}
                     other => panic!(
-                        "{name}: without barrier {i} ({:?} before {} step {}, {:?}) the race \
-                         checker says {other:?}\n{}",
+                        "{name}: without barrier {i} ({:?} before {}, {:?}) the race checker \
+                         says {other:?}\n{}",
                         b.scope,
-                        b.op,
                         b.step,
                         b.hazard,
                         kernel.explain()
@@ -226,7 +225,7 @@ fn loop_carried_reuse_gets_a_barrier() {
             .plan()
             .barriers()
             .iter()
-            .any(|b| b.hazard == Hazard::WriteAfterRead && b.step == 0),
+            .any(|b| b.hazard == Hazard::WriteAfterRead && b.step.index == 0),
         "{}",
         kernel.explain()
     );

@@ -248,7 +248,7 @@ impl Emitter<'_> {
     /// `smem + slice offset + slot(index) * size`: the address of entry `index` (the plan's
     /// slot, padding included).
     pub(crate) fn collective_addr(&mut self, c: &Collective, index: Operand) -> Reg {
-        let slot = self.padded_slot(index, c.padding());
+        let slot = self.padded_slot(index, c.padding);
         self.scaled_collective_addr(c, slot, c.elem_bytes)
     }
 

@@ -1,0 +1,120 @@
+//! Slices of shared memory and their offsets by live range.
+//!
+//! Invariants this pass establishes: slices whose live ranges overlap never share bytes; an
+//! exchange's or collective's live range is its own program point, so such slices in sequence
+//! reuse one region (the kernel needs the largest, not the sum) — except in code that is not
+//! uniform across the block, where a block barrier cannot go: those slices live for the whole
+//! kernel; a temp storage lives from its first user to its last.
+
+use super::ids::{IdVec, SliceId};
+use crate::ir::{OpId, StorageId};
+
+/// A region of shared memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// What uses it (for `explain`).
+    pub label: String,
+    /// The op that uses it.
+    pub op: OpId,
+    /// Byte offset in the kernel's shared memory.
+    pub offset: u32,
+    /// Size in bytes.
+    pub bytes: u32,
+    /// Alignment in bytes.
+    pub align: u32,
+    /// Live range in program points (inclusive).
+    pub live: (u32, u32),
+    /// A temp storage without auto-sync: the user orders its users (the planner places no
+    /// barrier between two of them; another slice that shares its bytes is still ordered
+    /// against it).
+    pub user_ordered: bool,
+}
+
+impl Slice {
+    /// A slice of `bytes` bytes aligned to `align`, used by `op`, not yet placed.
+    pub(super) fn new(label: String, op: OpId, bytes: u32, align: u32) -> Slice {
+        Slice {
+            label,
+            op,
+            offset: 0,
+            bytes,
+            align,
+            live: (0, 0),
+            user_ordered: false,
+        }
+    }
+}
+
+/// A slice to place in the window, at its program point (the first of a temp storage's).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Request {
+    /// The slice.
+    pub slice: SliceId,
+    /// Its program point.
+    pub at: u32,
+    /// Whether it lives for the whole kernel.
+    pub exclusive: bool,
+}
+
+/// Offsets by live range: lowest aligned offset that overlaps no placed slice whose range
+/// overlaps. Exclusive requests live for the whole kernel (`0..=end`); returns the bytes the
+/// slices need.
+///
+/// Requests come in order of their first point, so a placed slice whose range ended before a
+/// request's start overlaps no later request but those that live for the whole kernel: the
+/// others look only at the slices still live, which keeps the pass about linear in the number
+/// of slices.
+pub(super) fn allocate(
+    slices: &mut IdVec<SliceId, Slice>,
+    requests: &[Request],
+    end: u32,
+    storages: &IdVec<StorageId, Option<SliceId>>,
+) -> u32 {
+    let mut is_storage: IdVec<SliceId, bool> = IdVec::filled(slices.len(), false);
+    for &sl in storages.values().flatten() {
+        is_storage[sl] = true;
+    }
+    let mut bytes_needed = 0u32;
+    let mut placed: Vec<SliceId> = Vec::new();
+    // The placed slices live at or after the last request's start.
+    let mut live_now: Vec<SliceId> = Vec::new();
+    for r in requests {
+        let slice = r.slice;
+        let live = if r.exclusive {
+            (0, end)
+        } else if is_storage[slice] {
+            slices[slice].live
+        } else {
+            (r.at, r.at)
+        };
+        slices[slice].live = live;
+        let (bytes, align) = (slices[slice].bytes, slices[slice].align.max(1));
+        let candidates = if r.exclusive {
+            &placed
+        } else {
+            live_now.retain(|&i| slices[i].live.1 >= live.0);
+            &live_now
+        };
+        let mut busy: Vec<(u32, u32)> = candidates
+            .iter()
+            .map(|&i| &slices[i])
+            .filter(|o| o.live.0 <= live.1 && live.0 <= o.live.1)
+            .map(|o| (o.offset, o.offset.saturating_add(o.bytes)))
+            .collect();
+        busy.sort();
+        // Sums past 4 GiB saturate: such a kernel needs more shared memory than any device
+        // has, which compiling it reports.
+        let mut offset = 0u32;
+        for (lo, hi) in busy {
+            if offset.saturating_add(bytes) <= lo {
+                break;
+            }
+            offset = offset.max(hi.div_ceil(align).saturating_mul(align));
+        }
+        slices[slice].offset = offset;
+        bytes_needed = bytes_needed.max(offset.saturating_add(bytes));
+        placed.push(slice);
+        live_now.push(slice);
+    }
+    bytes_needed
+}
