@@ -72,8 +72,11 @@ struct Stats {
     rejected: u64,
     skipped: BTreeMap<&'static str, u64>,
     kinds: BTreeMap<&'static str, u64>,
-    /// Kernels built per block shape (1-D, 2-D, 3-D).
+    /// Kernels built per block shape (1-D, 2-D, 3-D), per grid shape they launched, and
+    /// with a dynamic shared array beside the planner's own shared memory.
     shapes: BTreeMap<&'static str, u64>,
+    grids: BTreeMap<&'static str, u64>,
+    dynamic_beside_planned: u64,
     /// Cases per open-defect feature they used.
     features: BTreeMap<String, u64>,
     failures: Vec<Failure>,
@@ -94,15 +97,29 @@ impl Stats {
         for (k, v) in o.shapes {
             *self.shapes.entry(k).or_default() += v;
         }
+        for (k, v) in o.grids {
+            *self.grids.entry(k).or_default() += v;
+        }
+        self.dynamic_beside_planned += o.dynamic_beside_planned;
         for (k, v) in o.features {
             *self.features.entry(k).or_default() += v;
         }
         self.failures.extend(o.failures);
     }
 
-    fn record(&mut self, spec: Spec, v: Verdict, k: Option<coopgraph::Kernel>) {
+    fn record(&mut self, spec: Spec, v: Verdict, k: Option<coopgraph::Kernel>, grid: [u32; 3]) {
         self.cases += 1;
         if let Some(k) = &k {
+            let shared = k.plan().shared();
+            if shared.dynamic_array.is_some() && shared.window_bytes > 0 {
+                self.dynamic_beside_planned += 1;
+            }
+            let g = match grid {
+                [_, _, z] if z > 1 => "3-D",
+                [_, y, _] if y > 1 => "2-D",
+                _ => "1-D",
+            };
+            *self.grids.entry(g).or_default() += 1;
             self.built += 1;
             for (n, c) in run::op_kinds(k) {
                 *self.kinds.entry(n).or_default() += c;
@@ -186,7 +203,7 @@ fn sweep(base: u64, cases: u64) -> Stats {
                             for f in &r.features {
                                 *st.features.entry(format!("{f:?}")).or_default() += 1;
                             }
-                            st.record(r.spec, r.verdict, r.kernel);
+                            st.record(r.spec, r.verdict, r.kernel, r.grid);
                         }
                         if asm.len() >= ASSEMBLE_BATCH {
                             st.ptxas(asm.finish());
@@ -211,6 +228,7 @@ fn sweep(base: u64, cases: u64) -> Stats {
 fn report(st: &Stats, elapsed: f64) -> String {
     let kinds: Vec<String> = st.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let shapes: Vec<String> = st.shapes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let grids: Vec<String> = st.grids.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let skipped: Vec<String> = st.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let features: Vec<String> = st
         .features
@@ -219,7 +237,8 @@ fn report(st: &Stats, elapsed: f64) -> String {
         .collect();
     format!(
         "fuzz: {} cases, {} built ({:.1}%), {} ran and agreed, {} invalid on purpose and \
-         rejected, {} failed, skipped [{}], ops [{}], blocks [{}], {}, open-defect features \
+         rejected, {} failed, skipped [{}], ops [{}], blocks [{}], grids [{}], {} with a \
+         dynamic shared array beside planned shared memory, {}, open-defect features \
          off: {:?}, \
          on and used [{}], {:.1} s ({})",
         st.cases,
@@ -231,6 +250,8 @@ fn report(st: &Stats, elapsed: f64) -> String {
         skipped.join(", "),
         kinds.join(", "),
         shapes.join(", "),
+        grids.join(", "),
+        st.dynamic_beside_planned,
         run::checked(),
         generator::OPEN_DEFECTS
             .iter()
@@ -440,7 +461,7 @@ fn fuzz_gpu_vs_sim() {
         let p = match run::prepare(case, false, 1) {
             Ok(p) => p,
             Err(v) => {
-                st.record(spec, v, None);
+                st.record(spec, v, None, [1, 1, 1]);
                 continue;
             }
         };
@@ -448,13 +469,13 @@ fn fuzz_gpu_vs_sim() {
         let on_sim = match run::run_on(&sim, &p) {
             Ok(r) => r,
             Err(v) => {
-                st.record(spec, v, Some(p.kernel.clone()));
+                st.record(spec, v, Some(p.kernel.clone()), p.grid);
                 continue;
             }
         };
         let v = run::judge(&p, &on_sim);
         if !matches!(v, Verdict::Passed) || p.expect_oob {
-            st.record(spec, v, Some(p.kernel.clone()));
+            st.record(spec, v, Some(p.kernel.clone()), p.grid);
             continue;
         }
         on_gpu += 1;
@@ -471,7 +492,7 @@ fn fuzz_gpu_vs_sim() {
                 (v, _, _) => v,
             },
         };
-        st.record(spec, v, Some(p.kernel.clone()));
+        st.record(spec, v, Some(p.kernel.clone()), p.grid);
     }
     let line = report(&st, start.elapsed().as_secs_f64());
     eprintln!("gpu: {on_gpu} kernels compared with the simulator; {line}");

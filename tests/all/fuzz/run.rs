@@ -103,7 +103,8 @@ pub fn sentinel(dtype: DType, p: usize, i: u64) -> u64 {
 pub struct Prepared {
     pub kernel: Kernel,
     pub params: Vec<Param>,
-    pub grid: u32,
+    /// Blocks along x, y and z.
+    pub grid: [u32; 3],
     /// The dynamic shared array's length, if the kernel has one.
     pub dyn_len: Option<u32>,
     pub lens: Vec<u64>,
@@ -114,7 +115,10 @@ pub struct Prepared {
 
 /// The launch a prepared case gets: grid, scalars, buffer lengths and contents.
 pub fn describe(p: &Prepared) -> String {
-    let mut s = format!("launch: {} blocks", p.grid);
+    let mut s = match p.grid {
+        [x, 1, 1] => format!("launch: {x} blocks"),
+        g => format!("launch: a grid of {g:?} blocks"),
+    };
     if let Some(n) = p.dyn_len {
         s.push_str(&format!(", a dynamic shared array of {n} elements"));
     }
@@ -139,7 +143,7 @@ pub fn describe(p: &Prepared) -> String {
 fn launch_of<'a>(
     params: &'a [Param],
     lens: Option<&[u64]>,
-    grid: u32,
+    grid: [u32; 3],
     dyn_len: Option<u32>,
     values: &'a [Box<dyn Fn(u64) -> u64 + 'a>],
 ) -> interp::Launch<'a> {
@@ -245,10 +249,11 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         }
     };
     let t0 = std::time::Instant::now();
+    let grid = launch_grid(kernel.ir(), case.grid);
     let values = value_fns(&case.params);
     let probe = interp::run(
         kernel.ir(),
-        &launch_of(&case.params, None, case.grid, case.dyn_len, &values),
+        &launch_of(&case.params, None, grid, case.dyn_len, &values),
     );
     let mut lens = Vec::new();
     for (i, p) in case.params.iter().enumerate() {
@@ -294,7 +299,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     } else {
         interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), case.grid, case.dyn_len, &values),
+            &launch_of(&case.params, Some(&lens), grid, case.dyn_len, &values),
         )
     };
     if lens != full && checked && expect.events.iter().any(|e| !e.is_oob()) {
@@ -302,7 +307,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         lens = full;
         expect = interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), case.grid, case.dyn_len, &values),
+            &launch_of(&case.params, Some(&lens), grid, case.dyn_len, &values),
         );
     }
     if expect
@@ -319,12 +324,30 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     Ok(Prepared {
         kernel,
         params: case.params.clone(),
-        grid: case.grid,
+        grid,
         dyn_len: case.dyn_len,
         lens,
         expect,
         expect_oob,
     })
+}
+
+/// The grid a case launches: the case's, but along y and z only as far as the kernel reads a
+/// block's index or the grid's extent there (the runtime refuses a grid along an axis the
+/// kernel cannot tell blocks apart by, and a reduced case may have lost its reads).
+pub fn launch_grid(ir: &coopgraph::ir::Ir, grid: [u32; 3]) -> [u32; 3] {
+    use coopgraph::ir::expr::{ExprKind, IndexKind};
+    let seen = ir
+        .exprs
+        .nodes()
+        .iter()
+        .filter_map(|n| match n.kind {
+            ExprKind::Index(IndexKind::BlockIdx(a) | IndexKind::GridDim(a)) => Some(a.index() + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(1);
+    std::array::from_fn(|a| if a < seen { grid[a] } else { 1 })
 }
 
 fn error_class(e: &Error) -> String {
@@ -416,7 +439,7 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
                 Param::Scalar { dtype, bits } => push_scalar(&mut list, *dtype, *bits),
             }
         }
-        let mut config = LaunchConfig::blocks(p.grid);
+        let mut config = LaunchConfig::grid(p.grid);
         config.dynamic_array_len = p.dyn_len;
         if p.kernel.ir().bounds == Bounds::Checked {
             f.launch(config, list)
@@ -798,6 +821,8 @@ pub struct Ran {
     pub spec: Spec,
     pub verdict: Verdict,
     pub kernel: Option<Kernel>,
+    /// The grid it launched (1 block where it did not run).
+    pub grid: [u32; 3],
     /// The open-defect features it used.
     pub features: Vec<generator::Defect>,
 }
@@ -826,6 +851,7 @@ pub fn run_guarded(dev: &mut Device, seed: u64, skip: &[Vec<u32>]) -> Vec<Ran> {
                     report: format!("the case panicked: {msg}"),
                 },
                 kernel: None,
+                grid: [1, 1, 1],
                 features: Vec::new(),
             }]
         }
@@ -896,20 +922,21 @@ pub const PTXAS: &str = "ptxas rejected the PTX";
 
 fn one(dev: &Device, spec: Spec, case: Case, short: bool, trim: u64) -> Ran {
     let features = case.features.clone();
-    let (verdict, kernel) = match prepare(case, short, trim) {
+    let (verdict, kernel, grid) = match prepare(case, short, trim) {
         Ok(p) => {
             let v = match run_on(dev, &p) {
                 Ok(run) => judge(&p, &run),
                 Err(v) => v,
             };
-            (v, Some(p.kernel))
+            (v, Some(p.kernel), p.grid)
         }
-        Err(v) => (v, None),
+        Err(v) => (v, None, [1, 1, 1]),
     };
     Ran {
         spec,
         verdict: with_features(verdict, &features),
         kernel,
+        grid,
         features,
     }
 }

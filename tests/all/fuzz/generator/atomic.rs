@@ -135,7 +135,7 @@ impl Gen {
         let Some(call) = self.atomic_call::<T>() else {
             return false;
         };
-        let threads = self.grid * self.t;
+        let threads = self.blocks() * self.t;
         let own = self.rng.pct(40);
         let (len, idx) = if own {
             (threads, self.grid_rank())
@@ -192,7 +192,7 @@ impl Gen {
 
     /// Stores an atomic's old value at this thread's element of a new output.
     fn store_old<T: Fz>(&mut self, k: &mut KernelBuilder, old: Expr<T>) {
-        let len = self.grid * self.t;
+        let len = self.blocks() * self.t;
         let name = self.name("y");
         let y = k.output::<T>(&name);
         self.params.push(Param::Output {

@@ -245,7 +245,7 @@ impl Gen {
             && self.feature(Defect::NonBroadcastStored)
         {
             let y = self.output::<T>(k);
-            let st = coopgraph::Store::default().offset(index::block_index() * self.t);
+            let st = coopgraph::Store::default().offset(self.block_id() * self.t);
             k.store_to(g, &y, &r, st);
             self.expect_reject = Some("a reduction's result without broadcast, stored whole");
         }
@@ -500,7 +500,7 @@ impl Gen {
                     st = st.valid_items(kept);
                 }
                 if items != self.kk {
-                    st = st.offset(index::block_index() * tile);
+                    st = st.offset(self.block_id() * tile);
                 }
                 k.store_to(b, &y, &r, st);
             } else {
@@ -537,7 +537,7 @@ impl Gen {
                     {
                         self.note_conv(Some(target), Arrangement::Blocked, items);
                         let y = self.output::<T>(k);
-                        let st = coopgraph::Store::default().offset(index::block_index() * tile);
+                        let st = coopgraph::Store::default().offset(self.block_id() * tile);
                         k.store_to(b, &y, &r, st);
                         self.expect_reject = Some("a scatter without a hole value stored whole");
                     }

@@ -346,7 +346,6 @@ impl Gen {
             }
         } else {
             match self.rng.below(6) {
-                // Along y and z the fuzzer's grid has one block.
                 3 => index::block_dim(axis),
                 4 => index::grid_dim(axis) + index::block_idx(axis),
                 5 => index::grid_size::<3>()[axis.index()].clone(),

@@ -44,12 +44,12 @@ macro_rules! at {
 impl Gen {
     /// The thread's index in the grid.
     pub(crate) fn grid_rank(&self) -> Expr<u32> {
-        index::block_index() * self.t + index::thread_rank()
+        self.block_id() * self.t + index::thread_rank()
     }
 
     /// A length for a buffer read or written by index: around the grid's threads.
     fn fixed_len(&mut self) -> u32 {
-        let threads = self.grid * self.t;
+        let threads = self.blocks() * self.t;
         match self.rng.below(4) {
             0 => 1 + self.rng.below(8) as u32,
             1 => threads,
@@ -177,7 +177,7 @@ impl Gen {
             let stride = 1 + self.rng.below(3) as u32;
             let slot = self.rng.below(u64::from(stride)) as u32;
             // Long enough for every thread's element, unless a checked kernel cuts it short.
-            let need = self.grid * self.t * stride;
+            let need = self.blocks() * self.t * stride;
             let len = if self.unchecked || self.rng.pct(70) {
                 need + self.rng.below(5) as u32
             } else {

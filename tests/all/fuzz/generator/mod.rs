@@ -10,6 +10,12 @@
 //! (fixed by its first producer; free payloads never get one later), which slots are written,
 //! and keeps payloads it cannot store where they are observable through an accumulator.
 //!
+//! Blocks are of one, two or three dimensions of any size (odd ones and those short of a warp
+//! weighted up), grids of one, two or three: a grid's blocks along y and z tell themselves
+//! apart through the linear block index ([`Gen::block_id`]) that stores, indexed accesses and
+//! atomics offset by, while `tiles` loops and default offsets step along x only (so blocks
+//! that differ along y or z also repeat that work, writing the same elements).
+//!
 //! Each case is a pure function of its seed. A *twin* of a case (same seed, one tweak) differs
 //! only in a field the cache key must see: a shared array's length, a temp storage's spec or a
 //! payload's alignment.
@@ -284,7 +290,9 @@ pub struct Case {
     /// The kernel's IR as recorded (for reports of kernels that do not build).
     pub ir: coopgraph::ir::Ir,
     pub params: Vec<Param>,
-    pub grid: u32,
+    /// Blocks along x, y and z (along y and z as far as the kernel reads: see
+    /// [`launch_grid`](crate::fuzz::run::launch_grid)).
+    pub grid: [u32; 3],
     /// The length each launch gives the kernel's dynamic shared array, if it has one.
     pub dyn_len: Option<u32>,
     /// The open-defect features the case uses.
@@ -418,7 +426,9 @@ pub(crate) struct Gen {
     pub kk: u32,
     /// The block's shape (`t` threads in all).
     pub dims: [u32; 3],
+    /// Blocks along x (the `tiles` loop's stride), and along y and z.
     pub grid: u32,
+    pub grid_yz: [u32; 2],
     /// Floats stay small integers where it matters (sums exact in any order).
     pub tame: bool,
     pub params: Vec<Param>,
@@ -526,6 +536,17 @@ fn block_shape(rng: &mut Rng, t: u32) -> [u32; 3] {
     [x, y, rest / y]
 }
 
+/// Blocks along y and z for a grid of `x` along x: mostly none, else a few (at most 12 blocks
+/// in all), so that every op runs in grids of two and three dimensions.
+fn grid_yz(rng: &mut Rng, x: u32) -> [u32; 2] {
+    if x > 3 || rng.pct(75) {
+        return [1, 1];
+    }
+    let y = 1 + rng.below(3) as u32;
+    let z = if y == 1 || rng.pct(50) { 2 } else { 1 };
+    [y, z]
+}
+
 fn items_per_thread(rng: &mut Rng, t: u32) -> u32 {
     let k = match rng.weighted(&[30, 45, 17, 8]) {
         0 => 1,
@@ -553,6 +574,7 @@ impl Gen {
             kk,
             dims: [t, 1, 1],
             grid,
+            grid_yz: [1, 1],
             tame,
             params: Vec::new(),
             inputs: Vec::new(),
@@ -610,6 +632,7 @@ pub fn generate(spec: &Spec) -> Case {
         2 => 3,
         _ => 4 + rng.below(3) as u32,
     };
+    let grid_yz = grid_yz(&mut rng, grid);
     let tame = rng.pct(75);
     let strict = rng.pct(30);
     let unchecked = rng.pct(10);
@@ -617,6 +640,7 @@ pub fn generate(spec: &Spec) -> Case {
     let mut g = Gen::new(spec, rng, t, kk, grid, tame);
     g.unchecked = unchecked;
     g.dims = dims;
+    g.grid_yz = grid_yz;
     let mut k = KernelBuilder::new(format!("fuzz_{seed:016x}"))
         .block_dims(dims)
         .items_per_thread(kk);
@@ -633,7 +657,7 @@ pub fn generate(spec: &Spec) -> Case {
         kernel,
         ir,
         params: g.params,
-        grid,
+        grid: [grid, grid_yz[0], grid_yz[1]],
         dyn_len: g.dyn_len,
         features: g.features,
         tweaks: g.tweaks,
@@ -657,6 +681,26 @@ impl Gen {
     pub fn covers(&self, n: u32) -> bool {
         let u = self.cx().uni;
         !self.exited && (u >= BLOCK || u >= n.min(self.t) && (n.is_power_of_two() || u >= self.t))
+    }
+
+    /// Blocks in the grid.
+    pub fn blocks(&self) -> u32 {
+        self.grid * self.grid_yz[0] * self.grid_yz[1]
+    }
+
+    /// The block's linear index in the grid (`blockIdx.x` where the grid is 1-D, so 1-D
+    /// kernels read no other axis).
+    pub fn block_id(&self) -> coopgraph::ir::Expr<u32> {
+        use coopgraph::ir::index::{self, Axis};
+        let mut id = index::block_idx(Axis::X);
+        if self.grid_yz[1] > 1 {
+            let yz =
+                index::block_idx(Axis::Z) * index::grid_dim(Axis::Y) + index::block_idx(Axis::Y);
+            id = yz * index::grid_dim(Axis::X) + id;
+        } else if self.grid_yz[0] > 1 {
+            id = index::block_idx(Axis::Y) * index::grid_dim(Axis::X) + id;
+        }
+        id
     }
 
     pub fn warps_ok(&self) -> bool {

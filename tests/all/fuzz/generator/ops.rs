@@ -75,11 +75,11 @@ impl Gen {
             self.rng.weighted(&[40, 15, 15, 15, 15])
         };
         match choice {
-            0 => index::block_index() * stride + c,
+            0 => self.block_id() * stride + c,
             1 => {
                 let base = self.rng.below(64) as u32;
                 let s = self.scalar_param::<u32>(k, u64::from(base));
-                index::block_index() * stride + s.expr()
+                self.block_id() * stride + s.expr()
             }
             2 if disjoint => {
                 // A loop counter's stretch of its own.
@@ -90,8 +90,8 @@ impl Gen {
                     .find(|(_, u)| *u >= super::BLOCK)
                     .cloned()
                 {
-                    Some((lv, _)) => (index::block_index() * 4u32 + lv) * stride + c,
-                    None => index::block_index() * stride,
+                    Some((lv, _)) => (self.block_id() * 4u32 + lv) * stride + c,
+                    None => self.block_id() * stride,
                 }
             }
             2 => Expr::lit(self.rng.below(200) as u32),
@@ -100,10 +100,8 @@ impl Gen {
                 self.scalar_param::<u32>(k, u64::from(v)).expr()
             }
             // Each warp group its own offset (it must be uniform across the group only).
-            _ if group < self.t => {
-                index::block_index() * stride + index::thread_rank() / group * 5u32
-            }
-            _ => index::block_index() * stride + c * 3,
+            _ if group < self.t => self.block_id() * stride + index::thread_rank() / group * 5u32,
+            _ => self.block_id() * stride + c * 3,
         }
     }
 
@@ -370,7 +368,7 @@ impl Gen {
         if self.rng.pct(3) {
             // Past anything the kernel writes, with nothing valid there.
             st = st
-                .offset(index::block_index() * span + 70_000u32)
+                .offset(self.block_id() * span + 70_000u32)
                 .block_valid_items(0u32);
         } else if explicit {
             st = st.offset(self.offset(k, span, gt, true));

@@ -236,7 +236,7 @@ impl Gen {
     pub fn observe_vars(&mut self, k: &mut KernelBuilder) {
         let start = self.var_scopes.last().copied().unwrap_or(0);
         let vars: Vec<VarInfo> = self.vars[start.min(self.vars.len())..].to_vec();
-        let len = self.grid * self.t;
+        let len = self.blocks() * self.t;
         for v in vars {
             with_dtype!(v.dt, T => {
                 let name = self.name("v");

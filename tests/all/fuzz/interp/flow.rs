@@ -119,7 +119,8 @@ impl Block<'_> {
         }
     }
 
-    /// The grid-stride loop over tiles: tile `b, b + grid, ..` for block `b`.
+    /// The grid-stride loop over tiles along x: tile `b, b + grid, ..` for block `b` (blocks
+    /// that differ along y or z run the same tiles).
     pub(super) fn tiles_loop(&mut self, op: OpId, n: ExprId, body: RegionId, active: &[bool]) {
         let Some(t0) = active.iter().position(|&a| a) else {
             return;
@@ -128,7 +129,7 @@ impl Block<'_> {
         self.check_defined(nv, "a tiles loop bound");
         let tile = u64::from(self.ir.block_threads() * self.ir.items_per_thread);
         let count = nv.bits.div_ceil(tile.max(1));
-        let mut idx = u64::from(self.b);
+        let mut idx = u64::from(self.at[0]);
         let mut running = active.to_vec();
         self.tiles.push(op);
         while idx < count && running.iter().any(|&a| a) && self.step() {
@@ -139,7 +140,7 @@ impl Block<'_> {
             let ran = self.live(&running);
             self.region(body, &ran);
             self.iteration_end(&ran, &mut running);
-            idx += u64::from(self.launch.grid);
+            idx += u64::from(self.launch.grid[0]);
         }
         self.tiles.pop();
     }

@@ -81,7 +81,8 @@ pub enum Arg<'a> {
 
 /// A launch: blocks and arguments (one per parameter).
 pub struct Launch<'a> {
-    pub grid: u32,
+    /// Blocks along x, y and z.
+    pub grid: [u32; 3],
     /// The dynamic shared array's length, if the kernel has one.
     pub dyn_len: Option<u32>,
     pub args: Vec<Arg<'a>>,
@@ -277,8 +278,12 @@ fn pass(ir: &Ir, launch: &Launch<'_>, seen: Option<atomic::AccessMap>) -> Outcom
     if ir.ops.is_empty() {
         return out;
     }
-    for b in 0..launch.grid {
-        let mut blk = Block::new(ir, launch, &arr, b, &mut out);
+    // Blocks in their linear order, x fastest (`b` names a block; its coordinates are what
+    // the kernel reads).
+    let [gx, gy, gz] = launch.grid;
+    for b in 0..gx * gy * gz {
+        let at = [b % gx, b / gx % gy, b / (gx * gy)];
+        let mut blk = Block::new(ir, launch, &arr, (b, at), &mut out);
         let body = ir.body;
         let all = vec![true; blk.threads];
         blk.region(body, &all);
@@ -335,7 +340,9 @@ struct Block<'a> {
     launch: &'a Launch<'a>,
     arr: &'a [Option<Arrangement>],
     out: &'a mut Outcome,
+    /// The block's linear index (what tells writers apart) and its coordinates in the grid.
     b: u32,
+    at: [u32; 3],
     threads: usize,
     /// Per payload, `threads * items` slots.
     data: Vec<Vec<V>>,
@@ -359,7 +366,7 @@ impl<'a> Block<'a> {
         ir: &'a Ir,
         launch: &'a Launch<'a>,
         arr: &'a [Option<Arrangement>],
-        b: u32,
+        (b, at): (u32, [u32; 3]),
         out: &'a mut Outcome,
     ) -> Self {
         let threads = ir.block_threads() as usize;
@@ -369,6 +376,7 @@ impl<'a> Block<'a> {
             arr,
             out,
             b,
+            at,
             threads,
             data: ir
                 .datas
@@ -786,7 +794,7 @@ impl<'a> Block<'a> {
                 Some(op) => V::exact(self.loops[&op][th][1]),
                 None => {
                     let tile = self.ir.block_threads() * self.ir.items_per_thread;
-                    V::exact(u64::from(self.b.wrapping_mul(tile)))
+                    V::exact(u64::from(self.at[0].wrapping_mul(tile)))
                 }
             },
         };
@@ -1107,12 +1115,12 @@ impl<'a> Block<'a> {
                 IndexKind::ThreadRank => cx.t as u64,
                 IndexKind::Lane => cx.t as u64 % 32,
                 IndexKind::WarpRank => cx.t as u64 / 32,
-                IndexKind::BlockIndex => u64::from(self.b),
-                IndexKind::GridBlocks => u64::from(self.launch.grid),
+                IndexKind::BlockIndex => u64::from(self.at[0]),
+                IndexKind::GridBlocks => u64::from(self.launch.grid[0]),
                 IndexKind::BlockThreads => self.threads as u64,
                 IndexKind::Item => u64::from(cx.item.unwrap_or(0)),
                 // Thread `t` of a block of `[dx, dy, dz]` is at `(t % dx, t / dx % dy,
-                // t / (dx * dy))`; the launch's grid extends along x only.
+                // t / (dx * dy))`.
                 IndexKind::ThreadIdx(a) => {
                     let [dx, dy, _] = self.ir.block.dims.map(u64::from);
                     let t = cx.t as u64;
@@ -1123,10 +1131,8 @@ impl<'a> Block<'a> {
                     }
                 }
                 IndexKind::BlockDim(a) => u64::from(self.ir.block.dims[a.index()]),
-                IndexKind::BlockIdx(Axis::X) => u64::from(self.b),
-                IndexKind::BlockIdx(_) => 0,
-                IndexKind::GridDim(Axis::X) => u64::from(self.launch.grid),
-                IndexKind::GridDim(_) => 1,
+                IndexKind::BlockIdx(a) => u64::from(self.at[a.index()]),
+                IndexKind::GridDim(a) => u64::from(self.launch.grid[a.index()]),
             }),
             ExprKind::LoopVar { op, field } => match self.loops.get(op) {
                 Some(f) => V::exact(f[cx.t][*field as usize % 3]),
@@ -1303,7 +1309,7 @@ mod tests {
         let kernel = k.build().expect("builds");
         let before = |_: u64| 0u64;
         let launch = Launch {
-            grid: 2,
+            grid: [2, 1, 1],
             dyn_len: None,
             args: vec![Arg::Output {
                 len: Some(1),
