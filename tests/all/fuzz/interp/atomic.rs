@@ -38,9 +38,11 @@ pub enum CellKey {
 pub enum What {
     Read,
     Write,
-    /// An atomic with its operand's and compare value's bits.
+    /// An atomic with its operand's and compare value's bits, and whether the interpreter
+    /// knows both (bits of a value it does not know are a stand-in).
     Atomic {
         op: AtomicOp,
+        known: bool,
         v: u64,
         c: u64,
     },
@@ -237,8 +239,10 @@ impl Block<'_> {
                 self.event(Event::Uncertain { op });
                 continue;
             }
+            let known = v.known() && c.known();
             let what = What::Atomic {
                 op: a.op,
+                known,
                 v: v.bits,
                 c: c.bits,
             };
@@ -302,14 +306,16 @@ impl Block<'_> {
             let commutes = others.iter().all(|o| match o.what {
                 What::Atomic {
                     op: oop,
+                    known: oknown,
                     v: ov,
                     c: oc,
                 } => {
-                    let same = oop == a.op && ov == v.bits && oc == c.bits;
+                    let both_known = known && oknown;
+                    let same = both_known && oop == a.op && ov == v.bits && oc == c.bits;
                     let fam = family(a.op, dt).is_some() && family(a.op, dt) == family(oop, dt);
                     let exact_sum = !matches!(a.op, AtomicOp::Add | AtomicOp::Sub)
                         || !dt.is_float()
-                        || (small_integer(dt, ov) && small_integer(dt, v.bits));
+                        || (both_known && small_integer(dt, ov) && small_integer(dt, v.bits));
                     same || (fam && exact_sum)
                 }
                 _ => false,
@@ -326,7 +332,8 @@ impl Block<'_> {
                 ),
                 cur.flags | value::derive(v.flags | c.flags),
             );
-            if contended && (!commutes || (dt.is_float() && !small_integer(dt, cur.bits))) {
+            let exact_start = cur.known() && small_integer(dt, cur.bits);
+            if contended && (!commutes || (dt.is_float() && !exact_start)) {
                 new.flags |= UNSPEC | NONDET;
             }
             if !v.known() || !c.known() {

@@ -1003,7 +1003,8 @@ impl<'a> Block<'a> {
 
     /// Thread `th` writes `v` to element `e` of buffer `p`: a write ordered after the last
     /// (the same thread's, or before a barrier of the same block) replaces it; an unordered
-    /// one of another value leaves it unspecified, and one of the same value leaves either
+    /// one of another value (or of a value not known) leaves it unspecified, and one of the same
+    /// known value leaves either
     /// thread the last writer (so a later write of either is unordered with the other's).
     fn write_cell(&mut self, p: usize, e: u64, th: u32, v: V, epoch: u32) {
         let writer = (self.b, th, epoch);
@@ -1017,7 +1018,9 @@ impl<'a> Block<'a> {
                 if ordered {
                     *c = Cell { v, writer };
                 } else {
-                    if c.v != v {
+                    // Values the interpreter does not know may differ even where its
+                    // stand-ins agree: the element then depends on the order too.
+                    if c.v != v || !c.v.known() || !v.known() {
                         c.v.flags |= UNSPEC | NONDET;
                     }
                     // Once two blocks have written it, no later write is ordered after both:
@@ -1293,9 +1296,9 @@ impl<'a> Block<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Arg, Launch, run};
+    use super::{Arg, Launch, run, value};
     use coopgraph::KernelBuilder;
-    use coopgraph::ir::{Expr, index};
+    use coopgraph::ir::{Atomic, Expr, index};
 
     /// Blocks never wait for each other: once two blocks wrote an element unordered, a later
     /// write of either (even after its own barrier) does not decide what the element holds.
@@ -1321,6 +1324,81 @@ mod tests {
         assert!(
             !cell.v.known(),
             "block 0's last write (10) may land after block 1's (11): {:?}",
+            cell.v
+        );
+    }
+
+    /// Values the interpreter does not know (here divisions by zero, which PTX leaves
+    /// unspecified) stand in as the same bits; two blocks writing them may still write
+    /// different values, so the element depends on the order.
+    #[test]
+    fn unknown_values_of_two_blocks_are_not_taken_as_equal() {
+        let mut k = KernelBuilder::new("unknown_values").block(1);
+        let y = k.output::<u32>("y");
+        let d = k.scalar::<u32>("d");
+        k.write(
+            &y,
+            Expr::lit(0u32),
+            (index::block_index() + 1u32) / d.expr(),
+        );
+        let kernel = k.build().expect("builds");
+        let before = |_: u64| 0u64;
+        let launch = Launch {
+            grid: [2, 1, 1],
+            dyn_len: None,
+            args: vec![
+                Arg::Output {
+                    len: Some(1),
+                    before: &before,
+                },
+                Arg::Scalar(0),
+            ],
+        };
+        let out = run(kernel.ir(), &launch);
+        let cell = out.outputs[0][&0];
+        assert!(
+            cell.v.flags & value::NONDET != 0,
+            "two blocks wrote values not known to be equal: {:?}",
+            cell.v
+        );
+    }
+
+    /// Atomic exchanges of values not known to be equal do not commute: which lands last
+    /// decides the element.
+    #[test]
+    fn exchanges_of_unknown_values_do_not_commute() {
+        let mut k = KernelBuilder::new("unknown_exchanges").block(2);
+        let y = k.output::<u32>("y");
+        let d = k.scalar::<u32>("d");
+        let old = k.atomic(
+            &y,
+            Expr::lit(0u32),
+            Atomic::exch((index::thread_rank() + 1u32) / d.expr()),
+        );
+        let olds = k.output::<u32>("olds");
+        k.write(&olds, index::thread_rank(), old);
+        let kernel = k.build().expect("builds");
+        let before = |_: u64| 0u64;
+        let launch = Launch {
+            grid: [1, 1, 1],
+            dyn_len: None,
+            args: vec![
+                Arg::Output {
+                    len: Some(1),
+                    before: &before,
+                },
+                Arg::Scalar(0),
+                Arg::Output {
+                    len: Some(2),
+                    before: &before,
+                },
+            ],
+        };
+        let out = run(kernel.ir(), &launch);
+        let cell = out.outputs[0][&0];
+        assert!(
+            cell.v.flags & value::NONDET != 0,
+            "two threads exchanged in values not known to be equal: {:?}",
             cell.v
         );
     }
