@@ -13,8 +13,11 @@
 # Otherwise lists the entries only one side wrote (with `diff -u` of the first pair that share
 # a name and target) and exits 1. With PTX_COMPARE_KEEP=<dir>, the dumps, logs and entries
 # are left in <dir> (otherwise they are deleted).
-# Builds go to target/ptx-compare so that repeated runs are incremental. No GPU is needed;
-# ptxas is not run (the texts are compared, not assembled).
+# Each side builds in its own directory, target/ptx-compare/{base,head}, so that repeated runs
+# are incremental: the two checkouts hold the same package at different paths, which cargo
+# names alike, so in one directory it would take the artifacts one side built as fresh for the
+# other (their sources are older) and compare a revision with itself. No GPU is needed; ptxas
+# is not run (the texts are compared, not assembled).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -36,16 +39,16 @@ fi
 trap 'git worktree remove --force "$work/base" > /dev/null 2>&1 || true;
       git worktree remove --force "$work/head" > /dev/null 2>&1 || true;
       [ -n "$keep" ] || rm -rf "$work"' EXIT
-export CARGO_TARGET_DIR="$root/target/ptx-compare"
 unset COOPGRAPH_PTXAS COOPGRAPH_DEVICE
 # Property tests draw their cases from this seed at both revisions, so both emit the same kernels.
 export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261201}
 
-dump() { # dump <checkout> <dir>
+dump() { # dump <checkout> <dir> <side>
   local src=$1 out=$2
   mkdir -p "$out"
   (
     cd "$src"
+    export CARGO_TARGET_DIR="$root/target/ptx-compare/$3"
     export COOPGRAPH_DUMP_PTX=$out
     cargo test --all-features --quiet > "$out.log" 2>&1 ||
       { echo "ptx-compare: tests failed in $src (log: $out.log)" >&2; exit 1; }
@@ -59,12 +62,12 @@ dump() { # dump <checkout> <dir>
 }
 
 git worktree add --detach --quiet "$work/base" "$base"
-dump "$work/base" "$work/ptx-base"
+dump "$work/base" "$work/ptx-base" base
 if [ -n "$head" ]; then
   git worktree add --detach --quiet "$work/head" "$head"
-  dump "$work/head" "$work/ptx-head"
+  dump "$work/head" "$work/ptx-head" head
 else
-  dump "$root" "$work/ptx-head"
+  dump "$root" "$work/ptx-head" head
 fi
 
 # Compare entry by entry: a module that batches several kernels for one ptxas run gathers those

@@ -518,27 +518,6 @@ impl Emitter<'_> {
         regs.iter().map(|r| self.reg(r.class)).collect()
     }
 
-    /// Whether blocked position `rank * k + i` is below `n` (compared as `ty`, `U32` or
-    /// `S32`): the valid-count test of one item.
-    pub(crate) fn blocked_position_below(
-        &mut self,
-        rank: Reg,
-        k: i64,
-        i: i64,
-        n: Reg,
-        ty: Ty,
-    ) -> Reg {
-        let pos = self.reg(RegClass::B32);
-        self.op(Op::Mad {
-            ty: Ty::U32,
-            dst: pos,
-            a: rank.into(),
-            b: Operand::Imm(k),
-            c: Operand::Imm(i),
-        });
-        self.setp(Cmp::Lt, ty, pos.into(), n.into())
-    }
-
     /// `cvt[.round].dty.sty dst, src`.
     pub(crate) fn cvt(&mut self, round: Option<Round>, dty: Ty, sty: Ty, dst: Reg, src: Reg) {
         self.op(Op::Cvt {
@@ -1003,6 +982,7 @@ impl Emitter<'_> {
 }
 
 mod arrays;
+mod positions;
 mod shared;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;

@@ -6,10 +6,12 @@
 //! from position `read(i, r)`; both forms come from the arrangements' layouts (blocked is
 //! `r * K + i`, striped over `G` threads `(r / G) * G * K + i * G + r % G`). Position `p`
 //! lives at element `p + p / 32` when the plan pads, else at `p`. A time-sliced exchange runs
-//! one warp at a time on a single region, in place on one copy of the slots.
+//! one warp at a time on a single region, in place on one copy of the slots. Through
+//! shuffles, each thread fetches its result's positions from their holders, which the plan's
+//! inverse form of the written arrangement names.
 
 use super::builder::{Emitter, Lowered, bits_or_float, mem_ty, segment_clamp};
-use crate::ir::{Arrangement, DType, OpId};
+use crate::ir::{DType, OpId};
 use crate::planner::{ExchangePlan, PositionForm};
 use crate::ptx::*;
 use smallvec::smallvec;
@@ -53,8 +55,7 @@ impl Emitter<'_> {
             keep_invalid,
         } = x;
         if e.via_shuffles {
-            self.shuffle_exchange(e, dtype, src, dst);
-            return Ok(());
+            return self.shuffle_exchange(op, e, dtype, src, dst);
         }
         if e.turns.is_empty() {
             return Err(self.missing(op, "steps of an exchange"));
@@ -98,7 +99,9 @@ impl Emitter<'_> {
                 b: Operand::Imm(slice.offset as i64),
             });
         }
-        // Valid positions of this group: p < vrem, with vrem = min(valid, tile) - gi * S * K.
+        // Valid positions of this group: p < vrem, with vrem = min(valid, tile) - gi * S * K,
+        // the count measured from the group's start: signed, not cut to the group's share
+        // (`share_of`), as the sides compare positions with it signed.
         let vrem = valid.map(|v| {
             let tile = (block * k) as i64;
             let c = self.reg(RegClass::B32);
@@ -366,58 +369,25 @@ impl Emitter<'_> {
             }
         }
     }
-
-    /// Evaluates the rank's part of a position form: `sum ((rank / d) % e) * s`.
-    fn thread_part(&mut self, a: &PositionForm, scope: u32, rank: Reg) -> Reg {
-        let acc = self.reg(RegClass::B32);
-        self.op(Op::Mov {
-            ty: Ty::U32,
-            dst: acc,
-            src: Operand::Imm(0),
-        });
-        for &(extent, divisor, stride) in &a.thread_terms {
-            let mut digit = rank;
-            if divisor > 1 {
-                let q = self.reg(RegClass::B32);
-                self.op(Op::Bin {
-                    op: BinOp::Div,
-                    ty: Ty::U32,
-                    dst: q,
-                    a: digit.into(),
-                    b: Operand::Imm(divisor as i64),
-                });
-                digit = q;
-            }
-            // Ranks stay below the group size, so the top digit needs no remainder.
-            if (extent as u64) * (divisor as u64) < scope as u64 {
-                let m = self.reg(RegClass::B32);
-                self.op(Op::Bin {
-                    op: BinOp::Rem,
-                    ty: Ty::U32,
-                    dst: m,
-                    a: digit.into(),
-                    b: Operand::Imm(extent as i64),
-                });
-                digit = m;
-            }
-            self.op(Op::Mad {
-                ty: Ty::U32,
-                dst: acc,
-                a: digit.into(),
-                b: Operand::Imm(stride as i64),
-                c: acc.into(),
-            });
-        }
-        acc
-    }
 }
 
 impl Emitter<'_> {
     /// An exchange inside groups of at most 32 threads through `shfl.sync.idx`: slot `i` of
     /// rank `r` holds position `q = read(i, r)`, which rank `s` holds in slot `j` under the
-    /// write arrangement; every candidate slot is shuffled from `s` and the one at `j` kept.
-    fn shuffle_exchange(&mut self, e: &ExchangePlan, d: DType, src: &[Reg], dst: &[Reg]) {
-        let (s, k) = (e.scope, e.items as i64);
+    /// write arrangement (the plan's inverse form of it); every candidate slot is shuffled
+    /// from `s` and the one at `j` kept.
+    fn shuffle_exchange(
+        &mut self,
+        op: OpId,
+        e: &ExchangePlan,
+        d: DType,
+        src: &[Reg],
+        dst: &[Reg],
+    ) -> Lowered {
+        let Some(holder) = &e.holder else {
+            return Err(self.missing(op, "holders of an exchange through shuffles"));
+        };
+        let s = e.scope;
         let tid = self.tid();
         let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(s as i64));
         let mask = self.group_mask(s);
@@ -438,28 +408,7 @@ impl Emitter<'_> {
                 Operand::Imm(i as i64 * e.read.item_stride as i64),
             );
             // Where position q lives under the write arrangement.
-            let (source, slot) = match e.from {
-                Arrangement::Blocked => (
-                    self.u32op(BinOp::Div, q.into(), Operand::Imm(k)),
-                    self.u32op(BinOp::Rem, q.into(), Operand::Imm(k)),
-                ),
-                Arrangement::Striped { threads } => {
-                    let g = threads as i64;
-                    let group = self.u32op(BinOp::Div, q.into(), Operand::Imm(g * k));
-                    let within = self.u32op(BinOp::Rem, q.into(), Operand::Imm(g * k));
-                    let slot = self.u32op(BinOp::Div, within.into(), Operand::Imm(g));
-                    let lane = self.u32op(BinOp::Rem, within.into(), Operand::Imm(g));
-                    let source = self.reg(RegClass::B32);
-                    self.op(Op::Mad {
-                        ty: Ty::U32,
-                        dst: source,
-                        a: group.into(),
-                        b: Operand::Imm(g),
-                        c: lane.into(),
-                    });
-                    (source, slot)
-                }
-            };
+            let (source, slot) = self.holder(holder, q);
             let source = match group_lane {
                 Some(first) => self.u32op(BinOp::Add, first.into(), source.into()),
                 None => source,
@@ -483,5 +432,6 @@ impl Emitter<'_> {
                 });
             }
         }
+        Ok(())
     }
 }

@@ -245,6 +245,7 @@ impl Emitter<'_> {
         // one) keep their input.
         let results = match nb.valid {
             Some(e) if matches!(nb.kind, N::AdjacentLeft | N::AdjacentRight) => {
+                let positions = self.counted_positions(op)?;
                 let mut memo = HashMap::new();
                 let v = self.eval(e, &Ctx::default(), &mut memo);
                 let bound = if nb.kind == N::AdjacentRight {
@@ -264,8 +265,8 @@ impl Emitter<'_> {
                     .into_iter()
                     .enumerate()
                     .map(|(i, r)| {
-                        let keep =
-                            self.blocked_position_below(rank, k as i64, i as i64, bound, Ty::S32);
+                        let at = (rank, i as u32);
+                        let keep = self.position_below(&positions, threads, at, bound, Ty::S32);
                         self.pick(d, keep, r, x[i])
                     })
                     .collect()

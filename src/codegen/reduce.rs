@@ -127,15 +127,21 @@ impl Emitter<'_> {
         let tid = self.tid();
         let k = items.len() as i64;
         let mut acc = first;
-        // With a valid count over several items per thread, item i of rank r counts only if
-        // r * K + i < valid (blocked positions); ranks below ceil(valid / K) hold a value.
+        // With a valid count over several items per thread, an item counts only if its
+        // position (the plan's, blocked: r * K + i) is below the count; ranks below
+        // ceil(valid / K) hold a value.
         let in_group_rank = (k > 1 && valid_items.is_some())
             .then(|| self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads as i64)));
+        let positions = match in_group_rank {
+            Some(_) => Some(self.counted_positions(op)?),
+            None => None,
+        };
         for (i, &v) in items.iter().enumerate().skip(1) {
             let sum = self.combine_op(r.op, d, acc, v);
-            acc = match (valid_items, in_group_rank) {
-                (Some(n), Some(rank)) => {
-                    let ok = self.blocked_position_below(rank, k, i as i64, n, Ty::U32);
+            acc = match (valid_items, in_group_rank, &positions) {
+                (Some(n), Some(rank), Some(form)) => {
+                    let at = (rank, i as u32);
+                    let ok = self.position_below(form, threads, at, n, Ty::U32);
                     self.pick(d, ok, sum, acc)
                 }
                 _ => sum,
@@ -207,9 +213,7 @@ impl Emitter<'_> {
                 // Each warp's share of the valid count.
                 let limit = valid.map(|v| {
                     let start = self.u32op(BinOp::Mul, warp.into(), Operand::Imm(32));
-                    let above = self.u32op(BinOp::Max, v.into(), start.into());
-                    let share = self.u32op(BinOp::Sub, above.into(), start.into());
-                    self.u32op(BinOp::Min, share.into(), Operand::Imm(32))
+                    self.share_of(v, Some(start.into()), Operand::Imm(32))
                 });
                 let part = self.warp_reduce(&fold, acc, limit);
                 self.enter_step(&mut steps)?;
@@ -348,24 +352,11 @@ impl Emitter<'_> {
                             c: Operand::Imm(j as i64),
                         });
                         let limit = match count {
-                            // Entry e is thread e + shared_from's value.
+                            // Entry e is thread e + shared_from's value: the sharing
+                            // threads' share of the count.
                             Some(n) => {
-                                let n_entries = self.u32op(
-                                    BinOp::Max,
-                                    n.into(),
-                                    Operand::Imm(shared_from as i64),
-                                );
-                                let n_entries = self.u32op(
-                                    BinOp::Sub,
-                                    n_entries.into(),
-                                    Operand::Imm(shared_from as i64),
-                                );
-                                self.u32op(
-                                    BinOp::Min,
-                                    n_entries.into(),
-                                    Operand::Imm(shared as i64),
-                                )
-                                .into()
+                                let from = Operand::Imm(shared_from as i64);
+                                (self.share_of(n, Some(from), Operand::Imm(shared as i64))).into()
                             }
                             None => Operand::Imm(shared as i64),
                         };

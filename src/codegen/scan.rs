@@ -42,7 +42,8 @@ impl Emitter<'_> {
         };
         let w = threads.min(32);
         let k = x.len() as i64;
-        // With a valid count, position rank * K + i takes part only below it.
+        // With a valid count, an item takes part only where its position (the plan's,
+        // blocked: rank * K + i) is below it.
         let valid = sc.valid.map(|e| {
             let mut memo = HashMap::new();
             self.eval(e, &Ctx::default(), &mut memo)
@@ -51,14 +52,18 @@ impl Emitter<'_> {
             let tid = self.tid();
             self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64))
         });
+        let positions = match valid {
+            Some(_) => Some(self.counted_positions(op)?),
+            None => None,
+        };
         // Thread-local inclusive scan.
         let mut t = vec![x[0]];
         for (i, &v) in x.iter().enumerate().skip(1) {
             let prev = t[t.len() - 1];
             let n = self.combine_op(sc.op, d, prev, v);
-            let n = match (valid, group_rank) {
-                (Some(vn), Some(r)) => {
-                    let ok = self.blocked_position_below(r, k, i as i64, vn, Ty::U32);
+            let n = match (valid, group_rank, &positions) {
+                (Some(vn), Some(r), Some(form)) => {
+                    let ok = self.position_below(form, w, (r, i as u32), vn, Ty::U32);
                     self.pick(d, ok, n, prev)
                 }
                 _ => n,

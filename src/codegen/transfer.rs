@@ -6,8 +6,9 @@
 //! `offset + group_index * G * K`; rank `r` moves item `i` at tile element
 //! `i * item_stride + r * thread_stride`. With a valid count, item `i` moves only if that
 //! element is below the access group's valid items: a warp's or logical warp's own count, or
-//! its share of a count of the block's tile ([`ValidOf`]), computed in one place
-//! (`valid_bounds`).
+//! its share of a count of the block's tile ([`ValidOf`]), computed once per group
+//! (`valid_bounds`, `share`) by the builder's one formula of a group's share (`share_of`, which
+//! the block reductions' warps and raking threads take their shares by too).
 //!
 //! Where bounds are checked ([`Bounds::Checked`](crate::ir::Bounds)), the buffer's length (a
 //! hidden parameter) joins the count there: positions at or past `len - offset` are past the
@@ -146,8 +147,7 @@ impl Emitter<'_> {
     /// The valid items of this thread's access group, from the transfer's count and the room
     /// its buffer leaves past the block's offset (`len - offset`, at least 0, where bounds are
     /// checked). A count of the block's tile is first cut to the room; a group's own count is
-    /// cut to the group's share of the room (by [`Self::share`], the one place a group's share
-    /// is computed).
+    /// cut to the group's share of the room (by [`Self::share`], computed once per group).
     fn valid_bounds(
         &mut self,
         count: Option<Count>,
@@ -193,11 +193,10 @@ impl Emitter<'_> {
         }
         let share = match b.count.of {
             ValidOf::Block => self.block_share(plan, b.count.reg, b.start),
-            ValidOf::Group => self.u32op(
-                BinOp::Min,
-                b.count.reg.into(),
-                Operand::Imm(plan.group_tile as i64),
-            ),
+            ValidOf::Group => {
+                let tile = Operand::Imm(plan.group_tile as i64);
+                self.share_of(b.count.reg, None, tile)
+            }
         };
         let share = match b.room {
             Some(r) => {
@@ -211,17 +210,10 @@ impl Emitter<'_> {
     }
 
     /// An access group's share of a count of the block's tile: `min(count - start, tile)`,
-    /// none at or below its start.
+    /// none at or below its start (the builder's [`Emitter::share_of`]).
     fn block_share(&mut self, plan: &TransferPlan, count: Reg, start: Option<Reg>) -> Reg {
         let tile = Operand::Imm(plan.group_tile as i64);
-        match start {
-            None => self.u32op(BinOp::Min, count.into(), tile),
-            Some(s) => {
-                let above = self.u32op(BinOp::Max, count.into(), s.into());
-                let past = self.u32op(BinOp::Sub, above.into(), s.into());
-                self.u32op(BinOp::Min, past.into(), tile)
-            }
-        }
+        self.share_of(count, start.map(Operand::from), tile)
     }
 
     /// The bound as a count of the block's tile, as exchanges take it: the (cut) count itself

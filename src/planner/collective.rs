@@ -28,12 +28,12 @@
 use super::alloc::{Request, Slice};
 use super::error::PlanError;
 use super::form::{PositionForm, padded_slot, padding_pays};
-use super::ids::{SliceId, StepId};
+use super::ids::{IdVec, SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
 use super::scope::SyncScope;
 use super::scratch::{Context, Scratch};
 use crate::ir::ops::{NeighborKind, OpKind, ReduceAlgorithm, ScanAlgorithm};
-use crate::ir::{Arrangement, DataId, GroupId, Loc, OpId};
+use crate::ir::{Arrangement, DataId, GroupId, Ir, Loc, OpId};
 use crate::layout::{Arrangement as LArr, SmemTransform, arrangement_layout};
 
 /// Shared memory of a block-wide collective: `entries` shared values, then the result slot
@@ -195,6 +195,30 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
         s.collectives[op] = Some(c);
     }
     Ok(())
+}
+
+/// Per op that counts the valid items of its group's tile (a reduction, scan or neighbour op
+/// with a valid count), where its source's items lie in that tile: blocked over the group,
+/// from the layout. Its lowering compares each item's position with the count.
+pub(super) fn plan_positions(ir: &Ir) -> Result<IdVec<OpId, Option<PositionForm>>, PlanError> {
+    let mut positions = IdVec::filled(ir.ops.len(), None);
+    for (i, data) in ir.ops.iter().enumerate() {
+        let (group, src) = match &data.kind {
+            OpKind::Reduce(r) if r.valid.is_some() => (r.group, r.src),
+            OpKind::Scan(sc) if sc.valid.is_some() => (sc.group, sc.src),
+            OpKind::Neighbor(nb) if nb.valid.is_some() => (nb.group, nb.src),
+            _ => continue,
+        };
+        let (threads, items) = (ir.group_threads(group), ir.datas[src.index()].items);
+        let op = OpId(i as u32);
+        let form = PositionForm::counted(Arrangement::Blocked, threads, items);
+        positions[op] = Some(form.ok_or_else(|| PlanError::Layout {
+            op,
+            loc: data.loc,
+            reason: format!("Blocked over {threads} threads x {items} items"),
+        })?);
+    }
+    Ok(positions)
 }
 
 /// The raking split of a collective over `threads` threads, if it rakes.

@@ -21,7 +21,9 @@
 use super::alloc::{Request, Slice};
 use super::arrangement::{Arrangements, Conversion, of_algorithm};
 use super::error::PlanError;
-use super::form::{PositionForm, layout_of, padded_slot, padding_pays, striped_threads};
+use super::form::{
+    InverseForm, PositionForm, layout_of, padded_slot, padding_pays, striped_threads,
+};
 use super::ids::{SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
 use super::scratch::{Context, Scratch, covers_groups, lcm, within_warps};
@@ -64,6 +66,9 @@ pub struct ExchangePlan {
     pub turns: Vec<Turn>,
     /// Through shuffles within the group: no shared memory, no steps.
     pub via_shuffles: bool,
+    /// Through shuffles: which rank holds each position of the written arrangement, and in
+    /// which slot (the right inverse of its layout), where each thread fetches its result's.
+    pub(crate) holder: Option<InverseForm>,
 }
 
 /// The two steps of one turn of an exchange: every thread of the turn writes its slots, then
@@ -250,7 +255,8 @@ fn plan_one(
         }
     };
     let forms = PositionForm::of(from, scope, items).zip(PositionForm::of(to, scope, items));
-    let Some((write, read)) = forms else {
+    let holder = via_shuffles.then(|| InverseForm::of(from, scope, items));
+    let (Some((write, read)), None | Some(Some(_))) = (forms, &holder) else {
         return Err(PlanError::Layout {
             op,
             loc: data.loc,
@@ -272,6 +278,7 @@ fn plan_one(
         time_sliced: turns.is_some(),
         turns: Vec::new(),
         via_shuffles,
+        holder: holder.flatten(),
     };
     if !via_shuffles {
         e.turns = add_steps(cx, s, op, &e, turns);

@@ -5,7 +5,7 @@
 use crate::ir::Arrangement;
 use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, arrangement_layout_with_warp,
-    bank_conflicts_with, decompose,
+    bank_conflicts_with, decompose, right_inverse,
 };
 
 /// A position map `(item, rank) -> position` inside an exchange group, from the arrangement's
@@ -48,6 +48,20 @@ impl PositionForm {
         })
     }
 
+    /// The form of `a` as [`PositionForm::of`] gives it, where a group of one thread keeps
+    /// its rank's term (of extent 1, with the stride of the layout's rank mode), so that the
+    /// test of an item's position against a valid count reads the rank in every group.
+    pub fn counted(a: Arrangement, scope: u32, items: u32) -> Option<PositionForm> {
+        let mut form = Self::of(a, scope, items)?;
+        if form.thread_terms.is_empty() {
+            let (_, rank) = layout_of(a, scope, items)?.two_modes().ok()?;
+            let (extent, stride) = rank.leaf_modes().next()?;
+            let (extent, stride) = (u32::try_from(extent).ok()?, u32::try_from(stride).ok()?);
+            form.thread_terms.push((extent, 1, stride));
+        }
+        Some(form)
+    }
+
     /// The rank's part of the position.
     pub fn thread_part(&self, rank: u32) -> u32 {
         self.thread_terms
@@ -59,6 +73,122 @@ impl PositionForm {
     /// The position of `(item, rank)`.
     pub fn position(&self, item: u32, rank: u32) -> u32 {
         item * self.item_stride + self.thread_part(rank)
+    }
+}
+
+/// Which rank of a group holds each position of its tile under an arrangement, and in which
+/// slot: the right inverse of the arrangement's layout (position -> the holder's index
+/// `slot + items * rank` in the layout's domain), read as a mixed-radix number whose digits
+/// each count the rank or the slot. A position `p` is decoded top digit first: a digit is
+/// `rest / divisor` and `rest % divisor` goes on (`rest` starts at `p`; the last digit, of
+/// divisor 1, is what is left).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct InverseForm {
+    /// The digits, most significant first; divisors descend to 1.
+    pub digits: Vec<Digit>,
+}
+
+/// One digit of a position under an [`InverseForm`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Digit {
+    /// Positions per unit of the digit.
+    pub divisor: u32,
+    /// Whether the digit counts the holder's rank (else its slot).
+    pub rank: bool,
+    /// Added to the rank (or slot) per unit of the digit.
+    pub stride: u32,
+}
+
+impl InverseForm {
+    /// Where the positions of arrangement `a` over a group of `scope` threads with `items`
+    /// items each are held. The layout is taken with one mode per level of the arrangement
+    /// (striped: lanes of each striped group, then the groups, even a single one), and every
+    /// mode of it is a digit of the decode: its divisor is where the right inverse reaches the
+    /// mode's first index. A mode of extent 1 on top (one striped group) keeps its digit,
+    /// always 0, so that a striped arrangement decodes the same way over one group or
+    /// several. `None` where the layout is not a bijection onto the tile.
+    pub fn of(a: Arrangement, scope: u32, items: u32) -> Option<InverseForm> {
+        let layout = match a {
+            Arrangement::Blocked => arrangement_layout(LArr::Blocked, scope, items),
+            Arrangement::Striped { threads } => {
+                arrangement_layout_with_warp(LArr::WarpStriped, scope, items, threads)
+            }
+        }
+        .ok()?;
+        let tile = layout.size();
+        let inverse = right_inverse(&layout);
+        if inverse.size() != tile {
+            return None;
+        }
+        // Where the inverse reaches domain index `index`: the position `p` with
+        // `inverse(p) == index`, from the inverse's modes (positions `divisor * c` of mode
+        // `(extent, stride)` reach indices `stride * c`); the tile for the end of the domain.
+        let mut at = Vec::new();
+        let mut divisor = 1i64;
+        for (extent, stride) in inverse.leaf_modes() {
+            at.push((divisor, extent, stride));
+            divisor *= extent;
+        }
+        let position_of = |index: i64| -> Option<i64> {
+            if index == tile {
+                return Some(tile);
+            }
+            at.iter().find_map(|&(divisor, extent, stride)| {
+                (stride > 0 && index % stride == 0 && index / stride < extent)
+                    .then(|| divisor * (index / stride))
+            })
+        };
+        let (item_mode, rank_mode) = layout.two_modes().ok()?;
+        let mut digits = Vec::new();
+        let mut index = 1i64;
+        for (mode, rank) in [(item_mode, false), (rank_mode, true)] {
+            let mut stride = 1i64;
+            for (extent, _) in mode.leaf_modes() {
+                if extent > 1 || index == tile {
+                    digits.push((
+                        u32::try_from(position_of(index)?).ok()?,
+                        extent,
+                        Digit {
+                            divisor: 0,
+                            rank,
+                            stride: u32::try_from(stride).ok()?,
+                        },
+                    ));
+                }
+                index *= extent;
+                stride *= extent;
+            }
+        }
+        // The digits of a decode: divisors from 1 up, each the product of the extents below.
+        digits.sort_by_key(|&(divisor, ..)| divisor);
+        let mut expected = 1i64;
+        for &(divisor, extent, _) in &digits {
+            if i64::from(divisor) != expected {
+                return None;
+            }
+            expected *= extent;
+        }
+        Some(InverseForm {
+            digits: (digits.into_iter().rev())
+                .map(|(divisor, _, d)| Digit { divisor, ..d })
+                .collect(),
+        })
+    }
+
+    /// The rank and slot holding position `p` (as code generation decodes it).
+    #[cfg(test)]
+    pub fn holder(&self, p: u32) -> (u32, u32) {
+        let (mut rest, mut rank, mut slot) = (p, 0, 0);
+        for d in &self.digits {
+            let v = rest / d.divisor.max(1);
+            rest %= d.divisor.max(1);
+            if d.rank {
+                rank += v * d.stride;
+            } else {
+                slot += v * d.stride;
+            }
+        }
+        (rank, slot)
     }
 }
 
@@ -131,6 +261,49 @@ mod tests {
                 assert_eq!(warps.position(i, r), (r / 32) * 128 + i * 32 + r % 32);
             }
         }
+    }
+
+    #[test]
+    fn counted_forms_keep_the_rank_of_a_lone_thread() {
+        let lone = PositionForm::counted(Arrangement::Blocked, 1, 4).expect("form");
+        assert_eq!((lone.item_stride, lone.thread_terms), (1, vec![(1, 1, 4)]));
+        let group = PositionForm::counted(Arrangement::Blocked, 8, 4).expect("form");
+        assert_eq!(Some(group), PositionForm::of(Arrangement::Blocked, 8, 4));
+    }
+
+    #[test]
+    fn inverse_forms_find_each_positions_holder() {
+        let cases = [
+            (Arrangement::Blocked, 32, 4),
+            (Arrangement::Blocked, 8, 3),
+            (Arrangement::Striped { threads: 32 }, 32, 4),
+            (Arrangement::Striped { threads: 8 }, 32, 3),
+            (Arrangement::Striped { threads: 4 }, 16, 2),
+        ];
+        for (a, scope, items) in cases {
+            let form = PositionForm::of(a, scope, items).expect("form");
+            let inverse = InverseForm::of(a, scope, items).expect("inverse");
+            for r in 0..scope {
+                for i in 0..items {
+                    assert_eq!(inverse.holder(form.position(i, r)), (r, i), "{a:?}");
+                }
+            }
+        }
+        // Blocked: rank p / K, slot p % K.
+        let blocked = InverseForm::of(Arrangement::Blocked, 32, 4).expect("inverse");
+        let digit = |divisor, rank, stride| Digit {
+            divisor,
+            rank,
+            stride,
+        };
+        assert_eq!(blocked.digits, [digit(4, true, 1), digit(1, false, 1)]);
+        // Striped over one group of 32: its group's digit (0) stays on top.
+        let striped =
+            InverseForm::of(Arrangement::Striped { threads: 32 }, 32, 4).expect("inverse");
+        assert_eq!(
+            striped.digits,
+            [digit(128, true, 32), digit(32, false, 1), digit(1, true, 1)]
+        );
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub use barrier::{Barrier, Hazard};
 pub use collective::{CollectivePlan, Raking};
 pub use error::PlanError;
 pub use exchange::{ExchangePlan, Turn};
-pub(crate) use form::{PositionForm, padded_slot};
+pub(crate) use form::{InverseForm, PositionForm, padded_slot};
 pub use ids::{IdVec, Key, SliceId, StepId};
 pub use plan::{Plan, TransferPlan};
 pub use schedule::{Access, Positions, Step, Touch};
@@ -63,6 +63,7 @@ pub(crate) fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
     transfer::check_group_counts(ir, &arrangements)?;
     let transfers = transfer::plan_transfers(ir)?;
     let scratch = scratch::plan_scratch(ir, info, &arrangements)?;
+    let positions = collective::plan_positions(ir)?;
     Ok(Plan {
         block_threads: ir.block_threads(),
         block_tile: ir.block_threads().saturating_mul(ir.items_per_thread),
@@ -76,6 +77,7 @@ pub(crate) fn plan(ir: &Ir, info: &Info) -> Result<Plan, PlanError> {
         barriers: scratch.barriers,
         arrays: scratch.arrays,
         collectives: scratch.collectives,
+        positions,
     })
 }
 

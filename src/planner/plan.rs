@@ -4,6 +4,7 @@ use super::alloc::Slice;
 use super::barrier::Barrier;
 use super::collective::CollectivePlan;
 use super::exchange::ExchangePlan;
+use super::form::PositionForm;
 use super::ids::{IdVec, SliceId, StepId};
 use super::schedule::Step;
 use super::shared::SharedLayout;
@@ -70,6 +71,9 @@ pub struct Plan {
     pub(crate) arrays: IdVec<ArrayId, SliceId>,
     /// Per op, the shared memory of a block-wide collective.
     pub(crate) collectives: IdVec<OpId, Option<CollectivePlan>>,
+    /// Per op that counts the valid items of its group's tile (a reduction, scan or neighbour
+    /// op with a valid count), where its source's items lie in the tile.
+    pub(crate) positions: IdVec<OpId, Option<PositionForm>>,
 }
 
 impl Plan {
