@@ -3,7 +3,7 @@
 use crate::cache_key::{KernelKey, Writer};
 use crate::codegen;
 use crate::ir::verify::{Info, verify};
-use crate::ir::{Ir, KernelBuilder, Pipeline, Role};
+use crate::ir::{Ir, KernelBuilder, Loc, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::ptx::{self, Arch};
 use crate::runtime::{
@@ -241,24 +241,29 @@ impl Kernel {
         if plan.shared_bytes <= limit {
             return Ok(());
         }
-        let ir = &self.inner.ir;
-        let users = plan
-            .slices
-            .iter()
-            .map(|(i, s)| {
-                let loc = match plan.arrays.iter().find(|&(_, &sl)| sl == i) {
-                    Some((a, _)) => ir.arrays[a.index()].loc,
-                    None => ir.op(s.op).loc,
-                };
-                (s.label.clone(), loc, s.bytes)
-            })
-            .collect();
         Err(PlanError::SharedMemory {
             need: plan.shared_bytes,
             limit,
             arch,
-            users,
+            users: self.shared_users(),
         })
+    }
+
+    /// Every op and shared array that needs shared memory (the dynamic array aside), with
+    /// where it was written and its bytes.
+    fn shared_users(&self) -> Vec<(String, Loc, u32)> {
+        let (ir, plan) = (&self.inner.ir, &self.inner.plan);
+        plan.slices
+            .iter()
+            .filter_map(|(i, s)| {
+                let loc = match plan.arrays.iter().find(|&(_, &sl)| sl == i) {
+                    Some((a, _)) if ir.arrays[a.index()].dynamic => return None,
+                    Some((a, _)) => ir.arrays[a.index()].loc,
+                    None => ir.op(s.op).loc,
+                };
+                Some((s.label.clone(), loc, s.bytes))
+            })
+            .collect()
     }
 
     /// A readable report of the kernel and its plan: the listing (declarations, then each op
@@ -458,6 +463,9 @@ impl Compile for Kernel {
                         offset,
                         elem_bytes: a.dtype.bytes(),
                         what: format!("smem{i}: dynamic shared {} at {}", a.dtype, a.loc),
+                        users: (self.shared_users().into_iter())
+                            .map(|(what, loc, bytes)| format!("{loc}: {what}: {bytes} bytes"))
+                            .collect(),
                     })
                 }),
                 hidden: {

@@ -213,6 +213,21 @@ impl<T: Element> Input<T> {
     /// assert_eq!(yb.to_vec()?, want);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
+    ///
+    /// An index that is not a `u32` or `u64` does not compile (a float, or a signed integer:
+    /// cast it with `.cast::<u32>()`):
+    ///
+    /// ```compile_fail
+    /// let mut k = coopgraph::KernelBuilder::new("k");
+    /// let x = k.input::<u32>("x");
+    /// let _ = x.at(coopgraph::ir::Expr::lit(1.5f32));
+    /// ```
+    ///
+    /// ```compile_fail
+    /// let mut k = coopgraph::KernelBuilder::new("k");
+    /// let x = k.input::<u32>("x");
+    /// let _ = x.at(coopgraph::ir::Expr::lit(-1i32));
+    /// ```
     pub fn at(&self, index: impl ElementIndex) -> Expr<T> {
         Expr::owned(
             ExprKind::GlobalRead(self.id, index.index_node()),
@@ -557,6 +572,16 @@ impl<T: Element, const D: usize> SharedArray<T, D> {
     }
 
     /// Its extents, outermost first.
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("shapes");
+    /// let tile = k.shared_array_2d::<f32>([16, 17]);
+    /// assert_eq!((tile.dims(), tile.len(), tile.is_dynamic()), ([16, 17], 272, false));
+    /// let rest = k.dynamic_shared_array::<u32>();
+    /// assert_eq!((rest.dims(), rest.len(), rest.is_dynamic()), ([0], 0, true));
+    /// ```
     pub fn dims(&self) -> [u32; D] {
         self.dims
     }
@@ -609,6 +634,32 @@ impl<T: Element, const D: usize> SharedArray<T, D> {
 
     /// The same array seen as one dimension of [`len`](Self::len) elements, in row-major
     /// order (for atomics, which take one index).
+    ///
+    /// ```
+    /// use coopgraph::ir::index::{self, Axis};
+    /// use coopgraph::ir::Atomic;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // A 4 x 4 grid of counters in a 2-D array: thread (x, y) of a 16 x 4 block adds 1 to
+    /// // counter (y, x % 4) through the flat view, then row y's threads read their row back.
+    /// let mut k = KernelBuilder::new("counters").block_dims([16, 4, 1]);
+    /// let y = k.output::<u32>("y");
+    /// let (tx, ty) = (index::thread_idx(Axis::X), index::thread_idx(Axis::Y));
+    /// let c = k.shared_array_2d::<u32>([4, 4]);
+    /// k.if_(tx.clone().lt(4u32), |k| k.shared_write(&c, (ty.clone(), tx.clone()), 0u32));
+    /// k.sync_block();
+    /// k.atomic(&c.flat(), ty.clone() * 4u32 + tx.clone() % 4u32, Atomic::add(1u32));
+    /// k.sync_block();
+    /// k.write(&y, index::thread_rank(), c.read((ty, tx % 4u32)));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, vec![4; 64]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     pub fn flat(&self) -> SharedArray<T> {
         SharedArray::new(self.id, [self.len()], self.dynamic, self.owner)
     }

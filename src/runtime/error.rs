@@ -185,6 +185,23 @@ pub enum RuntimeError {
         /// Where the launch was made.
         at: Loc,
     },
+    /// A launch that gives a dynamic shared array a length whose bytes, with the kernel's
+    /// own shared memory, are more than a block of the device can have.
+    DynamicArrayTooLarge {
+        /// The array, and where it was declared.
+        array: String,
+        /// The length the launch gives it, in elements.
+        len: u32,
+        /// Bytes of shared memory a block would need (the kernel's own and the array's).
+        need: u64,
+        /// Bytes available per block (with the opt-in).
+        limit: u64,
+        /// The kernel's other users of shared memory, each with where it was written and its
+        /// bytes ([`DynamicArray::users`](super::DynamicArray::users)).
+        users: Vec<String>,
+        /// Where the launch was made.
+        at: Loc,
+    },
     /// A launch that gives a dynamic shared array's length to a kernel without one.
     NoDynamicArray {
         /// The kernel's entry.
@@ -417,6 +434,28 @@ impl fmt::Display for RuntimeError {
                 "{at}: `{entry}` has a dynamic shared array ({array}); give its length with \
                  LaunchConfig::with_dynamic_array_len"
             ),
+            E::DynamicArrayTooLarge {
+                array,
+                len,
+                need,
+                limit,
+                users,
+                at,
+            } => {
+                write!(
+                    f,
+                    "{at}: the kernel with its dynamic shared array ({array}) of {len} \
+                     elements needs {need} bytes of shared memory per block, the device offers \
+                     {limit}"
+                )?;
+                if !users.is_empty() {
+                    f.write_str(". The kernel's other users:")?;
+                    for u in users {
+                        write!(f, "\n  {u}")?;
+                    }
+                }
+                Ok(())
+            }
             E::NoDynamicArray { entry, at } => write!(
                 f,
                 "{at}: the launch gives a dynamic shared array's length, but `{entry}` has no \

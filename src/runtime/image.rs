@@ -71,6 +71,11 @@ pub struct DynamicArray {
     /// What it is and where it was declared, for messages (`smem0: dynamic shared f32 at
     /// src/main.rs:10:5`).
     pub what: String,
+    /// The kernel's other users of shared memory (its shared arrays, the ops whose scratch
+    /// the planner placed), each with where it was written and its bytes, for the message of
+    /// a launch that gives the array more than the device has room for
+    /// ([`RuntimeError::DynamicArrayTooLarge`](super::RuntimeError::DynamicArrayTooLarge)).
+    pub users: Vec<String>,
 }
 
 impl DynamicArray {
@@ -400,11 +405,16 @@ impl Compile for KernelImage {
                 offset,
                 elem_bytes,
                 what,
+                users,
             }) => {
                 w.tag(1);
                 w.u32(*offset);
                 w.u32(*elem_bytes);
                 w.str(what);
+                w.u64(users.len() as u64);
+                for u in users {
+                    w.str(u);
+                }
             }
         }
         w.u64(hidden.len() as u64);
@@ -477,6 +487,7 @@ mod tests {
             offset: 0,
             elem_bytes: 4,
             what: "smem0".into(),
+            users: Vec::new(),
         });
         assert_ne!(a.cache_key(), d.cache_key());
     }

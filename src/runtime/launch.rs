@@ -132,7 +132,10 @@ pub struct LaunchConfig {
 }
 
 impl LaunchConfig {
-    /// A launch of `grid` blocks with everything else from the image and the device.
+    /// A launch of `grid` blocks with everything else from the image and the device: along
+    /// y and z only for a kernel that reads a block's index or the grid's extent there
+    /// ([`index::block_idx`](crate::ir::index::block_idx) has an example), each extent within
+    /// the device's limits (else [`RuntimeError::GridTooLarge`] names the launch's line).
     pub fn grid(grid: [u32; 3]) -> Self {
         LaunchConfig {
             grid,
@@ -163,7 +166,8 @@ impl LaunchConfig {
     /// Gives the kernel's dynamic shared array `len` elements: the runtime adds their bytes
     /// to the dynamic shared memory the kernel's own collectives need (see
     /// [`KernelBuilder::dynamic_shared_array`](crate::KernelBuilder::dynamic_shared_array) for
-    /// an example).
+    /// an example). More than a block can have is [`RuntimeError::DynamicArrayTooLarge`],
+    /// which names the launch's line and every other user of shared memory.
     pub fn with_dynamic_array_len(mut self, len: u32) -> Self {
         self.dynamic_array_len = Some(len);
         self
@@ -409,11 +413,24 @@ impl Function {
         let need = match (&image.dynamic_array, config.dynamic_array_len) {
             (None, None) => image.dynamic_smem,
             (Some(a), Some(len)) => {
-                let bytes = a.bytes_for(len).ok_or(RuntimeError::SharedMemory {
-                    need: u64::from(a.offset) + u64::from(len) * u64::from(a.elem_bytes),
-                    limit: u64::from(limits.smem_per_block_optin),
-                })?;
-                bytes.max(image.dynamic_smem)
+                // The array's bytes past what a block can have name the launch and the array.
+                let dynamic = u64::from(a.offset) + u64::from(len) * u64::from(a.elem_bytes);
+                let total =
+                    u64::from(image.static_smem) + dynamic.max(u64::from(image.dynamic_smem));
+                let limit = u64::from(limits.smem_per_block_optin);
+                match a.bytes_for(len) {
+                    Some(bytes) if total <= limit => bytes.max(image.dynamic_smem),
+                    _ => {
+                        return Err(RuntimeError::DynamicArrayTooLarge {
+                            array: a.what.clone(),
+                            len,
+                            need: total,
+                            limit,
+                            users: a.users.clone(),
+                            at: Loc::caller(),
+                        });
+                    }
+                }
             }
             (Some(a), None) => {
                 return Err(RuntimeError::DynamicArrayUnsized {

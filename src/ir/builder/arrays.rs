@@ -284,7 +284,8 @@ impl KernelBuilder {
     }
 
     /// `array[index] = value` in the thread's own local array (see
-    /// [`local_array`](Self::local_array)).
+    /// [`local_array`](Self::local_array) for an example). An index past the end is out of
+    /// bounds: the simulator reports it, naming the array.
     #[track_caller]
     pub fn local_write<T: Element>(
         &mut self,
