@@ -287,10 +287,11 @@ impl Emitter<'_> {
 
     /// The validity of a thread's only item: its position is below the transfer's count, and
     /// its element below the buffer's length (where bounds are checked). The buffer's room
-    /// past the offset (`len - offset` where the length is above the offset, else 0, so no
-    /// index wraps past 2^32) is the same for the whole group, as the count is; a thread
-    /// compares its position with each, where the general bound (`share` and `rem`) takes a
-    /// minimum, a maximum and subtractions per thread.
+    /// past the offset (see [`Self::room`]) is the same for the whole group, as the count is.
+    /// Where the count counts the block's tile, position and room are measured from the same
+    /// offset, so the thread compares its position once, with the smaller of the two (a
+    /// minimum of uniform values, as cheap as the count alone); a group's own count counts
+    /// from the group's start, and the thread compares with each.
     fn only_valid(
         &mut self,
         plan: &TransferPlan,
@@ -310,6 +311,26 @@ impl Emitter<'_> {
             Some(s) => self.u32op(BinOp::Add, s.into(), pos.into()),
             None => pos,
         };
+        let room = len.map(|len| self.room(len, offset));
+        let (count, room) = match (count, room) {
+            (
+                Some(Count {
+                    reg,
+                    of: ValidOf::Block,
+                }),
+                Some(r),
+            ) => {
+                let bound = self.u32op(BinOp::Min, reg.into(), r.into());
+                (
+                    Some(Count {
+                        reg: bound,
+                        of: ValidOf::Block,
+                    }),
+                    None,
+                )
+            }
+            other => other,
+        };
         let counted = count.map(|c| {
             let at = match c.of {
                 ValidOf::Block => in_block,
@@ -317,20 +338,15 @@ impl Emitter<'_> {
             };
             self.setp(Cmp::Lt, Ty::U32, at.into(), c.reg.into())
         });
-        let inside = len.map(|len| {
-            let above = self.setp(Cmp::Gt, Ty::U32, len.into(), offset.into());
-            let left = self.u32op(BinOp::Sub, len.into(), offset.into());
-            let room = self.reg(RegClass::B32);
-            self.op(Op::Selp {
-                ty: Ty::U32,
-                dst: room,
-                a: left.into(),
-                b: Operand::Imm(0),
-                p: above,
-            });
-            self.setp(Cmp::Lt, Ty::U32, in_block.into(), room.into())
-        });
+        let inside = room.map(|r| self.setp(Cmp::Lt, Ty::U32, in_block.into(), r.into()));
         self.both(counted, inside)
+    }
+
+    /// The elements a buffer of `len` elements has from `offset` on: `len - offset` where the
+    /// length is above the offset, else 0 (so no index wraps past 2^32).
+    fn room(&mut self, len: Reg, offset: Reg) -> Reg {
+        let above = self.u32op(BinOp::Max, len.into(), offset.into());
+        self.u32op(BinOp::Sub, above.into(), offset.into())
     }
 
     /// Scalar global accesses of every slot. With a valid count and several items, a thread
@@ -585,10 +601,7 @@ impl Emitter<'_> {
             None
         } else {
             // Where bounds are checked: the elements the buffer has from the block's offset on.
-            let room = len.map(|len| {
-                let above = self.u32op(BinOp::Max, len.into(), offset.into());
-                self.u32op(BinOp::Sub, above.into(), offset.into())
-            });
+            let room = len.map(|len| self.room(len, offset));
             self.valid_bounds(count, room, group.1)
         };
         // Exchanges take the bound as a count of the block's tile.
