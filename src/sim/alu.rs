@@ -20,9 +20,10 @@
 //!   `fma`: c, a, b), and an invalid operation gives `0xFFF8000000000000` (on the GPU the
 //!   sign of an f64 NaN result can differ: ptxas moves negations across operations, computing
 //!   `a - x / y` as `a + (-x) / y`, so the NaN an invalid division makes reaches the sum with
-//!   the other sign; comparisons with the GPU accept that difference); conversions between
-//!   f32 and f64 keep a NaN's sign and top payload bits; `neg`, `abs`, `copysign` and `mov`
-//!   only move bits;
+//!   the other sign); conversions between f32 and f64 keep a NaN's sign and top payload
+//!   bits; `neg`, `abs`, `copysign` and `mov` only move bits. ptxas folds `min(x, x)` to `x`,
+//!   so where both operands are one NaN the GPU passes it on uncanonicalized: comparisons
+//!   with the GPU take any two NaNs as equal;
 //! - `min`/`max` on floats return the non-NaN operand when one is NaN (when both are, the
 //!   canonical NaN for f32, the first operand quieted for f64), and order `-0.0` below `+0.0`;
 //! - float-to-integer conversions saturate; NaN gives 0 from f32 into 32 bits or fewer, and
