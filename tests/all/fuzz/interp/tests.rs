@@ -4,6 +4,34 @@ use super::{Arg, Launch, run, value};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::{Atomic, Expr, index};
 
+/// A parameter of a test launch: a zeroed output of this many elements, or a scalar's bits.
+enum P {
+    Out(u64),
+    Scalar(u64),
+}
+
+/// What the interpreter makes of element 0 of the first parameter, running `k` over `blocks`
+/// blocks with `params`.
+fn element_zero(k: KernelBuilder, blocks: u32, params: &[P]) -> value::V {
+    let kernel = k.build().expect("builds");
+    let zero = |_: u64| 0u64;
+    let args = (params.iter())
+        .map(|p| match *p {
+            P::Out(len) => Arg::Output {
+                len: Some(len),
+                before: &zero,
+            },
+            P::Scalar(bits) => Arg::Scalar(bits),
+        })
+        .collect();
+    let launch = Launch {
+        grid: [blocks, 1, 1],
+        dyn_len: None,
+        args,
+    };
+    run(kernel.ir(), &launch).outputs[0][&0].v
+}
+
 /// Blocks never wait for each other: once two blocks wrote an element unordered, a later
 /// write of either (even after its own barrier) does not decide what the element holds.
 #[test]
@@ -13,22 +41,11 @@ fn writes_of_two_blocks_stay_unordered_after_a_barrier() {
     k.write(&y, Expr::lit(0u32), index::block_index());
     k.sync_block();
     k.write(&y, Expr::lit(0u32), index::block_index() + 10u32);
-    let kernel = k.build().expect("builds");
-    let before = |_: u64| 0u64;
-    let launch = Launch {
-        grid: [2, 1, 1],
-        dyn_len: None,
-        args: vec![Arg::Output {
-            len: Some(1),
-            before: &before,
-        }],
-    };
-    let out = run(kernel.ir(), &launch);
-    let cell = out.outputs[0][&0];
+    let v = element_zero(k, 2, &[P::Out(1)]);
     assert!(
-        !cell.v.known(),
+        !v.known(),
         "block 0's last write (10) may land after block 1's (11): {:?}",
-        cell.v
+        v
     );
 }
 
@@ -45,25 +62,11 @@ fn unknown_values_of_two_blocks_are_not_taken_as_equal() {
         Expr::lit(0u32),
         (index::block_index() + 1u32) / d.expr(),
     );
-    let kernel = k.build().expect("builds");
-    let before = |_: u64| 0u64;
-    let launch = Launch {
-        grid: [2, 1, 1],
-        dyn_len: None,
-        args: vec![
-            Arg::Output {
-                len: Some(1),
-                before: &before,
-            },
-            Arg::Scalar(0),
-        ],
-    };
-    let out = run(kernel.ir(), &launch);
-    let cell = out.outputs[0][&0];
+    let v = element_zero(k, 2, &[P::Out(1), P::Scalar(0)]);
     assert!(
-        cell.v.flags & value::NONDET != 0,
+        v.flags & value::NONDET != 0,
         "two blocks wrote values not known to be equal: {:?}",
-        cell.v
+        v
     );
 }
 
@@ -81,28 +84,10 @@ fn exchanges_of_unknown_values_do_not_commute() {
     );
     let olds = k.output::<u32>("olds");
     k.write(&olds, index::thread_rank(), old);
-    let kernel = k.build().expect("builds");
-    let before = |_: u64| 0u64;
-    let launch = Launch {
-        grid: [1, 1, 1],
-        dyn_len: None,
-        args: vec![
-            Arg::Output {
-                len: Some(1),
-                before: &before,
-            },
-            Arg::Scalar(0),
-            Arg::Output {
-                len: Some(2),
-                before: &before,
-            },
-        ],
-    };
-    let out = run(kernel.ir(), &launch);
-    let cell = out.outputs[0][&0];
+    let v = element_zero(k, 1, &[P::Out(1), P::Scalar(0), P::Out(2)]);
     assert!(
-        cell.v.flags & value::NONDET != 0,
+        v.flags & value::NONDET != 0,
         "two threads exchanged in values not known to be equal: {:?}",
-        cell.v
+        v
     );
 }
