@@ -1,10 +1,12 @@
 //! The cache key of a kernel: a canonical serialization of the whole IR, and its 128-bit hash.
 //!
 //! The serialization ([`canonical_ir`]) writes every field of the IR except source locations:
-//! the name, block shape, items per thread, strict mode, every parameter, group, payload
-//! (dtype, items, alignment), temp storage (size, alignment, auto-sync, sharing), shared array,
-//! local array, constant array (its values too), expression node, op with all its controls,
-//! every region, the body and the builder's issues.
+//! the name, block shape, items per thread, strict mode, bounds, compile options, every
+//! parameter, group, payload (dtype, items, alignment), temp storage (size, alignment,
+//! auto-sync, sharing), shared array, local array, constant array (its values too), expression
+//! node, op with all its controls, every region, the body and the builder's issues. A kernel
+//! built with line information ([`LineInfo::RustLines`]) carries its ops' source locations in
+//! its PTX, so its serialization ends with every op's location too.
 //! Each struct is destructured exhaustively and each enum matched without a wildcard, so a new
 //! IR field or variant does not compile until it is written here. Integers are little-endian,
 //! strings and lists carry their length, and enums a fixed tag, so the bytes are the same on
@@ -20,160 +22,30 @@ use crate::ir::entities::{
 };
 use crate::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
 use crate::ir::ops::*;
-use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use crate::ir::options::{CompileOptions, LineInfo, MaxRegisters};
 
-/// 64-bit FNV-1a over the bytes written to it: the one stable hash of the crate (kernel keys
-/// here, cache and image keys in the runtime).
-#[derive(Debug, Clone, Copy)]
-pub struct StableHasher(u64);
+mod key;
 
-impl Default for StableHasher {
-    fn default() -> Self {
-        StableHasher::new()
-    }
-}
-
-const FNV_PRIME: u64 = 0x0100_0000_01b3;
-
-impl StableHasher {
-    /// The hasher with nothing written.
-    pub const fn new() -> Self {
-        StableHasher(0xcbf2_9ce4_8422_2325)
-    }
-
-    /// Mixes bytes in.
-    pub fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 ^= x as u64;
-            self.0 = self.0.wrapping_mul(FNV_PRIME);
-        }
-    }
-
-    /// Mixes bytes in, then a separator, so that `("ab", "c")` and `("a", "bc")` differ;
-    /// usable in constants.
-    pub const fn field(mut self, bytes: &[u8]) -> Self {
-        let mut i = 0;
-        while i < bytes.len() {
-            self.0 ^= bytes[i] as u64;
-            self.0 = self.0.wrapping_mul(FNV_PRIME);
-            i += 1;
-        }
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(FNV_PRIME);
-        self
-    }
-
-    /// The hash so far (also usable in constants).
-    pub const fn value(self) -> u64 {
-        self.0
-    }
-}
-
-impl Hasher for StableHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.bytes(bytes);
-    }
-}
-
-/// 128-bit FNV-1a of `bytes`.
-pub fn fnv128(bytes: &[u8]) -> u128 {
-    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
-    bytes
-        .iter()
-        .fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
-}
-
-/// The identity of a kernel for the specialization cache: a canonical serialization of
-/// everything its image depends on, and the serialization's 128-bit hash.
-///
-/// Two keys are equal exactly when their bytes are: the hash only makes unequal keys cheap to
-/// tell apart. Cloning shares the bytes.
-///
-/// ```
-/// use coopgraph::runtime::KernelKey;
-///
-/// let a = KernelKey::new(b"kernel a".to_vec());
-/// assert_eq!(a, KernelKey::new(b"kernel a".to_vec()));
-/// assert_ne!(a, KernelKey::new(b"kernel b".to_vec()));
-/// assert_eq!(a.bytes(), b"kernel a");
-/// ```
-#[derive(Clone)]
-pub struct KernelKey {
-    digest: u128,
-    bytes: Arc<[u8]>,
-}
-
-impl KernelKey {
-    /// The key of these bytes (hashed here).
-    pub fn new(bytes: impl Into<Arc<[u8]>>) -> KernelKey {
-        let bytes = bytes.into();
-        KernelKey {
-            digest: fnv128(&bytes),
-            bytes,
-        }
-    }
-
-    /// A key whose hash is `digest` whatever its bytes: two keys with one digest and different
-    /// bytes, as a hash collision would make them.
-    #[cfg(test)]
-    pub(crate) fn with_digest(digest: u128, bytes: impl Into<Arc<[u8]>>) -> KernelKey {
-        KernelKey {
-            digest,
-            bytes: bytes.into(),
-        }
-    }
-
-    /// The 128-bit FNV-1a hash of the bytes.
-    pub fn digest(&self) -> u128 {
-        self.digest
-    }
-
-    /// The canonical serialization.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-impl PartialEq for KernelKey {
-    fn eq(&self, other: &KernelKey) -> bool {
-        Arc::ptr_eq(&self.bytes, &other.bytes)
-            || (self.digest == other.digest && self.bytes == other.bytes)
-    }
-}
-
-impl Eq for KernelKey {}
-
-impl Hash for KernelKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64((self.digest as u64) ^ ((self.digest >> 64) as u64));
-    }
-}
-
-impl fmt::Debug for KernelKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "KernelKey({:032x}, {} bytes)",
-            self.digest,
-            self.bytes.len()
-        )
-    }
-}
+pub use key::{KernelKey, StableHasher};
 
 /// The canonical serialization of `ir`: a header with the crate version, then every field
-/// except source locations (see the module documentation).
+/// except source locations, which only a kernel with line information adds (see the module
+/// documentation).
 pub fn canonical_ir(ir: &Ir) -> Vec<u8> {
     let mut w = Writer::default();
     w.str("coopgraph kernel ir");
     w.str(env!("CARGO_PKG_VERSION"));
     ir.write(&mut w);
+    match ir.options.line_info {
+        LineInfo::Off => {}
+        LineInfo::RustLines => {
+            for op in &ir.ops {
+                w.str(op.loc.file);
+                w.u32(op.loc.line);
+                w.u32(op.loc.column);
+            }
+        }
+    }
     w.out
 }
 
@@ -315,6 +187,7 @@ impl Canonical for Ir {
             items_loc: _,
             strict_arrangements,
             bounds,
+            options,
             params,
             groups,
             datas,
@@ -339,6 +212,7 @@ impl Canonical for Ir {
             Bounds::Checked => 0,
             Bounds::Unchecked => 1,
         });
+        options.write(w);
         w.seq(params);
         w.seq(groups);
         w.seq(datas);
@@ -351,6 +225,26 @@ impl Canonical for Ir {
         w.seq(regions);
         body.write(w);
         w.seq(issues);
+    }
+}
+
+impl Canonical for CompileOptions {
+    fn write(&self, w: &mut Writer) {
+        let CompileOptions {
+            max_registers,
+            line_info,
+        } = self;
+        match max_registers {
+            None => w.tag(0),
+            Some(MaxRegisters { count, loc: _ }) => {
+                w.tag(1);
+                w.u32(*count);
+            }
+        }
+        w.tag(match line_info {
+            LineInfo::Off => 0,
+            LineInfo::RustLines => 1,
+        });
     }
 }
 
@@ -1151,8 +1045,8 @@ mod tests {
 
     #[test]
     fn fnv128_matches_the_reference_vectors() {
-        assert_eq!(fnv128(b""), 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d);
-        assert_eq!(fnv128(b"a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
+        assert_eq!(key::fnv128(b""), 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d);
+        assert_eq!(key::fnv128(b"a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
     }
 
     #[test]

@@ -315,6 +315,13 @@ impl Kernel {
                 crate::ir::Bounds::Unchecked => "accesses unchecked (launch_unchecked only)",
             }
         ));
+        let options = &ir.options;
+        if let Some(m) = options.max_registers {
+            s.push_str(&format!("  at most {} registers per thread\n", m.count));
+        }
+        if options.line_info == crate::ir::LineInfo::RustLines {
+            s.push_str("  line information: each op's instructions carry its Rust line\n");
+        }
         for (d, a) in plan.arrangements.iter() {
             if let Some(a) = a {
                 s.push_str(&format!("  {d}: {a:?}\n"));

@@ -11,7 +11,8 @@
 
 use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
-use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, LocalId, OpId, ParamId};
+use crate::ir::options::LineInfo;
+use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, Loc, LocalId, OpId, ParamId};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, StepId, SyncScope,
     padded_slot,
@@ -197,6 +198,8 @@ pub struct Emitter<'a> {
     pub(super) jump_targets: Vec<(String, String)>,
     /// The scopes of the plan's barriers before each step, in plan order.
     barrier_scopes: HashMap<StepId, SmallVec<[SyncScope; 1]>>,
+    /// The source files `.loc` directives have named, in order of first use (file `i + 1`).
+    files: Vec<&'static str>,
 }
 
 impl<'a> Emitter<'a> {
@@ -230,6 +233,7 @@ impl<'a> Emitter<'a> {
                 + GUARDED_STEPS_BASE,
             jump_targets: Vec::new(),
             barrier_scopes: HashMap::new(),
+            files: Vec::new(),
         };
         for b in &plan.barriers {
             e.barrier_scopes.entry(b.step).or_default().push(b.scope);
@@ -345,13 +349,22 @@ impl<'a> Emitter<'a> {
         let mut body = std::mem::take(&mut self.entry);
         body.append(&mut self.body);
         let consts = arrays::const_decls(self.ir, &name);
+        // File names go between quotes: Windows separators become `/`, quotes `'`.
+        let files = (self.files.iter())
+            .map(|f| {
+                f.replace('\\', "/")
+                    .replace('"', "'")
+                    .replace(['\n', '\r'], " ")
+            })
+            .collect();
         Module {
             arch: self.arch,
+            files,
             functions: vec![Function {
                 name,
                 params,
                 reqntid: Some(self.ir.block.dims),
-                maxnreg: None,
+                maxnreg: self.ir.options.max_registers.map(|m| m.count),
                 shared: std::mem::take(&mut self.shared.decls),
                 local: arrays::local_decls(self.ir),
                 consts,
@@ -970,6 +983,26 @@ impl<'p> Steps<'p> {
 }
 
 impl Emitter<'_> {
+    /// Where the kernel carries line information, a `.loc` naming `loc`: the instructions
+    /// that follow come from that line.
+    pub(crate) fn source_line(&mut self, loc: Loc) {
+        if self.ir.options.line_info == LineInfo::Off {
+            return;
+        }
+        let index = match self.files.iter().position(|&f| f == loc.file) {
+            Some(i) => i,
+            None => {
+                self.files.push(loc.file);
+                self.files.len() - 1
+            }
+        };
+        self.op(Op::Loc {
+            file: u32::try_from(index + 1).unwrap_or(u32::MAX),
+            line: loc.line,
+            column: loc.column,
+        });
+    }
+
     /// Enters the next of `steps`: emits the barriers the plan puts before it. The plan
     /// listing fewer steps than the lowering takes is an internal error.
     pub(crate) fn enter_step(&mut self, steps: &mut Steps) -> Lowered {

@@ -123,6 +123,7 @@ impl Emitter<'_> {
             data.kind.name(),
             data.loc
         )));
+        self.source_line(data.loc);
         if !matches!(data.kind, OpKind::Store(_)) {
             let convs: Vec<_> = (self.exchanges_of(op)?.iter())
                 .filter(|e| e.data.is_some())

@@ -20,6 +20,7 @@ use super::expr::{Arena, Expr, ExprType};
 use super::handles::{Group, Warp};
 use super::identity::Lineage;
 use super::ops::*;
+use super::options::CompileOptions;
 
 mod arrays;
 mod atomic;
@@ -105,6 +106,7 @@ impl KernelBuilder {
                 items_loc: loc,
                 strict_arrangements: false,
                 bounds: Bounds::Checked,
+                options: CompileOptions::default(),
                 params: Vec::new(),
                 groups: Vec::new(),
                 datas: Vec::new(),

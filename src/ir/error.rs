@@ -33,6 +33,24 @@ pub enum VerifyErrorKind {
         /// The bound ([`super::ops::MAX_ITEMS_PER_THREAD`]).
         max: u32,
     },
+    /// A register limit outside the range every arch accepts.
+    MaxRegisters {
+        /// The limit asked for.
+        count: u32,
+        /// The fewest ([`super::options::MIN_MAX_REGISTERS`]).
+        min: u32,
+        /// The most ([`super::options::MAX_MAX_REGISTERS`]).
+        max: u32,
+    },
+    /// A register limit that the block's threads cannot all have at once on one SM.
+    RegistersPastFile {
+        /// The limit asked for.
+        count: u32,
+        /// Threads of the block.
+        threads: u64,
+        /// Registers of an SM ([`super::options::REGISTER_FILE`]).
+        file: u32,
+    },
     /// A logical-warp width outside 1, 2, 4, 8, 16, 32.
     GroupWidth {
         /// The width asked for.
@@ -344,6 +362,19 @@ impl fmt::Display for VerifyError {
             ItemsPerThread { items, max } => {
                 write!(f, "{items} items per thread; it must be 1..={max}")
             }
+            MaxRegisters { count, min, max } => write!(
+                f,
+                "a limit of {count} registers per thread; it must be {min}..={max}"
+            ),
+            RegistersPastFile {
+                count,
+                threads,
+                file,
+            } => write!(
+                f,
+                "a limit of {count} registers per thread for {threads} threads: a block needs \
+                 more than the {file} registers of an SM"
+            ),
             GroupWidth { width } => write!(
                 f,
                 "logical warp width {width} is not one of 1, 2, 4, 8, 16, 32"

@@ -22,6 +22,7 @@ pub mod graph;
 pub(crate) mod handles;
 mod identity;
 pub mod ops;
+pub mod options;
 pub mod print;
 pub mod verify;
 
@@ -43,4 +44,5 @@ pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
     NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
+pub use options::{CompileOptions, LineInfo, MaxRegisters};
 pub use verify::{Info, Uniformity};

@@ -9,6 +9,7 @@ use super::entities::{
     ArrayId, DataId, ExprId, GroupId, Loc, LocalId, OpId, ParamId, RegionId, StorageId,
 };
 use super::expr::{Arena, ExprNode};
+use super::options::CompileOptions;
 use smallvec::SmallVec;
 
 /// The largest `items_per_thread` a payload may have.
@@ -1003,6 +1004,8 @@ pub struct Ir {
     pub strict_arrangements: bool,
     /// Whether loads and stores are guarded by the lengths of the buffers passed.
     pub bounds: Bounds,
+    /// Compile options: register limit, line information.
+    pub options: CompileOptions,
     /// Parameters, in signature order.
     pub params: Vec<ParamDecl>,
     /// Groups.
@@ -1119,9 +1122,10 @@ impl Ir {
             body,
             issues,
             bounds,
+            options,
         } = self;
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        bounds.hash(&mut h);
+        (bounds, options).hash(&mut h);
         (
             name,
             block,

@@ -19,8 +19,68 @@ use smallvec::SmallVec;
 pub struct Module {
     /// The arch named by `.target`; it also fixes `.version`.
     pub arch: Arch,
+    /// Source files of line information (`.file N "name"`, N = index + 1), which
+    /// [`Op::Loc`] names by number; empty without line information. A name holds no `"`,
+    /// `\` or line break.
+    pub files: Vec<String>,
     /// The functions, in order.
     pub functions: Vec<Function>,
+}
+
+impl Module {
+    /// Moves `other`'s functions to the end of this module, with its source files: each file
+    /// this module does not declare yet is added, and `other`'s `.loc` directives are
+    /// renumbered to this module's numbers. (Function and constant names must not clash.)
+    ///
+    /// ```
+    /// use coopgraph::ptx::{Arch, Function, Module, Op, RegCounts};
+    ///
+    /// let function = |name: &str, file: u32| Function {
+    ///     name: name.into(),
+    ///     params: Vec::new(),
+    ///     reqntid: None,
+    ///     maxnreg: None,
+    ///     shared: Vec::new(),
+    ///     local: Vec::new(),
+    ///     consts: Vec::new(),
+    ///     regs: RegCounts::default(),
+    ///     body: vec![Op::Loc { file, line: 7, column: 1 }.into(), Op::Ret.into()],
+    /// };
+    /// let module = |files: &[&str], f: Function| Module {
+    ///     arch: Arch::Sm80,
+    ///     files: files.iter().map(|f| f.to_string()).collect(),
+    ///     functions: vec![f],
+    /// };
+    /// let mut a = module(&["a.rs"], function("ka", 1));
+    /// a.append(module(&["b.rs", "a.rs"], function("kb", 1)));
+    /// assert_eq!(a.files, ["a.rs", "b.rs"]);
+    /// assert_eq!(a.functions[1].body[0].op, Op::Loc { file: 2, line: 7, column: 1 });
+    /// ```
+    pub fn append(&mut self, other: Module) {
+        let numbers: Vec<u32> = (other.files.into_iter())
+            .map(|name| {
+                let i = match self.files.iter().position(|f| *f == name) {
+                    Some(i) => i,
+                    None => {
+                        self.files.push(name);
+                        self.files.len() - 1
+                    }
+                };
+                u32::try_from(i + 1).unwrap_or(u32::MAX)
+            })
+            .collect();
+        for mut f in other.functions {
+            for ins in &mut f.body {
+                if let Op::Loc { file, .. } = &mut ins.op {
+                    let old = usize::try_from(*file).unwrap_or(usize::MAX);
+                    if let Some(&n) = old.checked_sub(1).and_then(|i| numbers.get(i)) {
+                        *file = n;
+                    }
+                }
+            }
+            self.functions.push(f);
+        }
+    }
 }
 
 /// One `.entry` (kernel) function.
@@ -771,6 +831,16 @@ pub enum Op {
     Comment(String),
     /// `$Lname:`: a branch target.
     Label(String),
+    /// `.loc file line column`: the instructions that follow come from this source line, with
+    /// `file` the number of a [`Module::files`] entry (from 1). Executes as nothing.
+    Loc {
+        /// The file's number.
+        file: u32,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
     /// `ld{.space}{.vN}.ty dst, [addr];` — `dst` holds 1, 2 or 4 registers.
     Ld {
         /// State space.
@@ -1047,6 +1117,7 @@ impl Op {
         match self {
             Op::Comment(_) => "comment",
             Op::Label(_) => "label",
+            Op::Loc { .. } => "loc",
             Op::Ld { .. } => "ld",
             Op::St { .. } => "st",
             Op::Mov { .. } => "mov",

@@ -44,6 +44,9 @@ fn write_module_to(out: &mut String, m: &Module) -> fmt::Result {
     writeln!(out, ".version {maj}.{min}")?;
     writeln!(out, ".target {}", m.arch)?;
     writeln!(out, ".address_size 64")?;
+    for (i, name) in m.files.iter().enumerate() {
+        writeln!(out, ".file {} \"{name}\"", i + 1)?;
+    }
     for f in &m.functions {
         writeln!(out)?;
         write_function(out, f)?;
@@ -142,6 +145,9 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
         Op::Comment(text) => {
             return writeln!(out, "\t// {}", text.replace(['\n', '\r'], " "));
         }
+        Op::Loc { file, line, column } => {
+            return writeln!(out, "\t.loc {file} {line} {column}");
+        }
         _ => {}
     }
     out.push('\t');
@@ -151,7 +157,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
     }
     let o = |op: &Operand| Opd(*op, f);
     match &ins.op {
-        Op::Comment(_) | Op::Label(_) => {}
+        Op::Comment(_) | Op::Label(_) | Op::Loc { .. } => {}
         Op::Ld {
             space,
             ty,

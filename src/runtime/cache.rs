@@ -297,7 +297,8 @@ fn disk_key(
     (major, minor): (u32, u32),
     driver_version: u32,
 ) -> Vec<u8> {
-    const JIT_OPTIONS: &str = "cuLinkCreate: default optimization level, verbose logs";
+    const JIT_OPTIONS: &str =
+        "cuLinkCreate: default optimization level, verbose logs, line info where .file";
     // Tokens one space apart: comments and layout change no cubin.
     let ptx = without_comments(&image.ptx)
         .split_whitespace()

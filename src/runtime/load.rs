@@ -180,16 +180,23 @@ enum ModuleData<'a> {
     Cubin(&'a [u64]),
 }
 
-/// The JIT options of every load and link: info and error log buffers, verbose logging.
+/// The JIT options of every load and link: info and error log buffers, verbose logging, and
+/// line information for an image whose PTX declares source files (`.file`, from
+/// [`LineInfo::RustLines`](crate::ir::LineInfo::RustLines)).
 struct JitLogs {
     info: Vec<u8>,
     error: Vec<u8>,
-    options: [sys::CUjit_option; 5],
-    values: [*mut c_void; 5],
+    options: [sys::CUjit_option; 6],
+    values: [*mut c_void; 6],
+}
+
+/// Whether the image's PTX carries line information: the JIT then keeps line tables.
+fn has_line_info(image: &KernelImage) -> bool {
+    image.ptx.lines().any(|l| l.starts_with(".file "))
 }
 
 impl JitLogs {
-    fn new() -> Box<JitLogs> {
+    fn new(image: &KernelImage) -> Box<JitLogs> {
         let mut logs = Box::new(JitLogs {
             info: vec![0u8; LOG_BYTES],
             error: vec![0u8; LOG_BYTES],
@@ -199,8 +206,9 @@ impl JitLogs {
                 sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
                 sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+                sys::CUjit_option::CU_JIT_GENERATE_LINE_INFO,
             ],
-            values: [std::ptr::null_mut(); 5],
+            values: [std::ptr::null_mut(); 6],
         });
         // Option values are pointer-sized: buffers as pointers, sizes and flags as integers
         // cast to pointers (the driver's convention). The size slots come back holding bytes
@@ -211,6 +219,7 @@ impl JitLogs {
             logs.error.as_mut_ptr().cast(),
             std::ptr::without_provenance_mut(LOG_BYTES),
             std::ptr::without_provenance_mut(1),
+            std::ptr::without_provenance_mut(usize::from(has_line_info(image))),
         ];
         logs
     }
@@ -236,7 +245,7 @@ fn load_module(
     data: ModuleData<'_>,
     image: &KernelImage,
 ) -> Result<(sys::CUmodule, String), RuntimeError> {
-    let mut logs = JitLogs::new();
+    let mut logs = JitLogs::new(image);
     let ptr: *const c_void = match data {
         ModuleData::Ptx(ptx) => ptx.as_ptr().cast(),
         ModuleData::Cubin(words) => words.as_ptr().cast(),
@@ -270,7 +279,7 @@ fn load_module(
 /// Compiles `ptx` to a cubin for the bound context's device with the driver's linker. Returns
 /// the cubin and the JIT's info log.
 fn link_cubin(ptx: &CStr, image: &KernelImage) -> Result<(Vec<u8>, String), RuntimeError> {
-    let mut logs = JitLogs::new();
+    let mut logs = JitLogs::new(image);
     let mut state: sys::CUlinkState = std::ptr::null_mut();
     // SAFETY: the caller bound the context; `options` and `values` have the same length and
     // their log buffers live in `logs`, which outlives the link state (destroyed below, before

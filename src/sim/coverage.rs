@@ -121,9 +121,10 @@ pub(super) fn op_index(op: &Op) -> usize {
         Op::Atom { .. } => 24,
         Op::Red { .. } => 25,
         Op::Membar { .. } => 26,
+        Op::Loc { .. } => 27,
     }
 }
-pub(super) const OP_VARIANTS: usize = 27;
+pub(super) const OP_VARIANTS: usize = 28;
 
 /// Walks a successor chain written as one exhaustive match.
 pub(super) fn chain<T: Copy>(first: T, next: fn(T) -> Option<T>) -> Vec<T> {
@@ -310,6 +311,11 @@ fn every_form_module() -> Module {
         i(Op::Comment("op0 load (src/kernel.rs:12)".into())),
         i(Op::Comment(String::new())),
         i(Op::Comment("  leading and trailing spaces  ".into())),
+        i(Op::Loc {
+            file: 2,
+            line: 42,
+            column: 7,
+        }),
         i(Op::Label("$L_top".into())),
         when(
             p(0),
@@ -837,6 +843,7 @@ fn every_form_module() -> Module {
     };
     Module {
         arch: Arch::Sm90,
+        files: vec!["src/kernel.rs".into(), "tests/all/my kernel.rs".into()],
         functions: vec![every, empty, dynamic, arrays],
     }
 }

@@ -477,7 +477,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
     let mut fixups: Vec<(usize, usize)> = Vec::new();
     for (i, ins) in f.body.iter().enumerate() {
         match &ins.op {
-            Op::Comment(_) => continue,
+            Op::Comment(_) | Op::Loc { .. } => continue,
             Op::Label(name) => {
                 if labels.insert(name.as_str(), d.code.len() as u32).is_some() {
                     return Err(invalid(
@@ -746,7 +746,7 @@ impl Decoder<'_> {
 
     fn inst(&mut self, op: &Op) -> D<Inst> {
         Ok(match op {
-            Op::Comment(_) | Op::Label(_) | Op::Membar { .. } => Inst::Nop,
+            Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Membar { .. } => Inst::Nop,
             Op::Ld {
                 space,
                 ty,

@@ -77,6 +77,7 @@ fn eval(
     all.push(i(Op::Ret));
     let m = Module {
         arch: Arch::Sm80,
+        files: vec!["src/kernel.rs".into()],
         functions: vec![Function {
             name: "eval".into(),
             params: vec![
@@ -550,9 +551,15 @@ fn every_operation_executes_with_its_known_result() {
         note(&m);
     }
     // The remaining variants in one program: labels, branches, predicates, selp, mad.wide,
-    // cvta, ld/st, bar.sync, bar.warp.sync, match, redux, activemask, membar, comments.
+    // cvta, ld/st, bar.sync, bar.warp.sync, match, redux, activemask, membar, comments,
+    // line information.
     let body = vec![
         i(Op::Comment("op: the rest".into())),
+        i(Op::Loc {
+            file: 1,
+            line: 3,
+            column: 9,
+        }),
         i(Op::Mov {
             ty: Ty::U32,
             dst: r(1),

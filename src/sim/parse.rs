@@ -73,6 +73,7 @@ type R<T> = Result<T, ParseReason>;
 pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
     let mut arch: Option<Arch> = None;
     let mut functions = Vec::new();
+    let mut files = Vec::new();
     let mut lines = Vec::new();
     let mut cur: Option<(Function, FnLines)> = None;
     // `.extern .shared` and `.const` declarations belong to the entry that follows them.
@@ -108,6 +109,8 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                     if rest.trim() != "64" {
                         return Err(cx.err(ParseReason::BadDeclaration));
                     }
+                } else if let Some(rest) = line.strip_prefix(".file") {
+                    files.push(parse_file_decl(rest, files.len()).map_err(|r| cx.err(r))?);
                 } else if let Some(rest) = line.strip_prefix(".const") {
                     consts.push(parse_const_decl(rest).map_err(|r| cx.err(r))?);
                 } else if let Some(rest) = line.strip_prefix(".extern") {
@@ -221,6 +224,18 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                         bytes: d.bytes,
                         comment: d.comment,
                     });
+                } else if let Some(rest) = line.strip_prefix(".loc ") {
+                    let v: Vec<u32> = (rest.split_whitespace())
+                        .map(|t| t.parse().map_err(|_| cx.err(ParseReason::BadNumber)))
+                        .collect::<Result<_, _>>()?;
+                    let [file, line, column] = v[..] else {
+                        return Err(cx.err(ParseReason::BadDeclaration));
+                    };
+                    if file == 0 || file as usize > files.len() {
+                        return Err(cx.err(ParseReason::BadDeclaration));
+                    }
+                    f.body.push(Op::Loc { file, line, column }.into());
+                    fl.body.push(cx.line);
                 } else if let Some(name) = line.strip_suffix(':') {
                     if !is_symbol(name) {
                         return Err(cx.err(ParseReason::BadOperand));
@@ -240,9 +255,33 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
     }
     let arch = arch.ok_or_else(|| last.err(ParseReason::UnexpectedEnd))?;
     Ok(Parsed {
-        module: Module { arch, functions },
+        module: Module {
+            arch,
+            files,
+            functions,
+        },
         lines,
     })
+}
+
+/// ` 2 "src/kernel.rs"`, the declaration of file number `known + 1` (the writer numbers
+/// them in order from 1).
+fn parse_file_decl(s: &str, known: usize) -> R<String> {
+    let (number, name) = s
+        .trim()
+        .split_once(' ')
+        .ok_or(ParseReason::BadDeclaration)?;
+    let number: usize = number.parse().map_err(|_| ParseReason::BadNumber)?;
+    let name = name
+        .trim()
+        .strip_prefix('"')
+        .and_then(|n| n.strip_suffix('"'))
+        .filter(|n| !n.contains(['"', '\\']))
+        .ok_or(ParseReason::BadDeclaration)?;
+    if number != known + 1 {
+        return Err(ParseReason::BadDeclaration);
+    }
+    Ok(name.to_string())
 }
 
 fn parse_version(s: &str) -> R<()> {

@@ -32,8 +32,9 @@ pub fn ptxas() -> Option<PathBuf> {
     found.clone()
 }
 
-/// Assembles `ptx` for `arch` with ptxas; panics with the assembler's log on failure.
-/// Returns false (after saying so once) when no ptxas is available.
+/// Assembles `ptx` for `arch` with ptxas; panics with the assembler's log on failure. PTX with
+/// line information (`.file` directives) is assembled with `-lineinfo`, as the runtime asks the
+/// driver's JIT to. Returns false (after saying so once) when no ptxas is available.
 pub fn assemble(ptx: &str, arch: Arch, what: &str) -> bool {
     let Some(ptxas) = ptxas() else {
         static SAID: OnceLock<()> = OnceLock::new();
@@ -46,8 +47,10 @@ pub fn assemble(ptx: &str, arch: Arch, what: &str) -> bool {
     let src = dir.join(format!("k{n}.ptx"));
     let out = dir.join(format!("k{n}.cubin"));
     std::fs::write(&src, ptx).expect("write PTX to a temporary file");
+    let line_info = ptx.lines().any(|l| l.starts_with(".file "));
     let res = Command::new(&ptxas)
         .arg(format!("-arch={arch}"))
+        .args(line_info.then_some("-lineinfo"))
         .arg(&src)
         .arg("-o")
         .arg(&out)
@@ -96,11 +99,14 @@ impl Batch {
             return;
         }
         for (i, arch) in Arch::ALL.into_iter().enumerate() {
-            let mut functions = Vec::new();
+            let mut module = coopgraph::ptx::Module {
+                arch,
+                files: Vec::new(),
+                functions: Vec::new(),
+            };
             for (_, m) in &self.modules {
-                functions.extend(m[i].functions.iter().cloned());
+                module.append(m[i].clone());
             }
-            let module = coopgraph::ptx::Module { arch, functions };
             let names: Vec<&str> = self.modules.iter().map(|(n, _)| n.as_str()).collect();
             assemble(
                 &coopgraph::ptx::write_module(&module),

@@ -26,6 +26,7 @@ mod limits;
 mod logging;
 mod misuse;
 mod neighbor;
+mod options;
 mod pairs;
 mod reduce;
 mod robust;

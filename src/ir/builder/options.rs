@@ -1,8 +1,10 @@
-//! The kernel's options: block shape, items per thread, arrangement strictness, bounds checks.
+//! The kernel's options: block shape, items per thread, arrangement strictness, bounds checks,
+//! and the compile options (register limit, line information).
 
 use super::KernelBuilder;
 use crate::ir::entities::Loc;
 use crate::ir::ops::{BlockShape, Bounds};
+use crate::ir::options::{LineInfo, MaxRegisters};
 
 impl KernelBuilder {
     /// Sets a 1-D block of `threads` threads.
@@ -167,6 +169,77 @@ impl KernelBuilder {
     /// ```
     pub fn unchecked_bounds(mut self) -> Self {
         self.ir.bounds = Bounds::Unchecked;
+        self
+    }
+
+    /// Limits the registers each thread may use (PTX `.maxnreg`), as Numba's
+    /// `max_registers`: fewer registers let more blocks share an SM, at the cost of spills to
+    /// local memory where the kernel needs more. The count must be
+    /// [`MIN_MAX_REGISTERS`](crate::ir::options::MIN_MAX_REGISTERS)..=[`MAX_MAX_REGISTERS`](crate::ir::options::MAX_MAX_REGISTERS),
+    /// and the block's threads times it must fit one SM's
+    /// [`REGISTER_FILE`](crate::ir::options::REGISTER_FILE); the verifier reports others at
+    /// this line. Part of the cache key.
+    ///
+    /// ```
+    /// use coopgraph::ir::VerifyErrorKind;
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// let copy = |registers: u32| {
+    ///     let mut k = KernelBuilder::new("copy").block(256).max_registers(registers);
+    ///     let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    ///     let b = k.this_block();
+    ///     let t = k.load_from(b, &x, Load::direct());
+    ///     k.store_to(b, &y, &t, Store::direct());
+    ///     k.build()
+    /// };
+    /// let kernel = copy(32)?;
+    /// assert!(kernel.ptx(Arch::Sm90)?.contains(".maxnreg 32"));
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1.5f32; 1000])?;
+    /// let mut yb = dev.alloc_zeroed::<f32>(1000)?;
+    /// dev.compile(&kernel)?.launch_over(1000, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [1.5f32; 1000]);
+    ///
+    /// let Err(Error::Verify(e)) = copy(8) else { panic!("built") };
+    /// assert!(matches!(e.errors[0].kind, VerifyErrorKind::MaxRegisters { count: 8, .. }));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn max_registers(mut self, count: u32) -> Self {
+        self.ir.options.max_registers = Some(MaxRegisters {
+            count,
+            loc: Loc::caller(),
+        });
+        self
+    }
+
+    /// Emits line information: before each op's instructions a `.loc` directive naming the
+    /// Rust line that recorded the op (every builder method records its caller's), with each
+    /// such source file declared by a `.file` directive, as `nvcc -lineinfo` does for CUDA
+    /// C++. The runtime then asks the driver's JIT for line tables, so `compute-sanitizer` and
+    /// Nsight Compute report `src/my_kernel.rs:42` for the instructions of the op written
+    /// there. The code is the same otherwise. Part of the cache key, with every op's source
+    /// line (which the key leaves out without it).
+    ///
+    /// ```
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("copy").block(64).lineinfo();
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let line = line!() - 1;
+    /// k.store_to(b, &y, &t, Store::direct());
+    /// let ptx = k.build()?.ptx(Arch::Sm80)?;
+    /// assert!(ptx.contains(&format!(".file 1 \"{}\"", file!())));
+    /// assert!(ptx.contains(&format!(".loc 1 {line} ")));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn lineinfo(mut self) -> Self {
+        self.ir.options.line_info = LineInfo::RustLines;
         self
     }
 

@@ -2,16 +2,53 @@
 //! (at most 1024 threads, 1024 along x and y and 64 along z), items per thread, the name,
 //! the builder's issues, the parameters' space, temp storages, and every array's size (shared
 //! arrays of one to three dimensions, one dynamic array at most, local and constant arrays
-//! within their memories), logical-warp widths and warp groups in blocks of whole warps.
+//! within their memories), the register limit, logical-warp widths and warp groups in blocks of whole warps.
 
 use super::super::entities::Loc;
 use super::super::error::VerifyErrorKind as K;
 use super::super::expr::Axis;
 use super::super::ops::*;
+use super::super::options::{MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, REGISTER_FILE};
 use super::Verifier;
 use std::collections::HashSet;
 
 impl Verifier<'_> {
+    /// A register limit: within what ptxas honours, and within one SM's registers for the
+    /// whole block.
+    fn check_max_registers(&mut self, m: MaxRegisters) {
+        if !(MIN_MAX_REGISTERS..=MAX_MAX_REGISTERS).contains(&m.count) {
+            let (min, max) = (MIN_MAX_REGISTERS, MAX_MAX_REGISTERS);
+            self.push(
+                K::MaxRegisters {
+                    count: m.count,
+                    min,
+                    max,
+                },
+                m.loc,
+                None,
+            );
+            return;
+        }
+        let threads = self
+            .ir
+            .block
+            .dims
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(d.into()));
+        if threads.saturating_mul(m.count.into()) > u64::from(REGISTER_FILE) {
+            let file = REGISTER_FILE;
+            self.push(
+                K::RegistersPastFile {
+                    count: m.count,
+                    threads,
+                    file,
+                },
+                m.loc,
+                None,
+            );
+        }
+    }
+
     /// The kernel's configuration: block shape, items per thread, name, the builder's
     /// issues, parameter space, temp storages, and the sizes of its arrays.
     pub(super) fn check_config(&mut self) {
@@ -41,6 +78,9 @@ impl Verifier<'_> {
                 ir.items_loc,
                 None,
             );
+        }
+        if let Some(m) = ir.options.max_registers {
+            self.check_max_registers(m);
         }
         if ir.name.trim().is_empty() {
             self.push(K::EmptyName, b.loc, None);

@@ -143,6 +143,9 @@ impl Printer<'_> {
         if ir.bounds == Bounds::Unchecked {
             k.push_str(".unchecked_bounds()");
         }
+        if ir.options.line_info == coopgraph::ir::LineInfo::RustLines {
+            k.push_str(".lineinfo()");
+        }
         k.push(';');
         self.line(&k);
         for p in &ir.params {

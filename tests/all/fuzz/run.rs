@@ -773,12 +773,16 @@ impl Assembler {
                 continue;
             }
             // One module of every case's entry; a case that does not emit is a failure.
-            let mut functions = Vec::new();
+            let mut module = coopgraph::ptx::Module {
+                arch,
+                files: Vec::new(),
+                functions: Vec::new(),
+            };
             let mut emitted = Vec::new();
             for &(spec, k) in &mine {
                 match k.module(arch) {
                     Ok(m) => {
-                        functions.extend(m.functions);
+                        module.append(m);
                         emitted.push((spec, k));
                     }
                     Err(e) => failures.push((
@@ -788,7 +792,6 @@ impl Assembler {
                     )),
                 }
             }
-            let module = coopgraph::ptx::Module { arch, functions };
             if assemble(&ptxas, &coopgraph::ptx::write_module(&module), arch).is_ok() {
                 continue;
             }
@@ -821,8 +824,10 @@ fn assemble(ptxas: &std::path::Path, ptx: &str, arch: Arch) -> Result<(), String
     if let Ok(d) = std::env::var("COOPGRAPH_FUZZ_DUMP") {
         let _ = std::fs::write(format!("{d}/f{n}_{arch}.ptx"), ptx);
     }
+    let line_info = ptx.lines().any(|l| l.starts_with(".file "));
     let res = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
+        .args(line_info.then_some("-lineinfo"))
         .arg(&src)
         .arg("-o")
         .arg(&out)

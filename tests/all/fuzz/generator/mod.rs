@@ -651,6 +651,10 @@ pub fn generate(spec: &Spec) -> Case {
     if unchecked {
         k = k.unchecked_bounds();
     }
+    // Drawn after the body, so each seed's kernel is the one it was before line information.
+    if g.rng.pct(25) {
+        k = k.lineinfo();
+    }
     let ir = k.ir().clone();
     let kernel = k.build();
     Case {

@@ -1,0 +1,164 @@
+//! Compile options: the register limit (`.maxnreg`) and line information (`.file`/`.loc`
+//! naming the Rust lines that recorded each op). Every kernel runs on the default device and
+//! is assembled by ptxas for each arch (with `-lineinfo` where it carries line information).
+
+use super::common::{assemble_all, assert_same, device};
+use coopgraph::ir::{LineInfo, VerifyErrorKind};
+use coopgraph::ptx::Arch;
+use coopgraph::{Error, KernelBuilder, Load, Store};
+
+/// `y = 2 * x + 1` over tiles of 128 threads x 4 items, with `options` applied to the builder.
+fn scale(options: impl FnOnce(KernelBuilder) -> KernelBuilder) -> KernelBuilder {
+    let mut k = options(KernelBuilder::new("scale").block(128).items_per_thread(4));
+    let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::vectorize());
+    let t = k.map(&t, |v| v * 2.0f32 + 1.0f32);
+    k.store_to(b, &y, &t, Store::vectorize());
+    k
+}
+
+fn run_scale(kernel: &coopgraph::Kernel) {
+    let dev = device();
+    let xs: Vec<f32> = (0..1000).map(|i| i as f32 * 0.25).collect();
+    let x = dev.upload(&xs).expect("upload");
+    let mut y = dev.alloc_zeroed::<f32>(xs.len()).expect("alloc");
+    let f = dev.compile(kernel).expect("compile");
+    f.launch_over(xs.len(), (&x, &mut y)).expect("launch");
+    let want: Vec<f32> = xs.iter().map(|v| v * 2.0 + 1.0).collect();
+    assert_same(&y.to_vec().expect("download"), &want, "y");
+}
+
+#[test]
+fn max_registers_reaches_ptx_and_the_device() {
+    let kernel = scale(|k| k.max_registers(32)).build().expect("builds");
+    for arch in Arch::ALL {
+        let ptx = kernel.ptx(arch).expect("emits");
+        assert!(ptx.contains("\n.maxnreg 32\n"), "{ptx}");
+    }
+    assemble_all(&kernel);
+    run_scale(&kernel);
+    let f = device().compile(&kernel).expect("compile");
+    if let Some(n) = f.num_registers().expect("attribute") {
+        assert!(n <= 32, "{n} registers under a limit of 32");
+    }
+    let plain = scale(|k| k).build().expect("builds");
+    assert!(!plain.ptx(Arch::Sm90).expect("emits").contains(".maxnreg"));
+    assert_ne!(kernel.key(), plain.key());
+    let other = scale(|k| k.max_registers(40)).build().expect("builds");
+    assert_ne!(kernel.key(), other.key());
+}
+
+#[test]
+fn register_limits_out_of_range_name_their_line() {
+    let line = line!() + 1;
+    let Err(Error::Verify(e)) = scale(|k| k.max_registers(8)).build() else {
+        panic!("built")
+    };
+    let [err] = &e.errors[..] else { panic!("{e}") };
+    assert_eq!(
+        err.kind,
+        VerifyErrorKind::MaxRegisters {
+            count: 8,
+            min: 24,
+            max: 255
+        }
+    );
+    assert_eq!((err.loc.file, err.loc.line), (file!(), line));
+
+    let Err(Error::Verify(e)) = scale(|k| k.block(1024).max_registers(128)).build() else {
+        panic!("built")
+    };
+    assert_eq!(
+        e.errors[0].kind,
+        VerifyErrorKind::RegistersPastFile {
+            count: 128,
+            threads: 1024,
+            file: 65536
+        }
+    );
+    assert!(scale(|k| k.block(1024).max_registers(64)).build().is_ok());
+}
+
+/// A kernel with a loop and a branch, built with line information: each op's `.loc` names
+/// the line of this file that recorded it, the module declares this file once, and the
+/// kernel assembles with `-lineinfo` and computes what it computes without line information.
+#[test]
+fn line_info_names_each_ops_rust_line() {
+    let build = |line_info: bool| {
+        let mut k = KernelBuilder::new("lines").block(64).items_per_thread(2);
+        if line_info {
+            k = k.lineinfo();
+        }
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let b = k.this_block();
+        let load_line = line!() + 1;
+        let t = k.load_from(b, &x, Load::direct());
+        let map_line = line!() + 1;
+        let t = k.map(&t, |v| v * 3u32 + 1u32);
+        let store_line = line!() + 1;
+        k.store_to(b, &y, &t, Store::direct());
+        (
+            k.build().expect("builds"),
+            [load_line, map_line, store_line],
+        )
+    };
+    let (kernel, lines) = build(true);
+    assert_eq!(kernel.ir().options.line_info, LineInfo::RustLines);
+    for arch in Arch::ALL {
+        let ptx = kernel.ptx(arch).expect("emits");
+        let files: Vec<&str> = ptx.lines().filter(|l| l.starts_with(".file")).collect();
+        assert_eq!(files, [format!(".file 1 \"{}\"", file!())], "{ptx}");
+        for line in lines {
+            assert!(ptx.contains(&format!("\t.loc 1 {line} ")), "{line}: {ptx}");
+        }
+    }
+    assemble_all(&kernel);
+
+    let dev = device();
+    let xs: Vec<u32> = (0..300).collect();
+    let x = dev.upload(&xs).expect("upload");
+    let mut y = dev.alloc_zeroed::<u32>(300).expect("alloc");
+    let f = dev.compile(&kernel).expect("compile");
+    f.launch_over(300, (&x, &mut y)).expect("launch");
+    let want: Vec<u32> = xs.iter().map(|v| v * 3 + 1).collect();
+    assert_eq!(y.to_vec().expect("download"), want);
+
+    // Without line information: no directives, and the same code otherwise.
+    let (plain, _) = build(false);
+    let ptx = plain.ptx(Arch::Sm80).expect("emits");
+    assert!(!ptx.contains(".file") && !ptx.contains(".loc"));
+    let stripped: String = (kernel.ptx(Arch::Sm80).expect("emits").lines())
+        .filter(|l| !l.starts_with(".file") && !l.starts_with("\t.loc "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(stripped, ptx);
+}
+
+/// The cache key leaves source lines out, except where line information puts them in the PTX.
+#[test]
+fn line_info_keys_carry_the_source_lines() {
+    let a = scale(|k| k).build().expect("builds");
+    let b = scale(|k| k).build().expect("builds");
+    let with_lines = |k: KernelBuilder| k.lineinfo();
+    let c = scale(with_lines).build().expect("builds");
+    let d = scale(with_lines).build().expect("builds");
+    assert_eq!(a.key(), b.key());
+    assert_ne!(a.key(), c.key());
+    // Built by the same lines: one kernel.
+    assert_eq!(c.key(), d.key());
+    // The same ops recorded by other lines.
+    let mut k = KernelBuilder::new("scale")
+        .block(128)
+        .items_per_thread(4)
+        .lineinfo();
+    let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    let blk = k.this_block();
+    let t = k.load_from(blk, &x, Load::vectorize());
+    let t = k.map(&t, |v| v * 2.0f32 + 1.0f32);
+    k.store_to(blk, &y, &t, Store::vectorize());
+    let e = k.build().expect("builds");
+    assert_ne!(c.key(), e.key());
+    run_scale(&c);
+    run_scale(&e);
+}
