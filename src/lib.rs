@@ -46,7 +46,8 @@
 //! Where to look: [`ir`] (builder, expressions, verifier), [`planner`] (the plan),
 //! [`codegen`] (lowering to PTX), [`ptx`] (the PTX model, its writer, the target archs),
 //! [`runtime`] (devices, cache, launch), [`sim`] (the simulator), [`layout`] (the layout
-//! algebra).
+//! algebra), [`random`] (random numbers in kernels: Philox4x32-10, and xoroshiro128+ as
+//! Numba's).
 #![deny(missing_docs)]
 
 mod cache_key;
@@ -57,6 +58,7 @@ mod kernel;
 pub mod layout;
 pub mod planner;
 pub mod ptx;
+pub mod random;
 pub mod runtime;
 pub mod sim;
 

@@ -32,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error",
         ],
     ),
+    ("random", &["ir", "runtime"]),
 ];
 
 /// Items the crate root re-exports, which a module may name as `crate::Item`; each counts as
