@@ -80,6 +80,12 @@ pub fn unit_f32(x: u64) -> f32 {
 
 impl Xoroshiro128p {
     /// Numba's `init_xoroshiro128p_state`: both words are [`splitmix64`] of the seed.
+    ///
+    /// ```
+    /// use coopgraph::random::host::{Xoroshiro128p, splitmix64};
+    ///
+    /// assert_eq!(Xoroshiro128p::from_seed(3).state(), [splitmix64(3); 2]);
+    /// ```
     pub fn from_seed(seed: u64) -> Self {
         let z = splitmix64(seed);
         Xoroshiro128p { s0: z, s1: z }
@@ -123,11 +129,26 @@ impl Xoroshiro128p {
     }
 
     /// The two words, `[s0, s1]`.
+    ///
+    /// ```
+    /// use coopgraph::random::host::Xoroshiro128p;
+    ///
+    /// let mut g = Xoroshiro128p::from_state([1, 2]);
+    /// g.next_u64();
+    /// assert_eq!(g.state(), [(1 << 55) ^ 3 ^ (3 << 14), 3 << 36]);
+    /// ```
     pub fn state(&self) -> [u64; 2] {
         [self.s0, self.s1]
     }
 
     /// The next 64 random bits (`s0 + s1`), advancing the state.
+    ///
+    /// ```
+    /// use coopgraph::random::host::Xoroshiro128p;
+    ///
+    /// let mut g = Xoroshiro128p::from_state([1, 2]);
+    /// assert_eq!(g.next_u64(), 3);
+    /// ```
     pub fn next_u64(&mut self) -> u64 {
         let (s0, mut s1) = (self.s0, self.s1);
         let result = s0.wrapping_add(s1);
@@ -140,6 +161,14 @@ impl Xoroshiro128p {
     /// Advances the state by 2^64 draws, as Numba's `xoroshiro128p_jump` does it (128 draws
     /// and the sum of the states its polynomial selects). [`xoroshiro128p_states`] computes
     /// the same jumps through precomputed tables.
+    ///
+    /// ```
+    /// use coopgraph::random::host::{Xoroshiro128p, xoroshiro128p_states};
+    ///
+    /// let mut g = Xoroshiro128p::from_seed(11);
+    /// g.jump();
+    /// assert_eq!(g.state()[..], xoroshiro128p_states(2, 11, 0)[2..]);
+    /// ```
     pub fn jump(&mut self) {
         let (mut s0, mut s1) = (0u64, 0u64);
         for word in JUMP {
@@ -156,18 +185,38 @@ impl Xoroshiro128p {
     }
 
     /// Numba's `xoroshiro128p_uniform_float64`: [`unit_f64`] of the next draw, in [0, 1).
+    ///
+    /// ```
+    /// use coopgraph::random::host::{Xoroshiro128p, unit_f64};
+    ///
+    /// let (mut a, mut b) = (Xoroshiro128p::from_seed(1), Xoroshiro128p::from_seed(1));
+    /// assert_eq!(a.uniform_f64(), unit_f64(b.next_u64()));
+    /// ```
     pub fn uniform_f64(&mut self) -> f64 {
         unit_f64(self.next_u64())
     }
 
     /// Numba's `xoroshiro128p_uniform_float32`: [`unit_f32`] of the next draw, which is 1.0
     /// once in 2^25 draws.
+    ///
+    /// ```
+    /// use coopgraph::random::host::Xoroshiro128p;
+    ///
+    /// // The draw u64::MAX: Numba's float32 rounds it to 1.0.
+    /// assert_eq!(Xoroshiro128p::from_state([u64::MAX, 0]).uniform_f32(), 1.0);
+    /// ```
     pub fn uniform_f32(&mut self) -> f32 {
         unit_f32(self.next_u64())
     }
 
     /// [`uniform_f32`](Self::uniform_f32), but [`BELOW_ONE_F32`] where Numba's rounding
     /// gives 1.0: always in [0, 1), and equal to Numba's value everywhere else.
+    ///
+    /// ```
+    /// use coopgraph::random::host::{BELOW_ONE_F32, Xoroshiro128p};
+    ///
+    /// assert_eq!(Xoroshiro128p::from_state([u64::MAX, 0]).uniform_f32_below_one(), BELOW_ONE_F32);
+    /// ```
     pub fn uniform_f32_below_one(&mut self) -> f32 {
         self.uniform_f32().min(BELOW_ONE_F32)
     }
@@ -176,6 +225,15 @@ impl Xoroshiro128p {
     /// [`uniform_f32`](Self::uniform_f32) draws `u1`, `u2`,
     /// `sqrt(-2 ln u1) * cos(2π u2)`, with Rust's `f32` `ln` and `cos`. A kernel's normals
     /// use the device's `ln` and `cos` and so may differ from these in the last bits.
+    ///
+    /// ```
+    /// use coopgraph::random::host::Xoroshiro128p;
+    ///
+    /// let mut g = Xoroshiro128p::from_seed(8);
+    /// let zs: Vec<f32> = (0..10_000).map(|_| g.normal_f32()).collect();
+    /// let mean = zs.iter().sum::<f32>() / 10_000.0;
+    /// assert!(mean.abs() < 0.05);
+    /// ```
     pub fn normal_f32(&mut self) -> f32 {
         let u1 = self.uniform_f32();
         let u2 = self.uniform_f32();
@@ -185,6 +243,15 @@ impl Xoroshiro128p {
     /// Numba's `xoroshiro128p_normal_float64`, which draws its two uniforms as `f32` and
     /// takes the logarithm in `f32` too: `sqrt(-2 ln u1) * cos(2π u2)` with `ln u1` widened
     /// to `f64`, and the rest in `f64` (Rust's `ln` and `cos`).
+    ///
+    /// ```
+    /// use coopgraph::random::host::Xoroshiro128p;
+    ///
+    /// let mut g = Xoroshiro128p::from_seed(8);
+    /// let zs: Vec<f64> = (0..10_000).map(|_| g.normal_f64()).collect();
+    /// let var = zs.iter().map(|z| z * z).sum::<f64>() / 10_000.0;
+    /// assert!((var - 1.0).abs() < 0.1);
+    /// ```
     pub fn normal_f64(&mut self) -> f64 {
         let u1 = self.uniform_f32();
         let u2 = self.uniform_f32();

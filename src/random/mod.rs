@@ -74,6 +74,37 @@ use crate::runtime::{self, Device, RuntimeError};
 /// where the number is needed: inside a loop body for a draw per iteration. Numba's
 /// `xoroshiro128p_uniform_float32(states, i)` is a [`load`](Self::load), one
 /// [`uniform_f32`](Self::uniform_f32) and a [`store`](Self::store).
+///
+/// ```
+/// use coopgraph::ir::index;
+/// use coopgraph::random::{self, Xoroshiro128p};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::KernelBuilder;
+///
+/// // Numba's `states[t]` draws in a kernel: a float64 and a normal float32 per thread.
+/// let mut k = KernelBuilder::new("draws").block(32);
+/// let states = k.buffer::<u64>("states");
+/// let (u, z) = (k.output::<f64>("u"), k.output::<f32>("z"));
+/// let t = index::thread_rank();
+/// let rng = Xoroshiro128p::load(&mut k, &states, &t);
+/// let d = rng.uniform_f64(&mut k);
+/// k.write(&u, &t, d);
+/// let n = rng.normal_f32(&mut k);
+/// k.write(&z, &t, n);
+/// rng.store(&mut k, &states, &t);
+/// let kernel = k.build()?;
+///
+/// let dev = Device::sim();
+/// let mut sb = random::create_xoroshiro128p_states(&dev, 32, 99, 0)?;
+/// let (mut ub, mut zb) = (dev.alloc_zeroed::<f64>(32)?, dev.alloc_zeroed::<f32>(32)?);
+/// dev.compile(&kernel)?.launch_grid(1, (&mut sb, &mut ub, &mut zb))?;
+/// let mut g = random::host::Xoroshiro128p::from_seed(99);
+/// assert_eq!(ub.to_vec()?[0], g.uniform_f64());
+/// assert!((zb.to_vec()?[0] - g.normal_f32()).abs() < 1e-3);
+/// // Three draws per thread: the stored states went on by three.
+/// assert_eq!(sb.to_vec()?[..2], g.state());
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Xoroshiro128p {
     s0: Var<u64>,
@@ -83,7 +114,7 @@ pub struct Xoroshiro128p {
 impl Xoroshiro128p {
     /// Loads generator `index` (words `2 * index` and `2 * index + 1`) of `states`. Where
     /// bounds are checked, an index past the end reads zeros (a generator that gives only
-    /// zeros).
+    /// zeros). See [`Xoroshiro128p`] for an example.
     #[track_caller]
     pub fn load(k: &mut KernelBuilder, states: &Buffer<u64>, index: impl Into<Expr<u32>>) -> Self {
         let at = index.into() * 2u32;
@@ -93,7 +124,7 @@ impl Xoroshiro128p {
     }
 
     /// Stores the state as generator `index` of `states` (where it was loaded from, for the
-    /// next launch to go on from it).
+    /// next launch to go on from it). See [`Xoroshiro128p`] for an example.
     #[track_caller]
     pub fn store(&self, k: &mut KernelBuilder, states: &Buffer<u64>, index: impl Into<Expr<u32>>) {
         let at = index.into() * 2u32;
@@ -138,7 +169,7 @@ impl Xoroshiro128p {
     }
 
     /// A float64 in [0, 1), Numba's `xoroshiro128p_uniform_float64`: the top 53 bits of the
-    /// next draw times 2^-53 ([`host::unit_f64`]).
+    /// next draw times 2^-53 ([`host::unit_f64`]). See [`Xoroshiro128p`] for an example.
     #[track_caller]
     pub fn uniform_f64(&self, k: &mut KernelBuilder) -> Expr<f64> {
         unit_f64(&self.next_u64(k))
@@ -147,7 +178,8 @@ impl Xoroshiro128p {
     /// A float32, Numba's `xoroshiro128p_uniform_float32`: [`uniform_f64`](Self::uniform_f64)
     /// rounded to the nearest `f32` ([`host::unit_f32`]). Like Numba's, it is 1.0 once in
     /// 2^25 draws (where the float64 is at least `1 - 2^-25`); see
-    /// [`uniform_f32_below_one`](Self::uniform_f32_below_one).
+    /// [`uniform_f32_below_one`](Self::uniform_f32_below_one). The module's example draws
+    /// it.
     #[track_caller]
     pub fn uniform_f32(&self, k: &mut KernelBuilder) -> Expr<f32> {
         unit_f64(&self.next_u64(k)).cast::<f32>()
@@ -188,7 +220,8 @@ impl Xoroshiro128p {
     /// `sqrt(-2 ln u1) * cos(2π u2)`, the second normal discarded. The `ln` and `cos` are
     /// [`Expr::ln`] and [`Expr::cos`]: PTX's approximate instructions, so the result is
     /// close to Numba's (and to [`host::Xoroshiro128p::normal_f32`]) but not bit-identical.
-    /// The simulator and the GPU take the same uniforms.
+    /// The simulator and the GPU take the same uniforms. See [`Xoroshiro128p`] for an
+    /// example.
     #[track_caller]
     pub fn normal_f32(&self, k: &mut KernelBuilder) -> Expr<f32> {
         let u1 = self.uniform_f32(k);
@@ -204,18 +237,46 @@ fn rotl(x: &Expr<u64>, by: u32) -> Expr<u64> {
 }
 
 /// Numba's float64 from a draw on the device: the top 53 bits times 2^-53 ([`host::unit_f64`]).
+///
+/// ```
+/// use coopgraph::ir::index;
+/// use coopgraph::random::{host, unit_f32_from_u32, unit_f64, unit_f64_from_u32s};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::KernelBuilder;
+///
+/// // The three conversions of thread t's word t * 0x9E3779B9 (and of t as the high word).
+/// let mut k = KernelBuilder::new("units").block(32);
+/// let (a, b) = (k.output::<f64>("a"), k.output::<f32>("b"));
+/// let c = k.output::<f64>("c");
+/// let t = index::thread_rank();
+/// let w = t.clone() * 0x9E37_79B9u32;
+/// k.write(&a, &t, unit_f64(&(w.cast::<u64>() << 32u32)));
+/// k.write(&b, &t, unit_f32_from_u32(&w));
+/// k.write(&c, &t, unit_f64_from_u32s(&t, &w));
+/// let kernel = k.build()?;
+///
+/// let dev = Device::sim();
+/// let (mut ab, mut bb) = (dev.alloc_zeroed::<f64>(32)?, dev.alloc_zeroed::<f32>(32)?);
+/// let mut cb = dev.alloc_zeroed::<f64>(32)?;
+/// dev.compile(&kernel)?.launch_grid(1, (&mut ab, &mut bb, &mut cb))?;
+/// let w = 5u32.wrapping_mul(0x9E37_79B9);
+/// assert_eq!(ab.to_vec()?[5], host::unit_f64(u64::from(w) << 32));
+/// assert_eq!(bb.to_vec()?[5], host::unit_f32_from_u32(w));
+/// assert_eq!(cb.to_vec()?[5], host::unit_f64_from_u32s(5, w));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 pub fn unit_f64(x: &Expr<u64>) -> Expr<f64> {
     (x.clone() >> 11u32).cast::<f64>() * (1.0 / (1u64 << 53) as f64)
 }
 
 /// A word as a float in [0, 1) on the device: its top 24 bits times 2^-24
-/// ([`host::unit_f32_from_u32`]).
+/// ([`host::unit_f32_from_u32`]). See [`unit_f64`] for an example.
 pub fn unit_f32_from_u32(x: &Expr<u32>) -> Expr<f32> {
     (x.clone() >> 8u32).cast::<f32>() * (1.0 / (1u32 << 24) as f32)
 }
 
 /// Two words as a float in [0, 1) on the device: the top 53 bits of `hi:lo` times 2^-53
-/// ([`host::unit_f64_from_u32s`]).
+/// ([`host::unit_f64_from_u32s`]). See [`unit_f64`] for an example.
 pub fn unit_f64_from_u32s(hi: &Expr<u32>, lo: &Expr<u32>) -> Expr<f64> {
     unit_f64(&((hi.cast::<u64>() << 32u32) | lo.cast::<u64>()))
 }
