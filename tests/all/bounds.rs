@@ -53,8 +53,8 @@ fn groups(k: &KernelBuilder) -> Vec<(&'static str, Group)> {
 
 /// `y[offset + q] = x[offset + q] + 1` for every position `q` of the block's tile with
 /// `offset + q` inside both buffers (`oob` past `x`'s end), for every algorithm and group and
-/// offsets at, across and far past the end of either buffer; a buffer allocated after each
-/// stays untouched.
+/// offsets at, across and far past the end of either buffer, and tiles that run past
+/// `u32::MAX`; a buffer allocated after each stays untouched.
 #[test]
 fn offsets_past_the_end_read_defaults_and_write_nothing() {
     let dev = device();
@@ -97,7 +97,23 @@ fn offsets_past_the_end_read_defaults_and_write_nothing() {
                 let tile = (block * items) as usize;
                 let (nx, ny) = (tile / 2 + 7, tile + 3);
                 let xs: Vec<i32> = (0..nx as i32).map(|i| i * 5 - 3).collect();
-                for offset in [0usize, 5, nx - 1, nx, ny - 2, ny, ny + 1, 3 * tile, 1 << 20] {
+                // The last three wrap past u32::MAX within the tile: the wrapped positions are
+                // past the end too, never the buffer's first elements.
+                let top = u32::MAX as usize;
+                for offset in [
+                    0usize,
+                    5,
+                    nx - 1,
+                    nx,
+                    ny - 2,
+                    ny,
+                    ny + 1,
+                    3 * tile,
+                    1 << 20,
+                    top - 5,
+                    top - tile / 2,
+                    top,
+                ] {
                     let x = dev.upload(&xs).expect("upload");
                     let x_after = dev.alloc_filled(4 * tile, SENTINEL).expect("alloc");
                     let mut y = dev.alloc_filled(ny, SENTINEL).expect("alloc");
