@@ -1,15 +1,17 @@
 //! A grid-stride SAXPY in place, `y[i] = a * x[i] + y[i]`, over a read-write buffer, written
-//! two ways. By index: each thread of the grid takes elements `first, first + threads, ...`
+//! three ways. By index: each thread of the grid takes elements `first, first + threads, ...`
 //! (four per step of its loop, all read before any is written), reading `x` through the
-//! read-only path and `y` through the coherent one and writing `y` back by index. By tiles: a
-//! grid-stride loop over tiles of the block's threads x 4 elements, each thread loading its
-//! four consecutive elements of `x` and of `y` at once (16-byte vector accesses), and storing
-//! them back the same way. Every access is checked against its buffer's length, so elements
-//! past the end are skipped. Checked against the CPU; on a
-//! GPU the example runs on 2^28 `f32` (override with `COOPGRAPH_BENCH_N`) and prints GB/s
-//! (bytes read and written: 12 per element) beside the device-to-device copy bandwidth of the
-//! same buffer measured in the same run, and beside hand-written CUDA (`benches/cub/saxpy.cu`)
-//! when `COOPGRAPH_CUB_CSV` names the CSV it wrote in the same run.
+//! read-only path and `y` through the coherent one and writing `y` back by index. By index in
+//! runs: each thread takes four consecutive elements per step (`read_run`, `write_run`), which
+//! move in 16-byte vector accesses where aligned. By tiles: a grid-stride loop over tiles of
+//! the block's threads x 4 elements, each thread loading its four consecutive elements of `x`
+//! and of `y` at once (16-byte vector accesses), and storing them back the same way. Every
+//! access is checked against its buffer's length, so elements past the end are skipped.
+//! Checked against the CPU; on a GPU the example runs on 2^28 `f32` (override with
+//! `COOPGRAPH_BENCH_N`) and prints GB/s (bytes read and written: 12 per element) beside the
+//! device-to-device copy bandwidth of the same buffer measured in the same run, and beside
+//! hand-written CUDA (`benches/cub/saxpy.cu`) when `COOPGRAPH_CUB_CSV` names the CSV it wrote
+//! in the same run.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -50,6 +52,25 @@ fn saxpy() -> Kernel {
     k.build().or_exit("saxpy builds")
 }
 
+/// The same SAXPY by index, each thread's four elements of a step consecutive: read and
+/// written as runs, in vector accesses where aligned.
+fn saxpy_runs() -> Kernel {
+    let mut k = KernelBuilder::new("saxpy_runs").block(BLOCK);
+    let (x, y) = (k.input::<f32>("x"), k.buffer::<f32>("y"));
+    let (a, n) = (k.scalar::<f32>("a"), k.scalar::<u32>("n"));
+    let threads = index::grid_blocks() * index::block_threads();
+    let first = index::block_index() * index::block_threads() + index::thread_rank();
+    let per_step = threads.clone() * UNROLL;
+    let steps = n.expr() / per_step.clone() + (n.expr() % per_step.clone()).ne(0u32).to::<u32>();
+    k.for_range(0u32, steps, |k, s| {
+        let at = (s * threads.clone() + first.clone()) * UNROLL;
+        let (xs, ys) = (k.read_run(&x, &at, UNROLL), k.read_run(&y, &at, UNROLL));
+        let r = k.map2(&xs, &ys, |x, y| x.fma(a, y));
+        k.write_run(&y, &at, &r);
+    });
+    k.build().or_exit("saxpy_runs builds")
+}
+
 /// The same SAXPY over tiles: blocked arrangements, moved with vector accesses.
 fn saxpy_tiles() -> Kernel {
     let mut k = KernelBuilder::new("saxpy_tiles")
@@ -86,6 +107,7 @@ fn main() {
     let mut figures = Vec::new();
     for (name, kernel, per_thread) in [
         ("by index", saxpy(), UNROLL),
+        ("by index in runs", saxpy_runs(), UNROLL),
         ("by tiles", saxpy_tiles(), UNROLL),
     ] {
         let f = dev.compile(&kernel).or_exit("compile");

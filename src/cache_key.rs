@@ -916,6 +916,18 @@ impl Canonical for OpData {
                 w.tag(16);
                 a.write(w);
             }
+            OpKind::ReadRun { param, index, dst } => {
+                w.tag(22);
+                param.write(w);
+                index.write(w);
+                dst.write(w);
+            }
+            OpKind::WriteRun { param, index, src } => {
+                w.tag(23);
+                param.write(w);
+                index.write(w);
+                src.write(w);
+            }
         }
     }
 }

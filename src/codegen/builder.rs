@@ -109,7 +109,9 @@ fn read_payloads(ir: &Ir) -> Vec<bool> {
         match &op.kind {
             OpKind::Store(t) => mark(t.data),
             OpKind::Map { srcs, .. } => srcs.iter().copied().for_each(&mut mark),
-            OpKind::Assign { src, .. } | OpKind::Exchange { src, .. } => mark(*src),
+            OpKind::Assign { src, .. }
+            | OpKind::Exchange { src, .. }
+            | OpKind::WriteRun { src, .. } => mark(*src),
             OpKind::Reduce(r) => mark(r.src),
             OpKind::Scan(sc) => mark(sc.src),
             OpKind::Neighbor(nb) => mark(nb.src),

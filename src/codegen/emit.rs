@@ -452,6 +452,8 @@ impl Emitter<'_> {
                 index,
                 value,
             } => self.global_write(*param, *index, *value),
+            OpKind::ReadRun { param, index, dst } => self.global_run(*param, *index, *dst, true),
+            OpKind::WriteRun { param, index, src } => self.global_run(*param, *index, *src, false),
             OpKind::Atomic(a) => self.atomic(op, a)?,
             OpKind::Neighbor(nb) => self.neighbor(op, nb)?,
             // Lowered by `lower`, which lowers their regions.

@@ -490,7 +490,14 @@ impl Emitter<'_> {
     /// One vector access of narrow elements packed in 32-bit words (four 8-bit or two 16-bit
     /// ones each, the first in the low bits): a load unpacks each element, sign- or
     /// zero-extended as registers hold narrow values; a store packs them.
-    fn packed(&mut self, is_load: bool, space: Space, dtype: DType, addr: Address, elems: &[Reg]) {
+    pub(super) fn packed(
+        &mut self,
+        is_load: bool,
+        space: Space,
+        dtype: DType,
+        addr: Address,
+        elems: &[Reg],
+    ) {
         let size = dtype.bytes() as usize;
         let per_word = 4 / size;
         let words: SmallVec<[Reg; 4]> = (0..elems.len() / per_word)

@@ -407,6 +407,16 @@ impl Deps<'_> {
                 self.read_exprs(node, &kind.exprs(), state);
                 self.access(node, Memory::Buffer(*param), true, state);
             }
+            OpKind::ReadRun { param, dst, .. } => {
+                self.read_exprs(node, &kind.exprs(), state);
+                self.access(node, Memory::Buffer(*param), false, state);
+                self.write(node, *dst, true, state);
+            }
+            OpKind::WriteRun { param, src, .. } => {
+                self.read_exprs(node, &kind.exprs(), state);
+                self.read(node, *src, state);
+                self.access(node, Memory::Buffer(*param), true, state);
+            }
             OpKind::Atomic(a) => {
                 self.read_exprs(node, &kind.exprs(), state);
                 let memory = match a.memory {

@@ -716,6 +716,30 @@ pub enum OpKind {
         /// The value.
         value: ExprId,
     },
+    /// `dst[j] = buffer[index + j]` for every item `j` of `dst` (each thread that runs it
+    /// reads its own run of consecutive elements), with vector accesses where the run's
+    /// address is aligned for them. Where bounds are checked, elements at or past the
+    /// buffer's length read 0.
+    ReadRun {
+        /// The buffer parameter (an input or a read-write buffer).
+        param: ParamId,
+        /// The run's first element (`u32`, or `u64` for buffers of more than `u32::MAX`
+        /// elements).
+        index: ExprId,
+        /// The payload read into: one item per element of the run.
+        dst: DataId,
+    },
+    /// `buffer[index + j] = src[j]` for every item `j` of `src`, with vector accesses where the
+    /// run's address is aligned for them. Where bounds are checked, elements at or past the
+    /// buffer's length are not written.
+    WriteRun {
+        /// The buffer parameter (an output or a read-write buffer).
+        param: ParamId,
+        /// The run's first element (`u32` or `u64`).
+        index: ExprId,
+        /// The payload written: one item per element of the run.
+        src: DataId,
+    },
     /// An atomic update of one element of global or shared memory by each thread that runs
     /// it; atomics on one element never race with one another.
     Atomic(AtomicSpec),
@@ -792,6 +816,8 @@ impl OpKind {
             OpKind::SharedWrite { .. } => "shared_write",
             OpKind::LocalWrite { .. } => "local_write",
             OpKind::GlobalWrite { .. } => "write",
+            OpKind::ReadRun { .. } => "read_run",
+            OpKind::WriteRun { .. } => "write_run",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
             OpKind::Reduce(_) => "reduce",
@@ -873,6 +899,7 @@ impl OpKind {
                 v.extend(*step);
             }
             OpKind::Tiles { n, .. } => v.push(*n),
+            OpKind::ReadRun { index, .. } | OpKind::WriteRun { index, .. } => v.push(*index),
             OpKind::Atomic(a) => {
                 v.push(a.index);
                 v.push(a.value);
@@ -1072,7 +1099,9 @@ impl Ir {
         }
         for op in &self.ops {
             match &op.kind {
-                OpKind::GlobalWrite { param, index, .. } => mark(*param, *index),
+                OpKind::GlobalWrite { param, index, .. }
+                | OpKind::ReadRun { param, index, .. }
+                | OpKind::WriteRun { param, index, .. } => mark(*param, *index),
                 OpKind::Atomic(AtomicSpec {
                     memory: AtomicMemory::Global(param),
                     index,

@@ -205,6 +205,12 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             index,
             value,
         } => format!("param{}[{}] = {}", param.0, e(*index), e(*value)),
+        OpKind::ReadRun { param, index, dst } => {
+            format!("{dst} = param{}[{}..]", param.0, e(*index))
+        }
+        OpKind::WriteRun { param, index, src } => {
+            format!("param{}[{}..] = {src}", param.0, e(*index))
+        }
         OpKind::Atomic(a) => {
             let memory = match a.memory {
                 AtomicMemory::Global(p) => format!("param{}", p.0),

@@ -214,6 +214,15 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(array.index() < ir.locals.len(), "local array", array.0)
             }
             OpKind::GlobalWrite { param, .. } => check(param.index() < np, "parameter", param.0),
+            OpKind::ReadRun {
+                param, dst: data, ..
+            }
+            | OpKind::WriteRun {
+                param, src: data, ..
+            } => {
+                check(param.index() < np, "parameter", param.0);
+                check(data.index() < nd, "payload", data.0);
+            }
             OpKind::Atomic(a) => {
                 match a.memory {
                     AtomicMemory::Global(p) => check(p.index() < np, "parameter", p.0),
@@ -450,6 +459,34 @@ impl Verifier<'_> {
         self.expect_ty(value, VType::D(dtype), loc, op);
         self.expr(index, state, op, None);
         self.expr(value, state, op, None);
+    }
+
+    /// A run of a buffer read into (`read`) or written from a payload: the buffer's role,
+    /// the index's type, the payload's dtype against the buffer's.
+    fn run(
+        &mut self,
+        param: ParamId,
+        index: ExprId,
+        data: DataId,
+        read: bool,
+        state: &State,
+        op: OpId,
+    ) {
+        let loc = self.ir.op(op).loc;
+        self.role(param, read, loc, op);
+        self.index_ty(index, loc, op);
+        let (found, expected) = (
+            self.ir.datas[data.index()].dtype,
+            self.ir.params[param.index()].dtype,
+        );
+        if found != expected {
+            let kind = K::TypeMismatch {
+                expected: VType::D(expected),
+                found: VType::D(found),
+            };
+            self.push(kind, loc, Some(op));
+        }
+        self.expr(index, state, op, None);
     }
 
     /// An array index (shared, local or constant): `u32`.
@@ -746,6 +783,14 @@ impl Verifier<'_> {
                 self.expect_ty(*value, VType::D(dtype), loc, op);
                 self.expr(*index, state, op, None);
                 self.expr(*value, state, op, None);
+            }
+            OpKind::ReadRun { param, index, dst } => {
+                self.run(*param, *index, *dst, true, state, op);
+                self.write_all(*dst, state);
+            }
+            OpKind::WriteRun { param, index, src } => {
+                self.run(*param, *index, *src, false, state, op);
+                self.observe_all(*src, state, loc, op, Bound::All);
             }
             OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),

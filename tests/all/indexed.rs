@@ -509,3 +509,101 @@ fn a_read_write_buffer_round_trips_through_vector_tiles() {
         assert_same(&yb.to_vec().expect("download"), &want, "saxpy by tiles");
     }
 }
+
+/// Runs of consecutive elements (`read_run`, `write_run`) of every dtype, 1 to 16 long, at
+/// aligned and misaligned starts, through views that start at misaligned offsets, and across
+/// the buffers' ends: each element lands where the CPU says (0 read past the input's end,
+/// nothing written past the output's), whichever of the vector and element paths it took.
+/// Aligned runs of four `f32` and sixteen `u8` move in 16-byte accesses, and an unchecked
+/// kernel runs them without guards.
+#[test]
+fn runs_move_consecutive_elements_of_every_dtype() {
+    const THREADS: u32 = 40;
+    fn run_kernel<T: Element>(items: u32, unchecked: bool) -> Kernel {
+        let name = format!("runs_{}_{items}_{unchecked}", T::DTYPE);
+        let mut k = KernelBuilder::new(name).block(THREADS);
+        if unchecked {
+            k = k.unchecked_bounds();
+        }
+        let (x, y) = (k.input::<T>("x"), k.output::<T>("y"));
+        let shift = k.scalar::<u32>("shift");
+        let i = index::thread_rank() * items + shift.expr();
+        let d = k.read_run(&x, i.clone(), items);
+        k.write_run(&y, i, &d);
+        k.build().expect("builds")
+    }
+    fn one<T: Element + DeviceElement>(batch: &mut Batch) {
+        let dev = device();
+        let sentinel = T::from_bits(0x77);
+        for items in [1u32, 2, 3, 4, 8, 16] {
+            let kernel = run_kernel::<T>(items, false);
+            batch.add(&kernel);
+            let f = compiled(dev, &kernel).expect("compiles");
+            let span = (THREADS * items) as usize;
+            // x ends 5 elements before the last runs do; y 3 elements past them, so shifted
+            // runs cross its end.
+            let xs: Vec<T> = Rng::new(u64::from(items)).vec(span - 5 + 1);
+            for view in [0usize, 1] {
+                for shift in [0usize, 1, 2, 3] {
+                    let what = format!("{} view={view} shift={shift}", kernel.name());
+                    let xb = dev.upload(&xs).expect("upload");
+                    let mut yb = dev.alloc_filled(span + 3 + view, sentinel).expect("alloc");
+                    let xv = xb.view(view..).expect("view");
+                    let mut yv = yb.view_mut(view..).expect("view");
+                    f.launch_grid(1, (&xv, &mut yv, shift as u32))
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let (x, ny) = (&xs[view..], span + 3);
+                    let mut want = vec![sentinel; span + 3 + view];
+                    for e in shift..(shift + span).min(ny) {
+                        want[view + e] = x.get(e).copied().unwrap_or_else(|| T::from_bits(0));
+                    }
+                    assert_same(&yb.to_vec().expect("download"), &want, &what);
+                }
+            }
+        }
+    }
+    let mut batch = Batch::default();
+    one::<i8>(&mut batch);
+    one::<i16>(&mut batch);
+    one::<i32>(&mut batch);
+    one::<i64>(&mut batch);
+    one::<u8>(&mut batch);
+    one::<u16>(&mut batch);
+    one::<u32>(&mut batch);
+    one::<u64>(&mut batch);
+    one::<f32>(&mut batch);
+    one::<f64>(&mut batch);
+
+    let f32x4 = run_kernel::<f32>(4, false).ptx(Arch::Sm90).expect("emits");
+    assert!(f32x4.contains("ld.global.nc.v4.f32"), "{f32x4}");
+    assert!(f32x4.contains("st.global.v4.f32"), "{f32x4}");
+    let u8x16 = run_kernel::<u8>(16, false).ptx(Arch::Sm90).expect("emits");
+    assert!(u8x16.contains("ld.global.nc.v4.b32"), "{u8x16}");
+    let odd = run_kernel::<f32>(3, false).ptx(Arch::Sm90).expect("emits");
+    assert!(!odd.contains(".v2") && !odd.contains(".v4"), "{odd}");
+
+    // Unchecked: no guards, and the same elements where every run is inside.
+    let kernel = run_kernel::<f32>(4, true);
+    assemble_all(&kernel);
+    let ptx = kernel.ptx(Arch::Sm90).expect("emits");
+    assert!(!ptx.contains("setp.lt"), "{ptx}");
+    let dev = device();
+    let f = compiled(dev, &kernel).expect("compiles");
+    let xs: Vec<f32> = Rng::new(9).vec(200);
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<f32>(200).expect("alloc");
+    for shift in [0u32, 1, 40] {
+        // SAFETY: thread t's run is elements 4t + shift .. 4t + shift + 3 < 200 of both
+        // buffers, which the launch passes whole.
+        unsafe {
+            f.launch_unchecked(LaunchConfig::grid([1, 1, 1]), (&xb, &mut yb, shift))
+                .expect("runs");
+        }
+        let s = shift as usize;
+        assert_same(
+            &yb.to_vec().expect("download")[s..s + 160],
+            &xs[s..s + 160],
+            "unchecked",
+        );
+    }
+}

@@ -467,6 +467,110 @@ impl KernelBuilder {
         );
     }
 
+    /// Reads `items` consecutive elements, `src[index]` to `src[index + items - 1]`, into a
+    /// new payload of `items` items per thread (item `j` holds `src[index + j]`). Where the
+    /// run's address is aligned to a vector (up to 16 bytes: four `f32`, two `f64`, sixteen
+    /// `u8`) and the run lies inside the buffer, it moves in vector accesses, as
+    /// `Load::vectorize` moves a tile; elsewhere element by element. Where bounds are checked,
+    /// elements at or past the buffer's length read 0; an input is read through the read-only
+    /// path, a read-write buffer through the coherent one.
+    ///
+    /// A grid-stride SAXPY, four elements per thread and step, each thread's four read and
+    /// written in 16-byte accesses:
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("saxpy4").block(64);
+    /// let (x, y) = (k.input::<f32>("x"), k.buffer::<f32>("y"));
+    /// let (a, n) = (k.scalar::<f32>("a"), k.scalar::<u32>("n"));
+    /// let threads = index::grid_blocks() * index::block_threads();
+    /// let first = index::block_index() * index::block_threads() + index::thread_rank();
+    /// let steps = (n.expr() + threads.clone() * 4u32 - 1u32) / (threads.clone() * 4u32);
+    /// k.for_range(0u32, steps, |k, s| {
+    ///     let i = (s * threads.clone() + first.clone()) * 4u32;
+    ///     let (xs, ys) = (k.read_run(&x, &i, 4), k.read_run(&y, &i, 4));
+    ///     let r = k.map2(&xs, &ys, |x, y| x.fma(a, y));
+    ///     k.write_run(&y, &i, &r);
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let n = 1001; // the last run crosses the end: its elements past it are skipped
+    /// let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.upload(&vec![1.0f32; n])?;
+    /// dev.compile(&kernel)?.launch_grid(3, (&xb, &mut yb, 2.0f32, n as u32))?;
+    /// assert!(yb.to_vec()?.iter().zip(&xs).all(|(y, x)| *y == x.mul_add(2.0, 1.0)));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn read_run<T: Element>(
+        &mut self,
+        src: &impl Readable<T>,
+        index: impl ElementIndex,
+        items: u32,
+    ) -> ThreadData<T> {
+        let loc = Loc::caller();
+        let dst = self.thread_data_n::<T>(items);
+        let param = src.param_in(self);
+        let index = self.expr(&Expr::<u32>::wrap(index.index_node()));
+        let dst_id = self.data_id(&dst);
+        self.push(
+            OpKind::ReadRun {
+                param,
+                index,
+                dst: dst_id,
+            },
+            loc,
+        );
+        dst
+    }
+
+    /// Writes every item of `src` to consecutive elements of `dst`: item `j` to
+    /// `dst[index + j]`. Where the run's address is aligned to a vector and the run lies
+    /// inside the buffer, it moves in vector accesses (see [`Self::read_run`]); elsewhere
+    /// element by element. Where bounds are checked, elements at or past the buffer's length
+    /// are not written.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Thread t writes t, t + 1 at 2 * t (in one 8-byte store where aligned).
+    /// let mut k = KernelBuilder::new("pairs").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let t = index::thread_rank();
+    /// let v = k.thread_data_n::<u32>(2);
+    /// k.set_item(&v, 0, t.clone());
+    /// k.set_item(&v, 1, t.clone() + 1u32);
+    /// k.write_run(&y, t * 2u32, &v);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(63)?; // the last thread's second element is past the end
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..63).map(|i| i / 2 + i % 2).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn write_run<T: Element>(
+        &mut self,
+        dst: &impl Writable<T>,
+        index: impl ElementIndex,
+        src: &ThreadData<T>,
+    ) {
+        let loc = Loc::caller();
+        let param = dst.param_in(self);
+        let index = self.expr(&Expr::<u32>::wrap(index.index_node()));
+        let src = self.data_id(src);
+        self.push(OpKind::WriteRun { param, index, src }, loc);
+    }
+
     /// Declares a scalar parameter (next in the signature). It reads as an expression
     /// wherever one is taken (`s.expr()`, or the handle itself).
     ///

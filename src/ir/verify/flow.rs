@@ -287,6 +287,7 @@ fn written(kind: &OpKind) -> SmallVec<[DataId; 2]> {
         }
         OpKind::Scatter { dst, .. } | OpKind::Exchange { dst, .. } => v.push(*dst),
         OpKind::Atomic(a) => v.push(a.old),
+        OpKind::ReadRun { dst, .. } => v.push(*dst),
         _ => {}
     }
     v

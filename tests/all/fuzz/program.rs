@@ -477,6 +477,25 @@ impl Printer<'_> {
                 );
                 self.line(&s);
             }
+            OpKind::ReadRun { param, index, dst } => {
+                let items = self.ir.datas[dst.index()].items;
+                let s = format!(
+                    "let {} = k.read_run(&{}, {}, {items});",
+                    self.made(*dst),
+                    self.param(*param),
+                    self.expr(*index)
+                );
+                self.line(&s);
+            }
+            OpKind::WriteRun { param, index, src } => {
+                self.declare(*src);
+                let s = format!(
+                    "k.write_run(&{}, {}, &{src});",
+                    self.param(*param),
+                    self.expr(*index)
+                );
+                self.line(&s);
+            }
             OpKind::Atomic(a) => {
                 let target = match a.memory {
                     AtomicMemory::Global(p) => self.param(p),

@@ -159,6 +159,8 @@ impl Gen {
             if nested { 3 } else { 0 },                         // while, stepped for
             if self.cx().loop_level.is_some() { 4 } else { 0 }, // break, continue
             if self.cx().callback { 0 } else { 2 },             // return_if
+            3,                                                  // read a run
+            3,                                                  // write a run
             if self.locals.is_empty() { 0 } else { 5 },         // local array
         ];
         for _ in 0..4 {
@@ -195,6 +197,8 @@ impl Gen {
                 18 => self.var_loop(k),
                 19 => self.op_jump(k),
                 20 => self.op_return(k),
+                21 => self.op_read_run(k),
+                22 => self.op_write_run(k),
                 _ => self.op_local(k),
             };
             if done {

@@ -4,6 +4,8 @@
 //! indices go around their ends: the last element, one past it, indices that wrapped below 0,
 //! 64-bit ones past `u32::MAX`. A checked kernel reads 0 there and writes nothing; an unchecked
 //! one faults, so its indices stay inside (but for a few, whose fault the run must report).
+//! Runs of consecutive elements (`k.read_run`, `k.write_run`) start at aligned and misaligned
+//! elements, cross the buffer's end and (checked) wrap past `u32::MAX`.
 
 use super::expr::Leaves;
 use super::{Data, Flavor, Gen, Param};
@@ -224,6 +226,95 @@ impl Gen {
                 Ix::W(i) => k.write(&a, i, v),
             }
         });
+        true
+    }
+
+    /// The first element of a run of `items` in a buffer of `len`: aligned or not, inside,
+    /// across the end, past it, wrapping past `u32::MAX`, or 64-bit. An unchecked kernel's
+    /// runs stay inside (none where the buffer is shorter than the run).
+    fn run_index(&mut self, len: u32, items: u32) -> Option<Ix> {
+        let rank = self.grid_rank();
+        let c = self.rng.below(4) as u32;
+        if self.unchecked {
+            let starts = len.checked_sub(items)? + 1;
+            return Some(Ix::N((rank * items + c) % starts));
+        }
+        let i = match self.rng.weighted(&[30, 20, 10, 10, 10, 10]) {
+            0 => (rank * items + c) % len.max(1),
+            // Aligned runs of the grid's threads, the last ones past the end.
+            1 => rank * items,
+            2 => Expr::lit(self.rng.below(u64::from(len) + 2) as u32),
+            // Across the end.
+            3 => Expr::lit(len.saturating_sub(c + 1)),
+            // The run wraps past u32::MAX.
+            4 => Expr::lit(u32::MAX - c),
+            _ => {
+                let far = u64::from(u32::MAX) - u64::from(c);
+                return Some(Ix::W(rank.cast::<u64>() * u64::from(items) + far));
+            }
+        };
+        Some(if self.rng.pct(20) {
+            Ix::W(i.cast::<u64>())
+        } else {
+            Ix::N(i)
+        })
+    }
+
+    /// Items of a new run: the kernel's items per thread (so other ops take the payload),
+    /// or any short length (odd ones move element by element).
+    fn run_items(&mut self) -> u32 {
+        if self.rng.pct(60) {
+            self.kk
+        } else {
+            1 + self.rng.below(8) as u32
+        }
+    }
+
+    /// A run of an input read by index into a new payload (free, like a thread's own data).
+    pub fn op_read_run(&mut self, k: &mut KernelBuilder) -> bool {
+        if self.indexed.is_empty() || self.rng.pct(30) {
+            self.new_indexed_input(k);
+        }
+        let x = self.indexed[self.rng.below(self.indexed.len() as u64) as usize].clone();
+        let items = self.run_items();
+        let Some(i) = self.run_index(x.len, items) else {
+            return false;
+        };
+        with_dtype!(x.dt, T => {
+            let Some(h) = T::of_input(&x.h) else { return false };
+            let d = match i {
+                Ix::N(i) => k.read_run(&h, i, items),
+                Ix::W(i) => k.read_run(&h, i, items),
+            };
+            self.add(T::data(d), T::DTYPE, items, None);
+        });
+        true
+    }
+
+    /// A fully written payload written as a run into a new output of a fixed length.
+    pub fn op_write_run(&mut self, k: &mut KernelBuilder) -> bool {
+        let all = self.full(|_| true);
+        if all.is_empty() {
+            return false;
+        }
+        let d = self.rng.pick(&all);
+        let (dt, items) = (self.datas[d].dt, self.datas[d].k);
+        let len = self.fixed_len();
+        let Some(i) = self.run_index(len, items) else {
+            return false;
+        };
+        with_dtype!(dt, T => {
+            let Some(src) = T::of_data(&self.datas[d].h) else { return false };
+            let name = self.name("y");
+            let y = k.output::<T>(&name);
+            self.params.push(Param::Output { dtype: T::DTYPE, len: Some(u64::from(len)) });
+            match i {
+                Ix::N(i) => k.write_run(&y, i, &src),
+                Ix::W(i) => k.write_run(&y, i, &src),
+            }
+        });
+        self.datas[d].used = true;
+        self.datas[d].observed = true;
         true
     }
 }

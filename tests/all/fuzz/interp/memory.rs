@@ -390,6 +390,62 @@ impl Block<'_> {
         }
     }
 
+    /// `dst[j] = buffer[i + j]` for each active thread's run: element by element as reads by
+    /// index are (the index computed without wrapping, so a run past `u32::MAX` is past the
+    /// end).
+    pub(super) fn read_run(&mut self, param: usize, index: ExprId, dst: DataId, active: &[bool]) {
+        let dtype = self.ir.datas[dst.index()].dtype;
+        for t in 0..self.threads {
+            if !active[t] {
+                continue;
+            }
+            let i = self.eval(index, self.cx(t));
+            self.check_defined(i, "a buffer index");
+            for j in 0..self.ir.datas[dst.index()].items {
+                let e = V::with(i.bits + u64::from(j), i.flags);
+                let v = self.global_read(param, e, t, dtype, false);
+                self.set(dst, t, j, v);
+            }
+        }
+    }
+
+    /// `buffer[i + j] = src[j]` for each active thread's run, element by element as writes
+    /// by index are.
+    pub(super) fn write_run(&mut self, param: usize, index: ExprId, src: DataId, active: &[bool]) {
+        let (op, epoch) = (self.op, self.epoch);
+        let checked = self.ir.bounds == Bounds::Checked;
+        let items = self.ir.datas[src.index()].items;
+        for t in 0..self.threads {
+            if !active[t] {
+                continue;
+            }
+            let i = self.eval(index, self.cx(t));
+            self.check_defined(i, "a buffer index");
+            for j in 0..items {
+                let mut v = self.get(src, t, j);
+                self.check_defined(v, "a value written to a buffer");
+                if !i.known() {
+                    self.event(Event::Uncertain { op });
+                    continue;
+                }
+                let e = i.bits + u64::from(j);
+                self.note_index(param, e);
+                if self.past_end(param, e) {
+                    if !checked {
+                        self.event(Event::GlobalOob {
+                            op,
+                            param,
+                            index: e,
+                        });
+                    }
+                    continue;
+                }
+                v.flags |= self.taint[t];
+                self.write_cell(param, e, t as u32, v, epoch);
+            }
+        }
+    }
+
     /// A read of element `i` of buffer `p` by thread `t`: past the end, a checked kernel reads
     /// 0 and an unchecked one faults (a read that may not happen, `maybe`, is uncertain).
     pub(super) fn global_read(&mut self, p: usize, i: V, t: usize, dtype: DType, maybe: bool) -> V {

@@ -641,6 +641,12 @@ impl<'a> Block<'a> {
                 index,
                 value,
             } => self.global_write(param.index(), *index, *value, active),
+            OpKind::ReadRun { param, index, dst } => {
+                self.read_run(param.index(), *index, *dst, active)
+            }
+            OpKind::WriteRun { param, index, src } => {
+                self.write_run(param.index(), *index, *src, active)
+            }
             OpKind::Atomic(a) => self.atomic(a, active),
             OpKind::SyncBlock => self.epoch += 1,
             OpKind::Reduce(r) => self.reduce(r, active),
