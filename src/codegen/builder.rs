@@ -1017,6 +1017,7 @@ impl Emitter<'_> {
 }
 
 mod arrays;
+mod packed;
 mod positions;
 mod shared;
 pub use shared::WINDOW_SYMBOL;

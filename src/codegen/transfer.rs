@@ -23,7 +23,7 @@ use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, DType, OpId};
 use crate::planner::TransferPlan;
 use crate::ptx::*;
-use smallvec::{SmallVec, smallvec};
+use smallvec::smallvec;
 use std::collections::HashMap;
 
 /// Where one thread's accesses go.
@@ -485,82 +485,6 @@ impl Emitter<'_> {
             }
         };
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
-    }
-
-    /// One vector access of narrow elements packed in 32-bit words (four 8-bit or two 16-bit
-    /// ones each, the first in the low bits): a load unpacks each element, sign- or
-    /// zero-extended as registers hold narrow values; a store packs them.
-    pub(super) fn packed(
-        &mut self,
-        is_load: bool,
-        space: Space,
-        dtype: DType,
-        addr: Address,
-        elems: &[Reg],
-    ) {
-        let size = dtype.bytes() as usize;
-        let per_word = 4 / size;
-        let words: SmallVec<[Reg; 4]> = (0..elems.len() / per_word)
-            .map(|_| self.reg(RegClass::B32))
-            .collect();
-        if is_load {
-            self.op(Op::Ld {
-                space,
-                ty: Ty::B32,
-                dst: words.clone(),
-                addr,
-            });
-            let wide = if dtype.is_signed_int() {
-                Ty::S32
-            } else {
-                Ty::U32
-            };
-            for (e, &r) in elems.iter().enumerate() {
-                let word = words[e / per_word];
-                let shift = (e % per_word * size * 8) as i64;
-                let bits = if shift == 0 {
-                    word
-                } else {
-                    self.u32op(BinOp::Shr, word.into(), Operand::Imm(shift))
-                };
-                self.cvt(None, wide, mem_ty(dtype), r, bits);
-            }
-        } else {
-            let mask = ((1u64 << (size * 8)) - 1) as i64;
-            for (w, &word) in words.iter().enumerate() {
-                for e in 0..per_word {
-                    let r = elems[w * per_word + e];
-                    let bits = self.u32op(BinOp::And, r.into(), Operand::Imm(mask));
-                    let shift = (e * size * 8) as i64;
-                    let bits = if shift == 0 {
-                        bits
-                    } else {
-                        self.u32op(BinOp::Shl, bits.into(), Operand::Imm(shift))
-                    };
-                    if e == 0 {
-                        self.op(Op::Mov {
-                            ty: Ty::B32,
-                            dst: word,
-                            src: bits.into(),
-                        });
-                    } else {
-                        self.op(Op::Bin {
-                            op: BinOp::Or,
-                            ty: Ty::B32,
-                            dst: word,
-                            a: word.into(),
-                            b: bits.into(),
-                        });
-                    }
-                }
-            }
-            self.op(Op::St {
-                space,
-                ty: Ty::B32,
-                addr,
-                src: words.iter().map(|&w| w.into()).collect(),
-            });
-        }
     }
 
     /// Prepares the global side of a load or store: the tile's offset and valid count, this
