@@ -853,6 +853,11 @@ impl Canonical for OpData {
                 value.write(w);
             }
             OpKind::SyncBlock => w.tag(8),
+            OpKind::Print { pieces, args } => {
+                w.tag(40);
+                w.str(&crate::ir::format::unparse(pieces));
+                w.seq(args);
+            }
             OpKind::Reduce(r) => {
                 w.tag(9);
                 r.write(w);
@@ -1018,6 +1023,10 @@ impl Canonical for BuilderIssue {
             BuilderIssue::ForeignHandle { what, loc: _ } => {
                 w.tag(5);
                 w.str(what);
+            }
+            BuilderIssue::PrintFormat { problem, loc: _ } => {
+                w.tag(6);
+                w.str(&problem.to_string());
             }
         }
     }

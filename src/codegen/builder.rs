@@ -351,6 +351,9 @@ impl<'a> Emitter<'a> {
         let mut body = std::mem::take(&mut self.entry);
         body.append(&mut self.body);
         let consts = arrays::const_decls(self.ir, &name);
+        let (print_buffers, strings) = self.print_decls(&name);
+        let mut local = arrays::local_decls(self.ir);
+        local.extend(print_buffers);
         // File names go between quotes: Windows separators become `/`, quotes `'`.
         let files = (self.files.iter())
             .map(|f| {
@@ -368,8 +371,9 @@ impl<'a> Emitter<'a> {
                 reqntid: Some(self.ir.block.dims),
                 maxnreg: self.ir.options.max_registers.map(|m| m.count),
                 shared: std::mem::take(&mut self.shared.decls),
-                local: arrays::local_decls(self.ir),
+                local,
                 consts,
+                strings,
                 regs: self.regs,
                 body,
             }],
@@ -1019,6 +1023,7 @@ impl Emitter<'_> {
 mod arrays;
 mod packed;
 mod positions;
+mod print;
 mod shared;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;

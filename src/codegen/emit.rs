@@ -402,6 +402,12 @@ impl Emitter<'_> {
                 }
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::Print { args, .. } => {
+                let regs: Vec<Reg> = (args.iter())
+                    .map(|a| self.eval(*a, &ctx, &mut memo))
+                    .collect();
+                self.print(op, &regs)?;
+            }
             OpKind::Break => self.jump(op, true)?,
             OpKind::Continue => self.jump(op, false)?,
             OpKind::ReturnIf { cond } => {

@@ -32,6 +32,7 @@ mod memory;
 mod neighbor;
 mod options;
 mod pipeline;
+mod print;
 mod vars;
 
 pub use atomic::Atomic;
@@ -39,6 +40,7 @@ pub use collectives::{Reduce, Scan};
 pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
+pub use print::{PrintArg, PrintArgs, PrintValue};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///

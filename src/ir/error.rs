@@ -3,6 +3,7 @@
 use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
+use super::format::PrintProblem;
 use super::ops::{AtomicOp, GroupKind, Role};
 use std::fmt;
 
@@ -294,6 +295,8 @@ pub enum VerifyErrorKind {
     },
     /// An op listed in more than one place of the regions.
     OpListedTwice,
+    /// A print whose format does not fit its values.
+    PrintFormat(PrintProblem),
     /// A handle made by another kernel builder.
     ForeignHandle {
         /// What kind of handle.
@@ -580,6 +583,7 @@ impl fmt::Display for VerifyError {
                  of; regions must form a tree"
             ),
             OpListedTwice => write!(f, "the op is listed in more than one region"),
+            PrintFormat(problem) => write!(f, "{problem}"),
             ForeignHandle { what } => write!(
                 f,
                 "this {what} was made by another kernel builder; use handles of the builder \

@@ -429,6 +429,7 @@ impl Deps<'_> {
                 self.write(node, a.old, true, state);
             }
             OpKind::SyncBlock => {}
+            OpKind::Print { .. } => self.read_exprs(node, &kind.exprs(), state),
             OpKind::Reduce(r) => {
                 self.read_exprs(node, &kind.exprs(), state);
                 self.read(node, r.src, state);

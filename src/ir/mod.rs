@@ -18,6 +18,7 @@ pub(crate) mod dtype;
 pub(crate) mod entities;
 pub(crate) mod error;
 pub mod expr;
+pub(crate) mod format;
 pub mod graph;
 pub(crate) mod handles;
 mod identity;
@@ -27,8 +28,8 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, Reduce, Scan,
-    Scatter, Shuffle, StorageSpec, Store,
+    Atomic, BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, PrintArg,
+    PrintArgs, PrintValue, Reduce, Scan, Scatter, Shuffle, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -36,6 +37,7 @@ pub use entities::{
 };
 pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, VerifyErrors};
 pub use expr::{Expr, index, select};
+pub use format::{MAX_PRINT_DECIMALS, PrintPiece, PrintProblem, PrintSpec};
 pub use handles::{
     ArrayIndex, AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LocalArray, Output,
     Readable, Scalar, SharedArray, TempStorage, ThreadData, Tile, Var, Warp, Writable,

@@ -9,6 +9,7 @@ use super::entities::{
     ArrayId, DataId, ExprId, GroupId, Loc, LocalId, OpId, ParamId, RegionId, StorageId,
 };
 use super::expr::{Arena, ExprNode};
+use super::format::{PrintPiece, PrintProblem};
 use super::options::CompileOptions;
 use smallvec::SmallVec;
 
@@ -637,6 +638,14 @@ pub enum OpKind {
     Atomic(AtomicSpec),
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
+    /// A line printed by each thread that runs it: the format's pieces, one value per
+    /// placeholder (see [`KernelBuilder::print`](super::KernelBuilder::print)).
+    Print {
+        /// The format, parsed.
+        pieces: Vec<PrintPiece>,
+        /// The values, in order.
+        args: SmallVec<[ExprId; 4]>,
+    },
     /// Reduces every item of the group's threads with `op` into `dst` (one item): the result
     /// is at rank 0, or at every rank with `broadcast`.
     Reduce(Reduction),
@@ -712,6 +721,7 @@ impl OpKind {
             OpKind::WriteRun { .. } => "write_run",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
+            OpKind::Print { .. } => "print",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
             OpKind::Exchange { .. } => "exchange",
@@ -803,6 +813,7 @@ impl OpKind {
                 v.push(*index);
                 v.push(*value);
             }
+            OpKind::Print { args, .. } => v.extend(args.iter().copied()),
             OpKind::SyncBlock
             | OpKind::Break
             | OpKind::Continue
@@ -894,6 +905,13 @@ pub enum BuilderIssue {
     DuplicateParam {
         /// The name.
         name: String,
+        /// Where.
+        loc: Loc,
+    },
+    /// A print whose format does not fit its values.
+    PrintFormat {
+        /// What is wrong.
+        problem: PrintProblem,
         /// Where.
         loc: Loc,
     },

@@ -4,6 +4,7 @@ use super::dtype::DType;
 use super::entities::{ExprId, OpId, RegionId};
 use super::error::VerifyError;
 use super::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
+use super::format::unparse;
 use super::ops::*;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -228,6 +229,10 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             )
         }
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Print { pieces, args } => {
+            let args: Vec<String> = args.iter().map(|a| e(*a)).collect();
+            format!("print {:?} ({})", unparse(pieces), args.join(", "))
+        }
         OpKind::Scatter {
             src,
             ranks,

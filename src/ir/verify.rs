@@ -232,7 +232,7 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 }
                 check(a.old.index() < nd, "payload", a.old.0);
             }
-            OpKind::SyncBlock => {}
+            OpKind::SyncBlock | OpKind::Print { .. } => {}
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
                 check(r.dst.index() < nd, "payload", r.dst.0);
@@ -794,6 +794,16 @@ impl Verifier<'_> {
             }
             OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Print { args, .. } => {
+                for a in args {
+                    if self.ty(*a) == VType::Bool {
+                        let found = VType::Bool;
+                        let expected = VType::D(super::DType::U32);
+                        self.push(K::TypeMismatch { expected, found }, loc, Some(op));
+                    }
+                    self.expr(*a, state, op, None);
+                }
+            }
             OpKind::Scatter {
                 group,
                 src,

@@ -101,11 +101,19 @@ pub struct Function {
     /// Constant arrays with their contents (`.const`), declared at module scope just before
     /// the function; their names must be unique in the module.
     pub consts: Vec<ConstDecl>,
+    /// The formats of its [`Op::Vprintf`] calls: NUL-terminated bytes in `.global` memory,
+    /// declared at module scope just before the function; names unique in the module.
+    pub strings: Vec<ConstDecl>,
     /// How many registers of each class the body uses (declared as `%r<N>` ranges).
     pub regs: RegCounts,
     /// The body.
     pub body: Vec<Instr>,
 }
+
+/// The declaration of CUDA's `vprintf` a module that calls it holds (written once, after the
+/// header).
+pub const VPRINTF_DECL: &str = ".extern .func (.param .b32 func_retval0) vprintf (.param .b64 \
+                                vprintf_param_0, .param .b64 vprintf_param_1);";
 
 /// One kernel parameter (`.param .u64 name`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -872,6 +880,17 @@ pub enum Op {
         /// Source.
         src: Operand,
     },
+    /// A call of CUDA's device `printf`: `vprintf(format, args)` with the generic addresses
+    /// of [`Function::strings`]`[format]` and of [`Function::local`]`[args]` (the values, each
+    /// at the next multiple of its size), or null for `args` without values. Written as one
+    /// line, a block that declares the call's parameters and calls the module's
+    /// `.extern .func vprintf` (see [`VPRINTF_DECL`]); a guard goes on the call.
+    Vprintf {
+        /// The format, by index into [`Function::strings`].
+        format: u32,
+        /// The values' buffer, by index into [`Function::local`].
+        args: Option<u32>,
+    },
     /// `cvta.to.global.u64 dst, src;`: a generic pointer to a global-window address.
     CvtaToGlobal {
         /// Destination.
@@ -1122,6 +1141,7 @@ impl Op {
             Op::St { .. } => "st",
             Op::Mov { .. } => "mov",
             Op::CvtaToGlobal { .. } => "cvta",
+            Op::Vprintf { .. } => "vprintf",
             Op::Bin { .. } => "bin",
             Op::Un { .. } => "un",
             Op::Mad { .. } => "mad",

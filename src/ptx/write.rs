@@ -47,6 +47,11 @@ fn write_module_to(out: &mut String, m: &Module) -> fmt::Result {
     for (i, name) in m.files.iter().enumerate() {
         writeln!(out, ".file {} \"{name}\"", i + 1)?;
     }
+    let prints =
+        (m.functions.iter()).any(|f| (f.body.iter()).any(|i| matches!(i.op, Op::Vprintf { .. })));
+    if prints {
+        writeln!(out, "{VPRINTF_DECL}")?;
+    }
     for f in &m.functions {
         writeln!(out)?;
         write_function(out, f)?;
@@ -58,19 +63,11 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     // Constant arrays are declared at module scope, just before the function that reads them,
     // with their contents; the parser attaches them to that function.
     for c in &f.consts {
-        write!(
-            out,
-            ".const .align {} .b8 {}[{}] = {{",
-            c.align,
-            c.name,
-            c.data.len()
-        )?;
-        for (i, b) in c.data.iter().enumerate() {
-            let sep = if i == 0 { "" } else { ", " };
-            write!(out, "{sep}{b}")?;
-        }
-        out.push_str("};");
-        write_comment(out, c.comment.as_deref())?;
+        write_data_decl(out, "const", c)?;
+    }
+    // So are the formats of its `printf` calls.
+    for c in &f.strings {
+        write_data_decl(out, "global", c)?;
     }
     // Dynamic shared memory (sized at launch) is declared at module scope, just before the
     // function that uses it; the parser attaches it to that function.
@@ -125,6 +122,23 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     writeln!(out, "}}")
 }
 
+/// `.space .align A .b8 name[n] = {..};` with its comment.
+fn write_data_decl(out: &mut String, space: &str, c: &ConstDecl) -> fmt::Result {
+    write!(
+        out,
+        ".{space} .align {} .b8 {}[{}] = {{",
+        c.align,
+        c.name,
+        c.data.len()
+    )?;
+    for (i, b) in c.data.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        write!(out, "{sep}{b}")?;
+    }
+    out.push_str("};");
+    write_comment(out, c.comment.as_deref())
+}
+
 /// Ends a shared declaration's line, with its comment.
 fn write_decl_comment(out: &mut String, s: &SharedDecl) -> fmt::Result {
     write_comment(out, s.comment.as_deref())
@@ -148,6 +162,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
         Op::Loc { file, line, column } => {
             return writeln!(out, "\t.loc {file} {line} {column}");
         }
+        Op::Vprintf { format, args } => return write_vprintf(out, f, ins.guard, *format, *args),
         _ => {}
     }
     out.push('\t');
@@ -157,7 +172,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
     }
     let o = |op: &Operand| Opd(*op, f);
     match &ins.op {
-        Op::Comment(_) | Op::Label(_) | Op::Loc { .. } => {}
+        Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Vprintf { .. } => {}
         Op::Ld {
             space,
             ty,
@@ -634,6 +649,32 @@ impl fmt::Display for Opd<'_> {
             Operand::ConstAddr(i) => f.write_str(const_name(self.1, i)),
         }
     }
+}
+
+/// A `vprintf` call as one line: a block declaring the call's parameters, the generic
+/// addresses of the format and of the values (null without values), the call (guarded by
+/// `guard`).
+fn write_vprintf(
+    out: &mut String,
+    f: &Function,
+    guard: Option<Guard>,
+    format: u32,
+    args: Option<u32>,
+) -> fmt::Result {
+    let format = (f.strings.get(format as usize)).map_or("__missing_string", |s| s.name.as_str());
+    let args = match args {
+        Some(i) => format!("cvta.local.u64 %vp1, {};", local_name(f, i)),
+        None => "mov.u64 %vp1, 0;".to_string(),
+    };
+    let guard = guard.map_or(String::new(), |g| {
+        format!("@{}{} ", if g.negate { "!" } else { "" }, R(g.pred))
+    });
+    writeln!(
+        out,
+        "\t{{ .reg .b64 %vp<2>; .param .b64 param0; .param .b64 param1; .param .b32 retval0; \
+         cvta.global.u64 %vp0, {format}; st.param.b64 [param0], %vp0; {args} \
+         st.param.b64 [param1], %vp1; {guard}call.uni (retval0), vprintf, (param0, param1); }}"
+    )
 }
 
 fn shared_name(f: &Function, i: u32) -> &str {

@@ -97,6 +97,10 @@ pub(crate) struct BlockRun<'a> {
     unreported_blocks: u64,
     /// The block's first undefined-value fault: (thread, pc, fault).
     pending: Option<(usize, u32, Fault)>,
+    /// What the block's threads printed: (thread, text), in the order they printed.
+    printed: Vec<(u32, String)>,
+    /// What every block this worker ran printed: (block, thread, text).
+    output: Vec<(u64, u32, String)>,
 }
 
 impl<'a> BlockRun<'a> {
@@ -172,7 +176,14 @@ impl<'a> BlockRun<'a> {
             reported: 0,
             unreported_blocks: 0,
             pending: None,
+            printed: Vec::new(),
+            output: Vec::new(),
         }
+    }
+
+    /// What the blocks this worker ran printed, as (block, thread, text); leaves none.
+    pub(crate) fn take_printed(&mut self) -> Vec<(u64, u32, String)> {
+        std::mem::take(&mut self.output)
     }
 
     /// Counters accumulated over every block this worker ran.
@@ -292,6 +303,10 @@ impl<'a> BlockRun<'a> {
     /// first.
     pub(crate) fn run(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
         let r = self.run_block(ctaid);
+        let [gx, gy, _] = self.shape.grid.map(u64::from);
+        let block = u64::from(ctaid[0]) + gx * (u64::from(ctaid[1]) + gy * u64::from(ctaid[2]));
+        let lines = self.printed.drain(..).map(|(t, text)| (block, t, text));
+        self.output.extend(lines);
         if r.is_ok() {
             self.unreported_blocks += 1;
             if !self.report_due() {
@@ -397,6 +412,7 @@ impl<'a> BlockRun<'a> {
             hint: &mut self.hint,
             tid: t as u32,
             clock,
+            printed: &mut self.printed,
             pending: None,
         };
         let pc = &mut self.pc[t];
@@ -1019,6 +1035,11 @@ impl<'a> BlockRun<'a> {
         };
         match f {
             Fault::Bounds { space, addr, size } => SimError::OutOfBounds(mem(space, addr, size)),
+            Fault::PrintFormat(byte) => SimError::PrintFormat {
+                thread,
+                at: at.clone(),
+                byte,
+            },
             Fault::Misaligned { space, addr, size } => SimError::Misaligned(mem(space, addr, size)),
             Fault::Uninit {
                 use_kind,

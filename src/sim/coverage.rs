@@ -122,9 +122,10 @@ pub(super) fn op_index(op: &Op) -> usize {
         Op::Red { .. } => 25,
         Op::Membar { .. } => 26,
         Op::Loc { .. } => 27,
+        Op::Vprintf { .. } => 28,
     }
 }
-pub(super) const OP_VARIANTS: usize = 28;
+pub(super) const OP_VARIANTS: usize = 29;
 
 /// Walks a successor chain written as one exhaustive match.
 pub(super) fn chain<T: Copy>(first: T, next: fn(T) -> Option<T>) -> Vec<T> {
@@ -661,6 +662,18 @@ fn every_form_module() -> Module {
             }));
         }
     }
+    body.push(i(Op::Vprintf {
+        format: 0,
+        args: Some(0),
+    }));
+    body.push(when(
+        p(1),
+        true,
+        Op::Vprintf {
+            format: 1,
+            args: None,
+        },
+    ));
     let every = Function {
         name: "every_form".into(),
         params: vec![
@@ -693,8 +706,27 @@ fn every_form_module() -> Module {
                 comment: None,
             },
         ],
-        local: vec![],
+        local: vec![LocalDecl {
+            name: "print0".into(),
+            align: 8,
+            bytes: 8,
+            comment: Some("the values printed by op3".into()),
+        }],
         consts: vec![],
+        strings: vec![
+            ConstDecl {
+                name: "every_form_fmt0".into(),
+                align: 1,
+                data: b"%d %% {}\n\0".to_vec(),
+                comment: Some("the format printed by op3".into()),
+            },
+            ConstDecl {
+                name: "every_form_fmt1".into(),
+                align: 1,
+                data: b"\0".to_vec(),
+                comment: None,
+            },
+        ],
         regs: RegCounts {
             pred: 4,
             b32: 8,
@@ -712,6 +744,7 @@ fn every_form_module() -> Module {
         shared: vec![],
         local: vec![],
         consts: vec![],
+        strings: vec![],
         regs: RegCounts::default(),
         body: vec![i(Op::Ret)],
     };
@@ -737,6 +770,7 @@ fn every_form_module() -> Module {
         ],
         local: vec![],
         consts: vec![],
+        strings: vec![],
         regs: RegCounts {
             b32: 2,
             ..RegCounts::default()
@@ -778,6 +812,7 @@ fn every_form_module() -> Module {
                 comment: None,
             },
         ],
+        strings: vec![],
         consts: vec![
             ConstDecl {
                 name: "arrays_cmem0".into(),

@@ -109,6 +109,8 @@ pub(crate) enum Inst {
     Ret,
     /// A collective, by index into [`Program::colls`]: the thread stops here.
     Coll(u32),
+    /// A `vprintf` call, by index into [`Program::prints`].
+    Print(u32),
     Nop,
 }
 
@@ -239,6 +241,8 @@ pub(crate) struct Program {
     pub local_bytes: u32,
     /// Every `.const` declaration, in order.
     pub cmem: Vec<ConstSlot>,
+    /// The `vprintf` calls.
+    pub prints: Vec<PrintCall>,
     pub reqntid: Option<[u32; 3]>,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
@@ -246,6 +250,13 @@ pub(crate) struct Program {
     pub comment_of: Vec<u32>,
     /// Comment texts by body index (empty for other items).
     pub comments: Vec<String>,
+}
+
+/// A `vprintf` call: its format (without the NUL) and the local address of its values.
+#[derive(Debug, Clone)]
+pub(crate) struct PrintCall {
+    pub format: Vec<u8>,
+    pub args: Option<u64>,
 }
 
 impl Program {
@@ -342,6 +353,7 @@ struct Decoder<'a> {
     shared: Vec<SharedSlot>,
     local: Vec<LocalSlot>,
     cmem: Vec<ConstSlot>,
+    prints: Vec<PrintCall>,
     /// Micro-ops the current instruction needs first (clock reads).
     pre: Vec<Inst>,
 }
@@ -396,6 +408,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         local: Vec::new(),
         local_bytes: 0,
         cmem: Vec::new(),
+        prints: Vec::new(),
         reqntid: f.reqntid,
         lines: src_lines,
         comment_of,
@@ -470,6 +483,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         shared,
         local,
         cmem,
+        prints: Vec::new(),
         pre: Vec::new(),
     };
 
@@ -562,6 +576,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         local: d.local,
         local_bytes,
         cmem: d.cmem,
+        prints: d.prints,
         ..shell
     })
 }
@@ -747,6 +762,23 @@ impl Decoder<'_> {
     fn inst(&mut self, op: &Op) -> D<Inst> {
         Ok(match op {
             Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Membar { .. } => Inst::Nop,
+            Op::Vprintf { format, args } => {
+                let data = &(self.f.strings.get(*format as usize))
+                    .ok_or(InvalidReason::UnknownSymbol)?
+                    .data;
+                let format = data.split(|&b| b == 0).next().unwrap_or(&[]).to_vec();
+                let args = match args {
+                    Some(i) => Some(
+                        self.local
+                            .get(*i as usize)
+                            .ok_or(InvalidReason::UnknownSymbol)?
+                            .addr,
+                    ),
+                    None => None,
+                };
+                self.prints.push(PrintCall { format, args });
+                Inst::Print((self.prints.len() - 1) as u32)
+            }
             Op::Ld {
                 space,
                 ty,

@@ -732,6 +732,16 @@ pub enum SimError {
     },
     /// The launch passed its [`super::Budget`] or its progress callback cancelled it.
     Stopped(Box<super::Stopped>),
+    /// A `vprintf` format with a conversion the simulator does not implement (it implements
+    /// `%d %u %x %lld %llu %llx %f %e`, precisions of `%f` and `%e`, and `%%`).
+    PrintFormat {
+        /// The thread that called it.
+        thread: ThreadRef,
+        /// The call.
+        at: Location,
+        /// The byte of the format where the conversion starts.
+        byte: u32,
+    },
     /// A host-side access (`read`, `write`) outside every allocation.
     HostOutOfBounds {
         /// First address.
@@ -791,6 +801,12 @@ impl fmt::Display for SimError {
                 at.entry
             ),
             SimError::Stopped(s) => write!(f, "{s}"),
+            SimError::PrintFormat { thread, at, byte } => write!(
+                f,
+                "in `{}`: {thread} called vprintf with a format whose conversion at byte {byte} \
+                 the simulator does not implement\n  at {at}",
+                at.entry
+            ),
             SimError::HostOutOfBounds { address, len } => write!(
                 f,
                 "host access of {len} bytes at {address:#x} is outside every allocation"

@@ -14,6 +14,7 @@ use super::alu::{AtomAt, AtomKind, atom_apply};
 use super::decode::{Atomic, Ext, Inst, LOCAL_SHIFT, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
 use super::memory::GlobalView;
+use super::printf::{self, PrintfError};
 use super::race::{RaceHit, RaceState};
 
 /// Origin bit of a register never written; the low bits are its slot.
@@ -57,6 +58,8 @@ pub(crate) struct Env<'a> {
     pub tid: u32,
     /// The block's clock when this run started.
     pub clock: u64,
+    /// What the thread printed, each call's text after the others.
+    pub printed: &'a mut Vec<(u32, String)>,
     /// The first undefined-value fault of this run and its pc. Such faults do not stop the
     /// thread: a race found later in the block explains them better (see the block module).
     pub pending: Option<(u32, Fault)>,
@@ -101,6 +104,8 @@ pub(crate) enum Fault {
         hit: RaceHit,
         kind: AccessKind,
     },
+    /// A `vprintf` format with a conversion the simulator does not implement, at this byte.
+    PrintFormat(u32),
 }
 
 type F = Result<(), Fault>;
@@ -201,6 +206,11 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
             }
             // Counted when the collective completes.
             Inst::Coll(_) => break Stop::Coll,
+            Inst::Print(i) => {
+                if let Err(f) = print(env, i) {
+                    break Stop::Fault(f);
+                }
+            }
             Inst::Nop => {}
         }
         steps += 1;
@@ -208,6 +218,34 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
     };
     *pc = p as u32;
     (stop, steps)
+}
+
+/// Formats `vprintf` call `i` from the thread's local memory and keeps the text.
+fn print(env: &mut Env<'_>, i: u32) -> F {
+    let Some(call) = env.prog.prints.get(i as usize) else {
+        return Ok(());
+    };
+    let base = call.args;
+    let read = |off: u32, size: u32| -> Result<u64, Fault> {
+        let addr = base.unwrap_or(0).wrapping_add(u64::from(off));
+        let fault = Fault::Bounds {
+            space: MemSpace::Local,
+            addr,
+            size,
+        };
+        if base.is_none() {
+            return Err(fault);
+        }
+        let at = local_at(env, addr, size)?;
+        env.local.get(at..at + size as usize).map(le).ok_or(fault)
+    };
+    match printf::format(&call.format, read)? {
+        Ok(text) => {
+            env.printed.push((env.tid, text));
+            Ok(())
+        }
+        Err(PrintfError::Unsupported(at)) => Err(Fault::PrintFormat(at as u32)),
+    }
 }
 
 /// Notes the first observable use of an undefined value.

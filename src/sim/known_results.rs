@@ -95,6 +95,7 @@ fn eval(
             shared: vec![],
             local: vec![],
             consts: vec![],
+            strings: vec![],
             regs: RegCounts {
                 pred: 8,
                 b32: 16,
@@ -361,6 +362,103 @@ fn atom_cases(op: AtomOp) -> Vec<(Ty, u64, Operand, Option<Operand>, u64)> {
         ],
         AtomOp::Inc => vec![(Ty::U32, 5, i(5), None, 0), (Ty::U32, 4, i(5), None, 5)],
         AtomOp::Dec => vec![(Ty::U32, 0, i(5), None, 5), (Ty::U32, 3, i(5), None, 2)],
+    }
+}
+
+/// A kernel whose threads print their rank, `rank - 1`, a quarter and `u64::MAX` (all but
+/// thread 1), then `bare`.
+fn printf_module() -> Module {
+    let body = vec![
+        i(Op::Mov {
+            ty: Ty::U32,
+            dst: r(0),
+            src: Operand::Special(Special::Tid(Dim::X)),
+        }),
+        i(Op::St {
+            space: Space::Local,
+            ty: Ty::U32,
+            addr: at(AddrBase::Local(0), 0),
+            src: smallvec![o(r(0))],
+        }),
+        i(Op::Bin {
+            op: BinOp::Sub,
+            ty: Ty::S32,
+            dst: r(1),
+            a: o(r(0)),
+            b: imm(1),
+        }),
+        i(Op::St {
+            space: Space::Local,
+            ty: Ty::U32,
+            addr: at(AddrBase::Local(0), 4),
+            src: smallvec![o(r(1))],
+        }),
+        i(Op::St {
+            space: Space::Local,
+            ty: Ty::F64,
+            addr: at(AddrBase::Local(0), 8),
+            src: smallvec![Operand::F64(0.25)],
+        }),
+        i(Op::St {
+            space: Space::Local,
+            ty: Ty::U64,
+            addr: at(AddrBase::Local(0), 16),
+            src: smallvec![imm(-1)],
+        }),
+        i(Op::Setp {
+            cmp: Cmp::Eq,
+            ty: Ty::U32,
+            dst: p(0),
+            a: o(r(0)),
+            b: imm(1),
+        }),
+        when(
+            p(0),
+            true,
+            Op::Vprintf {
+                format: 0,
+                args: Some(0),
+            },
+        ),
+        i(Op::Vprintf {
+            format: 1,
+            args: None,
+        }),
+        i(Op::Ret),
+    ];
+    let string = |name: &str, text: &str| ConstDecl {
+        name: name.into(),
+        align: 1,
+        data: text.bytes().chain([0]).collect(),
+        comment: None,
+    };
+    Module {
+        arch: Arch::Sm80,
+        files: vec![],
+        functions: vec![Function {
+            name: "printf".into(),
+            params: vec![],
+            reqntid: None,
+            maxnreg: None,
+            shared: vec![],
+            local: vec![LocalDecl {
+                name: "print0".into(),
+                align: 8,
+                bytes: 24,
+                comment: None,
+            }],
+            consts: vec![],
+            strings: vec![
+                string("printf_fmt0", "t%u %d %e %llx 100%%\n"),
+                string("printf_fmt1", "bare\n"),
+            ],
+            regs: RegCounts {
+                pred: 1,
+                b32: 2,
+                ..RegCounts::default()
+            },
+            body,
+        }],
     }
 }
 
@@ -646,6 +744,27 @@ fn every_operation_executes_with_its_known_result() {
     let (got, _, m) = eval(body, rd(3), 32, [0; 8]);
     // redux: 0 + ... + 31 = 496; mad.wide: 2 * 496 + 1.
     assert!(got.iter().all(|g| *g == 993), "{got:?}");
+    note(&m);
+    let m = printf_module();
+    let sim = super::Simulator::new(super::SimOptions {
+        capture_prints: true,
+        ..super::SimOptions::default()
+    });
+    let module = sim
+        .load_module(&write_module(&m))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = (sim.launch(&module, "printf", [2, 1, 1], [3, 1, 1], 0, &[]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Thread order; thread 1 skips its guarded call.
+    assert_eq!(
+        report.printed,
+        "t0 -1 2.500000e-01 ffffffffffffffff 100%\nbare\n\
+         bare\n\
+         t2 1 2.500000e-01 ffffffffffffffff 100%\nbare\n\
+         t0 -1 2.500000e-01 ffffffffffffffff 100%\nbare\n\
+         bare\n\
+         t2 1 2.500000e-01 ffffffffffffffff 100%\nbare\n"
+    );
     note(&m);
     let missing: Vec<usize> = (0..OP_VARIANTS).filter(|k| !executed.contains(k)).collect();
     assert!(

@@ -152,6 +152,7 @@ mod exec;
 mod known_results;
 mod memory;
 mod parse;
+mod printf;
 mod race;
 mod symbols;
 
@@ -202,6 +203,9 @@ pub struct SimOptions {
     pub budget: Budget,
     /// Called as a launch goes, with its progress; it can cancel the launch.
     pub progress: Option<ProgressHook>,
+    /// Keep what kernels print (`vprintf`) in the launch's report only
+    /// ([`LaunchReport::printed`]); by default it is also written to standard output.
+    pub capture_prints: bool,
 }
 
 impl Default for SimOptions {
@@ -215,6 +219,7 @@ impl Default for SimOptions {
             local_bytes: 0,
             budget: Budget::default(),
             progress: None,
+            capture_prints: false,
         }
     }
 }
@@ -257,7 +262,7 @@ impl SimModule {
 }
 
 /// What a launch did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchReport {
     /// Thread-instructions executed (guarded-off instructions and completed collectives
     /// count; labels and comments do not).
@@ -272,6 +277,10 @@ pub struct LaunchReport {
     pub warp_collectives: u64,
     /// Scheduler rounds (each runs every ready thread of a block once).
     pub rounds: u64,
+    /// What the kernel printed (`vprintf`), in thread order: block by block in linear
+    /// order, within a block by thread rank, each thread's lines in the order it printed
+    /// them.
+    pub printed: String,
 }
 
 /// The simulator: owns the simulated global memory and runs kernels on it.
@@ -441,6 +450,7 @@ impl Simulator {
         let opts = &self.options;
         let view = self.memory.view(workers > 1);
         let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
+        let printed: Mutex<Vec<(u64, u32, String)>> = Mutex::new(Vec::new());
         let counts = if workers <= 1 {
             let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
             let mut result = Ok(());
@@ -451,6 +461,10 @@ impl Simulator {
                 }
             }
             run.flush();
+            printed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(run.take_printed());
             match result {
                 // With the final counts.
                 Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
@@ -480,6 +494,10 @@ impl Simulator {
                     }
                 }
                 run.flush();
+                printed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(run.take_printed());
                 let c = run.counts();
                 let mut t = total.lock().unwrap_or_else(|p| p.into_inner());
                 t.steps += c.steps;
@@ -506,6 +524,13 @@ impl Simulator {
             total.into_inner().unwrap_or_else(|p| p.into_inner())
         };
         monitor.finish();
+        let mut lines = printed.into_inner().unwrap_or_else(|p| p.into_inner());
+        // Stable: each thread's lines stay in the order it printed them.
+        lines.sort_by_key(|&(block, thread, _)| (block, thread));
+        let printed: String = lines.into_iter().map(|(_, _, text)| text).collect();
+        if !self.options.capture_prints && !printed.is_empty() {
+            print!("{printed}");
+        }
         Ok(LaunchReport {
             thread_instructions: counts.steps,
             blocks: nblocks,
@@ -513,6 +538,7 @@ impl Simulator {
             barriers: counts.barriers,
             warp_collectives: counts.warp_collectives,
             rounds: counts.rounds,
+            printed,
         })
     }
 }

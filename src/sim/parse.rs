@@ -13,6 +13,9 @@
 //! of its static ones, so the parse lists them first.
 
 use super::error::{ParseError, ParseReason};
+use vprintf::parse_vprintf;
+
+mod vprintf;
 use crate::ptx::Arch;
 use crate::ptx::write::{
     atom_name, bin_mnemonic, cmp_name, round_name, scope_name, sem_name, special_name, un_mnemonic,
@@ -79,6 +82,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
     // `.extern .shared` and `.const` declarations belong to the entry that follows them.
     let mut dynamic: Vec<SharedDecl> = Vec::new();
     let mut consts: Vec<ConstDecl> = Vec::new();
+    let mut strings: Vec<ConstDecl> = Vec::new();
     let mut state = State::Top;
     let mut last = Cx { line: 1, text: "" };
     for (i, raw) in text.split('\n').enumerate() {
@@ -113,6 +117,10 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                     files.push(parse_file_decl(rest, files.len()).map_err(|r| cx.err(r))?);
                 } else if let Some(rest) = line.strip_prefix(".const") {
                     consts.push(parse_const_decl(rest).map_err(|r| cx.err(r))?);
+                } else if let Some(rest) = line.strip_prefix(".global") {
+                    strings.push(parse_const_decl(rest).map_err(|r| cx.err(r))?);
+                } else if line == VPRINTF_DECL {
+                    continue;
                 } else if let Some(rest) = line.strip_prefix(".extern") {
                     let rest = rest
                         .trim_start()
@@ -134,6 +142,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                             shared: std::mem::take(&mut dynamic),
                             local: Vec::new(),
                             consts: std::mem::take(&mut consts),
+                            strings: std::mem::take(&mut strings),
                             regs: RegCounts::default(),
                             body: Vec::new(),
                         },
@@ -224,6 +233,9 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                         bytes: d.bytes,
                         comment: d.comment,
                     });
+                } else if line.starts_with("{ ") {
+                    f.body.push(parse_vprintf(line, f).map_err(|r| cx.err(r))?);
+                    fl.body.push(cx.line);
                 } else if let Some(rest) = line.strip_prefix(".loc ") {
                     let v: Vec<u32> = (rest.split_whitespace())
                         .map(|t| t.parse().map_err(|_| cx.err(ParseReason::BadNumber)))
@@ -250,7 +262,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
             }
         }
     }
-    if state != State::Top || !dynamic.is_empty() || !consts.is_empty() {
+    if state != State::Top || !dynamic.is_empty() || !consts.is_empty() || !strings.is_empty() {
         return Err(last.err(ParseReason::UnexpectedEnd));
     }
     let arch = arch.ok_or_else(|| last.err(ParseReason::UnexpectedEnd))?;
@@ -1153,6 +1165,7 @@ mod tests {
                 data: vec![1, 2, 3, 4],
                 comment: None,
             }],
+            strings: vec![],
             regs: RegCounts::default(),
             body: vec![],
         };

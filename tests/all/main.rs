@@ -28,6 +28,7 @@ mod misuse;
 mod neighbor;
 mod options;
 mod pairs;
+mod print;
 mod random;
 mod reduce;
 mod robust;

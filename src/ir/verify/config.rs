@@ -117,6 +117,9 @@ impl Verifier<'_> {
                 BuilderIssue::DuplicateParam { name, loc } => {
                     self.push(K::DuplicateParam { name: name.clone() }, *loc, None)
                 }
+                BuilderIssue::PrintFormat { problem, loc } => {
+                    self.push(K::PrintFormat(problem.clone()), *loc, None)
+                }
                 // Reported with the handle checks.
                 BuilderIssue::ForeignHandle { .. } => {}
             }

@@ -51,6 +51,7 @@ fn env_u64(name: &str) -> Option<u64> {
 fn fuzz_sim() -> Device {
     Device::sim_with(SimOptions {
         max_steps: 1 << 26,
+        capture_prints: true,
         ..SimOptions::default()
     })
 }

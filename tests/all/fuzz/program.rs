@@ -13,7 +13,8 @@ use coopgraph::ir::ops::{
     ValidOf,
 };
 use coopgraph::ir::{
-    Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, NeighborKind, OpId, RegionId,
+    Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, NeighborKind, OpId, PrintPiece,
+    RegionId,
 };
 use std::fmt::Write;
 
@@ -535,6 +536,19 @@ impl Printer<'_> {
                 self.line(&s);
             }
             OpKind::SyncBlock => self.line("k.sync_block();"),
+            OpKind::Print { pieces, args } => {
+                let values: Vec<String> = (args.iter())
+                    .map(|a| format!("PrintValue::new({})", self.expr(*a)))
+                    .collect();
+                let format: String = (pieces.iter())
+                    .map(|p| match p {
+                        PrintPiece::Text(t) => t.replace('{', "{{").replace('}', "}}"),
+                        PrintPiece::Arg(spec) => spec.to_string(),
+                    })
+                    .collect();
+                let s = format!("k.print({format:?}, vec![{}]);", values.join(", "));
+                self.line(&s);
+            }
             OpKind::Reduce(r) => {
                 self.declare(r.src);
                 let mut c = self.reduce_op(r.op);

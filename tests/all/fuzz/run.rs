@@ -442,16 +442,36 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
         let mut config = LaunchConfig::grid(p.grid);
         config.dynamic_array_len = p.dyn_len;
         if p.kernel.ir().bounds == Bounds::Checked {
-            f.launch(config, list)
+            f.launch_with_report(config, list)
         } else {
             // SAFETY: the buffers cover every access the interpreter found, except in a case
             // cut short on purpose, which runs only on the simulator and must fault there.
-            unsafe { f.launch_unchecked(config, list) }
+            unsafe { f.launch_unchecked(config, list) }.map(|()| None)
         }
     };
     charge(3, t0);
-    if let Err(e) = result {
-        return Ok(Err(e));
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => return Ok(Err(e)),
+    };
+    // The simulator's printed text, in thread order, against the interpreter's lines.
+    if let Some(report) = report
+        && !p.expect.printed_unsure
+        && !p.expect_oob
+        && p.expect.events.is_empty()
+    {
+        let mut lines: Vec<&(u32, u32, String)> = p.expect.printed.iter().collect();
+        lines.sort_by_key(|&&(block, thread, _)| (block, thread));
+        let want: String = lines.into_iter().map(|(_, _, l)| l.as_str()).collect();
+        if report.printed != want {
+            return Err(Verdict::Failed {
+                class: "mismatch: print".into(),
+                report: format!(
+                    "the simulator printed\n{}\nthe interpreter\n{want}",
+                    report.printed
+                ),
+            });
+        }
     }
     let mut out = Vec::new();
     for (prm, b) in p.params.iter().zip(&bufs) {

@@ -162,6 +162,7 @@ impl Gen {
             3,                                                  // read a run
             3,                                                  // write a run
             if self.locals.is_empty() { 0 } else { 5 },         // local array
+            2,                                                  // print
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -199,7 +200,8 @@ impl Gen {
                 20 => self.op_return(k),
                 21 => self.op_read_run(k),
                 22 => self.op_write_run(k),
-                _ => self.op_local(k),
+                23 => self.op_local(k),
+                _ => self.op_print(k),
             };
             if done {
                 return;

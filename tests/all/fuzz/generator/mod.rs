@@ -27,6 +27,7 @@ mod expr;
 mod flow;
 mod indexed;
 mod ops;
+mod print;
 mod vars;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};

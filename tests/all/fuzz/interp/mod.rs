@@ -49,6 +49,7 @@ mod atomic;
 mod collective;
 mod flow;
 mod memory;
+mod print;
 pub mod value;
 
 use coopgraph::ir::expr::{Axis, ExprKind, IndexKind};
@@ -147,6 +148,11 @@ pub struct Outcome {
     /// Per buffer parameter: the largest element index accessed.
     pub max_index: Vec<Option<u64>>,
     pub events: Vec<Event>,
+    /// What the threads printed: (block, thread, line), in the order each thread printed.
+    pub printed: Vec<(u32, u32, String)>,
+    /// Whether a printed line depends on what the interpreter does not know exactly (an
+    /// approximate or unspecified value, a NaN's sign, a branch on an unspecified condition).
+    pub printed_unsure: bool,
     /// The accesses of elements atomics touch, as a first pass records them.
     accesses: atomic::AccessMap,
     /// In the second pass of a kernel with atomics: the first pass's accesses.
@@ -273,6 +279,8 @@ fn pass(ir: &Ir, launch: &Launch<'_>, seen: Option<atomic::AccessMap>) -> Outcom
         outputs: vec![HashMap::new(); ir.params.len()],
         max_index: vec![None; ir.params.len()],
         events: Vec::new(),
+        printed: Vec::new(),
+        printed_unsure: false,
         accesses: HashMap::new(),
         seen,
     };
@@ -649,6 +657,22 @@ impl<'a> Block<'a> {
             }
             OpKind::Atomic(a) => self.atomic(a, active),
             OpKind::SyncBlock => self.epoch += 1,
+            OpKind::Print { pieces, args } => {
+                let dtypes: Vec<DType> = (args.iter())
+                    .map(|a| self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32))
+                    .collect();
+                for t in 0..self.threads {
+                    if active[t] {
+                        let vals: Vec<V> = args.iter().map(|a| self.eval(*a, self.cx(t))).collect();
+                        for v in &vals {
+                            self.check_defined(*v, "a printed value");
+                        }
+                        let (line, sure) = print::line(pieces, &dtypes, &vals);
+                        self.out.printed_unsure |= !sure || self.taint[t] != 0;
+                        self.out.printed.push((self.b, t as u32, line));
+                    }
+                }
+            }
             OpKind::Reduce(r) => self.reduce(r, active),
             OpKind::Scan(s) => self.scan(s, active),
             OpKind::Neighbor(nb) => self.neighbor(nb, active),
