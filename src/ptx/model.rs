@@ -43,6 +43,7 @@ impl Module {
     ///     shared: Vec::new(),
     ///     local: Vec::new(),
     ///     consts: Vec::new(),
+    ///     strings: Vec::new(),
     ///     regs: RegCounts::default(),
     ///     body: vec![Op::Loc { file, line: 7, column: 1 }.into(), Op::Ret.into()],
     /// };
