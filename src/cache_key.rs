@@ -22,7 +22,7 @@ use crate::ir::entities::{
 };
 use crate::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, ExprNode, IndexKind, UnaryOp, VType};
 use crate::ir::ops::*;
-use crate::ir::options::{CompileOptions, LineInfo, MaxRegisters};
+use crate::ir::options::{CompileOptions, LineInfo, MathMode, MaxRegisters};
 
 mod key;
 
@@ -233,6 +233,7 @@ impl Canonical for CompileOptions {
         let CompileOptions {
             max_registers,
             line_info,
+            math,
         } = self;
         match max_registers {
             None => w.tag(0),
@@ -244,6 +245,10 @@ impl Canonical for CompileOptions {
         w.tag(match line_info {
             LineInfo::Off => 0,
             LineInfo::RustLines => 1,
+        });
+        w.tag(match math {
+            MathMode::Accurate => 0,
+            MathMode::Fast => 1,
         });
     }
 }
@@ -448,6 +453,22 @@ impl Canonical for UnaryOp {
             UnaryOp::Clz => 16,
             UnaryOp::Brev => 17,
             UnaryOp::IsNan => 18,
+            UnaryOp::Exp => 19,
+            UnaryOp::Exp10 => 20,
+            UnaryOp::Expm1 => 21,
+            UnaryOp::Ln => 22,
+            UnaryOp::Log10 => 23,
+            UnaryOp::Log1p => 24,
+            UnaryOp::Tan => 25,
+            UnaryOp::Asin => 26,
+            UnaryOp::Acos => 27,
+            UnaryOp::Atan => 28,
+            UnaryOp::Sinh => 29,
+            UnaryOp::Cosh => 30,
+            UnaryOp::Cbrt => 31,
+            UnaryOp::Erf => 32,
+            UnaryOp::Erfc => 33,
+            UnaryOp::Bitcast => 34,
         });
     }
 }
@@ -467,6 +488,11 @@ impl Canonical for BinaryOp {
             BinaryOp::Xor => 9,
             BinaryOp::Shl => 10,
             BinaryOp::Shr => 11,
+            BinaryOp::MulHi => 12,
+            BinaryOp::Atan2 => 13,
+            BinaryOp::Pow => 14,
+            BinaryOp::Hypot => 15,
+            BinaryOp::Powi => 16,
         });
     }
 }

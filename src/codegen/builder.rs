@@ -11,7 +11,7 @@
 
 use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
-use crate::ir::options::LineInfo;
+use crate::ir::options::{LineInfo, MathMode};
 use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, Loc, LocalId, OpId, ParamId};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, StepId, SyncScope,
@@ -202,6 +202,9 @@ pub struct Emitter<'a> {
     barrier_scopes: HashMap<StepId, SmallVec<[SyncScope; 1]>>,
     /// The source files `.loc` directives have named, in order of first use (file `i + 1`).
     files: Vec<&'static str>,
+    /// How many math-library templates are being evaluated (their arithmetic is exact
+    /// whatever the kernel's [`MathMode`]).
+    pub(crate) library_depth: u32,
 }
 
 impl<'a> Emitter<'a> {
@@ -236,6 +239,7 @@ impl<'a> Emitter<'a> {
             jump_targets: Vec::new(),
             barrier_scopes: HashMap::new(),
             files: Vec::new(),
+            library_depth: 0,
         };
         for b in &plan.barriers {
             e.barrier_scopes.entry(b.step).or_default().push(b.scope);
@@ -441,10 +445,22 @@ impl Emitter<'_> {
         self.entry.push(op.into());
     }
 
+    /// Whether f32 arithmetic here may flush subnormals and be contracted: in a
+    /// [`MathMode::Fast`] kernel, outside the math library's templates.
+    pub(crate) fn fast_arith(&self) -> bool {
+        self.ir.options.math == MathMode::Fast && self.library_depth == 0
+    }
+
     /// A fresh label.
     pub(crate) fn label(&mut self) -> String {
         self.labels += 1;
         format!("$L{}", self.labels)
+    }
+
+    /// A fresh label ending a select branch (see [`SELECT_LABEL_PREFIX`]).
+    pub(crate) fn select_label(&mut self) -> String {
+        self.labels += 1;
+        format!("{SELECT_LABEL_PREFIX}{}", self.labels)
     }
 
     /// Two run-time paths: `@[!]p bra L1; fall; bra L2; L1: jumped; L2:` — `jumped` where `p`

@@ -2,10 +2,13 @@
 
 use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty};
 use crate::ir::expr::{Axis, BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
+use crate::ir::math::Func;
 use crate::ir::ops::{ReduceOp, Role};
 use crate::ir::{DType, ExprId};
 use crate::ptx::*;
 use std::collections::HashMap;
+
+mod math;
 
 /// Values an expression may refer to besides the kernel-wide ones.
 #[derive(Debug, Clone, Default)]
@@ -380,23 +383,7 @@ impl Emitter<'_> {
                 let d = self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32);
                 let ra = self.eval(*a, ctx, memo);
                 let rb = self.eval(*b, ctx, memo);
-                let cmp = match c {
-                    CmpOp::Eq => Cmp::Eq,
-                    // Rust's `!=` holds when either side is NaN.
-                    CmpOp::Ne if d.is_float() => Cmp::Neu,
-                    CmpOp::Ne => Cmp::Ne,
-                    CmpOp::Lt => Cmp::Lt,
-                    CmpOp::Le => Cmp::Le,
-                    CmpOp::Gt => Cmp::Gt,
-                    CmpOp::Ge => Cmp::Ge,
-                };
-                self.op(Op::Setp {
-                    cmp,
-                    ty: arith_ty(d),
-                    dst: p,
-                    a: ra.into(),
-                    b: rb.into(),
-                });
+                self.compare_into(p, *c, d, ra, rb);
             }
             ExprKind::Unary(U::Not, a) => {
                 let ra = self.eval(*a, ctx, memo);
@@ -450,7 +437,6 @@ impl Emitter<'_> {
         ctx: &Ctx,
         memo: &mut HashMap<ExprId, Reg>,
     ) -> Reg {
-        let ty = arith_ty(d);
         match kind {
             ExprKind::Const(bits) => self.constant(d, *bits),
             ExprKind::Param(p) => self.param_reg(*p),
@@ -545,16 +531,7 @@ impl Emitter<'_> {
                 let ra = self.eval(*a, ctx, memo);
                 let rb = self.eval(*b, ctx, memo);
                 let rc = self.eval(*c, ctx, memo);
-                let r = self.reg(class(d));
-                self.op(Op::Mad {
-                    ty,
-                    dst: r,
-                    a: ra.into(),
-                    b: rb.into(),
-                    c: rc.into(),
-                });
-                self.normalize(d, r);
-                r
+                self.fma_value(d, ra, rb, rc)
             }
             ExprKind::Binary(op, a, b) => {
                 let ra = self.eval(*a, ctx, memo);
@@ -639,9 +616,17 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn binary(&mut self, d: DType, op: B, a: Reg, b: Reg) -> Reg {
+        if op == B::MulHi && is_narrow(d) {
+            return self.narrow_mul_hi(d, a, b);
+        }
         let ty = arith_ty(d);
+        let fast = d == DType::F32 && self.fast_arith();
         let r = self.reg(class(d));
         let (pop, ty, wraps) = match op {
+            B::Add if fast => (BinOp::AddFtz, ty, false),
+            B::Sub if fast => (BinOp::SubFtz, ty, false),
+            B::Mul if fast => (BinOp::MulFtz, ty, false),
+            B::Div if fast => (BinOp::DivApprox, ty, false),
             B::Add => (BinOp::Add, ty, true),
             B::Sub => (BinOp::Sub, ty, true),
             B::Mul => (BinOp::Mul, ty, true),
@@ -654,6 +639,10 @@ impl Emitter<'_> {
             B::Xor => (BinOp::Xor, bits_ty(d), false),
             B::Shl => (BinOp::Shl, bits_ty(d), true),
             B::Shr => (BinOp::Shr, ty, false),
+            B::MulHi => (BinOp::MulHi, ty, false),
+            B::Atan2 | B::Pow | B::Hypot | B::Powi => {
+                return self.library(Func::Binary(op), d, &[a, b]);
+            }
         };
         self.op(Op::Bin {
             op: pop,
@@ -668,8 +657,32 @@ impl Emitter<'_> {
         r
     }
 
+    /// The high half of the product of two 8- or 16-bit integers: the whole product fits
+    /// their 32-bit registers.
+    fn narrow_mul_hi(&mut self, d: DType, a: Reg, b: Reg) -> Reg {
+        let ty = arith_ty(d);
+        let r = self.reg(RegClass::B32);
+        self.op(Op::Bin {
+            op: BinOp::Mul,
+            ty,
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Shr,
+            ty,
+            dst: r,
+            a: r.into(),
+            b: Operand::Imm(i64::from(d.bytes() * 8)),
+        });
+        self.normalize(d, r);
+        r
+    }
+
     fn unary(&mut self, d: DType, src: DType, op: U, a: Reg) -> Reg {
         let ty = arith_ty(d);
+        let fast = d == DType::F32 && self.fast_arith();
         let r = self.reg(class(d));
         let width = src.bytes() * 8;
         match op {
@@ -695,14 +708,36 @@ impl Emitter<'_> {
                 self.un(UnOp::Not, bits_ty(d), r, a);
                 self.normalize(d, r);
             }
+            U::Sqrt if fast => self.un(UnOp::SqrtApprox, ty, r, a),
+            U::Rcp if fast => self.un(UnOp::RcpApprox, ty, r, a),
             U::Sqrt => self.un(UnOp::Sqrt, ty, r, a),
-            U::Rsqrt => self.un(UnOp::Rsqrt, ty, r, a),
             U::Rcp => self.un(UnOp::Rcp, ty, r, a),
-            U::Exp2 => self.un(UnOp::Ex2, ty, r, a),
-            U::Log2 => self.un(UnOp::Lg2, ty, r, a),
-            U::Sin => self.un(UnOp::Sin, ty, r, a),
-            U::Cos => self.un(UnOp::Cos, ty, r, a),
-            U::Tanh => self.un(UnOp::Tanh, ty, r, a),
+            U::Bitcast => self.op(Op::Mov {
+                ty: bits_ty(d),
+                dst: r,
+                src: a.into(),
+            }),
+            U::Rsqrt
+            | U::Exp2
+            | U::Log2
+            | U::Sin
+            | U::Cos
+            | U::Tanh
+            | U::Exp
+            | U::Exp10
+            | U::Expm1
+            | U::Ln
+            | U::Log10
+            | U::Log1p
+            | U::Tan
+            | U::Asin
+            | U::Acos
+            | U::Atan
+            | U::Sinh
+            | U::Cosh
+            | U::Cbrt
+            | U::Erf
+            | U::Erfc => return self.library(Func::Unary(op), d, &[a]),
             U::Floor | U::Ceil | U::Trunc | U::Round => {
                 let round = match op {
                     U::Floor => Round::Rmi,
@@ -755,6 +790,41 @@ impl Emitter<'_> {
             }),
         }
         r
+    }
+
+    /// `a * b + c`: one rounding for floats, wrapping for integers.
+    fn fma_value(&mut self, d: DType, a: Reg, b: Reg, c: Reg) -> Reg {
+        let r = self.reg(class(d));
+        self.op(Op::Mad {
+            ty: arith_ty(d),
+            dst: r,
+            a: a.into(),
+            b: b.into(),
+            c: c.into(),
+        });
+        self.normalize(d, r);
+        r
+    }
+
+    /// `p = a c b` over values of `d` (ordered for floats, but `!=`).
+    fn compare_into(&mut self, p: Reg, c: CmpOp, d: DType, a: Reg, b: Reg) {
+        let cmp = match c {
+            CmpOp::Eq => Cmp::Eq,
+            // Rust's `!=` holds when either side is NaN.
+            CmpOp::Ne if d.is_float() => Cmp::Neu,
+            CmpOp::Ne => Cmp::Ne,
+            CmpOp::Lt => Cmp::Lt,
+            CmpOp::Le => Cmp::Le,
+            CmpOp::Gt => Cmp::Gt,
+            CmpOp::Ge => Cmp::Ge,
+        };
+        self.op(Op::Setp {
+            cmp,
+            ty: arith_ty(d),
+            dst: p,
+            a: a.into(),
+            b: b.into(),
+        });
     }
 
     fn un(&mut self, op: UnOp, ty: Ty, dst: Reg, a: Reg) {

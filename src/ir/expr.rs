@@ -133,6 +133,32 @@ pub enum UnaryOp {
     Sin,
     Cos,
     Tanh,
+    /// `e^x`.
+    Exp,
+    /// `10^x`.
+    Exp10,
+    /// `e^x - 1`.
+    Expm1,
+    /// The natural logarithm.
+    Ln,
+    Log10,
+    /// `ln(1 + x)`.
+    Log1p,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    /// The cube root.
+    Cbrt,
+    /// The error function.
+    Erf,
+    /// `1 - erf(x)`.
+    Erfc,
+    /// The operand's bits as the node's type (of the same width): `f32` <-> `u32`, `f64` <->
+    /// `u64`.
+    Bitcast,
     Floor,
     Ceil,
     Trunc,
@@ -164,6 +190,59 @@ pub enum BinaryOp {
     Xor,
     Shl,
     Shr,
+    /// The high half of the double-width product of two integers.
+    MulHi,
+    /// `atan(a / b)` in the quadrant of the point `(b, a)` (floats).
+    Atan2,
+    /// `a^b` (floats).
+    Pow,
+    /// `sqrt(a^2 + b^2)` without overflow or underflow on the way (floats).
+    Hypot,
+    /// `a^n` for an `i32` exponent `n` (the right operand).
+    Powi,
+}
+
+impl UnaryOp {
+    /// Whether this is a function of the math library ([`crate::ir::math`]): built from
+    /// primitive operations when code is generated, or from approximate instructions under
+    /// `fastmath`.
+    pub fn is_library(self) -> bool {
+        use UnaryOp::*;
+        matches!(
+            self,
+            Rsqrt
+                | Exp2
+                | Log2
+                | Sin
+                | Cos
+                | Tanh
+                | Exp
+                | Exp10
+                | Expm1
+                | Ln
+                | Log10
+                | Log1p
+                | Tan
+                | Asin
+                | Acos
+                | Atan
+                | Sinh
+                | Cosh
+                | Cbrt
+                | Erf
+                | Erfc
+        )
+    }
+}
+
+impl BinaryOp {
+    /// Whether this is a function of the math library ([`crate::ir::math`]).
+    pub fn is_library(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Atan2 | BinaryOp::Pow | BinaryOp::Hypot | BinaryOp::Powi
+        )
+    }
 }
 
 /// Comparisons (ordered for floats: false when either side is NaN, except `Ne`).
@@ -627,10 +706,6 @@ impl<T: FloatElement> Expr<T> {
     pub fn sqrt(&self) -> Self {
         Expr::un(UnaryOp::Sqrt, self)
     }
-    /// Reciprocal square root (hardware approximation).
-    pub fn rsqrt(&self) -> Self {
-        Expr::un(UnaryOp::Rsqrt, self)
-    }
     /// Reciprocal, correctly rounded.
     pub fn recip(&self) -> Self {
         Expr::un(UnaryOp::Rcp, self)
@@ -654,37 +729,6 @@ impl<T: FloatElement> Expr<T> {
     /// Whether the value is NaN.
     pub fn is_nan(&self) -> Expr<bool> {
         Expr::new(ExprKind::Unary(UnaryOp::IsNan, self.node.clone()))
-    }
-}
-
-impl Expr<f32> {
-    /// `2^x` (hardware approximation, f32 only).
-    pub fn exp2(&self) -> Self {
-        Expr::un(UnaryOp::Exp2, self)
-    }
-    /// `log2(x)` (hardware approximation, f32 only).
-    pub fn log2(&self) -> Self {
-        Expr::un(UnaryOp::Log2, self)
-    }
-    /// `e^x` as `2^(x * log2(e))` (approximation).
-    pub fn exp(&self) -> Self {
-        (self.clone() * std::f32::consts::LOG2_E).exp2()
-    }
-    /// `ln(x)` as `log2(x) * ln(2)` (approximation).
-    pub fn ln(&self) -> Self {
-        self.log2() * std::f32::consts::LN_2
-    }
-    /// Sine (hardware approximation, f32 only).
-    pub fn sin(&self) -> Self {
-        Expr::un(UnaryOp::Sin, self)
-    }
-    /// Cosine (hardware approximation, f32 only).
-    pub fn cos(&self) -> Self {
-        Expr::un(UnaryOp::Cos, self)
-    }
-    /// Hyperbolic tangent (hardware approximation, f32 only).
-    pub fn tanh(&self) -> Self {
-        Expr::un(UnaryOp::Tanh, self)
     }
 }
 
@@ -864,6 +908,7 @@ lhs_literal!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
 /// Built-in index expressions.
 pub mod index;
+mod math;
 
 /// Flattens builder trees into an arena, sharing subtrees that are the same `Arc` and
 /// structurally equal nodes.
@@ -918,6 +963,11 @@ impl Arena {
             self.roots.push(n.clone());
         }
         self.by_ptr.get(&key(node)).copied().unwrap_or(ExprId(0))
+    }
+
+    /// The id a tree interned here got, if it was.
+    pub(crate) fn id_of(&self, node: &Arc<Node>) -> Option<ExprId> {
+        self.by_ptr.get(&(Arc::as_ptr(node) as usize)).copied()
     }
 
     /// The node behind an id.

@@ -22,6 +22,7 @@ pub(crate) mod format;
 pub mod graph;
 pub(crate) mod handles;
 mod identity;
+pub mod math;
 pub mod ops;
 pub mod options;
 pub mod print;
@@ -46,5 +47,5 @@ pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
     NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
-pub use options::{CompileOptions, LineInfo, MaxRegisters};
+pub use options::{CompileOptions, LineInfo, MathMode, MaxRegisters};
 pub use verify::{Info, Uniformity};

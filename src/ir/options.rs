@@ -1,5 +1,5 @@
 //! A kernel's compile options: what the code generator does beyond the ops (register limit,
-//! line information). Every option is part of the kernel's cache key; all are
+//! line information, fast math). Every option is part of the kernel's cache key; all are
 //! off by default, and a kernel built with none of them emits exactly the code it emitted
 //! before options existed.
 
@@ -24,6 +24,8 @@ pub struct CompileOptions {
     pub max_registers: Option<MaxRegisters>,
     /// Whether the PTX carries the user's source lines.
     pub line_info: LineInfo,
+    /// How float functions and arithmetic are computed.
+    pub math: MathMode,
 }
 
 /// A register limit and where it was set.
@@ -45,4 +47,22 @@ pub enum LineInfo {
     /// the module declares every such file with `.file`; the runtime asks the driver's JIT for
     /// line information, so `compute-sanitizer` and Nsight Compute name those lines.
     RustLines,
+}
+
+/// How a kernel computes the float functions of the math library and float arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MathMode {
+    /// The functions are built from exactly rounded PTX operations, to the accuracy the
+    /// [`math`](crate::ir::math) module's table states; float `add`, `sub` and `mul` are
+    /// rounded one by one (never contracted into an FMA); subnormals are kept. The GPU and
+    /// the simulator compute the same bits.
+    #[default]
+    Accurate,
+    /// `f32` functions use PTX's approximate instructions where they exist (`sin.approx`,
+    /// `cos.approx`, `ex2.approx`, `lg2.approx`, `tanh.approx`, `rcp.approx`,
+    /// `rsqrt.approx`, `sqrt.approx`, `div.approx`), all with `.ftz`; f32 `add`, `sub` and
+    /// `mul` flush subnormals to zero and may be contracted into FMAs by ptxas. The GPU and the
+    /// simulator may then differ, within the tolerances the [`math`](crate::ir::math) module
+    /// states. `f64` is computed as in [`MathMode::Accurate`], except `rcp` and `rsqrt`.
+    Fast,
 }

@@ -339,7 +339,13 @@ fn binary_symbol(op: BinaryOp, ty: VType) -> Option<&'static str> {
         BinaryOp::Xor => "^",
         BinaryOp::Shl => "<<",
         BinaryOp::Shr => ">>",
-        BinaryOp::Min | BinaryOp::Max => return None,
+        BinaryOp::Min
+        | BinaryOp::Max
+        | BinaryOp::MulHi
+        | BinaryOp::Atan2
+        | BinaryOp::Pow
+        | BinaryOp::Hypot
+        | BinaryOp::Powi => return None,
     })
 }
 
@@ -367,6 +373,22 @@ fn unary_name(op: UnaryOp) -> &'static str {
         UnaryOp::Sin => "sin",
         UnaryOp::Cos => "cos",
         UnaryOp::Tanh => "tanh",
+        UnaryOp::Exp => "exp",
+        UnaryOp::Exp10 => "exp10",
+        UnaryOp::Expm1 => "expm1",
+        UnaryOp::Ln => "ln",
+        UnaryOp::Log10 => "log10",
+        UnaryOp::Log1p => "log1p",
+        UnaryOp::Tan => "tan",
+        UnaryOp::Asin => "asin",
+        UnaryOp::Acos => "acos",
+        UnaryOp::Atan => "atan",
+        UnaryOp::Sinh => "sinh",
+        UnaryOp::Cosh => "cosh",
+        UnaryOp::Cbrt => "cbrt",
+        UnaryOp::Erf => "erf",
+        UnaryOp::Erfc => "erfc",
+        UnaryOp::Bitcast => "bitcast",
         UnaryOp::Floor => "floor",
         UnaryOp::Ceil => "ceil",
         UnaryOp::Trunc => "trunc",
@@ -512,7 +534,15 @@ fn expr_into(ir: &Ir, id: ExprId, out: &mut String, depth: usize) {
                 sub(*b, mine + 1, out);
             }
             None => {
-                out.push_str(if *o == BinaryOp::Min { "min" } else { "max" });
+                out.push_str(match o {
+                    BinaryOp::Min => "min",
+                    BinaryOp::MulHi => "mul_hi",
+                    BinaryOp::Atan2 => "atan2",
+                    BinaryOp::Pow => "pow",
+                    BinaryOp::Hypot => "hypot",
+                    BinaryOp::Powi => "powi",
+                    _ => "max",
+                });
                 args(&[*a, *b], out);
             }
         },

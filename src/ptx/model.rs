@@ -570,11 +570,19 @@ pub enum BinOp {
     Shr,
     /// `copysign` (floats): the magnitude of `b` with the sign of `a`.
     Copysign,
+    /// `add.ftz.f32`: subnormals flushed, and no `.rn`, so ptxas may contract it into an FMA.
+    AddFtz,
+    /// `sub.ftz.f32`, as [`BinOp::AddFtz`].
+    SubFtz,
+    /// `mul.ftz.f32`, as [`BinOp::AddFtz`].
+    MulFtz,
+    /// `div.approx.ftz.f32`.
+    DivApprox,
 }
 
 impl BinOp {
     /// Every one of the two-operand operations, in declaration order.
-    pub const ALL: [BinOp; 15] = [
+    pub const ALL: [BinOp; 19] = [
         BinOp::Add,
         BinOp::Sub,
         BinOp::Mul,
@@ -590,6 +598,10 @@ impl BinOp {
         BinOp::Shl,
         BinOp::Shr,
         BinOp::Copysign,
+        BinOp::AddFtz,
+        BinOp::SubFtz,
+        BinOp::MulFtz,
+        BinOp::DivApprox,
     ];
 
     /// Whether PTX defines this operation at `ty` (`and.u32` is not PTX: bitwise operations
@@ -609,9 +621,16 @@ impl BinOp {
             BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl => bits,
             BinOp::Shr => bits || int,
             BinOp::Copysign => ty.is_float(),
+            BinOp::AddFtz | BinOp::SubFtz | BinOp::MulFtz | BinOp::DivApprox => ty == Ty::F32,
         }
     }
 }
+
+/// The prefix of the labels that end a *select branch*: `@!p bra $LselN;` skips code that
+/// only writes registers, all merged after the label by a `selp` on the same `p` (the math
+/// library's rare paths). Its predicate is not a use of its own: where it is undefined, the
+/// merged value is, and the simulator reports that where it is used.
+pub const SELECT_LABEL_PREFIX: &str = "$Lsel";
 
 /// One-operand operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -646,11 +665,25 @@ pub enum UnOp {
     Lg2,
     /// `tanh.approx.f32`.
     Tanh,
+    /// `sin.approx.ftz.f32`.
+    SinFtz,
+    /// `cos.approx.ftz.f32`.
+    CosFtz,
+    /// `ex2.approx.ftz.f32`.
+    Ex2Ftz,
+    /// `lg2.approx.ftz.f32`.
+    Lg2Ftz,
+    /// `rcp.approx.ftz.f32`.
+    RcpApprox,
+    /// `rsqrt.approx.ftz.f32`.
+    RsqrtFtz,
+    /// `sqrt.approx.ftz.f32`.
+    SqrtApprox,
 }
 
 impl UnOp {
     /// Every one of the one-operand operations, in declaration order.
-    pub const ALL: [UnOp; 15] = [
+    pub const ALL: [UnOp; 22] = [
         UnOp::Neg,
         UnOp::Abs,
         UnOp::Not,
@@ -666,6 +699,13 @@ impl UnOp {
         UnOp::Ex2,
         UnOp::Lg2,
         UnOp::Tanh,
+        UnOp::SinFtz,
+        UnOp::CosFtz,
+        UnOp::Ex2Ftz,
+        UnOp::Lg2Ftz,
+        UnOp::RcpApprox,
+        UnOp::RsqrtFtz,
+        UnOp::SqrtApprox,
     ];
 
     /// Whether PTX defines this operation at `ty` (`popc.u32` is not PTX: bit counts take
@@ -680,6 +720,13 @@ impl UnOp {
             UnOp::Popc | UnOp::Clz | UnOp::Brev => wide_bits,
             UnOp::Sqrt | UnOp::Rsqrt | UnOp::Rcp => ty.is_float(),
             UnOp::Sin | UnOp::Cos | UnOp::Ex2 | UnOp::Lg2 | UnOp::Tanh => ty == Ty::F32,
+            UnOp::SinFtz
+            | UnOp::CosFtz
+            | UnOp::Ex2Ftz
+            | UnOp::Lg2Ftz
+            | UnOp::RcpApprox
+            | UnOp::RsqrtFtz
+            | UnOp::SqrtApprox => ty == Ty::F32,
         }
     }
 }

@@ -528,6 +528,10 @@ pub fn bin_mnemonic(op: BinOp, ty: Ty) -> &'static str {
         BinOp::Shl => "shl",
         BinOp::Shr => "shr",
         BinOp::Copysign => "copysign",
+        BinOp::AddFtz => "add.ftz",
+        BinOp::SubFtz => "sub.ftz",
+        BinOp::MulFtz => "mul.ftz",
+        BinOp::DivApprox => "div.approx.ftz",
     }
 }
 
@@ -550,6 +554,13 @@ pub fn un_mnemonic(op: UnOp, ty: Ty) -> &'static str {
         UnOp::Ex2 => "ex2.approx",
         UnOp::Lg2 => "lg2.approx",
         UnOp::Tanh => "tanh.approx",
+        UnOp::SinFtz => "sin.approx.ftz",
+        UnOp::CosFtz => "cos.approx.ftz",
+        UnOp::Ex2Ftz => "ex2.approx.ftz",
+        UnOp::Lg2Ftz => "lg2.approx.ftz",
+        UnOp::RcpApprox => "rcp.approx.ftz",
+        UnOp::RsqrtFtz => "rsqrt.approx.ftz",
+        UnOp::SqrtApprox => "sqrt.approx.ftz",
     }
 }
 

@@ -29,8 +29,11 @@
 //! - float-to-integer conversions saturate; NaN gives 0 from f32 into 32 bits or fewer, and
 //!   the destination's sign-bit pattern otherwise (`0x8000000000000000` into 64 bits,
 //!   `0x80000000` into 32 bits from f64);
-//! - the `.approx` functions (`sin`, `cos`, `ex2`, `lg2`, `tanh`, `rsqrt`) are computed with
-//!   Rust's std in the operand's precision: the GPU's results differ in the last bits;
+//! - the `.approx` functions (`sin`, `cos`, `ex2`, `lg2`, `tanh`, `rsqrt`, `rcp`, `sqrt`,
+//!   `div`) are computed with Rust's std in the operand's precision: the GPU's results differ
+//!   in the last bits; `.ftz` flushes subnormal operands and results to zeros of their sign
+//!   (`add.ftz`, `sub.ftz`, `mul.ftz` round as `.rn` does: the simulator never contracts
+//!   them into an FMA, which ptxas may do);
 //! - `atom.add.f32` on global memory flushes subnormal inputs and results to sign-preserving
 //!   zero, as PTX specifies for that instruction; on shared memory it keeps them (the H200
 //!   adds there with subnormals, as an ordinary `add.f32` does).
@@ -382,6 +385,59 @@ fn tanh_f32(a: u64) -> u64 {
     f32m::put(f32m::get(a).tanh())
 }
 
+/// Flushes an f32 subnormal to a zero of its sign.
+fn flush(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// An `.ftz` f32 operation: subnormal operands and results flushed, NaNs canonical.
+fn ftz1(a: u64, f: fn(f32) -> f32) -> u64 {
+    f32m::put(flush(f(flush(f32m::get(a)))))
+}
+
+/// The same with two operands.
+fn ftz2(a: u64, b: u64, f: fn(f32, f32) -> f32) -> u64 {
+    f32m::put(flush(f(flush(f32m::get(a)), flush(f32m::get(b)))))
+}
+
+fn add_ftz(a: u64, b: u64) -> u64 {
+    ftz2(a, b, |x, y| x + y)
+}
+fn sub_ftz(a: u64, b: u64) -> u64 {
+    ftz2(a, b, |x, y| x - y)
+}
+fn mul_ftz(a: u64, b: u64) -> u64 {
+    ftz2(a, b, |x, y| x * y)
+}
+fn div_approx(a: u64, b: u64) -> u64 {
+    ftz2(a, b, |x, y| x / y)
+}
+fn sin_ftz(a: u64) -> u64 {
+    ftz1(a, f32::sin)
+}
+fn cos_ftz(a: u64) -> u64 {
+    ftz1(a, f32::cos)
+}
+fn ex2_ftz(a: u64) -> u64 {
+    ftz1(a, f32::exp2)
+}
+fn lg2_ftz(a: u64) -> u64 {
+    ftz1(a, f32::log2)
+}
+fn rcp_approx(a: u64) -> u64 {
+    ftz1(a, f32::recip)
+}
+fn rsqrt_ftz_f32(a: u64) -> u64 {
+    ftz1(a, |x| 1.0 / x.sqrt())
+}
+fn sqrt_approx(a: u64) -> u64 {
+    ftz1(a, f32::sqrt)
+}
+
 /// `rsqrt.approx.ftz.f64`: subnormal inputs count as zero.
 fn rsqrt_ftz_f64(a: u64) -> u64 {
     let x = f64m::get(a);
@@ -464,6 +520,10 @@ pub(crate) fn bin(op: BinOp, ty: Ty) -> Option<Fn2> {
             BinOp::Min => pick_float!(ty, min, Fn2),
             BinOp::Max => pick_float!(ty, max, Fn2),
             BinOp::Copysign => pick_float!(ty, copysign, Fn2),
+            BinOp::AddFtz if ty == Ty::F32 => Some(add_ftz as Fn2),
+            BinOp::SubFtz if ty == Ty::F32 => Some(sub_ftz as Fn2),
+            BinOp::MulFtz if ty == Ty::F32 => Some(mul_ftz as Fn2),
+            BinOp::DivApprox if ty == Ty::F32 => Some(div_approx as Fn2),
             _ => None,
         };
     }
@@ -491,7 +551,13 @@ pub(crate) fn bin(op: BinOp, ty: Ty) -> Option<Fn2> {
         BinOp::Xor => pick_int!(ty, xor, Fn2),
         BinOp::Shl => pick_int!(ty, shl, Fn2),
         BinOp::Shr => pick_int!(ty, shr, Fn2),
-        BinOp::MulHi | BinOp::MulWide | BinOp::Copysign => None,
+        BinOp::MulHi
+        | BinOp::MulWide
+        | BinOp::Copysign
+        | BinOp::AddFtz
+        | BinOp::SubFtz
+        | BinOp::MulFtz
+        | BinOp::DivApprox => None,
     }
 }
 
@@ -516,6 +582,13 @@ pub(crate) fn un(op: UnOp, ty: Ty) -> Option<Fn1> {
             (UnOp::Ex2, Ty::F32) => Some(ex2_f32 as Fn1),
             (UnOp::Lg2, Ty::F32) => Some(lg2_f32 as Fn1),
             (UnOp::Tanh, Ty::F32) => Some(tanh_f32 as Fn1),
+            (UnOp::SinFtz, Ty::F32) => Some(sin_ftz as Fn1),
+            (UnOp::CosFtz, Ty::F32) => Some(cos_ftz as Fn1),
+            (UnOp::Ex2Ftz, Ty::F32) => Some(ex2_ftz as Fn1),
+            (UnOp::Lg2Ftz, Ty::F32) => Some(lg2_ftz as Fn1),
+            (UnOp::RcpApprox, Ty::F32) => Some(rcp_approx as Fn1),
+            (UnOp::RsqrtFtz, Ty::F32) => Some(rsqrt_ftz_f32 as Fn1),
+            (UnOp::SqrtApprox, Ty::F32) => Some(sqrt_approx as Fn1),
             _ => None,
         };
     }

@@ -153,7 +153,11 @@ pub(super) fn bin_ops() -> Vec<BinOp> {
         Xor => Some(Shl),
         Shl => Some(Shr),
         Shr => Some(Copysign),
-        Copysign => None,
+        Copysign => Some(AddFtz),
+        AddFtz => Some(SubFtz),
+        SubFtz => Some(MulFtz),
+        MulFtz => Some(DivApprox),
+        DivApprox => None,
     })
 }
 
@@ -174,7 +178,14 @@ pub(super) fn un_ops() -> Vec<UnOp> {
         Cos => Some(Ex2),
         Ex2 => Some(Lg2),
         Lg2 => Some(Tanh),
-        Tanh => None,
+        Tanh => Some(SinFtz),
+        SinFtz => Some(CosFtz),
+        CosFtz => Some(Ex2Ftz),
+        Ex2Ftz => Some(Lg2Ftz),
+        Lg2Ftz => Some(RcpApprox),
+        RcpApprox => Some(RsqrtFtz),
+        RsqrtFtz => Some(SqrtApprox),
+        SqrtApprox => None,
     })
 }
 

@@ -105,6 +105,9 @@ pub(crate) enum Inst {
     Atom(Atomic),
     Bra {
         target: u32,
+        /// A select branch (see [`crate::ptx::SELECT_LABEL_PREFIX`]): its predicate is not
+        /// checked for definedness.
+        select: bool,
     },
     Ret,
     /// A collective, by index into [`Program::colls`]: the thread stops here.
@@ -555,7 +558,10 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
             )
         })?;
         if let Some(ins) = d.code.get_mut(at) {
-            ins.inst = Inst::Bra { target: t };
+            ins.inst = Inst::Bra {
+                target: t,
+                select: target.starts_with(crate::ptx::SELECT_LABEL_PREFIX),
+            };
         }
     }
 
@@ -977,7 +983,10 @@ impl Decoder<'_> {
                 }
             }
             // The target is resolved once every label is known.
-            Op::Bra { .. } => Inst::Bra { target: 0 },
+            Op::Bra { .. } => Inst::Bra {
+                target: 0,
+                select: false,
+            },
             Op::Ret => Inst::Ret,
             Op::BarSync { id, count } => {
                 if *id > 15 || count.is_some_and(|c| c == 0 || c % 32 != 0) {

@@ -130,7 +130,7 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
         };
         if ins.guard != NONE {
             let g = ins.guard as usize;
-            if U {
+            if U && !matches!(ins.inst, Inst::Bra { select: true, .. }) {
                 check(env, ins.guard, UseKind::Predicate, p as u32);
             }
             if (env.regs[g] != 0) == ins.negate {
@@ -195,7 +195,7 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                     break Stop::Fault(f);
                 }
             }
-            Inst::Bra { target } => {
+            Inst::Bra { target, .. } => {
                 steps += 1;
                 p = target as usize;
                 continue;

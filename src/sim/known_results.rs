@@ -214,6 +214,13 @@ fn bin_cases(op: BinOp) -> Vec<(Ty, Operand, Operand, Reg, u64)> {
             (Ty::F32, fl(-1.0), fl(2.5), f(0), f32b(-2.5)),
             (Ty::F64, dbl(1.0), dbl(-4.0), fd(0), f64b(4.0)),
         ],
+        BinOp::AddFtz => vec![
+            (Ty::F32, fl(1.5), fl(2.25), f(0), f32b(3.75)),
+            (Ty::F32, fl(3e-39), fl(3e-39), f(0), f32b(0.0)),
+        ],
+        BinOp::SubFtz => vec![(Ty::F32, fl(1.0), fl(0.25), f(0), f32b(0.75))],
+        BinOp::MulFtz => vec![(Ty::F32, fl(1e-20), fl(1e-20), f(0), f32b(0.0))],
+        BinOp::DivApprox => vec![(Ty::F32, fl(1.0), fl(4.0), f(0), f32b(0.25))],
     }
 }
 
@@ -248,6 +255,13 @@ fn un_cases(op: UnOp) -> Vec<(Ty, Operand, Reg, u64)> {
         UnOp::Ex2 => vec![(Ty::F32, fl(3.0), f(0), f32b(8.0))],
         UnOp::Lg2 => vec![(Ty::F32, fl(8.0), f(0), f32b(3.0))],
         UnOp::Tanh => vec![(Ty::F32, fl(0.0), f(0), f32b(0.0))],
+        UnOp::SinFtz => vec![(Ty::F32, fl(1e-40), f(0), f32b(0.0))],
+        UnOp::CosFtz => vec![(Ty::F32, fl(0.0), f(0), f32b(1.0))],
+        UnOp::Ex2Ftz => vec![(Ty::F32, fl(-130.0), f(0), f32b(0.0))],
+        UnOp::Lg2Ftz => vec![(Ty::F32, fl(8.0), f(0), f32b(3.0))],
+        UnOp::RcpApprox => vec![(Ty::F32, fl(4.0), f(0), f32b(0.25))],
+        UnOp::RsqrtFtz => vec![(Ty::F32, fl(1e-40), f(0), f32b(f32::INFINITY))],
+        UnOp::SqrtApprox => vec![(Ty::F32, fl(4.0), f(0), f32b(2.0))],
     }
 }
 

@@ -130,7 +130,9 @@
 //! - **uninitialized**: tracks a defined bit per register and per byte of shared, local and
 //!   global memory, propagates undefinedness through arithmetic like valgrind's memcheck, and
 //!   reports when an undefined value reaches an observable use: a store's value or address, a
-//!   guard or branch predicate, a collective's operand (a shuffled value itself propagates),
+//!   guard or branch predicate (but that of a select branch, whose skipped code only writes
+//!   registers that a `selp` on the same predicate merges: see
+//!   [`SELECT_LABEL_PREFIX`](crate::ptx::SELECT_LABEL_PREFIX)), a collective's operand (a shuffled value itself propagates),
 //!   or an atomic (including the memory it updates). The report says where the value became
 //!   undefined. Registers are tracked whole: a result is undefined when any operand is.
 //!

@@ -24,6 +24,7 @@ mod layout;
 mod layout_reference;
 mod limits;
 mod logging;
+mod math;
 mod misuse;
 mod neighbor;
 mod options;

@@ -4,7 +4,7 @@
 use super::KernelBuilder;
 use crate::ir::entities::Loc;
 use crate::ir::ops::{BlockShape, Bounds};
-use crate::ir::options::{LineInfo, MaxRegisters};
+use crate::ir::options::{LineInfo, MathMode, MaxRegisters};
 
 impl KernelBuilder {
     /// Sets a 1-D block of `threads` threads.
@@ -240,6 +240,45 @@ impl KernelBuilder {
     /// ```
     pub fn lineinfo(mut self) -> Self {
         self.ir.options.line_info = LineInfo::RustLines;
+        self
+    }
+
+    /// Computes the kernel's `f32` math functions with PTX's approximate instructions, its
+    /// `f32` arithmetic with subnormals flushed to zero and contractions into FMAs allowed
+    /// ([`MathMode::Fast`]); off by default ([`MathMode::Accurate`]). It is another kernel for
+    /// the cache (its key differs).
+    ///
+    /// ```
+    /// use coopgraph::ir::MathMode;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let sines = |fast: bool| -> Result<Vec<f32>, coopgraph::Error> {
+    ///     let mut k = KernelBuilder::new("sines").block(32);
+    ///     if fast {
+    ///         k = k.fastmath();
+    ///     }
+    ///     let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    ///     let b = k.this_block();
+    ///     let t = k.load_from(b, &x, Load::direct());
+    ///     let r = k.map(&t, |v| v.sin());
+    ///     k.store_to(b, &y, &r, Store::direct());
+    ///     let kernel = k.build()?;
+    ///     assert_eq!(kernel.ir().options.math == MathMode::Fast, fast);
+    ///     let dev = Device::sim();
+    ///     let xb = dev.upload(&[0.5f32, 1e4])?;
+    ///     let mut yb = dev.alloc_zeroed::<f32>(2)?;
+    ///     dev.compile(&kernel)?.launch_over(2, (&xb, &mut yb))?;
+    ///     Ok(yb.to_vec()?)
+    /// };
+    /// let (accurate, fast) = (sines(false)?, sines(true)?);
+    /// assert_eq!(accurate[1], (1e4f64.sin()) as f32);
+    /// // The approximate sine loses accuracy as the argument grows.
+    /// assert!((fast[0] - 0.5f32.sin()).abs() < 1e-6);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn fastmath(mut self) -> Self {
+        self.ir.options.math = MathMode::Fast;
         self
     }
 

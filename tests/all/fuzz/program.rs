@@ -13,8 +13,8 @@ use coopgraph::ir::ops::{
     ValidOf,
 };
 use coopgraph::ir::{
-    Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, NeighborKind, OpId, PrintPiece,
-    RegionId,
+    Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, NeighborKind, OpId,
+    PrintPiece, RegionId,
 };
 use std::fmt::Write;
 
@@ -146,6 +146,9 @@ impl Printer<'_> {
         }
         if ir.options.line_info == coopgraph::ir::LineInfo::RustLines {
             k.push_str(".lineinfo()");
+        }
+        if ir.options.math == MathMode::Fast {
+            k.push_str(".fastmath()");
         }
         k.push(';');
         self.line(&k);
@@ -801,6 +804,33 @@ impl Printer<'_> {
                     UnaryOp::Clz => format!("{a}.clz()"),
                     UnaryOp::Brev => format!("{a}.reverse_bits()"),
                     UnaryOp::IsNan => format!("{a}.is_nan()"),
+                    UnaryOp::Exp => format!("{a}.exp()"),
+                    UnaryOp::Exp10 => format!("{a}.exp10()"),
+                    UnaryOp::Expm1 => format!("{a}.exp_m1()"),
+                    UnaryOp::Ln => format!("{a}.ln()"),
+                    UnaryOp::Log10 => format!("{a}.log10()"),
+                    UnaryOp::Log1p => format!("{a}.ln_1p()"),
+                    UnaryOp::Tan => format!("{a}.tan()"),
+                    UnaryOp::Asin => format!("{a}.asin()"),
+                    UnaryOp::Acos => format!("{a}.acos()"),
+                    UnaryOp::Atan => format!("{a}.atan()"),
+                    UnaryOp::Sinh => format!("{a}.sinh()"),
+                    UnaryOp::Cosh => format!("{a}.cosh()"),
+                    UnaryOp::Cbrt => format!("{a}.cbrt()"),
+                    UnaryOp::Erf => format!("{a}.erf()"),
+                    UnaryOp::Erfc => format!("{a}.erfc()"),
+                    UnaryOp::Bitcast => {
+                        let to = match node.ty {
+                            VType::D(DType::F32) => "Expr::<f32>::from_bits",
+                            VType::D(DType::F64) => "Expr::<f64>::from_bits",
+                            _ => "",
+                        };
+                        if to.is_empty() {
+                            format!("{a}.to_bits()")
+                        } else {
+                            format!("{to}({a})")
+                        }
+                    }
                 }
             }
             ExprKind::Binary(op, a, b) => {
@@ -811,6 +841,11 @@ impl Printer<'_> {
                     BinaryOp::Or if boolean => format!("{x}.or(&{y})"),
                     BinaryOp::Min => format!("{x}.min({y})"),
                     BinaryOp::Max => format!("{x}.max({y})"),
+                    BinaryOp::MulHi => format!("{x}.mul_hi({y})"),
+                    BinaryOp::Atan2 => format!("{x}.atan2({y})"),
+                    BinaryOp::Pow => format!("{x}.pow({y})"),
+                    BinaryOp::Hypot => format!("{x}.hypot({y})"),
+                    BinaryOp::Powi => format!("{x}.powi({y})"),
                     _ => {
                         let o = match op {
                             BinaryOp::Add => "+",

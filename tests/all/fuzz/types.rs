@@ -140,6 +140,7 @@ pub enum IntBin {
     Or,
     Xor,
     Rem,
+    MulHi,
 }
 
 /// Integer unary operators.
@@ -166,6 +167,33 @@ pub enum FloatUn {
     Sin,
     Cos,
     Tanh,
+    Exp,
+    Exp10,
+    Expm1,
+    Ln,
+    Log10,
+    Log1p,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Cbrt,
+    Erf,
+    Erfc,
+    /// The bits shifted right by one, through two bit casts.
+    Bits,
+}
+
+/// Float functions of two operands (`f32` only; the exponent of `powi` is the second
+/// operand's bits as an `i32`, masked to a small range).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FloatBin {
+    Atan2,
+    Pow,
+    Hypot,
+    Powi,
 }
 
 /// An element type the generator can choose at run time.
@@ -197,6 +225,8 @@ pub trait Fz: Element + DeviceElement + PartialOrd {
     fn int_un(op: IntUn, a: Expr<Self>) -> Expr<Self>;
     /// A float function; floats only (the approximate ones: `f32` only, else `a`).
     fn float_un(op: FloatUn, a: Expr<Self>) -> Expr<Self>;
+    /// A float function of two operands; `f32` only (others return `a`).
+    fn float_bin(op: FloatBin, a: Expr<Self>, b: Expr<Self>) -> Expr<Self>;
     /// Whether the value is NaN (floats; `false` for integers).
     fn is_nan(a: &Expr<Self>) -> Expr<bool>;
     /// Bitwise reductions (integers; sums for floats).
@@ -298,6 +328,7 @@ macro_rules! fz_int {
                     IntBin::Or => a | b,
                     IntBin::Xor => a ^ b,
                     IntBin::Rem => a % b,
+                    IntBin::MulHi => a.mul_hi(b),
                 }
             }
             fn shift(left: bool, a: Expr<$t>, s: Expr<u32>) -> Expr<$t> {
@@ -312,6 +343,9 @@ macro_rules! fz_int {
                 }
             }
             fn float_un(_op: FloatUn, a: Expr<$t>) -> Expr<$t> {
+                a
+            }
+            fn float_bin(_op: FloatBin, a: Expr<$t>, _b: Expr<$t>) -> Expr<$t> {
                 a
             }
             fn is_nan(_a: &Expr<$t>) -> Expr<bool> {
@@ -340,7 +374,7 @@ fz_int! {
 }
 
 macro_rules! fz_float {
-    ($($t:ty => $v:ident, $approx:expr;)*) => {$(
+    ($($t:ty => $v:ident, $approx:expr, $bin:expr;)*) => {$(
         impl Fz for $t {
             fz_common!($t, $v);
             fn int_bin(_op: IntBin, a: Expr<$t>, _b: Expr<$t>) -> Expr<$t> {
@@ -361,11 +395,16 @@ macro_rules! fz_float {
                     FloatUn::Trunc => a.trunc(),
                     FloatUn::Round => a.round_even(),
                     FloatUn::Rsqrt => a.rsqrt(),
+                    FloatUn::Bits => Expr::<$t>::from_bits(a.to_bits() >> 1u32),
                     other => {
                         let f: fn(FloatUn, Expr<$t>) -> Expr<$t> = $approx;
                         f(other, a)
                     }
                 }
+            }
+            fn float_bin(op: FloatBin, a: Expr<$t>, b: Expr<$t>) -> Expr<$t> {
+                let f: fn(FloatBin, Expr<$t>, Expr<$t>) -> Expr<$t> = $bin;
+                f(op, a, b)
             }
             fn is_nan(a: &Expr<$t>) -> Expr<bool> {
                 a.is_nan()
@@ -383,9 +422,29 @@ fz_float! {
         FloatUn::Log2 => a.log2(),
         FloatUn::Sin => a.sin(),
         FloatUn::Cos => a.cos(),
+        FloatUn::Exp => a.exp(),
+        FloatUn::Exp10 => a.exp10(),
+        FloatUn::Expm1 => a.exp_m1(),
+        FloatUn::Ln => a.ln(),
+        FloatUn::Log10 => a.log10(),
+        FloatUn::Log1p => a.ln_1p(),
+        FloatUn::Tan => a.tan(),
+        FloatUn::Asin => a.asin(),
+        FloatUn::Acos => a.acos(),
+        FloatUn::Atan => a.atan(),
+        FloatUn::Sinh => a.sinh(),
+        FloatUn::Cosh => a.cosh(),
+        FloatUn::Cbrt => a.cbrt(),
+        FloatUn::Erf => a.erf(),
+        FloatUn::Erfc => a.erfc(),
         _ => a.tanh(),
+    }, |op, a: Expr<f32>, b: Expr<f32>| match op {
+        FloatBin::Atan2 => a.atan2(b),
+        FloatBin::Pow => a.pow(b),
+        FloatBin::Hypot => a.hypot(b),
+        FloatBin::Powi => a.powi((b.to_bits() & 31u32).cast::<i32>() - 15i32),
     };
-    f64 => F64, |_op, a: Expr<f64>| a;
+    f64 => F64, |_op, a: Expr<f64>| a, |_op, a: Expr<f64>, _b| a;
 }
 
 /// A buffer on a device, of any dtype.

@@ -5,7 +5,7 @@
 //! from leaves the verifier counts as uniform enough.
 
 use super::{BLOCK, Defect, Gen, THREAD, WARP};
-use crate::fuzz::types::{AnyExpr, FloatUn, Fz, IntBin, IntUn, with_dtype};
+use crate::fuzz::types::{AnyExpr, FloatBin, FloatUn, Fz, IntBin, IntUn, with_dtype};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::index::Axis;
 use coopgraph::ir::{DType, Element, Expr, index};
@@ -117,9 +117,13 @@ impl Gen {
             }
             3 => {
                 let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
-                let op = self
-                    .rng
-                    .pick(&[IntBin::And, IntBin::Or, IntBin::Xor, IntBin::Rem]);
+                let op = self.rng.pick(&[
+                    IntBin::And,
+                    IntBin::Or,
+                    IntBin::Xor,
+                    IntBin::Rem,
+                    IntBin::MulHi,
+                ]);
                 let b = match op {
                     IntBin::Rem if self.rng.pct(85) => {
                         T::int_bin(IntBin::Or, b, Expr::lit(T::small(1)))
@@ -164,8 +168,18 @@ impl Gen {
                 if !float {
                     return a.abs();
                 }
-                let approx = T::DTYPE == DType::F32 && self.rng.pct(40);
-                let op = if approx {
+                let library = T::DTYPE == DType::F32 && self.rng.pct(40);
+                if library && self.rng.pct(15) {
+                    let b = self.expr::<T>(lv, d);
+                    let op = self.rng.pick(&[
+                        FloatBin::Atan2,
+                        FloatBin::Pow,
+                        FloatBin::Hypot,
+                        FloatBin::Powi,
+                    ]);
+                    return T::float_bin(op, a, b);
+                }
+                let op = if library {
                     self.rng.pick(&[
                         FloatUn::Rsqrt,
                         FloatUn::Exp2,
@@ -173,10 +187,25 @@ impl Gen {
                         FloatUn::Sin,
                         FloatUn::Cos,
                         FloatUn::Tanh,
+                        FloatUn::Exp,
+                        FloatUn::Exp10,
+                        FloatUn::Expm1,
+                        FloatUn::Ln,
+                        FloatUn::Log10,
+                        FloatUn::Log1p,
+                        FloatUn::Tan,
+                        FloatUn::Asin,
+                        FloatUn::Acos,
+                        FloatUn::Atan,
+                        FloatUn::Sinh,
+                        FloatUn::Cosh,
+                        FloatUn::Cbrt,
+                        FloatUn::Erf,
+                        FloatUn::Erfc,
                     ])
                 } else {
                     self.rng
-                        .pick(&[FloatUn::Sqrt, FloatUn::Rcp, FloatUn::Rsqrt])
+                        .pick(&[FloatUn::Sqrt, FloatUn::Rcp, FloatUn::Rsqrt, FloatUn::Bits])
                 };
                 T::float_un(op, a)
             }

@@ -54,7 +54,7 @@ pub mod value;
 
 use coopgraph::ir::expr::{Axis, ExprKind, IndexKind};
 use coopgraph::ir::ops::{Algorithm, Bounds, OpKind, Transfer, ValidOf};
-use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupKind, Ir, OpId, RegionId};
+use coopgraph::ir::{Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, OpId, RegionId};
 use std::collections::HashMap;
 use value::{UNDEF, UNSPEC, V};
 
@@ -730,6 +730,22 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// Whether a value of `dt` is computed by fast math (f32 in a `fastmath` kernel): its
+    /// instructions flush subnormals, may be contracted or approximate.
+    fn fast_float(&self, dt: Option<DType>) -> bool {
+        self.ir.options.math == MathMode::Fast && dt == Some(DType::F32)
+    }
+
+    /// The flags of an inexact result: close to the interpreter's, and the same on every
+    /// device unless fast math computed it.
+    fn inexact(&self) -> u8 {
+        if self.ir.options.math == MathMode::Fast {
+            value::APPROX | value::TAINT
+        } else {
+            value::APPROX
+        }
+    }
+
     fn eval(&mut self, e: ExprId, cx: Cx<'_>) -> V {
         let ir = self.ir;
         let node = ir.expr(e);
@@ -788,8 +804,8 @@ impl<'a> Block<'a> {
                 } else {
                     value::derive(x.flags)
                 };
-                if value::approximate(*op) {
-                    flags |= value::APPROX | value::TAINT;
+                if value::approximate(*op) || self.fast_float(dt) {
+                    flags |= self.inexact();
                 }
                 V::with(bits, flags)
             }
@@ -807,7 +823,10 @@ impl<'a> Block<'a> {
                     _ => cx,
                 };
                 let y = self.eval(*b, right);
-                let flags = value::derive(x.flags | y.flags);
+                let mut flags = value::derive(x.flags | y.flags);
+                if op.is_library() || self.fast_float(dt) {
+                    flags |= self.inexact();
+                }
                 match dt {
                     None => V::with(value::bool_binary(*op, x.bits, y.bits), flags),
                     Some(dt) => match value::binary(*op, dt, x.bits, y.bits) {

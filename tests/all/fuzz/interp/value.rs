@@ -12,9 +12,10 @@ pub const UNDEF: u8 = 1;
 /// The value is defined but not known to the interpreter (reassociated float sums, division
 /// by zero, outputs the docs leave unspecified): not compared.
 pub const UNSPEC: u8 = 2;
-/// The value came from an approximate function and is known only within a tolerance.
+/// The value came from a function of the math library (or fast math) and is known only
+/// within a tolerance.
 pub const APPROX: u8 = 4;
-/// An approximate function contributed: the GPU may differ from the simulator.
+/// Fast math contributed: the GPU may differ from the simulator.
 pub const TAINT: u8 = 8;
 /// Several threads of different blocks wrote it: the result depends on scheduling.
 pub const NONDET: u8 = 16;
@@ -52,11 +53,11 @@ impl V {
 }
 
 /// Flags of a result computed from operands with `flags`: an approximate operand makes the
-/// result unknown (errors may grow), keeping the taint.
+/// result unknown (errors may grow), keeping the taint (where the approximation had one).
 pub fn derive(flags: u8) -> u8 {
     let mut f = flags;
     if f & APPROX != 0 {
-        f = (f & !APPROX) | UNSPEC | TAINT;
+        f = (f & !APPROX) | UNSPEC;
     }
     f
 }
@@ -133,6 +134,7 @@ pub type R = Option<u64>;
 
 macro_rules! float_binary {
     ($name:ident, $t:ty, $minmax:ident, $from:ident, $to:expr) => {
+        #[allow(clippy::unnecessary_cast)]
         fn $name(op: BinaryOp, a: u64, b: u64) -> R {
             let (x, y) = ($from(a), $from(b));
             let to: fn($t) -> u64 = $to;
@@ -143,6 +145,11 @@ macro_rules! float_binary {
                 BinaryOp::Div => x / y,
                 BinaryOp::Min => $minmax(x, y).0,
                 BinaryOp::Max => $minmax(x, y).1,
+                BinaryOp::Atan2 => (x as f64).atan2(y as f64) as $t,
+                BinaryOp::Pow => (x as f64).powf(y as f64) as $t,
+                BinaryOp::Hypot => (x as f64).hypot(y as f64) as $t,
+                // The exponent is an i32: its bits, not a float.
+                BinaryOp::Powi => (x as f64).powi(b as u32 as i32) as $t,
                 _ => return None,
             }))
         }
@@ -177,6 +184,10 @@ pub fn binary(op: BinaryOp, dt: DType, a: u64, b: u64) -> R {
         }
         BinaryOp::Min => x.min(y),
         BinaryOp::Max => x.max(y),
+        BinaryOp::MulHi if dt.is_signed_int() => (x * y) >> w,
+        BinaryOp::MulHi => ((x as u128 * y as u128) >> w) as i128,
+        // Float functions only.
+        BinaryOp::Atan2 | BinaryOp::Pow | BinaryOp::Hypot | BinaryOp::Powi => return None,
         BinaryOp::And => x & y,
         BinaryOp::Or => x | y,
         BinaryOp::Xor => x ^ y,
@@ -205,21 +216,43 @@ pub fn bool_binary(op: BinaryOp, a: u64, b: u64) -> u64 {
     }
 }
 
-/// Whether `op` on `dt` is one of the approximate functions.
+/// Whether `op` is a function of the math library (or `rsqrt`), which the interpreter
+/// computes with Rust's `std` in f64: the kernel's result is close to it, not equal.
 pub fn approximate(op: UnaryOp) -> bool {
-    matches!(
-        op,
-        UnaryOp::Rsqrt
-            | UnaryOp::Exp2
-            | UnaryOp::Log2
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tanh
-    )
+    op.is_library()
+}
+
+/// A library function in f64 (Rust's `std`, the error functions by series).
+fn library64(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Exp2 => x.exp2(),
+        UnaryOp::Log2 => x.log2(),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Exp10 => 10f64.powf(x),
+        UnaryOp::Expm1 => x.exp_m1(),
+        UnaryOp::Ln => x.ln(),
+        UnaryOp::Log10 => x.log10(),
+        UnaryOp::Log1p => x.ln_1p(),
+        UnaryOp::Tan => x.tan(),
+        UnaryOp::Asin => x.asin(),
+        UnaryOp::Acos => x.acos(),
+        UnaryOp::Atan => x.atan(),
+        UnaryOp::Sinh => x.sinh(),
+        UnaryOp::Cosh => x.cosh(),
+        UnaryOp::Cbrt => x.cbrt(),
+        UnaryOp::Erf => crate::common::erf(x),
+        UnaryOp::Erfc => crate::common::erfc(x),
+        _ => x,
+    }
 }
 
 macro_rules! float_unary {
     ($name:ident, $t:ty, $from:ident, $to:expr) => {
+        #[allow(clippy::unnecessary_cast)]
         fn $name(op: UnaryOp, a: u64) -> u64 {
             let x = $from(a);
             let to: fn($t) -> u64 = $to;
@@ -227,13 +260,8 @@ macro_rules! float_unary {
                 UnaryOp::Neg => -x,
                 UnaryOp::Abs => x.abs(),
                 UnaryOp::Sqrt => x.sqrt(),
-                UnaryOp::Rsqrt => 1.0 / x.sqrt(),
                 UnaryOp::Rcp => 1.0 / x,
-                UnaryOp::Exp2 => x.exp2(),
-                UnaryOp::Log2 => x.log2(),
-                UnaryOp::Sin => x.sin(),
-                UnaryOp::Cos => x.cos(),
-                UnaryOp::Tanh => x.tanh(),
+                op if op.is_library() => library64(op, x as f64) as $t,
                 UnaryOp::Floor => x.floor(),
                 UnaryOp::Ceil => x.ceil(),
                 UnaryOp::Trunc => x.trunc(),
