@@ -2,7 +2,7 @@
 //!
 //! `builder.rs` holds the emission state and every instruction-level helper; the lowering
 //! files build on it and never on each other: `expr.rs` (expressions and operators) on the
-//! builder alone; `transfer.rs` (global loads and stores), `indexed.rs` (writes by index),
+//! builder alone, with its part `expr/math.rs` (the math library's functions); `transfer.rs` (global loads and stores), `indexed.rs` (writes by index),
 //! `atomic.rs` (atomics, native or compare-and-swap loops), `exchange.rs` (exchanges through
 //! shared memory or shuffles), `reduce.rs`, `scan.rs` and `neighbor.rs` on the builder and
 //! `expr.rs`; `emit.rs` walks the kernel (control flow, each op's conversions) and calls them.
@@ -29,7 +29,8 @@ mod tests {
     /// Each file of codegen, with the files whose functions it may call.
     const FILES: &[(&str, &str, &[&str])] = &[
         ("builder", include_str!("builder.rs"), &[]),
-        ("expr", include_str!("expr.rs"), &["builder"]),
+        ("expr", include_str!("expr.rs"), &["builder", "math"]),
+        ("math", include_str!("expr/math.rs"), &["builder", "expr"]),
         ("transfer", include_str!("transfer.rs"), LOWERING),
         ("indexed", include_str!("indexed.rs"), LOWERING),
         ("atomic", include_str!("atomic.rs"), LOWERING),

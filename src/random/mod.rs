@@ -19,9 +19,9 @@
 //! in 2^25 draws; [`Xoroshiro128p::uniform_f32_below_one`] gives the largest `f32` below 1
 //! there instead and equals Numba everywhere else). The normals
 //! ([`Xoroshiro128p::normal_f32`]) follow Numba's Box–Muller formula on the same uniforms but
-//! take the kernel language's `f32` `ln` and `cos`, which are PTX's approximate instructions
-//! (`lg2.approx`, `cos.approx`), where Numba calls libdevice's `logf` and `cosf`: they are
-//! within a few units of 10^-6 of Numba's, not bit-identical.
+//! take the kernel language's `f32` `ln` and `cos` (the math library's, within about an ulp;
+//! PTX's approximate `lg2.approx` and `cos.approx` in a `fastmath` kernel), where Numba calls
+//! libdevice's `logf` and `cosf`: they are close to Numba's, not bit-identical.
 //!
 //! [`host`] holds the same generators on the CPU, which the kernels' draws equal bit for bit.
 //!
@@ -218,9 +218,10 @@ impl Xoroshiro128p {
     /// A normal float32 (mean 0, deviation 1), Numba's `xoroshiro128p_normal_float32`:
     /// Box–Muller from two [`uniform_f32`](Self::uniform_f32) draws `u1`, `u2`,
     /// `sqrt(-2 ln u1) * cos(2π u2)`, the second normal discarded. The `ln` and `cos` are
-    /// [`Expr::ln`] and [`Expr::cos`]: PTX's approximate instructions, so the result is
-    /// close to Numba's (and to [`host::Xoroshiro128p::normal_f32`]) but not bit-identical.
-    /// The simulator and the GPU take the same uniforms. See [`Xoroshiro128p`] for an
+    /// [`Expr::ln`] and [`Expr::cos`] (the math library's, or the approximate instructions
+    /// in a `fastmath` kernel), so the result is close to Numba's (and to
+    /// [`host::Xoroshiro128p::normal_f32`]) but not bit-identical. The simulator and the GPU
+    /// take the same uniforms. See [`Xoroshiro128p`] for an
     /// example.
     #[track_caller]
     pub fn normal_f32(&self, k: &mut KernelBuilder) -> Expr<f32> {

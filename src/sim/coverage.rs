@@ -302,8 +302,8 @@ fn sems() -> Vec<Sem> {
 
 #[test]
 fn variant_lists_are_complete() {
-    assert_eq!(bin_ops().len(), 15);
-    assert_eq!(un_ops().len(), 15);
+    assert_eq!(bin_ops().len(), 19);
+    assert_eq!(un_ops().len(), 22);
     assert_eq!(cmps().len(), 9);
     assert_eq!(rounds().len(), 6);
     assert_eq!(atom_ops().len(), 10);
@@ -485,12 +485,14 @@ fn every_form_module() -> Module {
     for op in bin_ops() {
         let ty = match op {
             BinOp::Copysign => Ty::F64,
+            BinOp::AddFtz | BinOp::SubFtz | BinOp::MulFtz | BinOp::DivApprox => Ty::F32,
             BinOp::MulWide => Ty::S32,
             BinOp::Shl | BinOp::Shr | BinOp::And | BinOp::Or | BinOp::Xor => Ty::B32,
             _ => Ty::S32,
         };
         let (dst, a, b) = match (ty, op) {
             (Ty::F64, _) => (fd(0), fd(1), Operand::F64(7.0)),
+            (Ty::F32, _) => (f(0), f(1), Operand::F32(7.0)),
             (_, BinOp::MulWide) => (rd(0), r(1), imm(7)),
             _ => (r(0), r(1), imm(7)),
         };

@@ -76,7 +76,10 @@ fn grid_stride_tiles_and_branches() {
 
 #[test]
 fn casts_and_math() {
-    let mut k = KernelBuilder::new("casts").block(32).items_per_thread(1);
+    let mut k = KernelBuilder::new("casts")
+        .block(32)
+        .items_per_thread(1)
+        .fastmath();
     let x = k.input::<f32>("x");
     let y = k.output::<u16>("y");
     let warp = k.this_warp();

@@ -14,14 +14,17 @@ struct Unary {
     reference: fn(f64) -> f64,
     /// Where the function is not flat: a dense linear sweep covers it.
     range: (f64, f64),
+    /// The most error allowed, in ulps (the table of `coopgraph::ir::math`).
+    bound: f64,
 }
 
 fn unaries() -> Vec<Unary> {
-    let u = |name, f, reference, range| Unary {
+    let u = |name, f, reference, range, bound| Unary {
         name,
         f,
         reference,
         range,
+        bound,
     };
     vec![
         u(
@@ -29,27 +32,34 @@ fn unaries() -> Vec<Unary> {
             |x: Expr<f32>| x.exp(),
             f64::exp as fn(f64) -> f64,
             (-104.0, 89.0),
+            1.0,
         ),
-        u("exp2", |x| x.exp2(), f64::exp2, (-151.0, 129.0)),
-        u("exp10", |x| x.exp10(), |x| 10f64.powf(x), (-46.0, 39.0)),
-        u("exp_m1", |x| x.exp_m1(), f64::exp_m1, (-20.0, 89.0)),
-        u("ln", |x| x.ln(), f64::ln, (0.0, 4.0)),
-        u("log2", |x| x.log2(), f64::log2, (0.0, 4.0)),
-        u("log10", |x| x.log10(), f64::log10, (0.0, 4.0)),
-        u("ln_1p", |x| x.ln_1p(), f64::ln_1p, (-1.0, 4.0)),
-        u("sin", |x| x.sin(), f64::sin, (-20.0, 20.0)),
-        u("cos", |x| x.cos(), f64::cos, (-20.0, 20.0)),
-        u("tan", |x| x.tan(), f64::tan, (-20.0, 20.0)),
-        u("asin", |x| x.asin(), f64::asin, (-1.0, 1.0)),
-        u("acos", |x| x.acos(), f64::acos, (-1.0, 1.0)),
-        u("atan", |x| x.atan(), f64::atan, (-8.0, 8.0)),
-        u("sinh", |x| x.sinh(), f64::sinh, (-90.0, 90.0)),
-        u("cosh", |x| x.cosh(), f64::cosh, (-90.0, 90.0)),
-        u("tanh", |x| x.tanh(), f64::tanh, (-10.0, 10.0)),
-        u("cbrt", |x| x.cbrt(), f64::cbrt, (-8.0, 8.0)),
-        u("erf", |x| x.erf(), erf, (-5.0, 5.0)),
-        u("erfc", |x| x.erfc(), erfc, (-5.0, 11.0)),
-        u("rsqrt", |x| x.rsqrt(), |x| 1.0 / x.sqrt(), (0.0, 4.0)),
+        u("exp2", |x| x.exp2(), f64::exp2, (-151.0, 129.0), 1.0),
+        u(
+            "exp10",
+            |x| x.exp10(),
+            |x| 10f64.powf(x),
+            (-46.0, 39.0),
+            1.5,
+        ),
+        u("exp_m1", |x| x.exp_m1(), f64::exp_m1, (-20.0, 89.0), 1.5),
+        u("ln", |x| x.ln(), f64::ln, (0.0, 4.0), 1.0),
+        u("log2", |x| x.log2(), f64::log2, (0.0, 4.0), 1.0),
+        u("log10", |x| x.log10(), f64::log10, (0.0, 4.0), 1.0),
+        u("ln_1p", |x| x.ln_1p(), f64::ln_1p, (-1.0, 4.0), 1.5),
+        u("sin", |x| x.sin(), f64::sin, (-20.0, 20.0), 1.5),
+        u("cos", |x| x.cos(), f64::cos, (-20.0, 20.0), 1.5),
+        u("tan", |x| x.tan(), f64::tan, (-20.0, 20.0), 2.5),
+        u("asin", |x| x.asin(), f64::asin, (-1.0, 1.0), 3.5),
+        u("acos", |x| x.acos(), f64::acos, (-1.0, 1.0), 1.5),
+        u("atan", |x| x.atan(), f64::atan, (-8.0, 8.0), 3.0),
+        u("sinh", |x| x.sinh(), f64::sinh, (-90.0, 90.0), 2.0),
+        u("cosh", |x| x.cosh(), f64::cosh, (-90.0, 90.0), 2.0),
+        u("tanh", |x| x.tanh(), f64::tanh, (-10.0, 10.0), 1.5),
+        u("cbrt", |x| x.cbrt(), f64::cbrt, (-8.0, 8.0), 0.55),
+        u("erf", |x| x.erf(), erf, (-5.0, 5.0), 2.5),
+        u("erfc", |x| x.erfc(), erfc, (-5.0, 11.0), 3.5),
+        u("rsqrt", |x| x.rsqrt(), |x| 1.0 / x.sqrt(), (0.0, 4.0), 0.55),
     ]
 }
 
@@ -139,14 +149,352 @@ fn worst(xs: &[f32], got: &[f32], reference: fn(f64) -> f64) -> (f64, f32) {
         .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
 }
 
+/// An f32 function of two operands and its f64 reference.
+struct Binary {
+    name: &'static str,
+    f: fn(Expr<f32>, Expr<f32>) -> Expr<f32>,
+    reference: fn(f64, f64) -> f64,
+    bound: f64,
+}
+
+fn binaries() -> Vec<Binary> {
+    let b = |name, f, reference, bound| Binary {
+        name,
+        f,
+        reference,
+        bound,
+    };
+    vec![
+        b(
+            "atan2",
+            |y: Expr<f32>, x: Expr<f32>| y.atan2(x),
+            f64::atan2 as fn(f64, f64) -> f64,
+            3.0,
+        ),
+        b("pow", |x, y| x.pow(y), f64::powf, 1.0),
+        b("hypot", |x, y| x.hypot(y), f64::hypot, 0.55),
+        // The exponent: the second operand's integer part.
+        b(
+            "powi",
+            |x, n| x.powi(n.cast::<i32>()),
+            |x, n| x.powi(n as i32),
+            1.0,
+        ),
+    ]
+}
+
+/// The kernel computing `f` of two inputs element by element.
+fn binary_kernel(name: &str, f: fn(Expr<f32>, Expr<f32>) -> Expr<f32>) -> Kernel {
+    let mut k = KernelBuilder::new(name).block(256).items_per_thread(2);
+    let (x, y) = (k.input::<f32>("x"), k.input::<f32>("y"));
+    let out = k.output::<f32>("out");
+    let b = k.this_block();
+    let tx = k.load_from(b, &x, Load::direct());
+    let ty = k.load_from(b, &y, Load::direct());
+    let r = k.map2(&tx, &ty, f);
+    k.store_to(b, &out, &r, Store::direct());
+    k.build().expect("builds")
+}
+
+/// `f` over the pairs on `dev`.
+fn run2(dev: &Device, kernel: &Kernel, xs: &[f32], ys: &[f32]) -> Vec<f32> {
+    let xb = dev.upload(xs).expect("upload");
+    let yb = dev.upload(ys).expect("upload");
+    let mut ob = dev.alloc_zeroed::<f32>(xs.len()).expect("alloc");
+    dev.compile(kernel)
+        .expect("compiles")
+        .launch_over(xs.len(), (&xb, &yb, &mut ob))
+        .expect("launches");
+    ob.to_vec().expect("reads back")
+}
+
+/// Pairs: every two of some special values, then pseudo-random ones over a few scales.
+fn pairs(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let special = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.0,
+        3.0,
+        -3.0,
+        2.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        f32::MAX,
+    ];
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for &a in &special {
+        for &b in &special {
+            xs.push(a);
+            ys.push(b);
+        }
+    }
+    let mut rng = crate::common::Rng::new(seed);
+    for i in 0..n {
+        let scale = [1.0f32, 8.0, 100.0, 1e10, 1e-10][i % 5];
+        let mut v = || (rng.next() as u32 as f32 / u32::MAX as f32 * 2.0 - 1.0) * scale;
+        let x = v();
+        let y = v();
+        xs.push(x);
+        ys.push(y);
+    }
+    (xs, ys)
+}
+
+/// The unary sweeps and each function's largest error.
+fn measure_unaries(dev: &Device, n: usize) -> Vec<(&'static str, f64, f32, f64)> {
+    unaries()
+        .into_iter()
+        .map(|u| {
+            let kernel = unary_kernel(u.name, u.f, MathMode::Accurate);
+            let xs = sweep(u.range, n);
+            let got = run(dev, &kernel, &xs);
+            let (e, at) = worst(&xs, &got, u.reference);
+            (u.name, e, at, u.bound)
+        })
+        .collect()
+}
+
 #[test]
-fn f32_functions_measured() {
+fn f32_functions_within_their_ulp_bounds() {
     let dev = Device::sim();
+    let mut failed = Vec::new();
+    for (name, e, at, bound) in measure_unaries(&dev, 8192) {
+        println!("{name:8} {e:6.3} ulp at {at:e}");
+        if e > bound {
+            failed.push(format!("{name}: {e} ulp at {at:e} (bound {bound})"));
+        }
+    }
+    for b in binaries() {
+        let kernel = binary_kernel(b.name, b.f);
+        let (xs, ys) = pairs(8192, 7);
+        // pow's exponents scaled so that results stay in range for some of the pairs.
+        let ys: Vec<f32> = if b.name == "pow" || b.name == "powi" {
+            ys.iter()
+                .map(|y| if y.abs() > 64.0 { y % 64.0 } else { *y })
+                .collect()
+        } else {
+            ys
+        };
+        let got = run2(&dev, &kernel, &xs, &ys);
+        let mut worst = (0.0f64, 0.0f32, 0.0f32);
+        for ((&x, &y), &g) in xs.iter().zip(&ys).zip(&got) {
+            let e = ulps(g, (b.reference)(f64::from(x), f64::from(y)));
+            if e > worst.0 {
+                worst = (e, x, y);
+            }
+        }
+        println!(
+            "{:8} {:6.3} ulp at ({:e}, {:e})",
+            b.name, worst.0, worst.1, worst.2
+        );
+        if worst.0 > b.bound {
+            failed.push(format!(
+                "{}: {} ulp at {:?} (bound {})",
+                b.name,
+                worst.0,
+                (worst.1, worst.2),
+                b.bound
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+#[test]
+fn f32_functions_give_the_same_bits_on_the_device_and_the_simulator() {
+    let (sim, dev) = (Device::sim(), crate::common::device());
     for u in unaries() {
         let kernel = unary_kernel(u.name, u.f, MathMode::Accurate);
-        let xs = sweep(u.range, 4096);
-        let got = run(&dev, &kernel, &xs);
-        let (e, at) = worst(&xs, &got, u.reference);
-        println!("{:8} {:6.3} ulp at {:e}", u.name, e, at);
+        let xs = sweep(u.range, 2048);
+        let (a, b) = (run(&sim, &kernel, &xs), run(dev, &kernel, &xs));
+        for ((x, a), b) in xs.iter().zip(&a).zip(&b) {
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{} at {x:e}: simulator {a:e}, device {b:e}",
+                u.name
+            );
+        }
     }
+    for f in binaries() {
+        let kernel = binary_kernel(f.name, f.f);
+        let (xs, ys) = pairs(1024, 11);
+        let (a, b) = (run2(&sim, &kernel, &xs, &ys), run2(dev, &kernel, &xs, &ys));
+        for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{} at ({:e}, {:e}): simulator {a:e}, device {b:e}",
+                f.name,
+                xs[i],
+                ys[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn accurate_kernels_use_no_approximate_instruction_and_assemble() {
+    let mut batch = crate::common::Batch::default();
+    for u in unaries() {
+        let kernel = unary_kernel(&format!("acc_{}", u.name), u.f, MathMode::Accurate);
+        let ptx = kernel.ptx(coopgraph::ptx::Arch::ALL[0]).expect("emits");
+        assert!(!ptx.contains(".approx"), "{}: {ptx}", u.name);
+        batch.add(&kernel);
+    }
+    for f in binaries() {
+        batch.add(&binary_kernel(&format!("acc_{}", f.name), f.f));
+    }
+    batch.finish();
+}
+
+/// A fast-math case: the function, its f64 reference, the instruction it uses and the range
+/// it is checked over.
+type FastCase = (
+    &'static str,
+    fn(Expr<f32>) -> Expr<f32>,
+    fn(f64) -> f64,
+    &'static str,
+    (f64, f64),
+);
+
+/// The fast-math functions.
+fn fast_cases() -> Vec<FastCase> {
+    vec![
+        (
+            "sin",
+            |x: Expr<f32>| x.sin(),
+            f64::sin as fn(f64) -> f64,
+            "sin.approx.ftz.f32",
+            (-3.1, 3.1),
+        ),
+        (
+            "cos",
+            |x| x.cos(),
+            f64::cos,
+            "cos.approx.ftz.f32",
+            (-3.1, 3.1),
+        ),
+        (
+            "tan",
+            |x| x.tan(),
+            f64::tan,
+            "div.approx.ftz.f32",
+            (-1.2, 1.2),
+        ),
+        (
+            "exp",
+            |x| x.exp(),
+            f64::exp,
+            "ex2.approx.ftz.f32",
+            (-80.0, 80.0),
+        ),
+        (
+            "exp2",
+            |x| x.exp2(),
+            f64::exp2,
+            "ex2.approx.ftz.f32",
+            (-120.0, 120.0),
+        ),
+        (
+            "exp10",
+            |x| x.exp10(),
+            |x| 10f64.powf(x),
+            "ex2.approx.ftz.f32",
+            (-30.0, 30.0),
+        ),
+        ("ln", |x| x.ln(), f64::ln, "lg2.approx.ftz.f32", (1e-3, 1e3)),
+        (
+            "log2",
+            |x| x.log2(),
+            f64::log2,
+            "lg2.approx.ftz.f32",
+            (1e-3, 1e3),
+        ),
+        (
+            "log10",
+            |x| x.log10(),
+            f64::log10,
+            "lg2.approx.ftz.f32",
+            (1e-3, 1e3),
+        ),
+        (
+            "tanh",
+            |x| x.tanh(),
+            f64::tanh,
+            "tanh.approx.f32",
+            (-5.0, 5.0),
+        ),
+        (
+            "rsqrt",
+            |x| x.rsqrt(),
+            |x| 1.0 / x.sqrt(),
+            "rsqrt.approx.ftz.f32",
+            (1e-3, 1e3),
+        ),
+        (
+            "sqrt",
+            |x| x.sqrt(),
+            f64::sqrt,
+            "sqrt.approx.ftz.f32",
+            (0.0, 1e3),
+        ),
+        (
+            "recip",
+            |x| x.recip(),
+            |x| 1.0 / x,
+            "rcp.approx.ftz.f32",
+            (0.5, 1e3),
+        ),
+        (
+            "div",
+            |x| x.clone() / (x + 1.0f32),
+            |x| x / (x + 1.0),
+            "div.approx.ftz.f32",
+            (0.0, 1e3),
+        ),
+    ]
+}
+
+#[test]
+fn fastmath_uses_approximate_instructions_within_their_tolerance() {
+    let dev = crate::common::device();
+    let mut batch = crate::common::Batch::default();
+    for (name, f, reference, instruction, range) in fast_cases() {
+        let kernel = unary_kernel(&format!("fast_{name}"), f, MathMode::Fast);
+        let ptx = kernel.ptx(coopgraph::ptx::Arch::ALL[0]).expect("emits");
+        assert!(
+            ptx.contains(instruction),
+            "{name}: no {instruction} in\n{ptx}"
+        );
+        let xs: Vec<f32> = (0..2048)
+            .map(|i| (range.0 + (range.1 - range.0) * f64::from(i) / 2048.0) as f32)
+            .collect();
+        let got = run(dev, &kernel, &xs);
+        for (x, g) in xs.iter().zip(&got) {
+            let want = reference(f64::from(*x));
+            // The tolerance the docs state: 1e-3, relative (absolute below 1).
+            let tol = 1e-3 * want.abs().max(1.0);
+            assert!(
+                (f64::from(*g) - want).abs() <= tol,
+                "{name}({x}) = {g}, want {want}"
+            );
+        }
+        batch.add(&kernel);
+    }
+    batch.finish();
+}
+
+#[test]
+fn fastmath_is_part_of_the_cache_key_and_flushes_subnormals() {
+    let accurate = unary_kernel("k", |x| x * 0.5f32, MathMode::Accurate);
+    let fast = unary_kernel("k", |x| x * 0.5f32, MathMode::Fast);
+    assert_ne!(accurate.key(), fast.key());
+    let dev = Device::sim();
+    let xs = [2e-38f32, 1.0];
+    assert_eq!(run(&dev, &accurate, &xs), [xs[0] * 0.5, 0.5]);
+    assert_eq!(run(&dev, &fast, &xs), [0.0, 0.5]);
 }

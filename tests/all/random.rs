@@ -303,7 +303,7 @@ fn normals_follow_numbas_formula_and_distribution() {
         let mut g = HostXoroshiro::from_states(&host_states, t).unwrap();
         for j in 0..per as usize {
             let (d, h) = (got[t * per as usize + j], g.normal_f32());
-            // PTX's approximate lg2 and cos against Rust's: close, not equal.
+            // The library's ln and cos against Rust's: close, not equal.
             assert!(
                 (d - h).abs() <= 2e-3 * h.abs().max(1.0),
                 "thread {t}, draw {j}: {d} on the device, {h} on the host"

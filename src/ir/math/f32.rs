@@ -127,7 +127,7 @@ const EXP2_Q: [f64; 7] = [
     0.24022650922288757,
     0.6931471805601855,
 ];
-const LN2_HI: f32 = 0.693_147_2;
+const LN2_HI: f32 = std::f32::consts::LN_2;
 const LN2_LO: f32 = -1.904_654_2e-9;
 
 /// `x = j ln2 + r`: `(j, e^r - 1)` for `x` clamped to `[lo, 89]` (past 89, `e^x`
@@ -165,9 +165,9 @@ fn exp2(x: &F) -> F {
 }
 
 fn exp10(x: &F) -> F {
-    const LG2_HI: f32 = 0.301_030_01;
+    const LG2_HI: f32 = std::f32::consts::LOG10_2;
     const LG2_LO: f32 = -1.432_098_9e-8;
-    const LN10_HI: f32 = 2.302_585_1;
+    const LN10_HI: f32 = std::f32::consts::LN_10;
     const LN10_LO: f32 = -3.197_543_6e-8;
     let xc = x.max(-46.0f32).min(39.0f32);
     let j = (xc.clone() * std::f32::consts::LOG2_10).round_even();
@@ -232,9 +232,9 @@ fn log_reduce(x: &F) -> (F, F) {
 fn log_of(e: &F, f: &F, c: F, base: Base) -> F {
     // log_b(1 + f) = a (f + f^2 p(f)), a = 1 / ln b = a_hi + a_lo; log_b 2 = k_hi + k_lo.
     let (a, k_hi, k_lo) = match base {
-        Base::E => (1.0f64, 0.693_145_751_953_125_f32, 1.428_606_8e-6_f32),
+        Base::E => (1.0f64, 0.693_145_75_f32, 1.428_606_8e-6_f32),
         Base::Two => (std::f64::consts::LOG2_E, 1.0, 0.0),
-        Base::Ten => (std::f64::consts::LOG10_E, 0.301_025_39, 4.605_039e-6),
+        Base::Ten => (std::f64::consts::LOG10_E, 0.301_025_4, 4.605_039e-6),
     };
     let p: Vec<f64> = LN_P.iter().map(|c| c * a).collect();
     let a_hi = a as f32;
@@ -304,7 +304,7 @@ const TAN_T: [f64; 8] = [
 ];
 /// π/2 in three parts: `x - j (p1 + p2 + p3)` by FMAs is exact to f32 accuracy for
 /// `|x| <= 105615`.
-const PIO2: [f32; 3] = [1.570_796_4, -4.371_139e-8, -1.715_124_5e-15];
+const PIO2_PARTS: [f32; 3] = [1.570_796_4, -4.371_139e-8, -1.715_124_5e-15];
 /// Past this, arguments are reduced by Payne–Hanek.
 const TRIG_FAST_MAX: f32 = 105_615.0;
 /// The bits of 2/π after the binary point, 32 at a time.
@@ -385,9 +385,9 @@ fn trig_finish(q: &U, r: &F, which: Trig) -> F {
 fn trig(x: &F, which: Trig, cold: &mut Cold) -> F {
     let ax = x.abs();
     let j = (x * std::f32::consts::FRAC_2_PI).round_even();
-    let r = (-j.clone()).fma(PIO2[0], x);
-    let r = (-j.clone()).fma(PIO2[1], r);
-    let r = (-j.clone()).fma(PIO2[2], r);
+    let r = (-j.clone()).fma(PIO2_PARTS[0], x);
+    let r = (-j.clone()).fma(PIO2_PARTS[1], r);
+    let r = (-j.clone()).fma(PIO2_PARTS[2], r);
     let fast = trig_finish(&j.cast::<i32>().cast::<u32>(), &r, which);
     let slow = {
         let (q, r) = payne_hanek(&ax);
@@ -428,85 +428,68 @@ const ATAN_P: [f64; 7] = [
     0.19999998856156315,
     -0.3333333333131391,
 ];
-const PIO2_HI: f32 = 1.570_796_4;
-const PIO2_LO: f32 = -4.371_139e-8;
-const PI_HI: f32 = std::f32::consts::PI;
-const PI_LO: f32 = 8.742_278e-8;
-const PIO4_HI: f32 = std::f32::consts::FRAC_PI_4;
-const PIO4_LO: f32 = -2.185_569_4e-8;
+const PIO2: f64 = std::f64::consts::FRAC_PI_2;
+const PI: f64 = std::f64::consts::PI;
+const PIO4: f64 = std::f64::consts::FRAC_PI_4;
 
-/// `asin(a)` for `a` in `[0, 1/2]`.
-fn asin_small(a: &F) -> F {
+// The inverse functions are evaluated in f64 (their polynomials fit to f32 accuracy), so
+// that the cancellations of their reductions cost nothing: one rounding to f32 at the end.
+
+/// `asin(a)` for `|a|` in `[0, 1/2]`.
+fn asin_small(a: &D) -> D {
     let z = a * a.clone();
-    (a * z.clone()).fma(horner(&z, &ASIN_P), a)
+    (a * z.clone()).fma(horner64(&z, &ASIN_P), a)
 }
 
 /// For `a` in `[1/2, 1]`: `asin(sqrt((1 - a) / 2))`, which is `(π/2 - asin(a)) / 2` and
-/// `acos(a) / 2`.
-fn asin_half(a: &F) -> F {
-    let s = (F::lit(0.5) - a * 0.5f32).sqrt();
+/// `acos(a) / 2` (NaN past 1).
+fn asin_half(a: &D) -> D {
+    let s = (D::lit(0.5) - a * 0.5f64).sqrt();
     asin_small(&s)
 }
 
 fn asin(x: &F) -> F {
-    let a = x.abs();
-    let w = asin_half(&a);
-    let big = F::lit(-2.0).fma(w, PIO2_HI) - PIO2_LO;
-    let v = a.gt(0.5f32).select(big, asin_small(&a));
+    let a = x.abs().cast::<f64>();
+    let big = D::lit(PIO2) - asin_half(&a) * 2.0f64;
+    let v = a.gt(0.5f64).select(big, asin_small(&a)).cast::<f32>();
     nan_or(x, signed(&v, &sign_of(x)))
 }
 
 fn acos(x: &F) -> F {
-    let a = x.abs();
-    let small = signed(&asin_small(&a), &sign_of(x));
-    let middle = F::lit(PIO2_HI) - (small - PIO2_LO);
-    let w = asin_half(&a);
-    let right = w.clone() * 2.0f32;
-    let left = F::lit(-2.0).fma(w, PI_HI) + PI_LO;
-    let v = a
-        .gt(0.5f32)
-        .select(x.gt(0.0f32).select(right, left), middle);
-    nan_or(x, v)
-}
-
-/// `atan(t)` for `t` in `[0, tan(π/8)]`.
-fn atan_poly(t: &F) -> F {
-    let z = t * t.clone();
-    (t * z.clone()).fma(horner(&z, &ATAN_P), t)
+    let (a, x64) = (x.abs().cast::<f64>(), x.cast::<f64>());
+    let middle = D::lit(PIO2) - asin_small(&x64);
+    let w = asin_half(&a) * 2.0f64;
+    let left = D::lit(PI) - w.clone();
+    let v = a.gt(0.5f64).select(x.gt(0.0f32).select(w, left), middle);
+    nan_or(x, v.cast::<f32>())
 }
 
 /// `atan(a)` for `a >= 0` (NaN passes).
-fn atan_pos(a: &F) -> F {
-    let far = a.gt(2.414_213_5f32);
-    let mid = a.gt(0.414_213_57f32);
-    let t = far.select(-a.recip(), mid.select((a - 1.0f32) / (a + 1.0f32), a));
-    let (hi, lo) = (
-        far.select(PIO2_HI, mid.select(PIO4_HI, 0.0f32)),
-        far.select(-PIO2_LO, mid.select(-PIO4_LO, 0.0f32)),
-    );
-    hi + (atan_poly(&t) + lo)
+fn atan_pos(a: &D) -> D {
+    let far = a.gt(2.414_213_562_373_095_f64);
+    let mid = a.gt(0.414_213_562_373_095_f64);
+    let t = far.select(-a.recip(), mid.select((a - 1.0f64) / (a + 1.0f64), a));
+    let y0 = far.select(PIO2, mid.select(PIO4, 0.0f64));
+    let z = t.clone() * t.clone();
+    y0 + (t.clone() * z.clone()).fma(horner64(&z, &ATAN_P), t)
 }
 
 fn atan(x: &F) -> F {
-    signed(&atan_pos(&x.abs()), &sign_of(x))
+    signed(&atan_pos(&x.abs().cast::<f64>()).cast::<f32>(), &sign_of(x))
 }
 
 fn atan2(y: &F, x: &F) -> F {
-    let (ax, ay) = (x.abs(), y.abs());
+    let (ax, ay) = (x.abs().cast::<f64>(), y.abs().cast::<f64>());
     let (hi, lo) = (ax.max(&ay), ax.min(&ay));
-    let both_inf = lo.eq(f32::INFINITY);
+    let both_inf = lo.eq(f64::INFINITY);
     let t = hi
-        .eq(0.0f32)
-        .select(0.0f32, both_inf.select(1.0f32, lo / hi));
+        .eq(0.0f64)
+        .select(0.0f64, both_inf.select(1.0f64, lo / hi));
     let a = atan_pos(&t);
     // Past the diagonal, π/2 - a; left of the y axis (-0 included), π - that.
-    let a = ay
-        .gt(&ax)
-        .select(F::lit(PIO2_HI) - (a.clone() + PIO2_LO), a);
-    let a = sign_of(x)
-        .ne(0u32)
-        .select(F::lit(PI_HI) - (a.clone() - PI_LO), a);
-    let v = signed(&a, &sign_of(y));
+    let a = ay.gt(&ax).select(D::lit(PIO2) - a.clone(), a);
+    let a = sign_of(x).ne(0u32).select(D::lit(PI) - a.clone(), a);
+    let v = signed(&a.cast::<f32>(), &sign_of(y));
     x.is_nan().or(&y.is_nan()).select(x + y.clone(), v)
 }
 
@@ -719,37 +702,33 @@ const ERFC_B: [f64; 10] = [
 ];
 
 /// `erf(x)` for `|x| <= 1`.
-fn erf_small(x: &F) -> F {
-    x * horner(&(x * x.clone()), &ERF_P)
+fn erf_small(x: &D) -> D {
+    x * horner64(&(x * x.clone()), &ERF_P)
 }
 
-/// `erfc(a)` for `a` in `[1/2, 10.5]`.
-fn erfc_pos(a: &F) -> F {
-    // e^(-a^2) with a^2 = hi + lo exactly.
-    let hi = a * a.clone();
-    let lo = a.fma(a, -hi.clone());
-    let e = exp_core(&(-hi));
-    let e = (-lo).fma(e.clone(), e);
-    let near = horner(&(a - 1.25f32), &ERFC_A);
+/// `erfc(a)` for `a` in `[1/2, 10.5]`: `e^(-a^2)` (with `a^2` exact in f64) times the fit.
+fn erfc_pos(a: &D) -> D {
+    let e = exp2_64(&(-(a * a.clone()) * std::f64::consts::LOG2_E));
+    let near = horner64(&(a - 1.25f64), &ERFC_A);
     let u = a.recip();
-    let far = horner(&(u.clone() - 0.3f32), &ERFC_B) * u;
-    e * a.lt(2.0f32).select(near, far)
+    let far = horner64(&(u.clone() - 0.3f64), &ERFC_B) * u;
+    e * a.lt(2.0f64).select(near, far)
 }
 
 fn erf(x: &F) -> F {
-    let a = x.abs();
-    let small = erf_small(&a.min(1.0f32));
-    let big = F::lit(1.0) - erfc_pos(&a.max(1.0f32).min(10.5f32));
-    let v = a.le(1.0f32).select(small, big);
+    let a = x.abs().cast::<f64>();
+    let small = erf_small(&a.min(1.0f64));
+    let big = D::lit(1.0) - erfc_pos(&a.max(1.0f64).min(10.5f64));
+    let v = a.le(1.0f64).select(small, big).cast::<f32>();
     nan_or(x, signed(&v, &sign_of(x)))
 }
 
 fn erfc(x: &F) -> F {
-    let a = x.abs();
-    let tail = erfc_pos(&a.max(0.5f32).min(10.5f32));
-    let near = F::lit(1.0) - erf_small(&x.max(-1.0f32).min(1.0f32));
+    let (a, x64) = (x.abs().cast::<f64>(), x.cast::<f64>());
+    let tail = erfc_pos(&a.max(0.5f64).min(10.5f64));
+    let near = D::lit(1.0) - erf_small(&x64.max(-1.0f64).min(1.0f64));
     let v = x
         .lt(0.5f32)
-        .select(x.ge(-1.0f32).select(near, F::lit(2.0) - tail.clone()), tail);
-    nan_or(x, v)
+        .select(x.ge(-1.0f32).select(near, D::lit(2.0) - tail.clone()), tail);
+    nan_or(x, v.cast::<f32>())
 }
