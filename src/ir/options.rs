@@ -63,6 +63,6 @@ pub enum MathMode {
     /// `rsqrt.approx`, `sqrt.approx`, `div.approx`), all with `.ftz`; f32 `add`, `sub` and
     /// `mul` flush subnormals to zero and may be contracted into FMAs by ptxas. The GPU and the
     /// simulator may then differ, within the tolerances the [`math`](crate::ir::math) module
-    /// states. `f64` is computed as in [`MathMode::Accurate`], except `rcp` and `rsqrt`.
+    /// states. `f64` is computed as in [`MathMode::Accurate`].
     Fast,
 }
