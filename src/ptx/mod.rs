@@ -8,8 +8,10 @@
 
 pub mod model;
 pub mod target;
+mod unop;
 pub mod write;
 
 pub use model::*;
+
 pub use target::Arch;
 pub use write::write_module;
