@@ -91,7 +91,8 @@ fn main() {
                         .map(|k| (f.2)(f64::from(xs[i] + k as f32 * STEP)))
                         .sum();
                     let err = (f64::from(got[i]) - want).abs();
-                    if err.is_nan() || err > tolerance * want.abs().max(1.0) {
+                    // Each evaluation may err by the tolerance: a sum of `evals` by `evals` times it.
+                    if err.is_nan() || err > tolerance * f64::from(evals) * want.abs().max(1.0) {
                         eprintln!(
                             "error: {} {shape} {mode:?}, element {i}: {} instead of {want}",
                             f.0, got[i]
