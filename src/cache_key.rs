@@ -21,7 +21,7 @@ use crate::ir::entities::{
     ArrayId, ConstId, DataId, ExprId, GroupId, LocalId, OpId, ParamId, RegionId, StorageId,
 };
 use crate::ir::ops::*;
-use crate::ir::options::{CompileOptions, LineInfo, MathMode, MaxRegisters};
+use crate::ir::options::{Checks, CompileOptions, LineInfo, MathMode, MaxRegisters};
 
 mod expr;
 mod key;
@@ -234,6 +234,7 @@ impl Canonical for CompileOptions {
             max_registers,
             line_info,
             math,
+            checks,
         } = self;
         match max_registers {
             None => w.tag(0),
@@ -249,6 +250,10 @@ impl Canonical for CompileOptions {
         w.tag(match math {
             MathMode::Accurate => 0,
             MathMode::Fast => 1,
+        });
+        w.tag(match checks {
+            Checks::Off => 0,
+            Checks::Debug => 1,
         });
     }
 }
@@ -643,6 +648,11 @@ impl Canonical for OpData {
             OpKind::ReturnIf { cond } => {
                 w.tag(20);
                 cond.write(w);
+            }
+            OpKind::Assert { cond, message } => {
+                w.tag(22);
+                cond.write(w);
+                w.str(message);
             }
             OpKind::SharedWrite {
                 array,

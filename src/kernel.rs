@@ -3,11 +3,12 @@
 use crate::cache_key::{KernelKey, Writer};
 use crate::codegen;
 use crate::ir::verify::{Info, verify};
-use crate::ir::{Ir, KernelBuilder, Loc, Pipeline, Role};
+use crate::ir::{Checks, Ir, KernelBuilder, Loc, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::ptx::{self, Arch};
 use crate::runtime::{
-    Compile, DynamicArray, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig, RuntimeError,
+    Compile, DeviceLimits, DynamicArray, HiddenParam, ImageParts, KernelImage, ParamKind, ParamSig,
+    Resources, RuntimeError, ptxas_resources,
 };
 use std::sync::Arc;
 
@@ -322,6 +323,11 @@ impl Kernel {
         if options.line_info == crate::ir::LineInfo::RustLines {
             s.push_str("  line information: each op's instructions carry its Rust line\n");
         }
+        if options.checks == Checks::Debug {
+            s.push_str(
+                "  debug checks: indices, valid items and assertions, reported after each launch\n",
+            );
+        }
         for (d, a) in plan.arrangements.iter() {
             if let Some(a) = a {
                 s.push_str(&format!("  {d}: {a:?}\n"));
@@ -434,7 +440,34 @@ impl Kernel {
                 b.scope, b.step, b.hazard, b.after
             ));
         }
+        if let Some(r) = self.resources(Arch::Sm90) {
+            s.push_str(&format!("  resources on an H200: {r}\n"));
+        }
         s
+    }
+
+    /// What the kernel uses of an SM when compiled for `arch` (registers, local memory and
+    /// spills, shared memory) and the occupancy that allows on the common GPU of that arch
+    /// ([`DeviceLimits::simulated`]), from `ptxas -v`: `None` unless `COOPGRAPH_PTXAS` names a
+    /// ptxas (as in CI). [`Function::resources`](crate::runtime::Function::resources) reports a
+    /// loaded kernel on its device, from the driver on a GPU. [`explain`](Self::explain) prints
+    /// this report for sm_90.
+    ///
+    /// ```
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let kernel = KernelBuilder::new("negate").load::<f32>("x").map(|v| -v).store("y").build()?;
+    /// if let Some(r) = kernel.resources(Arch::Sm80) {
+    ///     assert_eq!(r.arch, Arch::Sm80);
+    ///     assert_eq!(r.local_bytes, Some(0));
+    ///     assert!(kernel.explain().contains("resources on an H200"));
+    /// }
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn resources(&self, arch: Arch) -> Option<Resources> {
+        let image = self.emit(arch).ok()?;
+        ptxas_resources(&image, &DeviceLimits::simulated(arch))
     }
 }
 
@@ -450,7 +483,9 @@ impl Compile for Kernel {
     fn emit(&self, arch: Arch) -> Result<KernelImage, RuntimeError> {
         self.check_shared_memory(arch)?;
         let shared = &self.inner.plan.shared;
-        let module = self.module(arch)?;
+        let ir = &self.inner.ir;
+        let (module, sites) =
+            codegen::emit_with_checks(ir, &self.inner.info, &self.inner.plan, arch)?;
         let grid_dims = module.functions.iter().map(codegen::grid_dims).max();
         Ok(KernelImage::generated(
             ImageParts {
@@ -483,10 +518,15 @@ impl Compile for Kernel {
                             Some(true) => HiddenParam::Length64 { buffer: p.index() },
                             _ => HiddenParam::Length { buffer: p.index() },
                         })
+                        .chain(
+                            (ir.options.checks == Checks::Debug)
+                                .then_some(HiddenParam::CheckRecord),
+                        )
                         .collect()
                 },
             },
             self.inner.ir.bounds,
+            sites,
         ))
     }
 }

@@ -27,7 +27,7 @@ use super::builder::{Emitter, Lowered, bits_ty, mem_ty};
 use super::expr::Ctx;
 use crate::ir::expr::{BinaryOp as B, VType};
 use crate::ir::ops::{AtomicMemory, AtomicOp, AtomicSpec, MemoryOrder, MemoryScope};
-use crate::ir::{DType, OpId};
+use crate::ir::{CheckKind, DType, OpId};
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -129,7 +129,9 @@ impl Emitter<'_> {
             AtomicMemory::Global(p) => {
                 let dtype = ir.params[p.index()].dtype;
                 let addr = self.element_addr(p, i, wide);
-                (dtype, Space::Global, addr, self.in_bounds(p, i, wide))
+                let inside = self.in_bounds(p, i, wide);
+                self.check_index(|buffer| CheckKind::Atomic { buffer }, p, i, inside, None);
+                (dtype, Space::Global, addr, inside)
             }
             AtomicMemory::Shared(arr) => {
                 let dtype = ir.arrays[arr.index()].dtype;

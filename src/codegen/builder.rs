@@ -12,7 +12,9 @@
 use crate::ir::expr::ExprKind;
 use crate::ir::ops::{Bounds, OpKind, Role};
 use crate::ir::options::{LineInfo, MathMode};
-use crate::ir::{ArrayId, ConstId, DType, DataId, ExprId, Info, Ir, Loc, LocalId, OpId, ParamId};
+use crate::ir::{
+    ArrayId, CheckSite, ConstId, DType, DataId, ExprId, Info, Ir, Loc, LocalId, OpId, ParamId,
+};
 use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, StepId, SyncScope,
     padded_slot,
@@ -205,6 +207,10 @@ pub struct Emitter<'a> {
     /// How many math-library templates are being evaluated (their arithmetic is exact
     /// whatever the kernel's [`MathMode`]).
     pub(crate) library_depth: u32,
+    /// The op being lowered (the innermost, through nested regions).
+    pub(crate) current_op: Option<OpId>,
+    /// Debug checks: the record and the sites so far (`None` without debug checks).
+    checks: Option<checks::CheckState>,
 }
 
 impl<'a> Emitter<'a> {
@@ -240,6 +246,8 @@ impl<'a> Emitter<'a> {
             barrier_scopes: HashMap::new(),
             files: Vec::new(),
             library_depth: 0,
+            current_op: None,
+            checks: None,
         };
         for b in &plan.barriers {
             e.barrier_scopes.entry(b.step).or_default().push(b.scope);
@@ -247,33 +255,33 @@ impl<'a> Emitter<'a> {
         Ok(e)
     }
 
-    /// Declares the parameters (the user's, then the hidden buffer lengths), loads them,
-    /// converts buffer pointers to global addresses, and allocates every payload's registers.
+    /// Loads the `u64` parameter `name` in the entry block, converted to a global address.
+    fn address_param(&mut self, name: &str) -> Reg {
+        let raw = self.reg(RegClass::B64);
+        self.entry_op(Op::Ld {
+            space: Space::Param,
+            ty: Ty::U64,
+            dst: smallvec![raw],
+            addr: Address {
+                base: AddrBase::Param(name.to_string()),
+                offset: 0,
+            },
+        });
+        let g = self.reg(RegClass::B64);
+        self.entry_op(Op::CvtaToGlobal { dst: g, src: raw });
+        g
+    }
+
+    /// Declares the parameters (the user's, then the hidden buffer lengths and, with debug
+    /// checks, the check record), loads them, converts buffer pointers to global addresses,
+    /// and allocates every payload's registers.
     pub(super) fn prologue(&mut self, entry: &str) -> Vec<Param> {
         let ir = self.ir;
         let mut params = Vec::with_capacity(ir.params.len());
         for (i, p) in ir.params.iter().enumerate() {
             let name = format!("{entry}_param_{i}");
             let (ty, r) = match p.role {
-                Role::Input | Role::Output | Role::Buffer => {
-                    let raw = self.reg(RegClass::B64);
-                    self.entry.push(
-                        Op::Ld {
-                            space: Space::Param,
-                            ty: Ty::U64,
-                            dst: smallvec![raw],
-                            addr: Address {
-                                base: AddrBase::Param(name.clone()),
-                                offset: 0,
-                            },
-                        }
-                        .into(),
-                    );
-                    let g = self.reg(RegClass::B64);
-                    self.entry
-                        .push(Op::CvtaToGlobal { dst: g, src: raw }.into());
-                    (Ty::U64, g)
-                }
+                Role::Input | Role::Output | Role::Buffer => (Ty::U64, self.address_param(&name)),
                 Role::Scalar => {
                     let r = self.reg(class(p.dtype));
                     self.entry.push(
@@ -342,6 +350,7 @@ impl<'a> Emitter<'a> {
             }
             params.push(Param { name, ty });
         }
+        params.extend(self.record_param(entry));
         for d in &ir.datas {
             let c = class(d.dtype);
             let regs = (0..d.items).map(|_| self.reg(c)).collect();
@@ -350,8 +359,10 @@ impl<'a> Emitter<'a> {
         params
     }
 
-    /// The entry function `name` with `params`: the entry block, then the body.
-    pub(super) fn finish(mut self, name: String, params: Vec<Param>) -> Module {
+    /// The entry function `name` with `params`: the entry block, then the body; and the
+    /// sites of its debug checks, in number order.
+    pub(super) fn finish(mut self, name: String, params: Vec<Param>) -> (Module, Vec<CheckSite>) {
+        let sites = self.finish_checks();
         let mut body = std::mem::take(&mut self.entry);
         body.append(&mut self.body);
         let consts = arrays::const_decls(self.ir, &name);
@@ -366,7 +377,7 @@ impl<'a> Emitter<'a> {
                     .replace(['\n', '\r'], " ")
             })
             .collect();
-        Module {
+        let module = Module {
             arch: self.arch,
             files,
             functions: vec![Function {
@@ -381,7 +392,8 @@ impl<'a> Emitter<'a> {
                 regs: self.regs,
                 body,
             }],
-        }
+        };
+        (module, sites)
     }
 
     /// Lets `regs` stand for payload `d` until [`Self::clear_overrides`] (a conversion's
@@ -1037,6 +1049,7 @@ impl Emitter<'_> {
 }
 
 mod arrays;
+mod checks;
 mod packed;
 mod positions;
 mod print;

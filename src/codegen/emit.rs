@@ -9,7 +9,7 @@ use super::builder::{Emitter, Lowered};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
 use crate::ir::ops::{OpKind, Transfer};
-use crate::ir::{ExprId, Info, Ir, OpId, RegionId};
+use crate::ir::{CheckKind, CheckSite, DType, ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
 use crate::ptx::*;
 use std::collections::HashMap;
@@ -57,6 +57,18 @@ pub fn grid_dims(f: &Function) -> u32 {
 /// the planner's results for `ir`, which nothing else can make; an error means one of them
 /// lacks what it guarantees ([`PlanError::Internal`]), a bug of coopgraph's.
 pub fn emit(ir: &Ir, info: &Info, plan: &Plan, arch: Arch) -> Result<Module, PlanError> {
+    emit_with_checks(ir, info, plan, arch).map(|(module, _)| module)
+}
+
+/// As [`emit`], with the sites of the kernel's debug checks in number order (none without
+/// [`Checks::Debug`](crate::ir::Checks::Debug)): what a failure the runtime reads from the
+/// record names.
+pub fn emit_with_checks(
+    ir: &Ir,
+    info: &Info,
+    plan: &Plan,
+    arch: Arch,
+) -> Result<(Module, Vec<CheckSite>), PlanError> {
     let mut e = Emitter::new(ir, info, plan, arch)?;
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
@@ -82,6 +94,13 @@ impl Emitter<'_> {
     /// [`Emitter::lower_simple`], so the recursion through nested regions keeps a small frame
     /// per level.
     fn lower(&mut self, op: OpId) -> Lowered {
+        let outer = self.current_op.replace(op);
+        let lowered = self.lower_op(op);
+        self.current_op = outer;
+        lowered
+    }
+
+    fn lower_op(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         self.lower_start(op)?;
         match &ir.op(op).kind {
@@ -413,6 +432,20 @@ impl Emitter<'_> {
             OpKind::ReturnIf { cond } => {
                 let p = self.eval(*cond, &ctx, &mut memo);
                 self.guarded(p, false, Op::Ret);
+            }
+            OpKind::Assert { cond, message } => {
+                // Evaluated only where it is checked.
+                if self.checking() {
+                    let holds = self.eval(*cond, &ctx, &mut memo);
+                    let fails = self.reg(RegClass::Pred);
+                    self.op(Op::PredNot {
+                        dst: fails,
+                        a: holds,
+                    });
+                    let zero = self.constant(DType::U32, 0);
+                    let message = message.clone();
+                    self.record_failure(CheckKind::Assert { message }, fails, zero, zero);
+                }
             }
             OpKind::Reduce(r) => self.reduce(op, r)?,
             OpKind::Scatter {

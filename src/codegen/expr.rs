@@ -4,7 +4,7 @@ use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow
 use crate::ir::expr::{Axis, BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
 use crate::ir::math::Func;
 use crate::ir::ops::{ReduceOp, Role};
-use crate::ir::{DType, ExprId};
+use crate::ir::{CheckKind, DType, ExprId};
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -564,6 +564,13 @@ impl Emitter<'_> {
                 let i = self.eval(*index, ctx, memo);
                 let addr = self.element_addr(*param, i, wide);
                 let inside = self.in_bounds(*param, i, wide);
+                self.check_index(
+                    |buffer| CheckKind::Read { buffer },
+                    *param,
+                    i,
+                    inside,
+                    ctx.guard,
+                );
                 let guard = self.both(ctx.guard, inside);
                 let space = match self.ir.params.get(param.index()).map(|p| p.role) {
                     Some(Role::Input) => Space::GlobalNc,

@@ -17,7 +17,7 @@
 use super::builder::{Emitter, bits_or_float, is_narrow, mem_ty};
 use super::expr::Ctx;
 use crate::ir::expr::VType;
-use crate::ir::{DType, DataId, ExprId, ParamId, Role};
+use crate::ir::{CheckKind, DType, DataId, ExprId, ParamId, Role};
 use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
@@ -33,6 +33,7 @@ impl Emitter<'_> {
         let v = self.eval(value, &ctx, &mut memo);
         let addr = self.element_addr(param, i, wide);
         let inside = self.in_bounds(param, i, wide);
+        self.check_index(|buffer| CheckKind::Write { buffer }, param, i, inside, None);
         let st = Op::St {
             space: Space::Global,
             ty: mem_ty(dtype),
@@ -70,6 +71,9 @@ impl Emitter<'_> {
             dtype,
             read,
         };
+        if self.checking() {
+            self.check_run(&run, regs.len() as i64);
+        }
         let width = run_width(dtype, regs.len());
         if width == 1 {
             self.run_elements(&run, &regs);
@@ -113,6 +117,33 @@ impl Emitter<'_> {
             }
         };
         self.split(fast, true, |me| me.run_elements(&run, &regs), vectors);
+    }
+
+    /// Debug checks: the run's last element (`first + n - 1`, not wrapped) is inside its
+    /// buffer, recorded with that element's index where it is not.
+    fn check_run(&mut self, run: &Run, n: i64) {
+        let (class, ty) = if run.wide {
+            (RegClass::B64, Ty::U64)
+        } else {
+            (RegClass::B32, Ty::U32)
+        };
+        let last = self.reg(class);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty,
+            dst: last,
+            a: run.first.into(),
+            b: Operand::Imm(n - 1),
+        });
+        let inside = self.in_bounds(run.param, last, run.wide);
+        let unwrapped = self.setp(Cmp::Ge, ty, last.into(), run.first.into());
+        let ok = self.both(inside, Some(unwrapped));
+        let what: fn(String) -> CheckKind = if run.read {
+            |buffer| CheckKind::Read { buffer }
+        } else {
+            |buffer| CheckKind::Write { buffer }
+        };
+        self.check_index(what, run.param, last, ok, None);
     }
 
     /// A run element by element, each guarded by its own bounds test.

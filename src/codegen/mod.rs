@@ -22,7 +22,7 @@ pub mod scan;
 pub mod transfer;
 
 pub use builder::length_params;
-pub use emit::{emit, entry_name, grid_dims};
+pub use emit::{emit, emit_with_checks, entry_name, grid_dims};
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,7 @@
 use super::builder::{Emitter, Lowered, bits_or_float, is_narrow, mem_ty};
 use super::expr::Ctx;
 use crate::ir::ops::{GroupKind, Transfer, ValidOf};
-use crate::ir::{Algorithm, DType, OpId};
+use crate::ir::{Algorithm, CheckKind, DType, OpId};
 use crate::planner::TransferPlan;
 use crate::ptx::*;
 use smallvec::smallvec;
@@ -184,6 +184,64 @@ impl Emitter<'_> {
             start,
             share: None,
         })
+    }
+
+    /// Debug checks: the positions the thread's access group declares valid (its share of
+    /// the transfer's valid count, or its whole tile where the transfer gives an offset and
+    /// no count) end inside the buffer. A transfer with neither (a grid's tiles at their
+    /// default offsets) is left to its guards: its last tiles may pass the end by design.
+    fn check_range(
+        &mut self,
+        t: &Transfer,
+        plan: &TransferPlan,
+        offset: Reg,
+        count: Option<Count>,
+        start: Option<Reg>,
+    ) {
+        let Some(len) = (self.length64_reg(t.param)).or_else(|| self.length_reg(t.param)) else {
+            return;
+        };
+        let tile = Operand::Imm(plan.group_tile as i64);
+        let declared = match count {
+            Some(Count {
+                reg,
+                of: ValidOf::Block,
+            }) => self.block_share(plan, reg, start),
+            Some(Count {
+                reg,
+                of: ValidOf::Group,
+            }) => self.share_of(reg, None, tile),
+            None if t.offset.is_some() => self.constant(DType::U32, u64::from(plan.group_tile)),
+            None => return,
+        };
+        // end = offset + start + declared, in 64 bits.
+        let mut end = self.reg(RegClass::B64);
+        self.cvt(None, Ty::U64, Ty::U32, end, offset);
+        for part in start.into_iter().chain([declared]) {
+            let wide = self.reg(RegClass::B64);
+            self.cvt(None, Ty::U64, Ty::U32, wide, part);
+            let sum = self.reg(RegClass::B64);
+            self.op(Op::Bin {
+                op: BinOp::Add,
+                ty: Ty::U64,
+                dst: sum,
+                a: end.into(),
+                b: wide.into(),
+            });
+            end = sum;
+        }
+        let limit = if len.class == RegClass::B64 {
+            len
+        } else {
+            let w = self.reg(RegClass::B64);
+            self.cvt(None, Ty::U64, Ty::U32, w, len);
+            w
+        };
+        let past = self.setp(Cmp::Gt, Ty::U64, end.into(), limit.into());
+        let some = self.setp(Cmp::Ne, Ty::U32, declared.into(), Operand::Imm(0));
+        let fail = self.both(Some(past), Some(some)).unwrap_or(past);
+        let buffer = self.ir.params[t.param.index()].name.clone();
+        self.record_failure(CheckKind::Range { buffer }, fail, end, limit);
     }
 
     /// The access group's valid items (`0..=group_tile`), computed once.
@@ -509,6 +567,9 @@ impl Emitter<'_> {
         };
         let group = self.access_group(&plan);
         let len = self.length_reg(t.param);
+        if self.checking() {
+            self.check_range(t, &plan, offset, count, group.1);
+        }
         // One item per thread: its validity is tested directly; the general bound is then
         // needed only as its exchanges take it.
         let only = if plan.items == 1 {

@@ -34,6 +34,9 @@ pub enum VerifyErrorKind {
         /// The bound ([`super::ops::MAX_ITEMS_PER_THREAD`]).
         max: u32,
     },
+    /// Debug checks in a kernel without bounds checks: they compare indices with the buffers'
+    /// lengths, which such a kernel does not take.
+    ChecksWithoutBounds,
     /// A register limit outside the range every arch accepts.
     MaxRegisters {
         /// The limit asked for.
@@ -365,6 +368,10 @@ impl fmt::Display for VerifyError {
             ItemsPerThread { items, max } => {
                 write!(f, "{items} items per thread; it must be 1..={max}")
             }
+            ChecksWithoutBounds => write!(
+                f,
+                "debug checks need the buffers' lengths, which unchecked_bounds leaves out"
+            ),
             MaxRegisters { count, min, max } => write!(
                 f,
                 "a limit of {count} registers per thread; it must be {min}..={max}"

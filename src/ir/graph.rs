@@ -520,6 +520,7 @@ impl Deps<'_> {
                 // The threads where it holds leave; the others go on with the same state.
                 self.read_exprs(node, &[*cond], state);
             }
+            OpKind::Assert { cond, .. } => self.read_exprs(node, &[*cond], state),
         }
     }
 

@@ -580,6 +580,15 @@ pub enum OpKind {
         /// The condition.
         cond: ExprId,
     },
+    /// A user assertion: in a kernel built with debug checks, a thread where `cond` does not
+    /// hold records the failure, which the launch reports with `message`; without debug checks
+    /// it does nothing (the condition is not evaluated).
+    Assert {
+        /// What must hold.
+        cond: ExprId,
+        /// What the report says.
+        message: String,
+    },
     /// `array[index] = value`.
     SharedWrite {
         /// The array.
@@ -713,6 +722,7 @@ impl OpKind {
             OpKind::Break => "break",
             OpKind::Continue => "continue",
             OpKind::ReturnIf { .. } => "return_if",
+            OpKind::Assert { .. } => "assert",
             OpKind::Tiles { .. } => "tiles",
             OpKind::SharedWrite { .. } => "shared_write",
             OpKind::LocalWrite { .. } => "local_write",
@@ -790,9 +800,10 @@ impl OpKind {
             }
             OpKind::Map { expr, .. } | OpKind::SetItem { expr, .. } => v.push(*expr),
             OpKind::Assign { .. } => {}
-            OpKind::If { cond, .. } | OpKind::While { cond, .. } | OpKind::ReturnIf { cond } => {
-                v.push(*cond)
-            }
+            OpKind::If { cond, .. }
+            | OpKind::While { cond, .. }
+            | OpKind::ReturnIf { cond }
+            | OpKind::Assert { cond, .. } => v.push(*cond),
             OpKind::For {
                 start, end, step, ..
             } => {
@@ -941,7 +952,7 @@ pub struct Ir {
     pub strict_arrangements: bool,
     /// Whether loads and stores are guarded by the lengths of the buffers passed.
     pub bounds: Bounds,
-    /// Compile options: register limit, line information.
+    /// Compile options: register limit, line information, debug checks.
     pub options: CompileOptions,
     /// Parameters, in signature order.
     pub params: Vec<ParamDecl>,

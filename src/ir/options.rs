@@ -1,9 +1,10 @@
 //! A kernel's compile options: what the code generator does beyond the ops (register limit,
-//! line information, fast math). Every option is part of the kernel's cache key; all are
+//! line information, fast math, debug checks). Every option is part of the kernel's cache key; all are
 //! off by default, and a kernel built with none of them emits exactly the code it emitted
 //! before options existed.
 
-use super::entities::Loc;
+use super::entities::{Loc, OpId};
+use std::fmt;
 
 /// The fewest registers per thread [`KernelBuilder::max_registers`] accepts: ptxas raises
 /// any smaller limit to this.
@@ -26,6 +27,8 @@ pub struct CompileOptions {
     pub line_info: LineInfo,
     /// How float functions and arithmetic are computed.
     pub math: MathMode,
+    /// Whether the kernel checks its accesses and assertions as it runs.
+    pub checks: Checks,
 }
 
 /// A register limit and where it was set.
@@ -65,4 +68,91 @@ pub enum MathMode {
     /// simulator may then differ, within the tolerances the [`math`](crate::ir::math) module
     /// states. `f64` is computed as in [`MathMode::Accurate`].
     Fast,
+}
+
+/// What the kernel checks while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Checks {
+    /// Nothing beyond the guards every checked kernel has (the default): an index past a
+    /// buffer's end reads 0 and skips the write, and assertions are not evaluated.
+    #[default]
+    Off,
+    /// Debug checks: every read, write and atomic by index is compared with its buffer's
+    /// length, every explicit valid count and offset of a load or store with the buffer's
+    /// room, and every assertion is evaluated; the first failure is recorded with its thread
+    /// and reported after the launch as a runtime error naming the op and its line.
+    Debug,
+}
+
+/// One place where a kernel built with [`Checks::Debug`] tests something as it runs: the op,
+/// its line, and what it tests. A launch reports a failure by its site.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CheckSite {
+    /// The op.
+    pub op: OpId,
+    /// The op's kind, as the listing names it (`write`, `load`, `assert`, ...).
+    pub op_name: &'static str,
+    /// Where the op was recorded.
+    pub loc: Loc,
+    /// What it tests.
+    pub what: CheckKind,
+}
+
+/// What a check site tests.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CheckKind {
+    /// A read by index is inside its buffer: the value is the index, the limit the length.
+    Read {
+        /// The buffer's parameter name.
+        buffer: String,
+    },
+    /// A write by index is inside its buffer: the value is the index, the limit the length.
+    Write {
+        /// The buffer's parameter name.
+        buffer: String,
+    },
+    /// An atomic's element is inside its buffer: the value is the index, the limit the length.
+    Atomic {
+        /// The buffer's parameter name.
+        buffer: String,
+    },
+    /// The positions a load or store declares valid (its explicit valid count, or the whole
+    /// tile at an explicit offset, from the thread's access group on) end inside its buffer:
+    /// the value is where they end, the limit the length.
+    Range {
+        /// The buffer's parameter name.
+        buffer: String,
+    },
+    /// A user assertion holds.
+    Assert {
+        /// The assertion's message.
+        message: String,
+    },
+}
+
+impl fmt::Display for CheckSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} at {}", self.op, self.op_name, self.loc)
+    }
+}
+
+/// The record of a kernel built with [`Checks::Debug`]: a hidden parameter points at
+/// [`RECORD_BYTES`](record::RECORD_BYTES) of zeroed global memory, where the first failing thread writes, at these
+/// byte offsets, the failed site's number (1-based, a `u32`; 0 while nothing failed), its
+/// thread index (three `u32`s), its block index (three `u32`s) and two `u64`s: the value
+/// checked and its limit (see [`CheckKind`]).
+pub mod record {
+    /// The site's number (`u32`), from 1.
+    pub const SITE: u32 = 0;
+    /// The thread index `x, y, z` (`u32`s).
+    pub const THREAD: u32 = 4;
+    /// The block index `x, y, z` (`u32`s); 0 along a dimension the kernel does not tell
+    /// blocks apart by (a launch has one block there).
+    pub const BLOCK: u32 = 16;
+    /// The value checked (`u64`).
+    pub const VALUE: u32 = 32;
+    /// Its limit (`u64`).
+    pub const LIMIT: u32 = 40;
+    /// Bytes of the record.
+    pub const RECORD_BYTES: u32 = 48;
 }

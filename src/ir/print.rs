@@ -190,6 +190,7 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
         OpKind::Break => "break".to_string(),
         OpKind::Continue => "continue".to_string(),
         OpKind::ReturnIf { cond } => format!("return if {}", e(*cond)),
+        OpKind::Assert { cond, message } => format!("assert {}, {message:?}", e(*cond)),
         OpKind::Tiles { n, .. } => format!("tiles t{} of {}", op.0, e(*n)),
         OpKind::SharedWrite {
             array,

@@ -294,7 +294,8 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             | OpKind::Tiles { .. }
             | OpKind::Break
             | OpKind::Continue
-            | OpKind::ReturnIf { .. } => {}
+            | OpKind::ReturnIf { .. }
+            | OpKind::Assert { .. } => {}
         }
     }
     for r in &ir.regions {
@@ -969,6 +970,10 @@ impl Verifier<'_> {
             OpKind::Break => self.jump(true, loc, op, state),
             OpKind::Continue => self.jump(false, loc, op, state),
             OpKind::ReturnIf { cond } => self.return_if(*cond, loc, op, state),
+            OpKind::Assert { cond, .. } => {
+                self.expect_ty(*cond, VType::Bool, loc, op);
+                self.expr(*cond, state, op, None);
+            }
             OpKind::If { .. }
             | OpKind::For { .. }
             | OpKind::While { .. }

@@ -475,6 +475,17 @@ impl<'s, 'a> CheckedArgs<'s, 'a> {
         self.slots
     }
 
+    /// Puts the address of the launch's check record into its hidden parameter.
+    pub(super) fn set_record(&mut self, image: &KernelImage, addr: u64) {
+        let at = image
+            .hidden
+            .iter()
+            .position(|h| *h == HiddenParam::CheckRecord);
+        if let Some(h) = at.and_then(|i| self.hidden.get_mut(i)) {
+            h.bits = addr;
+        }
+    }
+
     /// The checked slots, then the hidden parameters' values.
     pub(super) fn into_parts(self) -> (&'s mut [ArgSlot<'a>], SmallVec<[HiddenValue; 8]>) {
         (self.slots, self.hidden)
@@ -529,10 +540,14 @@ pub(super) fn check<'s, 'a>(
     }
     let mut hidden = SmallVec::new();
     for (i, h) in image.hidden.iter().enumerate() {
-        let len = list.slots.get(h.buffer()).and_then(ArgSlot::buffer_len);
+        let len = (h.buffer())
+            .and_then(|b| list.slots.get(b))
+            .and_then(ArgSlot::buffer_len);
         let value = match h {
             HiddenParam::Length { .. } => len.map(|len| u64::from(length_value(len))),
             HiddenParam::Length64 { .. } => len.map(|len| len as u64),
+            // Filled in by the launch, which allocates the record (`set_record`).
+            HiddenParam::CheckRecord => Some(0),
         };
         let Some(bits) = value else {
             return Err(RuntimeError::HiddenParam {
@@ -597,6 +612,7 @@ mod tests {
                 hidden,
             },
             crate::ir::Bounds::Checked,
+            Vec::new(),
         )
     }
 

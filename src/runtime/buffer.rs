@@ -114,6 +114,14 @@ impl<T: DeviceElement> Buffer<T> {
         Buffer::new(BufferRepr::Cuda(slice))
     }
 
+    /// The buffer's address in its simulator (`None` on CUDA).
+    pub(super) fn sim_addr(&self) -> Option<u64> {
+        match &self.repr {
+            BufferRepr::Sim(a) => Some(a.addr),
+            BufferRepr::Cuda(_) => None,
+        }
+    }
+
     pub(super) fn new(repr: BufferRepr<T>) -> Self {
         Buffer {
             graph_use: GraphUse::default(),

@@ -396,6 +396,7 @@ mod tests {
                     hidden: vec![],
                 },
                 crate::ir::Bounds::Checked,
+                Vec::new(),
             ),
         }
     }

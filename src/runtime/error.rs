@@ -7,6 +7,7 @@ use cudarc::driver::DriverError;
 use crate::ir::{DType, Loc};
 
 use super::args::ArgKind;
+use super::checks::CheckFailure;
 use super::image::ParamLayout;
 
 /// An error from the runtime: opening a device, moving data, loading a module, or launching.
@@ -87,6 +88,16 @@ pub enum RuntimeError {
     /// A safe launch of a kernel built without bounds checks: only the unsafe
     /// [`Function::launch_unchecked`](super::Function::launch_unchecked) launches it.
     UncheckedKernel {
+        /// The entry.
+        entry: String,
+    },
+    /// A debug check of a kernel built with debug checks failed during the launch: an index
+    /// past its buffer's end, valid items past it, or an assertion (the first failure of the
+    /// launch, with its op, line and thread).
+    CheckFailed(Box<CheckFailure>),
+    /// A kernel with debug checks was launched into a stream that captures a graph: its
+    /// checks are read after each launch, which a graph's replays do not do.
+    CheckedKernelCaptured {
         /// The entry.
         entry: String,
     },
@@ -376,6 +387,12 @@ impl fmt::Display for RuntimeError {
                 f,
                 "`{entry}` was built without bounds checks; only the unsafe launch_unchecked \
                  launches it"
+            ),
+            E::CheckFailed(failure) => write!(f, "debug check failed: {failure}"),
+            E::CheckedKernelCaptured { entry } => write!(
+                f,
+                "`{entry}` has debug checks, which a graph cannot read after its replays; \
+                 launch it outside the capture, or build it without debug checks"
             ),
             E::ArgCount { expected, got } => {
                 write!(

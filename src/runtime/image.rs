@@ -18,8 +18,9 @@ use std::fmt;
 use std::ops::Deref;
 
 use super::error::RuntimeError;
-use crate::ir::{Bounds, DType};
+use crate::ir::{Bounds, CheckSite, DType};
 use crate::ptx::Arch;
+use std::sync::Arc;
 
 /// Everything a launch needs to know about a kernel but whether its accesses stay inside the
 /// buffers passed: the parts a [`KernelImage`] is made of.
@@ -148,6 +149,9 @@ impl ImageParts {
 pub struct KernelImage {
     parts: ImageParts,
     bounds: Bounds,
+    /// The sites of the kernel's debug checks, in number order (see
+    /// [`HiddenParam::CheckRecord`]); none for a hand-written image.
+    checks: Arc<[CheckSite]>,
 }
 
 impl KernelImage {
@@ -157,6 +161,7 @@ impl KernelImage {
         KernelImage {
             parts,
             bounds: Bounds::Unchecked,
+            checks: Arc::new([]),
         }
     }
 
@@ -173,12 +178,29 @@ impl KernelImage {
         KernelImage {
             parts,
             bounds: Bounds::Checked,
+            checks: Arc::new([]),
         }
     }
 
-    /// An image whose bounds claim the code generator has made good.
-    pub(crate) fn generated(parts: ImageParts, bounds: Bounds) -> KernelImage {
-        KernelImage { parts, bounds }
+    /// An image whose bounds claim the code generator has made good; `checks` are the sites
+    /// of its debug checks, in the order its PTX numbers them (none without debug checks).
+    pub(crate) fn generated(
+        parts: ImageParts,
+        bounds: Bounds,
+        checks: Vec<CheckSite>,
+    ) -> KernelImage {
+        KernelImage {
+            parts,
+            bounds,
+            checks: checks.into(),
+        }
+    }
+
+    /// The sites of the kernel's debug checks, in the order the record numbers them (from 1):
+    /// empty for a kernel without [`Checks::Debug`](crate::ir::Checks::Debug) and for a
+    /// hand-written image.
+    pub fn check_sites(&self) -> &[CheckSite] {
+        &self.checks
     }
 
     /// The parts, to edit in the crate's tests (which keep what the claim rests on).
@@ -231,6 +253,12 @@ pub enum HiddenParam {
         /// The index of the buffer parameter.
         buffer: usize,
     },
+    /// The global address of a zeroed record of
+    /// [`RECORD_BYTES`](crate::ir::options::record::RECORD_BYTES), as a `u64`, for a kernel
+    /// with debug checks ([`Checks::Debug`](crate::ir::Checks::Debug)): the runtime allocates
+    /// it for each launch, waits for the launch and reads it, and a failure recorded there is
+    /// the launch's error ([`RuntimeError::CheckFailed`]).
+    CheckRecord,
 }
 
 impl HiddenParam {
@@ -238,14 +266,15 @@ impl HiddenParam {
     pub fn bytes(&self) -> u32 {
         match self {
             HiddenParam::Length { .. } => 4,
-            HiddenParam::Length64 { .. } => 8,
+            HiddenParam::Length64 { .. } | HiddenParam::CheckRecord => 8,
         }
     }
 
-    /// The index of the buffer parameter whose length this is.
-    pub fn buffer(&self) -> usize {
+    /// The index of the buffer parameter whose length this is (`None` for the check record).
+    pub fn buffer(&self) -> Option<usize> {
         match *self {
-            HiddenParam::Length { buffer } | HiddenParam::Length64 { buffer } => buffer,
+            HiddenParam::Length { buffer } | HiddenParam::Length64 { buffer } => Some(buffer),
+            HiddenParam::CheckRecord => None,
         }
     }
 }
@@ -370,7 +399,12 @@ impl Canonical for ParamSig {
 /// hot paths.
 impl Compile for KernelImage {
     fn cache_key(&self) -> KernelKey {
-        let KernelImage { parts, bounds } = self;
+        // The sites follow from the PTX and the kernel (they name what its checks test).
+        let KernelImage {
+            parts,
+            bounds,
+            checks: _,
+        } = self;
         let ImageParts {
             entry,
             ptx,
@@ -428,6 +462,7 @@ impl Compile for KernelImage {
                     w.tag(1);
                     w.u64(*buffer as u64);
                 }
+                HiddenParam::CheckRecord => w.tag(2),
             }
         }
         w.tag(match bounds {
@@ -465,7 +500,7 @@ mod tests {
             dynamic_array: None,
             hidden: vec![],
         };
-        KernelImage::generated(parts, Bounds::Checked)
+        KernelImage::generated(parts, Bounds::Checked, Vec::new())
     }
 
     const PINNED_DIGEST: u128 = 0x9417_ac89_ab95_59b1_ad23_6257_4797_c842;

@@ -10,10 +10,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::sys;
+use cudarc::driver::{DevicePtrMut, sys};
 
 use super::RuntimeError;
 use super::args::{self, ArgList, KernelArgs};
+use super::buffer::Buffer;
+use super::checks;
 use super::device::{Device, Imp};
 use super::disk_cache::Origin;
 use super::driver::{CudaKernel, Shape, Streams};
@@ -21,6 +23,7 @@ use super::error::Foreign;
 use super::graph::SimLaunch;
 use super::image::{KernelImage, ParamKind};
 use super::load::{self, DiskModule, default_dynamic_limit};
+use super::resources::{self, Resources};
 use super::stream::Stream;
 use crate::ir::{Bounds, Loc};
 use crate::sim::{LaunchReport, SimModule};
@@ -59,9 +62,11 @@ impl LoadedKernel {
             });
         }
         for (index, h) in image.hidden.iter().enumerate() {
+            // A length names a buffer parameter; the check record names none.
+            let Some(buffer) = h.buffer() else { continue };
             if image
                 .params
-                .get(h.buffer())
+                .get(buffer)
                 .is_none_or(|p| p.kind == ParamKind::Scalar)
             {
                 return Err(RuntimeError::HiddenParam {
@@ -457,7 +462,8 @@ impl Function {
 
         let mut list = ArgList::new();
         args.push_into(&mut list);
-        let checked = args::check(image, &mut list, self.device.target())?;
+        let mut checked = args::check(image, &mut list, self.device.target())?;
+        let mut record = checks::new_record(&self.device, image)?;
 
         if image.needs_cooperative {
             if !limits.cooperative {
@@ -476,6 +482,11 @@ impl Function {
         // A stream capturing a graph keeps its recording locked while a launch goes in.
         let mut capture = config.stream.as_ref().map(Stream::recording);
         let recording = capture.as_mut().and_then(|c| c.as_mut());
+        if record.is_some() && recording.is_some() {
+            return Err(RuntimeError::CheckedKernelCaptured {
+                entry: image.entry.clone(),
+            });
+        }
         let shape = Shape {
             grid,
             block,
@@ -529,6 +540,13 @@ impl Function {
                     recording.add_buffers(image, &checked)?;
                     track = recording.fence().unwrap_or(stream);
                 }
+                // The record's address, held (and its use tracked) through the launch.
+                let record_ptr = (record.as_mut())
+                    .and_then(Buffer::as_cuda_mut)
+                    .map(|slice| slice.device_ptr_mut(stream));
+                if let Some((ptr, _)) = &record_ptr {
+                    checked.set_record(image, *ptr);
+                }
                 kernel.launch(
                     shape,
                     Streams {
@@ -537,6 +555,13 @@ impl Function {
                     },
                     checked,
                 )?;
+                drop(record_ptr);
+                if let Some(rec) = &record {
+                    stream
+                        .synchronize()
+                        .map_err(RuntimeError::driver("cuStreamSynchronize"))?;
+                    checks::read_record(image, rec)?;
+                }
                 Ok(None)
             }
             (LoadedModule::Sim(module), Imp::Sim(s)) => {
@@ -551,11 +576,18 @@ impl Function {
                     });
                     return Ok(None);
                 }
+                if let Some(addr) = record.as_ref().and_then(Buffer::sim_addr) {
+                    checked.set_record(image, addr);
+                }
                 let params = args::sim_params(checked);
-                let _in_order = s.launch_lock();
-                let report =
+                let report = {
+                    let _in_order = s.launch_lock();
                     s.sim
-                        .launch(module, &image.entry, grid, block, dynamic_smem, &params)?;
+                        .launch(module, &image.entry, grid, block, dynamic_smem, &params)?
+                };
+                if let Some(rec) = &record {
+                    checks::read_record(image, rec)?;
+                }
                 Ok(Some(report))
             }
             // A function is made only by `Device::compile` on the device it holds, so its
@@ -628,7 +660,7 @@ impl Function {
     /// let mut cells: Vec<u64> = vec![px, py];
     /// for hidden in &f.image().hidden {
     ///     // A u32 at the start of its cell (a u64 for `HiddenParam::Length64`).
-    ///     cells.push([1024u64, 1024][hidden.buffer()]);
+    ///     cells.push([1024u64, 1024][hidden.buffer().expect("a length")]);
     /// }
     /// let mut params: Vec<*mut std::ffi::c_void> =
     ///     cells.iter_mut().map(|c| c as *mut u64 as *mut _).collect();
@@ -683,6 +715,66 @@ impl Function {
                 u64::from(image.static_smem) + u64::from(dynamic_smem),
             )),
         }
+    }
+
+    /// What the kernel uses of an SM (registers, local memory and spills, static and dynamic
+    /// shared memory) and the occupancy that allows on this device: from the driver on CUDA
+    /// (the function's attributes and the occupancy API; spills from the JIT's log), from
+    /// `ptxas -v` on the simulator where `COOPGRAPH_PTXAS` names a ptxas (else registers and
+    /// local memory are unknown, and the occupancy counts threads and shared memory only).
+    ///
+    /// ```
+    /// use coopgraph::runtime::{Device, ResourceSource};
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("sum").block(256).items_per_thread(1);
+    /// let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.reduce(b, &t, coopgraph::ir::Reduce::sum().broadcast());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let f = Device::sim().compile(&k.build()?)?;
+    /// let r = f.resources()?;
+    /// assert_eq!(r.threads_per_block, 256);
+    /// assert!(r.static_shared > 0 && r.max_active_blocks_per_sm > 0);
+    /// assert!(r.occupancy > 0.0 && r.occupancy <= 1.0);
+    /// if r.source == ResourceSource::Ptxas {
+    ///     assert!(r.registers.is_some());
+    /// }
+    /// println!("{}", f.explain()?);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn resources(&self) -> Result<Resources, RuntimeError> {
+        let image = &self.kernel.image;
+        let limits = self.device.limits();
+        match &self.kernel.module {
+            LoadedModule::Cuda(kernel) => {
+                use sys::CUfunction_attribute as A;
+                let attribute = |a: A| {
+                    let v = kernel.attribute(a)?;
+                    Ok::<u32, RuntimeError>(u32::try_from(v).unwrap_or(0))
+                };
+                let attributes = [
+                    attribute(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                    attribute(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+                    attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                ];
+                let blocks = self.max_active_blocks_per_sm()?;
+                let log = &self.kernel.jit_log;
+                Ok(resources::from_driver(
+                    image, attributes, blocks, log, limits,
+                ))
+            }
+            LoadedModule::Sim(_) => {
+                let info = resources::run_ptxas(image);
+                Ok(resources::from_info(image, info, limits))
+            }
+        }
+    }
+
+    /// The resource report ([`resources`](Self::resources)) as one readable line.
+    pub fn explain(&self) -> Result<String, RuntimeError> {
+        Ok(self.resources()?.to_string())
     }
 
     /// Registers per thread the JIT allocated (CUDA only; `None` on the simulator).

@@ -477,6 +477,7 @@ mod tests {
                 hidden: vec![],
             },
             crate::ir::Bounds::Checked,
+            Vec::new(),
         );
         assert!(check_signature(&image, ParamLayout::packed([8, 1, 4])).is_ok());
         assert!(matches!(
@@ -549,6 +550,7 @@ mod tests {
                 hidden: vec![],
             },
             crate::ir::Bounds::Checked,
+            Vec::new(),
         );
         match check_shared_memory(&image, image.dynamic_smem, &limits) {
             Err(RuntimeError::SharedMemory { need, limit }) => {

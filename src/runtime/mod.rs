@@ -45,6 +45,7 @@ mod args;
 mod bench;
 mod buffer;
 mod cache;
+mod checks;
 mod device;
 mod disk_cache;
 mod driver;
@@ -54,6 +55,7 @@ mod graph;
 mod image;
 mod launch;
 mod load;
+mod resources;
 mod stream;
 mod tune;
 
@@ -63,6 +65,7 @@ pub use args::{Arg, ArgKind, ArgList, ArgSlot, KernelArgs};
 pub use bench::{Bench, Clock, Flush, Timing, do_bench};
 pub use buffer::{Buffer, DeviceElement, View, ViewMut};
 pub use cache::CacheStats;
+pub use checks::CheckFailure;
 pub use device::{Backend, DEVICE_ENV, Device, DeviceChoice, DeviceLimits};
 pub use disk_cache::{
     CACHE_DIR_ENV, DISK_CACHE_ENV, DISK_CACHE_MAX_ENV, DiskCache, Lookup, Rejection, Usage,
@@ -74,6 +77,7 @@ pub use image::{
     Compile, DynamicArray, HiddenParam, ImageParts, KernelImage, ParamKind, ParamLayout, ParamSig,
 };
 pub use launch::{Function, LaunchConfig};
+pub use resources::{ResourceSource, Resources, ptxas_resources};
 pub use stream::{PinnedBuffer, Stream};
 pub use tune::{Candidate, Outcome, TuneError, TuneSource, Tuned, Tuner, Workload};
 

@@ -7,6 +7,7 @@ mod bench;
 mod blocks;
 mod bounds;
 mod cache_key;
+mod checks;
 mod collectives_prop;
 mod common;
 mod defined;

@@ -162,3 +162,88 @@ fn line_info_keys_carry_the_source_lines() {
     run_scale(&c);
     run_scale(&e);
 }
+
+/// The resource report of a compiled kernel on the default device (the driver's figures on a
+/// GPU, ptxas's on the simulator where `COOPGRAPH_PTXAS` names one, as in CI): a register limit
+/// holds, a local array shows as local memory, shared memory is the plan's, and the occupancy
+/// is the resident blocks' warps over the SM's.
+#[test]
+fn the_resource_report_gives_registers_memory_and_occupancy() {
+    use coopgraph::ir::{Reduce, index};
+    use coopgraph::runtime::{Backend, ResourceSource};
+    let mut k = (KernelBuilder::new("resources").block(256))
+        .items_per_thread(1)
+        .max_registers(32);
+    let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let s = k.reduce(b, &t, Reduce::sum().broadcast());
+    let local = k.local_array::<f32>(64);
+    k.for_range(0u32, 64u32, |k, i| {
+        k.local_write(&local, i.clone(), i.cast::<f32>())
+    });
+    let picked = local.read(index::thread_rank() % 64u32);
+    let s = k.map(&s, move |v| v + picked.clone());
+    k.store_to(b, &y, &s, Store::direct());
+    let kernel = k.build().expect("builds");
+    assemble_all(&kernel);
+    let dev = device();
+    let f = dev.compile(&kernel).expect("compile");
+    let r = f.resources().expect("resources");
+    let image = f.image();
+    assert_eq!(r.threads_per_block, 256);
+    assert_eq!(r.dynamic_shared, image.dynamic_smem);
+    let cuda = matches!(dev.backend(), Backend::Cuda { .. });
+    let ptxas = std::env::var_os("COOPGRAPH_PTXAS").is_some();
+    let want = match (cuda, ptxas) {
+        (true, _) => ResourceSource::Driver,
+        (false, true) => ResourceSource::Ptxas,
+        (false, false) => ResourceSource::Plan,
+    };
+    assert_eq!(r.source, want);
+    // The driver counts what the cubin declares: at least the plan's bytes.
+    if cuda {
+        assert!(r.static_shared >= image.static_smem, "{r}");
+    } else {
+        assert_eq!(r.static_shared, image.static_smem);
+    }
+    if cuda {
+        assert_eq!(
+            r.max_active_blocks_per_sm,
+            f.max_active_blocks_per_sm().expect("occupancy")
+        );
+    }
+    assert!(r.static_shared > 0, "{r}");
+    if r.source != ResourceSource::Plan {
+        let regs = r.registers.expect("registers");
+        assert!((1..=32).contains(&regs), "{r}");
+        // The 64 floats of the local array live in local memory.
+        assert!(r.local_bytes.expect("local memory") >= 256, "{r}");
+    }
+    let limits = dev.limits();
+    assert!(
+        r.max_active_blocks_per_sm >= 1 && r.max_active_blocks_per_sm <= limits.max_blocks_per_sm
+    );
+    let warps = f64::from(r.max_active_blocks_per_sm * 8);
+    let want = (warps / f64::from(limits.max_threads_per_sm / 32)).min(1.0);
+    assert!((r.occupancy - want).abs() < 1e-9, "{r}");
+    let line = f.explain().expect("explain");
+    assert!(
+        line.contains("occupancy") && line.contains("blocks per SM"),
+        "{line}"
+    );
+    // Off the device: from ptxas, for each arch, where there is one.
+    for arch in Arch::ALL {
+        match kernel.resources(arch) {
+            Some(r) => {
+                assert!(ptxas);
+                assert_eq!((r.arch, r.source), (arch, ResourceSource::Ptxas));
+                assert!(r.registers.is_some_and(|n| n <= 32), "{r}");
+            }
+            None => assert!(!ptxas),
+        }
+    }
+    if ptxas {
+        assert!(kernel.explain().contains("resources on an H200"));
+    }
+}

@@ -202,7 +202,7 @@ fn cudarc_views_and_the_raw_handle() {
         let (pz, _rz) = z.device_ptr_mut(&stream);
         let mut cells: Vec<u64> = vec![px, pz, n as u64];
         for h in &f.image().hidden {
-            cells.push(lengths[h.buffer()]);
+            cells.push(lengths[h.buffer().expect("a length")]);
         }
         let mut params: Vec<*mut std::ffi::c_void> = cells
             .iter_mut()

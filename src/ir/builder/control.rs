@@ -41,6 +41,54 @@ impl KernelBuilder {
         self.push(OpKind::SyncBlock, loc);
     }
 
+    /// Asserts that `cond` holds in every thread that reaches this point. In a kernel built
+    /// with [`debug`](Self::debug), a thread where it fails records the failure, and the
+    /// launch returns [`RuntimeError::CheckFailed`](crate::runtime::RuntimeError::CheckFailed)
+    /// with `message`, this line and the thread (the first failure of the launch); the kernel
+    /// runs on. Without debug checks the assertion costs nothing: its condition is not even
+    /// evaluated.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::{Device, RuntimeError};
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// let sorted = |debug: bool| {
+    ///     let mut k = KernelBuilder::new("sorted").block(32).items_per_thread(1);
+    ///     if debug {
+    ///         k = k.debug();
+    ///     }
+    ///     let x = k.input::<u32>("x");
+    ///     let i = index::thread_rank();
+    ///     let next = (i.clone() + 1u32).min(31u32);
+    ///     k.assert(x.at(i).le(x.at(next)), "x is sorted");
+    ///     k.build()
+    /// };
+    /// let dev = Device::sim();
+    /// let mut xs: Vec<u32> = (0..32).collect();
+    /// xs.swap(20, 21);
+    /// let xb = dev.upload(&xs)?;
+    /// // Not checked: the launch succeeds.
+    /// dev.compile(&sorted(false)?)?.launch_grid(1, (&xb,))?;
+    /// let Err(RuntimeError::CheckFailed(failure)) =
+    ///     dev.compile(&sorted(true)?)?.launch_grid(1, (&xb,))
+    /// else {
+    ///     panic!("no failure")
+    /// };
+    /// assert_eq!(failure.thread, [20, 0, 0]);
+    /// let site = failure.site.as_ref().expect("a site");
+    /// assert_eq!(site.loc.file, file!());
+    /// assert!(failure.to_string().contains("assertion failed: x is sorted"));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[track_caller]
+    pub fn assert(&mut self, cond: impl Into<Expr<bool>>, message: &str) {
+        let loc = Loc::caller();
+        let cond = self.expr(&cond.into());
+        let message = message.to_string();
+        self.push(OpKind::Assert { cond, message }, loc);
+    }
+
     pub(super) fn region(&mut self, f: impl FnOnce(&mut Self)) -> RegionId {
         let r = self.new_region();
         self.cursor.push(r);

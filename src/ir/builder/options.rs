@@ -1,10 +1,10 @@
 //! The kernel's options: block shape, items per thread, arrangement strictness, bounds checks,
-//! and the compile options (register limit, line information).
+//! and the compile options (register limit, line information, debug checks).
 
 use super::KernelBuilder;
 use crate::ir::entities::Loc;
 use crate::ir::ops::{BlockShape, Bounds};
-use crate::ir::options::{LineInfo, MathMode, MaxRegisters};
+use crate::ir::options::{Checks, LineInfo, MathMode, MaxRegisters};
 
 impl KernelBuilder {
     /// Sets a 1-D block of `threads` threads.
@@ -279,6 +279,52 @@ impl KernelBuilder {
     /// ```
     pub fn fastmath(mut self) -> Self {
         self.ir.options.math = MathMode::Fast;
+        self
+    }
+
+    /// Builds the kernel with debug checks, as Numba's `debug=True`: every read, write and
+    /// atomic by index is compared with its buffer's length, each load's and store's explicit
+    /// valid count and offset with its buffer's room, and every [`assert`](Self::assert)
+    /// condition is evaluated. The first failure of a launch is recorded with its thread, and
+    /// the launch returns
+    /// [`RuntimeError::CheckFailed`](crate::runtime::RuntimeError::CheckFailed) naming the op,
+    /// the line that recorded it, the thread and block, and the index against the length (the
+    /// launch waits for the kernel to read its record). What the kernel computes does not
+    /// change: an index past the end still reads 0 and skips its write. Without it (the
+    /// default) none of this code is emitted. Part of the cache key; it needs the bounds
+    /// checks that [`unchecked_bounds`](Self::unchecked_bounds) removes.
+    ///
+    /// ```
+    /// use coopgraph::ir::CheckKind;
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::{Device, RuntimeError};
+    /// use coopgraph::{Error, KernelBuilder};
+    ///
+    /// // y[i] = x[i + 1]: the last thread reads one past the end of x.
+    /// let mut k = KernelBuilder::new("shift").block(64).debug();
+    /// let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    /// let i = index::block_index() * 64u32 + index::thread_rank();
+    /// let line = line!() + 1;
+    /// k.write(&y, i.clone(), x.at(i + 1u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1.0f32; 128])?;
+    /// let mut yb = dev.alloc_zeroed::<f32>(128)?;
+    /// let Err(RuntimeError::CheckFailed(failure)) =
+    ///     dev.compile(&kernel)?.launch_grid(2, (&xb, &mut yb))
+    /// else {
+    ///     panic!("no failure")
+    /// };
+    /// let site = failure.site.as_ref().expect("a site");
+    /// assert_eq!(site.what, CheckKind::Read { buffer: "x".into() });
+    /// assert_eq!((site.loc.file, site.loc.line), (file!(), line));
+    /// assert_eq!((failure.thread, failure.block), ([63, 0, 0], [1, 0, 0]));
+    /// assert_eq!((failure.value, failure.limit), (128, 128));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn debug(mut self) -> Self {
+        self.ir.options.checks = Checks::Debug;
         self
     }
 

@@ -8,7 +8,9 @@ use super::super::entities::Loc;
 use super::super::error::VerifyErrorKind as K;
 use super::super::expr::Axis;
 use super::super::ops::*;
-use super::super::options::{MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, REGISTER_FILE};
+use super::super::options::{
+    Checks, MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, REGISTER_FILE,
+};
 use super::Verifier;
 use std::collections::HashSet;
 
@@ -81,6 +83,9 @@ impl Verifier<'_> {
         }
         if let Some(m) = ir.options.max_registers {
             self.check_max_registers(m);
+        }
+        if ir.options.checks == Checks::Debug && ir.bounds == Bounds::Unchecked {
+            self.push(K::ChecksWithoutBounds, b.loc, None);
         }
         if ir.name.trim().is_empty() {
             self.push(K::EmptyName, b.loc, None);

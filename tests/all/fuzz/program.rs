@@ -436,6 +436,10 @@ impl Printer<'_> {
                 let s = format!("k.return_if({});", self.expr(*cond));
                 self.line(&s);
             }
+            OpKind::Assert { cond, message } => {
+                let s = format!("k.assert({}, {message:?});", self.expr(*cond));
+                self.line(&s);
+            }
             OpKind::Tiles { n, body } => {
                 let s = format!("k.tiles({}, |k, t{}| {{", self.expr(*n), op.index());
                 self.line(&s);

@@ -33,6 +33,7 @@ mod vars;
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;
 use coopgraph::ir::{Arrangement, DType, Element, Group, GroupKind, Tile};
+use expr::Leaves;
 
 use coopgraph::{Kernel, KernelBuilder};
 
@@ -652,7 +653,13 @@ pub fn generate(spec: &Spec) -> Case {
     if unchecked {
         k = k.unchecked_bounds();
     }
-    // Drawn after the body, so each seed's kernel is the one it was before line information.
+    // Drawn after the body, so each seed's kernel is the one it was before assertions and
+    // line information: sometimes an assertion at the end (not checked: the kernel has no
+    // debug checks, so it must change nothing), sometimes line information.
+    if g.rng.pct(30) {
+        let cond = g.cond(&Leaves::varying(), 2);
+        k.assert(cond, "fuzz");
+    }
     if g.rng.pct(25) {
         k = k.lineinfo();
     }
