@@ -97,6 +97,10 @@ impl Emitter<'_> {
         let outer = self.current_op.replace(op);
         let lowered = self.lower_op(op);
         self.current_op = outer;
+        // Back in the enclosing op's code (a loop's latch, a branch's join): its line again.
+        if let Some(o) = outer {
+            self.source_line(self.ir.op(o).loc);
+        }
         lowered
     }
 

@@ -271,6 +271,37 @@ fn valid_items_and_offsets_past_a_buffer_are_range_failures() {
     assert!(fail.value > 1000 && fail.value <= 1100, "{fail}");
 }
 
+/// Warps with their own valid counts: each warp declares its count from its own origin, so
+/// the second warp's items pass a buffer the first warp's fit.
+#[test]
+fn a_warps_own_valid_items_are_checked_from_its_origin() {
+    let (_, warps, line) = both(|debug| {
+        let mut k = builder("warp_valid", debug).block(64).items_per_thread(1);
+        let (x, y, n) = (
+            k.input::<u32>("x"),
+            k.output::<u32>("y"),
+            k.scalar::<u32>("n"),
+        );
+        let w = k.this_warp();
+        let line = line!() + 1;
+        let t = k.load_from(w, &x, Load::direct().valid_items(n.expr()).oob_default(7));
+        k.store_to(w, &y, &t, Store::direct().valid_items(n.expr()));
+        (k.build().expect("builds"), line)
+    });
+    let dev = device();
+    let f = dev.compile(&warps).expect("compile");
+    let x = dev.upload(&(0..40).collect::<Vec<u32>>()).expect("upload");
+    let mut y = dev.alloc_zeroed::<u32>(64).expect("alloc");
+    f.launch_grid(1, (&x, &mut y, 8u32)).expect("8 items from 32 fit in 40");
+    let want: Vec<u32> = (0..64).map(|i| if i % 32 < 8 { i } else { 0 }).collect();
+    assert_eq!(y.to_vec().expect("download"), want);
+    let fail = failure(f.launch_grid(1, (&x, &mut y, 20u32)));
+    at(&fail, CheckKind::Range { buffer: "x".into() }, line);
+    // The second warp's items end at 32 + 20.
+    assert_eq!((fail.value, fail.limit), (52, 40));
+    assert!((32..64).contains(&fail.thread[0]), "{fail}");
+}
+
 /// An assertion that fails in one thread of one block (of a 2-D grid, so the block's y index
 /// is recorded too); without debug checks the assertion is not even evaluated.
 #[test]

@@ -247,3 +247,37 @@ fn the_resource_report_gives_registers_memory_and_occupancy() {
         assert!(kernel.explain().contains("resources on an H200"));
     }
 }
+
+/// Code a loop runs after its body (the latch, the condition again) carries the loop's line,
+/// not the line of the body's last op.
+#[test]
+fn line_info_returns_to_the_enclosing_ops_line() {
+    use coopgraph::ir::index;
+    let mut k = KernelBuilder::new("loop_lines").block(32).lineinfo();
+    let y = k.output::<u32>("y");
+    let n = k.scalar::<u32>("n");
+    let loop_line = line!() + 1;
+    k.for_range(0u32, n, |k, i| {
+        let body_line = line!() + 1;
+        k.write(&y, i.clone() * 32u32 + index::thread_rank(), i);
+        assert!(body_line > loop_line);
+    });
+    let kernel = k.build().expect("builds");
+    assemble_all(&kernel);
+    let ptx = kernel.ptx(Arch::Sm80).expect("emits");
+    let locs: Vec<u32> = (ptx.lines())
+        .filter_map(|l| l.strip_prefix("\t.loc 1 "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    // The loop's line, the body's, then the loop's again (for its latch).
+    let at = locs.iter().position(|&l| l == loop_line).expect("the loop's .loc");
+    assert_eq!(locs[at + 1], loop_line + 2, "{ptx}");
+    assert_eq!(locs[at + 2], loop_line, "{ptx}");
+    let dev = device();
+    let mut yb = dev.alloc_zeroed::<u32>(96).expect("alloc");
+    let f = dev.compile(&kernel).expect("compile");
+    f.launch_grid(1, (&mut yb, 3u32)).expect("launch");
+    let want: Vec<u32> = (0..96).map(|e| e / 32).collect();
+    assert_eq!(yb.to_vec().expect("download"), want);
+}
+
