@@ -271,6 +271,41 @@ fn valid_items_and_offsets_past_a_buffer_are_range_failures() {
     assert!(fail.value > 1000 && fail.value <= 1100, "{fail}");
 }
 
+/// Runs of consecutive elements by index: a run whose last element passes the buffer's end
+/// is reported with that element's index.
+#[test]
+fn runs_past_the_end_name_their_last_element() {
+    let (plain, checked, line) = both(|debug| {
+        let mut k = builder("runs_past", debug).block(32);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let first = index::thread_rank() * 4u32;
+        let line = line!() + 1;
+        let t = k.read_run(&x, first.clone() + 2u32, 4);
+        k.write_run(&y, first, &t);
+        (k.build().expect("builds"), line)
+    });
+    let dev = device();
+    let x = dev.upload(&(0..128).collect::<Vec<u32>>()).expect("upload");
+    let mut y = dev.alloc_zeroed::<u32>(128).expect("alloc");
+    dev.compile(&plain)
+        .expect("compile")
+        .launch_grid(1, (&x, &mut y))
+        .expect("a clean run");
+    let want: Vec<u32> = (0..128)
+        .map(|i| if i + 2 < 128 { i + 2 } else { 0 })
+        .collect();
+    assert_eq!(y.to_vec().expect("download"), want);
+    let f = failure(
+        dev.compile(&checked)
+            .expect("compile")
+            .launch_grid(1, (&x, &mut y)),
+    );
+    at(&f, CheckKind::Read { buffer: "x".into() }, line);
+    // Thread 31 reads 126..130: its last element is 129.
+    assert_eq!((f.thread, f.value, f.limit), ([31, 0, 0], 129, 128));
+    assert_eq!(y.to_vec().expect("download"), want);
+}
+
 /// Warps with their own valid counts: each warp declares its count from its own origin, so
 /// the second warp's items pass a buffer the first warp's fit.
 #[test]
@@ -292,7 +327,8 @@ fn a_warps_own_valid_items_are_checked_from_its_origin() {
     let f = dev.compile(&warps).expect("compile");
     let x = dev.upload(&(0..40).collect::<Vec<u32>>()).expect("upload");
     let mut y = dev.alloc_zeroed::<u32>(64).expect("alloc");
-    f.launch_grid(1, (&x, &mut y, 8u32)).expect("8 items from 32 fit in 40");
+    f.launch_grid(1, (&x, &mut y, 8u32))
+        .expect("8 items from 32 fit in 40");
     let want: Vec<u32> = (0..64).map(|i| if i % 32 < 8 { i } else { 0 }).collect();
     assert_eq!(y.to_vec().expect("download"), want);
     let fail = failure(f.launch_grid(1, (&x, &mut y, 20u32)));

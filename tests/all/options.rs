@@ -270,7 +270,10 @@ fn line_info_returns_to_the_enclosing_ops_line() {
         .filter_map(|l| l.split(' ').next()?.parse().ok())
         .collect();
     // The loop's line, the body's, then the loop's again (for its latch).
-    let at = locs.iter().position(|&l| l == loop_line).expect("the loop's .loc");
+    let at = locs
+        .iter()
+        .position(|&l| l == loop_line)
+        .expect("the loop's .loc");
     assert_eq!(locs[at + 1], loop_line + 2, "{ptx}");
     assert_eq!(locs[at + 2], loop_line, "{ptx}");
     let dev = device();
@@ -280,4 +283,3 @@ fn line_info_returns_to_the_enclosing_ops_line() {
     let want: Vec<u32> = (0..96).map(|e| e / 32).collect();
     assert_eq!(yb.to_vec().expect("download"), want);
 }
-
