@@ -19,7 +19,7 @@ mod bench;
 
 use bench::OrExit;
 
-use coopgraph::ir::index;
+use coopgraph::ir::{Expr, index};
 use coopgraph::runtime::{Buffer, Device, Function};
 use coopgraph::{Kernel, KernelBuilder};
 use coopgraph::{Load, Store};
@@ -28,15 +28,23 @@ const BLOCK: u32 = 256;
 /// Elements a thread takes per step.
 const UNROLL: u32 = 4;
 
+/// The grid's threads, this thread's rank in the grid, and the steps of a grid-stride loop
+/// over `n` elements, `UNROLL` per thread and step: `ceil(n / (threads * UNROLL))`, without
+/// overflowing near `u32::MAX`.
+fn grid_stride(n: Expr<u32>) -> (Expr<u32>, Expr<u32>, Expr<u32>) {
+    let threads = index::grid_blocks() * index::block_threads();
+    let first = index::block_index() * index::block_threads() + index::thread_rank();
+    let per_step = threads.clone() * UNROLL;
+    let steps = n.clone() / per_step.clone() + (n % per_step).ne(0u32).to::<u32>();
+    (threads, first, steps)
+}
+
 fn saxpy() -> Kernel {
     let mut k = KernelBuilder::new("saxpy").block(BLOCK);
     let (x, y) = (k.input::<f32>("x"), k.buffer::<f32>("y"));
     let (a, n) = (k.scalar::<f32>("a"), k.scalar::<u32>("n"));
-    let threads = index::grid_blocks() * index::block_threads();
-    let first = index::block_index() * index::block_threads() + index::thread_rank();
-    // ceil(n / (threads * UNROLL)), without overflowing near u32::MAX.
+    let (threads, first, steps) = grid_stride(n.expr());
     let per_step = threads.clone() * UNROLL;
-    let steps = n.expr() / per_step.clone() + (n.expr() % per_step.clone()).ne(0u32).to::<u32>();
     k.for_range(0u32, steps, |k, s| {
         let base = s * per_step.clone() + first.clone();
         let at = |u: u32| base.clone() + threads.clone() * u;
@@ -58,10 +66,7 @@ fn saxpy_runs() -> Kernel {
     let mut k = KernelBuilder::new("saxpy_runs").block(BLOCK);
     let (x, y) = (k.input::<f32>("x"), k.buffer::<f32>("y"));
     let (a, n) = (k.scalar::<f32>("a"), k.scalar::<u32>("n"));
-    let threads = index::grid_blocks() * index::block_threads();
-    let first = index::block_index() * index::block_threads() + index::thread_rank();
-    let per_step = threads.clone() * UNROLL;
-    let steps = n.expr() / per_step.clone() + (n.expr() % per_step.clone()).ne(0u32).to::<u32>();
+    let (threads, first, steps) = grid_stride(n.expr());
     k.for_range(0u32, steps, |k, s| {
         let at = (s * threads.clone() + first.clone()) * UNROLL;
         let (xs, ys) = (k.read_run(&x, &at, UNROLL), k.read_run(&y, &at, UNROLL));

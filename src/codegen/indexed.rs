@@ -79,43 +79,11 @@ impl Emitter<'_> {
             self.run_elements(&run, &regs);
             return;
         }
-        // aligned = (addr & (vector bytes - 1)) == 0, and the last element inside.
-        let low = self.reg(RegClass::B64);
-        self.op(Op::Bin {
-            op: BinOp::And,
-            ty: Ty::B64,
-            dst: low,
-            a: addr.into(),
-            b: Operand::Imm(width as i64 * size - 1),
-        });
-        let aligned = self.setp(Cmp::Eq, Ty::U64, low.into(), Operand::Imm(0));
+        // Aligned for the vector, and the last element inside.
+        let aligned = self.aligned(addr, width as i64 * size);
         let last = self.run_element_ok(&run, regs.len() as i64 - 1);
         let fast = self.both(Some(aligned), last).unwrap_or(aligned);
-        let vectors = |me: &mut Self| {
-            for (j, chunk) in regs.chunks(width).enumerate() {
-                let at = Address {
-                    base: AddrBase::Reg(addr),
-                    offset: j as i64 * width as i64 * size,
-                };
-                if is_narrow(dtype) {
-                    me.packed(read, space, dtype, at, chunk);
-                } else if read {
-                    me.op(Op::Ld {
-                        space,
-                        ty: mem_ty(dtype),
-                        dst: chunk.iter().copied().collect(),
-                        addr: at,
-                    });
-                } else {
-                    me.op(Op::St {
-                        space,
-                        ty: mem_ty(dtype),
-                        addr: at,
-                        src: chunk.iter().map(|&r| r.into()).collect(),
-                    });
-                }
-            }
-        };
+        let vectors = |me: &mut Self| me.vectors(read, space, dtype, addr, &regs, width);
         self.split(fast, true, |me| me.run_elements(&run, &regs), vectors);
     }
 

@@ -17,7 +17,7 @@
 //! positions the global accesses skip. Indices are 32-bit: the runtime passes a longer buffer's
 //! length as `u32::MAX`, and no valid position's index wraps, since each is below the length.
 
-use super::builder::{Emitter, Lowered, bits_or_float, is_narrow, mem_ty};
+use super::builder::{Emitter, Lowered, bits_or_float, mem_ty};
 use super::expr::Ctx;
 use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, CheckKind, DType, OpId};
@@ -485,18 +485,7 @@ impl Emitter<'_> {
             a,
         } = *m;
         let v = plan.vector as usize;
-        let size = dtype.bytes() as i64;
-        let bytes = v as i64 * size;
-        // aligned = (addr & (bytes - 1)) == 0
-        let low = self.reg(RegClass::B64);
-        self.op(Op::Bin {
-            op: BinOp::And,
-            ty: Ty::B64,
-            dst: low,
-            a: a.addr.into(),
-            b: Operand::Imm(bytes - 1),
-        });
-        let fast = self.setp(Cmp::Eq, Ty::U64, low.into(), Operand::Imm(0));
+        let fast = self.aligned(a.addr, v as i64 * dtype.bytes() as i64);
         let full = match a.valid {
             Valid::All => None,
             Valid::Only(p) => Some(p),
@@ -515,33 +504,7 @@ impl Emitter<'_> {
                 b: full,
             });
         }
-        let vectors = |me: &mut Self| {
-            for (j, chunk) in regs.chunks(v).enumerate() {
-                let addr = Address {
-                    base: AddrBase::Reg(a.addr),
-                    offset: j as i64 * bytes,
-                };
-                if is_narrow(dtype) {
-                    me.packed(is_load, space, dtype, addr, chunk);
-                    continue;
-                }
-                me.op(if is_load {
-                    Op::Ld {
-                        space,
-                        ty: mem_ty(dtype),
-                        dst: chunk.iter().copied().collect(),
-                        addr,
-                    }
-                } else {
-                    Op::St {
-                        space,
-                        ty: mem_ty(dtype),
-                        addr,
-                        src: chunk.iter().map(|&r| r.into()).collect(),
-                    }
-                });
-            }
-        };
+        let vectors = |me: &mut Self| me.vectors(is_load, space, dtype, a.addr, regs, v);
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
     }
 

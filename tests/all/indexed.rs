@@ -84,6 +84,23 @@ fn gathers_assemble_for_every_arch() {
     batch.finish();
 }
 
+/// Calls `one::<T>(&mut batch)` for every element type, into one batch.
+macro_rules! every_dtype {
+    ($one:ident) => {{
+        let mut batch = Batch::default();
+        $one::<i8>(&mut batch);
+        $one::<i16>(&mut batch);
+        $one::<i32>(&mut batch);
+        $one::<i64>(&mut batch);
+        $one::<u8>(&mut batch);
+        $one::<u16>(&mut batch);
+        $one::<u32>(&mut batch);
+        $one::<u64>(&mut batch);
+        $one::<f32>(&mut batch);
+        $one::<f64>(&mut batch);
+    }};
+}
+
 /// Every element type reads through `at` and writes through `write`, narrow ones with their
 /// sign or zero extension; past the end it reads 0.
 #[test]
@@ -109,17 +126,7 @@ fn every_dtype_reads_and_writes_by_index() {
             .collect();
         assert_same(&yb.to_vec().expect("download"), &want, kernel.name());
     }
-    let mut batch = Batch::default();
-    one::<i8>(&mut batch);
-    one::<i16>(&mut batch);
-    one::<i32>(&mut batch);
-    one::<i64>(&mut batch);
-    one::<u8>(&mut batch);
-    one::<u16>(&mut batch);
-    one::<u32>(&mut batch);
-    one::<u64>(&mut batch);
-    one::<f32>(&mut batch);
-    one::<f64>(&mut batch);
+    every_dtype!(one);
 }
 
 /// An input reads through the read-only path, a read-write buffer through the coherent one:
@@ -562,17 +569,7 @@ fn runs_move_consecutive_elements_of_every_dtype() {
             }
         }
     }
-    let mut batch = Batch::default();
-    one::<i8>(&mut batch);
-    one::<i16>(&mut batch);
-    one::<i32>(&mut batch);
-    one::<i64>(&mut batch);
-    one::<u8>(&mut batch);
-    one::<u16>(&mut batch);
-    one::<u32>(&mut batch);
-    one::<u64>(&mut batch);
-    one::<f32>(&mut batch);
-    one::<f64>(&mut batch);
+    every_dtype!(one);
 
     let f32x4 = run_kernel::<f32>(4, false).ptx(Arch::Sm90).expect("emits");
     assert!(f32x4.contains("ld.global.nc.v4.f32"), "{f32x4}");
