@@ -2,8 +2,9 @@
 
 use crate::cache_key::{KernelKey, Writer};
 use crate::codegen;
+use crate::ir::ops::OpKind;
 use crate::ir::verify::{Info, verify};
-use crate::ir::{Checks, Ir, KernelBuilder, Loc, Pipeline, Role};
+use crate::ir::{Checks, Ir, KernelBuilder, Loc, OpId, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
 use crate::ptx::{self, Arch};
 use crate::runtime::{
@@ -232,6 +233,19 @@ impl Kernel {
     /// Elements one block handles per tile (threads × items per thread).
     pub fn block_tile(&self) -> u32 {
         self.inner.plan.block_tile
+    }
+
+    /// Whether some load or store takes its tile's offset from the block's index (no offset
+    /// of its own, outside any `tiles` loop): see [`ImageParts::tile_offsets`].
+    fn tile_offsets(&self) -> bool {
+        let (ir, plan) = (&self.inner.ir, &self.inner.plan);
+        ir.ops.iter().enumerate().any(|(i, op)| match &op.kind {
+            OpKind::Load(t) | OpKind::Store(t) => {
+                let tiles = plan.transfers.get(OpId(i as u32)).and_then(Option::as_ref);
+                t.offset.is_none() && tiles.is_some_and(|p| p.tiles.is_none())
+            }
+            _ => false,
+        })
     }
 
     /// Checks the kernel's shared memory against what a block of `arch` can have; the error
@@ -498,6 +512,7 @@ impl Compile for Kernel {
                 static_smem: shared.static_bytes,
                 dynamic_smem: shared.dynamic_bytes(),
                 needs_cooperative: false,
+                tile_offsets: self.tile_offsets(),
                 grid_dims: grid_dims.unwrap_or(1),
                 dynamic_array: shared.dynamic_array.and_then(|(i, offset)| {
                     let a = self.inner.ir.arrays.get(i)?;

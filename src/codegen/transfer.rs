@@ -93,6 +93,16 @@ struct Moves<'a> {
     a: &'a Access,
 }
 
+/// Whether a transfer's `offset + position` may wrap past `u32::MAX` for a position it
+/// counts as valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wraps {
+    /// It may: the offset is the user's.
+    May,
+    /// It cannot (see [`Emitter::only_valid`]).
+    Never,
+}
+
 impl Emitter<'_> {
     /// The block tile's offset and valid count of a transfer. A count of a block group's own
     /// tile is a count of the block's tile.
@@ -352,14 +362,22 @@ impl Emitter<'_> {
     /// against the room form (`position < min(count, len - offset)`), the one-item copy in
     /// blocks of 256 keeps 99.1% of the unchecked kernel's bandwidth instead of 98.6%: the
     /// room form put two more uniform operations between the block's index and the load.
+    ///
+    /// With `wraps: false` the sum cannot wrap and the wrap test is left out (without it the
+    /// same copy keeps 100%): the offset is the block's (`%ctaid.x` times the tile), whose
+    /// positions a launch keeps below 2^32 (see [`ImageParts::tile_offsets`]), or a `tiles`
+    /// loop's origin counted by the loop's own valid count, which a wrapped sum exceeds.
+    ///
+    /// [`ImageParts::tile_offsets`]: crate::runtime::ImageParts::tile_offsets
     fn only_valid(
         &mut self,
         plan: &TransferPlan,
         count: Option<Count>,
         len: Option<Reg>,
-        offset: Reg,
+        place: (Reg, Wraps),
         group: (Reg, Option<Reg>),
     ) -> Option<Reg> {
+        let (offset, wraps) = place;
         let (rank, start) = group;
         let pos = self.u32op(
             BinOp::Mul,
@@ -375,8 +393,9 @@ impl Emitter<'_> {
             let element = self.u32op(BinOp::Add, offset.into(), in_block.into());
             let below = self.setp(Cmp::Lt, Ty::U32, element.into(), len.into());
             // A sum below the offset wrapped past u32::MAX.
-            let unwrapped = self.setp(Cmp::Ge, Ty::U32, element.into(), offset.into());
-            self.both(Some(below), Some(unwrapped))
+            let unwrapped = (wraps == Wraps::May)
+                .then(|| self.setp(Cmp::Ge, Ty::U32, element.into(), offset.into()));
+            self.both(Some(below), unwrapped)
         });
         let counted = count.map(|c| {
             let at = match c.of {
@@ -536,7 +555,12 @@ impl Emitter<'_> {
         // One item per thread: its validity is tested directly; the general bound is then
         // needed only as its exchanges take it.
         let only = if plan.items == 1 {
-            self.only_valid(&plan, count, len, offset, group)
+            // The block's own offset, or a `tiles` origin with the loop's count: no wrap.
+            let wraps = match (t.offset, plan.tiles, t.valid) {
+                (None, None, _) | (None, Some(_), None) => Wraps::Never,
+                _ => Wraps::May,
+            };
+            self.only_valid(&plan, count, len, (offset, wraps), group)
         } else {
             None
         };

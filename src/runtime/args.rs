@@ -607,6 +607,7 @@ mod tests {
                 static_smem: 0,
                 dynamic_smem: 0,
                 needs_cooperative: false,
+                tile_offsets: false,
                 grid_dims: 1,
                 dynamic_array: None,
                 hidden,

@@ -161,8 +161,10 @@ pub enum RuntimeError {
         /// ([`ImageParts::grid_dims`](super::ImageParts::grid_dims)).
         dims: u32,
     },
-    /// [`Function::launch_over`](super::Function::launch_over) over more elements than 32-bit
-    /// indices reach.
+    /// A launch over more elements than 32-bit positions reach:
+    /// [`Function::launch_over`](super::Function::launch_over)'s `n`, or a grid whose
+    /// `grid.x × tile_elems` does for a kernel whose loads and stores take their tiles from
+    /// the block's index ([`ImageParts::tile_offsets`](super::ImageParts::tile_offsets)).
     TooManyElements {
         /// Elements asked for.
         n: u64,

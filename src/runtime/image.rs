@@ -50,6 +50,14 @@ pub struct ImageParts {
     /// Whether the kernel synchronizes the whole grid, so it must be launched cooperatively
     /// (every block resident at once).
     pub needs_cooperative: bool,
+    /// Whether some load or store takes its tile's offset from the block's index
+    /// (`%ctaid.x` times [`tile_elems`](Self::tile_elems)) and, its positions being 32-bit,
+    /// relies on the launch to keep them below 2^32: a launch whose `grid.x × tile_elems`
+    /// passes `u32::MAX` is refused ([`RuntimeError::TooManyElements`]) instead of wrapping
+    /// onto other blocks' elements.
+    ///
+    /// [`RuntimeError::TooManyElements`]: super::RuntimeError::TooManyElements
+    pub tile_offsets: bool,
     /// How many grid dimensions the kernel tells blocks apart by: 1 when it reads only
     /// `%ctaid.x` and `%nctaid.x`, 2 with `.y`, 3 with `.z`. A launch whose grid extends past 1
     /// along a dimension the kernel cannot see is refused: those blocks would repeat the work
@@ -140,6 +148,7 @@ impl ImageParts {
 ///     static_smem: 0,
 ///     dynamic_smem: 0,
 ///     needs_cooperative: false,
+///     tile_offsets: false,
 ///     grid_dims: 1,
 ///     dynamic_array: None,
 /// });
@@ -415,6 +424,7 @@ impl Compile for KernelImage {
             static_smem,
             dynamic_smem,
             needs_cooperative,
+            tile_offsets,
             grid_dims,
             hidden,
             dynamic_array,
@@ -432,6 +442,7 @@ impl Compile for KernelImage {
         w.u32(*static_smem);
         w.u32(*dynamic_smem);
         w.bool(*needs_cooperative);
+        w.bool(*tile_offsets);
         w.u32(*grid_dims);
         match dynamic_array {
             None => w.tag(0),
@@ -496,6 +507,7 @@ mod tests {
             static_smem: 0,
             dynamic_smem: 0,
             needs_cooperative: false,
+            tile_offsets: false,
             grid_dims: 1,
             dynamic_array: None,
             hidden: vec![],
@@ -562,7 +574,7 @@ mod tests {
     #[test]
     fn every_field_is_in_the_key() {
         let base = image().cache_key();
-        let changes: [fn(&mut KernelImage); 12] = [
+        let changes: [fn(&mut KernelImage); 13] = [
             |i| i.parts.entry.push('x'),
             |i| i.parts.ptx.push(' '),
             |i| i.parts.arch = Arch::Sm80,
@@ -572,6 +584,7 @@ mod tests {
             |i| i.parts.static_smem += 1,
             |i| i.parts.dynamic_smem += 1,
             |i| i.parts.needs_cooperative = true,
+            |i| i.parts.tile_offsets = true,
             |i| i.parts.grid_dims = 2,
             |i| i.parts.hidden.push(HiddenParam::Length { buffer: 0 }),
             |i| i.bounds = Bounds::Unchecked,

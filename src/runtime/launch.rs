@@ -406,6 +406,14 @@ impl Function {
                 at: Loc::caller(),
             });
         }
+        // Blocks past 2^32 positions would wrap their 32-bit offsets onto other blocks' tiles.
+        let positions = u64::from(grid[0]) * u64::from(image.tile_elems);
+        if image.tile_offsets && positions > u64::from(u32::MAX) {
+            return Err(RuntimeError::TooManyElements {
+                n: positions,
+                max: u64::from(u32::MAX),
+            });
+        }
         let seen = image.grid_dims.clamp(1, 3) as usize;
         if grid[seen..].iter().any(|&g| g > 1) {
             return Err(RuntimeError::GridDimensionUnseen {

@@ -393,3 +393,54 @@ fn launches_over_more_than_32_bit_indices_are_errors() {
         other => panic!("expected TooManyElements, got {other:?}"),
     }
 }
+
+/// A grid whose blocks' tiles pass 2^32 positions is refused for a kernel whose loads and
+/// stores take their tiles from the block's index (its offsets would wrap onto other blocks'
+/// elements), and only for such a kernel; with that guarantee, the one-item guard of a
+/// block's own tile compares the element with the length only, while a user's offset keeps
+/// the wrap test.
+#[test]
+fn grids_past_32_bit_positions_are_errors_where_tiles_come_from_the_block() {
+    let dev = device();
+    let copy = |name: &str, offset: bool| {
+        let mut k = KernelBuilder::new(name).block(256).items_per_thread(1);
+        let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+        let b = k.this_block();
+        let (load, store) = if offset {
+            let at = index::block_index() * 256u32 + 5u32;
+            (
+                Load::direct().offset(at.clone()),
+                Store::direct().offset(at),
+            )
+        } else {
+            (Load::direct(), Store::direct())
+        };
+        let t = k.load_from(b, &x, load);
+        k.store_to(b, &y, &t, store);
+        k.build().expect("builds")
+    };
+    let (tiled, offset) = (copy("tiled", false), copy("offset", true));
+    assemble_all(&tiled);
+    assemble_all(&offset);
+    let f = dev.compile(&tiled).expect("compile");
+    assert!(f.image().tile_offsets);
+    assert!(!dev.compile(&offset).expect("compile").image().tile_offsets);
+    let x = dev.upload(&[1.0f32; 4]).expect("upload");
+    let mut y = dev.alloc_zeroed::<f32>(4).expect("alloc");
+    // 2^24 blocks of 256 end exactly at 2^32: one position too many.
+    match f.launch_grid(1 << 24, (&x, &mut y)) {
+        Err(RuntimeError::TooManyElements { n, max }) => {
+            assert_eq!((n, max), (1u64 << 32, u64::from(u32::MAX)))
+        }
+        other => panic!("expected TooManyElements, got {other:?}"),
+    }
+    f.launch_grid(3, (&x, &mut y)).expect("launch");
+    assert_eq!(y.to_vec().expect("download"), [1.0; 4]);
+    // The wrap test is `setp.ge.u32` of the element against the offset.
+    let wrap_tests = |k: &coopgraph::Kernel| {
+        let ptx = k.ptx(Arch::Sm90).expect("ptx");
+        ptx.lines().filter(|l| l.contains("setp.ge.u32")).count()
+    };
+    assert_eq!(wrap_tests(&tiled), 0);
+    assert_eq!(wrap_tests(&offset), 2);
+}

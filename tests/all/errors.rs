@@ -83,6 +83,7 @@ fn verify_plan_and_runtime_errors_print_each_cause_once() {
         static_smem: 0,
         dynamic_smem: 0,
         needs_cooperative: false,
+        tile_offsets: false,
         grid_dims: 1,
         dynamic_array: None,
     });

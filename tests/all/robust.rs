@@ -347,6 +347,7 @@ fn empty_image(entry: &str, block: [u32; 3]) -> coopgraph::runtime::KernelImage 
         static_smem: 0,
         dynamic_smem: 0,
         needs_cooperative: false,
+        tile_offsets: false,
         grid_dims: 1,
         dynamic_array: None,
     })
