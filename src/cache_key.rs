@@ -675,6 +675,10 @@ impl Canonical for OpData {
                 value.write(w);
             }
             OpKind::SyncBlock => w.tag(8),
+            OpKind::Lanes(l) => {
+                w.tag(24);
+                l.write(w);
+            }
             OpKind::Print { pieces, args } => {
                 w.tag(40);
                 w.str(&crate::ir::format::unparse(pieces));
@@ -879,6 +883,34 @@ impl Canonical for crate::planner::Barrier {
             Hazard::WriteAfterRead => 1,
             Hazard::WriteAfterWrite => 2,
         });
+    }
+}
+
+impl Canonical for LaneSpec {
+    fn write(&self, w: &mut Writer) {
+        let LaneSpec {
+            group,
+            op,
+            value,
+            lane,
+            out,
+        } = self;
+        group.write(w);
+        w.tag(match op {
+            LaneOp::Shfl => 0,
+            LaneOp::ShflUp => 1,
+            LaneOp::ShflDown => 2,
+            LaneOp::ShflXor => 3,
+            LaneOp::Any => 4,
+            LaneOp::All => 5,
+            LaneOp::Ballot => 6,
+            LaneOp::MatchAny => 7,
+            LaneOp::MatchAll => 8,
+            LaneOp::Sync => 9,
+        });
+        w.opt(value);
+        w.opt(lane);
+        w.opt(out);
     }
 }
 

@@ -828,6 +828,18 @@ impl Emitter<'_> {
         c: i64,
         mask: Operand,
     ) -> Reg {
+        self.shuffle(mode, v, b, Operand::Imm(c), mask, None)
+    }
+
+    /// [`Self::shuffle_value`] with a `c` operand that may be a register.
+    pub(crate) fn shuffle_operand(
+        &mut self,
+        mode: ShflMode,
+        v: Reg,
+        b: Operand,
+        c: Operand,
+        mask: Operand,
+    ) -> Reg {
         self.shuffle(mode, v, b, c, mask, None)
     }
 
@@ -842,7 +854,7 @@ impl Emitter<'_> {
         mask: Operand,
     ) -> (Reg, Reg) {
         let p = self.reg(RegClass::Pred);
-        (self.shuffle(mode, v, b, c, mask, Some(p)), p)
+        (self.shuffle(mode, v, b, Operand::Imm(c), mask, Some(p)), p)
     }
 
     /// A shuffle of any dtype; `in_range` receives the predicate output of the (first) `shfl`.
@@ -851,7 +863,7 @@ impl Emitter<'_> {
         mode: ShflMode,
         v: Reg,
         b: Operand,
-        c: i64,
+        c: Operand,
         mask: Operand,
         in_range: Option<Reg>,
     ) -> Reg {
@@ -863,7 +875,7 @@ impl Emitter<'_> {
                 pred,
                 src: src.into(),
                 b,
-                c: Operand::Imm(c),
+                c,
                 mask,
             });
             dst

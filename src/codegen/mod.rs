@@ -16,6 +16,7 @@ pub mod emit;
 pub mod exchange;
 pub mod expr;
 pub mod indexed;
+pub mod lanes;
 pub mod neighbor;
 pub mod reduce;
 pub mod scan;

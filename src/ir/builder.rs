@@ -27,6 +27,7 @@ mod atomic;
 mod collectives;
 mod control;
 mod data;
+mod lanes;
 mod loops;
 mod memory;
 mod neighbor;

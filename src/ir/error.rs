@@ -4,7 +4,7 @@ use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
 use super::format::PrintProblem;
-use super::ops::{AtomicOp, GroupKind, Role};
+use super::ops::{AtomicOp, GroupKind, LaneOp, Role};
 use std::fmt;
 
 /// What is wrong.
@@ -177,6 +177,20 @@ pub enum VerifyErrorKind {
     AtomicCompare {
         /// The operation.
         op: AtomicOp,
+    },
+    /// A lane collective (shuffle, vote, match, tile barrier) of a group that is not a tile:
+    /// they run within one warp, over a logical warp of 1 to 32 threads.
+    LaneOpNotOnTile {
+        /// The op.
+        op: LaneOp,
+        /// The group it names.
+        group: GroupKind,
+    },
+    /// A lane collective without the operands its op takes, or with ones it does not take
+    /// (hand-built IR).
+    LaneOperands {
+        /// The op.
+        op: LaneOp,
     },
     /// A parameter or payload whose dtype differs from its use.
     TypeMismatch {
@@ -458,6 +472,22 @@ impl fmt::Display for VerifyError {
                 f,
                 "atomic {op:?} on {dtype}: atomics take i32, u32, i64, u64, f32 and f64 (and, \
                  or, xor integers only; inc, dec u32 and u64 only)"
+            ),
+            LaneOpNotOnTile { op, group } => write!(
+                f,
+                "`{}` runs within one warp: it needs a tile (a logical warp of 1 to 32 \
+                 threads), not {group:?}",
+                op.name()
+            ),
+            LaneOperands { op } => write!(
+                f,
+                "`{}` takes {}",
+                op.name(),
+                match op {
+                    LaneOp::Sync => "no value, lane or result",
+                    o if o.takes_lane() => "a value, a lane and a result",
+                    _ => "a value and a result, and no lane",
+                }
             ),
             AtomicCompare { op } => write!(
                 f,

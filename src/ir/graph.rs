@@ -429,6 +429,12 @@ impl Deps<'_> {
                 self.write(node, a.old, true, state);
             }
             OpKind::SyncBlock => {}
+            OpKind::Lanes(l) => {
+                self.read_exprs(node, &kind.exprs(), state);
+                if let Some(out) = l.out {
+                    self.write(node, out, true, state);
+                }
+            }
             OpKind::Print { .. } => self.read_exprs(node, &kind.exprs(), state),
             OpKind::Reduce(r) => {
                 self.read_exprs(node, &kind.exprs(), state);

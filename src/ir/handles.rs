@@ -318,6 +318,69 @@ impl Group {
             GroupKind::LogicalWarp { width } => index::thread_rank() / width.max(1),
         }
     }
+
+    /// The thread's rank within its group (CG's `thread_rank`; the same as
+    /// [`Group::rank`]).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // In a block of 40 threads, tiles of 16: ranks, tile sizes (the last tile has 8
+    /// // threads), tile indices and the number of tiles.
+    /// let mut k = KernelBuilder::new("queries").block(40);
+    /// let y = k.output::<u32>("y");
+    /// let tile = k.this_warp().group_by(16);
+    /// let packed = tile.thread_rank()
+    ///     + tile.num_threads() * 100u32
+    ///     + tile.meta_group_rank() * 10_000u32
+    ///     + tile.meta_group_size() * 100_000u32;
+    /// k.write(&y, index::thread_rank(), packed);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(40)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!([ys[0], ys[17], ys[39]], [301_600, 311_601, 320_807]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn thread_rank(&self) -> Expr<u32> {
+        self.rank()
+    }
+
+    /// The threads in the thread's group (CG's `num_threads`): the block's, or the tile's
+    /// width, except in the block's last tile where the width does not divide the block
+    /// (that tile has the rest). See [`Group::thread_rank`].
+    pub fn num_threads(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => index::block_threads(),
+            GroupKind::LogicalWarp { width } => {
+                let w = width.max(1);
+                let start = self.meta_group_rank() * w;
+                (index::block_threads() - start).min(w)
+            }
+        }
+    }
+
+    /// The group's rank among the groups of its kind in the block (CG's `meta_group_rank`;
+    /// the same as [`Group::index`]). See [`Group::thread_rank`].
+    pub fn meta_group_rank(&self) -> Expr<u32> {
+        self.index()
+    }
+
+    /// How many groups of its kind the block has (CG's `meta_group_size`): 1 for the block,
+    /// the block's threads over the width, rounded up, for tiles. See [`Group::thread_rank`].
+    pub fn meta_group_size(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => Expr::lit(1),
+            GroupKind::LogicalWarp { width } => {
+                let w = width.max(1);
+                (index::block_threads() + (w - 1)) / w
+            }
+        }
+    }
 }
 
 /// The block's warps, which can be split into logical warps.

@@ -14,7 +14,9 @@ use super::options::CompileOptions;
 use smallvec::SmallVec;
 
 mod atomic;
+mod lanes;
 pub use atomic::*;
+pub use lanes::*;
 
 /// The largest `items_per_thread` a payload may have.
 pub const MAX_ITEMS_PER_THREAD: u32 = 64;
@@ -647,6 +649,8 @@ pub enum OpKind {
     Atomic(AtomicSpec),
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
+    /// A lane collective of one tile (shuffle, vote, match, tile barrier).
+    Lanes(LaneSpec),
     /// A line printed by each thread that runs it: the format's pieces, one value per
     /// placeholder (see [`KernelBuilder::print`](super::KernelBuilder::print)).
     Print {
@@ -731,6 +735,7 @@ impl OpKind {
             OpKind::WriteRun { .. } => "write_run",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
+            OpKind::Lanes(l) => l.op.name(),
             OpKind::Print { .. } => "print",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
@@ -757,6 +762,7 @@ impl OpKind {
             OpKind::Exchange { group, .. } => Some(*group),
             OpKind::Neighbor(nb) => Some(nb.group),
             OpKind::Scatter { group, .. } => Some(*group),
+            OpKind::Lanes(l) => Some(l.group),
             _ => None,
         }
     }
@@ -825,6 +831,10 @@ impl OpKind {
                 v.push(*value);
             }
             OpKind::Print { args, .. } => v.extend(args.iter().copied()),
+            OpKind::Lanes(l) => {
+                v.extend(l.value);
+                v.extend(l.lane);
+            }
             OpKind::SyncBlock
             | OpKind::Break
             | OpKind::Continue

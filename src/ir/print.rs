@@ -1,7 +1,7 @@
 //! The kernel's text form, used in error listings and `explain()`.
 
 use super::dtype::DType;
-use super::entities::{ExprId, OpId, RegionId};
+use super::entities::{ExprId, GroupId, OpId, RegionId};
 use super::error::VerifyError;
 use super::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use super::format::unparse;
@@ -230,6 +230,16 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             )
         }
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Lanes(l) => {
+            let args: Vec<String> = l.value.into_iter().chain(l.lane).map(e).collect();
+            let out = l.out.map(|d| format!("{d}[0] = ")).unwrap_or_default();
+            format!(
+                "{out}{}.{}({})",
+                group_name(ir, l.group),
+                l.op.name(),
+                args.join(", ")
+            )
+        }
         OpKind::Print { pieces, args } => {
             let args: Vec<String> = args.iter().map(|a| e(*a)).collect();
             format!("print {:?} ({})", unparse(pieces), args.join(", "))
@@ -278,7 +288,11 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
 }
 
 fn group_text(ir: &Ir, t: &Transfer) -> String {
-    match ir.groups.get(t.group.index()).map(|g| g.kind) {
+    group_name(ir, t.group)
+}
+
+fn group_name(ir: &Ir, g: GroupId) -> String {
+    match ir.groups.get(g.index()).map(|g| g.kind) {
         Some(GroupKind::Block) => "block".into(),
         Some(GroupKind::LogicalWarp { width }) => format!("warp{width}"),
         None => "?".into(),

@@ -233,6 +233,12 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 check(a.old.index() < nd, "payload", a.old.0);
             }
             OpKind::SyncBlock | OpKind::Print { .. } => {}
+            OpKind::Lanes(l) => {
+                check(l.group.index() < ng, "group", l.group.0);
+                if let Some(out) = l.out {
+                    check(out.index() < nd, "payload", out.0);
+                }
+            }
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
                 check(r.dst.index() < nd, "payload", r.dst.0);
@@ -795,6 +801,7 @@ impl Verifier<'_> {
             }
             OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Lanes(l) => self.lanes(op, l, state),
             OpKind::Print { args, .. } => {
                 for a in args {
                     if self.ty(*a) == VType::Bool {
@@ -1026,6 +1033,61 @@ impl Verifier<'_> {
             self.expr(e, state, op, None);
         }
         state.set(a.old.index(), 0, Def::Everywhere);
+    }
+
+    /// A lane collective: a tile's op, its operands' types, and its result's.
+    fn lanes(&mut self, op: OpId, l: &LaneSpec, state: &mut State) {
+        let ir = self.ir;
+        let loc = ir.op(op).loc;
+        let group = ir.groups[l.group.index()].kind;
+        match group {
+            GroupKind::LogicalWarp { .. } => self.collective(group, loc, op),
+            GroupKind::Block => {
+                self.push(K::LaneOpNotOnTile { op: l.op, group }, loc, Some(op));
+            }
+        }
+        let sync = l.op == LaneOp::Sync;
+        let shape = (l.value.is_some(), l.lane.is_some(), l.out.is_some());
+        if shape != (!sync, l.op.takes_lane(), !sync) {
+            self.push(K::LaneOperands { op: l.op }, loc, Some(op));
+        }
+        let u32_ty = VType::D(super::DType::U32);
+        if let Some(v) = l.value {
+            if l.op.votes() {
+                self.expect_ty(v, VType::Bool, loc, op);
+            } else if self.ty(v) == VType::Bool {
+                let found = VType::Bool;
+                self.push(
+                    K::TypeMismatch {
+                        expected: u32_ty,
+                        found,
+                    },
+                    loc,
+                    Some(op),
+                );
+            }
+            self.expr(v, state, op, None);
+        }
+        if let Some(lane) = l.lane {
+            self.expect_ty(lane, u32_ty, loc, op);
+            self.expr(lane, state, op, None);
+        }
+        if let Some(out) = l.out {
+            let d = &ir.datas[out.index()];
+            let expected = match (l.op.takes_lane(), l.value.map(|v| self.ty(v))) {
+                (true, Some(VType::D(t))) => Some(t),
+                (true, _) => None,
+                (false, _) => Some(super::DType::U32),
+            };
+            if let Some(t) = expected
+                && d.dtype != t
+            {
+                let (expected, found) = (VType::D(t), VType::D(d.dtype));
+                self.push(K::TypeMismatch { expected, found }, loc, Some(op));
+            }
+            self.items_match(1, d.items, loc, op);
+            state.set(out.index(), 0, Def::Everywhere);
+        }
     }
 
     /// Checks a scan up to its prefix callback's ops.

@@ -372,3 +372,20 @@ pub fn erfc(x: f64) -> f64 {
         1.0 - erf(x)
     }
 }
+
+/// Calls `one::<T>(&mut batch)` for every element type, into one batch.
+macro_rules! every_dtype {
+    ($one:ident) => {{
+        let mut batch = Batch::default();
+        $one::<i8>(&mut batch);
+        $one::<i16>(&mut batch);
+        $one::<i32>(&mut batch);
+        $one::<i64>(&mut batch);
+        $one::<u8>(&mut batch);
+        $one::<u16>(&mut batch);
+        $one::<u32>(&mut batch);
+        $one::<u64>(&mut batch);
+        $one::<f32>(&mut batch);
+        $one::<f64>(&mut batch);
+    }};
+}

@@ -84,23 +84,6 @@ fn gathers_assemble_for_every_arch() {
     batch.finish();
 }
 
-/// Calls `one::<T>(&mut batch)` for every element type, into one batch.
-macro_rules! every_dtype {
-    ($one:ident) => {{
-        let mut batch = Batch::default();
-        $one::<i8>(&mut batch);
-        $one::<i16>(&mut batch);
-        $one::<i32>(&mut batch);
-        $one::<i64>(&mut batch);
-        $one::<u8>(&mut batch);
-        $one::<u16>(&mut batch);
-        $one::<u32>(&mut batch);
-        $one::<u64>(&mut batch);
-        $one::<f32>(&mut batch);
-        $one::<f64>(&mut batch);
-    }};
-}
-
 /// Every element type reads through `at` and writes through `write`, narrow ones with their
 /// sign or zero extension; past the end it reads 0.
 #[test]

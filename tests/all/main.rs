@@ -9,6 +9,7 @@ mod bounds;
 mod cache_key;
 mod checks;
 mod collectives_prop;
+#[macro_use]
 mod common;
 mod defined;
 mod disk_cache;
@@ -21,6 +22,7 @@ mod graphs;
 mod indexed;
 mod inspect;
 mod kernels;
+mod lanes;
 mod layout;
 mod layout_reference;
 mod limits;

@@ -223,13 +223,24 @@ impl Verifier<'_> {
             }
         });
         let block = ir.block_threads();
+        // Lane collectives take their tiles' masks from the threads that exist; the other
+        // collectives of logical warps need whole warps.
+        let mut whole_warps = vec![false; ir.groups.len()];
+        for op in &ir.ops {
+            if let Some(g) = op.kind.group()
+                && !matches!(op.kind, OpKind::Lanes(_))
+                && let Some(w) = whole_warps.get_mut(g.index())
+            {
+                *w = true;
+            }
+        }
         let mut seen = HashSet::new();
-        for g in &ir.groups {
+        for (g, needs_whole) in ir.groups.iter().zip(whole_warps) {
             if let GroupKind::LogicalWarp { width } = g.kind {
                 if !LOGICAL_WARP_WIDTHS.contains(&width) && seen.insert(width) {
                     self.push(K::GroupWidth { width }, g.loc, None);
                 }
-                if !block.is_multiple_of(32) && seen.insert(u32::MAX) {
+                if needs_whole && !block.is_multiple_of(32) && seen.insert(u32::MAX) {
                     self.push(K::WarpOpInPartialWarpBlock { block }, g.loc, None);
                 }
             }

@@ -287,6 +287,7 @@ fn written(kind: &OpKind) -> SmallVec<[DataId; 2]> {
         }
         OpKind::Scatter { dst, .. } | OpKind::Exchange { dst, .. } => v.push(*dst),
         OpKind::Atomic(a) => v.push(a.old),
+        OpKind::Lanes(l) => v.extend(l.out),
         OpKind::ReadRun { dst, .. } => v.push(*dst),
         _ => {}
     }
@@ -304,6 +305,22 @@ fn uniformity(
     loops: &[(Uniformity, Option<OpId>)],
 ) -> Vec<Uniformity> {
     let nodes = ir.exprs.nodes();
+    // A tile's vote (and `match_all`) gives every thread of the tile the same result: the
+    // verifier has every thread of the tile run it.
+    let mut voted = vec![None; ir.datas.len()];
+    for op in &ir.ops {
+        if let OpKind::Lanes(l) = &op.kind
+            && matches!(
+                l.op,
+                LaneOp::Any | LaneOp::All | LaneOp::Ballot | LaneOp::MatchAll
+            )
+            && let Some(GroupKind::LogicalWarp { width }) =
+                ir.groups.get(l.group.index()).map(|g| g.kind)
+            && let Some(slot) = l.out.and_then(|d| voted.get_mut(d.index()))
+        {
+            *slot = Some(Uniformity(width.clamp(1, 32)));
+        }
+    }
     let mut u: Vec<Uniformity> = Vec::with_capacity(nodes.len());
     for n in nodes {
         let of = |id: &ExprId| u.get(id.index()).copied().unwrap_or(Uniformity::THREAD);
@@ -311,6 +328,9 @@ fn uniformity(
             ExprKind::Const(_) | ExprKind::Param(_) => Uniformity::GRID,
             ExprKind::Item { data, item: 0 } if is_var.get(data.index()) == Some(&true) => {
                 vars[data.index()]
+            }
+            ExprKind::Item { data, item: 0 } if let Some(&Some(tile)) = voted.get(data.index()) => {
+                tile
             }
             ExprKind::Arg(_)
             | ExprKind::Item { .. }

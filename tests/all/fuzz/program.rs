@@ -9,8 +9,8 @@
 
 use coopgraph::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use coopgraph::ir::ops::{
-    AtomicMemory, AtomicOp, Bounds, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing, Transfer,
-    ValidOf,
+    AtomicMemory, AtomicOp, Bounds, LaneOp, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing,
+    Transfer, ValidOf,
 };
 use coopgraph::ir::{
     Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, NeighborKind, OpId,
@@ -29,6 +29,7 @@ pub fn program(ir: &Ir, launch: &str) -> String {
         .iter()
         .filter_map(|o| match &o.kind {
             OpKind::Atomic(a) => Some(a.old),
+            OpKind::Lanes(l) => l.out,
             _ => None,
         })
         .collect();
@@ -543,6 +544,22 @@ impl Printer<'_> {
                 self.line(&s);
             }
             OpKind::SyncBlock => self.line("k.sync_block();"),
+            OpKind::Lanes(l) => {
+                let g = self.group(l.group);
+                let mut args = vec![g];
+                args.extend(l.value.map(|v| self.expr(v)));
+                args.extend(l.lane.map(|v| self.expr(v)));
+                let call = format!("k.{}({})", l.op.name(), args.join(", "));
+                let s = match l.out {
+                    None => format!("{call};"),
+                    // Votes give `bool`s; the IR holds them as `u32`.
+                    Some(d) if matches!(l.op, LaneOp::Any | LaneOp::All) => {
+                        format!("let {} = {call}.select(1u32, 0u32);", self.made(d))
+                    }
+                    Some(d) => format!("let {} = {call};", self.made(d)),
+                };
+                self.line(&s);
+            }
             OpKind::Print { pieces, args } => {
                 let values: Vec<String> = (args.iter())
                     .map(|a| format!("PrintValue::new({})", self.expr(*a)))

@@ -159,7 +159,7 @@ pub(super) struct ScatterOp {
 impl Block<'_> {
     /// The groups of `group` running now, as (first thread, threads): a group only some of
     /// whose threads are active is a participation fault.
-    fn groups(&mut self, group: GroupId, active: &[bool]) -> Vec<(usize, usize)> {
+    pub(super) fn groups(&mut self, group: GroupId, active: &[bool]) -> Vec<(usize, usize)> {
         let w = self.ir.group_threads(group) as usize;
         let mut out = Vec::new();
         for g0 in (0..self.threads).step_by(w.max(1)) {

@@ -48,6 +48,7 @@
 mod atomic;
 mod collective;
 mod flow;
+mod lanes;
 mod memory;
 mod print;
 pub mod value;
@@ -660,6 +661,7 @@ impl<'a> Block<'a> {
             }
             OpKind::Atomic(a) => self.atomic(a, active),
             OpKind::SyncBlock => self.epoch += 1,
+            OpKind::Lanes(l) => self.lanes(l, active),
             OpKind::Print { pieces, args } => {
                 let dtypes: Vec<DType> = (args.iter())
                     .map(|a| self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32))

@@ -1,0 +1,418 @@
+//! Tile methods: shuffles, votes, matches, tile barriers and `invoke_one` over a tile (a
+//! logical warp of 1 to 32 threads), as Cooperative Groups' `thread_block_tile`. Member masks
+//! come from the tile, never from the user: the threads of the tile that exist.
+
+use super::KernelBuilder;
+use crate::ir::dtype::Element;
+use crate::ir::entities::{DataId, ExprId, Loc};
+use crate::ir::expr::{Expr, ExprKind};
+use crate::ir::handles::Group;
+use crate::ir::ops::*;
+
+impl KernelBuilder {
+    /// The value `value` holds on the thread of tile rank `src % width`, for every thread of
+    /// the tile `g` (CG's `shfl`). In the block's last tile, where the width does not divide
+    /// the block, a rank the tile does not have gives the thread its own value. Every dtype
+    /// moves (64-bit values as two halves).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Each tile of 8 threads broadcasts its rank-3 thread's value.
+    /// let mut k = KernelBuilder::new("broadcast3").block(64);
+    /// let y = k.output::<u32>("y");
+    /// let tile = k.this_warp().group_by(8);
+    /// let t = index::thread_rank();
+    /// let v = k.shfl(tile, t.clone() * 10u32, 3u32);
+    /// k.write(&y, t, v);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..64).map(|t| (t / 8 * 8 + 3) * 10).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shfl<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+        src: impl Into<Expr<u32>>,
+    ) -> Expr<T> {
+        self.lane_shuffle(g.into(), LaneOp::Shfl, value.into(), src.into())
+    }
+
+    /// The value `value` holds on tile rank `rank - delta` (CG's `shfl_up`); a thread whose
+    /// rank is below `delta` gets its own value.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // An inclusive prefix sum over each warp, by doubling steps.
+    /// let mut k = KernelBuilder::new("warp_prefix").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let warp = k.this_warp();
+    /// let lane = index::lane();
+    /// let acc = k.var(1u32);
+    /// for d in [1u32, 2, 4, 8, 16] {
+    ///     let up = k.shfl_up(warp, acc.get(), d);
+    ///     k.set(&acc, acc.get() + lane.ge(d).select(up, 0u32));
+    /// }
+    /// k.write(&y, lane, acc.get());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, (1..=32).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shfl_up<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+        delta: impl Into<Expr<u32>>,
+    ) -> Expr<T> {
+        self.lane_shuffle(g.into(), LaneOp::ShflUp, value.into(), delta.into())
+    }
+
+    /// The value `value` holds on tile rank `rank + delta` (CG's `shfl_down`); a thread for
+    /// which that passes the tile's last thread gets its own value.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // The sum of each tile of 16 (ranks 0..16 of a tile hold 1..=16), at its rank 0.
+    /// let mut k = KernelBuilder::new("tile_sum").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let tile = k.this_warp().group_by(16);
+    /// let acc = k.var(tile.thread_rank() + 1u32);
+    /// for d in [8u32, 4, 2, 1] {
+    ///     let down = k.shfl_down(tile, acc.get(), d);
+    ///     k.set(&acc, acc.get() + down);
+    /// }
+    /// k.write(&y, index::thread_rank(), acc.get());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!((ys[0], ys[16]), (136, 136));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shfl_down<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+        delta: impl Into<Expr<u32>>,
+    ) -> Expr<T> {
+        self.lane_shuffle(g.into(), LaneOp::ShflDown, value.into(), delta.into())
+    }
+
+    /// The value `value` holds on tile rank `rank ^ (mask % width)` (CG's `shfl_xor`, a
+    /// butterfly step).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // The maximum of each warp at every lane, by butterfly steps, in f64.
+    /// let mut k = KernelBuilder::new("warp_max").block(32);
+    /// let y = k.output::<f64>("y");
+    /// let warp = k.this_warp();
+    /// let lane = index::lane();
+    /// let m = k.var(((lane.clone() * 7u32) % 32u32).cast::<f64>());
+    /// for mask in [16u32, 8, 4, 2, 1] {
+    ///     let other = k.shfl_xor(warp, m.get(), mask);
+    ///     k.set(&m, m.get().max(other));
+    /// }
+    /// k.write(&y, lane, m.get());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<f64>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// assert_eq!(yb.to_vec()?, [31.0; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shfl_xor<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+        mask: impl Into<Expr<u32>>,
+    ) -> Expr<T> {
+        self.lane_shuffle(g.into(), LaneOp::ShflXor, value.into(), mask.into())
+    }
+
+    /// Whether `pred` holds on any thread of the tile `g` (CG's `any`).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Per tile of 4: does any thread hold a multiple of 7; do all hold an even number;
+    /// // which ranks hold a multiple of 3.
+    /// let mut k = KernelBuilder::new("votes").block(16);
+    /// let (y, z, w) = (k.output::<u32>("y"), k.output::<u32>("z"), k.output::<u32>("w"));
+    /// let quad = k.this_warp().group_by(4);
+    /// let t = index::thread_rank();
+    /// let any = k.any(quad, (t.clone() % 7u32).eq(0u32));
+    /// let all = k.all(quad, (t.clone() % 2u32).eq(0u32));
+    /// let bits = k.ballot(quad, (t.clone() % 3u32).eq(0u32));
+    /// k.write(&y, &t, any.select(1u32, 0u32));
+    /// k.write(&z, &t, all.select(1u32, 0u32));
+    /// k.write(&w, &t, bits);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let (mut yb, mut zb, mut wb) = (dev.alloc_zeroed::<u32>(16)?, dev.alloc_zeroed::<u32>(16)?,
+    ///     dev.alloc_zeroed::<u32>(16)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb, &mut zb, &mut wb))?;
+    /// // Tiles 0..4 hold 0..4, 4..8, 8..12, 12..16: multiples of 7 are 0, 7 and 14.
+    /// assert_eq!(yb.to_vec()?[..], [[1u32; 4], [1; 4], [0; 4], [1; 4]].concat());
+    /// assert_eq!(zb.to_vec()?, [0; 16]);
+    /// // Multiples of 3: 0 and 3 (bits 0, 3), 6 (bit 2), 9 (bit 1), 12 and 15 (bits 0, 3).
+    /// assert_eq!(wb.to_vec()?[..], [[9u32; 4], [4; 4], [2; 4], [9; 4]].concat());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn any(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        self.vote(g.into(), LaneOp::Any, pred.into()).ne(0u32)
+    }
+
+    /// Whether `pred` holds on every thread of the tile `g` (CG's `all`); see
+    /// [`KernelBuilder::any`].
+    #[track_caller]
+    pub fn all(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        self.vote(g.into(), LaneOp::All, pred.into()).ne(0u32)
+    }
+
+    /// The ranks of the tile `g` on which `pred` holds, as bits (bit `i` for rank `i`; CG's
+    /// `ballot`); see [`KernelBuilder::any`].
+    #[track_caller]
+    pub fn ballot(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<u32> {
+        self.vote(g.into(), LaneOp::Ballot, pred.into())
+    }
+
+    /// The ranks of the tile `g` whose `value` has the same bits as this thread's, as bits
+    /// (bit `i` for rank `i`; CG's `match_any`, PTX's `match.any.sync`).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Threads of a warp keyed by rank % 3: who shares my key, and do all share one?
+    /// let mut k = KernelBuilder::new("keys").block(32);
+    /// let (y, z) = (k.output::<u32>("y"), k.output::<u32>("z"));
+    /// let warp = k.this_warp();
+    /// let t = index::lane();
+    /// let same = k.match_any(warp, (t.clone() % 3u32).cast::<i64>());
+    /// let all = k.match_all(warp, 5u64);
+    /// k.write(&y, &t, same);
+    /// k.write(&z, &t, all);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let (mut yb, mut zb) = (dev.alloc_zeroed::<u32>(32)?, dev.alloc_zeroed::<u32>(32)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb, &mut zb))?;
+    /// let key0: u32 = (0..32).filter(|t| t % 3 == 0).map(|t| 1 << t).sum();
+    /// assert_eq!(yb.to_vec()?[0], key0);
+    /// assert_eq!(zb.to_vec()?, [u32::MAX; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn match_any<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+    ) -> Expr<u32> {
+        let value = self.expr(&value.into());
+        self.lane_op(g.into(), LaneOp::MatchAny, Some(value), true)
+    }
+
+    /// The tile's ranks as bits (bits `0..n` for a tile of `n` threads) where every thread of
+    /// the tile `g` holds the same bits in `value`, else 0 (CG's `match_all`, whose predicate
+    /// is this mask being non-zero); see [`KernelBuilder::match_any`].
+    #[track_caller]
+    pub fn match_all<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        value: impl Into<Expr<T>>,
+    ) -> Expr<u32> {
+        let value = self.expr(&value.into());
+        self.lane_op(g.into(), LaneOp::MatchAll, Some(value), true)
+    }
+
+    /// A barrier of the group `g`: for a tile, its threads' shared and global accesses before
+    /// it happen before those after it (`bar.warp.sync` with the tile's mask); for the block,
+    /// [`KernelBuilder::sync_block`].
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Each tile of 8 reverses its values through shared memory.
+    /// let mut k = KernelBuilder::new("reverse8").block(64);
+    /// let y = k.output::<u32>("y");
+    /// let tile = k.this_warp().group_by(8);
+    /// let t = index::thread_rank();
+    /// let s = k.shared_array::<u32>(64);
+    /// k.shared_write(&s, &t, t.clone() * 2u32);
+    /// k.sync(tile);
+    /// let mirror = tile.meta_group_rank() * 8u32 + (7u32 - tile.thread_rank());
+    /// k.write(&y, &t, s.read(mirror));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..64).map(|t| (t / 8 * 8 + 7 - t % 8) * 2).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn sync(&mut self, g: impl Into<Group>) {
+        let g = g.into();
+        match g.kind {
+            GroupKind::Block => {
+                self.push(OpKind::SyncBlock, Loc::caller());
+            }
+            GroupKind::LogicalWarp { .. } => {
+                self.lane_op(g, LaneOp::Sync, None, false);
+            }
+        }
+    }
+
+    /// Runs `f` on the group's rank-0 thread only and gives its result to every thread of
+    /// the group (CG's `invoke_one_broadcast`): a tile broadcasts it with a shuffle, the
+    /// block through shared memory between two block barriers. Ops in `f` run under a
+    /// condition that varies within the group, so collectives of the group there are
+    /// reported by the verifier.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // One atomic per tile of 16 reserves 16 slots; each thread writes into its own slot.
+    /// let mut k = KernelBuilder::new("reserve").block(48);
+    /// let (counter, slots) = (k.output::<u32>("counter"), k.output::<u32>("slots"));
+    /// let tile = k.this_warp().group_by(16);
+    /// let base = k.invoke_one(tile, |k| k.atomic(&counter, 0u32, Atomic::add(16u32)));
+    /// k.write(&slots, base + tile.thread_rank(), index::thread_rank());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let (mut cb, mut sb) = (dev.alloc_zeroed::<u32>(1)?, dev.alloc_zeroed::<u32>(48)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut cb, &mut sb))?;
+    /// assert_eq!(cb.to_vec()?, [48]);
+    /// let mut got = sb.to_vec()?;
+    /// got.sort();
+    /// assert_eq!(got, (0..48).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn invoke_one<T: Element>(
+        &mut self,
+        g: impl Into<Group>,
+        f: impl FnOnce(&mut Self) -> Expr<T>,
+    ) -> Expr<T> {
+        let g = g.into();
+        let result = self.var(T::default());
+        self.if_(g.thread_rank().eq(0u32), |k| {
+            let v = f(k);
+            k.set(&result, v);
+        });
+        match g.kind {
+            GroupKind::LogicalWarp { .. } => self.shfl(g, result.get(), 0u32),
+            GroupKind::Block => {
+                let cell = self.shared_array::<T>(1);
+                self.if_(g.thread_rank().eq(0u32), |k| {
+                    k.shared_write(&cell, 0u32, result.get());
+                });
+                self.sync_block();
+                self.set(&result, cell.read(0u32));
+                // No thread writes the cell again before every thread has read it.
+                self.sync_block();
+                result.get()
+            }
+        }
+    }
+
+    #[track_caller]
+    fn lane_shuffle<T: Element>(
+        &mut self,
+        g: Group,
+        op: LaneOp,
+        v: Expr<T>,
+        lane: Expr<u32>,
+    ) -> Expr<T> {
+        let (v, lane) = (self.expr(&v), self.expr(&lane));
+        let out = self.lane_out::<T>();
+        self.lane_push(g, op, Some(v), Some(lane), Some(out));
+        self.lane_result(out)
+    }
+
+    #[track_caller]
+    fn vote(&mut self, g: Group, op: LaneOp, pred: Expr<bool>) -> Expr<u32> {
+        let pred = self.expr(&pred);
+        self.lane_op(g, op, Some(pred), true)
+    }
+
+    /// A lane op with a `u32` result (or none).
+    #[track_caller]
+    fn lane_op(&mut self, g: Group, op: LaneOp, value: Option<ExprId>, result: bool) -> Expr<u32> {
+        let out = result.then(|| self.lane_out::<u32>());
+        self.lane_push(g, op, value, None, out);
+        match out {
+            Some(out) => self.lane_result(out),
+            None => Expr::lit(0),
+        }
+    }
+
+    #[track_caller]
+    fn lane_out<T: Element>(&mut self) -> DataId {
+        self.thread_data_n::<T>(1).id
+    }
+
+    fn lane_result<T: Element>(&self, out: DataId) -> Expr<T> {
+        Expr::owned(ExprKind::Item { data: out, item: 0 }, self.lineage.id())
+    }
+
+    #[track_caller]
+    fn lane_push(
+        &mut self,
+        g: Group,
+        op: LaneOp,
+        value: Option<ExprId>,
+        lane: Option<ExprId>,
+        out: Option<DataId>,
+    ) {
+        let loc = Loc::caller();
+        let group = self.group_id(g);
+        let spec = LaneSpec {
+            group,
+            op,
+            value,
+            lane,
+            out,
+        };
+        self.push(OpKind::Lanes(spec), loc);
+    }
+}
