@@ -163,6 +163,7 @@ impl Gen {
             3,                                                  // write a run
             if self.locals.is_empty() { 0 } else { 5 },         // local array
             2,                                                  // print
+            5,                                                  // lane collective
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -201,7 +202,8 @@ impl Gen {
                 21 => self.op_read_run(k),
                 22 => self.op_write_run(k),
                 23 => self.op_local(k),
-                _ => self.op_print(k),
+                24 => self.op_print(k),
+                _ => self.op_lanes(k),
             };
             if done {
                 return;

@@ -26,6 +26,7 @@ mod collectives;
 mod expr;
 mod flow;
 mod indexed;
+mod lanes;
 mod ops;
 mod print;
 mod vars;
