@@ -71,7 +71,7 @@ impl Emitter<'_> {
                     negate: false,
                     mask,
                 });
-                self.to_tile_ranks(w, bits)
+                self.tile_rank_bits(w, bits)
             }
             LaneOp::MatchAny | LaneOp::MatchAll => {
                 let src_dtype = match ir.expr(value).ty {
@@ -103,7 +103,7 @@ impl Emitter<'_> {
                     src: bits.into(),
                     mask,
                 });
-                self.to_tile_ranks(w, dst)
+                self.tile_rank_bits(w, dst)
             }
             LaneOp::Sync => return Err(self.missing(op, "value of a tile barrier")),
         };
@@ -158,7 +158,7 @@ impl Emitter<'_> {
     }
 
     /// Lane bits of the warp shifted down so that bit `i` is the tile's rank `i`.
-    fn to_tile_ranks(&mut self, w: u32, bits: Reg) -> Reg {
+    fn tile_rank_bits(&mut self, w: u32, bits: Reg) -> Reg {
         if w >= 32 {
             return bits;
         }
