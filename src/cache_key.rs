@@ -890,6 +890,7 @@ impl Canonical for LaneSpec {
     fn write(&self, w: &mut Writer) {
         let LaneSpec {
             group,
+            members,
             op,
             value,
             lane,
@@ -907,7 +908,11 @@ impl Canonical for LaneSpec {
             LaneOp::MatchAny => 7,
             LaneOp::MatchAll => 8,
             LaneOp::Sync => 9,
+            LaneOp::Coalesce => 10,
+            LaneOp::Labeled => 11,
+            LaneOp::Binary => 12,
         });
+        w.opt(members);
         w.opt(value);
         w.opt(lane);
         w.opt(out);

@@ -192,6 +192,19 @@ pub enum VerifyErrorKind {
         /// The op.
         op: LaneOp,
     },
+    /// An op of a partition (a coalesced, labeled or binary group) outside the region its
+    /// partition was made in, or after an exit (`return_if`, `break_`, `continue_`) that may
+    /// have taken some of its members away: the lanes that run it would not be its members.
+    PartitionOutOfPlace {
+        /// Where the partition was made.
+        made: Loc,
+    },
+    /// An op of a partition whose members are not a payload a partition op wrote
+    /// (hand-built IR).
+    NotAPartition {
+        /// The payload.
+        data: DataId,
+    },
     /// A parameter or payload whose dtype differs from its use.
     TypeMismatch {
         /// What the use needs.
@@ -479,12 +492,23 @@ impl fmt::Display for VerifyError {
                  threads), not {group:?}",
                 op.name()
             ),
+            PartitionOutOfPlace { made } => write!(
+                f,
+                "an op of the partition made at {made} runs outside the region it was made in, \
+                 or after an exit there: the lanes that run it may not be its members"
+            ),
+            NotAPartition { data } => write!(
+                f,
+                "{data} is not the result of `coalesced_threads`, `labeled_partition` or \
+                 `binary_partition`"
+            ),
             LaneOperands { op } => write!(
                 f,
                 "`{}` takes {}",
                 op.name(),
                 match op {
                     LaneOp::Sync => "no value, lane or result",
+                    LaneOp::Coalesce => "a result only",
                     o if o.takes_lane() => "a value, a lane and a result",
                     _ => "a value and a result, and no lane",
                 }

@@ -431,6 +431,9 @@ impl Deps<'_> {
             OpKind::SyncBlock => {}
             OpKind::Lanes(l) => {
                 self.read_exprs(node, &kind.exprs(), state);
+                if let Some(m) = l.members {
+                    self.read(node, m, state);
+                }
                 if let Some(out) = l.out {
                     self.write(node, out, true, state);
                 }

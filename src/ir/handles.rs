@@ -410,6 +410,88 @@ impl From<Warp> for Group {
     }
 }
 
+/// A partition of a warp: the lanes that share something at the point it was made (CG's
+/// `coalesced_group`), made by [`KernelBuilder::coalesced_threads`] (the lanes running
+/// together), [`KernelBuilder::labeled_partition`] (the same key) or
+/// [`KernelBuilder::binary_partition`] (the same predicate). Its members are ranked in lane
+/// order; lane collectives (`shfl`, votes, matches, `sync`, `invoke_one`) take it as their
+/// group. It may be used only in the region it was made in (the branch or loop body), with no
+/// exit between, where the lanes that run an op are its members: the verifier reports other
+/// uses.
+///
+/// [`KernelBuilder::coalesced_threads`]: crate::KernelBuilder::coalesced_threads
+/// [`KernelBuilder::labeled_partition`]: crate::KernelBuilder::labeled_partition
+/// [`KernelBuilder::binary_partition`]: crate::KernelBuilder::binary_partition
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    pub(crate) mask: DataId,
+    pub(crate) owner: BuilderId,
+    pub(crate) loc: Loc,
+}
+
+impl Partition {
+    /// Its members as lane bits of the warp (bit `l` for lane `l`).
+    pub fn mask(&self) -> Expr<u32> {
+        let kind = ExprKind::Item {
+            data: self.mask,
+            item: 0,
+        };
+        Expr::owned(kind, self.owner)
+    }
+
+    /// The thread's rank among the members: the members in lower lanes.
+    pub fn thread_rank(&self) -> Expr<u32> {
+        let below = (Expr::<u32>::lit(1) << index::lane()) - 1u32;
+        (self.mask() & below).popc()
+    }
+
+    /// How many members it has.
+    pub fn num_threads(&self) -> Expr<u32> {
+        self.mask().popc()
+    }
+}
+
+/// The threads a lane collective runs over: a tile (a logical warp, the warp; the block for
+/// [`KernelBuilder::sync`] and [`KernelBuilder::invoke_one`]) or a [`Partition`].
+///
+/// [`KernelBuilder::sync`]: crate::KernelBuilder::sync
+/// [`KernelBuilder::invoke_one`]: crate::KernelBuilder::invoke_one
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneGroup {
+    /// A group of the block.
+    Group(Group),
+    /// A partition of a warp.
+    Partition(Partition),
+}
+
+impl LaneGroup {
+    /// The thread's rank in the group.
+    pub fn thread_rank(&self) -> Expr<u32> {
+        match self {
+            LaneGroup::Group(g) => g.thread_rank(),
+            LaneGroup::Partition(p) => p.thread_rank(),
+        }
+    }
+}
+
+impl From<Group> for LaneGroup {
+    fn from(g: Group) -> LaneGroup {
+        LaneGroup::Group(g)
+    }
+}
+
+impl From<Warp> for LaneGroup {
+    fn from(w: Warp) -> LaneGroup {
+        LaneGroup::Group(w.into())
+    }
+}
+
+impl From<Partition> for LaneGroup {
+    fn from(p: Partition) -> LaneGroup {
+        LaneGroup::Partition(p)
+    }
+}
+
 /// A payload: `items` registers of `T` per thread, with a static arrangement the planner
 /// tracks. Slots start unwritten.
 #[derive(Debug)]

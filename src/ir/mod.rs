@@ -40,8 +40,9 @@ pub use error::{DefinedAt, TransferControl, VerifyError, VerifyErrorKind, Verify
 pub use expr::{Expr, index, select};
 pub use format::{MAX_PRINT_DECIMALS, PrintPiece, PrintProblem, PrintSpec};
 pub use handles::{
-    ArrayIndex, AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LocalArray, Output,
-    Readable, Scalar, SharedArray, TempStorage, ThreadData, Tile, Var, Warp, Writable,
+    ArrayIndex, AtomicTarget, Buffer, ConstArray, ElementIndex, Group, Input, LaneGroup,
+    LocalArray, Output, Partition, Readable, Scalar, SharedArray, TempStorage, ThreadData, Tile,
+    Var, Warp, Writable,
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,

@@ -233,12 +233,11 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
         OpKind::Lanes(l) => {
             let args: Vec<String> = l.value.into_iter().chain(l.lane).map(e).collect();
             let out = l.out.map(|d| format!("{d}[0] = ")).unwrap_or_default();
-            format!(
-                "{out}{}.{}({})",
-                group_name(ir, l.group),
-                l.op.name(),
-                args.join(", ")
-            )
+            let group = match l.members {
+                Some(m) => format!("partition({m})"),
+                None => group_name(ir, l.group),
+            };
+            format!("{out}{group}.{}({})", l.op.name(), args.join(", "))
         }
         OpKind::Print { pieces, args } => {
             let args: Vec<String> = args.iter().map(|a| e(*a)).collect();

@@ -515,7 +515,7 @@ mod tests {
         KernelImage::generated(parts, Bounds::Checked, Vec::new())
     }
 
-    const PINNED_DIGEST: u128 = 0x9417_ac89_ab95_59b1_ad23_6257_4797_c842;
+    const PINNED_DIGEST: u128 = 0x4039_1fc7_3521_eb30_8fa4_1ad4_49c5_de00;
 
     #[test]
     fn image_key_is_stable_and_structural() {

@@ -334,3 +334,167 @@ fn the_verifier_knows_who_runs_a_tile_op() {
         "{found:?}"
     );
 }
+
+/// Per warp, the threads of `set(t)` in lane order (the partition a thread belongs to).
+fn members(block: u32, t: u32, same: &dyn Fn(u32, u32) -> bool) -> Vec<u32> {
+    let w0 = t / 32 * 32;
+    (w0..(w0 + 32).min(block)).filter(|&u| same(t, u)).collect()
+}
+
+/// Coalesced groups in a data-dependent branch, labeled partitions of tiles, and binary
+/// partitions of coalesced groups: ranks, sizes, lanes, shuffles by rank, votes and ballots
+/// in rank order, against a CPU model of the partitions.
+#[test]
+fn partitions_rank_their_members_in_lane_order() {
+    let dev = device();
+    let mut batch = Batch::default();
+    for block in [32u32, 40, 64, 100] {
+        let name = format!("partitions_{block}");
+        let mut k = KernelBuilder::new(name.clone()).block(block);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let t = index::thread_rank();
+        let v = x.at(&t);
+        const SLOTS: u32 = 14;
+        let slot = |i: u32| t.clone() + i * block;
+        k.if_((v.clone() % 3u32).ne(0u32), |k| {
+            let g = k.coalesced_threads();
+            k.write(&y, slot(0), g.thread_rank() + g.num_threads() * 100u32);
+            k.write(&y, slot(1), g.mask());
+            let s0 = k.shfl(g, v.clone(), 0u32);
+            let s1 = k.shfl(g, v.clone(), (g.thread_rank() + 2u32) % g.num_threads());
+            let s2 = k.shfl_up(g, v.clone(), 1u32);
+            let s3 = k.shfl_down(g, v.clone(), 3u32);
+            let s4 = k.shfl_xor(g, v.clone(), 1u32);
+            for (i, s) in [s0, s1, s2, s3, s4].into_iter().enumerate() {
+                k.write(&y, slot(2 + i as u32), s);
+            }
+            let odd = (v.clone() % 2u32).eq(1u32);
+            let ballot = k.ballot(g, odd.clone());
+            let any = k.any(g, v.clone().gt(90u32));
+            let same = k.match_any(g, v.clone() % 4u32);
+            k.write(&y, slot(7), ballot);
+            k.write(&y, slot(8), any.select(1u32, 0u32));
+            k.write(&y, slot(9), same);
+            // The odd and the even members of the coalesced group.
+            let b = k.binary_partition(g, odd);
+            k.write(&y, slot(10), b.thread_rank() + b.num_threads() * 100u32);
+            let lead = k.invoke_one(b, |_| v.clone() * 10u32);
+            k.write(&y, slot(11), lead);
+        });
+        // Labeled partitions of tiles of 8 by key.
+        let tile = k.this_warp().group_by(8);
+        let key = v.clone() % 3u32;
+        let p = k.labeled_partition(tile, key);
+        k.write(&y, slot(12), p.mask());
+        let s = k.shfl_down(p, v.clone(), 1u32);
+        k.write(&y, slot(13), s);
+        let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+        batch.add(&kernel);
+        let xs: Vec<u32> = (0..block).map(|i| (i * 37 + 11) % 101).collect();
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev
+            .alloc_filled((SLOTS * block) as usize, 7777u32)
+            .expect("alloc");
+        dev.compile(&kernel)
+            .and_then(|f| f.launch_grid(1, (&xb, &mut yb)))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ys = yb.to_vec().expect("download");
+        let x = |i: u32| xs[i as usize];
+        let lanes = |m: &[u32]| m.iter().map(|&u| 1u32 << (u % 32)).sum::<u32>();
+        let ranks = |m: &[u32], f: &dyn Fn(u32) -> bool| -> u32 {
+            (m.iter().enumerate())
+                .filter(|&(_, &u)| f(u))
+                .map(|(j, _)| 1u32 << j)
+                .sum()
+        };
+        for t in 0..block {
+            let at = |i: u32| ys[(t + i * block) as usize];
+            let kept = |u: u32| x(u) % 3 != 0;
+            if kept(t) {
+                let g = members(block, t, &|_, u| kept(u));
+                let (n, r) = (g.len(), g.iter().position(|&u| u == t).unwrap());
+                let by_rank = |j: Option<usize>| match j {
+                    Some(j) if j < n => x(g[j]),
+                    _ => x(t),
+                };
+                let want = [
+                    (r + n * 100) as u32,
+                    lanes(&g),
+                    by_rank(Some(0)),
+                    by_rank(Some((r + 2) % n)),
+                    by_rank(r.checked_sub(1)),
+                    by_rank(Some(r + 3)),
+                    by_rank(Some(r ^ 1)),
+                    ranks(&g, &|u| x(u) % 2 == 1),
+                    u32::from(g.iter().any(|&u| x(u) > 90)),
+                    ranks(&g, &|u| x(u) % 4 == x(t) % 4),
+                ];
+                for (i, w) in want.into_iter().enumerate() {
+                    assert_eq!(at(i as u32), w, "{name}: thread {t} slot {i}");
+                }
+                let b: Vec<u32> = (g.iter().copied())
+                    .filter(|&u| x(u) % 2 == x(t) % 2)
+                    .collect();
+                let rb = b.iter().position(|&u| u == t).unwrap();
+                assert_eq!(at(10), (rb + b.len() * 100) as u32, "{name}: thread {t}");
+                assert_eq!(at(11), x(b[0]) * 10, "{name}: thread {t}");
+            } else {
+                for i in 0..12 {
+                    assert_eq!(at(i), 7777, "{name}: thread {t} slot {i}");
+                }
+            }
+            let p: Vec<u32> = (t / 8 * 8..(t / 8 * 8 + 8).min(block))
+                .filter(|&u| x(u) % 3 == x(t) % 3)
+                .collect();
+            let rp = p.iter().position(|&u| u == t).unwrap();
+            assert_eq!(at(12), lanes(&p), "{name}: thread {t}");
+            let down = p.get(rp + 1).map_or(x(t), |&u| x(u));
+            assert_eq!(at(13), down, "{name}: thread {t}");
+        }
+    }
+}
+
+/// A partition is used only where its lanes run: not in a branch inside its region, not
+/// after an exit, not outside its branch.
+#[test]
+fn partitions_stay_in_their_region() {
+    let out_of_place = |k: KernelBuilder, line: u32| match k.build() {
+        Err(Error::Verify(e)) => assert!(
+            e.errors.iter().any(|e| {
+                matches!(e.kind, VerifyErrorKind::PartitionOutOfPlace { .. }) && e.loc.line == line
+            }),
+            "{e}"
+        ),
+        other => panic!("expected PartitionOutOfPlace at line {line}, got {other:?}"),
+    };
+    let t = || index::thread_rank();
+    // In a nested branch.
+    let mut k = KernelBuilder::new("nested").block(64);
+    let y = k.output::<u32>("y");
+    let g = k.coalesced_threads();
+    let line = line!() + 2;
+    k.if_(t().lt(5u32), |k| {
+        let v = k.shfl(g, t(), 0u32);
+        k.write(&y, t(), v);
+    });
+    out_of_place(k, line);
+    // After an exit.
+    let mut k = KernelBuilder::new("after_exit").block(64);
+    let y = k.output::<u32>("y");
+    let g = k.coalesced_threads();
+    k.return_if(t().eq(3u32));
+    let line = line!() + 1;
+    let v = k.any(g, t().eq(4u32));
+    k.write(&y, t(), v.select(1u32, 0u32));
+    out_of_place(k, line);
+    // Outside its branch.
+    let mut k = KernelBuilder::new("outside").block(64);
+    let y = k.output::<u32>("y");
+    let mut made = None;
+    k.if_(t().lt(40u32), |k| made = Some(k.coalesced_threads()));
+    let g = made.expect("made");
+    let line = line!() + 1;
+    let v = k.ballot(g, t().eq(4u32));
+    k.write(&y, t(), v);
+    out_of_place(k, line);
+}

@@ -6,7 +6,8 @@ use super::KernelBuilder;
 use crate::ir::dtype::Element;
 use crate::ir::entities::{DataId, ExprId, Loc};
 use crate::ir::expr::{Expr, ExprKind};
-use crate::ir::handles::Group;
+use crate::ir::handles::{Group, LaneGroup, Partition};
+use crate::ir::identity::Table;
 use crate::ir::ops::*;
 
 impl KernelBuilder {
@@ -39,7 +40,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn shfl<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
         src: impl Into<Expr<u32>>,
     ) -> Expr<T> {
@@ -76,7 +77,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn shfl_up<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
         delta: impl Into<Expr<u32>>,
     ) -> Expr<T> {
@@ -113,7 +114,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn shfl_down<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
         delta: impl Into<Expr<u32>>,
     ) -> Expr<T> {
@@ -150,7 +151,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn shfl_xor<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
         mask: impl Into<Expr<u32>>,
     ) -> Expr<T> {
@@ -190,21 +191,21 @@ impl KernelBuilder {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     #[track_caller]
-    pub fn any(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+    pub fn any(&mut self, g: impl Into<LaneGroup>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
         self.vote(g.into(), LaneOp::Any, pred.into()).ne(0u32)
     }
 
     /// Whether `pred` holds on every thread of the tile `g` (CG's `all`); see
     /// [`KernelBuilder::any`].
     #[track_caller]
-    pub fn all(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+    pub fn all(&mut self, g: impl Into<LaneGroup>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
         self.vote(g.into(), LaneOp::All, pred.into()).ne(0u32)
     }
 
     /// The ranks of the tile `g` on which `pred` holds, as bits (bit `i` for rank `i`; CG's
     /// `ballot`); see [`KernelBuilder::any`].
     #[track_caller]
-    pub fn ballot(&mut self, g: impl Into<Group>, pred: impl Into<Expr<bool>>) -> Expr<u32> {
+    pub fn ballot(&mut self, g: impl Into<LaneGroup>, pred: impl Into<Expr<bool>>) -> Expr<u32> {
         self.vote(g.into(), LaneOp::Ballot, pred.into())
     }
 
@@ -238,7 +239,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn match_any<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
     ) -> Expr<u32> {
         let value = self.expr(&value.into());
@@ -251,7 +252,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn match_all<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         value: impl Into<Expr<T>>,
     ) -> Expr<u32> {
         let value = self.expr(&value.into());
@@ -287,13 +288,15 @@ impl KernelBuilder {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     #[track_caller]
-    pub fn sync(&mut self, g: impl Into<Group>) {
-        let g = g.into();
-        match g.kind {
-            GroupKind::Block => {
+    pub fn sync(&mut self, g: impl Into<LaneGroup>) {
+        match g.into() {
+            LaneGroup::Group(Group {
+                kind: GroupKind::Block,
+                ..
+            }) => {
                 self.push(OpKind::SyncBlock, Loc::caller());
             }
-            GroupKind::LogicalWarp { .. } => {
+            g => {
                 self.lane_op(g, LaneOp::Sync, None, false);
             }
         }
@@ -330,7 +333,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn invoke_one<T: Element>(
         &mut self,
-        g: impl Into<Group>,
+        g: impl Into<LaneGroup>,
         f: impl FnOnce(&mut Self) -> Expr<T>,
     ) -> Expr<T> {
         let g = g.into();
@@ -339,9 +342,13 @@ impl KernelBuilder {
             let v = f(k);
             k.set(&result, v);
         });
-        match g.kind {
-            GroupKind::LogicalWarp { .. } => self.shfl(g, result.get(), 0u32),
-            GroupKind::Block => {
+        match g {
+            LaneGroup::Group(Group {
+                kind: GroupKind::LogicalWarp { .. },
+                ..
+            })
+            | LaneGroup::Partition(_) => self.shfl(g, result.get(), 0u32),
+            LaneGroup::Group(g) => {
                 let cell = self.shared_array::<T>(1);
                 self.if_(g.thread_rank().eq(0u32), |k| {
                     k.shared_write(&cell, 0u32, result.get());
@@ -355,10 +362,136 @@ impl KernelBuilder {
         }
     }
 
+    /// The lanes of the warp that run this op together, as a [`Partition`] (CG's
+    /// `coalesced_threads`): in a branch, the warp's threads that took it. Its members rank
+    /// themselves among the active threads; the basis of warp-aggregated atomics.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Stream compaction: the threads keeping their value take slots with one atomic per
+    /// // warp (the group's leader adds the group's size), then write at base + rank.
+    /// let mut k = KernelBuilder::new("compact").block(64);
+    /// let (x, y, n) = (k.input::<u32>("x"), k.output::<u32>("y"), k.output::<u32>("n"));
+    /// let t = index::block_index() * 64u32 + index::thread_rank();
+    /// let v = x.at(&t);
+    /// k.if_((v.clone() % 3u32).eq(0u32), |k| {
+    ///     let g = k.coalesced_threads();
+    ///     let base = k.invoke_one(g, |k| k.atomic(&n, 0u32, Atomic::add(g.num_threads())));
+    ///     k.write(&y, base + g.thread_rank(), v.clone());
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..256).collect::<Vec<u32>>())?;
+    /// let (mut yb, mut nb) = (dev.alloc_zeroed::<u32>(256)?, dev.alloc_zeroed::<u32>(1)?);
+    /// dev.compile(&kernel)?.launch_grid(4, (&xb, &mut yb, &mut nb))?;
+    /// let kept = nb.to_vec()?[0] as usize;
+    /// let mut got = yb.to_vec()?[..kept].to_vec();
+    /// got.sort();
+    /// assert_eq!(got, (0..256).filter(|v| v % 3 == 0).collect::<Vec<u32>>());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn coalesced_threads(&mut self) -> Partition {
+        let loc = Loc::caller();
+        let warp = Group {
+            kind: GroupKind::LogicalWarp { width: 32 },
+            loc,
+        };
+        self.partition(LaneGroup::Group(warp), LaneOp::Coalesce, None)
+    }
+
+    /// Splits the group `g` (a tile or a partition) into the parts whose `key` has the same
+    /// bits, and gives this thread's part (CG's `labeled_partition`, through
+    /// `match.any.sync`).
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // A histogram of 4 bins where each warp's updates of one bin combine into one atomic.
+    /// let mut k = KernelBuilder::new("hist4").block(64);
+    /// let (x, bins) = (k.input::<u32>("x"), k.output::<u32>("bins"));
+    /// let t = index::thread_rank();
+    /// let bin = x.at(&t) % 4u32;
+    /// let part = k.labeled_partition(k.this_warp(), bin.clone());
+    /// k.if_(part.thread_rank().eq(0u32), |k| {
+    ///     k.atomic(&bins, bin.clone(), Atomic::add(part.num_threads()));
+    /// });
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..64).map(|i| i * i).collect::<Vec<u32>>())?;
+    /// let mut bb = dev.alloc_zeroed::<u32>(4)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut bb))?;
+    /// // Squares are 0 or 1 mod 4: 32 of each.
+    /// assert_eq!(bb.to_vec()?, [32, 32, 0, 0]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn labeled_partition<T: Element>(
+        &mut self,
+        g: impl Into<LaneGroup>,
+        key: impl Into<Expr<T>>,
+    ) -> Partition {
+        let key = self.expr(&key.into());
+        self.partition(g.into(), LaneOp::Labeled, Some(key))
+    }
+
+    /// Splits the group `g` (a tile or a partition) into the threads where `pred` holds and
+    /// those where it does not, and gives this thread's part (CG's `binary_partition`).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Odd and even lanes of each warp count themselves.
+    /// let mut k = KernelBuilder::new("odd_even").block(40);
+    /// let y = k.output::<u32>("y");
+    /// let t = index::thread_rank();
+    /// let part = k.binary_partition(k.this_warp(), (t.clone() % 2u32).eq(1u32));
+    /// k.write(&y, &t, part.num_threads() * 100u32 + part.thread_rank());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(40)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let ys = yb.to_vec()?;
+    /// // The second warp has 8 threads: 4 even, 4 odd.
+    /// assert_eq!([ys[0], ys[3], ys[32], ys[39]], [1600, 1601, 400, 403]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn binary_partition(
+        &mut self,
+        g: impl Into<LaneGroup>,
+        pred: impl Into<Expr<bool>>,
+    ) -> Partition {
+        let pred = self.expr(&pred.into());
+        self.partition(g.into(), LaneOp::Binary, Some(pred))
+    }
+
+    #[track_caller]
+    fn partition(&mut self, g: LaneGroup, op: LaneOp, value: Option<ExprId>) -> Partition {
+        let loc = Loc::caller();
+        let out = self.lane_out::<u32>();
+        self.lane_push(g, op, value, None, Some(out));
+        Partition {
+            mask: out,
+            owner: self.lineage.id(),
+            loc,
+        }
+    }
+
     #[track_caller]
     fn lane_shuffle<T: Element>(
         &mut self,
-        g: Group,
+        g: LaneGroup,
         op: LaneOp,
         v: Expr<T>,
         lane: Expr<u32>,
@@ -370,14 +503,20 @@ impl KernelBuilder {
     }
 
     #[track_caller]
-    fn vote(&mut self, g: Group, op: LaneOp, pred: Expr<bool>) -> Expr<u32> {
+    fn vote(&mut self, g: LaneGroup, op: LaneOp, pred: Expr<bool>) -> Expr<u32> {
         let pred = self.expr(&pred);
         self.lane_op(g, op, Some(pred), true)
     }
 
     /// A lane op with a `u32` result (or none).
     #[track_caller]
-    fn lane_op(&mut self, g: Group, op: LaneOp, value: Option<ExprId>, result: bool) -> Expr<u32> {
+    fn lane_op(
+        &mut self,
+        g: LaneGroup,
+        op: LaneOp,
+        value: Option<ExprId>,
+        result: bool,
+    ) -> Expr<u32> {
         let out = result.then(|| self.lane_out::<u32>());
         self.lane_push(g, op, value, None, out);
         match out {
@@ -398,16 +537,27 @@ impl KernelBuilder {
     #[track_caller]
     fn lane_push(
         &mut self,
-        g: Group,
+        g: LaneGroup,
         op: LaneOp,
         value: Option<ExprId>,
         lane: Option<ExprId>,
         out: Option<DataId>,
     ) {
         let loc = Loc::caller();
-        let group = self.group_id(g);
+        let (group, members) = match g {
+            LaneGroup::Group(g) => (self.group_id(g), None),
+            LaneGroup::Partition(p) => {
+                self.check_owner(p.owner, Table::Data, p.mask.0, "partition");
+                let warp = Group {
+                    kind: GroupKind::LogicalWarp { width: 32 },
+                    loc: p.loc,
+                };
+                (self.group_id(warp), Some(p.mask))
+            }
+        };
         let spec = LaneSpec {
             group,
+            members,
             op,
             value,
             lane,

@@ -39,11 +39,20 @@ pub enum LaneOp {
     /// A barrier of the tile's threads (`bar.warp.sync`): their shared and global accesses
     /// before it happen before those after it.
     Sync,
+    /// The lanes of the warp that run it together, as lane bits (`activemask`): the members
+    /// of a coalesced group. Its group is the warp; it needs no participation.
+    Coalesce,
+    /// The lanes of the group whose value has the same bits as this thread's, as lane bits
+    /// (`match.any.sync`): the members of this thread's part of a labeled partition.
+    Labeled,
+    /// The lanes of the group whose predicate equals this thread's, as lane bits (a ballot):
+    /// the members of this thread's part of a binary partition.
+    Binary,
 }
 
 impl LaneOp {
     /// Every lane collective, in declaration order.
-    pub const ALL: [LaneOp; 10] = [
+    pub const ALL: [LaneOp; 13] = [
         LaneOp::Shfl,
         LaneOp::ShflUp,
         LaneOp::ShflDown,
@@ -54,6 +63,9 @@ impl LaneOp {
         LaneOp::MatchAny,
         LaneOp::MatchAll,
         LaneOp::Sync,
+        LaneOp::Coalesce,
+        LaneOp::Labeled,
+        LaneOp::Binary,
     ];
 
     /// Its name, as the builder method's.
@@ -69,6 +81,9 @@ impl LaneOp {
             LaneOp::MatchAny => "match_any",
             LaneOp::MatchAll => "match_all",
             LaneOp::Sync => "sync",
+            LaneOp::Coalesce => "coalesced_threads",
+            LaneOp::Labeled => "labeled_partition",
+            LaneOp::Binary => "binary_partition",
         }
     }
 
@@ -80,17 +95,42 @@ impl LaneOp {
         )
     }
 
-    /// Whether its value is a predicate (the votes).
+    /// Whether its value is a predicate (the votes and binary partitions).
     pub fn votes(self) -> bool {
-        matches!(self, LaneOp::Any | LaneOp::All | LaneOp::Ballot)
+        matches!(
+            self,
+            LaneOp::Any | LaneOp::All | LaneOp::Ballot | LaneOp::Binary
+        )
+    }
+
+    /// Whether it takes a value.
+    pub fn takes_value(self) -> bool {
+        !matches!(self, LaneOp::Sync | LaneOp::Coalesce)
+    }
+
+    /// Whether it gives a result.
+    pub fn gives_result(self) -> bool {
+        self != LaneOp::Sync
+    }
+
+    /// Whether its result is a set of lanes of the warp (the members of a partition), not
+    /// of tile ranks.
+    pub fn makes_partition(self) -> bool {
+        matches!(self, LaneOp::Coalesce | LaneOp::Labeled | LaneOp::Binary)
     }
 }
 
-/// A lane collective: every thread of the tile runs it together.
+/// A lane collective: every thread of the tile runs it together, or, with `members`, every
+/// thread of a partition (a set of lanes of the warp).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LaneSpec {
-    /// The tile (a logical warp).
+    /// The tile (a logical warp; the warp for an op of a partition).
     pub group: GroupId,
+    /// The partition the op runs over instead of the tile: the one-item `u32` payload an op
+    /// that [makes partitions](LaneOp::makes_partition) wrote, holding its lanes. Ranks are
+    /// then the members' ranks in lane order, and the op is run by exactly those lanes: the
+    /// verifier has it in the region its partition was made in, with no exit between.
+    pub members: Option<DataId>,
     /// What it computes.
     pub op: LaneOp,
     /// The value shuffled or matched (any dtype), or the predicate voted on (`bool`); none

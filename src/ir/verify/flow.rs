@@ -310,6 +310,7 @@ fn uniformity(
     let mut voted = vec![None; ir.datas.len()];
     for op in &ir.ops {
         if let OpKind::Lanes(l) = &op.kind
+            && l.members.is_none()
             && matches!(
                 l.op,
                 LaneOp::Any | LaneOp::All | LaneOp::Ballot | LaneOp::MatchAll

@@ -38,6 +38,14 @@ pub fn program(ir: &Ir, launch: &str) -> String {
         out: String::new(),
         depth: 1,
         olds,
+        partitions: ir
+            .ops
+            .iter()
+            .filter_map(|o| match &o.kind {
+                OpKind::Lanes(l) if l.op.makes_partition() => l.out,
+                _ => None,
+            })
+            .collect(),
         declared: vec![false; ir.datas.len()],
         total: None,
         pending: None,
@@ -61,6 +69,8 @@ struct Printer<'a> {
     depth: usize,
     /// The payloads atomics put their old values in: expressions (`let d3 = k.atomic(..)`).
     olds: std::collections::HashSet<DataId>,
+    /// The payloads holding partitions' lanes (`Partition` handles in the program).
+    partitions: std::collections::HashSet<DataId>,
     declared: Vec<bool>,
     /// Inside a prefix callback: the aggregate payload, read as the callback's `total`.
     total: Option<DataId>,
@@ -545,8 +555,15 @@ impl Printer<'_> {
             }
             OpKind::SyncBlock => self.line("k.sync_block();"),
             OpKind::Lanes(l) => {
-                let g = self.group(l.group);
-                let mut args = vec![g];
+                let g = match l.members {
+                    Some(m) => format!("{m}"),
+                    None => self.group(l.group),
+                };
+                let mut args = if l.op == LaneOp::Coalesce {
+                    Vec::new()
+                } else {
+                    vec![g]
+                };
                 args.extend(l.value.map(|v| self.expr(v)));
                 args.extend(l.lane.map(|v| self.expr(v)));
                 let call = format!("k.{}({})", l.op.name(), args.join(", "));
@@ -771,6 +788,8 @@ impl Printer<'_> {
             ExprKind::Item { data, item } => {
                 if self.total == Some(*data) {
                     "total.clone()".into()
+                } else if self.partitions.contains(data) {
+                    format!("{data}.mask()")
                 } else if self.olds.contains(data) {
                     format!("{data}.clone()")
                 } else if self.ir.datas.get(data.index()).is_some_and(|d| d.var) {

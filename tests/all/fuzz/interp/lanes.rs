@@ -1,76 +1,147 @@
 //! Lane collectives, from `LaneOp`'s documentation: each tile of `w` threads (fewer in the
-//! block's last) shuffles, votes and matches among its own threads; a source rank outside the
-//! tile gives the thread its own value. A tile barrier orders nothing the interpreter tracks
-//! (its races are the block's, between block barriers), so it only checks participation.
+//! block's last) or each partition (a set of lanes of a warp, ranked in lane order) shuffles,
+//! votes and matches among its own threads; a source rank outside it gives the thread its own
+//! value. `coalesced_threads` gives the active lanes of the warp; labeled and binary
+//! partitions the lanes of the group with the same key or predicate. A tile barrier orders
+//! nothing the interpreter tracks (its races are the block's, between block barriers), so it
+//! only checks participation.
 
-use super::Block;
 use super::value::{V, derive, mask};
+use super::{Block, Event};
 use coopgraph::ir::ops::{LaneOp, LaneSpec};
 use coopgraph::ir::{DType, GroupKind};
 
 impl Block<'_> {
     pub(super) fn lanes(&mut self, l: &LaneSpec, active: &[bool]) {
         let w = match self.ir.groups[l.group.index()].kind {
-            GroupKind::LogicalWarp { width } => width.max(1),
+            GroupKind::LogicalWarp { width } => width.max(1) as usize,
             GroupKind::Block => return,
         };
-        for (g0, n) in self.groups(l.group, active) {
-            let (Some(value), Some(out)) = (l.value, l.out) else {
-                continue;
-            };
-            let vals: Vec<V> = (g0..g0 + n).map(|t| self.eval(value, self.cx(t))).collect();
-            let dt = match self.ir.expr(value).ty {
-                coopgraph::ir::expr::VType::D(d) => d,
-                coopgraph::ir::expr::VType::Bool => DType::U32,
-            };
-            let flags = vals.iter().fold(0, |f, v| f | v.flags);
-            for r in 0..n {
-                let t = g0 + r;
-                let got = if l.op.takes_lane() {
-                    let Some(lane) = l.lane else { continue };
-                    let lane = self.eval(lane, self.cx(t));
-                    self.check_defined(lane, "a shuffle's lane");
-                    let lane = lane.bits as u32;
-                    let r = r as u32;
-                    let src = match l.op {
-                        LaneOp::Shfl => Some(lane % w),
-                        LaneOp::ShflUp => r.checked_sub(lane.min(w)),
-                        LaneOp::ShflDown => Some(r + lane.min(w)),
-                        _ => Some(r ^ (lane % w)),
-                    };
-                    match src {
-                        Some(j) if (j as usize) < n => vals[j as usize],
-                        _ => vals[r as usize],
-                    }
-                } else {
-                    let key = |v: V| v.bits & mask(dt);
-                    let bits = |f: &dyn Fn(V) -> bool| -> u64 {
-                        (0..n).filter(|&j| f(vals[j])).map(|j| 1u64 << j).sum()
-                    };
-                    let all = if n >= 32 {
-                        u64::from(u32::MAX)
-                    } else {
-                        (1u64 << n) - 1
-                    };
-                    let truth = bits(&|v| v.bits != 0);
-                    let mine = key(vals[r]);
-                    let result = match l.op {
-                        LaneOp::Any => u64::from(truth != 0),
-                        LaneOp::All => u64::from(truth == all),
-                        LaneOp::Ballot => truth,
-                        LaneOp::MatchAny => bits(&|v| key(v) == mine),
-                        _ => {
-                            if bits(&|v| key(v) == mine) == all {
-                                all
-                            } else {
-                                0
-                            }
-                        }
-                    };
-                    V::with(result, derive(flags))
-                };
-                self.set(out, t, 0, got);
+        // The sets of threads that run the op together, each in rank order.
+        let mut sets: Vec<Vec<usize>> = Vec::new();
+        if l.op == LaneOp::Coalesce {
+            for w0 in (0..self.threads).step_by(32) {
+                let set: Vec<usize> = (w0..(w0 + 32).min(self.threads))
+                    .filter(|&t| active[t])
+                    .collect();
+                if !set.is_empty() {
+                    sets.push(set);
+                }
             }
+        } else if let Some(m) = l.members {
+            for w0 in (0..self.threads).step_by(32) {
+                let warp: Vec<usize> = (w0..(w0 + 32).min(self.threads)).collect();
+                for &t in &warp {
+                    if !active[t] || sets.iter().any(|s| s.contains(&t)) {
+                        continue;
+                    }
+                    let lanes = self.get(m, t, 0);
+                    self.check_defined(lanes, "a partition's lanes");
+                    let set: Vec<usize> = (warp.iter().copied())
+                        .filter(|&u| lanes.bits >> (u - w0) & 1 == 1)
+                        .collect();
+                    // Exactly the members run it, and each sees the same lanes.
+                    let runs = |u: usize| active[u] && self.get(m, u, 0).bits == lanes.bits;
+                    if !set.contains(&t) || !set.iter().all(|&u| runs(u)) {
+                        self.event(Event::Participation { op: self.op });
+                        return;
+                    }
+                    sets.push(set);
+                }
+            }
+        } else {
+            sets = (self.groups(l.group, active).into_iter())
+                .map(|(g0, n)| (g0..g0 + n).collect())
+                .collect();
+        }
+        let Some(out) = l.out else {
+            return;
+        };
+        for set in sets {
+            self.lanes_of(l, &set, w, out);
+        }
+    }
+
+    /// The op over one set of threads, in rank order.
+    fn lanes_of(&mut self, l: &LaneSpec, set: &[usize], w: usize, out: coopgraph::ir::DataId) {
+        let n = set.len();
+        let lane_bit = |t: usize| 1u64 << (t % 32);
+        if l.op == LaneOp::Coalesce {
+            let lanes: u64 = set.iter().map(|&t| lane_bit(t)).sum();
+            for &t in set {
+                self.set(out, t, 0, V::exact(lanes));
+            }
+            return;
+        }
+        let Some(value) = l.value else {
+            return;
+        };
+        let vals: Vec<V> = set.iter().map(|&t| self.eval(value, self.cx(t))).collect();
+        let dt = match self.ir.expr(value).ty {
+            coopgraph::ir::expr::VType::D(d) => d,
+            coopgraph::ir::expr::VType::Bool => DType::U32,
+        };
+        let flags = vals.iter().fold(0, |f, v| f | v.flags);
+        // A tile's ranks; a partition's (and a coalesced group's) ranks count its members.
+        let width = if l.members.is_some() { usize::MAX } else { w };
+        for (r, &t) in set.iter().enumerate() {
+            let got = if l.op.takes_lane() {
+                let Some(lane) = l.lane else { continue };
+                let lane = self.eval(lane, self.cx(t));
+                self.check_defined(lane, "a shuffle's lane");
+                let lane = lane.bits as u32 as usize;
+                let w = width.min(u32::MAX as usize);
+                let src = match l.op {
+                    LaneOp::Shfl if l.members.is_some() => Some(lane),
+                    LaneOp::Shfl => Some(lane % w),
+                    LaneOp::ShflUp => r.checked_sub(lane.min(w)),
+                    LaneOp::ShflDown => r.checked_add(lane.min(w)),
+                    _ if l.members.is_some() => Some(r ^ lane),
+                    _ => Some(r ^ (lane % w)),
+                };
+                match src {
+                    Some(j) if j < n => vals[j],
+                    _ => vals[r],
+                }
+            } else {
+                let key = |v: V| v.bits & mask(dt);
+                let ranks = |f: &dyn Fn(V) -> bool| -> u64 {
+                    (0..n).filter(|&j| f(vals[j])).map(|j| 1u64 << j).sum()
+                };
+                let lanes = |f: &dyn Fn(V) -> bool| -> u64 {
+                    (0..n)
+                        .filter(|&j| f(vals[j]))
+                        .map(|j| lane_bit(set[j]))
+                        .sum()
+                };
+                let all = if n >= 32 {
+                    u64::from(u32::MAX)
+                } else {
+                    (1u64 << n) - 1
+                };
+                let truth = ranks(&|v| v.bits != 0);
+                let mine = key(vals[r]);
+                let result = match l.op {
+                    LaneOp::Any => u64::from(truth != 0),
+                    LaneOp::All => u64::from(truth == all),
+                    LaneOp::Ballot => truth,
+                    LaneOp::MatchAny => ranks(&|v| key(v) == mine),
+                    LaneOp::MatchAll => {
+                        if ranks(&|v| key(v) == mine) == all {
+                            all
+                        } else {
+                            0
+                        }
+                    }
+                    LaneOp::Labeled => lanes(&|v| key(v) == mine),
+                    _ => {
+                        let p = vals[r].bits != 0;
+                        lanes(&|v| (v.bits != 0) == p)
+                    }
+                };
+                V::with(result, derive(flags))
+            };
+            self.set(out, t, 0, got);
         }
     }
 }
