@@ -363,8 +363,11 @@ impl KernelBuilder {
     }
 
     /// The lanes of the warp that run this op together, as a [`Partition`] (CG's
-    /// `coalesced_threads`): in a branch, the warp's threads that took it. Its members rank
-    /// themselves among the active threads; the basis of warp-aggregated atomics.
+    /// `coalesced_threads`): in a branch the warp entered together, the warp's threads that
+    /// took it. Its members rank themselves among the active threads; the basis of
+    /// warp-aggregated atomics. As on the GPU, lanes that arrive apart (after a loop some of
+    /// them ran longer) may make groups of their own: code over a coalesced group should be
+    /// correct for any split of the lanes, as warp-aggregated atomics are.
     ///
     /// ```
     /// use coopgraph::ir::{Atomic, index};

@@ -1,12 +1,15 @@
 //! Lane collectives, from `LaneOp`'s documentation: each tile of `w` threads (fewer in the
 //! block's last) or each partition (a set of lanes of a warp, ranked in lane order) shuffles,
 //! votes and matches among its own threads; a source rank outside it gives the thread its own
-//! value. `coalesced_threads` gives the active lanes of the warp; labeled and binary
-//! partitions the lanes of the group with the same key or predicate. A tile barrier orders
+//! value. `coalesced_threads` gives lanes of the warp that run it together: here all its active
+//! lanes, but lanes that arrive apart (after a loop some ran longer, as the simulator and the
+//! GPU schedule them) make groups of their own, so its lanes, and everything computed over a
+//! partition made from them, are unspecified and scheduling-dependent. Labeled and binary
+//! partitions give the lanes of the group with the same key or predicate. A tile barrier orders
 //! nothing the interpreter tracks (its races are the block's, between block barriers), so it
 //! only checks participation.
 
-use super::value::{V, derive, mask};
+use super::value::{NONDET, UNSPEC, V, derive, mask};
 use super::{Block, Event};
 use coopgraph::ir::ops::{LaneOp, LaneSpec};
 use coopgraph::ir::{DType, GroupKind};
@@ -69,10 +72,14 @@ impl Block<'_> {
         if l.op == LaneOp::Coalesce {
             let lanes: u64 = set.iter().map(|&t| lane_bit(t)).sum();
             for &t in set {
-                self.set(out, t, 0, V::exact(lanes));
+                self.set(out, t, 0, V::with(lanes, UNSPEC | NONDET));
             }
             return;
         }
+        // What the partition's lanes leave unknown, everything over it is.
+        let unknown_lanes = l.members.map_or(0, |m| {
+            set.iter().fold(0, |f, &t| f | self.get(m, t, 0).flags) & (UNSPEC | NONDET)
+        });
         let Some(value) = l.value else {
             return;
         };
@@ -81,7 +88,7 @@ impl Block<'_> {
             coopgraph::ir::expr::VType::D(d) => d,
             coopgraph::ir::expr::VType::Bool => DType::U32,
         };
-        let flags = vals.iter().fold(0, |f, v| f | v.flags);
+        let flags = vals.iter().fold(unknown_lanes, |f, v| f | v.flags);
         // A tile's ranks; a partition's (and a coalesced group's) ranks count its members.
         let width = if l.members.is_some() { usize::MAX } else { w };
         for (r, &t) in set.iter().enumerate() {
@@ -99,10 +106,12 @@ impl Block<'_> {
                     _ if l.members.is_some() => Some(r ^ lane),
                     _ => Some(r ^ (lane % w)),
                 };
-                match src {
+                let mut got = match src {
                     Some(j) if j < n => vals[j],
                     _ => vals[r],
-                }
+                };
+                got.flags |= unknown_lanes;
+                got
             } else {
                 let key = |v: V| v.bits & mask(dt);
                 let ranks = |f: &dyn Fn(V) -> bool| -> u64 {
