@@ -35,7 +35,7 @@ fn kernel(form: &str, items: u32) -> (Kernel, u32) {
     let t = index::thread_rank();
     let first = index::block_index() * (BLOCK * items);
     let element = |i: u32| first.clone() + i * BLOCK + t.clone();
-    let kept = |e: &Expr<u32>, v: &Expr<f32>| e.lt(&n).and(&v.lt(KEEP_BELOW));
+    let kept = |e: &Expr<u32>, v: &Expr<f32>| e.lt(n).and(&v.lt(KEEP_BELOW));
     match form {
         "atomic_per_element" => {
             let (e, v) = (element(0), x.at(element(0)));
