@@ -3,8 +3,8 @@
 //! over a partition, with its lanes as the member mask.
 //!
 //! A tile of width `w` is a segment of `w` lanes of its warp (`w` a power of two). Its member
-//! mask is the group mask (`Emitter::group_mask`): the tile's lanes that exist. The shuffles' `c` operand
-//! carries the segment mask and the clamp lane: the tile's last lane, which in the block's
+//! mask is the group mask (`Emitter::group_mask`): the tile's lanes that exist. The shuffles'
+//! `c` operand carries the segment mask and the clamp lane: the tile's last lane, which in the block's
 //! last tile (where `w` does not divide the block) is the last thread there, so a source past
 //! it reads the thread's own value instead of a lane that does not exist. Operands are brought
 //! into PTX's range first: a delta is capped at `w` (PTX reads only its low five bits) and a

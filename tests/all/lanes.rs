@@ -498,3 +498,64 @@ fn partitions_stay_in_their_region() {
     k.write(&y, t(), v);
     out_of_place(k, line);
 }
+
+/// `reduce_lanes` over tiles of every width (partial last tiles included) and over
+/// partitions: sums of `i64`, maxima of `f32` and xors, at every thread of each group.
+#[test]
+fn lane_reductions_cover_tiles_and_partitions() {
+    let dev = device();
+    let mut batch = Batch::default();
+    for (block, w) in SHAPES {
+        let name = format!("reduce_lanes_{block}_{w}");
+        let mut k = KernelBuilder::new(name.clone()).block(block);
+        let (x, y) = (k.input::<i64>("x"), k.output::<i64>("y"));
+        let (f, z) = (k.output::<f32>("f"), k.output::<u32>("z"));
+        let tile = k.this_warp().group_by(w);
+        let t = index::thread_rank();
+        let v = x.at(&t);
+        let s = k.reduce_lanes(tile, v.clone(), |a, b| a + b);
+        k.write(&y, t.clone(), s);
+        let m = k.reduce_lanes(tile, v.clone().cast::<f32>() * 0.5f32, |a, b| a.max(b));
+        k.write(&f, t.clone(), m);
+        // Over the coalesced threads holding an even value: the xor of their ranks' squares.
+        k.if_((v.clone() % 2i64).eq(0i64), |k| {
+            let g = k.coalesced_threads();
+            let r = g.thread_rank();
+            let x = k.reduce_lanes(g, r.clone() * r, |a, b| a ^ b);
+            k.write(&z, t.clone(), x);
+        });
+        let kernel = k.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+        batch.add(&kernel);
+        let xs: Vec<i64> = (0..block as i64).map(|i| (i * 7919) % 1000 - 400).collect();
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<i64>(block as usize).expect("alloc");
+        let mut fb = dev.alloc_zeroed::<f32>(block as usize).expect("alloc");
+        let mut zb = dev.alloc_filled(block as usize, 9999u32).expect("alloc");
+        dev.compile(&kernel)
+            .and_then(|f| f.launch_grid(1, (&xb, &mut yb, &mut fb, &mut zb)))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (ys, fs, zs) = (
+            yb.to_vec().expect("download"),
+            fb.to_vec().expect("download"),
+            zb.to_vec().expect("download"),
+        );
+        for t in 0..block {
+            let (start, n, _) = tile_of(t, block, w);
+            let tile = &xs[start as usize..(start + n) as usize];
+            let i = t as usize;
+            assert_eq!(ys[i], tile.iter().sum::<i64>(), "{name}: thread {t}");
+            let max = tile
+                .iter()
+                .map(|&v| v as f32 * 0.5)
+                .fold(f32::MIN, f32::max);
+            assert_eq!(fs[i], max, "{name}: thread {t}");
+            if xs[i] % 2 == 0 {
+                let g = members(block, t, &|_, u| xs[u as usize] % 2 == 0);
+                let want = (0..g.len() as u32).fold(0, |a, r| a ^ (r * r));
+                assert_eq!(zs[i], want, "{name}: thread {t}");
+            } else {
+                assert_eq!(zs[i], 9999, "{name}: thread {t}");
+            }
+        }
+    }
+}

@@ -362,6 +362,68 @@ impl KernelBuilder {
         }
     }
 
+    /// `combine` of `value` over every thread of the group `g` (a tile or a partition), at
+    /// every thread of it (CG's `reduce(group, value, op)`): a tree of `shfl_down` steps
+    /// (`log2` of the tile's width; five for a partition) whose result rank 0 broadcasts.
+    /// `combine` must be associative and commutative; floats combine in the tree's order,
+    /// the same on every run. In the block's last tile, and in a partition, only the
+    /// threads that exist take part.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Per tile of 8 threads of a block of 20: the sum and the maximum of t * t.
+    /// let mut k = KernelBuilder::new("tile_reduce").block(20);
+    /// let (s, m) = (k.output::<u32>("s"), k.output::<u32>("m"));
+    /// let tile = k.this_warp().group_by(8);
+    /// let t = index::thread_rank();
+    /// let sq = t.clone() * t.clone();
+    /// let sum = k.reduce_lanes(tile, sq.clone(), |a, b| a + b);
+    /// let max = k.reduce_lanes(tile, sq, |a, b| a.max(b));
+    /// k.write(&s, &t, sum);
+    /// k.write(&m, &t, max);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let (mut sb, mut mb) = (dev.alloc_zeroed::<u32>(20)?, dev.alloc_zeroed::<u32>(20)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut sb, &mut mb))?;
+    /// let (ss, ms) = (sb.to_vec()?, mb.to_vec()?);
+    /// // Tiles hold 0..8, 8..16 and 16..20.
+    /// assert_eq!([ss[0], ss[8], ss[19]], [140, 1100, 1230]);
+    /// assert_eq!([ms[0], ms[8], ms[19]], [49, 225, 361]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn reduce_lanes<T: Element>(
+        &mut self,
+        g: impl Into<LaneGroup>,
+        value: impl Into<Expr<T>>,
+        combine: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+    ) -> Expr<T> {
+        let g = g.into();
+        let (width, n) = match g {
+            LaneGroup::Group(group) => match group.kind {
+                GroupKind::LogicalWarp { width } => (width.clamp(1, 32), group.num_threads()),
+                // Reported by the verifier at the first shuffle (a lane op of the block).
+                GroupKind::Block => (32, group.num_threads()),
+            },
+            LaneGroup::Partition(p) => (32, p.num_threads()),
+        };
+        let acc = self.var(value);
+        let rank = g.thread_rank();
+        let mut d = 1;
+        while d < width {
+            let other = self.shfl_down(g, acc.get(), d);
+            let inside = (rank.clone() + d).lt(n.clone());
+            let combined = combine(acc.get(), other);
+            self.set(&acc, inside.select(combined, acc.get()));
+            d *= 2;
+        }
+        self.shfl(g, acc.get(), 0u32)
+    }
+
     /// The lanes of the warp that run this op together, as a [`Partition`] (CG's
     /// `coalesced_threads`): in a branch the warp entered together, the warp's threads that
     /// took it. Its members rank themselves among the active threads; the basis of
