@@ -21,17 +21,20 @@ unsafe extern "C" {
     safe fn c_erfc(x: f64) -> f64;
 }
 
+/// A function of one `f64` expression.
+type F64Fn = fn(Expr<f64>) -> Expr<f64>;
+
 /// An f64 function of the library and its reference.
 struct Unary {
     name: &'static str,
-    f: fn(Expr<f64>) -> Expr<f64>,
+    f: F64Fn,
     reference: fn(f64) -> f64,
     /// Where the function is not flat: a dense linear sweep covers it.
     range: (f64, f64),
     /// The most difference allowed from the reference, in ulps: the function's error (the
     /// table of `coopgraph::ir::math`, measured against 60-digit references) plus the
-    /// reference's own (the platform's libm: glibc documents 1 ulp, `log10`, `tanh` and
-    /// `erfc` 2).
+    /// reference's own (the platform's libm: glibc 2.36 is within 1 ulp for most, but reaches
+    /// 2 for `log10`, 1.73 for `tanh` at -0.2271 and 2.57 for `erfc` at 1.2358).
     bound: f64,
 }
 
@@ -61,7 +64,7 @@ fn unaries() -> Vec<Unary> {
         ),
         u("ln", |x| x.ln(), f64::ln, (0.0, 4.0), 1.0),
         u("log2", |x| x.log2(), f64::log2, (0.0, 4.0), 1.0),
-        u("log10", |x| x.log10(), f64::log10, (0.0, 4.0), 2.0),
+        u("log10", |x| x.log10(), f64::log10, (0.0, 4.0), 2.5),
         u("sin", |x| x.sin(), f64::sin, (-20.0, 20.0), 1.0),
         u("cos", |x| x.cos(), f64::cos, (-20.0, 20.0), 1.0),
         u("tan", |x| x.tan(), f64::tan, (-20.0, 20.0), 1.0),
@@ -70,12 +73,12 @@ fn unaries() -> Vec<Unary> {
         u("atan", |x| x.atan(), f64::atan, (-8.0, 8.0), 1.0),
         u("sinh", |x| x.sinh(), f64::sinh, (-712.0, 712.0), 1.0),
         u("cosh", |x| x.cosh(), f64::cosh, (-712.0, 712.0), 1.0),
-        u("tanh", |x| x.tanh(), f64::tanh, (-20.0, 20.0), 2.0),
+        u("tanh", |x| x.tanh(), f64::tanh, (-20.0, 20.0), 2.5),
         u("exp_m1", |x| x.exp_m1(), f64::exp_m1, (-40.0, 710.0), 1.0),
         u("ln_1p", |x| x.ln_1p(), f64::ln_1p, (-1.0, 4.0), 1.0),
         u("cbrt", |x| x.cbrt(), f64::cbrt, (-8.0, 8.0), 1.0),
         u("erf", |x| x.erf(), |x| c_erf(x), (-6.0, 6.0), 1.0),
-        u("erfc", |x| x.erfc(), |x| c_erfc(x), (-6.0, 28.0), 2.0),
+        u("erfc", |x| x.erfc(), |x| c_erfc(x), (-6.0, 28.0), 3.5),
         u("rsqrt", |x| x.rsqrt(), |x| 1.0 / x.sqrt(), (0.0, 4.0), 1.0),
     ]
 }
@@ -124,7 +127,7 @@ fn sweep_size(ci: usize) -> usize {
 
 /// The kernel computing `f` element by element, at a block size that is not a multiple of
 /// 32 (so the last warp and the last tile are partial).
-fn unary_kernel(name: &str, f: fn(Expr<f64>) -> Expr<f64>) -> Kernel {
+fn unary_kernel(name: &str, f: F64Fn) -> Kernel {
     let mut k = KernelBuilder::new(name).block(96).items_per_thread(2);
     let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
     let b = k.this_block();
@@ -310,7 +313,12 @@ fn f64_functions_within_their_ulp_bounds() {
         dump(u.name, &[&xs, &got]);
         let (mut e, mut at) = (0.0f64, 0.0f64);
         for (&x, &g) in xs.iter().zip(&got) {
-            let err = ulps(g, (u.reference)(x));
+            let want = (u.reference)(x);
+            // Zeros keep the sign IEEE gives them (sin(-0) = -0, cos(-0) = 1, ...).
+            if want == 0.0 && g.to_bits() != want.to_bits() {
+                failed.push(format!("{}({x:e}) = {g:e}, want {want:e}", u.name));
+            }
+            let err = ulps(g, want);
             if err > e {
                 (e, at) = (err, x);
             }
@@ -401,7 +409,7 @@ fn f64_special_values_follow_ieee() {
     let dev = Device::sim();
     let (inf, nan) = (f64::INFINITY, f64::NAN);
     // (function, argument, exact result).
-    let cases: Vec<(&str, fn(Expr<f64>) -> Expr<f64>, f64, f64)> = vec![
+    let cases: Vec<(&str, F64Fn, f64, f64)> = vec![
         ("exp", |x| x.exp(), 0.0, 1.0),
         ("exp", |x| x.exp(), -inf, 0.0),
         ("exp", |x| x.exp(), inf, inf),
@@ -429,7 +437,7 @@ fn f64_special_values_follow_ieee() {
         );
     }
     for (name, f) in [
-        ("ln", (|x: Expr<f64>| x.ln()) as fn(Expr<f64>) -> Expr<f64>),
+        ("ln", (|x: Expr<f64>| x.ln()) as F64Fn),
         ("exp", |x| x.exp()),
     ] {
         let got = run(&dev, &unary_kernel(name, f), &[nan, -1.0]);
@@ -498,7 +506,7 @@ fn f64_trigonometry_reduces_huge_arguments_exactly() {
             -0.1668630046856175,
         ),
     ];
-    let fs: [(&str, fn(Expr<f64>) -> Expr<f64>); 3] = [
+    let fs: [(&str, F64Fn); 3] = [
         ("sin", |x| x.sin()),
         ("cos", |x| x.cos()),
         ("tan", |x| x.tan()),

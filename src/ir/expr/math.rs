@@ -378,7 +378,7 @@ impl Expr<f64> {
     }
 
     /// The complementary error function `1 - erf(x)`, accurate where it is small (up to
-    /// `x` = 27.3, where it underflows), within 1.5 ulp. See `erf` for an example.
+    /// `x` = 27.3, where it underflows), within 1 ulp. See `erf` for an example.
     pub fn erfc(&self) -> Self {
         Expr::un(UnaryOp::Erfc, self)
     }
