@@ -437,7 +437,7 @@ impl Expr<f64> {
     /// let kernel = k.build()?;
     ///
     /// let dev = Device::sim();
-    /// let xs: Vec<f64> = vec![3.0, 0.5, 7.0];
+    /// let xs: Vec<f64> = vec![3.0, 2.0, 7.0];
     /// let xb = dev.upload(&xs)?;
     /// let mut yb = dev.alloc_zeroed::<f64>(xs.len())?;
     /// dev.compile(&kernel)?.launch_over(xs.len(), (&xb, &mut yb))?;
@@ -457,7 +457,8 @@ impl Expr<f64> {
         Expr::new(ExprKind::Binary(BinaryOp::Powi, self.node.clone(), n.node))
     }
 
-    /// `1 / sqrt(x)`, within 1 ulp.
+    /// `1 / sqrt(x)`, within 0.5 ulp (a Newton step after the correctly rounded square root
+    /// and reciprocal).
     ///
     /// ```
     /// use coopgraph::runtime::Device;
@@ -475,7 +476,7 @@ impl Expr<f64> {
     /// let xb = dev.upload(&[4.0f64, 0.0, 2.0])?;
     /// let mut yb = dev.alloc_zeroed::<f64>(3)?;
     /// dev.compile(&kernel)?.launch_over(3, (&xb, &mut yb))?;
-    /// assert_eq!(yb.to_vec()?, [0.5, f64::INFINITY, 1.0 / 2f64.sqrt()]);
+    /// assert_eq!(yb.to_vec()?, [0.5, f64::INFINITY, std::f64::consts::FRAC_1_SQRT_2]);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn rsqrt(&self) -> Self {
