@@ -128,7 +128,7 @@ fn sweep_size(ci: usize) -> usize {
 /// The kernel computing `f` element by element, at a block size that is not a multiple of
 /// 32 (so the last warp and the last tile are partial).
 fn unary_kernel(name: &str, f: F64Fn) -> Kernel {
-    let mut k = KernelBuilder::new(name).block(96).items_per_thread(2);
+    let mut k = KernelBuilder::new(name).block(100).items_per_thread(2);
     let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
     let b = k.this_block();
     let t = k.load_from(b, &x, Load::direct());
@@ -150,7 +150,7 @@ fn run(dev: &Device, kernel: &Kernel, xs: &[f64]) -> Vec<f64> {
 
 /// The kernel computing `f` of two inputs element by element.
 fn binary_kernel(name: &str, f: fn(Expr<f64>, Expr<f64>) -> Expr<f64>) -> Kernel {
-    let mut k = KernelBuilder::new(name).block(96).items_per_thread(2);
+    let mut k = KernelBuilder::new(name).block(100).items_per_thread(2);
     let (x, y) = (k.input::<f64>("x"), k.input::<f64>("y"));
     let out = k.output::<f64>("out");
     let b = k.this_block();
