@@ -34,7 +34,8 @@ struct Unary {
     /// The most difference allowed from the reference, in ulps: the function's error (the
     /// table of `coopgraph::ir::math`, measured against 60-digit references) plus the
     /// reference's own (the platform's libm: glibc 2.36 is within 1 ulp for most, but reaches
-    /// 2 for `log10`, 1.73 for `tanh` at -0.2271 and 2.57 for `erfc` at 1.2358).
+    /// 2 for `log10`, 1.73 for `tanh` at -0.2271, 1.56 for `sinh` and `cosh` at 710.45 and
+    /// 2.57 for `erfc` at 1.2358).
     bound: f64,
 }
 
@@ -71,8 +72,8 @@ fn unaries() -> Vec<Unary> {
         u("asin", |x| x.asin(), f64::asin, (-1.0, 1.0), 1.0),
         u("acos", |x| x.acos(), f64::acos, (-1.0, 1.0), 1.0),
         u("atan", |x| x.atan(), f64::atan, (-8.0, 8.0), 1.0),
-        u("sinh", |x| x.sinh(), f64::sinh, (-712.0, 712.0), 1.0),
-        u("cosh", |x| x.cosh(), f64::cosh, (-712.0, 712.0), 1.0),
+        u("sinh", |x| x.sinh(), f64::sinh, (-712.0, 712.0), 2.5),
+        u("cosh", |x| x.cosh(), f64::cosh, (-712.0, 712.0), 2.5),
         u("tanh", |x| x.tanh(), f64::tanh, (-20.0, 20.0), 2.5),
         u("exp_m1", |x| x.exp_m1(), f64::exp_m1, (-40.0, 710.0), 1.0),
         u("ln_1p", |x| x.ln_1p(), f64::ln_1p, (-1.0, 4.0), 1.0),
