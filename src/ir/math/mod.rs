@@ -63,7 +63,8 @@
 //! references (mpmath) by `tools/math-ulp.py` over the sweeps of `tests/all/math64.rs` at
 //! 20000 arguments of each kind (`COOPGRAPH_MATH_SWEEP=20000 COOPGRAPH_MATH_DUMP=dir`: 40014
 //! arguments per function of one operand, 20000 random pairs and the pairs of 14 special
-//! values for the others; special values are checked exactly by the tests). The tests check
+//! values for the others; special values are checked exactly by the tests; `sinh` and `cosh`
+//! also at 200000, 400014 arguments, where `cosh` reaches 0.84). The tests check
 //! the same sweeps at 2048 arguments against the platform's libm in CI (goal: at most 2;
 //! libdevice reaches 1 to 2):
 //!
@@ -74,7 +75,7 @@
 //! | `exp10` | 0.73 | | `atan` | 0.54 |
 //! | `exp_m1` | 0.93 | | `atan2` | 0.58 |
 //! | `ln` | 0.80 | | `sinh` | 0.60 |
-//! | `log2` | 0.88 | | `cosh` | 0.63 |
+//! | `log2` | 0.88 | | `cosh` | 0.84 |
 //! | `log10` | 0.81 | | `tanh` | 0.54 |
 //! | `ln_1p` | 0.72 | | `cbrt` | 0.50 |
 //! | `sin` | 0.69 | | `erf` | 0.87 |
