@@ -28,6 +28,7 @@ mod layout_reference;
 mod limits;
 mod logging;
 mod math;
+mod math64;
 mod misuse;
 mod neighbor;
 mod options;

@@ -43,6 +43,42 @@ macro_rules! unary_fn {
     };
 }
 
+/// An `f64` method of the math library, with a doc example that runs it on the simulator
+/// over a few arguments and compares with Rust's own function (`$std`, a path or a closure)
+/// within 2 ulp.
+macro_rules! unary_fn64 {
+    ($(#[$doc:meta])* $name:ident => $op:ident, $std:expr, [$($arg:expr),*]) => {
+        $(#[$doc])*
+        ///
+        /// ```
+        /// use coopgraph::runtime::Device;
+        /// use coopgraph::{KernelBuilder, Load, Store};
+        ///
+        /// let mut k = KernelBuilder::new("f").block(32);
+        /// let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
+        /// let b = k.this_block();
+        /// let t = k.load_from(b, &x, Load::direct());
+        #[doc = concat!("let r = k.map(&t, |v| v.", stringify!($name), "());")]
+        /// k.store_to(b, &y, &r, Store::direct());
+        /// let kernel = k.build()?;
+        ///
+        /// let dev = Device::sim();
+        #[doc = concat!("let xs: Vec<f64> = vec![", stringify!($($arg),*), "];")]
+        /// let xb = dev.upload(&xs)?;
+        /// let mut yb = dev.alloc_zeroed::<f64>(xs.len())?;
+        /// dev.compile(&kernel)?.launch_over(xs.len(), (&xb, &mut yb))?;
+        /// for (x, got) in xs.iter().zip(yb.to_vec()?) {
+        #[doc = concat!("    let want = (", stringify!($std), ")(*x);")]
+        ///     assert!((got - want).abs() <= 4.5e-16 * want.abs(), "{x}: {got} {want}");
+        /// }
+        /// # Ok::<(), coopgraph::Error>(())
+        /// ```
+        pub fn $name(&self) -> Self {
+            Expr::un(UnaryOp::$op, self)
+        }
+    };
+}
+
 impl Expr<f32> {
     unary_fn!(
         /// `1 / sqrt(x)`, within 1 ulp.
@@ -240,7 +276,189 @@ impl Expr<f32> {
 }
 
 impl Expr<f64> {
-    /// `1 / sqrt(x)`, within 1 ulp.
+    unary_fn64!(
+        /// `e^x`, within 1 ulp.
+        exp => Exp, f64::exp, [0.5, -3.25, 700.0, -740.0]
+    );
+    unary_fn64!(
+        /// `2^x`, within 1 ulp.
+        exp2 => Exp2, f64::exp2, [0.5, -3.25, 1000.5, -1070.0]
+    );
+    unary_fn64!(
+        /// `10^x`, within 1 ulp.
+        exp10 => Exp10, |x: f64| 10f64.powf(x), [0.5, -3.25, 300.0, -320.0]
+    );
+    unary_fn64!(
+        /// The natural logarithm, within 1 ulp.
+        ln => Ln, f64::ln, [0.5, 3.25, 1e300, 1e-310]
+    );
+    unary_fn64!(
+        /// The base-2 logarithm, within 1 ulp.
+        log2 => Log2, f64::log2, [0.5, 3.25, 1e300, 1e-310]
+    );
+    unary_fn64!(
+        /// The base-10 logarithm, within 1 ulp.
+        log10 => Log10, f64::log10, [0.5, 3.25, 1e300, 1e-310]
+    );
+    unary_fn64!(
+        /// Sine, within 1 ulp, with the argument reduced exactly (Payne–Hanek past 2^30)
+        /// however large it is.
+        sin => Sin, f64::sin, [0.5, -3.0, 1e9, 1e300]
+    );
+    unary_fn64!(
+        /// Cosine, within 1 ulp, with the argument reduced exactly however large it is.
+        cos => Cos, f64::cos, [0.5, -3.0, 1e9, 1e300]
+    );
+    unary_fn64!(
+        /// Tangent, within 1 ulp, with the argument reduced exactly however large it is.
+        tan => Tan, f64::tan, [0.5, -3.0, 1e9, 1e300]
+    );
+    unary_fn64!(
+        /// Arcsine (NaN outside `[-1, 1]`), within 1 ulp.
+        asin => Asin, f64::asin, [0.5, -0.99, 1e-200, 1.0]
+    );
+    unary_fn64!(
+        /// Arccosine (NaN outside `[-1, 1]`), within 1 ulp.
+        acos => Acos, f64::acos, [0.5, -0.99, 1e-200, -1.0]
+    );
+    unary_fn64!(
+        /// Arctangent, within 1 ulp.
+        atan => Atan, f64::atan, [0.5, -3.0, 1e-200, 1e300]
+    );
+    unary_fn64!(
+        /// Hyperbolic sine, within 1 ulp.
+        sinh => Sinh, f64::sinh, [0.5, -3.0, 1e-200, 700.0]
+    );
+    unary_fn64!(
+        /// Hyperbolic cosine, within 1 ulp.
+        cosh => Cosh, f64::cosh, [0.5, -3.0, 1e-200, 700.0]
+    );
+    unary_fn64!(
+        /// Hyperbolic tangent, within 1 ulp.
+        tanh => Tanh, f64::tanh, [0.5, -3.0, 1e-200, 15.0]
+    );
+    unary_fn64!(
+        /// `e^x - 1`, accurate near 0, within 1 ulp.
+        exp_m1 => Expm1, f64::exp_m1, [1e-10, -3.25, 300.0, -1e-300]
+    );
+    unary_fn64!(
+        /// `ln(1 + x)`, accurate near 0, within 1 ulp.
+        ln_1p => Log1p, f64::ln_1p, [1e-10, -0.5, 3.25, 1e300]
+    );
+    unary_fn64!(
+        /// The cube root, within 1 ulp.
+        cbrt => Cbrt, f64::cbrt, [0.5, -27.0, 1e-310, 1e300]
+    );
+
+    /// The error function `erf(x)`, within 1 ulp.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("erf").block(32);
+    /// let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.map(&t, |v| v.erf() + v.erfc());
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<f64> = vec![-2.0, -0.25, 0.0, 0.5, 1.5, 3.0];
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<f64>(xs.len())?;
+    /// dev.compile(&kernel)?.launch_over(xs.len(), (&xb, &mut yb))?;
+    /// // erf + erfc = 1, within the rounding of the sum.
+    /// assert!(yb.to_vec()?.iter().all(|s| (s - 1.0).abs() <= 5e-16));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn erf(&self) -> Self {
+        Expr::un(UnaryOp::Erf, self)
+    }
+
+    /// The complementary error function `1 - erf(x)`, accurate where it is small (up to
+    /// `x` = 27.3, where it underflows), within 1 ulp. See `erf` for an example.
+    pub fn erfc(&self) -> Self {
+        Expr::un(UnaryOp::Erfc, self)
+    }
+
+    /// `sqrt(self^2 + y^2)` without overflow or underflow on the way, within 1 ulp. See
+    /// `atan2` for an example of a function of two operands.
+    pub fn hypot(&self, y: impl Into<Expr<f64>>) -> Self {
+        Expr::bin(BinaryOp::Hypot, self, &y.into())
+    }
+
+    /// `atan(self / x)` in the quadrant of the point `(x, self)`: the angle of that point,
+    /// in `[-π, π]`, within 1 ulp.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("angles").block(32);
+    /// let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.map(&t, |v| v.atan2(-1.0f64));
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<f64> = vec![-2.0, 0.5, 3.0];
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<f64>(xs.len())?;
+    /// dev.compile(&kernel)?.launch_over(xs.len(), (&xb, &mut yb))?;
+    /// for (x, got) in xs.iter().zip(yb.to_vec()?) {
+    ///     let want = x.atan2(-1.0);
+    ///     assert!((got - want).abs() <= 4.5e-16 * want.abs(), "{x}: {got} {want}");
+    /// }
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn atan2(&self, x: impl Into<Expr<f64>>) -> Self {
+        Expr::bin(BinaryOp::Atan2, self, &x.into())
+    }
+
+    /// `self^y` (IEEE `pow`: `pow(x, 0)` is 1 for every `x`, a negative base takes integer
+    /// exponents only), within 1 ulp: the logarithm is carried in double-double.
+    ///
+    /// ```
+    /// use coopgraph::ir::Expr;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("powers").block(32);
+    /// let (x, y) = (k.input::<f64>("x"), k.output::<f64>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// // x^2.5 + (-2)^x (x an integer here) + x^-3.
+    /// let r = k.map(&t, |v| v.pow(2.5f64) + Expr::lit(-2.0f64).pow(&v) + v.powi(-3));
+    /// k.store_to(b, &y, &r, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<f64> = vec![3.0, 2.0, 7.0];
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<f64>(xs.len())?;
+    /// dev.compile(&kernel)?.launch_over(xs.len(), (&xb, &mut yb))?;
+    /// for (x, got) in xs.iter().zip(yb.to_vec()?) {
+    ///     let want = x.powf(2.5) + (-2f64).powf(*x) + x.powi(-3);
+    ///     assert!((got - want).abs() <= 1e-15 * want.abs(), "{x}: {got} {want}");
+    /// }
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn pow(&self, y: impl Into<Expr<f64>>) -> Self {
+        Expr::bin(BinaryOp::Pow, self, &y.into())
+    }
+
+    /// `self^n` for an integer `n`, within 1 ulp. See `pow` for an example.
+    pub fn powi(&self, n: impl Into<Expr<i32>>) -> Self {
+        let n = n.into();
+        Expr::new(ExprKind::Binary(BinaryOp::Powi, self.node.clone(), n.node))
+    }
+
+    /// `1 / sqrt(x)`, within 0.5 ulp (a Newton step after the correctly rounded square root
+    /// and reciprocal).
     ///
     /// ```
     /// use coopgraph::runtime::Device;
@@ -258,7 +476,7 @@ impl Expr<f64> {
     /// let xb = dev.upload(&[4.0f64, 0.0, 2.0])?;
     /// let mut yb = dev.alloc_zeroed::<f64>(3)?;
     /// dev.compile(&kernel)?.launch_over(3, (&xb, &mut yb))?;
-    /// assert_eq!(yb.to_vec()?, [0.5, f64::INFINITY, 1.0 / 2f64.sqrt()]);
+    /// assert_eq!(yb.to_vec()?, [0.5, f64::INFINITY, std::f64::consts::FRAC_1_SQRT_2]);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn rsqrt(&self) -> Self {

@@ -152,7 +152,8 @@ pub enum IntUn {
     Clz,
 }
 
-/// Float unary operators; the approximate ones exist for `f32` only (`rsqrt` for both).
+/// Float unary operators; the library functions exist for `f32`, and at `f64` those of
+/// [`F64_UNARY`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FloatUn {
     Sqrt,
@@ -186,7 +187,7 @@ pub enum FloatUn {
     Bits,
 }
 
-/// Float functions of two operands (`f32` only; the exponent of `powi` is the second
+/// Float functions of two operands (at `f64`, those of [`F64_BINARY`]; the exponent of `powi` is the second
 /// operand's bits as an `i32`, masked to a small range).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FloatBin {
@@ -444,8 +445,69 @@ fz_float! {
         FloatBin::Hypot => a.hypot(b),
         FloatBin::Powi => a.powi((b.to_bits() & 31u32).cast::<i32>() - 15i32),
     };
-    f64 => F64, |_op, a: Expr<f64>| a, |_op, a: Expr<f64>, _b| a;
+    f64 => F64, |op, a: Expr<f64>| match op {
+        FloatUn::Exp2 => a.exp2(),
+        FloatUn::Log2 => a.log2(),
+        FloatUn::Exp => a.exp(),
+        FloatUn::Exp10 => a.exp10(),
+        FloatUn::Ln => a.ln(),
+        FloatUn::Log10 => a.log10(),
+        FloatUn::Sin => a.sin(),
+        FloatUn::Cos => a.cos(),
+        FloatUn::Tan => a.tan(),
+        FloatUn::Asin => a.asin(),
+        FloatUn::Acos => a.acos(),
+        FloatUn::Atan => a.atan(),
+        FloatUn::Sinh => a.sinh(),
+        FloatUn::Cosh => a.cosh(),
+        FloatUn::Tanh => a.tanh(),
+        FloatUn::Expm1 => a.exp_m1(),
+        FloatUn::Log1p => a.ln_1p(),
+        FloatUn::Cbrt => a.cbrt(),
+        FloatUn::Erf => a.erf(),
+        FloatUn::Erfc => a.erfc(),
+        // The generator picks the others at f64 from F64_UNARY only.
+        _ => a,
+    }, |op, a: Expr<f64>, b: Expr<f64>| match op {
+        FloatBin::Atan2 => a.atan2(b),
+        FloatBin::Hypot => a.hypot(b),
+        FloatBin::Pow => a.pow(b),
+        FloatBin::Powi => a.powi((b.to_bits() & 31u64).cast::<i32>() - 15i32),
+    };
 }
+
+/// The library functions of one operand the math library has at `f64`.
+pub const F64_UNARY: &[FloatUn] = &[
+    FloatUn::Rsqrt,
+    FloatUn::Exp2,
+    FloatUn::Log2,
+    FloatUn::Exp,
+    FloatUn::Exp10,
+    FloatUn::Ln,
+    FloatUn::Log10,
+    FloatUn::Sin,
+    FloatUn::Cos,
+    FloatUn::Tan,
+    FloatUn::Asin,
+    FloatUn::Acos,
+    FloatUn::Atan,
+    FloatUn::Sinh,
+    FloatUn::Cosh,
+    FloatUn::Tanh,
+    FloatUn::Expm1,
+    FloatUn::Log1p,
+    FloatUn::Cbrt,
+    FloatUn::Erf,
+    FloatUn::Erfc,
+];
+
+/// The library functions of two operands the math library has at `f64`.
+pub const F64_BINARY: &[FloatBin] = &[
+    FloatBin::Atan2,
+    FloatBin::Pow,
+    FloatBin::Hypot,
+    FloatBin::Powi,
+];
 
 /// A buffer on a device, of any dtype.
 pub enum AnyBuf {

@@ -5,7 +5,9 @@
 //! from leaves the verifier counts as uniform enough.
 
 use super::{BLOCK, Defect, Gen, THREAD, WARP};
-use crate::fuzz::types::{AnyExpr, FloatBin, FloatUn, Fz, IntBin, IntUn, with_dtype};
+use crate::fuzz::types::{
+    AnyExpr, F64_BINARY, F64_UNARY, FloatBin, FloatUn, Fz, IntBin, IntUn, with_dtype,
+};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::index::Axis;
 use coopgraph::ir::{DType, Element, Expr, index};
@@ -168,18 +170,25 @@ impl Gen {
                 if !float {
                     return a.abs();
                 }
-                let library = T::DTYPE == DType::F32 && self.rng.pct(40);
+                let library = self.rng.pct(40);
+                let f64_lib = T::DTYPE == DType::F64;
                 if library && self.rng.pct(15) {
                     let b = self.expr::<T>(lv, d);
-                    let op = self.rng.pick(&[
-                        FloatBin::Atan2,
-                        FloatBin::Pow,
-                        FloatBin::Hypot,
-                        FloatBin::Powi,
-                    ]);
+                    let op = if f64_lib {
+                        self.rng.pick(F64_BINARY)
+                    } else {
+                        self.rng.pick(&[
+                            FloatBin::Atan2,
+                            FloatBin::Pow,
+                            FloatBin::Hypot,
+                            FloatBin::Powi,
+                        ])
+                    };
                     return T::float_bin(op, a, b);
                 }
-                let op = if library {
+                let op = if library && f64_lib {
+                    self.rng.pick(F64_UNARY)
+                } else if library {
                     self.rng.pick(&[
                         FloatUn::Rsqrt,
                         FloatUn::Exp2,

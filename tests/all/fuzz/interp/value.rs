@@ -149,7 +149,7 @@ macro_rules! float_binary {
                 BinaryOp::Pow => (x as f64).powf(y as f64) as $t,
                 BinaryOp::Hypot => (x as f64).hypot(y as f64) as $t,
                 // The exponent is an i32: its bits, not a float.
-                BinaryOp::Powi => (x as f64).powi(b as u32 as i32) as $t,
+                BinaryOp::Powi => (x as f64).powf(f64::from(b as u32 as i32)) as $t,
                 _ => return None,
             }))
         }
