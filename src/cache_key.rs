@@ -675,6 +675,7 @@ impl Canonical for OpData {
                 value.write(w);
             }
             OpKind::SyncBlock => w.tag(8),
+            OpKind::SyncGrid => w.tag(60),
             OpKind::Print { pieces, args } => {
                 w.tag(40);
                 w.str(&crate::ir::format::unparse(pieces));

@@ -425,6 +425,7 @@ impl Emitter<'_> {
                 }
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::SyncGrid => self.sync_grid()?,
             OpKind::Print { args, .. } => {
                 let regs: Vec<Reg> = (args.iter())
                     .map(|a| self.eval(*a, &ctx, &mut memo))

@@ -428,7 +428,7 @@ impl Deps<'_> {
                 self.access(node, memory, true, state);
                 self.write(node, a.old, true, state);
             }
-            OpKind::SyncBlock => {}
+            OpKind::SyncBlock | OpKind::SyncGrid => {}
             OpKind::Print { .. } => self.read_exprs(node, &kind.exprs(), state),
             OpKind::Reduce(r) => {
                 self.read_exprs(node, &kind.exprs(), state);

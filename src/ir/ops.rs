@@ -647,6 +647,10 @@ pub enum OpKind {
     Atomic(AtomicSpec),
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
+    /// A grid barrier: every thread of every block of the launch waits for all others, and
+    /// what any of them wrote to global memory before it is visible to all after it. A kernel
+    /// with one is cooperative ([`Ir::needs_cooperative`]).
+    SyncGrid,
     /// A line printed by each thread that runs it: the format's pieces, one value per
     /// placeholder (see [`KernelBuilder::print`](super::KernelBuilder::print)).
     Print {
@@ -731,6 +735,7 @@ impl OpKind {
             OpKind::WriteRun { .. } => "write_run",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
+            OpKind::SyncGrid => "sync_grid",
             OpKind::Print { .. } => "print",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
@@ -826,6 +831,7 @@ impl OpKind {
             }
             OpKind::Print { args, .. } => v.extend(args.iter().copied()),
             OpKind::SyncBlock
+            | OpKind::SyncGrid
             | OpKind::Break
             | OpKind::Continue
             | OpKind::Exchange { .. }
@@ -1032,6 +1038,14 @@ impl Ir {
             }
         }
         wide
+    }
+
+    /// Whether the kernel synchronizes the whole grid ([`OpKind::SyncGrid`]), so that every
+    /// block of a launch must be resident at once: such a kernel is launched cooperatively.
+    pub fn needs_cooperative(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|op| matches!(op.kind, OpKind::SyncGrid))
     }
 
     /// Threads in the block.

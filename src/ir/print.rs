@@ -230,6 +230,7 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             )
         }
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::SyncGrid => "sync_grid".into(),
         OpKind::Print { pieces, args } => {
             let args: Vec<String> = args.iter().map(|a| e(*a)).collect();
             format!("print {:?} ({})", unparse(pieces), args.join(", "))

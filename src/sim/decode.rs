@@ -101,6 +101,9 @@ pub(crate) enum Inst {
         dst: u32,
     },
     Ld(Mem),
+    /// A load with a memory order (`ld.acquire`, `ld.relaxed`): a load, after which the thread
+    /// yields (such loads are what spin-waits poll, so other threads and blocks get to run).
+    LdOrdered(Mem),
     St(Mem),
     Atom(Atomic),
     Bra {
@@ -1084,6 +1087,41 @@ impl Decoder<'_> {
             Op::Activemask { dst } => {
                 let dst = self.dst(*dst, Ty::B32)?;
                 self.coll(Coll::Activemask { dst })
+            }
+            Op::LdOrdered {
+                // The simulator runs every thread's accesses in one order: any memory order holds.
+                sem: _,
+                scope: _,
+                space,
+                ty,
+                dst,
+                addr,
+            } => {
+                if *ty == Ty::Pred || ty.bytes() < 4 {
+                    return Err(InvalidReason::BadType);
+                }
+                let space = atomic_space(*space)?;
+                let fit = if ty.is_float() {
+                    Fit::Exact(alu::reg_bits(*ty))
+                } else {
+                    Fit::AtLeast(alu::reg_bits(*ty))
+                };
+                let reg = self.reg(*dst, fit)?;
+                let ext = match (ty.is_signed(), class_bits(dst.class) == 64) {
+                    (false, _) => Ext::Zero,
+                    (true, false) => Ext::Sign32,
+                    (true, true) => Ext::Sign64,
+                };
+                let (base, disp) = self.addr(addr, *space_of(space))?;
+                Inst::LdOrdered(Mem {
+                    space,
+                    n: 1,
+                    size: ty.bytes() as u8,
+                    ext,
+                    regs: [reg, NONE, NONE, NONE],
+                    base,
+                    disp,
+                })
             }
             Op::Atom {
                 // The simulator runs every thread's accesses in one order: any memory order holds.

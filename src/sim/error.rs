@@ -235,6 +235,14 @@ pub enum LaunchProblem {
         /// The limit ([`MAX_LOCAL_BYTES`](super::MAX_LOCAL_BYTES)).
         limit: u32,
     },
+    /// A cooperative launch of more blocks than can run at once
+    /// ([`SimOptions::max_cooperative_blocks`](super::SimOptions::max_cooperative_blocks)).
+    CooperativeGrid {
+        /// Blocks asked for.
+        blocks: u64,
+        /// The most allowed.
+        max: u32,
+    },
 }
 
 impl fmt::Display for LaunchProblem {
@@ -244,6 +252,10 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "bad launch shape: grid {grid:?}, block {block:?} (dimensions must be non-zero, \
                  at most 1024 threads per block, grid y/z at most 65535)"
+            ),
+            LaunchProblem::CooperativeGrid { blocks, max } => write!(
+                f,
+                "a cooperative launch of {blocks} blocks; at most {max} can run at once"
             ),
             LaunchProblem::LocalMemory { bytes, limit } => write!(
                 f,
@@ -549,6 +561,19 @@ pub enum ParticipationProblem {
         /// The mask.
         mask: u32,
     },
+    /// In a cooperative launch, blocks spin at a grid barrier (the fault's location) that no
+    /// other block can release: every block still running spins there or waits behind it,
+    /// and global memory no longer changes. The blocks that exited before arriving are
+    /// listed with where their threads exited.
+    GridBarrier {
+        /// Blocks spinning at (or waiting behind) the barrier.
+        waiting_blocks: Vec<[u32; 3]>,
+        /// Blocks whose threads all exited.
+        exited_blocks: Vec<[u32; 3]>,
+        /// Where the first exited block's thread 0 exited (`None` when no block exited:
+        /// blocks wait at different barriers).
+        exited_at: Option<Location>,
+    },
 }
 
 impl fmt::Display for ParticipationProblem {
@@ -559,6 +584,23 @@ impl fmt::Display for ParticipationProblem {
                 f,
                 "the barrier waits for {count} threads but only {arrived} can arrive"
             ),
+            ParticipationProblem::GridBarrier {
+                waiting_blocks,
+                exited_blocks,
+                exited_at,
+            } => {
+                write!(
+                    f,
+                    "a grid barrier that can never complete: {} blocks wait, {} blocks exited \
+                     before arriving",
+                    waiting_blocks.len(),
+                    exited_blocks.len()
+                )?;
+                if let (Some([bx, by, bz]), Some(at)) = (exited_blocks.first(), exited_at) {
+                    write!(f, " (block ({bx},{by},{bz}) exited at {at})")?;
+                }
+                Ok(())
+            }
             ParticipationProblem::NotInMask { mask } => {
                 write!(
                     f,

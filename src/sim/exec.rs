@@ -63,6 +63,8 @@ pub(crate) struct Env<'a> {
     /// The first undefined-value fault of this run and its pc. Such faults do not stop the
     /// thread: a race found later in the block explains them better (see the block module).
     pub pending: Option<(u32, Fault)>,
+    /// Counts the global stores and atomics the thread executes.
+    pub global_writes: &'a mut u64,
 }
 
 /// Why a thread stopped.
@@ -74,6 +76,9 @@ pub(crate) enum Stop {
     Exit,
     /// Spent its budget.
     Yield,
+    /// Polled memory with an ordered load (its pc is past the load): a spin-wait's step, so
+    /// that the writer it waits for gets to run.
+    Spin,
     /// Faulted at its pc.
     Fault(Fault),
 }
@@ -184,6 +189,14 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                 if let Err(f) = load::<U>(env, m, p as u32) {
                     break Stop::Fault(f);
                 }
+            }
+            Inst::LdOrdered(ref m) => {
+                if let Err(f) = load::<U>(env, m, p as u32) {
+                    break Stop::Fault(f);
+                }
+                steps += 1;
+                p += 1;
+                break Stop::Spin;
             }
             Inst::St(ref m) => {
                 if let Err(f) = store::<U>(env, m, p as u32) {
@@ -479,6 +492,7 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
             let parallel = env.global.parallel;
+            *env.global_writes += 1;
             for k in 0..usize::from(m.n) {
                 let v = env.regs[m.regs[k] as usize];
                 a.store(off + (k as u64) * u64::from(size), size, v, parallel);
@@ -541,6 +555,7 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
     let old = match at.space {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, size, env.hint).ok_or(bounds)?;
+            *env.global_writes += 1;
             let (old, def) = a.update(off, size, |old| {
                 atom_apply(op, kind, AtomAt::Global, old, av, bv)
             });

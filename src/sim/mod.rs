@@ -144,6 +144,7 @@
 mod alu;
 mod block;
 mod control;
+mod coop;
 #[cfg(test)]
 mod coverage;
 mod decode;
@@ -208,6 +209,11 @@ pub struct SimOptions {
     /// Keep what kernels print (`vprintf`) in the launch's report only
     /// ([`LaunchReport::printed`]); by default it is also written to standard output.
     pub capture_prints: bool,
+    /// The most blocks a cooperative launch ([`Simulator::launch_cooperative`]) may have:
+    /// its blocks all run at once, each with its own registers and shared memory, as on a
+    /// GPU where they must all be resident. A larger grid is
+    /// [`LaunchProblem::CooperativeGrid`]. Default 64.
+    pub max_cooperative_blocks: u32,
 }
 
 impl Default for SimOptions {
@@ -222,6 +228,7 @@ impl Default for SimOptions {
             budget: Budget::default(),
             progress: None,
             capture_prints: false,
+            max_cooperative_blocks: 64,
         }
     }
 }
@@ -369,6 +376,52 @@ impl Simulator {
         dynamic_smem_bytes: u32,
         params: &[u64],
     ) -> Result<LaunchReport, SimError> {
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        };
+        self.launch_with(module, entry, shape, params, false)
+    }
+
+    /// As [`launch`](Self::launch), with every block running at once (a cooperative launch,
+    /// for kernels with grid barriers): the blocks take turns, a round of each at a time, so a
+    /// block spinning on global memory lets the others run (see the `coop` module). A grid
+    /// of more than [`SimOptions::max_cooperative_blocks`] blocks is refused
+    /// ([`LaunchProblem::CooperativeGrid`]); blocks that spin at a barrier no other block can
+    /// release end the launch with a participation fault
+    /// ([`ParticipationProblem::GridBarrier`]) instead of hanging. Global memory is
+    /// checked for races between blocks too (see the checkers in the module documentation).
+    pub fn launch_cooperative(
+        &self,
+        module: &SimModule,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[u64],
+    ) -> Result<LaunchReport, SimError> {
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        };
+        self.launch_with(module, entry, shape, params, true)
+    }
+
+    fn launch_with(
+        &self,
+        module: &SimModule,
+        entry: &str,
+        shape: Shape,
+        params: &[u64],
+        cooperative: bool,
+    ) -> Result<LaunchReport, SimError> {
+        let Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        } = shape;
         let prog = module
             .programs
             .iter()
@@ -435,11 +488,12 @@ impl Simulator {
             }
         }
         let nblocks = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_smem: dynamic_smem_bytes,
-        };
+        if cooperative && nblocks > u64::from(self.options.max_cooperative_blocks) {
+            return Err(refuse(LaunchProblem::CooperativeGrid {
+                blocks: nblocks,
+                max: self.options.max_cooperative_blocks,
+            }));
+        }
         let ctaid = |b: u64| {
             let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
             [
@@ -453,7 +507,21 @@ impl Simulator {
         let view = self.memory.view(workers > 1);
         let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
         let printed: Mutex<Vec<(u64, u32, String)>> = Mutex::new(Vec::new());
-        let counts = if workers <= 1 {
+        let counts = if cooperative {
+            let ctaids: Vec<[u32; 3]> = (0..nblocks).map(ctaid).collect();
+            let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, &ctaids);
+            match ran {
+                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
+                Err(e) => return Err(e),
+                Ok((counts, lines)) => {
+                    printed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(lines);
+                    counts
+                }
+            }
+        } else if workers <= 1 {
             let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
             let mut result = Ok(());
             for b in 0..nblocks {

@@ -561,6 +561,27 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
     let reg = |s: &str| parse_reg(s);
     let opd = |s: &str| parse_operand(s, f);
     match head {
+        "ld" if parts
+            .get(1)
+            .is_some_and(|p| Sem::ALL.iter().any(|s| sem_name(*s) == *p)) =>
+        {
+            let (order, rest) = parse_order(&parts[1..])?;
+            let (space, rest) = parse_space(rest)?;
+            let [ty] = tys::<1>(rest)?;
+            let [d, addr] = want::<2>(ops)?;
+            let dst = parse_reg(&d)?;
+            match order {
+                Some((sem @ (Sem::Relaxed | Sem::Acquire), scope)) => Ok(Op::LdOrdered {
+                    sem,
+                    scope,
+                    space,
+                    ty,
+                    dst,
+                    addr: parse_address(&addr, space, f)?,
+                }),
+                _ => Err(ParseReason::UnknownMnemonic),
+            }
+        }
         "ld" | "st" => parse_ldst(head == "ld", &parts, ops, f),
         "mov" => {
             let [ty] = tys::<1>(&parts[1..])?;
