@@ -32,13 +32,16 @@ use super::SimOptions;
 use super::control::{Monitor, POLL_STEPS};
 use super::decode::{Coll, NONE, Program, SHARED_SHIFT};
 use super::error::{
-    AbsentGroup, AbsentState, Access, Extent, MemSpace, MemoryFault, ParticipationFault,
-    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, Extent, GlobalRaceFault, MemSpace, MemoryFault,
+    ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
+    UninitOrigin, UseKind,
 };
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
+use super::global_race::GlobalRaces;
 use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
+use std::cell::RefCell;
 
 /// Instructions a thread runs before others get a turn (so spin-waits make progress).
 const QUANTUM: u64 = 1 << 16;
@@ -113,6 +116,8 @@ pub(crate) struct BlockRun<'a> {
     block_steps: u64,
     /// Global stores and atomics executed so far (a spinning block waits for one).
     global_writes: u64,
+    /// In a cooperative launch with race checking: the launch's global race checker.
+    global_races: Option<&'a RefCell<GlobalRaces>>,
     /// What the block's threads printed: (thread, text), in the order they printed.
     printed: Vec<(u32, String)>,
     /// What every block this worker ran printed: (block, thread, text).
@@ -194,6 +199,7 @@ impl<'a> BlockRun<'a> {
             pending: None,
             block_steps: 0,
             global_writes: 0,
+            global_races: None,
             printed: Vec::new(),
             output: Vec::new(),
         }
@@ -407,7 +413,7 @@ impl<'a> BlockRun<'a> {
                     progressed = true;
                 }
                 Stop::Spin => yielded = true,
-                Stop::Fault(f @ Fault::Race { .. }) => {
+                Stop::Fault(f @ (Fault::Race { .. } | Fault::GlobalRace { .. })) => {
                     return Err(self.fault(t, self.pc[t], f));
                 }
                 Stop::Fault(f) => {
@@ -464,6 +470,19 @@ impl<'a> BlockRun<'a> {
         self.first(self.stuck())
     }
 
+    /// Checks this block's global accesses against the other blocks' with `races` (a
+    /// cooperative launch's checker).
+    pub(crate) fn check_global_races(&mut self, races: &'a RefCell<GlobalRaces>) {
+        self.global_races = Some(races);
+    }
+
+    /// The block's linear index in the grid.
+    fn linear_block(&self) -> u32 {
+        let [gx, gy, _] = self.shape.grid;
+        let [x, y, z] = self.ctaid;
+        x + gx * (y + gy * z)
+    }
+
     /// The block being run.
     pub(crate) fn ctaid(&self) -> [u32; 3] {
         self.ctaid
@@ -481,6 +500,7 @@ impl<'a> BlockRun<'a> {
         let stride = self.stride;
         let lb = self.opts.local_bytes as usize + self.prog.local_bytes as usize;
         let uninit = self.opts.check_uninit;
+        let linear = self.linear_block();
         let mut env = Env {
             prog: self.prog,
             global: self.global,
@@ -500,6 +520,7 @@ impl<'a> BlockRun<'a> {
             printed: &mut self.printed,
             pending: None,
             global_writes: &mut self.global_writes,
+            global_races: self.global_races.map(|g| (g, linear)),
         };
         let pc = &mut self.pc[t];
         let out = if uninit {
@@ -1148,6 +1169,27 @@ impl<'a> BlockRun<'a> {
                     address: addr,
                 },
             })),
+            Fault::GlobalRace { hit, kind } => {
+                let [gx, gy, _] = self.shape.grid;
+                let b = hit.block;
+                let block = [b % gx, (b / gx) % gy, b / (gx * gy)];
+                SimError::GlobalRace(Box::new(GlobalRaceFault {
+                    address: hit.addr,
+                    first: Access {
+                        thread: ThreadRef {
+                            block,
+                            thread: self.tid3(hit.thread as usize),
+                        },
+                        kind: hit.kind,
+                        at: self.prog.location(hit.pc),
+                    },
+                    second: Access {
+                        thread,
+                        kind,
+                        at: at.clone(),
+                    },
+                }))
+            }
             Fault::Race { hit, kind } => SimError::Race(Box::new(RaceFault {
                 address: self.shared_address(hit.byte),
                 symbol: self

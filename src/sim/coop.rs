@@ -18,7 +18,9 @@ use super::block::{BlockRun, Counts, Round, Shape};
 use super::control::Monitor;
 use super::decode::Program;
 use super::error::{ParticipationFault, ParticipationProblem, SimError};
+use super::global_race::GlobalRaces;
 use super::memory::GlobalView;
+use std::cell::RefCell;
 
 /// What a cooperative launch returns: its counters and what each block printed, as
 /// (block, thread, text).
@@ -34,9 +36,13 @@ pub(crate) fn run(
     monitor: &Monitor<'_>,
     ctaids: &[[u32; 3]],
 ) -> Result<Ran, SimError> {
+    let races = RefCell::new(GlobalRaces::new(ctaids.len()));
     let mut runs: Vec<BlockRun<'_>> = Vec::with_capacity(ctaids.len());
     for &c in ctaids {
         let mut run = BlockRun::new(prog, opts, view, params, shape, monitor);
+        if opts.check_races {
+            run.check_global_races(&races);
+        }
         run.start(c)?;
         runs.push(run);
     }

@@ -63,6 +63,10 @@ pub(crate) struct Atomic {
     pub a: u32,
     /// The new value of `cas`, else [`NONE`].
     pub b: u32,
+    /// Whether its memory order acquires (`.acquire`, `.acq_rel`) and releases (`.release`,
+    /// `.acq_rel`): what the global race checker of cooperative launches orders by.
+    pub acquire: bool,
+    pub release: bool,
 }
 
 /// One decoded instruction.
@@ -1124,8 +1128,9 @@ impl Decoder<'_> {
                 })
             }
             Op::Atom {
-                // The simulator runs every thread's accesses in one order: any memory order holds.
-                order: _,
+                // The simulator runs every thread's accesses in one order: any memory order holds
+                // (the race checker of cooperative launches reads it).
+                order,
                 space,
                 op,
                 ty,
@@ -1152,6 +1157,8 @@ impl Decoder<'_> {
                         Some(b) => self.opd(b, *ty)?,
                         None => NONE,
                     },
+                    acquire: acquires(*order),
+                    release: releases(*order),
                 })
             }
             Op::Red {
@@ -1181,10 +1188,22 @@ impl Decoder<'_> {
                     disp,
                     a: self.opd(a, *ty)?,
                     b: NONE,
+                    acquire: false,
+                    release: releases(*order),
                 })
             }
         })
     }
+}
+
+/// Whether a memory order acquires (`.acquire`, `.acq_rel`).
+fn acquires(order: Order) -> bool {
+    matches!(order, Some((Sem::Acquire | Sem::AcqRel, _)))
+}
+
+/// Whether a memory order releases (`.release`, `.acq_rel`).
+fn releases(order: Order) -> bool {
+    matches!(order, Some((Sem::Release | Sem::AcqRel, _)))
 }
 
 /// Without 16-bit registers in the model, 8- and 16-bit types are valid PTX only in

@@ -444,6 +444,33 @@ impl fmt::Display for RaceFault {
     }
 }
 
+/// A race on global memory between two blocks of a cooperative launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalRaceFault {
+    /// The global byte's address.
+    pub address: u64,
+    /// The earlier access.
+    pub first: Access,
+    /// The later access, which found the earlier one unordered.
+    pub second: Access,
+}
+
+impl fmt::Display for GlobalRaceFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "global-memory race on byte {:#x} between blocks\n  {} by {}\n    at {}\n  {} by {}\n    at {}\n  no grid barrier (or release and acquire) orders them",
+            self.address,
+            self.first.kind,
+            self.first.thread,
+            self.first.at,
+            self.second.kind,
+            self.second.thread,
+            self.second.at
+        )
+    }
+}
+
 /// Where an undefined value reached something observable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UseKind {
@@ -757,6 +784,9 @@ pub enum SimError {
     Participation(Box<ParticipationFault>),
     /// Two threads touch the same shared byte between the same synchronizations.
     Race(Box<RaceFault>),
+    /// In a cooperative launch, two blocks touch the same global byte, at least one writing,
+    /// with no release and acquire (a grid barrier) ordering them.
+    GlobalRace(Box<GlobalRaceFault>),
     /// An access outside every buffer of its space.
     OutOfBounds(Box<MemoryFault>),
     /// An access not aligned to its size.
@@ -829,6 +859,7 @@ impl fmt::Display for SimError {
             }
             SimError::Participation(p) => write!(f, "in `{}`: {p}", p.at.entry),
             SimError::Race(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
+            SimError::GlobalRace(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
             SimError::OutOfBounds(m) => write!(f, "in `{}`: out-of-bounds {m}", m.at.entry),
             SimError::Misaligned(m) => write!(
                 f,

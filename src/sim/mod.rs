@@ -151,6 +151,7 @@ mod decode;
 mod entry_text;
 mod error;
 mod exec;
+mod global_race;
 #[cfg(test)]
 mod known_results;
 mod memory;
@@ -164,9 +165,9 @@ pub use control::{
 };
 pub use entry_text::entry_text;
 pub use error::{
-    AbsentGroup, AbsentState, Access, AccessKind, Extent, InvalidReason, LaunchProblem, Location,
-    MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault, ParticipationProblem,
-    RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, AccessKind, Extent, GlobalRaceFault, InvalidReason,
+    LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault,
+    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
 };
 pub use parse::parse;
 
