@@ -58,6 +58,10 @@
 //!
 //! Blocks run one after another in linear order (or spread over [`SimOptions::threads`]
 //! workers); global stores are visible to later blocks and after the launch, as on the GPU.
+//! A cooperative launch ([`Simulator::launch_cooperative`], for kernels with grid barriers)
+//! runs every block at once instead, interleaved a scheduling round at a time; a thread that
+//! polls memory with an ordered load (`ld.acquire`, `ld.relaxed`) yields after it, so the
+//! blocks a grid barrier waits for get to run.
 //! Each static shared declaration, and then the dynamic part (where every `.extern .shared`
 //! declaration starts), has addresses of its own: declaration `k` is at `k` MiB, with nothing
 //! mapped between the end of one and the start of the next (a gap larger than any block's
@@ -105,6 +109,11 @@
 //!   branch, an exit before a `bar.sync`, a member mask naming lanes that wait elsewhere, a
 //!   lane outside its own mask, different collective instructions, a counted barrier that
 //!   cannot fill — with the waiting threads, the absent ones and where each of those is.
+//!   In a cooperative launch, a pass over every live block in which nothing changes (threads
+//!   only spin on memory no one writes) is a fault too: blocks wait at a grid barrier that a
+//!   block which exited, or waits elsewhere, never arrives at
+//!   ([`ParticipationProblem::GridBarrier`], naming the barrier's op and the blocks that
+//!   left).
 //!   Turned off, the hardware's rules apply instead: exited threads release barriers, and
 //!   barrier or warp-collective instances gather across instructions of the same kind.
 //! - **races**: reports two accesses to the same shared-memory byte by different threads, at
@@ -112,8 +121,13 @@
 //!   a thread; a completed `bar.sync` orders what its participating threads did before it
 //!   with what they do after it; a completed warp collective (`bar.warp.sync`, `shfl.sync`,
 //!   `vote.sync`, `match.sync`, `redux.sync`) does the same for its lanes; orderings compose.
-//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found;
-//!   global memory is not checked.
+//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found.
+//!   Global memory is checked in cooperative launches, between blocks: a plain write and
+//!   another block's plain read or write of the same byte race unless a release (an atomic
+//!   with `.release` or `.acq_rel`) and an acquire of the value it published (an atomic with
+//!   `.acquire` or `.acq_rel`, or `ld.acquire`) order them, as a grid barrier does
+//!   ([`SimError::GlobalRace`]). Threads of one block are not checked against one another
+//!   there.
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
 //!   outside every shared declaration (shared: each is checked on its own, so an index past
 //!   one array into the next, or into the code generator's scratch, is out of bounds, not
