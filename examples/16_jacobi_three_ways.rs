@@ -56,7 +56,7 @@ fn step_kernel() -> Kernel {
 /// The persistent kernel keeping `points` points per thread in registers: thread `t` of the
 /// grid holds points `t * points ..` (those below `n`); `halo` holds `4 * threads` values.
 fn resident_kernel(points: u32) -> Kernel {
-    let mut k = KernelBuilder::new(&format!("jacobi_resident_{points}")).block(BLOCK);
+    let mut k = KernelBuilder::new(format!("jacobi_resident_{points}")).block(BLOCK);
     let u = k.buffer::<f32>("u");
     let halo = k.buffer::<f32>("halo");
     let (n, iters) = (k.scalar::<u32>("n"), k.scalar::<u32>("iters"));

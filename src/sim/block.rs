@@ -38,6 +38,8 @@ use super::error::{
 };
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
 use super::global_race::GlobalRaces;
+
+mod grid;
 use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
@@ -439,53 +441,6 @@ impl<'a> BlockRun<'a> {
         Ok(Round::Running {
             progressed: progressed || completed || self.global_writes != writes,
         })
-    }
-
-    /// Where the block's spinning threads are (threads that stopped at an ordered load and
-    /// wait for memory to change), as (thread, location); empty when none spins.
-    pub(crate) fn spinning(&self) -> Vec<(u32, super::error::Location)> {
-        (0..self.nthreads)
-            .filter(|&t| {
-                self.status[t] == Status::Ready
-                    && self.pc[t] > 0
-                    && matches!(
-                        self.prog.code.get(self.pc[t] as usize - 1).map(|i| &i.inst),
-                        Some(super::decode::Inst::LdOrdered(_))
-                    )
-            })
-            .map(|t| (t as u32, self.prog.location(self.pc[t] - 1)))
-            .collect()
-    }
-
-    /// Where the block's threads exited, as (thread, location).
-    pub(crate) fn exits(&self) -> Vec<(u32, super::error::Location)> {
-        (0..self.nthreads)
-            .filter(|&t| self.status[t] == Status::Exited)
-            .map(|t| (t as u32, self.prog.location(self.pc[t])))
-            .collect()
-    }
-
-    /// The participation fault of the block's present state, as a stuck block reports it.
-    pub(crate) fn stuck_error(&self) -> SimError {
-        self.first(self.stuck())
-    }
-
-    /// Checks this block's global accesses against the other blocks' with `races` (a
-    /// cooperative launch's checker).
-    pub(crate) fn check_global_races(&mut self, races: &'a RefCell<GlobalRaces>) {
-        self.global_races = Some(races);
-    }
-
-    /// The block's linear index in the grid.
-    fn linear_block(&self) -> u32 {
-        let [gx, gy, _] = self.shape.grid;
-        let [x, y, z] = self.ctaid;
-        x + gx * (y + gy * z)
-    }
-
-    /// The block being run.
-    pub(crate) fn ctaid(&self) -> [u32; 3] {
-        self.ctaid
     }
 
     /// `e`, unless an undefined-value fault came before it.

@@ -16,8 +16,11 @@ use super::alu::{self, AtomKind, Cvt, Fn1, Fn2, Fn3};
 use super::error::{InvalidReason, Location, MemSpace, SimError};
 use super::parse::FnLines;
 use super::symbols;
+
+mod memory;
 pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
+use memory::{acquires, atomic_space, mem_space, releases, space_of};
 use std::collections::HashMap;
 
 /// No slot (no base register, no guard, no predicate output).
@@ -1092,41 +1095,14 @@ impl Decoder<'_> {
                 let dst = self.dst(*dst, Ty::B32)?;
                 self.coll(Coll::Activemask { dst })
             }
+            // The simulator runs every thread's accesses in one order: any memory order holds.
             Op::LdOrdered {
-                // The simulator runs every thread's accesses in one order: any memory order holds.
-                sem: _,
-                scope: _,
                 space,
                 ty,
                 dst,
                 addr,
-            } => {
-                if *ty == Ty::Pred || ty.bytes() < 4 {
-                    return Err(InvalidReason::BadType);
-                }
-                let space = atomic_space(*space)?;
-                let fit = if ty.is_float() {
-                    Fit::Exact(alu::reg_bits(*ty))
-                } else {
-                    Fit::AtLeast(alu::reg_bits(*ty))
-                };
-                let reg = self.reg(*dst, fit)?;
-                let ext = match (ty.is_signed(), class_bits(dst.class) == 64) {
-                    (false, _) => Ext::Zero,
-                    (true, false) => Ext::Sign32,
-                    (true, true) => Ext::Sign64,
-                };
-                let (base, disp) = self.addr(addr, *space_of(space))?;
-                Inst::LdOrdered(Mem {
-                    space,
-                    n: 1,
-                    size: ty.bytes() as u8,
-                    ext,
-                    regs: [reg, NONE, NONE, NONE],
-                    base,
-                    disp,
-                })
-            }
+                ..
+            } => self.ld_ordered(*space, *ty, *dst, addr)?,
             Op::Atom {
                 // The simulator runs every thread's accesses in one order: any memory order holds
                 // (the race checker of cooperative launches reads it).
@@ -1196,16 +1172,6 @@ impl Decoder<'_> {
     }
 }
 
-/// Whether a memory order acquires (`.acquire`, `.acq_rel`).
-fn acquires(order: Order) -> bool {
-    matches!(order, Some((Sem::Acquire | Sem::AcqRel, _)))
-}
-
-/// Whether a memory order releases (`.release`, `.acq_rel`).
-fn releases(order: Order) -> bool {
-    matches!(order, Some((Sem::Release | Sem::AcqRel, _)))
-}
-
 /// Without 16-bit registers in the model, 8- and 16-bit types are valid PTX only in
 /// `ld`, `st` and `cvt` (which take wider registers); elsewhere the JIT rejects them.
 fn full_width(ty: Ty) -> D<()> {
@@ -1219,30 +1185,5 @@ fn vec_len(n: usize) -> D<u8> {
     match n {
         1 | 2 | 4 => Ok(n as u8),
         _ => Err(InvalidReason::BadVector),
-    }
-}
-
-fn mem_space(s: Space) -> MemSpace {
-    match s {
-        Space::Param => MemSpace::Param,
-        Space::Global | Space::GlobalNc => MemSpace::Global,
-        Space::Shared => MemSpace::Shared,
-        Space::Local => MemSpace::Local,
-        Space::Const => MemSpace::Const,
-    }
-}
-
-fn atomic_space(s: Space) -> D<MemSpace> {
-    match s {
-        Space::Global => Ok(MemSpace::Global),
-        Space::Shared => Ok(MemSpace::Shared),
-        _ => Err(InvalidReason::ReadOnlySpace),
-    }
-}
-
-fn space_of(s: MemSpace) -> &'static Space {
-    match s {
-        MemSpace::Shared => &Space::Shared,
-        _ => &Space::Global,
     }
 }

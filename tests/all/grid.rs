@@ -13,7 +13,7 @@ use coopgraph::{Error, Kernel, KernelBuilder};
 /// the phase before, with a grid barrier between phases, the last two inside a loop:
 /// `a[i] = 3i + 1`; then twice `b[i] = a[(i + shift) % n] + a[n - 1 - i]`, `a[i] = b[i] ^ i`.
 fn phases(block: u32) -> Kernel {
-    let mut k = KernelBuilder::new(&format!("phases_{block}")).block(block);
+    let mut k = KernelBuilder::new(format!("phases_{block}")).block(block);
     let (a, b) = (k.buffer::<u32>("a"), k.buffer::<u32>("b"));
     let shift = k.scalar::<u32>("shift");
     let g = k.this_grid();
