@@ -679,6 +679,7 @@ impl Canonical for OpData {
                 w.tag(24);
                 l.write(w);
             }
+            OpKind::SyncGrid => w.tag(60),
             OpKind::Print { pieces, args } => {
                 w.tag(40);
                 w.str(&crate::ir::format::unparse(pieces));

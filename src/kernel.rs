@@ -111,6 +111,25 @@ impl Kernel {
         &self.inner.ir
     }
 
+    /// Whether the kernel synchronizes the grid ([`KernelBuilder::sync_grid`]), so that it is
+    /// launched cooperatively: every block resident at once, as many as the device holds
+    /// ([`Function::launch_cooperative`](crate::runtime::Function::launch_cooperative)).
+    ///
+    /// ```
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("phases").block(64);
+    /// k.sync_grid();
+    /// assert!(k.build()?.needs_cooperative());
+    /// assert!(!KernelBuilder::new("plain").block(64).build()?.needs_cooperative());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    ///
+    /// [`KernelBuilder::sync_grid`]: crate::KernelBuilder::sync_grid
+    pub fn needs_cooperative(&self) -> bool {
+        self.inner.ir.needs_cooperative()
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.inner.plan
@@ -511,7 +530,7 @@ impl Compile for Kernel {
                 tile_elems: self.inner.plan.block_tile,
                 static_smem: shared.static_bytes,
                 dynamic_smem: shared.dynamic_bytes(),
-                needs_cooperative: false,
+                needs_cooperative: ir.needs_cooperative(),
                 tile_offsets: self.tile_offsets(),
                 grid_dims: grid_dims.unwrap_or(1),
                 dynamic_array: shared.dynamic_array.and_then(|(i, offset)| {
@@ -537,6 +556,7 @@ impl Compile for Kernel {
                             (ir.options.checks == Checks::Debug)
                                 .then_some(HiddenParam::CheckRecord),
                         )
+                        .chain(ir.needs_cooperative().then_some(HiddenParam::GridBarrier))
                         .collect()
                 },
             },

@@ -211,6 +211,8 @@ pub struct Emitter<'a> {
     pub(crate) current_op: Option<OpId>,
     /// Debug checks: the record and the sites so far (`None` without debug checks).
     checks: Option<checks::CheckState>,
+    /// The grid barrier's word (`None` in a kernel without grid barriers).
+    grid: Option<grid::GridState>,
 }
 
 impl<'a> Emitter<'a> {
@@ -248,6 +250,7 @@ impl<'a> Emitter<'a> {
             library_depth: 0,
             current_op: None,
             checks: None,
+            grid: None,
         };
         for b in &plan.barriers {
             e.barrier_scopes.entry(b.step).or_default().push(b.scope);
@@ -272,8 +275,8 @@ impl<'a> Emitter<'a> {
         g
     }
 
-    /// Declares the parameters (the user's, then the hidden buffer lengths and, with debug
-    /// checks, the check record), loads them, converts buffer pointers to global addresses,
+    /// Declares the parameters (the user's, then the hidden buffer lengths, with debug
+    /// checks the check record, and in a cooperative kernel the grid barrier's word), loads them, converts buffer pointers to global addresses,
     /// and allocates every payload's registers.
     pub(super) fn prologue(&mut self, entry: &str) -> Vec<Param> {
         let ir = self.ir;
@@ -351,6 +354,7 @@ impl<'a> Emitter<'a> {
             params.push(Param { name, ty });
         }
         params.extend(self.record_param(entry));
+        params.extend(self.grid_param(entry));
         for d in &ir.datas {
             let c = class(d.dtype);
             let regs = (0..d.items).map(|_| self.reg(c)).collect();
@@ -363,6 +367,7 @@ impl<'a> Emitter<'a> {
     /// sites of its debug checks, in number order.
     pub(super) fn finish(mut self, name: String, params: Vec<Param>) -> (Module, Vec<CheckSite>) {
         let sites = self.finish_checks();
+        self.finish_grid();
         let mut body = std::mem::take(&mut self.entry);
         body.append(&mut self.body);
         let consts = arrays::const_decls(self.ir, &name);
@@ -1062,6 +1067,7 @@ impl Emitter<'_> {
 
 mod arrays;
 mod checks;
+mod grid;
 mod packed;
 mod positions;
 mod print;

@@ -426,6 +426,7 @@ impl Emitter<'_> {
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
             OpKind::Lanes(l) => self.lanes(op, l)?,
+            OpKind::SyncGrid => self.sync_grid()?,
             OpKind::Print { args, .. } => {
                 let regs: Vec<Reg> = (args.iter())
                     .map(|a| self.eval(*a, &ctx, &mut memo))

@@ -11,7 +11,8 @@
 //! arrays), `atomic.rs` (atomics),
 //! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
-//! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers), `loops.rs`
+//! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers), `grid.rs` (the
+//! grid group and its barrier), `loops.rs`
 //! (stepped and `while` loops, `break_`, `continue_`, `return_if`), `vars.rs` (per-thread
 //! variables) and `pipeline.rs` (the fluent [`Pipeline`]).
 
@@ -27,6 +28,7 @@ mod atomic;
 mod collectives;
 mod control;
 mod data;
+mod grid;
 mod lanes;
 mod loops;
 mod memory;
@@ -38,6 +40,7 @@ mod vars;
 
 pub use atomic::Atomic;
 pub use collectives::{Reduce, Scan};
+pub use grid::Grid;
 pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;

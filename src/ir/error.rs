@@ -90,6 +90,20 @@ pub enum VerifyErrorKind {
         /// Where the `return_if` was written.
         exit: Loc,
     },
+    /// `sync_grid` under a branch or loop whose condition is not the same in every thread of
+    /// the grid (it depends on the thread's or the block's index, a thread's variable, or it
+    /// is a `tiles` loop, whose trip count differs between blocks): the threads that skip it
+    /// would leave the others waiting at the grid barrier for ever.
+    NonUniformGridSync {
+        /// Where the condition (or loop) was written.
+        condition: Loc,
+    },
+    /// `sync_grid` after a `return_if` whose condition is not the same in every thread of the
+    /// grid: the threads that left would never arrive at the grid barrier.
+    GridSyncAfterReturn {
+        /// Where the `return_if` was written.
+        exit: Loc,
+    },
     /// `break_` or `continue_` outside any loop (a scan's prefix callback is no loop's body).
     JumpOutsideLoop {
         /// `break_` or `continue_`.
@@ -433,6 +447,17 @@ impl fmt::Display for VerifyError {
                 f,
                 "collective over {group:?} after a `return_if` (at {exit}) whose condition \
                  varies across the block; the threads that left would not take part"
+            ),
+            NonUniformGridSync { condition } => write!(
+                f,
+                "`sync_grid` under a condition or loop that is not the same in every thread of \
+                 the grid (written at {condition}); the threads that skip it would leave the \
+                 others waiting for ever"
+            ),
+            GridSyncAfterReturn { exit } => write!(
+                f,
+                "`sync_grid` after a `return_if` (at {exit}) whose condition is not the same in \
+                 every thread of the grid; the threads that left would never arrive"
             ),
             JumpOutsideLoop { what } => write!(f, "`{what}` outside a loop"),
             ReturnInCallback => write!(

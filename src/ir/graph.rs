@@ -428,7 +428,6 @@ impl Deps<'_> {
                 self.access(node, memory, true, state);
                 self.write(node, a.old, true, state);
             }
-            OpKind::SyncBlock => {}
             OpKind::Lanes(l) => {
                 self.read_exprs(node, &kind.exprs(), state);
                 if let Some(m) = l.members {
@@ -438,6 +437,7 @@ impl Deps<'_> {
                     self.write(node, out, true, state);
                 }
             }
+            OpKind::SyncBlock | OpKind::SyncGrid => {}
             OpKind::Print { .. } => self.read_exprs(node, &kind.exprs(), state),
             OpKind::Reduce(r) => {
                 self.read_exprs(node, &kind.exprs(), state);

@@ -29,7 +29,7 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Difference, FlagFn, Flags, KernelBuilder, Load, Pipeline, PrintArg,
+    Atomic, BinaryFn, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline, PrintArg,
     PrintArgs, PrintValue, Reduce, Scan, Scatter, Shuffle, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};

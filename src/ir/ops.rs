@@ -651,6 +651,10 @@ pub enum OpKind {
     SyncBlock,
     /// A lane collective of one tile (shuffle, vote, match, tile barrier).
     Lanes(LaneSpec),
+    /// A grid barrier: every thread of every block of the launch waits for all others, and
+    /// what any of them wrote to global memory before it is visible to all after it. A kernel
+    /// with one is cooperative ([`Ir::needs_cooperative`]).
+    SyncGrid,
     /// A line printed by each thread that runs it: the format's pieces, one value per
     /// placeholder (see [`KernelBuilder::print`](super::KernelBuilder::print)).
     Print {
@@ -736,6 +740,7 @@ impl OpKind {
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
             OpKind::Lanes(l) => l.op.name(),
+            OpKind::SyncGrid => "sync_grid",
             OpKind::Print { .. } => "print",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
@@ -836,6 +841,7 @@ impl OpKind {
                 v.extend(l.lane);
             }
             OpKind::SyncBlock
+            | OpKind::SyncGrid
             | OpKind::Break
             | OpKind::Continue
             | OpKind::Exchange { .. }
@@ -1042,6 +1048,14 @@ impl Ir {
             }
         }
         wide
+    }
+
+    /// Whether the kernel synchronizes the whole grid ([`OpKind::SyncGrid`]), so that every
+    /// block of a launch must be resident at once: such a kernel is launched cooperatively.
+    pub fn needs_cooperative(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|op| matches!(op.kind, OpKind::SyncGrid))
     }
 
     /// Threads in the block.

@@ -239,6 +239,7 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             };
             format!("{out}{group}.{}({})", l.op.name(), args.join(", "))
         }
+        OpKind::SyncGrid => "sync_grid".into(),
         OpKind::Print { pieces, args } => {
             let args: Vec<String> = args.iter().map(|a| e(*a)).collect();
             format!("print {:?} ({})", unparse(pieces), args.join(", "))

@@ -233,13 +233,13 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 }
                 check(a.old.index() < nd, "payload", a.old.0);
             }
-            OpKind::SyncBlock | OpKind::Print { .. } => {}
             OpKind::Lanes(l) => {
                 check(l.group.index() < ng, "group", l.group.0);
                 if let Some(out) = l.out {
                     check(out.index() < nd, "payload", out.0);
                 }
             }
+            OpKind::SyncBlock | OpKind::SyncGrid | OpKind::Print { .. } => {}
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
                 check(r.dst.index() < nd, "payload", r.dst.0);
@@ -534,6 +534,21 @@ impl Verifier<'_> {
         }
     }
 
+    /// A grid barrier: every enclosing condition and loop, and every early exit before it,
+    /// must be the same in every thread of the grid (block-uniform values, such as anything
+    /// computed from the block's index or a `tiles` loop's trip count, are not).
+    fn grid_sync(&mut self, loc: Loc, op: OpId) {
+        let grid = Uniformity::GRID.0;
+        if let Some(&(_, condition)) = self.conds.iter().find(|(u, _)| !u.covers(grid)) {
+            self.push(K::NonUniformGridSync { condition }, loc, Some(op));
+        } else if let Some((u, exit)) = self.flow.exit[op.index()]
+            && !u.covers(grid)
+        {
+            let exit = self.ir.op(exit).loc;
+            self.push(K::GridSyncAfterReturn { exit }, loc, Some(op));
+        }
+    }
+
     fn items_match(&mut self, expected: u32, found: u32, loc: Loc, op: OpId) {
         if expected != found {
             self.push(K::ItemsMismatch { expected, found }, loc, Some(op));
@@ -803,6 +818,7 @@ impl Verifier<'_> {
             OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
             OpKind::Lanes(l) => self.lanes(op, l, state),
+            OpKind::SyncGrid => self.grid_sync(loc, op),
             OpKind::Print { args, .. } => {
                 for a in args {
                     if self.ty(*a) == VType::Bool {

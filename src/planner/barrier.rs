@@ -207,8 +207,10 @@ fn regions_info(ir: &Ir, steps: &IdVec<OpId, Vec<Access>>) -> Nesting {
     for &r in order.iter().rev() {
         active[r.index()] = ir.region(r).iter().any(|&op| {
             let kind = &ir.op(op).kind;
-            matches!(kind, OpKind::SyncBlock | OpKind::Break | OpKind::Continue)
-                || !steps[op].is_empty()
+            matches!(
+                kind,
+                OpKind::SyncBlock | OpKind::SyncGrid | OpKind::Break | OpKind::Continue
+            ) || !steps[op].is_empty()
                 || kind.regions().iter().any(|sub| active[sub.index()])
         });
     }
@@ -375,7 +377,7 @@ impl Walk<'_> {
     }
 
     fn op(&mut self, op: OpId, pending: &mut Vec<Access>) {
-        if matches!(self.ir.op(op).kind, OpKind::SyncBlock) {
+        if matches!(self.ir.op(op).kind, OpKind::SyncBlock | OpKind::SyncGrid) {
             pending.clear();
             return;
         }

@@ -1068,6 +1068,23 @@ pub enum Op {
         /// Operand.
         a: Operand,
     },
+    /// `ld.sem.scope.space.ty dst, [addr];`: a scalar load with a memory order (`.relaxed` or
+    /// `.acquire`; sm_70+), global or shared. The grid barrier waits on its counter with
+    /// `ld.acquire.gpu.global`.
+    LdOrdered {
+        /// `Relaxed` or `Acquire` (the orders PTX gives `ld`).
+        sem: Sem,
+        /// The scope the order holds at.
+        scope: Scope,
+        /// `Global` or `Shared`.
+        space: Space,
+        /// Element type.
+        ty: Ty,
+        /// Destination.
+        dst: Reg,
+        /// Address.
+        addr: Address,
+    },
     /// `membar.{cta,gl,sys};`.
     Membar {
         /// Scope.
@@ -1108,6 +1125,7 @@ impl Op {
             Op::Atom { .. } => "atom",
             Op::Red { .. } => "red",
             Op::Membar { .. } => "membar",
+            Op::LdOrdered { .. } => "ld.ordered",
         }
     }
 }

@@ -445,6 +445,23 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             A(addr, f),
             o(a)
         )?,
+        Op::LdOrdered {
+            sem,
+            scope,
+            space,
+            ty,
+            dst,
+            addr,
+        } => write!(
+            out,
+            "ld.{}.{}{}.{} {}, {};",
+            sem_name(*sem),
+            scope_name(*scope),
+            space_name(*space),
+            ty.name(),
+            R(*dst),
+            A(addr, f)
+        )?,
         Op::Membar { scope } => {
             let s = match scope {
                 Scope::Cta => "cta",

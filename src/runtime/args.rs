@@ -477,10 +477,16 @@ impl<'s, 'a> CheckedArgs<'s, 'a> {
 
     /// Puts the address of the launch's check record into its hidden parameter.
     pub(super) fn set_record(&mut self, image: &KernelImage, addr: u64) {
-        let at = image
-            .hidden
-            .iter()
-            .position(|h| *h == HiddenParam::CheckRecord);
+        self.set_hidden(image, HiddenParam::CheckRecord, addr);
+    }
+
+    /// Puts the address of the launch's grid barrier word into its hidden parameter.
+    pub(super) fn set_grid_barrier(&mut self, image: &KernelImage, addr: u64) {
+        self.set_hidden(image, HiddenParam::GridBarrier, addr);
+    }
+
+    fn set_hidden(&mut self, image: &KernelImage, which: HiddenParam, addr: u64) {
+        let at = image.hidden.iter().position(|h| *h == which);
         if let Some(h) = at.and_then(|i| self.hidden.get_mut(i)) {
             h.bits = addr;
         }
@@ -547,7 +553,7 @@ pub(super) fn check<'s, 'a>(
             HiddenParam::Length { .. } => len.map(|len| u64::from(length_value(len))),
             HiddenParam::Length64 { .. } => len.map(|len| len as u64),
             // Filled in by the launch, which allocates the record (`set_record`).
-            HiddenParam::CheckRecord => Some(0),
+            HiddenParam::CheckRecord | HiddenParam::GridBarrier => Some(0),
         };
         let Some(bits) = value else {
             return Err(RuntimeError::HiddenParam {

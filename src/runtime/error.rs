@@ -101,6 +101,13 @@ pub enum RuntimeError {
         /// The entry.
         entry: String,
     },
+    /// A cooperative kernel (one with grid barriers) launched into a stream that captures a
+    /// graph: its barrier word is allocated for each launch, which a replayed graph cannot
+    /// do. Launch it outside the capture.
+    CooperativeKernelCaptured {
+        /// The entry.
+        entry: String,
+    },
     /// A launch passed the wrong number of arguments.
     ArgCount {
         /// Parameters the kernel declares.
@@ -395,6 +402,11 @@ impl fmt::Display for RuntimeError {
                 f,
                 "`{entry}` has debug checks, which a graph cannot read after its replays; \
                  launch it outside the capture, or build it without debug checks"
+            ),
+            E::CooperativeKernelCaptured { entry } => write!(
+                f,
+                "`{entry}` synchronizes the grid, and its cooperative launches cannot be \
+                 captured into a graph; launch it outside the capture"
             ),
             E::ArgCount { expected, got } => {
                 write!(

@@ -268,6 +268,11 @@ pub enum HiddenParam {
     /// it for each launch, waits for the launch and reads it, and a failure recorded there is
     /// the launch's error ([`RuntimeError::CheckFailed`]).
     CheckRecord,
+    /// The global address of a zeroed `u32`, as a `u64`, for a cooperative kernel
+    /// ([`ImageParts::needs_cooperative`]): the word its grid barriers count arrivals in. The
+    /// runtime allocates it zeroed for each launch, so launches on different streams never
+    /// share one; the barriers leave it ready for the next barrier without a reset.
+    GridBarrier,
 }
 
 impl HiddenParam {
@@ -275,15 +280,16 @@ impl HiddenParam {
     pub fn bytes(&self) -> u32 {
         match self {
             HiddenParam::Length { .. } => 4,
-            HiddenParam::Length64 { .. } | HiddenParam::CheckRecord => 8,
+            HiddenParam::Length64 { .. } | HiddenParam::CheckRecord | HiddenParam::GridBarrier => 8,
         }
     }
 
-    /// The index of the buffer parameter whose length this is (`None` for the check record).
+    /// The index of the buffer parameter whose length this is (`None` for the check record
+    /// and the grid barrier's word).
     pub fn buffer(&self) -> Option<usize> {
         match *self {
             HiddenParam::Length { buffer } | HiddenParam::Length64 { buffer } => Some(buffer),
-            HiddenParam::CheckRecord => None,
+            HiddenParam::CheckRecord | HiddenParam::GridBarrier => None,
         }
     }
 }
@@ -474,6 +480,7 @@ impl Compile for KernelImage {
                     w.u64(*buffer as u64);
                 }
                 HiddenParam::CheckRecord => w.tag(2),
+                HiddenParam::GridBarrier => w.tag(3),
             }
         }
         w.tag(match bounds {

@@ -21,7 +21,7 @@ use super::disk_cache::Origin;
 use super::driver::{CudaKernel, Shape, Streams};
 use super::error::Foreign;
 use super::graph::SimLaunch;
-use super::image::{KernelImage, ParamKind};
+use super::image::{HiddenParam, KernelImage, ParamKind};
 use super::load::{self, DiskModule, default_dynamic_limit};
 use super::resources::{self, Resources};
 use super::stream::Stream;
@@ -293,6 +293,60 @@ impl Function {
         self.launch(LaunchConfig::blocks(grid_x), args)
     }
 
+    /// Launches as many blocks along x as can be resident on the device at once
+    /// ([`max_cooperative_blocks`](Self::max_cooperative_blocks)), cooperatively where the
+    /// kernel synchronizes the grid ([`KernelBuilder::sync_grid`](crate::KernelBuilder::sync_grid)):
+    /// the persistent-kernel launch, whose blocks stride over the work themselves.
+    ///
+    /// Every launch of a kernel with a grid barrier is cooperative, through this method or
+    /// [`launch`](Self::launch) and [`launch_grid`](Self::launch_grid) alike: the runtime
+    /// checks that the grid can be resident at once
+    /// ([`RuntimeError::CooperativeGridTooLarge`] before launching, never a hang), and
+    /// launches it with `cuLaunchCooperativeKernel` (on the simulator, with every block
+    /// running at once). A device without cooperative launch is
+    /// [`RuntimeError::CooperativeUnsupported`].
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Each block adds its count of threads, then (after the grid barrier) thread 0 of
+    /// // block 0 doubles the total: the grid's threads, twice.
+    /// let mut k = KernelBuilder::new("count").block(64);
+    /// let total = k.buffer::<u32>("total");
+    /// let g = k.this_grid();
+    /// k.if_(coopgraph::ir::index::thread_rank().eq(0u32), |k| {
+    ///     k.atomic(&total, 0u32, coopgraph::ir::Atomic::add(64u32));
+    /// });
+    /// k.sync_grid();
+    /// k.if_(g.thread_rank().eq(0u32), |k| k.write(&total, 0u32, total.at(0u32) * 2u32));
+    /// let f = Device::sim().compile(&k.build()?)?;
+    /// let mut t = f.device().alloc_zeroed::<u32>(1)?;
+    /// f.launch_cooperative((&mut t,))?;
+    /// let blocks = f.max_cooperative_blocks()? as u32;
+    /// assert_eq!(t.to_vec()?, [2 * 64 * blocks]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn launch_cooperative<'a>(&self, args: impl KernelArgs<'a>) -> Result<(), RuntimeError> {
+        let blocks = self.max_cooperative_blocks()?;
+        let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
+        self.launch(LaunchConfig::blocks(blocks), args)
+    }
+
+    /// As [`launch_cooperative`](Self::launch_cooperative), with `blocks` blocks along x: a
+    /// grid larger than can be resident at once is
+    /// [`RuntimeError::CooperativeGridTooLarge`] (see
+    /// [`KernelBuilder::sync_grid`](crate::KernelBuilder::sync_grid) for an example).
+    #[track_caller]
+    pub fn launch_cooperative_grid<'a>(
+        &self,
+        blocks: u32,
+        args: impl KernelArgs<'a>,
+    ) -> Result<(), RuntimeError> {
+        self.launch(LaunchConfig::blocks(blocks), args)
+    }
+
     /// Launches with `config`, after checking the block shape, the grid against the device's
     /// limits (and, for kernels that need it, against the number of blocks that can be
     /// resident at once), shared memory, and every argument against the image's parameters.
@@ -478,11 +532,18 @@ impl Function {
                 return Err(RuntimeError::CooperativeUnsupported);
             }
             let blocks: u64 = grid.iter().map(|&g| u64::from(g)).product();
-            let max = u64::from(self.blocks_per_sm(dynamic_smem)?) * u64::from(limits.sm_count);
+            let max = self.cooperative_limit(dynamic_smem)?;
             if blocks > max {
                 return Err(RuntimeError::CooperativeGridTooLarge { grid: blocks, max });
             }
         }
+        // The grid barrier's word: zeroed for each launch, so launches on different streams
+        // never share one.
+        let mut grid_word = if image.hidden.contains(&HiddenParam::GridBarrier) {
+            Some(self.device.alloc_zeroed::<u32>(1)?)
+        } else {
+            None
+        };
 
         if let Some(stream) = &config.stream {
             stream.check_on(&self.device)?;
@@ -492,6 +553,11 @@ impl Function {
         let recording = capture.as_mut().and_then(|c| c.as_mut());
         if record.is_some() && recording.is_some() {
             return Err(RuntimeError::CheckedKernelCaptured {
+                entry: image.entry.clone(),
+            });
+        }
+        if grid_word.is_some() && recording.is_some() {
+            return Err(RuntimeError::CooperativeKernelCaptured {
                 entry: image.entry.clone(),
             });
         }
@@ -555,6 +621,13 @@ impl Function {
                 if let Some((ptr, _)) = &record_ptr {
                     checked.set_record(image, *ptr);
                 }
+                // The grid barrier's word, likewise held through the launch.
+                let word_ptr = (grid_word.as_mut())
+                    .and_then(Buffer::as_cuda_mut)
+                    .map(|slice| slice.device_ptr_mut(stream));
+                if let Some((ptr, _)) = &word_ptr {
+                    checked.set_grid_barrier(image, *ptr);
+                }
                 kernel.launch(
                     shape,
                     Streams {
@@ -564,6 +637,7 @@ impl Function {
                     checked,
                 )?;
                 drop(record_ptr);
+                drop(word_ptr);
                 if let Some(rec) = &record {
                     stream
                         .synchronize()
@@ -587,11 +661,25 @@ impl Function {
                 if let Some(addr) = record.as_ref().and_then(Buffer::sim_addr) {
                     checked.set_record(image, addr);
                 }
+                if let Some(addr) = grid_word.as_ref().and_then(Buffer::sim_addr) {
+                    checked.set_grid_barrier(image, addr);
+                }
                 let params = args::sim_params(checked);
                 let report = {
                     let _in_order = s.launch_lock();
-                    s.sim
-                        .launch(module, &image.entry, grid, block, dynamic_smem, &params)?
+                    if image.needs_cooperative {
+                        s.sim.launch_cooperative(
+                            module,
+                            &image.entry,
+                            grid,
+                            block,
+                            dynamic_smem,
+                            &params,
+                        )?
+                    } else {
+                        s.sim
+                            .launch(module, &image.entry, grid, block, dynamic_smem, &params)?
+                    }
                 };
                 if let Some(rec) = &record {
                     checks::read_record(image, rec)?;
@@ -706,9 +794,20 @@ impl Function {
     }
 
     /// The largest grid (in blocks) a cooperative launch of this kernel may use:
-    /// [`max_active_blocks_per_sm`](Self::max_active_blocks_per_sm) times the SM count.
+    /// [`max_active_blocks_per_sm`](Self::max_active_blocks_per_sm) times the SM count (on
+    /// the simulator, at most its
+    /// [`max_cooperative_blocks`](crate::sim::SimOptions::max_cooperative_blocks)).
     pub fn max_cooperative_blocks(&self) -> Result<u64, RuntimeError> {
-        Ok(u64::from(self.max_active_blocks_per_sm()?) * u64::from(self.device.sm_count()))
+        self.cooperative_limit(self.kernel.image.dynamic_smem)
+    }
+
+    fn cooperative_limit(&self, dynamic_smem: u32) -> Result<u64, RuntimeError> {
+        let resident =
+            u64::from(self.blocks_per_sm(dynamic_smem)?) * u64::from(self.device.limits().sm_count);
+        Ok(match &self.device.inner.imp {
+            Imp::Sim(s) => resident.min(u64::from(s.sim.options().max_cooperative_blocks)),
+            Imp::Cuda(_) => resident,
+        })
     }
 
     fn blocks_per_sm(&self, dynamic_smem: u32) -> Result<u32, RuntimeError> {

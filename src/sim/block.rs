@@ -32,13 +32,18 @@ use super::SimOptions;
 use super::control::{Monitor, POLL_STEPS};
 use super::decode::{Coll, NONE, Program, SHARED_SHIFT};
 use super::error::{
-    AbsentGroup, AbsentState, Access, Extent, MemSpace, MemoryFault, ParticipationFault,
-    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, Extent, GlobalRaceFault, MemSpace, MemoryFault,
+    ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
+    UninitOrigin, UseKind,
 };
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
+use super::global_race::GlobalRaces;
+
+mod grid;
 use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
+use std::cell::RefCell;
 
 /// Instructions a thread runs before others get a turn (so spin-waits make progress).
 const QUANTUM: u64 = 1 << 16;
@@ -57,6 +62,18 @@ pub(crate) struct Counts {
     pub barriers: u64,
     pub warp_collectives: u64,
     pub rounds: u64,
+}
+
+/// Where a block stands after a scheduling round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Round {
+    /// Every thread exited.
+    Done,
+    /// Threads remain. `progressed`: something changed that could let another block (or this
+    /// one) go on — a thread ran to a collective, exited or spent a quantum, a collective
+    /// completed, or global memory was written — rather than threads only spinning on
+    /// unchanged memory.
+    Running { progressed: bool },
 }
 
 /// The shape of a launch.
@@ -97,6 +114,12 @@ pub(crate) struct BlockRun<'a> {
     unreported_blocks: u64,
     /// The block's first undefined-value fault: (thread, pc, fault).
     pending: Option<(usize, u32, Fault)>,
+    /// Thread-instructions the current block ran.
+    block_steps: u64,
+    /// Global stores and atomics executed so far (a spinning block waits for one).
+    global_writes: u64,
+    /// In a cooperative launch with race checking: the launch's global race checker.
+    global_races: Option<&'a RefCell<GlobalRaces>>,
     /// What the block's threads printed: (thread, text), in the order they printed.
     printed: Vec<(u32, String)>,
     /// What every block this worker ran printed: (block, thread, text).
@@ -176,6 +199,9 @@ impl<'a> BlockRun<'a> {
             reported: 0,
             unreported_blocks: 0,
             pending: None,
+            block_steps: 0,
+            global_writes: 0,
+            global_races: None,
             printed: Vec::new(),
             output: Vec::new(),
         }
@@ -303,6 +329,13 @@ impl<'a> BlockRun<'a> {
     /// first.
     pub(crate) fn run(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
         let r = self.run_block(ctaid);
+        self.finish(r)
+    }
+
+    /// After the started block ended with `r`: keeps what it printed and, where it ran to
+    /// its end, counts it as done for the monitor.
+    pub(crate) fn finish(&mut self, r: Result<(), SimError>) -> Result<(), SimError> {
+        let ctaid = self.ctaid;
         let [gx, gy, _] = self.shape.grid.map(u64::from);
         let block = u64::from(ctaid[0]) + gx * (u64::from(ctaid[1]) + gy * u64::from(ctaid[2]));
         let lines = self.printed.drain(..).map(|(t, text)| (block, t, text));
@@ -324,64 +357,90 @@ impl<'a> BlockRun<'a> {
     }
 
     fn run_block(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
+        self.start(ctaid)?;
+        while let Round::Running { .. } = self.round()? {}
+        Ok(())
+    }
+
+    /// Starts block `ctaid`: every thread at the first instruction, shared memory cleared.
+    pub(crate) fn start(&mut self, ctaid: [u32; 3]) -> Result<(), SimError> {
         if self.monitor.stopped() {
             return Err(self.stop_error());
         }
         self.reset(ctaid);
+        self.block_steps = 0;
+        Ok(())
+    }
+
+    /// One scheduling round of the started block: every ready thread runs until it reaches a
+    /// collective, exits, spins or spends a quantum; then every collective that can complete
+    /// does. [`Round::Done`] once every thread exited; an error where the block faulted or
+    /// is stuck (no thread can run and no collective complete, with no thread spinning).
+    pub(crate) fn round(&mut self) -> Result<Round, SimError> {
         let limit = self.opts.max_steps;
-        let mut steps: u64 = 0;
-        loop {
-            self.counts.rounds += 1;
-            let mut yielded = false;
-            for t in 0..self.nthreads {
-                if self.status[t] != Status::Ready {
-                    continue;
+        self.counts.rounds += 1;
+        let mut yielded = false;
+        let mut progressed = false;
+        let writes = self.global_writes;
+        for t in 0..self.nthreads {
+            if self.status[t] != Status::Ready {
+                continue;
+            }
+            let budget = QUANTUM.min(limit.saturating_sub(self.block_steps));
+            if budget == 0 {
+                return Err(self.first(self.step_limit(t)));
+            }
+            let (stop, s) = self.run_thread(t, self.block_steps, budget);
+            self.block_steps += s;
+            self.counts.steps += s;
+            if !self.report_due() {
+                return Err(self.stop_error());
+            }
+            match stop {
+                Stop::Coll => {
+                    self.status[t] = Status::Waiting;
+                    self.arrival[t] = self.seq;
+                    self.seq += 1;
+                    progressed = true;
                 }
-                let budget = QUANTUM.min(limit.saturating_sub(steps));
-                if budget == 0 {
+                Stop::Exit => {
+                    self.status[t] = Status::Exited;
+                    progressed = true;
+                }
+                Stop::Yield | Stop::Spin if self.block_steps >= limit => {
                     return Err(self.first(self.step_limit(t)));
                 }
-                let (stop, s) = self.run_thread(t, steps, budget);
-                steps += s;
-                self.counts.steps += s;
-                if !self.report_due() {
-                    return Err(self.stop_error());
+                Stop::Yield => {
+                    yielded = true;
+                    progressed = true;
                 }
-                match stop {
-                    Stop::Coll => {
-                        self.status[t] = Status::Waiting;
-                        self.arrival[t] = self.seq;
-                        self.seq += 1;
-                    }
-                    Stop::Exit => self.status[t] = Status::Exited,
-                    Stop::Yield if steps >= limit => {
-                        return Err(self.first(self.step_limit(t)));
-                    }
-                    Stop::Yield => yielded = true,
-                    Stop::Fault(f @ Fault::Race { .. }) => {
-                        return Err(self.fault(t, self.pc[t], f));
-                    }
-                    Stop::Fault(f) => {
-                        let e = self.fault(t, self.pc[t], f);
-                        return Err(self.first(e));
-                    }
+                Stop::Spin => yielded = true,
+                Stop::Fault(f @ (Fault::Race { .. } | Fault::GlobalRace { .. })) => {
+                    return Err(self.fault(t, self.pc[t], f));
                 }
-            }
-            let (progressed, done) = match self.resolve() {
-                Ok(x) => x,
-                Err(e) => return Err(self.first(e)),
-            };
-            steps += done;
-            if !yielded && !progressed {
-                if self.status.iter().all(|s| *s == Status::Exited) {
-                    return match self.pending {
-                        Some((t, pc, f)) => Err(self.fault(t, pc, f)),
-                        None => Ok(()),
-                    };
+                Stop::Fault(f) => {
+                    let e = self.fault(t, self.pc[t], f);
+                    return Err(self.first(e));
                 }
-                return Err(self.first(self.stuck()));
             }
         }
+        let (completed, done) = match self.resolve() {
+            Ok(x) => x,
+            Err(e) => return Err(self.first(e)),
+        };
+        self.block_steps += done;
+        if !yielded && !completed {
+            if self.status.iter().all(|s| *s == Status::Exited) {
+                return match self.pending {
+                    Some((t, pc, f)) => Err(self.fault(t, pc, f)),
+                    None => Ok(Round::Done),
+                };
+            }
+            return Err(self.first(self.stuck()));
+        }
+        Ok(Round::Running {
+            progressed: progressed || completed || self.global_writes != writes,
+        })
     }
 
     /// `e`, unless an undefined-value fault came before it.
@@ -396,6 +455,7 @@ impl<'a> BlockRun<'a> {
         let stride = self.stride;
         let lb = self.opts.local_bytes as usize + self.prog.local_bytes as usize;
         let uninit = self.opts.check_uninit;
+        let linear = self.linear_block();
         let mut env = Env {
             prog: self.prog,
             global: self.global,
@@ -414,6 +474,8 @@ impl<'a> BlockRun<'a> {
             clock,
             printed: &mut self.printed,
             pending: None,
+            global_writes: &mut self.global_writes,
+            global_races: self.global_races.map(|g| (g, linear)),
         };
         let pc = &mut self.pc[t];
         let out = if uninit {
@@ -1062,6 +1124,27 @@ impl<'a> BlockRun<'a> {
                     address: addr,
                 },
             })),
+            Fault::GlobalRace { hit, kind } => {
+                let [gx, gy, _] = self.shape.grid;
+                let b = hit.block;
+                let block = [b % gx, (b / gx) % gy, b / (gx * gy)];
+                SimError::GlobalRace(Box::new(GlobalRaceFault {
+                    address: hit.addr,
+                    first: Access {
+                        thread: ThreadRef {
+                            block,
+                            thread: self.tid3(hit.thread as usize),
+                        },
+                        kind: hit.kind,
+                        at: self.prog.location(hit.pc),
+                    },
+                    second: Access {
+                        thread,
+                        kind,
+                        at: at.clone(),
+                    },
+                }))
+            }
             Fault::Race { hit, kind } => SimError::Race(Box::new(RaceFault {
                 address: self.shared_address(hit.byte),
                 symbol: self

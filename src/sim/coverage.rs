@@ -123,9 +123,10 @@ pub(super) fn op_index(op: &Op) -> usize {
         Op::Membar { .. } => 26,
         Op::Loc { .. } => 27,
         Op::Vprintf { .. } => 28,
+        Op::LdOrdered { .. } => 29,
     }
 }
-pub(super) const OP_VARIANTS: usize = 29;
+pub(super) const OP_VARIANTS: usize = 30;
 
 /// Walks a successor chain written as one exhaustive match.
 pub(super) fn chain<T: Copy>(first: T, next: fn(T) -> Option<T>) -> Vec<T> {
@@ -661,6 +662,16 @@ fn every_form_module() -> Module {
     }
     for scope in scopes() {
         body.push(i(Op::Membar { scope }));
+        for (sem, space) in [(Sem::Acquire, Space::Global), (Sem::Relaxed, Space::Shared)] {
+            body.push(i(Op::LdOrdered {
+                sem,
+                scope,
+                space,
+                ty: Ty::U32,
+                dst: r(1),
+                addr: at(AddrBase::Reg(rd(0)), 4),
+            }));
+        }
         // Every memory order an atomic can carry, at every scope.
         for sem in sems() {
             body.push(i(Op::Atom {

@@ -16,8 +16,11 @@ use super::alu::{self, AtomKind, Cvt, Fn1, Fn2, Fn3};
 use super::error::{InvalidReason, Location, MemSpace, SimError};
 use super::parse::FnLines;
 use super::symbols;
+
+mod memory;
 pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
+use memory::{acquires, atomic_space, mem_space, releases, space_of};
 use std::collections::HashMap;
 
 /// No slot (no base register, no guard, no predicate output).
@@ -63,6 +66,10 @@ pub(crate) struct Atomic {
     pub a: u32,
     /// The new value of `cas`, else [`NONE`].
     pub b: u32,
+    /// Whether its memory order acquires (`.acquire`, `.acq_rel`) and releases (`.release`,
+    /// `.acq_rel`): what the global race checker of cooperative launches orders by.
+    pub acquire: bool,
+    pub release: bool,
 }
 
 /// One decoded instruction.
@@ -101,6 +108,9 @@ pub(crate) enum Inst {
         dst: u32,
     },
     Ld(Mem),
+    /// A load with a memory order (`ld.acquire`, `ld.relaxed`): a load, after which the thread
+    /// yields (such loads are what spin-waits poll, so other threads and blocks get to run).
+    LdOrdered(Mem),
     St(Mem),
     Atom(Atomic),
     Bra {
@@ -1085,9 +1095,18 @@ impl Decoder<'_> {
                 let dst = self.dst(*dst, Ty::B32)?;
                 self.coll(Coll::Activemask { dst })
             }
+            // The simulator runs every thread's accesses in one order: any memory order holds.
+            Op::LdOrdered {
+                space,
+                ty,
+                dst,
+                addr,
+                ..
+            } => self.ld_ordered(*space, *ty, *dst, addr)?,
             Op::Atom {
-                // The simulator runs every thread's accesses in one order: any memory order holds.
-                order: _,
+                // The simulator runs every thread's accesses in one order: any memory order holds
+                // (the race checker of cooperative launches reads it).
+                order,
                 space,
                 op,
                 ty,
@@ -1114,6 +1133,8 @@ impl Decoder<'_> {
                         Some(b) => self.opd(b, *ty)?,
                         None => NONE,
                     },
+                    acquire: acquires(*order),
+                    release: releases(*order),
                 })
             }
             Op::Red {
@@ -1143,6 +1164,8 @@ impl Decoder<'_> {
                     disp,
                     a: self.opd(a, *ty)?,
                     b: NONE,
+                    acquire: false,
+                    release: releases(*order),
                 })
             }
         })
@@ -1162,30 +1185,5 @@ fn vec_len(n: usize) -> D<u8> {
     match n {
         1 | 2 | 4 => Ok(n as u8),
         _ => Err(InvalidReason::BadVector),
-    }
-}
-
-fn mem_space(s: Space) -> MemSpace {
-    match s {
-        Space::Param => MemSpace::Param,
-        Space::Global | Space::GlobalNc => MemSpace::Global,
-        Space::Shared => MemSpace::Shared,
-        Space::Local => MemSpace::Local,
-        Space::Const => MemSpace::Const,
-    }
-}
-
-fn atomic_space(s: Space) -> D<MemSpace> {
-    match s {
-        Space::Global => Ok(MemSpace::Global),
-        Space::Shared => Ok(MemSpace::Shared),
-        _ => Err(InvalidReason::ReadOnlySpace),
-    }
-}
-
-fn space_of(s: MemSpace) -> &'static Space {
-    match s {
-        MemSpace::Shared => &Space::Shared,
-        _ => &Space::Global,
     }
 }

@@ -235,6 +235,14 @@ pub enum LaunchProblem {
         /// The limit ([`MAX_LOCAL_BYTES`](super::MAX_LOCAL_BYTES)).
         limit: u32,
     },
+    /// A cooperative launch of more blocks than can run at once
+    /// ([`SimOptions::max_cooperative_blocks`](super::SimOptions::max_cooperative_blocks)).
+    CooperativeGrid {
+        /// Blocks asked for.
+        blocks: u64,
+        /// The most allowed.
+        max: u32,
+    },
 }
 
 impl fmt::Display for LaunchProblem {
@@ -244,6 +252,10 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "bad launch shape: grid {grid:?}, block {block:?} (dimensions must be non-zero, \
                  at most 1024 threads per block, grid y/z at most 65535)"
+            ),
+            LaunchProblem::CooperativeGrid { blocks, max } => write!(
+                f,
+                "a cooperative launch of {blocks} blocks; at most {max} can run at once"
             ),
             LaunchProblem::LocalMemory { bytes, limit } => write!(
                 f,
@@ -432,6 +444,33 @@ impl fmt::Display for RaceFault {
     }
 }
 
+/// A race on global memory between two blocks of a cooperative launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalRaceFault {
+    /// The global byte's address.
+    pub address: u64,
+    /// The earlier access.
+    pub first: Access,
+    /// The later access, which found the earlier one unordered.
+    pub second: Access,
+}
+
+impl fmt::Display for GlobalRaceFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "global-memory race on byte {:#x} between blocks\n  {} by {}\n    at {}\n  {} by {}\n    at {}\n  no grid barrier (or release and acquire) orders them",
+            self.address,
+            self.first.kind,
+            self.first.thread,
+            self.first.at,
+            self.second.kind,
+            self.second.thread,
+            self.second.at
+        )
+    }
+}
+
 /// Where an undefined value reached something observable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UseKind {
@@ -549,6 +588,19 @@ pub enum ParticipationProblem {
         /// The mask.
         mask: u32,
     },
+    /// In a cooperative launch, blocks spin at a grid barrier (the fault's location) that no
+    /// other block can release: every block still running spins there or waits behind it,
+    /// and global memory no longer changes. The blocks that exited before arriving are
+    /// listed with where their threads exited.
+    GridBarrier {
+        /// Blocks spinning at (or waiting behind) the barrier.
+        waiting_blocks: Vec<[u32; 3]>,
+        /// Blocks whose threads all exited.
+        exited_blocks: Vec<[u32; 3]>,
+        /// Where the first exited block's thread 0 exited (`None` when no block exited:
+        /// blocks wait at different barriers).
+        exited_at: Option<Location>,
+    },
 }
 
 impl fmt::Display for ParticipationProblem {
@@ -559,6 +611,23 @@ impl fmt::Display for ParticipationProblem {
                 f,
                 "the barrier waits for {count} threads but only {arrived} can arrive"
             ),
+            ParticipationProblem::GridBarrier {
+                waiting_blocks,
+                exited_blocks,
+                exited_at,
+            } => {
+                write!(
+                    f,
+                    "a grid barrier that can never complete: {} blocks wait, {} blocks exited \
+                     before arriving",
+                    waiting_blocks.len(),
+                    exited_blocks.len()
+                )?;
+                if let (Some([bx, by, bz]), Some(at)) = (exited_blocks.first(), exited_at) {
+                    write!(f, " (block ({bx},{by},{bz}) exited at {at})")?;
+                }
+                Ok(())
+            }
             ParticipationProblem::NotInMask { mask } => {
                 write!(
                     f,
@@ -715,6 +784,9 @@ pub enum SimError {
     Participation(Box<ParticipationFault>),
     /// Two threads touch the same shared byte between the same synchronizations.
     Race(Box<RaceFault>),
+    /// In a cooperative launch, two blocks touch the same global byte, at least one writing,
+    /// with no release and acquire (a grid barrier) ordering them.
+    GlobalRace(Box<GlobalRaceFault>),
     /// An access outside every buffer of its space.
     OutOfBounds(Box<MemoryFault>),
     /// An access not aligned to its size.
@@ -787,6 +859,7 @@ impl fmt::Display for SimError {
             }
             SimError::Participation(p) => write!(f, "in `{}`: {p}", p.at.entry),
             SimError::Race(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
+            SimError::GlobalRace(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
             SimError::OutOfBounds(m) => write!(f, "in `{}`: out-of-bounds {m}", m.at.entry),
             SimError::Misaligned(m) => write!(
                 f,

@@ -13,9 +13,11 @@
 use super::alu::{AtomAt, AtomKind, atom_apply};
 use super::decode::{Atomic, Ext, Inst, LOCAL_SHIFT, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
+use super::global_race::{GlobalHit, GlobalRaces};
 use super::memory::GlobalView;
 use super::printf::{self, PrintfError};
 use super::race::{RaceHit, RaceState};
+use std::cell::RefCell;
 
 /// Origin bit of a register never written; the low bits are its slot.
 pub(crate) const NEVER: u32 = 1 << 31;
@@ -63,6 +65,11 @@ pub(crate) struct Env<'a> {
     /// The first undefined-value fault of this run and its pc. Such faults do not stop the
     /// thread: a race found later in the block explains them better (see the block module).
     pub pending: Option<(u32, Fault)>,
+    /// Counts the global stores and atomics the thread executes.
+    pub global_writes: &'a mut u64,
+    /// In a cooperative launch with race checking: the global race checker, and the block's
+    /// linear index in the grid.
+    pub global_races: Option<(&'a RefCell<GlobalRaces>, u32)>,
 }
 
 /// Why a thread stopped.
@@ -74,6 +81,9 @@ pub(crate) enum Stop {
     Exit,
     /// Spent its budget.
     Yield,
+    /// Polled memory with an ordered load (its pc is past the load): a spin-wait's step, so
+    /// that the writer it waits for gets to run.
+    Spin,
     /// Faulted at its pc.
     Fault(Fault),
 }
@@ -102,6 +112,11 @@ pub(crate) enum Fault {
     },
     Race {
         hit: RaceHit,
+        kind: AccessKind,
+    },
+    /// A race on global memory with another block of a cooperative launch.
+    GlobalRace {
+        hit: GlobalHit,
         kind: AccessKind,
     },
     /// A `vprintf` format with a conversion the simulator does not implement, at this byte.
@@ -181,9 +196,17 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                 }
             }
             Inst::Ld(ref m) => {
-                if let Err(f) = load::<U>(env, m, p as u32) {
+                if let Err(f) = load::<U>(env, m, p as u32, false) {
                     break Stop::Fault(f);
                 }
+            }
+            Inst::LdOrdered(ref m) => {
+                if let Err(f) = load::<U>(env, m, p as u32, true) {
+                    break Stop::Fault(f);
+                }
+                steps += 1;
+                p += 1;
+                break Stop::Spin;
             }
             Inst::St(ref m) => {
                 if let Err(f) = store::<U>(env, m, p as u32) {
@@ -382,7 +405,30 @@ fn set<const U: bool>(env: &mut Env<'_>, slot: u32, v: u64, defined: bool, pc: u
     }
 }
 
-fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
+/// Tells the global race checker of a plain access (`write`: a store), or of an ordered load
+/// (`ordered`: an acquire, checked against nothing).
+fn track_global(env: &Env<'_>, addr: u64, len: u32, pc: u32, write: bool, ordered: bool) -> F {
+    let Some((races, block)) = env.global_races else {
+        return Ok(());
+    };
+    let mut g = races.borrow_mut();
+    let r = if ordered {
+        g.acquire(block, addr);
+        Ok(())
+    } else if write {
+        g.write(block, env.tid, pc, addr, len)
+    } else {
+        g.read(block, env.tid, pc, addr, len)
+    };
+    let kind = if write {
+        AccessKind::Write
+    } else {
+        AccessKind::Read
+    };
+    r.map_err(|hit| Fault::GlobalRace { hit, kind })
+}
+
+fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32, ordered: bool) -> F {
     let size = u32::from(m.size);
     let total = size * u32::from(m.n);
     let addr = address::<U>(env, m.space, m.base, m.disp, total, pc)?;
@@ -394,6 +440,7 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
     match m.space {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
+            track_global(env, addr, total, pc, false, ordered)?;
             for k in 0..usize::from(m.n) {
                 let (v, def) = a.load(off + (k as u64) * u64::from(size), size);
                 set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
@@ -479,6 +526,8 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
             let parallel = env.global.parallel;
+            *env.global_writes += 1;
+            track_global(env, addr, total, pc, true, false)?;
             for k in 0..usize::from(m.n) {
                 let v = env.regs[m.regs[k] as usize];
                 a.store(off + (k as u64) * u64::from(size), size, v, parallel);
@@ -541,6 +590,16 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
     let old = match at.space {
         MemSpace::Global => {
             let (a, off) = env.global.find(addr, size, env.hint).ok_or(bounds)?;
+            *env.global_writes += 1;
+            if let Some((races, block)) = env.global_races {
+                let mut g = races.borrow_mut();
+                if at.acquire {
+                    g.acquire(block, addr);
+                }
+                if at.release {
+                    g.release(block, addr);
+                }
+            }
             let (old, def) = a.update(off, size, |old| {
                 atom_apply(op, kind, AtomAt::Global, old, av, bv)
             });

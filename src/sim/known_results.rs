@@ -694,6 +694,15 @@ fn every_operation_executes_with_its_known_result() {
             dst: smallvec![r(2)],
             addr: at(AddrBase::Reg(rd(1)), 0),
         }),
+        // The same element again through an acquire load (the thread yields after it).
+        i(Op::LdOrdered {
+            sem: Sem::Acquire,
+            scope: Scope::Gpu,
+            space: Space::Global,
+            ty: Ty::U32,
+            dst: r(2),
+            addr: at(AddrBase::Reg(rd(1)), 0),
+        }),
         i(Op::BarWarpSync { mask: imm(-1) }),
         i(Op::Redux {
             op: AtomOp::Add,

@@ -58,6 +58,10 @@
 //!
 //! Blocks run one after another in linear order (or spread over [`SimOptions::threads`]
 //! workers); global stores are visible to later blocks and after the launch, as on the GPU.
+//! A cooperative launch ([`Simulator::launch_cooperative`], for kernels with grid barriers)
+//! runs every block at once instead, interleaved a scheduling round at a time; a thread that
+//! polls memory with an ordered load (`ld.acquire`, `ld.relaxed`) yields after it, so the
+//! blocks a grid barrier waits for get to run.
 //! Each static shared declaration, and then the dynamic part (where every `.extern .shared`
 //! declaration starts), has addresses of its own: declaration `k` is at `k` MiB, with nothing
 //! mapped between the end of one and the start of the next (a gap larger than any block's
@@ -105,6 +109,11 @@
 //!   branch, an exit before a `bar.sync`, a member mask naming lanes that wait elsewhere, a
 //!   lane outside its own mask, different collective instructions, a counted barrier that
 //!   cannot fill — with the waiting threads, the absent ones and where each of those is.
+//!   In a cooperative launch, a pass over every live block in which nothing changes (threads
+//!   only spin on memory no one writes) is a fault too: blocks wait at a grid barrier that a
+//!   block which exited, or waits elsewhere, never arrives at
+//!   ([`ParticipationProblem::GridBarrier`], naming the barrier's op and the blocks that
+//!   left).
 //!   Turned off, the hardware's rules apply instead: exited threads release barriers, and
 //!   barrier or warp-collective instances gather across instructions of the same kind.
 //! - **races**: reports two accesses to the same shared-memory byte by different threads, at
@@ -112,8 +121,13 @@
 //!   a thread; a completed `bar.sync` orders what its participating threads did before it
 //!   with what they do after it; a completed warp collective (`bar.warp.sync`, `shfl.sync`,
 //!   `vote.sync`, `match.sync`, `redux.sync`) does the same for its lanes; orderings compose.
-//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found;
-//!   global memory is not checked.
+//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found.
+//!   Global memory is checked in cooperative launches, between blocks: a plain write and
+//!   another block's plain read or write of the same byte race unless a release (an atomic
+//!   with `.release` or `.acq_rel`) and an acquire of the value it published (an atomic with
+//!   `.acquire` or `.acq_rel`, or `ld.acquire`) order them, as a grid barrier does
+//!   ([`SimError::GlobalRace`]). Threads of one block are not checked against one another
+//!   there.
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
 //!   outside every shared declaration (shared: each is checked on its own, so an index past
 //!   one array into the next, or into the code generator's scratch, is out of bounds, not
@@ -144,12 +158,14 @@
 mod alu;
 mod block;
 mod control;
+mod coop;
 #[cfg(test)]
 mod coverage;
 mod decode;
 mod entry_text;
 mod error;
 mod exec;
+mod global_race;
 #[cfg(test)]
 mod known_results;
 mod memory;
@@ -163,9 +179,9 @@ pub use control::{
 };
 pub use entry_text::entry_text;
 pub use error::{
-    AbsentGroup, AbsentState, Access, AccessKind, Extent, InvalidReason, LaunchProblem, Location,
-    MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault, ParticipationProblem,
-    RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, AccessKind, Extent, GlobalRaceFault, InvalidReason,
+    LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault,
+    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
 };
 pub use parse::parse;
 
@@ -208,6 +224,11 @@ pub struct SimOptions {
     /// Keep what kernels print (`vprintf`) in the launch's report only
     /// ([`LaunchReport::printed`]); by default it is also written to standard output.
     pub capture_prints: bool,
+    /// The most blocks a cooperative launch ([`Simulator::launch_cooperative`]) may have:
+    /// its blocks all run at once, each with its own registers and shared memory, as on a
+    /// GPU where they must all be resident. A larger grid is
+    /// [`LaunchProblem::CooperativeGrid`]. Default 64.
+    pub max_cooperative_blocks: u32,
 }
 
 impl Default for SimOptions {
@@ -222,6 +243,7 @@ impl Default for SimOptions {
             budget: Budget::default(),
             progress: None,
             capture_prints: false,
+            max_cooperative_blocks: 64,
         }
     }
 }
@@ -369,6 +391,52 @@ impl Simulator {
         dynamic_smem_bytes: u32,
         params: &[u64],
     ) -> Result<LaunchReport, SimError> {
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        };
+        self.launch_with(module, entry, shape, params, false)
+    }
+
+    /// As [`launch`](Self::launch), with every block running at once (a cooperative launch,
+    /// for kernels with grid barriers): the blocks take turns, a round of each at a time, so a
+    /// block spinning on global memory lets the others run (see the `coop` module). A grid
+    /// of more than [`SimOptions::max_cooperative_blocks`] blocks is refused
+    /// ([`LaunchProblem::CooperativeGrid`]); blocks that spin at a barrier no other block can
+    /// release end the launch with a participation fault
+    /// ([`ParticipationProblem::GridBarrier`]) instead of hanging. Global memory is
+    /// checked for races between blocks too (see the checkers in the module documentation).
+    pub fn launch_cooperative(
+        &self,
+        module: &SimModule,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[u64],
+    ) -> Result<LaunchReport, SimError> {
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        };
+        self.launch_with(module, entry, shape, params, true)
+    }
+
+    fn launch_with(
+        &self,
+        module: &SimModule,
+        entry: &str,
+        shape: Shape,
+        params: &[u64],
+        cooperative: bool,
+    ) -> Result<LaunchReport, SimError> {
+        let Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+        } = shape;
         let prog = module
             .programs
             .iter()
@@ -435,11 +503,12 @@ impl Simulator {
             }
         }
         let nblocks = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_smem: dynamic_smem_bytes,
-        };
+        if cooperative && nblocks > u64::from(self.options.max_cooperative_blocks) {
+            return Err(refuse(LaunchProblem::CooperativeGrid {
+                blocks: nblocks,
+                max: self.options.max_cooperative_blocks,
+            }));
+        }
         let ctaid = |b: u64| {
             let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
             [
@@ -453,7 +522,21 @@ impl Simulator {
         let view = self.memory.view(workers > 1);
         let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
         let printed: Mutex<Vec<(u64, u32, String)>> = Mutex::new(Vec::new());
-        let counts = if workers <= 1 {
+        let counts = if cooperative {
+            let ctaids: Vec<[u32; 3]> = (0..nblocks).map(ctaid).collect();
+            let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, &ctaids);
+            match ran {
+                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
+                Err(e) => return Err(e),
+                Ok((counts, lines)) => {
+                    printed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(lines);
+                    counts
+                }
+            }
+        } else if workers <= 1 {
             let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
             let mut result = Ok(());
             for b in 0..nblocks {

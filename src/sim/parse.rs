@@ -13,8 +13,10 @@
 //! of its static ones, so the parse lists them first.
 
 use super::error::{ParseError, ParseReason};
+use ldst::{parse_ld_ordered, parse_ldst};
 use vprintf::parse_vprintf;
 
+mod ldst;
 mod vprintf;
 use crate::ptx::Arch;
 use crate::ptx::write::{
@@ -561,6 +563,12 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
     let reg = |s: &str| parse_reg(s);
     let opd = |s: &str| parse_operand(s, f);
     match head {
+        "ld" if parts
+            .get(1)
+            .is_some_and(|p| Sem::ALL.iter().any(|s| sem_name(*s) == *p)) =>
+        {
+            parse_ld_ordered(&parts, ops, f)
+        }
         "ld" | "st" => parse_ldst(head == "ld", &parts, ops, f),
         "mov" => {
             let [ty] = tys::<1>(&parts[1..])?;
@@ -923,47 +931,6 @@ fn parse_space<'p, 'a>(parts: &'p [&'a str]) -> R<(Space, &'p [&'a str])> {
         ["local", rest @ ..] => Ok((Space::Local, rest)),
         ["const", rest @ ..] => Ok((Space::Const, rest)),
         _ => Err(ParseReason::UnknownMnemonic),
-    }
-}
-
-fn parse_ldst(load: bool, parts: &[&str], ops: &[&str], f: &Function) -> R<Op> {
-    let (space, rest) = parse_space(&parts[1..])?;
-    let (n, rest) = match rest {
-        ["v2", rest @ ..] => (2, rest),
-        ["v4", rest @ ..] => (4, rest),
-        _ => (1, rest),
-    };
-    let [ty] = tys::<1>(rest)?;
-    if load {
-        let [d, addr] = want::<2>(ops)?;
-        let dst = parse_reg_list(&d, n)?;
-        Ok(Op::Ld {
-            space,
-            ty,
-            dst,
-            addr: parse_address(&addr, space, f)?,
-        })
-    } else {
-        let [addr, s] = want::<2>(ops)?;
-        let src = match s.strip_prefix('{') {
-            Some(inner) => {
-                let inner = inner.strip_suffix('}').ok_or(ParseReason::BadOperand)?;
-                inner
-                    .split(',')
-                    .map(|t| parse_operand(t.trim(), f))
-                    .collect::<R<SmallVec<[Operand; 4]>>>()?
-            }
-            None => smallvec::smallvec![parse_operand(&s, f)?],
-        };
-        if src.len() != n || (n == 1 && s.starts_with('{')) {
-            return Err(ParseReason::OperandCount);
-        }
-        Ok(Op::St {
-            space,
-            ty,
-            addr: parse_address(&addr, space, f)?,
-            src,
-        })
     }
 }
 

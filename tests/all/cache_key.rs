@@ -32,6 +32,8 @@ struct Knobs {
     table_last: u32,
     factor: u32,
     sync: bool,
+    /// A grid barrier where `sync` puts a block barrier.
+    grid_sync: bool,
     swap_maps: bool,
     threshold: u32,
     /// The axis of the block index the branch tests.
@@ -62,6 +64,7 @@ const BASE: Knobs = Knobs {
     table_last: 3,
     factor: 2,
     sync: false,
+    grid_sync: false,
     swap_maps: false,
     threshold: 5,
     branch_axis: Axis::X,
@@ -136,6 +139,9 @@ fn build(k: &Knobs) -> Kernel {
     };
     if k.sync {
         b.sync_block();
+    }
+    if k.grid_sync {
+        b.sync_grid();
     }
     let threshold = k.threshold;
     let sum = b.map2(&m1, &m2, |a, c| a + c);
@@ -313,6 +319,14 @@ fn every_ir_field_is_in_the_key() {
         ),
         ("expression", Knobs { factor: 3, ..BASE }, true),
         ("an extra op", Knobs { sync: true, ..BASE }, true),
+        (
+            "a grid barrier",
+            Knobs {
+                grid_sync: true,
+                ..BASE
+            },
+            true,
+        ),
         (
             "op order",
             Knobs {

@@ -102,3 +102,18 @@ fn error_listing() {
     let err = k.build().expect_err("does not verify");
     check("bad.errors.txt", &err.to_string());
 }
+
+/// A grid barrier between two phases: the barrier word's hidden parameter, the block barrier,
+/// thread 0's release add and acquire spin, the block barrier again.
+#[test]
+fn grid_barrier_between_phases() {
+    let mut k = KernelBuilder::new("grid_phases").block(96);
+    let (a, b) = (k.buffer::<u32>("a"), k.output::<u32>("b"));
+    let g = k.this_grid();
+    let (i, n) = (g.thread_rank(), g.num_threads());
+    k.write(&a, i.clone(), i.clone() * 2u32);
+    k.sync_grid();
+    k.write(&b, i.clone(), a.at((i + 1u32) % n));
+    let kernel = k.build().expect("builds");
+    golden_ptx("grid_phases.sm_90.ptx", &kernel, Arch::Sm90);
+}

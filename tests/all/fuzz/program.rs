@@ -577,6 +577,7 @@ impl Printer<'_> {
                 };
                 self.line(&s);
             }
+            OpKind::SyncGrid => self.line("k.sync_grid();"),
             OpKind::Print { pieces, args } => {
                 let values: Vec<String> = (args.iter())
                     .map(|a| format!("PrintValue::new({})", self.expr(*a)))

@@ -504,6 +504,21 @@ impl Rng {
     }
 }
 
+/// Whether a kernel may end with a grid barrier: a grid the simulator runs at once, no
+/// `return_if`, no write by index and no read-write buffer (through which blocks could touch
+/// one another's elements), and stores only at their default tiles (disjoint between blocks).
+fn cooperative_fits(ir: &coopgraph::ir::Ir, blocks: u32) -> bool {
+    use coopgraph::ir::ops::OpKind;
+    let touches_others = |kind: &OpKind| match kind {
+        OpKind::GlobalWrite { .. } | OpKind::WriteRun { .. } | OpKind::ReturnIf { .. } => true,
+        OpKind::Store(t) => t.offset.is_some(),
+        _ => false,
+    };
+    blocks <= coopgraph::runtime::SimOptions::default().max_cooperative_blocks
+        && !ir.ops.iter().any(|op| touches_others(&op.kind))
+        && !(ir.params.iter()).any(|p| p.role == coopgraph::ir::Role::Buffer)
+}
+
 /// Threads per block: small and odd sizes weighted up.
 fn block_size(rng: &mut Rng) -> u32 {
     match rng.weighted(&[30, 30, 15, 10, 15]) {
@@ -669,6 +684,15 @@ pub fn generate(spec: &Spec) -> Case {
     // From the seed, not the generator's stream, so the other seeds keep their kernels.
     if seed % 8 == 5 {
         k = k.fastmath();
+    }
+    // From the seed too: some kernels end with a grid barrier, so they run as cooperative
+    // launches (every block at once on the simulator, with its global race checker), where
+    // nothing in them lets one block touch what another writes (the interpreter runs blocks
+    // one after another) and no early exit could keep a block from arriving.
+    // Only 1-D grids: a default tile's offset counts blocks along x alone, so blocks along y
+    // or z store the same tiles (unordered writes of one value, a race between blocks).
+    if seed % 4 == 3 && !g.exited && grid_yz == [1, 1] && cooperative_fits(k.ir(), grid) {
+        k.sync_grid();
     }
     let ir = k.ir().clone();
     let kernel = k.build();

@@ -660,8 +660,10 @@ impl<'a> Block<'a> {
                 self.write_run(param.index(), *index, *src, active)
             }
             OpKind::Atomic(a) => self.atomic(a, active),
-            OpKind::SyncBlock => self.epoch += 1,
             OpKind::Lanes(l) => self.lanes(l, active),
+            // Orders the block's own accesses as a block barrier does; the generator puts grid
+            // barriers only where no block reads what another wrote before it.
+            OpKind::SyncBlock | OpKind::SyncGrid => self.epoch += 1,
             OpKind::Print { pieces, args } => {
                 let dtypes: Vec<DType> = (args.iter())
                     .map(|a| self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32))

@@ -1,0 +1,72 @@
+//! Decoding of what touches memory beside plain loads and stores: ordered loads, the memory
+//! orders of atomics, and the state spaces instructions name.
+
+use super::{D, Decoder, Ext, Fit, Inst, Mem, NONE, alu, class_bits};
+use crate::ptx::*;
+use crate::sim::error::{InvalidReason, MemSpace};
+
+impl Decoder<'_> {
+    /// `ld.sem.scope.space.ty dst, [addr]`: a scalar load, global or shared, of 32 or 64 bits.
+    pub(super) fn ld_ordered(&mut self, space: Space, ty: Ty, dst: Reg, addr: &Address) -> D<Inst> {
+        if ty == Ty::Pred || ty.bytes() < 4 {
+            return Err(InvalidReason::BadType);
+        }
+        let space = atomic_space(space)?;
+        let fit = if ty.is_float() {
+            Fit::Exact(alu::reg_bits(ty))
+        } else {
+            Fit::AtLeast(alu::reg_bits(ty))
+        };
+        let reg = self.reg(dst, fit)?;
+        let ext = match (ty.is_signed(), class_bits(dst.class) == 64) {
+            (false, _) => Ext::Zero,
+            (true, false) => Ext::Sign32,
+            (true, true) => Ext::Sign64,
+        };
+        let (base, disp) = self.addr(addr, *space_of(space))?;
+        Ok(Inst::LdOrdered(Mem {
+            space,
+            n: 1,
+            size: ty.bytes() as u8,
+            ext,
+            regs: [reg, NONE, NONE, NONE],
+            base,
+            disp,
+        }))
+    }
+}
+
+/// Whether a memory order acquires (`.acquire`, `.acq_rel`).
+pub(super) fn acquires(order: Order) -> bool {
+    matches!(order, Some((Sem::Acquire | Sem::AcqRel, _)))
+}
+
+/// Whether a memory order releases (`.release`, `.acq_rel`).
+pub(super) fn releases(order: Order) -> bool {
+    matches!(order, Some((Sem::Release | Sem::AcqRel, _)))
+}
+
+pub(super) fn mem_space(s: Space) -> MemSpace {
+    match s {
+        Space::Param => MemSpace::Param,
+        Space::Global | Space::GlobalNc => MemSpace::Global,
+        Space::Shared => MemSpace::Shared,
+        Space::Local => MemSpace::Local,
+        Space::Const => MemSpace::Const,
+    }
+}
+
+pub(super) fn atomic_space(s: Space) -> D<MemSpace> {
+    match s {
+        Space::Global => Ok(MemSpace::Global),
+        Space::Shared => Ok(MemSpace::Shared),
+        _ => Err(InvalidReason::ReadOnlySpace),
+    }
+}
+
+pub(super) fn space_of(s: MemSpace) -> &'static Space {
+    match s {
+        MemSpace::Shared => &Space::Shared,
+        _ => &Space::Global,
+    }
+}
