@@ -6,7 +6,9 @@
 //!   `coalesced_threads()`, whose rank 0 adds the group's size, the base shuffled to the rest;
 //! - `ballot_xN`: each thread holds `N` elements; per element a warp ballot, one atomic per
 //!   warp for all `N * 32` of them, and each kept element written at the warp's base plus the
-//!   kept elements before it (the ballots' prefix counts): consecutive slots per warp.
+//!   kept elements before it (the ballots' prefix counts): consecutive slots per warp;
+//! - `block_xN`: the same ballots, the warps' counts combined in shared memory into one atomic
+//!   per block for `N * 256` elements.
 //!
 //! On a GPU the example runs 2^28 elements (`COOPGRAPH_BENCH_N` overrides) and prints GB/s
 //! counting the input read and the kept elements written, beside `cub::DeviceSelect::If` and
@@ -54,6 +56,7 @@ fn kernel(form: &str, items: u32) -> (Kernel, u32) {
             });
         }
         _ => {
+            let per_block = form.starts_with("block");
             let warp = k.this_warp();
             let below = (Expr::<u32>::lit(1) << index::lane()) - 1u32;
             let mut vals = Vec::new();
@@ -68,7 +71,33 @@ fn kernel(form: &str, items: u32) -> (Kernel, u32) {
                 total = total + bits.popc();
                 vals.push((keep, v, before));
             }
-            let base = k.invoke_one(warp, |k| k.atomic(&count, 0u32, Atomic::add(total)));
+            let base = if per_block {
+                // Each warp's count into shared memory; thread 0 turns them into the warps'
+                // offsets and takes the block's slots with one atomic.
+                let warps = BLOCK / 32;
+                let counts = k.shared_array::<u32>(warps + 1);
+                let lane0 = index::lane().eq(0u32);
+                k.if_(lane0, |k| {
+                    k.shared_write(&counts, index::warp_rank(), total)
+                });
+                k.sync_block();
+                k.if_(t.eq(0u32), |k| {
+                    let run = k.var(0u32);
+                    for w in 0..warps {
+                        // Read before the slot is overwritten (an expression is evaluated
+                        // where an op uses it).
+                        let c = k.var(counts.read(w));
+                        k.shared_write(&counts, w, run.get());
+                        k.set(&run, run.get() + c.get());
+                    }
+                    let at = k.atomic(&count, 0u32, Atomic::add(run.get()));
+                    k.shared_write(&counts, warps, at);
+                });
+                k.sync_block();
+                counts.read(warps) + counts.read(index::warp_rank())
+            } else {
+                k.invoke_one(warp, |k| k.atomic(&count, 0u32, Atomic::add(total)))
+            };
             for (keep, v, before) in vals {
                 k.if_(keep, |k| k.write(&y, base.clone() + before, v));
             }
@@ -135,6 +164,9 @@ fn main() {
         ("ballot_x4", 4),
         ("ballot_x8", 8),
         ("ballot_x16", 16),
+        ("block_x8", 8),
+        ("block_x16", 16),
+        ("block_x32", 32),
     ];
     for (form, items) in forms {
         let (kernel, per_block) = kernel(form, items);
