@@ -62,8 +62,12 @@ fn kernel(form: &str, items: u32) -> (Kernel, u32) {
             let mut vals = Vec::new();
             let mut total: Expr<u32> = Expr::lit(0);
             for i in 0..items {
-                let (e, v) = (element(i), x.at(element(i)));
-                let keep = kept(&e, &v);
+                // Each value read once into a register: an expression is evaluated by every op
+                // that uses it, so `x.at(..)` in the ballot, the branch and the write would be
+                // three loads.
+                let e = element(i);
+                let v = k.var(x.at(&e)).get();
+                let keep = k.var(kept(&e, &v).select(1u32, 0u32)).get().eq(1u32);
                 let bits = k.ballot(warp, keep.clone());
                 // The kept elements of the warp before this one: in earlier ballots, and in
                 // lower lanes of this one.
