@@ -520,9 +520,10 @@ impl Verifier<'_> {
     }
 
     fn collective(&mut self, group: GroupKind, loc: Loc, op: OpId) {
+        // A tile wider than the block is the block's threads.
         let threads = match group {
             GroupKind::Block => self.ir.block_threads(),
-            GroupKind::LogicalWarp { width } => width,
+            GroupKind::LogicalWarp { width } => width.min(self.ir.block_threads()),
         };
         if let Some(&(_, condition)) = self.conds.iter().find(|(u, _)| !u.covers(threads)) {
             self.push(K::NonUniformCollective { group, condition }, loc, Some(op));

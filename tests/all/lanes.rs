@@ -274,6 +274,33 @@ fn the_verifier_knows_who_runs_a_tile_op() {
         .collect();
     assert_eq!(yb.to_vec().expect("download"), want);
 
+    // A tile wider than the block is the block: in a block of 3, a condition uniform over the
+    // block holds a warp's shuffle, one that varies by thread does not.
+    for (cond, ok) in [
+        (index::block_index().lt(9u32), true),
+        (t.clone().lt(1u32), false),
+    ] {
+        let mut k = KernelBuilder::new("three_threads").block(3);
+        let y = k.output::<u32>("y");
+        let warp = k.this_warp();
+        k.if_(cond, |k| {
+            let v = k.shfl(warp, index::thread_rank() + 5u32, 2u32);
+            k.write(&y, index::thread_rank(), v);
+        });
+        match k.build() {
+            Ok(kernel) if ok => {
+                let mut yb = device().alloc_zeroed::<u32>(3).expect("alloc");
+                device()
+                    .compile(&kernel)
+                    .and_then(|f| f.launch_grid(1, (&mut yb,)))
+                    .expect("runs");
+                assert_eq!(yb.to_vec().expect("download"), [7, 7, 7]);
+            }
+            Err(Error::Verify(_)) if !ok => {}
+            other => panic!("block of 3, expected {ok}: {other:?}"),
+        }
+    }
+
     let errors = |k: KernelBuilder| match k.build() {
         Err(Error::Verify(e)) => e
             .errors
