@@ -833,7 +833,7 @@ impl Emitter<'_> {
         c: i64,
         mask: Operand,
     ) -> Reg {
-        self.shuffle(mode, v, b, Operand::Imm(c), mask, None)
+        self.shuffle_operand(mode, v, b, Operand::Imm(c), mask)
     }
 
     /// [`Self::shuffle_value`] with a `c` operand that may be a register.
@@ -951,17 +951,7 @@ impl Emitter<'_> {
             // One group: the block's lanes.
             return Operand::Imm(((1i64 << block) - 1) & 0xffff_ffff);
         }
-        let lane = self.special(Special::Laneid);
-        let start = if w.is_power_of_two() {
-            self.u32op(
-                BinOp::And,
-                lane.into(),
-                Operand::Imm(!(w as i64 - 1) & 0xffff_ffff),
-            )
-        } else {
-            let rank = self.u32op(BinOp::Rem, lane.into(), Operand::Imm(w as i64));
-            self.u32op(BinOp::Sub, lane.into(), rank.into())
-        };
+        let start = self.group_first_lane(w);
         let mask = self.reg(RegClass::B32);
         self.op(Op::Mov {
             ty: Ty::B32,
@@ -995,6 +985,21 @@ impl Emitter<'_> {
             b: start.into(),
         });
         mask.into()
+    }
+
+    /// The lane where this thread's group of `w` consecutive lanes starts in its warp.
+    pub(crate) fn group_first_lane(&mut self, w: u32) -> Reg {
+        let lane = self.special(Special::Laneid);
+        if w.is_power_of_two() {
+            self.u32op(
+                BinOp::And,
+                lane.into(),
+                Operand::Imm(!(w as i64 - 1) & 0xffff_ffff),
+            )
+        } else {
+            let rank = self.u32op(BinOp::Rem, lane.into(), Operand::Imm(w as i64));
+            self.u32op(BinOp::Sub, lane.into(), rank.into())
+        }
     }
 
     /// Emits the barriers the plan puts before `step`.

@@ -323,12 +323,7 @@ impl Emitter<'_> {
         if w >= 32 {
             return bits;
         }
-        let lane = self.special(Special::Laneid);
-        let start = self.u32op(
-            BinOp::And,
-            lane.into(),
-            Operand::Imm(!(i64::from(w) - 1) & 0xffff_ffff),
-        );
+        let start = self.group_first_lane(w);
         self.u32op(BinOp::Shr, bits.into(), start.into())
     }
 }
