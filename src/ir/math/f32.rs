@@ -27,7 +27,7 @@ pub(super) fn templates() -> Vec<(Func, Template)> {
     let bin = |op: BinaryOp, root: F| (Func::Binary(op), Template::new(&root, &[]));
     vec![
         un(UnaryOp::Rsqrt, |x, _| rsqrt(x)),
-        un(UnaryOp::Exp, |x, _| exp(x)),
+        un(UnaryOp::Exp, exp),
         un(UnaryOp::Exp2, |x, _| exp2(x)),
         un(UnaryOp::Exp10, |x, _| exp10(x)),
         un(UnaryOp::Expm1, |x, _| expm1(x)),
@@ -41,8 +41,8 @@ pub(super) fn templates() -> Vec<(Func, Template)> {
         un(UnaryOp::Asin, |x, _| asin(x)),
         un(UnaryOp::Acos, |x, _| acos(x)),
         un(UnaryOp::Atan, |x, _| atan(x)),
-        un(UnaryOp::Sinh, sinh),
-        un(UnaryOp::Cosh, cosh),
+        un(UnaryOp::Sinh, |x, _| sinh(x)),
+        un(UnaryOp::Cosh, |x, _| cosh(x)),
         un(UnaryOp::Tanh, |x, _| tanh(x)),
         un(UnaryOp::Cbrt, |x, _| cbrt(x)),
         un(UnaryOp::Erf, |x, _| erf(x)),
@@ -152,8 +152,23 @@ fn exp_core(x: &F) -> F {
     scale(&(s + 1.0f32), &j.cast::<i32>())
 }
 
-fn exp(x: &F) -> F {
-    nan_or(x, exp_core(x))
+/// `1.5 * 2^23`: `fl(v + MAGIC) - MAGIC` is `v` rounded to an integer (ties to even) for
+/// `|v| < 2^22`, and the sum's low bits hold that integer in two's complement.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// `e^x`. Where `|x| <= 86` (so `2^j` below is normal and so is the result) the integer
+/// `j = round(x log2 e)` comes from the magic-number sum, whose bits shifted left by 23 are
+/// `j` in the exponent field (the magic's own bits leave nothing there), and the result is
+/// `e^r` with `j` added to its exponent: no conversion instruction and no clamp, which
+/// matters where the function bounds the kernel. Larger arguments, and NaN, take the
+/// clamped, twice-scaled path behind a branch.
+fn exp(x: &F, cold: &mut Cold) -> F {
+    let t = x.fma(std::f32::consts::LOG2_E, ROUND_MAGIC);
+    let j = t.clone() - ROUND_MAGIC;
+    let (_, s) = em1_of(&j, x, (LN2_HI, LN2_LO));
+    let p = s + 1.0f32;
+    let fast = F::from_bits(p.to_bits() + (t.to_bits() << 23u32));
+    cold.select(&!x.abs().le(86.0f32), nan_or(x, exp_core(x)), fast)
 }
 
 fn exp2(x: &F) -> F {
@@ -164,29 +179,43 @@ fn exp2(x: &F) -> F {
     nan_or(x, scale(&p, &j.cast::<i32>()))
 }
 
+/// `10^x` as `2^(x log2 10)` in `f64` ([`exp2_64`]; the product's error is below 2^-45
+/// relative in the result for the `x` that matter), rounded once (into subnormals too).
 fn exp10(x: &F) -> F {
-    const LG2_HI: f32 = std::f32::consts::LOG10_2;
-    const LG2_LO: f32 = -1.432_098_9e-8;
-    const LN10_HI: f32 = std::f32::consts::LN_10;
-    const LN10_LO: f32 = -3.197_543_6e-8;
-    let xc = x.max(-46.0f32).min(39.0f32);
-    let j = (xc.clone() * std::f32::consts::LOG2_10).round_even();
-    let r = (-j.clone()).fma(LG2_HI, xc);
-    let r = (-j.clone()).fma(LG2_LO, r);
-    // e^(r ln10), with the product carried to f32 accuracy.
-    let t = r.fma(LN10_HI, r.clone() * LN10_LO);
-    let s = (t.clone() * t.clone()).fma(horner(&t, &EXP_Q2), t);
-    nan_or(x, scale(&(s + 1.0f32), &j.cast::<i32>()))
+    let z = x.max(-50.0f32).min(40.0f32).cast::<f64>() * std::f64::consts::LOG2_10;
+    nan_or(x, exp2_64(&z).cast::<f32>())
 }
 
+/// `e^x - 1` in `f64` for `x` in `[-40, 180]`, to about 2^-45 relative. `x = j ln2 + r`
+/// (`|r| <= ln2 / 2`, `ln2` in two parts, so `r` is exact to about 2^-60 relative);
+/// `e^r - 1 = r + r^2 p(r)` by Taylor's coefficients to `r^11` (truncation below 2^-40
+/// relative); then `2^j (1 + s) - 1` is one FMA `2^j s + (2^j - 1)`, whose addend is exact
+/// for such `j` up to 53 and negligible past it. Near 0 the result is `s` itself, so no
+/// cancellation costs bits anywhere.
+fn expm1_64(x: &D) -> D {
+    const LN2_HI64: f64 = 0.693_147_180_369_123_8;
+    const LN2_LO64: f64 = 1.908_214_929_270_587_7e-10;
+    let j = (x.clone() * std::f64::consts::LOG2_E).round_even();
+    let r = (-j.clone()).fma(LN2_HI64, x);
+    let r = (-j.clone()).fma(LN2_LO64, r);
+    let mut c = [0.0f64; 10];
+    let mut fact = 2.0f64;
+    for (k, ck) in c.iter_mut().enumerate() {
+        *ck = 1.0 / fact;
+        fact *= (k + 3) as f64;
+    }
+    c.reverse();
+    let s = (r.clone() * r.clone()).fma(horner64(&r, &c), r);
+    let n = j.cast::<i64>();
+    let p2 = D::from_bits((n.clone() + 1023i64).cast::<u64>() << 52u32);
+    let big = p2.clone().fma(&s, p2 - 1.0f64);
+    n.eq(0i64).select(s, big)
+}
+
+/// `e^x - 1` through [`expm1_64`], rounded once.
 fn expm1(x: &F) -> F {
-    // Below -30, e^x - 1 rounds to -1.
-    let (j, s) = exp_reduce(x, -30.0);
-    let n = j.cast::<i32>();
-    // e^x - 1 = 2^n (e^r - 1 + 1 - 2^-n).
-    let one = F::lit(1.0) - scale(&F::lit(1.0), &(-n.clone()));
-    let big = scale(&(s.clone() + one), &n);
-    let v = n.eq(0i32).select(s, big);
+    // Below -30, e^x - 1 rounds to -1; past 89, e^x overflows f32.
+    let v = expm1_64(&x.max(-30.0f32).min(89.0f32).cast::<f64>()).cast::<f32>();
     // Keeps -0 and NaN.
     x.eq(0.0f32).or(&x.is_nan()).select(x, v)
 }
@@ -264,14 +293,27 @@ fn log(x: &F, base: Base) -> F {
     log_special(x, log_of(&e, &f, F::lit(0.0), base))
 }
 
+/// `ln(1 + x)`, in `f64` and rounded once. `u = 1 + x` is split as `2^e m` with `m` in
+/// `[sqrt(1/2), sqrt(2))` and `ln m = 2 atanh(f / (2 + f))`, `f = m - 1` exact (Sterbenz);
+/// where `e = 0`, `f` is `x` itself, so arguments too small for `1 + x` to hold them exactly
+/// lose nothing. The series runs to `s^15`, below 2^-44 relative.
 fn log1p(x: &F) -> F {
-    let u = x + 1.0f32;
-    let (e, f) = log_reduce(&u);
-    // ln(u + d) = ln(u) + d / u for the rounding error d of 1 + x.
-    let d = x - (u.clone() - 1.0f32);
-    let ok = u.gt(0.0f32).and(&u.lt(f32::INFINITY));
-    let c = ok.select(d * u.recip(), 0.0f32);
-    let v = log_special(&u, log_of(&e, &f, c, Base::E));
+    let xd = x.cast::<f64>();
+    let u = xd.clone() + 1.0f64;
+    // The mantissa moved to [sqrt(1/2), sqrt(2)); u is at least 2^-24 where it is used.
+    let ix = u.to_bits() + (0x3ff0_0000_0000_0000u64 - 0x3fe6_a09e_667f_3bcdu64);
+    let e = (ix.clone() >> 52u32).cast::<i64>() - 1023i64;
+    let m = D::from_bits((ix & 0x000f_ffff_ffff_ffffu64) + 0x3fe6_a09e_667f_3bcdu64);
+    let f = e.eq(0i64).select(xd, m - 1.0f64);
+    let s = f.clone() / (f + 2.0f64);
+    let z = s.clone() * s.clone();
+    let c: Vec<f64> = (0..8).rev().map(|k| 1.0 / (2 * k + 1) as f64).collect();
+    let ln = (s * 2.0f64) * horner64(&z, &c);
+    let v = e
+        .cast::<f64>()
+        .fma(std::f64::consts::LN_2, ln)
+        .cast::<f32>();
+    let v = log_special(&(x + 1.0f32), v);
     x.eq(0.0f32).select(x, v)
 }
 
@@ -495,58 +537,30 @@ fn atan2(y: &F, x: &F) -> F {
 
 // ---- hyperbolic functions ----
 
-/// `(tanh x - x) / x^3` in `z = x^2` on `[0, 0.55^2]`.
-const TANH_P: [f64; 7] = [
-    -0.0009654481822439641,
-    0.0034046547141398887,
-    -0.008826102889710575,
-    0.021865643269754906,
-    -0.053968062494072794,
-    0.1333333297351605,
-    -0.33333333332223697,
-];
-
-/// `e^x - 1` for `x` at least 0 and at most 88 (no NaN).
-fn expm1_pos(x: &F) -> F {
-    let (j, s) = exp_reduce(x, 0.0);
-    let n = j.cast::<i32>();
-    let one = F::lit(1.0) - scale(&F::lit(1.0), &(-n.clone()));
-    n.eq(0i32).select(s.clone(), scale(&(s + one), &n))
-}
-
-/// `e^a / 2` for `a` past 88, where `e^a` alone overflows: `(e^(a/2) / 2) e^(a/2)`.
-fn half_exp_big(a: &F) -> F {
-    let h = exp_core(&(a * 0.5f32));
-    (h.clone() * 0.5f32) * h
-}
-
-fn sinh(x: &F, cold: &mut Cold) -> F {
-    let a = x.abs();
-    let t = expm1_pos(&a.min(88.0f32));
-    let u = t.clone() / (t.clone() + 1.0f32);
-    // fdlibm: (2t - t^2 / (t + 1)) / 2 below 1, (t + t / (t + 1)) / 2 above.
-    let small = (t.clone() * 2.0f32 - t.clone() * u.clone()) * 0.5f32;
-    let mid = (t + u) * 0.5f32;
-    let v = a.lt(1.0f32).select(small, mid);
-    let v = cold.select(&a.gt(88.0f32), half_exp_big(&a), v);
+/// `sinh`, `cosh` and `tanh` from `E = e^a - 1` ([`expm1_64`], `a = |x|`) in `f64`,
+/// rounded once: `sinh a = (E + E / (E + 1)) / 2` and `tanh a = E' / (E' + 2)` with
+/// `E' = e^(2a) - 1` have no cancellation near 0; `cosh a = (E + 1 + 1 / (E + 1)) / 2`.
+/// `f64` holds `e^a` past the `a` where the `f32` results overflow (89.5), so no case
+/// needs a separate path.
+fn sinh(x: &F) -> F {
+    let a = x.abs().min(90.0f32).cast::<f64>();
+    let t = expm1_64(&a);
+    let v = ((t.clone() + t.clone() / (t + 1.0f64)) * 0.5f64).cast::<f32>();
     nan_or(x, signed(&v, &sign_of(x)))
 }
 
-fn cosh(x: &F, cold: &mut Cold) -> F {
-    let a = x.abs();
-    let t = exp_core(&a.min(88.0f32));
-    let v = t.fma(0.5f32, t.recip() * 0.5f32);
-    let v = cold.select(&a.gt(88.0f32), half_exp_big(&a), v);
+fn cosh(x: &F) -> F {
+    let a = x.abs().min(90.0f32).cast::<f64>();
+    let e = expm1_64(&a) + 1.0f64;
+    let v = ((e.clone() + e.recip()) * 0.5f64).cast::<f32>();
     nan_or(x, v)
 }
 
 fn tanh(x: &F) -> F {
-    let a = x.abs();
-    let z = a.clone() * a.clone();
-    let small = (a.clone() * z.clone()).fma(horner(&z, &TANH_P), a.clone());
-    let t = expm1_pos(&(a.min(9.5f32) * 2.0f32));
-    let big = F::lit(1.0) - F::lit(2.0) / (t + 2.0f32);
-    let v = a.lt(0.55f32).select(small, big);
+    // Past 9.5, tanh rounds to 1.
+    let a = x.abs().min(9.5f32).cast::<f64>();
+    let t = expm1_64(&(a * 2.0f64));
+    let v = (t.clone() / (t + 2.0f64)).cast::<f32>();
     nan_or(x, signed(&v, &sign_of(x)))
 }
 

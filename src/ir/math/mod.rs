@@ -28,20 +28,24 @@
 //! |---|---|---|---|---|
 //! | `exp` | 0.91 | | `asin` | 0.50 |
 //! | `exp2` | 0.72 | | `acos` | 0.50 |
-//! | `exp10` | 1.00 | | `atan` | 0.50 |
-//! | `exp_m1` | 1.23 | | `atan2` | 0.50 |
-//! | `ln` | 0.79 | | `sinh` | 1.61 |
-//! | `log2` | 0.86 | | `cosh` | 1.61 |
-//! | `log10` | 0.83 | | `tanh` | 1.21 |
-//! | `ln_1p` | 1.16 | | `cbrt` | 0.50 |
+//! | `exp10` | 0.50 | | `atan` | 0.50 |
+//! | `exp_m1` | 0.50 | | `atan2` | 0.50 |
+//! | `ln` | 0.79 | | `sinh` | 0.50 |
+//! | `log2` | 0.86 | | `cosh` | 0.50 |
+//! | `log10` | 0.83 | | `tanh` | 0.50 |
+//! | `ln_1p` | 0.50 | | `cbrt` | 0.50 |
 //! | `sin` | 1.30 | | `erf` | 0.50 |
 //! | `cos` | 1.17 | | `erfc` | 0.53 |
 //! | `tan` | 2.27 | | `pow` | 0.50 |
 //! | `rsqrt` | 0.50 | | `powi` | 0.50 |
 //! | | | | `hypot` | 0.50 |
 //!
-//! The inverse trigonometric, error, root and power functions compute in `f64` internally
-//! and round once. `sin`, `cos` and `tan` reduce arguments up to 105615 by a three-part
+//! The inverse trigonometric, hyperbolic, error, root and power functions, `exp10`,
+//! `exp_m1` and `ln_1p` compute in `f64` internally and round once. `exp`, `exp2` and the
+//! logarithms stay in `f32` for speed: `exp` takes its integer part from a magic-number sum
+//! and adds it to the exponent bits, with a branch for `|x| > 86` (and NaN) only. CUDA
+//! documents its own `f32` functions at 2 ulp (`expf`, `exp2f`, `exp10f`, `sinf`, `cosf`,
+//! `tanhf`), 3 (`sinhf`), 4 (`tanf`) and 1 (`expm1f`, `log1pf`). `sin`, `cos` and `tan` reduce arguments up to 105615 by a three-part
 //! Cody–Waite reduction with FMAs and larger ones by Payne–Hanek (128 bits of 2/π), behind a
 //! branch that only threads with such an argument take. `sqrt`, `recip` (`rcp.rn`), `/`
 //! (`div.rn`) and `fma` are correctly rounded (0.5 ulp).
