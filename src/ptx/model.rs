@@ -1090,6 +1090,13 @@ pub enum Op {
         /// Scope.
         scope: Scope,
     },
+    /// `nanosleep.u32 ns;` (sm_70+): suspends the thread for about `ns` nanoseconds (at
+    /// most 1 ms), a back-off for spin loops so that polls leave the memory system to the
+    /// writers they wait for.
+    Nanosleep {
+        /// The delay in nanoseconds.
+        ns: u32,
+    },
 }
 
 impl Op {
@@ -1126,6 +1133,7 @@ impl Op {
             Op::Red { .. } => "red",
             Op::Membar { .. } => "membar",
             Op::LdOrdered { .. } => "ld.ordered",
+            Op::Nanosleep { .. } => "nanosleep",
         }
     }
 }

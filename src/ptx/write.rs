@@ -470,6 +470,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             };
             write!(out, "membar.{s};")?
         }
+        Op::Nanosleep { ns } => write!(out, "nanosleep.u32 {ns};")?,
     }
     out.push('\n');
     Ok(())

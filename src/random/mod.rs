@@ -18,7 +18,7 @@
 //! and `uniform_float32` ([`Xoroshiro128p::uniform_f32`], which like Numba's returns 1.0 once
 //! in 2^25 draws; [`Xoroshiro128p::uniform_f32_below_one`] gives the largest `f32` below 1
 //! there instead and equals Numba everywhere else). The normals
-//! ([`Xoroshiro128p::normal_f32`]) follow Numba's Box–Muller formula on the same uniforms but
+//! ([`Xoroshiro128p::normal_f32`], [`Xoroshiro128p::normal_f64`]) follow Numba's Box–Muller formula on the same uniforms but
 //! take the kernel language's `f32` `ln` and `cos` (the math library's, within about an ulp;
 //! PTX's approximate `lg2.approx` and `cos.approx` in a `fastmath` kernel), where Numba calls
 //! libdevice's `logf` and `cosf`: they are close to Numba's, not bit-identical.
@@ -229,6 +229,44 @@ impl Xoroshiro128p {
         let u1 = k.var(u1);
         let u2 = self.uniform_f32(k);
         (-2.0f32 * u1.get().ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+    }
+
+    /// Numba's `xoroshiro128p_normal_float64`: two `f32` uniforms (as Numba draws them),
+    /// `sqrt(-2 ln u1) * cos(2π u2)` with `ln u1` taken in `f32` and widened, the rest in
+    /// `f64` (the math library's `f64` `cos`, within an ulp, where Numba calls libdevice's
+    /// `cos`), the second normal discarded. It equals [`host::Xoroshiro128p::normal_f64`] to
+    /// within the two functions' last bits.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::random::{self, host, Xoroshiro128p};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("normal64").block(32);
+    /// let (states, z) = (k.buffer::<u64>("states"), k.output::<f64>("z"));
+    /// let t = index::thread_rank();
+    /// let rng = Xoroshiro128p::load(&mut k, &states, &t);
+    /// let v = rng.normal_f64(&mut k);
+    /// k.write(&z, &t, v);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut sb = random::create_xoroshiro128p_states(&dev, 32, 11, 0)?;
+    /// let mut zb = dev.alloc_zeroed::<f64>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut sb, &mut zb))?;
+    /// let mut g = host::Xoroshiro128p::from_seed(11);
+    /// let want = g.normal_f64();
+    /// assert!((zb.to_vec()?[0] - want).abs() <= 1e-6 * want.abs().max(1.0));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn normal_f64(&self, k: &mut KernelBuilder) -> Expr<f64> {
+        let u1 = self.uniform_f32(k);
+        let u1 = k.var(u1);
+        let u2 = self.uniform_f32(k);
+        let l = u1.get().ln().cast::<f64>();
+        (-2.0f64 * l).sqrt() * (std::f64::consts::TAU * u2.cast::<f64>()).cos()
     }
 }
 

@@ -124,9 +124,10 @@ pub(super) fn op_index(op: &Op) -> usize {
         Op::Loc { .. } => 27,
         Op::Vprintf { .. } => 28,
         Op::LdOrdered { .. } => 29,
+        Op::Nanosleep { .. } => 30,
     }
 }
-pub(super) const OP_VARIANTS: usize = 30;
+pub(super) const OP_VARIANTS: usize = 31;
 
 /// Walks a successor chain written as one exhaustive match.
 pub(super) fn chain<T: Copy>(first: T, next: fn(T) -> Option<T>) -> Vec<T> {
@@ -660,6 +661,7 @@ fn every_form_module() -> Module {
             }));
         }
     }
+    body.push(i(Op::Nanosleep { ns: 32 }));
     for scope in scopes() {
         body.push(i(Op::Membar { scope }));
         for (sem, space) in [(Sem::Acquire, Space::Global), (Sem::Relaxed, Space::Shared)] {

@@ -777,7 +777,12 @@ impl Decoder<'_> {
 
     fn inst(&mut self, op: &Op) -> D<Inst> {
         Ok(match op {
-            Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Membar { .. } => Inst::Nop,
+            // A thread that sleeps in a spin loop yields at the ordered load it polls with.
+            Op::Comment(_)
+            | Op::Label(_)
+            | Op::Loc { .. }
+            | Op::Membar { .. }
+            | Op::Nanosleep { .. } => Inst::Nop,
             Op::Vprintf { format, args } => {
                 let data = &(self.f.strings.get(*format as usize))
                     .ok_or(InvalidReason::UnknownSymbol)?

@@ -720,6 +720,7 @@ fn every_operation_executes_with_its_known_result() {
         }),
         i(Op::Activemask { dst: r(5) }),
         i(Op::Membar { scope: Scope::Cta }),
+        i(Op::Nanosleep { ns: 20 }),
         i(Op::MadWide {
             ty: Ty::U32,
             dst: rd(2),

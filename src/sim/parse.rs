@@ -821,6 +821,15 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
                 })
             }
         }
+        "nanosleep" if parts[1..] == ["u32"] => {
+            let [ns] = want::<1>(ops)?;
+            match opd(&ns)? {
+                Operand::Imm(v) if (0..=1_000_000).contains(&v) => {
+                    Ok(Op::Nanosleep { ns: v as u32 })
+                }
+                _ => Err(ParseReason::UnknownMnemonic),
+            }
+        }
         "membar" => {
             let scope = match parts[1..] {
                 ["cta"] => Scope::Cta,
