@@ -49,7 +49,7 @@ fn unaries() -> Vec<Unary> {
         u("ln_1p", |x| x.ln_1p(), f64::ln_1p, (-1.0, 4.0), 0.55),
         u("sin", |x| x.sin(), f64::sin, (-20.0, 20.0), 1.5),
         u("cos", |x| x.cos(), f64::cos, (-20.0, 20.0), 1.5),
-        u("tan", |x| x.tan(), f64::tan, (-20.0, 20.0), 2.5),
+        u("tan", |x| x.tan(), f64::tan, (-20.0, 20.0), 2.6),
         u("asin", |x| x.asin(), f64::asin, (-1.0, 1.0), 0.55),
         u("acos", |x| x.acos(), f64::acos, (-1.0, 1.0), 0.55),
         u("atan", |x| x.atan(), f64::atan, (-8.0, 8.0), 0.55),
