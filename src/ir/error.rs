@@ -324,6 +324,14 @@ pub enum VerifyErrorKind {
         /// The bound ([`super::ops::MAX_NESTING`]).
         max: usize,
     },
+    /// A math-library function at a type the library does not have it for (hand-built IR:
+    /// the typed builder offers each at `f32` and `f64` only).
+    MathFunctionType {
+        /// The function.
+        function: &'static str,
+        /// Its type in the IR.
+        found: VType,
+    },
     /// An expression deeper than the bound (each operator is one level above its operands).
     ExpressionTooDeep {
         /// The expression's depth.
@@ -657,6 +665,11 @@ impl fmt::Display for VerifyError {
                 f,
                 "branches and loops nested more than {max} deep; split the kernel or flatten \
                  the nesting"
+            ),
+            MathFunctionType { function, found } => write!(
+                f,
+                "the math function `{function}` at {found}: the library has it at f32 and f64 \
+                 only"
             ),
             ExpressionTooDeep { depth, max } => write!(
                 f,

@@ -375,7 +375,7 @@ fn cmp_symbol(op: CmpOp) -> &'static str {
     }
 }
 
-fn unary_name(op: UnaryOp) -> &'static str {
+pub(crate) fn unary_name(op: UnaryOp) -> &'static str {
     match op {
         UnaryOp::Neg => "-",
         UnaryOp::Not => "!",

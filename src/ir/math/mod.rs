@@ -121,6 +121,20 @@ pub enum Func {
     Binary(BinaryOp),
 }
 
+impl Func {
+    /// The function's name, as the IR listing prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Unary(op) => crate::ir::print::unary_name(op),
+            Func::Binary(BinaryOp::Atan2) => "atan2",
+            Func::Binary(BinaryOp::Pow) => "pow",
+            Func::Binary(BinaryOp::Hypot) => "hypot",
+            Func::Binary(BinaryOp::Powi) => "powi",
+            Func::Binary(_) => "a binary operator",
+        }
+    }
+}
+
 /// A function of the library as primitive expressions: a small arena whose `Arg(i)` nodes
 /// stand for the operands, its root, and its cold selects.
 #[derive(Debug)]
@@ -277,6 +291,58 @@ mod tests {
                 let t = template(Func::Unary(op), d).expect("a template");
                 assert_eq!(t.cold.len(), 1, "{op:?} at {d}");
             }
+        }
+    }
+
+    /// An IR whose map evaluates `f` at `i32` (which the typed builder cannot write) is
+    /// refused by the verifier at the map's line, naming the function.
+    #[test]
+    fn a_library_function_at_an_integer_type_is_a_typed_error() {
+        use crate::ir::error::VerifyErrorKind;
+        use crate::ir::expr::Node;
+        use crate::ir::ops::OpKind;
+        use crate::{KernelBuilder, Load, Store};
+        use std::sync::Arc;
+
+        for (f, arity) in [
+            (Func::Unary(UnaryOp::Sin), 1),
+            (Func::Binary(BinaryOp::Pow), 2),
+        ] {
+            let mut k = KernelBuilder::new("ill_typed").block(32);
+            let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+            let t = k.load_from(k.this_block(), &x, Load::direct());
+            let r = k.map(&t, |v| v + 1i32);
+            k.store_to(k.this_block(), &y, &r, Store::direct());
+            let mut ir = k.ir().clone();
+            let ty = VType::D(DType::I32);
+            let arg = Arc::new(Node {
+                kind: ExprKind::Arg(0),
+                ty,
+                owner: None,
+            });
+            let kind = match (f, arity) {
+                (Func::Unary(op), _) => ExprKind::Unary(op, arg),
+                (Func::Binary(op), _) => ExprKind::Binary(op, arg.clone(), arg),
+            };
+            let bad = ir.exprs.intern(&Arc::new(Node {
+                kind,
+                ty,
+                owner: None,
+            }));
+            let (at, loc) = (ir.ops.iter().enumerate())
+                .find_map(|(i, o)| matches!(o.kind, OpKind::Map { .. }).then_some((i, o.loc)))
+                .expect("a map");
+            if let OpKind::Map { expr, .. } = &mut ir.ops[at].kind {
+                *expr = bad;
+            }
+            let e = crate::ir::verify::verify(&ir).expect_err("verified");
+            let hit = e.errors.iter().find(|e| {
+                matches!(e.kind, VerifyErrorKind::MathFunctionType { function, found }
+                    if function == f.name() && found == ty)
+            });
+            let hit = hit.unwrap_or_else(|| panic!("{f:?}: {e}"));
+            assert_eq!(hit.loc, loc, "{f:?}");
+            assert!(hit.to_string().contains(f.name()), "{hit}");
         }
     }
 }
