@@ -23,7 +23,7 @@
 //! releases nothing). Where bounds are checked, an index past the buffer's end skips the
 //! update and leaves the old value 0.
 
-use super::builder::{Emitter, Lowered, bits_ty, mem_ty};
+use super::builder::{ArrayRef, Emitter, Lowered, bits_ty, mem_ty};
 use super::expr::Ctx;
 use crate::ir::expr::{BinaryOp as B, VType};
 use crate::ir::ops::{AtomicMemory, AtomicOp, AtomicSpec, MemoryOrder, MemoryScope};
@@ -135,7 +135,9 @@ impl Emitter<'_> {
             }
             AtomicMemory::Shared(arr) => {
                 let dtype = ir.arrays[arr.index()].dtype;
-                (dtype, Space::Shared, self.array_addr(arr, i), None)
+                let addr = self.array_addr(arr, i);
+                let inside = self.array_inside(ArrayRef::Shared(arr), a.index, i, true, None);
+                (dtype, Space::Shared, addr, inside)
             }
         };
         let old = (self.data_regs(a.old).first().copied())

@@ -1077,6 +1077,7 @@ mod packed;
 mod positions;
 mod print;
 mod shared;
+pub(crate) use arrays::ArrayRef;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;
 pub(crate) use shared::{Collective, SharedSymbols};

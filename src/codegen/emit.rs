@@ -5,7 +5,7 @@
 //! verifier proved the condition warp-uniform). Each op's code is preceded by a comment naming
 //! the op and the user's source line, which the simulator quotes in its reports.
 
-use super::builder::{Emitter, Lowered};
+use super::builder::{ArrayRef, Emitter, Lowered};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
 use crate::ir::ops::{OpKind, Transfer};
@@ -479,7 +479,8 @@ impl Emitter<'_> {
                 let i = self.eval(*index, &ctx, &mut memo);
                 let v = self.eval(*value, &ctx, &mut memo);
                 let addr = self.local_addr(*array, i);
-                self.store_at(Space::Local, dtype, addr, v);
+                let inside = self.array_inside(ArrayRef::Local(*array), *index, i, true, None);
+                self.store_at(Space::Local, dtype, addr, v, inside);
             }
             OpKind::SharedWrite {
                 array,
@@ -490,7 +491,8 @@ impl Emitter<'_> {
                 let i = self.eval(*index, &ctx, &mut memo);
                 let v = self.eval(*value, &ctx, &mut memo);
                 let addr = self.array_addr(*array, i);
-                self.store_at(Space::Shared, dtype, addr, v);
+                let inside = self.array_inside(ArrayRef::Shared(*array), *index, i, true, None);
+                self.store_at(Space::Shared, dtype, addr, v, inside);
             }
             OpKind::GlobalWrite {
                 param,

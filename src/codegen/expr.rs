@@ -1,6 +1,8 @@
 //! Lowering of expressions to PTX instructions, and of reduction operators.
 
-use super::builder::{Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty};
+use super::builder::{
+    ArrayRef, Emitter, arith_ty, bits_or_float, bits_ty, class, is_narrow, mem_ty,
+};
 use crate::ir::expr::{Axis, BinaryOp as B, CmpOp, ExprKind, IndexKind, UnaryOp as U, VType};
 use crate::ir::math::Func;
 use crate::ir::ops::{ReduceOp, Role};
@@ -547,17 +549,26 @@ impl Emitter<'_> {
             ExprKind::SharedRead(array, index) => {
                 let i = self.eval(*index, ctx, memo);
                 let addr = self.array_addr(*array, i);
-                self.load(Space::Shared, d, addr, ctx.guard)
+                let inside =
+                    self.array_inside(ArrayRef::Shared(*array), *index, i, false, ctx.guard);
+                let guard = self.both(ctx.guard, inside);
+                self.load(Space::Shared, d, addr, guard)
             }
             ExprKind::LocalRead(array, index) => {
                 let i = self.eval(*index, ctx, memo);
                 let addr = self.local_addr(*array, i);
-                self.load(Space::Local, d, addr, ctx.guard)
+                let inside =
+                    self.array_inside(ArrayRef::Local(*array), *index, i, false, ctx.guard);
+                let guard = self.both(ctx.guard, inside);
+                self.load(Space::Local, d, addr, guard)
             }
             ExprKind::ConstRead(array, index) => {
                 let i = self.eval(*index, ctx, memo);
                 let addr = self.const_addr(*array, i);
-                self.load(Space::Const, d, addr, ctx.guard)
+                let inside =
+                    self.array_inside(ArrayRef::Const(*array), *index, i, false, ctx.guard);
+                let guard = self.both(ctx.guard, inside);
+                self.load(Space::Const, d, addr, guard)
             }
             ExprKind::GlobalRead(param, index) => {
                 let wide = self.ir.expr(*index).ty == VType::D(DType::U64);

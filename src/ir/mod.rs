@@ -48,5 +48,7 @@ pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
     NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
-pub use options::{CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters};
+pub use options::{
+    ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,
+};
 pub use verify::{Info, Uniformity};

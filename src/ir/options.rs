@@ -74,11 +74,12 @@ pub enum MathMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Checks {
     /// Nothing beyond the guards every checked kernel has (the default): an index past a
-    /// buffer's end reads 0 and skips the write, and assertions are not evaluated.
+    /// buffer's or a shared, local or constant array's end reads 0 and skips the write (and
+    /// the atomic), and assertions are not evaluated.
     #[default]
     Off,
     /// Debug checks: every read, write and atomic by index is compared with its buffer's
-    /// length, every explicit valid count and offset of a load or store with the buffer's
+    /// (or its shared, local or constant array's) length, every explicit valid count and offset of a load or store with the buffer's
     /// room, and every assertion is evaluated; the first failure is recorded with its thread
     /// and reported after the launch as a runtime error naming the op and its line.
     Debug,
@@ -123,11 +124,42 @@ pub enum CheckKind {
         /// The buffer's parameter name.
         buffer: String,
     },
+    /// An index into a shared, local or constant array is inside it: the value is the index,
+    /// the limit the array's length (a dynamic shared array's, from the launch).
+    ArrayIndex {
+        /// Which memory the array is in.
+        memory: ArrayMemory,
+        /// Where the array was declared.
+        declared: Loc,
+        /// Whether the access writes (a write or an atomic) rather than reads.
+        write: bool,
+    },
     /// A user assertion holds.
     Assert {
         /// The assertion's message.
         message: String,
     },
+}
+
+/// The memory of a user-declared array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArrayMemory {
+    /// A shared array (`KernelBuilder::shared_array`).
+    Shared,
+    /// A local array (per thread).
+    Local,
+    /// A constant array.
+    Const,
+}
+
+impl fmt::Display for ArrayMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ArrayMemory::Shared => "shared",
+            ArrayMemory::Local => "local",
+            ArrayMemory::Const => "constant",
+        })
+    }
 }
 
 impl fmt::Display for CheckSite {

@@ -62,6 +62,16 @@ impl fmt::Display for CheckFailure {
                         f,
                         "the valid items of `{buffer}` end at {value}, past its {limit} elements"
                     )?,
+                    CheckKind::ArrayIndex {
+                        memory,
+                        declared,
+                        write,
+                    } => write!(
+                        f,
+                        "{} of the {memory} array declared at {declared} at index {value}, past \
+                         its {limit} elements",
+                        if *write { "write" } else { "read" }
+                    )?,
                     CheckKind::Assert { message } => write!(f, "assertion failed: {message}")?,
                 }
             }

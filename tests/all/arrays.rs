@@ -7,7 +7,7 @@
 use super::common::{Batch, Rng, assert_same, compiled, device};
 use coopgraph::ir::ops::{MAX_CONST_BYTES, MAX_LOCAL_BYTES, OpKind};
 use coopgraph::ir::{Element, VerifyErrorKind, index};
-use coopgraph::runtime::{Device, DeviceElement, RuntimeError};
+use coopgraph::runtime::{Device, DeviceElement, LaunchConfig, RuntimeError};
 use coopgraph::sim::{MemSpace, SimError};
 use coopgraph::{Error, Kernel, KernelBuilder};
 use proptest::prelude::*;
@@ -194,13 +194,14 @@ fn a_constant_arrays_values_are_part_of_the_key() {
     assert_ne!(local(4).key(), local(5).key());
 }
 
-/// An index past a local or constant array's end is an out-of-bounds fault on the simulator
-/// that names the array, not a read of another array's bytes.
+/// An index past a local or constant array's end, in a kernel without bounds checks (which
+/// would guard it), is an out-of-bounds fault on the simulator that names the array, not a
+/// read of another array's bytes.
 #[test]
 fn indices_past_an_arrays_end_are_reported_naming_the_array() {
     let sim = Device::sim();
     // Two local arrays: thread 5 reads element 4 of the first, of 4 elements.
-    let mut k = KernelBuilder::new("local_over").block(8);
+    let mut k = KernelBuilder::new("local_over").block(8).unchecked_bounds();
     let y = k.output::<u32>("y");
     let (first, second) = (k.local_array::<u32>(4), k.local_array::<u32>(4));
     k.for_range(0u32, 4u32, |k, i| {
@@ -212,9 +213,9 @@ fn indices_past_an_arrays_end_are_reported_naming_the_array() {
     k.write(&y, &t, first.read(at) + second.read(0u32));
     let kernel = k.build().expect("builds");
     let mut yb = sim.alloc_zeroed::<u32>(8).expect("alloc");
-    let r = compiled(&sim, &kernel)
-        .expect("compiles")
-        .launch_grid(1, (&mut yb,));
+    let f = compiled(&sim, &kernel).expect("compiles");
+    // SAFETY: the simulator, which reports the stray array index instead of running it.
+    let r = unsafe { f.launch_unchecked(LaunchConfig::blocks(1), (&mut yb,)) };
     let Err(RuntimeError::Sim(SimError::OutOfBounds(f))) = &r else {
         panic!("expected an out-of-bounds fault, got {r:?}")
     };
@@ -229,16 +230,16 @@ fn indices_past_an_arrays_end_are_reported_naming_the_array() {
     );
 
     // A constant array of 3 read at 3.
-    let mut k = KernelBuilder::new("const_over").block(4);
+    let mut k = KernelBuilder::new("const_over").block(4).unchecked_bounds();
     let y = k.output::<i32>("y");
     let c = k.const_array(&[1i32, 2, 3]);
     let t = index::thread_rank();
     k.write(&y, &t, c.read(t.clone()));
     let kernel = k.build().expect("builds");
     let mut yb = sim.alloc_zeroed::<i32>(4).expect("alloc");
-    let r = compiled(&sim, &kernel)
-        .expect("compiles")
-        .launch_grid(1, (&mut yb,));
+    let f = compiled(&sim, &kernel).expect("compiles");
+    // SAFETY: the simulator, which reports the stray array index instead of running it.
+    let r = unsafe { f.launch_unchecked(LaunchConfig::blocks(1), (&mut yb,)) };
     let Err(RuntimeError::Sim(SimError::OutOfBounds(f))) = &r else {
         panic!("expected an out-of-bounds fault, got {r:?}")
     };

@@ -412,3 +412,189 @@ fn debug_checks_need_bounds_and_show_in_the_report() {
     let image = coopgraph::runtime::Compile::emit(&kernel, Arch::Sm80).expect("emits");
     assert_eq!(image.check_sites().len(), 1);
 }
+
+/// Shared, dynamic shared, local and constant arrays indexed past their ends: a checked
+/// kernel guards each access as it guards a buffer's (the read gives 0, the write and the
+/// atomic are skipped, so the neighbouring array keeps its values), and a debug kernel
+/// reports the first stray access naming the array's kind and declaration, the access's
+/// line, the index and the length.
+#[test]
+fn array_indices_are_guarded_and_checked() {
+    use coopgraph::ir::ArrayMemory;
+    // Thread t of 32 writes a[t + shift] = t + 1 (32 elements), atomically adds 1 to
+    // b[t + shift] (32 elements, zeroed first), reads a local array of 4 at t / 8 + lshift
+    // and a constant array of 4 at t / 8 + cshift; y[t] = a[t] + b[t] + local + const.
+    struct Lines {
+        shared: u32,
+        write: u32,
+        atomic: u32,
+        local: u32,
+        konst: u32,
+        /// The write of `y`, whose expression holds the array reads (the site is its op).
+        read: u32,
+    }
+    let build = |debug: bool, shift: u32, lshift: u32, cshift: u32| {
+        let mut k = builder(&format!("arrays_{shift}_{lshift}_{cshift}"), debug).block(32);
+        let y = k.output::<u32>("y");
+        let t = index::thread_rank();
+        let shared = line!() + 1;
+        let a = k.shared_array::<u32>(32);
+        let b = k.shared_array::<u32>(32);
+        k.shared_write(&a, t.clone(), 0u32);
+        k.shared_write(&b, t.clone(), 0u32);
+        k.sync_block();
+        let write = line!() + 1;
+        k.shared_write(&a, t.clone() + shift, t.clone() + 1u32);
+        let atomic = line!() + 1;
+        let _ = k.atomic(&b, t.clone() + shift, Atomic::add(1u32));
+        k.sync_block();
+        let local = line!() + 1;
+        let l = k.local_array::<u32>(4);
+        k.for_range(0u32, 4u32, |k, i| k.local_write(&l, i.clone(), i * 10u32));
+        let konst = line!() + 1;
+        let c = k.const_array(&[100u32, 200, 300, 400]);
+        let lv = l.read(t.clone() / 8u32 + lshift);
+        let cv = c.read(t.clone() / 8u32 + cshift);
+        let read = line!() + 1;
+        k.write(&y, &t, a.read(t.clone()) + b.read(t.clone()) + lv + cv);
+        let lines = Lines {
+            shared,
+            write,
+            atomic,
+            local,
+            konst,
+            read,
+        };
+        (k.build().expect("builds"), lines)
+    };
+    let run = |kernel: &Kernel| {
+        let dev = device();
+        let mut y = dev.alloc_zeroed::<u32>(32).expect("alloc");
+        let r = dev
+            .compile(kernel)
+            .expect("compiles")
+            .launch_grid(1, (&mut y,));
+        (r, y.to_vec().expect("download"))
+    };
+    // In bounds, debug or not, the same values.
+    let want: Vec<u32> = (0..32u32)
+        .map(|t| t + 1 + 1 + t / 8 * 10 + 100 * (t / 8 + 1))
+        .collect();
+    for debug in [false, true] {
+        let (kernel, _) = build(debug, 0, 0, 0);
+        assemble_all(&kernel);
+        let (r, y) = run(&kernel);
+        r.expect("runs");
+        assert_eq!(y, want, "debug {debug}");
+    }
+    // Shifted by one: thread 31's write and atomic are skipped, and a[0], b[0] keep their 0.
+    let (kernel, _) = build(false, 1, 0, 0);
+    assemble_all(&kernel);
+    let (r, y) = run(&kernel);
+    r.expect("a checked kernel skips the stray write");
+    for t in 0..32u32 {
+        let (lv, cv) = (t / 8 * 10, 100 * (t / 8 + 1));
+        let (a, b) = if t == 0 { (0, 0) } else { (t, 1) };
+        assert_eq!(y[t as usize], a + b + lv + cv, "thread {t}");
+    }
+    // Reads past the local and constant arrays give 0.
+    let (kernel, _) = build(false, 0, 1, 1);
+    let (r, y) = run(&kernel);
+    r.expect("a checked kernel reads 0 past the end");
+    for t in 24..32u32 {
+        assert_eq!(
+            y[t as usize],
+            t + 2,
+            "thread {t}: the local and constant reads give 0"
+        );
+    }
+    // Debug kernels name the first failure.
+    let (kernel, lines) = build(true, 1, 0, 0);
+    assemble_all(&kernel);
+    let f = failure(run(&kernel).0);
+    let site = f.site.as_ref().expect("a site");
+    let declared = |line: u32| (site_decl(&site.what), line);
+    assert!([lines.write, lines.atomic].contains(&site.loc.line), "{f}");
+    assert_eq!(
+        declared(lines.shared),
+        (
+            Some((ArrayMemory::Shared, lines.shared, true)),
+            lines.shared
+        ),
+        "{f}"
+    );
+    assert_eq!((f.thread, f.value, f.limit), ([31, 0, 0], 32, 32), "{f}");
+    assert!(f.to_string().contains("shared array declared at"), "{f}");
+    let (kernel, lines) = build(true, 0, 1, 0);
+    let f = failure(run(&kernel).0);
+    let site = f.site.as_ref().expect("a site");
+    assert_eq!(site.loc.line, lines.read, "{f}");
+    assert_eq!(
+        site_decl(&site.what),
+        Some((ArrayMemory::Local, lines.local, false)),
+        "{f}"
+    );
+    assert_eq!((f.value, f.limit), (4, 4), "{f}");
+    let (kernel, lines) = build(true, 0, 0, 1);
+    let f = failure(run(&kernel).0);
+    let site = f.site.as_ref().expect("a site");
+    assert_eq!(site.loc.line, lines.read, "{f}");
+    assert_eq!(
+        site_decl(&site.what),
+        Some((ArrayMemory::Const, lines.konst, false)),
+        "{f}"
+    );
+
+    // A dynamic shared array: its length is the launch's.
+    let dynamic = |debug: bool| {
+        let mut k = builder("dyn_guard", debug).block(32);
+        let y = k.output::<u32>("y");
+        let decl = line!() + 1;
+        let d = k.dynamic_shared_array::<u32>();
+        let t = index::thread_rank();
+        k.shared_write(&d, t.clone(), t.clone() + 5u32);
+        k.sync_block();
+        let read = line!() + 1;
+        k.write(&y, &t, d.read(t.clone() + 1u32));
+        (k.build().expect("builds"), decl, read)
+    };
+    for debug in [false, true] {
+        let (kernel, decl, read) = dynamic(debug);
+        assemble_all(&kernel);
+        let dev = device();
+        let mut y = dev.alloc_zeroed::<u32>(32).expect("alloc");
+        let f = dev.compile(&kernel).expect("compiles");
+        let launched = f.launch(
+            LaunchConfig::blocks(1).with_dynamic_array_len(32),
+            (&mut y,),
+        );
+        if debug {
+            let fail = failure(launched);
+            let site = fail.site.as_ref().expect("a site");
+            assert_eq!(site.loc.line, read, "{fail}");
+            assert_eq!(
+                site_decl(&site.what),
+                Some((ArrayMemory::Shared, decl, false)),
+                "{fail}"
+            );
+            assert_eq!((fail.value, fail.limit), (32, 32), "{fail}");
+        } else {
+            launched.expect("runs");
+            let y = y.to_vec().expect("download");
+            let want: Vec<u32> = (0..32u32).map(|t| if t < 31 { t + 6 } else { 0 }).collect();
+            assert_eq!(y, want);
+        }
+    }
+}
+
+/// An array check's memory, declaration line and whether it writes.
+fn site_decl(what: &CheckKind) -> Option<(coopgraph::ir::ArrayMemory, u32, bool)> {
+    match what {
+        CheckKind::ArrayIndex {
+            memory,
+            declared,
+            write,
+        } => Some((*memory, declared.line, *write)),
+        _ => None,
+    }
+}

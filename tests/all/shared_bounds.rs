@@ -5,17 +5,24 @@
 
 use super::common::{assemble_all, assert_same, compiled, device};
 use coopgraph::ir::index;
+use coopgraph::ir::ops::Bounds;
 use coopgraph::planner::{ArrayHome, PlanError};
 use coopgraph::ptx::Arch;
-use coopgraph::runtime::{Device, RuntimeError, SimOptions};
+use coopgraph::runtime::{Device, LaunchConfig, RuntimeError, SimOptions};
 use coopgraph::sim::{MemSpace, MemoryFault, SimError};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
 /// Two arrays of 64 `i32`: thread `t` writes `a[t] = t` and `b[t] = 1000 + t`, and after a
 /// barrier stores `which[t + shift]` (the index wrapping as `u32`) into `y[t]`. The line
-/// returned is the declaration of `a`; `b`'s is the next one.
+/// returned is the declaration of `a`; `b`'s is the next one. Built without bounds checks
+/// (`unchecked_bounds`), so that a stray index reaches memory and the simulator's own check of
+/// every access against its declaration sees it (a checked kernel guards the access instead:
+/// `checks::array_indices_are_guarded_and_checked`).
 fn two_arrays(name: &str, read_b: bool, shift: i32, wrap: bool) -> (Kernel, u32) {
-    let mut k = KernelBuilder::new(name).block(64).items_per_thread(1);
+    let mut k = KernelBuilder::new(name)
+        .block(64)
+        .items_per_thread(1)
+        .unchecked_bounds();
     let y = k.output::<i32>("y");
     let b = k.this_block();
     let line = line!() + 1;
@@ -40,7 +47,9 @@ fn two_arrays(name: &str, read_b: bool, shift: i32, wrap: bool) -> (Kernel, u32)
 fn run(dev: &Device, kernel: &Kernel) -> Result<Vec<i32>, RuntimeError> {
     let f = compiled(dev, kernel)?;
     let mut y = dev.alloc_zeroed::<i32>(64)?;
-    f.launch_grid(1, (&mut y,))?;
+    // SAFETY: the kernel writes y[0..64) of the 64 elements it is given; only its shared index
+    // may stray (on the simulator, which reports it).
+    unsafe { f.launch_unchecked(LaunchConfig::blocks(1), (&mut y,))? };
     y.to_vec()
 }
 
@@ -140,6 +149,10 @@ fn past_an_array_into_scratch_is_not_a_race() {
         let mut k = KernelBuilder::new(format!("scratch_{past}"))
             .block(64)
             .items_per_thread(2);
+        if past {
+            // The stray index reaches memory only without the array's guard.
+            k = k.unchecked_bounds();
+        }
         let x = k.input::<i32>("x");
         let y = k.output::<i32>("y");
         let b = k.this_block();
@@ -158,7 +171,13 @@ fn past_an_array_into_scratch_is_not_a_race() {
         let f = compiled(dev, kernel)?;
         let x = dev.upload(&xs)?;
         let mut y = dev.alloc_zeroed::<i32>(128)?;
-        f.launch_grid(1, (&x, &mut y))?;
+        if kernel.ir().bounds == Bounds::Unchecked {
+            // SAFETY: the tile is the 128 elements given; only the shared index strays (run
+            // on the simulator, which reports it).
+            unsafe { f.launch_unchecked(LaunchConfig::blocks(1), (&x, &mut y))? };
+        } else {
+            f.launch_grid(1, (&x, &mut y))?;
+        }
         y.to_vec()
     };
     let good = build(false);

@@ -4,6 +4,7 @@
 //! addresses of their elements.
 
 use super::*;
+use crate::ir::options::{ArrayMemory, CheckKind};
 
 /// A local or constant array's symbol, whose address the prologue reads once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,7 +54,84 @@ pub(super) fn const_decls(ir: &Ir, entry: &str) -> Vec<ConstDecl> {
         .collect()
 }
 
+/// A user-declared array an indexed access names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ArrayRef {
+    /// `Ir::arrays[i]`.
+    Shared(ArrayId),
+    /// `Ir::locals[i]`.
+    Local(LocalId),
+    /// `Ir::consts[i]`.
+    Const(ConstId),
+}
+
 impl Emitter<'_> {
+    /// Where bounds are checked ([`Bounds::Checked`](crate::ir::Bounds)): whether `index` (the
+    /// value of `index_expr`, a `u32`) lies inside `array`, the guard of the access (an index
+    /// past the end reads 0 and skips its write, as one past a buffer does). `None` where
+    /// bounds are unchecked or the index is a constant inside the array. In a debug kernel, a
+    /// failure is recorded where the index is outside (and `guard` holds).
+    pub(crate) fn array_inside(
+        &mut self,
+        array: ArrayRef,
+        index_expr: ExprId,
+        index: Reg,
+        write: bool,
+        guard: Option<Reg>,
+    ) -> Option<Reg> {
+        if self.ir.bounds == Bounds::Unchecked {
+            return None;
+        }
+        let (memory, declared, len) = match array {
+            ArrayRef::Shared(a) => {
+                let d = &self.ir.arrays[a.index()];
+                (ArrayMemory::Shared, d.loc, (!d.dynamic).then_some(d.len))
+            }
+            ArrayRef::Local(a) => {
+                let d = &self.ir.locals[a.index()];
+                (ArrayMemory::Local, d.loc, Some(d.len))
+            }
+            ArrayRef::Const(a) => {
+                let d = &self.ir.consts[a.index()];
+                (ArrayMemory::Const, d.loc, Some(d.data.len() as u32))
+            }
+        };
+        if let (Some(len), ExprKind::Const(c)) = (len, &self.ir.expr(index_expr).kind)
+            && *c < u64::from(len)
+        {
+            return None;
+        }
+        let limit = match (len, array) {
+            (Some(len), _) => {
+                let r = self.reg(RegClass::B32);
+                self.op(Op::Mov {
+                    ty: Ty::U32,
+                    dst: r,
+                    src: Operand::Imm(i64::from(len)),
+                });
+                r
+            }
+            (None, ArrayRef::Shared(a)) => self.dynamic_array_len(a),
+            (None, _) => return None,
+        };
+        let inside = self.setp(Cmp::Lt, Ty::U32, index.into(), limit.into());
+        if self.checking() {
+            let outside = self.reg(RegClass::Pred);
+            self.op(Op::PredNot {
+                dst: outside,
+                a: inside,
+            });
+            let fail = self.both(guard, Some(outside)).unwrap_or(outside);
+            let what = CheckKind::ArrayIndex {
+                memory,
+                declared,
+                write,
+            };
+            self.record_failure(what, fail, index, limit);
+        }
+        Some(inside)
+    }
+
     /// The address of element `index` of the thread's local array `array`.
     pub(crate) fn local_addr(&mut self, array: LocalId, index: Reg) -> Reg {
         let size = self.ir.locals[array.index()].dtype.bytes();
@@ -67,16 +145,26 @@ impl Emitter<'_> {
     }
 
     /// `[addr] = v` in `space`, at `dtype`'s memory type.
-    pub(crate) fn store_at(&mut self, space: Space, dtype: DType, addr: Reg, v: Reg) {
-        self.op(Op::St {
-            space,
-            ty: mem_ty(dtype),
-            addr: Address {
-                base: AddrBase::Reg(addr),
-                offset: 0,
+    pub(crate) fn store_at(
+        &mut self,
+        space: Space,
+        dtype: DType,
+        addr: Reg,
+        v: Reg,
+        guard: Option<Reg>,
+    ) {
+        self.maybe_guarded(
+            guard,
+            Op::St {
+                space,
+                ty: mem_ty(dtype),
+                addr: Address {
+                    base: AddrBase::Reg(addr),
+                    offset: 0,
+                },
+                src: smallvec![v.into()],
             },
-            src: smallvec![v.into()],
-        });
+        );
     }
 
     /// `symbol + index * size`, 64 bits wide; the symbol's address is read once, in the

@@ -204,6 +204,45 @@ impl Emitter<'_> {
         r
     }
 
+    /// The elements of the dynamic shared array `a` this launch gave it: the dynamic shared
+    /// memory past the array's offset in it, in elements.
+    pub(crate) fn dynamic_array_len(&mut self, a: ArrayId) -> Reg {
+        let bytes = self.ir.arrays[a.index()].dtype.bytes();
+        let offset = match self.shared.arrays[a.index()] {
+            ArraySymbol::Window { offset, .. } => offset,
+            ArraySymbol::Own(_) => 0,
+        };
+        let len = self.reg(RegClass::B32);
+        self.op(Op::Mov {
+            ty: Ty::U32,
+            dst: len,
+            src: Operand::Special(Special::DynamicSmemSize),
+        });
+        // Past the array's offset (0 where the launch gave less than that).
+        self.op(Op::Bin {
+            op: BinOp::Max,
+            ty: Ty::U32,
+            dst: len,
+            a: len.into(),
+            b: Operand::Imm(i64::from(offset)),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Sub,
+            ty: Ty::U32,
+            dst: len,
+            a: len.into(),
+            b: Operand::Imm(i64::from(offset)),
+        });
+        self.op(Op::Bin {
+            op: BinOp::Shr,
+            ty: Ty::U32,
+            dst: len,
+            a: len.into(),
+            b: Operand::Imm(i64::from(bytes.trailing_zeros())),
+        });
+        len
+    }
+
     /// The shared address of element `index` of a shared array: from its own declaration, or
     /// from its slice of the window.
     pub(crate) fn array_addr(&mut self, array: ArrayId, index: Reg) -> Reg {

@@ -272,6 +272,11 @@ impl Block<'_> {
                 AtomicMemory::Shared(arr) => {
                     let arr = arr.index();
                     let Some(cell) = self.arrays[arr].get(i.bits as usize).copied() else {
+                        if ir.bounds == Bounds::Checked {
+                            // Skipped by the array's guard: the old value is 0.
+                            self.set(a.old, t, 0, V::exact(0));
+                            continue;
+                        }
                         self.event(Event::SharedOob {
                             op,
                             array: arr,

@@ -8,6 +8,8 @@ use super::*;
 impl Block<'_> {
     /// Reads (`write: None`) or writes element `i` of shared array `a` by thread `t`, checking
     /// bounds and races (a read that may not happen, `maybe`, reports either as uncertain).
+    /// Past the end, a checked kernel's guard reads 0 and skips the write; an unchecked one
+    /// faults.
     pub(super) fn shared_access(
         &mut self,
         a: usize,
@@ -19,6 +21,13 @@ impl Block<'_> {
         let op = self.op;
         let idx = i.bits;
         let Some(cell) = self.arrays[a].get(idx as usize).copied() else {
+            if self.ir.bounds == Bounds::Checked {
+                return if i.known() {
+                    V::exact(0)
+                } else {
+                    V::with(0, UNSPEC)
+                };
+            }
             self.event(if maybe {
                 Event::Uncertain { op }
             } else {
@@ -79,9 +88,13 @@ impl Block<'_> {
     }
 
     /// Thread `t`'s element `i` of local array `a`, or `None` past its end (an out-of-bounds
-    /// event; uncertain where the access may not happen, `maybe`).
+    /// event in an unchecked kernel, none in a checked one, whose guard reads 0 and skips the
+    /// write; uncertain where the access may not happen, `maybe`).
     pub(super) fn local_cell(&mut self, a: usize, t: usize, i: V, maybe: bool) -> Option<&mut V> {
         let len = self.ir.locals[a].len as u64;
+        if i.bits >= len && i.known() && self.ir.bounds == Bounds::Checked {
+            return None;
+        }
         if i.bits >= len || !i.known() {
             let op = self.op;
             self.event(if maybe || !i.known() {

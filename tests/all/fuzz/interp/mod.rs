@@ -908,8 +908,12 @@ impl<'a> Block<'a> {
                 } else {
                     self.check_defined(iv, "a local-array index");
                     let maybe = cx.mode == Mode::Maybe;
+                    let len = u64::from(ir.locals[arr.index()].len);
+                    let guarded = ir.bounds == Bounds::Checked && iv.known() && iv.bits >= len;
                     match self.local_cell(arr.index(), cx.t, iv, maybe) {
                         Some(v) => *v,
+                        // A checked kernel's guard reads 0.
+                        None if guarded => V::exact(0),
                         None => V::with(0, UNSPEC),
                     }
                 }
@@ -922,6 +926,10 @@ impl<'a> Block<'a> {
                 } else if let Some(&bits) = data.get(iv.bits as usize).filter(|_| iv.known()) {
                     self.check_defined(iv, "a constant-array index");
                     V::with(bits, value::derive(iv.flags))
+                } else if ir.bounds == Bounds::Checked && iv.known() {
+                    // Past the end, a checked kernel's guard reads 0.
+                    self.check_defined(iv, "a constant-array index");
+                    V::exact(0)
                 } else {
                     self.check_defined(iv, "a constant-array index");
                     let op = self.op;
