@@ -846,6 +846,7 @@ impl Gen {
         match g.kind() {
             GroupKind::Block => self.t,
             GroupKind::LogicalWarp { width } => width,
+            GroupKind::Warps { warps } => warps * 32,
         }
     }
 
