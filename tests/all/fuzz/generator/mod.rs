@@ -30,6 +30,7 @@ mod lanes;
 mod ops;
 mod print;
 mod vars;
+mod warp_groups;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;
