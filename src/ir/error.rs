@@ -88,7 +88,8 @@ pub enum VerifyErrorKind {
         /// Warps of the block.
         block_warps: u32,
     },
-    /// An op that groups of whole warps do not run (only reductions do).
+    /// An op that groups of whole warps do not run: they run reductions, and loads and stores
+    /// by the direct, striped and vectorized algorithms.
     NotForWarpGroups {
         /// The op's name.
         op: &'static str,
@@ -481,7 +482,8 @@ impl fmt::Display for VerifyError {
             ),
             NotForWarpGroups { op } => write!(
                 f,
-                "`{op}` does not run over groups of whole warps (reductions do)"
+                "`{op}` does not run over groups of whole warps (reductions, and loads and stores \
+                 by the direct, striped and vectorized algorithms do)"
             ),
             WarpOpInPartialWarpBlock { block } => write!(
                 f,

@@ -1,12 +1,14 @@
 //! Groups of whole warps (`group_by_warps`): reductions against a CPU fold in blocks of 64 to
-//! 1024 threads with and without warps left over (`if_member`), the group's named barriers
-//! shown necessary by the race checker, queries, and the verifier's typed errors.
+//! 1024 threads with and without warps left over (`if_member`), loads and stores of each
+//! group's tile, the group's named barriers shown necessary by the race checker, queries, and
+//! the verifier's typed errors.
 
 use super::common::{Batch, Rng, assert_same, device, race_checker};
+use coopgraph::ir::Algorithm;
 use coopgraph::ir::{Expr, Reduce, VerifyErrorKind as K, index};
 use coopgraph::planner::SyncScope;
 use coopgraph::runtime::{Device, RuntimeError};
-use coopgraph::{Error, Kernel, KernelBuilder, Load};
+use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
 /// How a test reduces.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,6 +156,80 @@ fn valid_counts_limit_each_group() {
         want[(j * 64) as usize..(j * 64 + 64) as usize].fill(s);
     }
     assert_same(&yb.to_vec().expect("reads"), &want, "valid counts");
+}
+
+#[test]
+fn loads_and_stores_move_each_groups_tile() {
+    // Each group loads its tile (at the group's index past the block's offset), adds its sum
+    // to every element, and stores the tile back where it came from; warps in no group touch
+    // nothing. Blocks of 4 and 7 warps, groups of 2 and 3, over 3 blocks.
+    let mut batch = Batch::default();
+    for (block, warps) in [(128u32, 2u32), (224, 2), (224, 3), (256, 3)] {
+        for alg in [Algorithm::Direct, Algorithm::Striped, Algorithm::Vectorize] {
+            let items = 3u32;
+            let name = format!("wg_copy_{block}_{warps}_{alg:?}");
+            let mut k = KernelBuilder::new(&name)
+                .block(block)
+                .items_per_thread(items);
+            let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+            let g = k.this_block().group_by_warps(warps);
+            k.if_member(&g, |k, g| {
+                let t = k.load_from(g, &x, Load::direct().algorithm(alg));
+                let s = k.reduce(g, &t, Reduce::sum().broadcast());
+                let total = s.item(0);
+                let r = k.map(&t, move |v| v + total.clone());
+                k.store_to(g, &y, &r, Store::default().algorithm(alg));
+            });
+            let kernel = k.build().expect("builds");
+            batch.add(&kernel);
+            let tile = (block * items) as usize;
+            let n = 3 * tile;
+            let xs: Vec<i32> = (0..n as i32).map(|i| i * 5 % 97 - 40).collect();
+            let xb = device().upload(&xs).expect("uploads");
+            let mut yb = device().alloc_filled(n, -1i32).expect("allocates");
+            (device().compile(&kernel).expect("compiles"))
+                .launch_grid(3, (&xb, &mut yb))
+                .expect("runs");
+            let group = (warps * 32 * items) as usize;
+            let groups = (block / 32 / warps) as usize;
+            let mut want = vec![-1i32; n];
+            for b in 0..3 {
+                for j in 0..groups {
+                    let at = b * tile + j * group;
+                    let s: i32 = xs[at..at + group].iter().sum();
+                    for p in at..at + group {
+                        want[p] = xs[p] + s;
+                    }
+                }
+            }
+            let what = format!("{block} threads, groups of {warps} warps, {alg:?}");
+            assert_same(&yb.to_vec().expect("reads"), &want, &what);
+        }
+    }
+    batch.finish();
+}
+
+#[test]
+fn a_store_counts_each_groups_own_valid_items() {
+    // Groups of 2 warps in a block of 192 store the first 70 of their 128 elements.
+    let mut k = KernelBuilder::new("wg_store_valid")
+        .block(192)
+        .items_per_thread(2);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let g = k.this_block().group_by_warps(2);
+    let t = k.load_from(g, &x, Load::direct());
+    k.store_to(g, &y, &t, Store::default().valid_items(70u32));
+    let kernel = k.build().expect("builds");
+    let xs: Vec<u32> = (1..=384).collect();
+    let xb = device().upload(&xs).expect("uploads");
+    let mut yb = device().alloc_zeroed::<u32>(384).expect("allocates");
+    (device().compile(&kernel).expect("compiles"))
+        .launch_grid(1, (&xb, &mut yb))
+        .expect("runs");
+    let want: Vec<u32> = (0..384u32)
+        .map(|p| if p % 128 < 70 { p + 1 } else { 0 })
+        .collect();
+    assert_same(&yb.to_vec().expect("reads"), &want, "group valid counts");
 }
 
 #[test]
@@ -419,20 +495,23 @@ fn a_partial_warp_joins_no_group() {
 }
 
 #[test]
-fn ops_other_than_reductions_are_errors() {
-    let mut lines = [0; 2];
+fn ops_other_than_reductions_and_direct_transfers_are_errors() {
+    let mut lines = [0; 3];
     let k = kernel_with(128, |k, t, y| {
         let g = k.this_block().group_by_warps(2);
-        let (_, l0) = (
-            k.scan(g, t, coopgraph::ir::Scan::<u32>::inclusive_sum()),
-            line!(),
-        );
-        let (v, l1) = (k.shfl(g, t.item(0), 0u32), line!());
+        let l0 = line!() + 1;
+        k.scan(g, t, coopgraph::ir::Scan::<u32>::inclusive_sum());
+        let l1 = line!() + 1;
+        let v = k.shfl(g, t.item(0), 0u32);
         k.write(y, index::thread_rank(), v);
-        lines = [l0, l1];
+        let z = k.input::<u32>("z");
+        let l2 = line!() + 1;
+        k.load_from(g, &z, Load::direct().algorithm(Algorithm::Transpose));
+        lines = [l0, l1, l2];
     });
     let errs = errors(k);
     has(&errs, lines[0], K::NotForWarpGroups { op: "scan" });
+    has(&errs, lines[2], K::NotForWarpGroups { op: "load" });
     assert!(
         errs.iter()
             .any(|(k, l)| *l == lines[1] && matches!(k, K::LaneOpNotOnTile { .. })),

@@ -253,7 +253,8 @@ impl Verifier<'_> {
 
 impl Verifier<'_> {
     /// Groups of whole warps: their sizes, the block's whole warps, the named barriers their
-    /// partitions need, and the ops that run over them (reductions only; lane collectives are
+    /// partitions need, and the ops that run over them (reductions, and loads and stores that
+    /// move each group's tile directly, with no exchange of their own; lane collectives are
     /// reported where they are checked).
     fn warp_groups(&mut self) {
         let ir = self.ir;
@@ -280,9 +281,20 @@ impl Verifier<'_> {
             }
         }
         for (i, op) in ir.ops.iter().enumerate() {
+            let direct = |t: &Transfer| {
+                matches!(
+                    t.algorithm,
+                    Algorithm::Direct | Algorithm::Striped | Algorithm::Vectorize
+                )
+            };
+            let runs = match &op.kind {
+                OpKind::Reduce(_) | OpKind::Lanes(_) => true,
+                OpKind::Load(t) | OpKind::Store(t) => direct(t),
+                _ => false,
+            };
             if let Some(g) = op.kind.group()
                 && matches!(ir.groups[g.index()].kind, GroupKind::Warps { .. })
-                && !matches!(op.kind, OpKind::Reduce(_) | OpKind::Lanes(_))
+                && !runs
             {
                 let name = op.kind.name();
                 self.push(
