@@ -93,7 +93,10 @@ pub enum GroupKind {
     /// `j` holds warps `j * warps .. (j + 1) * warps`. Where the block's warps are not a
     /// multiple of `warps`, the last ones are in no group (a non-exhaustive partition, whose
     /// collectives run inside [`KernelBuilder::if_member`]). The block's threads must be a
-    /// multiple of 32: a partial warp joins no group.
+    /// multiple of 32: a partial warp joins no group. Such groups run reductions (by warp
+    /// reductions, whatever block algorithm is asked, through a named barrier per group) and
+    /// loads and stores that move each group's tile without an exchange of their own (direct,
+    /// striped, vectorized); the verifier reports other ops over them.
     ///
     /// [`KernelBuilder::if_member`]: crate::KernelBuilder::if_member
     Warps {

@@ -1,11 +1,15 @@
-//! Groups of whole warps: a reduction over groups of 1 to 4 warps, inside `if_member` (always
-//! where the partition leaves warps over, sometimes where it does not), with more statements
-//! after it in the members' region.
+//! Groups of whole warps: a reduction over groups of 1 to 4 warps, of a payload there is or
+//! of one the groups load (each its own tile, directly, striped or vectorized), inside
+//! `if_member` (which runs its body unconditionally where the partition leaves no warps
+//! over), with more statements after it in the members' region.
 
+use super::expr::constant;
 use super::ops::handle;
 use super::{Gen, WARP};
-use crate::fuzz::types::with_dtype;
-use coopgraph::KernelBuilder;
+use crate::fuzz::interp::payload_arrangement;
+use crate::fuzz::types::{Fz, with_dtype};
+use coopgraph::ir::{Algorithm, Group};
+use coopgraph::{KernelBuilder, Load};
 
 /// Named barriers a block has besides the block's own.
 const NAMED_BARRIERS: u32 = 15;
@@ -31,8 +35,9 @@ impl Gen {
             return false;
         }
         let n = self.rng.pick(&sizes);
-        let d = self.datas[self.rng.pick(&srcs)].clone();
+        let mut d = self.datas[self.rng.pick(&srcs)].clone();
         let g = k.this_block().group_by_warps(n);
+        let load = self.rng.pct(40);
         // The members' branch (`warp_rank < c`) is uniform over warps, as the verifier
         // counts it.
         let mut c = self.child(WARP);
@@ -40,11 +45,34 @@ impl Gen {
         let more = self.region_size() - 1;
         k.if_member(&g, |k, g| {
             self.in_region(k, c, |g2, k| {
+                if load {
+                    let dt = g2.dtype();
+                    let i = with_dtype!(dt, T => g2.warp_group_load::<T>(k, g));
+                    d = g2.datas[i].clone();
+                }
                 with_dtype!(d.dt, T => g2.reduce_t::<T>(k, g, handle::<T>(&d), d.arr));
                 g2.statements(k, more);
             });
         });
         true
+    }
+
+    /// A load of each group's tile by the groups of `g`: a new payload (its index).
+    fn warp_group_load<T: Fz>(&mut self, k: &mut KernelBuilder, g: Group) -> usize {
+        let alg = self
+            .rng
+            .pick(&[Algorithm::Direct, Algorithm::Striped, Algorithm::Vectorize]);
+        let x = self.input::<T>(k);
+        let mut opts = Load::<T>::direct().algorithm(alg);
+        // Inside `tiles`, the last tile may be partial: its positions past the count hold a
+        // default.
+        if self.cx().tile.is_some() {
+            opts = opts.oob_default(constant::<T>(self));
+        }
+        let d = k.load_from(g, &x, opts);
+        let arr = payload_arrangement(alg, self.group_threads(&g));
+        let kk = self.kk;
+        self.add(T::data(d), T::DTYPE, kk, Some(arr))
     }
 }
 
@@ -53,7 +81,7 @@ impl Gen {
 #[test]
 fn the_generator_makes_warp_group_reductions() {
     use coopgraph::ir::ops::OpKind;
-    let (mut any, mut partial, mut built) = (0, 0, 0);
+    let (mut any, mut partial, mut built, mut loads) = (0, 0, 0, 0);
     for seed in 0xC00B_6A4Bu64..0xC00B_6A4B + 600 {
         let case = super::generate(&super::Spec::of(seed));
         let ir = &case.ir;
@@ -64,6 +92,10 @@ fn the_generator_makes_warp_group_reductions() {
                 _ => None,
             })
             .collect();
+        let whole = |g: coopgraph::ir::GroupId| ir.groups[g.index()].kind.whole_warps().is_some();
+        if (ir.ops.iter()).any(|op| matches!(&op.kind, OpKind::Load(t) if whole(t.group))) {
+            loads += 1;
+        }
         if sizes.is_empty() {
             continue;
         }
@@ -76,10 +108,8 @@ fn the_generator_makes_warp_group_reductions() {
         }
     }
     eprintln!(
-        "warp-group reductions in {any} of 600 cases, {partial} over partitions with warps left over, {built} built"
+        "warp-group reductions in {any} of 600 cases, {partial} over partitions with warps \
+         left over, {built} built; warp-group loads in {loads}"
     );
-    assert!(
-        any >= 10 && partial >= 3 && built >= 10,
-        "{any} {partial} {built}"
-    );
+    assert!(any >= 10 && partial >= 3 && built >= 10 && loads >= 3);
 }
