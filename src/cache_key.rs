@@ -291,6 +291,10 @@ impl Canonical for GroupKind {
                 w.tag(1);
                 w.u32(*width);
             }
+            GroupKind::Warps { warps } => {
+                w.tag(2);
+                w.u32(*warps);
+            }
         }
     }
 }
@@ -875,6 +879,10 @@ impl Canonical for crate::planner::Barrier {
             SyncScope::Group { threads } => {
                 w.tag(1);
                 w.u32(*threads);
+            }
+            SyncScope::Warps { warps } => {
+                w.tag(2);
+                w.u32(*warps);
             }
         }
         after.op.write(w);

@@ -1016,6 +1016,7 @@ impl Emitter<'_> {
                     let mask = self.group_mask(threads);
                     self.op(Op::BarWarpSync { mask });
                 }
+                SyncScope::Warps { warps } => self.warp_group_barrier(warps),
             }
         }
     }
@@ -1077,6 +1078,7 @@ mod packed;
 mod positions;
 mod print;
 mod shared;
+mod warp_groups;
 pub(crate) use arrays::ArrayRef;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;

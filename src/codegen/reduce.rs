@@ -173,12 +173,131 @@ impl Emitter<'_> {
                 res = self.shuffle_value(ShflMode::Idx, res, Operand::Imm(0), c, mask);
             }
             res
+        } else if let Some(warps) = self.ir.groups[r.group.index()].kind.whole_warps() {
+            let c = self.collective(op)?;
+            self.warp_group_reduce(op, r, d, acc, valid, &c, warps)?
         } else {
             let c = self.collective(op)?;
             self.block_reduce(op, r, d, acc, valid, &c)?
         };
         self.mov_into(d, r.dst, 0, result);
         Ok(())
+    }
+
+    /// The group part of a reduction over groups of `warps` whole warps, by warp reductions
+    /// through the plan's shared memory at the plan's steps: lane 0 of each warp writes its
+    /// warp's value to its warp's entry, the group's first warp reduces the group's entries;
+    /// the result is at the group's rank 0 (every thread of the group with broadcast, through
+    /// the group's slot after the entries).
+    #[allow(clippy::too_many_arguments)]
+    fn warp_group_reduce(
+        &mut self,
+        op: OpId,
+        r: &Reduction,
+        d: DType,
+        acc: Reg,
+        valid: Option<Reg>,
+        c: &Collective,
+        warps: u32,
+    ) -> Lowered<Reg> {
+        let tid = self.tid();
+        let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
+        let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
+        let in_group = self.u32op(BinOp::Rem, warp.into(), Operand::Imm(i64::from(warps)));
+        let group = self.u32op(BinOp::Div, warp.into(), Operand::Imm(i64::from(warps)));
+        let fold = WarpFold {
+            op: r.op,
+            d,
+            w: 32,
+            rank: lane,
+            mask: Operand::Imm(-1),
+        };
+        let mut steps = Steps::new(op, &c.steps);
+        let skip_write = self.label();
+        let after_fold = self.label();
+        let result = self.reg(class(d));
+        // Each warp's share of the group's valid count.
+        let limit = valid.map(|v| {
+            let start = self.u32op(BinOp::Mul, in_group.into(), Operand::Imm(32));
+            self.share_of(v, Some(start.into()), Operand::Imm(32))
+        });
+        let part = self.warp_reduce(&fold, acc, limit);
+        self.enter_step(&mut steps)?;
+        // Lane 0 of each warp with a valid thread writes its warp's entry.
+        let lead = self.setp(Cmp::Ne, Ty::U32, lane.into(), Operand::Imm(0));
+        let skip = Op::Bra {
+            target: skip_write.clone(),
+            uni: false,
+        };
+        self.guarded(lead, false, skip.clone());
+        if let Some(l) = limit {
+            let none = self.setp(Cmp::Eq, Ty::U32, l.into(), Operand::Imm(0));
+            self.guarded(none, false, skip);
+        }
+        let a = self.collective_addr(c, warp.into());
+        self.shared_value(false, d, a, part);
+        self.op(Op::Label(skip_write));
+        self.enter_step(&mut steps)?;
+        // The group's first warp reduces the entries of its warps with a valid thread.
+        let count = match valid {
+            None => None,
+            Some(v) => {
+                let plus = self.u32op(BinOp::Add, v.into(), Operand::Imm(31));
+                let n = self.u32op(BinOp::Div, plus.into(), Operand::Imm(32));
+                Some(self.u32op(BinOp::Min, n.into(), Operand::Imm(i64::from(warps))))
+            }
+        };
+        let not_first = self.setp(Cmp::Ne, Ty::U32, in_group.into(), Operand::Imm(0));
+        self.guarded(
+            not_first,
+            false,
+            Op::Bra {
+                target: after_fold.clone(),
+                uni: true,
+            },
+        );
+        let bound = count.unwrap_or_else(|| {
+            let w = self.reg(RegClass::B32);
+            self.op(Op::Mov {
+                ty: Ty::U32,
+                dst: w,
+                src: Operand::Imm(i64::from(warps)),
+            });
+            w
+        });
+        let has = self.below(lane.into(), bound.into());
+        let v = self.reg(class(d));
+        self.op(Op::Mov {
+            ty: bits_or_float(d),
+            dst: v,
+            src: part.into(),
+        });
+        let first_entry = self.u32op(BinOp::Mul, group.into(), Operand::Imm(i64::from(warps)));
+        let entry = self.u32op(BinOp::Add, first_entry.into(), lane.into());
+        let a = self.collective_addr(c, entry.into());
+        self.shared_access_if(has, true, d, a, v);
+        let total = self.warp_reduce(&fold, v, Some(bound));
+        self.op(Op::Mov {
+            ty: bits_or_float(d),
+            dst: result,
+            src: total.into(),
+        });
+        self.op(Op::Label(after_fold));
+        if !r.broadcast {
+            return Ok(result);
+        }
+        // The group's rank 0 shares the result through its group's slot.
+        self.enter_step(&mut steps)?;
+        let slot_index = self.u32op(BinOp::Add, group.into(), Operand::Imm(i64::from(c.entries)));
+        let slot = self.collective_addr(c, slot_index.into());
+        let threads = i64::from(warps) * 32;
+        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads));
+        let first = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(0));
+        self.shared_access_if(first, false, d, slot, result);
+        self.enter_step(&mut steps)?;
+        let all = self.reg(class(d));
+        self.shared_value(true, d, slot, all);
+        Ok(all)
     }
 
     /// The block part of a reduction, through the plan's shared memory at the plan's steps; the

@@ -37,6 +37,7 @@ mod options;
 mod pipeline;
 mod print;
 mod vars;
+mod warp_groups;
 
 pub use atomic::Atomic;
 pub use collectives::{Reduce, Scan};

@@ -60,6 +60,40 @@ pub enum VerifyErrorKind {
         /// The width asked for.
         width: u32,
     },
+    /// A group of whole warps of no warps, more warps than the block has, or made from a group
+    /// other than the block.
+    WarpGroupSize {
+        /// Warps per group asked for (0 where the parent was not the block).
+        warps: u32,
+        /// Warps of the block.
+        block_warps: u32,
+    },
+    /// Groups of whole warps whose barriers need more named barriers than a block has (15
+    /// besides the block's own): each group of more than one warp of every partition the
+    /// kernel's collectives use takes one.
+    TooManyWarpGroupBarriers {
+        /// Named barriers needed.
+        needed: u32,
+        /// Named barriers a block has besides the block's own.
+        max: u32,
+    },
+    /// A collective over a partition into groups of whole warps that leaves warps over, outside
+    /// [`KernelBuilder::if_member`] of that partition: the warps left over would run it in no
+    /// group.
+    ///
+    /// [`KernelBuilder::if_member`]: crate::KernelBuilder::if_member
+    CollectiveOutsideMembership {
+        /// Warps per group.
+        warps: u32,
+        /// Warps of the block.
+        block_warps: u32,
+    },
+    /// An op that groups of whole warps do not run: they run reductions, and loads and stores
+    /// by the direct, striped and vectorized algorithms.
+    NotForWarpGroups {
+        /// The op's name.
+        op: &'static str,
+    },
     /// A warp-level op in a block whose size is not a multiple of 32.
     WarpOpInPartialWarpBlock {
         /// Threads in the block.
@@ -437,6 +471,27 @@ impl fmt::Display for VerifyError {
             GroupWidth { width } => write!(
                 f,
                 "logical warp width {width} is not one of 1, 2, 4, 8, 16, 32"
+            ),
+            WarpGroupSize { warps, block_warps } => write!(
+                f,
+                "groups of {warps} whole warps of the block: a group takes 1 to the block's \
+                 {block_warps} warps and is made from the block"
+            ),
+            TooManyWarpGroupBarriers { needed, max } => write!(
+                f,
+                "the kernel's groups of whole warps need {needed} named barriers; a block has \
+                 {max} besides its own"
+            ),
+            CollectiveOutsideMembership { warps, block_warps } => write!(
+                f,
+                "collective over groups of {warps} warps outside `if_member`: the block's \
+                 {block_warps} warps leave {} in no group",
+                block_warps % (*warps).max(1)
+            ),
+            NotForWarpGroups { op } => write!(
+                f,
+                "`{op}` does not run over groups of whole warps (reductions, and loads and stores \
+                 by the direct, striped and vectorized algorithms do)"
             ),
             WarpOpInPartialWarpBlock { block } => write!(
                 f,

@@ -286,7 +286,8 @@ impl<T: Element> From<&Scalar<T>> for Expr<T> {
     }
 }
 
-/// A group of threads that runs collective ops together: the block, or logical warps.
+/// A group of threads that runs collective ops together: the block, logical warps, or groups
+/// of whole warps.
 ///
 /// A group names no entity of a builder (the block is the block in every kernel), so it may be
 /// made by one builder and used in another.
@@ -308,14 +309,20 @@ impl Group {
             GroupKind::Block => index::thread_rank(),
             GroupKind::LogicalWarp { width: 32 } => index::lane(),
             GroupKind::LogicalWarp { width } => index::thread_rank() % width.max(1),
+            GroupKind::Warps { warps } => index::thread_rank() % warps.max(1).saturating_mul(32),
         }
     }
 
-    /// The group's rank among the groups of its kind in the block (0 for the block).
+    /// The group's rank among the groups of its kind in the block (0 for the block). In the
+    /// warps a non-exhaustive partition leaves over, it is the number of groups.
     pub fn index(&self) -> Expr<u32> {
         match self.kind {
             GroupKind::Block => Expr::lit(0),
             GroupKind::LogicalWarp { width } => index::thread_rank() / width.max(1),
+            GroupKind::Warps { warps } => {
+                let groups = index::block_threads() / warps.max(1).saturating_mul(32);
+                (index::warp_rank() / warps.max(1)).min(groups)
+            }
         }
     }
 
@@ -361,6 +368,109 @@ impl Group {
                 let start = self.meta_group_rank() * w;
                 (index::block_threads() - start).min(w)
             }
+            GroupKind::Warps { warps } => Expr::lit(warps.saturating_mul(32)),
+        }
+    }
+
+    /// The thread's warp's rank within its group (CG's `warp_rank` of a group of warps): the
+    /// warp's rank in the block for the block, its rank in its group for a group of whole
+    /// warps, and 0 for a tile (which lies inside one warp).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Groups of 3 warps in a block of 8 warps: warps 6 and 7 are in no group.
+    /// let mut k = KernelBuilder::new("warp_queries").block(256);
+    /// let y = k.output::<u32>("y");
+    /// let g = k.this_block().group_by_warps(3);
+    /// assert_eq!(g.static_num_threads(), Some(96));
+    /// let packed = g.warp_rank() + g.num_warps() * 10u32 + g.meta_group_rank() * 100u32
+    ///     + g.meta_group_size() * 1000u32;
+    /// k.write(&y, index::thread_rank(), packed);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(256)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let ys = yb.to_vec()?;
+    /// // Warp 0, warp 4 (rank 1 in group 1), warp 7 (in no group: rank among groups 2).
+    /// assert_eq!([ys[0], ys[4 * 32 + 5], ys[7 * 32]], [2030, 2131, 2231]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn warp_rank(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => index::warp_rank(),
+            GroupKind::LogicalWarp { .. } => Expr::lit(0),
+            GroupKind::Warps { warps } => index::warp_rank() % warps.max(1),
+        }
+    }
+
+    /// The warps in the thread's group: the block's warps (its last one may be partial), the
+    /// group's for a group of whole warps, and 1 for a tile. See [`Group::warp_rank`].
+    pub fn num_warps(&self) -> Expr<u32> {
+        match self.kind {
+            GroupKind::Block => (index::block_threads() + 31u32) / 32u32,
+            GroupKind::LogicalWarp { .. } => Expr::lit(1),
+            GroupKind::Warps { warps } => Expr::lit(warps),
+        }
+    }
+
+    /// The threads in every group of this kind where the kernel's text fixes it: `32 * n`
+    /// for groups of `n` whole warps and the width for a tile (the block's last tile has
+    /// fewer where the width does not divide the block); `None` for the block, whose size the
+    /// builder sets. See [`Group::warp_rank`].
+    pub fn static_num_threads(&self) -> Option<u32> {
+        match self.kind {
+            GroupKind::Block => None,
+            GroupKind::LogicalWarp { width } => Some(width),
+            GroupKind::Warps { warps } => Some(warps.saturating_mul(32)),
+        }
+    }
+
+    /// The block's warps in groups of `warps` consecutive whole warps (CCCL's
+    /// `group_by_warps`): warps `j * warps .. (j + 1) * warps` form group `j`. Where the
+    /// block's warps are not a multiple of `warps`, the last ones are in no group, and the
+    /// groups' collectives run inside [`KernelBuilder::if_member`]. The verifier reports a
+    /// count of 0 or above the block's warps, a block whose threads are not a multiple of 32
+    /// (a partial warp joins no group), and a parent other than the block.
+    ///
+    /// ```
+    /// use coopgraph::ir::Reduce;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Each pair of warps of a block of 128 sums its 64 values.
+    /// let mut k = KernelBuilder::new("pair_sums").block(128).items_per_thread(1);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let pair = b.group_by_warps(2);
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.reduce(pair, &t, Reduce::sum().broadcast());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&(0..128).collect::<Vec<u32>>())?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(128)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!([ys[0], ys[63], ys[64], ys[127]], [2016, 2016, 6112, 6112]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    ///
+    /// [`KernelBuilder::if_member`]: crate::KernelBuilder::if_member
+    #[track_caller]
+    pub fn group_by_warps(self, warps: u32) -> Group {
+        let warps = match self.kind {
+            GroupKind::Block => warps,
+            // Not a partition of the block: the verifier reports a group of no warps.
+            _ => 0,
+        };
+        Group {
+            kind: GroupKind::Warps { warps },
+            loc: Loc::caller(),
         }
     }
 
@@ -379,6 +489,7 @@ impl Group {
                 let w = width.max(1);
                 (index::block_threads() + (w - 1)) / w
             }
+            GroupKind::Warps { warps } => index::block_threads() / warps.max(1).saturating_mul(32),
         }
     }
 }

@@ -89,6 +89,30 @@ pub enum GroupKind {
         /// Threads per group: 1, 2, 4, 8, 16 or 32.
         width: u32,
     },
+    /// Groups of `warps` whole consecutive warps of the block (CCCL's groups of warps): group
+    /// `j` holds warps `j * warps .. (j + 1) * warps`. Where the block's warps are not a
+    /// multiple of `warps`, the last ones are in no group (a non-exhaustive partition, whose
+    /// collectives run inside [`KernelBuilder::if_member`]). The block's threads must be a
+    /// multiple of 32: a partial warp joins no group. Such groups run reductions (by warp
+    /// reductions, whatever block algorithm is asked, through a named barrier per group) and
+    /// loads and stores that move each group's tile without an exchange of their own (direct,
+    /// striped, vectorized); the verifier reports other ops over them.
+    ///
+    /// [`KernelBuilder::if_member`]: crate::KernelBuilder::if_member
+    Warps {
+        /// Warps per group: 1 up to the block's warps.
+        warps: u32,
+    },
+}
+
+impl GroupKind {
+    /// For a group of whole warps, the warps per group.
+    pub fn whole_warps(self) -> Option<u32> {
+        match self {
+            GroupKind::Warps { warps } => Some(warps),
+            _ => None,
+        }
+    }
 }
 
 /// A declared group.
@@ -1068,7 +1092,30 @@ impl Ir {
         match self.groups[g.index()].kind {
             GroupKind::Block => self.block_threads(),
             GroupKind::LogicalWarp { width } => width,
+            GroupKind::Warps { warps } => warps.saturating_mul(32),
         }
+    }
+
+    /// The partitions of the block into groups of whole warps that the kernel's collectives
+    /// use and that synchronize with barriers of their own (more than one warp per group, and
+    /// fewer than the block's, whose barrier is the block's), in the order they were first
+    /// used, each as `(warps per group, groups)`. Each group needs
+    /// a barrier of its own for the whole kernel (a group's barrier must never gather another
+    /// group's warps), so the kernel needs as many named barriers as the groups here count
+    /// together.
+    pub fn warp_partitions(&self) -> Vec<(u32, u32)> {
+        let block_warps = self.block_threads() / 32;
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for g in &self.groups {
+            if let GroupKind::Warps { warps } = g.kind
+                && warps > 1
+                && warps < block_warps
+                && !out.iter().any(|&(w, _)| w == warps)
+            {
+                out.push((warps, block_warps / warps));
+            }
+        }
+        out
     }
 
     /// A hash of every field (source locations included): what the verifier's [`Info`] is

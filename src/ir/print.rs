@@ -295,6 +295,7 @@ fn group_name(ir: &Ir, g: GroupId) -> String {
     match ir.groups.get(g.index()).map(|g| g.kind) {
         Some(GroupKind::Block) => "block".into(),
         Some(GroupKind::LogicalWarp { width }) => format!("warp{width}"),
+        Some(GroupKind::Warps { warps }) => format!("warps{warps}"),
         None => "?".into(),
     }
 }

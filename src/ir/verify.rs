@@ -117,6 +117,7 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
         jumps: Vec::new(),
         reported: HashSet::new(),
         context: 0,
+        members: Vec::new(),
     };
     v.check_config();
     let mut state = State::new(ir);
@@ -431,6 +432,10 @@ struct Verifier<'a> {
     /// Inside branches on `rank == 0`: only threads whose rank is a multiple of this run
     /// (0: every thread may).
     context: u32,
+    /// Enclosing branches on `warp_rank < c` (taken side): the index of each one's condition
+    /// in `conds` and `c`. Under one, the threads run in whole warps `0..c`, which are whole
+    /// groups of any warp count dividing `c`.
+    members: Vec<(usize, u32)>,
 }
 
 impl Verifier<'_> {
@@ -560,6 +565,7 @@ impl Verifier<'_> {
         let threads = match group {
             GroupKind::Block => self.ir.block_threads(),
             GroupKind::LogicalWarp { width } => width.min(self.ir.block_threads()),
+            GroupKind::Warps { warps } => return self.warp_group_collective(warps, loc, op),
         };
         if let Some(&(_, condition)) = self.conds.iter().find(|(u, _)| !u.covers(threads)) {
             self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
@@ -568,6 +574,50 @@ impl Verifier<'_> {
         {
             let exit = self.ir.op(exit).loc;
             self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
+        }
+    }
+
+    /// A collective over groups of `warps` whole warps: where the partition leaves warps
+    /// over, it runs under a branch that keeps whole groups (`if_member`); every enclosing
+    /// condition is uniform over each group (each on its own: a branch keeping whole groups,
+    /// or a value the same over aligned runs of threads that are whole groups, such as the
+    /// warp's rank over a power of two that the group's warps divide), and every early exit
+    /// before it is uniform over the block.
+    fn warp_group_collective(&mut self, warps: u32, loc: Loc, op: OpId) {
+        let group = GroupKind::Warps { warps };
+        let Some(threads) = warps.checked_mul(32).filter(|&t| t > 0) else {
+            return;
+        };
+        let block_warps = self.ir.block_threads() / 32;
+        let member = |c: u32| c.is_multiple_of(warps) && c <= block_warps;
+        let inside = self.members.iter().any(|&(_, c)| member(c));
+        if !block_warps.is_multiple_of(warps) && !inside {
+            let kind = K::CollectiveOutsideMembership { warps, block_warps };
+            self.push(kind, loc, Some(op));
+        }
+        let varies = self.conds.iter().enumerate().find(|&(i, &(u, _))| {
+            let keeps_groups = self.members.iter().any(|&(at, c)| at == i && member(c));
+            !keeps_groups && u < Uniformity::BLOCK && !u.0.is_multiple_of(threads)
+        });
+        if let Some((_, &(_, condition))) = varies {
+            self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
+        } else if let Some((u, exit)) = self.flow.exit[op.index()]
+            && !u.covers(self.ir.block_threads())
+        {
+            let exit = self.ir.op(exit).loc;
+            self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
+        }
+    }
+
+    /// `c` where `cond` is `warp_rank < c` for a constant `c`.
+    fn warp_bound(&self, cond: ExprId) -> Option<u32> {
+        use super::expr::{CmpOp, IndexKind};
+        let ExprKind::Cmp(CmpOp::Lt, a, b) = &self.ir.expr(cond).kind else {
+            return None;
+        };
+        match (&self.ir.expr(*a).kind, &self.ir.expr(*b).kind) {
+            (ExprKind::Index(IndexKind::WarpRank), ExprKind::Const(c)) => u32::try_from(*c).ok(),
+            _ => None,
         }
     }
 
@@ -680,7 +730,13 @@ impl Verifier<'_> {
                 let inside = rank_zero.map_or(outer, |t| defined::lcm(outer, t.width));
                 let mut a = state.clone();
                 self.context = inside;
+                // Under `warp_rank < c`, the threads run in whole warps `0..c`.
+                let member = self.warp_bound(*cond).map(|c| (self.conds.len() - 1, c));
+                self.members.extend(member);
                 self.region(*then, &mut a);
+                if member.is_some() {
+                    self.members.pop();
+                }
                 self.context = outer;
                 let mut b = state.clone();
                 if let Some(o) = otherwise {

@@ -132,6 +132,30 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32) -> Owners {
                 }
             }
         }
+        Touch::GroupLead {
+            group,
+            groups,
+            base,
+        } => {
+            for j in 0..*groups {
+                let t = j.saturating_mul(*group);
+                if t < block {
+                    at_slot(&mut o, base + j, t);
+                }
+            }
+        }
+        Touch::GroupSlot {
+            group,
+            groups,
+            base,
+        } => {
+            for j in 0..*groups {
+                let first = j.saturating_mul(*group);
+                for t in first..first.saturating_add(*group).min(block) {
+                    at_slot(&mut o, base + j, t);
+                }
+            }
+        }
         Touch::Anywhere { count } => {
             for p in 0..*count {
                 at(&mut o, p, 0);

@@ -152,6 +152,11 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
         if threads <= 32 && !is_scatter {
             continue;
         }
+        if let Some(warps) = ir.groups[sh.group.index()].kind.whole_warps() {
+            let c = super::warp_groups::plan_reduce(cx, s, point, op, warps)?;
+            s.collectives[op] = Some(c);
+            continue;
+        }
         let src = &ir.datas[sh.src.index()];
         let elem_bytes = src.dtype.bytes();
         let entries = if is_scatter {

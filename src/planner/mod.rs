@@ -38,6 +38,7 @@ mod scratch;
 mod shared;
 mod storage;
 mod transfer;
+mod warp_groups;
 
 pub use alloc::Slice;
 pub use barrier::{Barrier, Hazard};

@@ -94,6 +94,26 @@ pub enum Touch {
         /// Positions that may be touched.
         count: u32,
     },
+    /// Rank 0 of each of the first `groups` groups of `group` consecutive threads touches
+    /// its group's slot: `base + j` for group `j` (past the padding).
+    GroupLead {
+        /// Threads per group.
+        group: u32,
+        /// Groups, from thread 0.
+        groups: u32,
+        /// Group 0's slot.
+        base: u32,
+    },
+    /// Every thread of each of the first `groups` groups of `group` consecutive threads
+    /// touches its group's slot: `base + j` for group `j` (past the padding).
+    GroupSlot {
+        /// Threads per group.
+        group: u32,
+        /// Groups, from thread 0.
+        groups: u32,
+        /// Group 0's slot.
+        base: u32,
+    },
 }
 
 /// Threads `first..first + threads` (those in the block) in groups of `group`: thread `t`, of

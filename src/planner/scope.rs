@@ -18,6 +18,11 @@
 /// assert!(warp.spans(3, 31) && !warp.spans(31, 32));
 /// assert!(SyncScope::Block.covers(warp) && !warp.covers(SyncScope::Block));
 /// assert_eq!(warp.join(SyncScope::Block), SyncScope::Block);
+///
+/// // Groups of 3 warps: threads 0..96, 96..192, ...
+/// let three = SyncScope::Warps { warps: 3 };
+/// assert!(three.spans(0, 95) && !three.spans(95, 96));
+/// assert!(three.covers(warp) && !three.covers(SyncScope::Warps { warps: 2 }));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SyncScope {
@@ -28,6 +33,12 @@ pub enum SyncScope {
         /// Threads per group.
         threads: u32,
     },
+    /// A named barrier (`bar.sync id, 32 * warps`) over each group of `warps` consecutive
+    /// whole warps, each group with an id of its own.
+    Warps {
+        /// Warps per group.
+        warps: u32,
+    },
 }
 
 impl SyncScope {
@@ -37,17 +48,19 @@ impl SyncScope {
         match self {
             SyncScope::Block => true,
             SyncScope::Group { threads } => threads > 0 && a / threads == b / threads,
+            SyncScope::Warps { warps } => {
+                let threads = warps.saturating_mul(32);
+                threads > 0 && a / threads == b / threads
+            }
         }
     }
 
     /// Whether every group of `other` lies inside one group of this scope.
     pub fn covers(self, other: SyncScope) -> bool {
-        match (self, other) {
-            (SyncScope::Block, _) => true,
-            (SyncScope::Group { .. }, SyncScope::Block) => false,
-            (SyncScope::Group { threads: a }, SyncScope::Group { threads: b }) => {
-                b > 0 && a.is_multiple_of(b)
-            }
+        match (self.threads(), other.threads()) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => b > 0 && a.is_multiple_of(b),
         }
     }
 
@@ -72,6 +85,7 @@ impl SyncScope {
         match self {
             SyncScope::Block => None,
             SyncScope::Group { threads } => Some(threads),
+            SyncScope::Warps { warps } => Some(warps.saturating_mul(32)),
         }
     }
 }

@@ -64,8 +64,10 @@ pub fn check_group_counts(ir: &Ir, arrangements: &Arrangements) -> Result<(), Pl
         let OpKind::Store(t) = &data.kind else {
             continue;
         };
-        let GroupKind::LogicalWarp { width } = ir.groups[t.group.index()].kind else {
-            continue;
+        let width = match ir.groups[t.group.index()].kind {
+            GroupKind::LogicalWarp { width } => width,
+            GroupKind::Warps { warps } => warps.saturating_mul(32),
+            GroupKind::Block => continue,
         };
         if t.valid.is_none_or(|v| v.of == ValidOf::Block) {
             continue;

@@ -151,6 +151,7 @@ fn group_width(g: Group) -> u32 {
     match g.kind() {
         coopgraph::ir::GroupKind::Block => BLOCK,
         coopgraph::ir::GroupKind::LogicalWarp { width } => width,
+        coopgraph::ir::GroupKind::Warps { warps } => warps * 32,
     }
 }
 

@@ -50,3 +50,4 @@ mod tidy;
 mod valid;
 mod vars;
 mod verify;
+mod warp_groups;

@@ -165,6 +165,7 @@ fn neighbours_in_position_order() {
                 let w = match g.kind() {
                     GroupKind::Block => block,
                     GroupKind::LogicalWarp { width } => width,
+                    GroupKind::Warps { warps } => warps * 32,
                 } as usize;
                 let k = items as usize;
                 let mut want = Vec::new();
@@ -314,6 +315,7 @@ fn shuffles_return_the_item_shifted_out() {
             let w = match g.kind() {
                 GroupKind::Block => 128usize,
                 GroupKind::LogicalWarp { width } => width as usize,
+                GroupKind::Warps { warps } => warps as usize * 32,
             };
             let tile = w * 3;
             let want_y: Vec<i32> = (0..384usize)
@@ -364,6 +366,7 @@ fn adjacent_differences_over_partial_tiles() {
             let w = match g.kind() {
                 GroupKind::Block => 64usize,
                 GroupKind::LogicalWarp { width } => width as usize,
+                GroupKind::Warps { warps } => warps as usize * 32,
             };
             let tile = w * 3;
             for valid in [1usize, 5, tile - 1, tile] {

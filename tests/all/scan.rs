@@ -70,6 +70,7 @@ fn width(g: Group, block: u32) -> u32 {
     match g.kind() {
         GroupKind::Block => block,
         GroupKind::LogicalWarp { width } => width,
+        GroupKind::Warps { warps } => warps * 32,
     }
 }
 

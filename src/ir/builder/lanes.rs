@@ -406,8 +406,8 @@ impl KernelBuilder {
         let (width, n) = match g {
             LaneGroup::Group(group) => match group.kind {
                 GroupKind::LogicalWarp { width } => (width.clamp(1, 32), group.num_threads()),
-                // Reported by the verifier at the first shuffle (a lane op of the block).
-                GroupKind::Block => (32, group.num_threads()),
+                // Reported by the verifier at the first shuffle (a lane op of the block or a group of warps).
+                GroupKind::Block | GroupKind::Warps { .. } => (32, group.num_threads()),
             },
             LaneGroup::Partition(p) => (32, p.num_threads()),
         };

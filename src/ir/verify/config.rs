@@ -2,9 +2,11 @@
 //! (at most 1024 threads, 1024 along x and y and 64 along z), items per thread, the name,
 //! the builder's issues, the parameters' space, temp storages, and every array's size (shared
 //! arrays of one to three dimensions, one dynamic array at most, local and constant arrays
-//! within their memories), the register limit, logical-warp widths and warp groups in blocks of whole warps.
+//! within their memories), the register limit, logical-warp widths and warp groups in blocks
+//! of whole warps, and groups of whole warps (their sizes, their named barriers, the ops that
+//! run over them).
 
-use super::super::entities::Loc;
+use super::super::entities::{Loc, OpId};
 use super::super::error::VerifyErrorKind as K;
 use super::super::expr::Axis;
 use super::super::ops::*;
@@ -234,6 +236,7 @@ impl Verifier<'_> {
                 *w = true;
             }
         }
+        self.warp_groups();
         let mut seen = HashSet::new();
         for (g, needs_whole) in ir.groups.iter().zip(whole_warps) {
             if let GroupKind::LogicalWarp { width } = g.kind {
@@ -247,3 +250,62 @@ impl Verifier<'_> {
         }
     }
 }
+
+impl Verifier<'_> {
+    /// Groups of whole warps: their sizes, the block's whole warps, the named barriers their
+    /// partitions need, and the ops that run over them (reductions, and loads and stores that
+    /// move each group's tile directly, with no exchange of their own; lane collectives are
+    /// reported where they are checked).
+    fn warp_groups(&mut self) {
+        let ir = self.ir;
+        let block = ir.block_threads();
+        let block_warps = block / 32;
+        let mut seen = HashSet::new();
+        for g in &ir.groups {
+            let GroupKind::Warps { warps } = g.kind else {
+                continue;
+            };
+            if (warps == 0 || warps > block_warps) && seen.insert(warps) {
+                self.push(K::WarpGroupSize { warps, block_warps }, g.loc, None);
+            } else if !block.is_multiple_of(32) && seen.insert(u32::MAX) {
+                self.push(K::WarpOpInPartialWarpBlock { block }, g.loc, None);
+            }
+        }
+        let needed: u32 = ir.warp_partitions().iter().map(|&(_, groups)| groups).sum();
+        if needed > MAX_NAMED_BARRIERS {
+            let last = (ir.groups.iter().rev())
+                .find(|g| matches!(g.kind, GroupKind::Warps { warps } if warps > 1));
+            if let Some(g) = last {
+                let max = MAX_NAMED_BARRIERS;
+                self.push(K::TooManyWarpGroupBarriers { needed, max }, g.loc, None);
+            }
+        }
+        for (i, op) in ir.ops.iter().enumerate() {
+            let direct = |t: &Transfer| {
+                matches!(
+                    t.algorithm,
+                    Algorithm::Direct | Algorithm::Striped | Algorithm::Vectorize
+                )
+            };
+            let runs = match &op.kind {
+                OpKind::Reduce(_) | OpKind::Lanes(_) => true,
+                OpKind::Load(t) | OpKind::Store(t) => direct(t),
+                _ => false,
+            };
+            if let Some(g) = op.kind.group()
+                && matches!(ir.groups[g.index()].kind, GroupKind::Warps { .. })
+                && !runs
+            {
+                let name = op.kind.name();
+                self.push(
+                    K::NotForWarpGroups { op: name },
+                    op.loc,
+                    Some(OpId(i as u32)),
+                );
+            }
+        }
+    }
+}
+
+/// Named barriers a block has besides barrier 0, the block's own.
+pub(crate) const MAX_NAMED_BARRIERS: u32 = 15;

@@ -373,13 +373,18 @@ fn uniformity(
                 bounds.min(control)
             }
             ExprKind::Binary(op @ (BinaryOp::Div | BinaryOp::Shr), a, b) => {
-                // `thread_rank / 2^k` agrees across aligned runs of 2^k threads.
+                // `thread_rank / 2^k` agrees across aligned runs of 2^k threads, and
+                // `warp_rank / 2^k` across runs of 2^k warps.
+                let runs = |c: &u64| match op {
+                    BinaryOp::Div if c.is_power_of_two() => Some(*c),
+                    BinaryOp::Shr if *c < 20 => Some(1u64 << c),
+                    _ => None,
+                };
                 let divisor = match (&nodes[a.index()].kind, &nodes[b.index()].kind) {
-                    (ExprKind::Index(IndexKind::ThreadRank), ExprKind::Const(c)) => match op {
-                        BinaryOp::Div if c.is_power_of_two() => Some(*c),
-                        BinaryOp::Shr if *c < 20 => Some(1u64 << c),
-                        _ => None,
-                    },
+                    (ExprKind::Index(IndexKind::ThreadRank), ExprKind::Const(c)) => runs(c),
+                    (ExprKind::Index(IndexKind::WarpRank), ExprKind::Const(c)) => {
+                        runs(c).map(|r| r.saturating_mul(32))
+                    }
                     _ => None,
                 };
                 match divisor {

@@ -21,7 +21,7 @@ impl Verifier<'_> {
             // construction.
             GroupKind::LogicalWarp { .. } if l.members.is_some() || l.op == LaneOp::Coalesce => {}
             GroupKind::LogicalWarp { .. } => self.collective(group, loc, op),
-            GroupKind::Block => {
+            GroupKind::Block | GroupKind::Warps { .. } => {
                 self.push(K::LaneOpNotOnTile { op: l.op, group }, loc, Some(op));
             }
         }

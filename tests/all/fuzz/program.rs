@@ -184,6 +184,9 @@ impl Printer<'_> {
                 GroupKind::LogicalWarp { width } => {
                     format!("let g{i} = k.this_warp().group_by({width});")
                 }
+                GroupKind::Warps { warps } => {
+                    format!("let g{i} = k.this_block().group_by_warps({warps});")
+                }
             };
             self.line(&s);
         }

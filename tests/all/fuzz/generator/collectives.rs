@@ -176,7 +176,7 @@ impl Gen {
         with_dtype!(d.dt, T => self.reduce_t::<T>(k, g, handle::<T>(&d), d.arr))
     }
 
-    fn reduce_t<T: Fz>(
+    pub(super) fn reduce_t<T: Fz>(
         &mut self,
         k: &mut KernelBuilder,
         g: Group,
@@ -241,6 +241,7 @@ impl Gen {
         // Stored whole from a group of several threads, the result is read where only rank 0
         // holds it.
         if self.group_threads(&g) > 1
+            && g.kind().whole_warps().is_none()
             && self.rng.pct(20)
             && self.feature(Defect::NonBroadcastStored)
         {

@@ -164,6 +164,7 @@ impl Gen {
             if self.locals.is_empty() { 0 } else { 5 },         // local array
             2,                                                  // print
             5,                                                  // lane collective
+            if self.warps_ok() { 4 } else { 0 },                // groups of whole warps
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -203,7 +204,8 @@ impl Gen {
                 22 => self.op_write_run(k),
                 23 => self.op_local(k),
                 24 => self.op_print(k),
-                _ => self.op_lanes(k),
+                25 => self.op_lanes(k),
+                _ => self.op_warp_groups(k),
             };
             if done {
                 return;

@@ -30,6 +30,7 @@ mod lanes;
 mod ops;
 mod print;
 mod vars;
+mod warp_groups;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;
@@ -846,6 +847,7 @@ impl Gen {
         match g.kind() {
             GroupKind::Block => self.t,
             GroupKind::LogicalWarp { width } => width,
+            GroupKind::Warps { warps } => warps * 32,
         }
     }
 

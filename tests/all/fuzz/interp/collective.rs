@@ -161,11 +161,17 @@ impl Block<'_> {
     /// whose threads are active is a participation fault.
     pub(super) fn groups(&mut self, group: GroupId, active: &[bool]) -> Vec<(usize, usize)> {
         let w = self.ir.group_threads(group) as usize;
+        // Groups of whole warps are whole: the threads past the last whole group are in none.
+        let whole = self.ir.groups[group.index()].kind.whole_warps().is_some();
         let mut out = Vec::new();
         for g0 in (0..self.threads).step_by(w.max(1)) {
             let end = (g0 + w).min(self.threads);
             let n = (g0..end).filter(|&t| active[t]).count();
-            if n == end - g0 {
+            if whole && end - g0 < w {
+                if n > 0 {
+                    self.event(Event::Participation { op: self.op });
+                }
+            } else if n == end - g0 {
                 out.push((g0, end - g0));
             } else if n > 0 {
                 self.event(Event::Participation { op: self.op });

@@ -18,7 +18,7 @@ impl Block<'_> {
     pub(super) fn lanes(&mut self, l: &LaneSpec, active: &[bool]) {
         let w = match self.ir.groups[l.group.index()].kind {
             GroupKind::LogicalWarp { width } => width.max(1) as usize,
-            GroupKind::Block => return,
+            GroupKind::Block | GroupKind::Warps { .. } => return,
         };
         // The sets of threads that run the op together, each in rank order.
         let mut sets: Vec<Vec<usize>> = Vec::new();

@@ -150,7 +150,7 @@ impl Block<'_> {
         let acc = access_arrangement(t.algorithm, g);
         let warp_group = matches!(
             ir.groups[t.group.index()].kind,
-            GroupKind::LogicalWarp { .. }
+            GroupKind::LogicalWarp { .. } | GroupKind::Warps { .. }
         );
         // A checked kernel's accesses stop at the buffer's end: positions from `len - offset`
         // on are not read or written (an unchecked kernel's are the launch's business).
