@@ -29,7 +29,8 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline, PrintArg,
+    Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
+    PrintArg, RemoteShared,
     PrintArgs, PrintValue, Reduce, Scan, Scatter, Shuffle, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
@@ -45,7 +46,8 @@ pub use handles::{
     Var, Warp, Writable,
 };
 pub use ops::{
-    Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
+    Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
+    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope,
     NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters};

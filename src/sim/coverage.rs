@@ -715,6 +715,7 @@ fn every_form_module() -> Module {
             },
         ],
         reqntid: Some([128, 1, 1]),
+        reqnctapercluster: None,
         maxnreg: Some(64),
         shared: vec![
             SharedDecl {
@@ -764,6 +765,7 @@ fn every_form_module() -> Module {
         name: "empty".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![],
         local: vec![],
@@ -777,6 +779,7 @@ fn every_form_module() -> Module {
         name: "dynamic".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![
             SharedDecl {
@@ -820,6 +823,7 @@ fn every_form_module() -> Module {
         name: "arrays".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![],
         local: vec![

@@ -124,6 +124,10 @@ pub(crate) enum Inst {
     Coll(u32),
     /// A `vprintf` call, by index into [`Program::prints`].
     Print(u32),
+    /// `mapa.shared::cluster.u32` (see [`super::cluster`]).
+    Mapa { dst: u32, src: u32, rank: u32 },
+    /// `barrier.cluster.arrive` or `.wait` (see [`super::cluster`]).
+    ClusterBar { wait: bool },
     Nop,
 }
 
@@ -257,6 +261,11 @@ pub(crate) struct Program {
     /// The `vprintf` calls.
     pub prints: Vec<PrintCall>,
     pub reqntid: Option<[u32; 3]>,
+    /// `.reqnctapercluster`: the cluster shape launches run in.
+    pub cluster: Option<[u32; 3]>,
+    /// Whether the body has cluster instructions (barriers, `mapa`, `.shared::cluster`
+    /// accesses): such an entry runs its blocks by clusters, of one block without a shape.
+    pub uses_cluster: bool,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
     /// Per body index: the body index of the nearest comment above, or [`NONE`].
@@ -423,6 +432,8 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         cmem: Vec::new(),
         prints: Vec::new(),
         reqntid: f.reqntid,
+        cluster: f.reqnctapercluster,
+        uses_cluster: f.body.iter().any(|i| memory::is_cluster_op(&i.op)),
         lines: src_lines,
         comment_of,
         comments,
@@ -778,6 +789,8 @@ impl Decoder<'_> {
     fn inst(&mut self, op: &Op) -> D<Inst> {
         Ok(match op {
             Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Membar { .. } => Inst::Nop,
+            Op::Mapa { dst, src, rank } => self.mapa(*dst, src, rank)?,
+            Op::BarrierCluster { wait } => Inst::ClusterBar { wait: *wait },
             Op::Vprintf { format, args } => {
                 let data = &(self.f.strings.get(*format as usize))
                     .ok_or(InvalidReason::UnknownSymbol)?

@@ -91,6 +91,7 @@ fn eval(
                 },
             ],
             reqntid: None,
+            reqnctapercluster: None,
             maxnreg: None,
             shared: vec![],
             local: vec![],
@@ -453,6 +454,7 @@ fn printf_module() -> Module {
             name: "printf".into(),
             params: vec![],
             reqntid: None,
+            reqnctapercluster: None,
             maxnreg: None,
             shared: vec![],
             local: vec![LocalDecl {

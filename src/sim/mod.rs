@@ -157,6 +157,7 @@
 
 mod alu;
 mod block;
+mod cluster;
 mod control;
 mod coop;
 #[cfg(test)]
@@ -179,7 +180,8 @@ pub use control::{
 };
 pub use entry_text::entry_text;
 pub use error::{
-    AbsentGroup, AbsentState, Access, AccessKind, Extent, GlobalRaceFault, InvalidReason,
+    AbsentGroup, AbsentState, Access, AccessKind, ClusterRaceFault, Extent, GlobalRaceFault,
+    InvalidReason,
     LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault,
     ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
 };
@@ -509,6 +511,18 @@ impl Simulator {
                 max: self.options.max_cooperative_blocks,
             }));
         }
+        let clustered = prog.uses_cluster || prog.cluster.is_some();
+        let cluster = prog.cluster.unwrap_or([1, 1, 1]);
+        if clustered {
+            let size = cluster.iter().fold(1u64, |n, &d| n * u64::from(d));
+            let whole = (grid.iter().zip(&cluster)).all(|(g, c)| *c > 0 && g % c == 0);
+            if !whole || size > 16 {
+                return Err(refuse(LaunchProblem::ClusterGrid { grid, cluster }));
+            }
+            if cooperative {
+                return Err(refuse(LaunchProblem::CooperativeCluster));
+            }
+        }
         let ctaid = |b: u64| {
             let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
             [
@@ -522,7 +536,19 @@ impl Simulator {
         let view = self.memory.view(workers > 1);
         let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
         let printed: Mutex<Vec<(u64, u32, String)>> = Mutex::new(Vec::new());
-        let counts = if cooperative {
+        let counts = if clustered {
+            match cluster::run(prog, opts, &view, &pbuf, shape, &monitor, cluster) {
+                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
+                Err(e) => return Err(e),
+                Ok((counts, lines)) => {
+                    printed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(lines);
+                    counts
+                }
+            }
+        } else if cooperative {
             let ctaids: Vec<[u32; 3]> = (0..nblocks).map(ctaid).collect();
             let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, &ctaids);
             match ran {

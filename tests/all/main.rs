@@ -19,6 +19,7 @@ mod exprs;
 mod fuzz;
 mod golden;
 mod graphs;
+mod cluster;
 mod grid;
 mod indexed;
 mod inspect;
