@@ -30,8 +30,8 @@ pub mod verify;
 
 pub use builder::{
     Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
-    PrintArg, RemoteShared,
-    PrintArgs, PrintValue, Reduce, Scan, Scatter, Shuffle, StorageSpec, Store,
+    PrintArg, PrintArgs, PrintValue, Reduce, RemoteShared, Scan, Scatter, Shuffle, StorageSpec,
+    Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -47,8 +47,8 @@ pub use handles::{
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
-    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope,
-    NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
+    ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters};
 pub use verify::{Info, Uniformity};

@@ -1076,8 +1076,7 @@ impl Ir {
     /// Whether the kernel runs in thread-block clusters: it sets a cluster shape or uses a
     /// cluster op.
     pub fn uses_cluster(&self) -> bool {
-        self.cluster.is_some()
-            || (self.ops.iter()).any(|op| matches!(op.kind, OpKind::Cluster(_)))
+        self.cluster.is_some() || (self.ops.iter()).any(|op| matches!(op.kind, OpKind::Cluster(_)))
     }
 
     /// Threads in the block.

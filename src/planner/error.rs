@@ -169,7 +169,10 @@ impl fmt::Display for PlanError {
                 loc,
                 need,
                 arch,
-            } => write!(f, "{loc}: {feature} needs {need} or later; the target is {arch}"),
+            } => write!(
+                f,
+                "{loc}: {feature} needs {need} or later; the target is {arch}"
+            ),
             PlanError::SharedMemory {
                 need,
                 limit,

@@ -125,9 +125,15 @@ pub(crate) enum Inst {
     /// A `vprintf` call, by index into [`Program::prints`].
     Print(u32),
     /// `mapa.shared::cluster.u32` (see [`super::cluster`]).
-    Mapa { dst: u32, src: u32, rank: u32 },
+    Mapa {
+        dst: u32,
+        src: u32,
+        rank: u32,
+    },
     /// `barrier.cluster.arrive` or `.wait` (see [`super::cluster`]).
-    ClusterBar { wait: bool },
+    ClusterBar {
+        wait: bool,
+    },
     Nop,
 }
 

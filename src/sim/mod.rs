@@ -181,9 +181,9 @@ pub use control::{
 pub use entry_text::entry_text;
 pub use error::{
     AbsentGroup, AbsentState, Access, AccessKind, ClusterRaceFault, Extent, GlobalRaceFault,
-    InvalidReason,
-    LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault,
-    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    InvalidReason, LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason,
+    ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
+    UninitOrigin, UseKind,
 };
 pub use parse::parse;
 

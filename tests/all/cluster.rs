@@ -90,7 +90,11 @@ fn halo_exchange_through_distributed_shared_memory() {
                 f.launch_grid(blocks, (&xb, &mut yb))
                     .unwrap_or_else(|e| panic!("block {block}, cluster {cluster}: {e}"));
                 let want = halo_reference(&xs, block as usize, cluster as usize);
-                assert_eq!(yb.to_vec().expect("y"), want, "block {block} cluster {cluster}");
+                assert_eq!(
+                    yb.to_vec().expect("y"),
+                    want,
+                    "block {block} cluster {cluster}"
+                );
             }
         }
     }
@@ -114,10 +118,9 @@ fn split_k(block: u32, cluster: u32) -> Kernel {
     k.cluster_arrive();
     k.cluster_wait();
     let cluster_index = index::block_index() / cluster;
-    k.if_(
-        t.eq(0u32) & c.block_rank().eq(0u32),
-        |k| k.write(&y, cluster_index, acc.read(0u32)),
-    );
+    k.if_(t.eq(0u32) & c.block_rank().eq(0u32), |k| {
+        k.write(&y, cluster_index, acc.read(0u32))
+    });
     k.build().expect("builds")
 }
 
@@ -131,16 +134,26 @@ fn split_k_sums_through_remote_atomics() {
             let f = dev.compile(&kernel).expect("compiles");
             let clusters = 3u32;
             let n = (clusters * cluster * block) as usize;
-            let xs: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 20).collect();
+            let xs: Vec<u32> = (0..n as u32)
+                .map(|i| i.wrapping_mul(2654435761) >> 20)
+                .collect();
             let xb = dev.upload(&xs).expect("upload");
             let mut yb = dev.alloc_zeroed::<u32>(clusters as usize).expect("alloc");
             f.launch_grid(clusters * cluster, (&xb, &mut yb))
                 .unwrap_or_else(|e| panic!("block {block}, cluster {cluster}: {e}"));
             let per = (cluster * block) as usize;
             let want: Vec<u32> = (0..clusters as usize)
-                .map(|c| xs[c * per..(c + 1) * per].iter().fold(0u32, |a, v| a.wrapping_add(*v)))
+                .map(|c| {
+                    xs[c * per..(c + 1) * per]
+                        .iter()
+                        .fold(0u32, |a, v| a.wrapping_add(*v))
+                })
                 .collect();
-            assert_eq!(yb.to_vec().expect("y"), want, "block {block} cluster {cluster}");
+            assert_eq!(
+                yb.to_vec().expect("y"),
+                want,
+                "block {block} cluster {cluster}"
+            );
         }
     }
 }
@@ -161,7 +174,9 @@ fn cluster_ranks_over_two_dimensional_grids() {
         + c.block_index(Axis::X) * 10u32
         + c.block_index(Axis::Y) * 100u32
         + c.num_blocks() * 1000u32;
-    k.if_(index::thread_rank().eq(0u32), |k| k.write(&out, g.block_rank(), v));
+    k.if_(index::thread_rank().eq(0u32), |k| {
+        k.write(&out, g.block_rank(), v)
+    });
     let kernel = k.build().expect("builds");
     assemble_cluster(&kernel);
     let f = dev.compile(&kernel).expect("compiles");
@@ -187,7 +202,13 @@ fn cluster_ranks_over_two_dimensional_grids() {
         )
         .expect_err("3 rows of blocks are not whole clusters of 2");
     assert!(
-        matches!(err, RuntimeError::ClusterGrid { cluster: [2, 2, 1], .. }),
+        matches!(
+            err,
+            RuntimeError::ClusterGrid {
+                cluster: [2, 2, 1],
+                ..
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains(file!()), "{err}");
@@ -358,7 +379,10 @@ fn a_block_leaving_before_a_cluster_barrier_is_reported() {
     sim.launch(&m, "leaves", [4, 1, 1], [40, 1, 1], 0, &[])
         .expect("every block arrives");
     let refused = sim.launch(&m, "leaves", [3, 1, 1], [40, 1, 1], 0, &[]);
-    assert!(matches!(refused, Err(SimError::BadLaunch { .. })), "{refused:?}");
+    assert!(
+        matches!(refused, Err(SimError::BadLaunch { .. })),
+        "{refused:?}"
+    );
 }
 
 /// A write to another block's shared array and that block's read of it with no cluster
@@ -367,9 +391,13 @@ fn a_block_leaving_before_a_cluster_barrier_is_reported() {
 #[test]
 fn distributed_shared_memory_races_are_reported() {
     let build = |barrier: bool| {
-        let mut k = KernelBuilder::new(if barrier { "dsmem_ordered" } else { "dsmem_racy" })
-            .block(40)
-            .cluster(2);
+        let mut k = KernelBuilder::new(if barrier {
+            "dsmem_ordered"
+        } else {
+            "dsmem_racy"
+        })
+        .block(40)
+        .cluster(2);
         let y = k.output::<u32>("y");
         let c = k.this_cluster();
         let t = index::thread_rank();
@@ -426,7 +454,12 @@ fn distributed_shared_memory_is_bounds_checked() {
             panic!("{err}")
         };
         assert_eq!(m.space, MemSpace::Cluster, "{err}");
-        assert!(m.at.op.as_deref().is_some_and(|o| o.contains("remote_read")), "{err}");
+        assert!(
+            m.at.op
+                .as_deref()
+                .is_some_and(|o| o.contains("remote_read")),
+            "{err}"
+        );
     }
     let f = dev.compile(&build(3, 32)).expect("compiles");
     f.launch_grid(4, (&mut yb,)).expect("in bounds");

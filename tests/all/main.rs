@@ -11,6 +11,7 @@ mod checks;
 mod collectives_prop;
 #[macro_use]
 mod common;
+mod cluster;
 mod defined;
 mod disk_cache;
 mod docs;
@@ -19,7 +20,6 @@ mod exprs;
 mod fuzz;
 mod golden;
 mod graphs;
-mod cluster;
 mod grid;
 mod indexed;
 mod inspect;

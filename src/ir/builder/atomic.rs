@@ -66,7 +66,9 @@ pub struct Atomic<T: Element> {
 
 impl<T: Element> Atomic<T> {
     /// What it does, its operand, compare value, order and scope.
-    pub(crate) fn into_parts(self) -> (AtomicOp, Expr<T>, Option<Expr<T>>, MemoryOrder, MemoryScope) {
+    pub(crate) fn into_parts(
+        self,
+    ) -> (AtomicOp, Expr<T>, Option<Expr<T>>, MemoryOrder, MemoryScope) {
         (self.op, self.value, self.compare, self.order, self.scope)
     }
 }

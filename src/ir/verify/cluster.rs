@@ -57,7 +57,10 @@ impl Verifier<'_> {
             }
             self.expr(e, state, op, None);
         }
-        if let ClusterOp::Atomic { op: aop, compare, .. } = c {
+        if let ClusterOp::Atomic {
+            op: aop, compare, ..
+        } = c
+        {
             if !aop.takes(dtype) {
                 self.push(K::AtomicType { op: *aop, dtype }, loc, Some(op));
             }
@@ -113,7 +116,12 @@ impl Verifier<'_> {
     /// Walks `region` from state `arrived`; returns the state at its end. `loop_start` is
     /// the state at the start of the innermost loop's body (where `break_` and `continue_`
     /// must leave it).
-    fn pairing(&mut self, region: RegionId, mut arrived: Arrived, loop_start: Option<Arrived>) -> Arrived {
+    fn pairing(
+        &mut self,
+        region: RegionId,
+        mut arrived: Arrived,
+        loop_start: Option<Arrived>,
+    ) -> Arrived {
         let ir = self.ir;
         for &op in ir.region(region) {
             let data = ir.op(op);
@@ -138,7 +146,10 @@ impl Verifier<'_> {
                     bad(self, "a cluster sync between an arrive and its wait");
                 }
                 OpKind::Break | OpKind::Continue if loop_start.is_some_and(|s| s != arrived) => {
-                    bad(self, "a jump out of a loop body between an arrive and its wait");
+                    bad(
+                        self,
+                        "a jump out of a loop body between an arrive and its wait",
+                    );
                 }
                 OpKind::If {
                     then, otherwise, ..
@@ -149,14 +160,20 @@ impl Verifier<'_> {
                         None => arrived,
                     };
                     if a != b {
-                        bad(self, "the branches of an `if` leave the barrier differently");
+                        bad(
+                            self,
+                            "the branches of an `if` leave the barrier differently",
+                        );
                     }
                     arrived = a;
                 }
                 kind if kind.is_loop() => {
                     for body in kind.regions() {
                         if self.pairing(body, arrived, Some(arrived)) != arrived {
-                            bad(self, "a loop body leaves the barrier differently than it found it");
+                            bad(
+                                self,
+                                "a loop body leaves the barrier differently than it found it",
+                            );
                         }
                     }
                 }
@@ -164,7 +181,10 @@ impl Verifier<'_> {
                     // A prefix callback's body runs once, inside its op.
                     for body in kind.regions() {
                         if self.pairing(body, arrived, loop_start) != arrived {
-                            bad(self, "a callback leaves the barrier differently than it found it");
+                            bad(
+                                self,
+                                "a callback leaves the barrier differently than it found it",
+                            );
                         }
                     }
                 }

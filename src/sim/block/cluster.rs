@@ -4,9 +4,7 @@
 
 use super::super::cluster::{Cluster, ClusterHit};
 use super::super::decode::Inst;
-use super::super::error::{
-    Access, AccessKind, ClusterRaceFault, Location, SimError, ThreadRef,
-};
+use super::super::error::{Access, AccessKind, ClusterRaceFault, Location, SimError, ThreadRef};
 use super::super::exec::SharedMem;
 use super::{BlockRun, Status};
 use std::cell::RefCell;

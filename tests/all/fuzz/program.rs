@@ -9,8 +9,8 @@
 
 use coopgraph::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use coopgraph::ir::ops::{
-    AtomicMemory, AtomicOp, Bounds, ClusterOp, LaneOp, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing,
-    Transfer, ValidOf,
+    AtomicMemory, AtomicOp, Bounds, ClusterOp, LaneOp, MemoryOrder, MemoryScope, OpKind, ReduceOp,
+    Sharing, Transfer, ValidOf,
 };
 use coopgraph::ir::{
     Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, NeighborKind, OpId,
@@ -283,9 +283,7 @@ impl Printer<'_> {
             ClusterOp::Write { value, .. } => {
                 format!("k.remote_write(&remote, {index}, {});", self.expr(*value))
             }
-            ClusterOp::Atomic {
-                op, value, old, ..
-            } => {
+            ClusterOp::Atomic { op, value, old, .. } => {
                 let v = self.expr(*value);
                 format!(
                     "let {} = k.remote_atomic(&remote, {index}, Atomic::{}({v}));",

@@ -275,8 +275,8 @@ fn first_op(ir: &Ir) -> OpId {
 pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
     // With atomics, a first pass finds every access of the elements they touch; with remote
     // reads, what the other blocks' arrays hold at each cluster barrier.
-    let first = (atomic::has_atomics(ir) || ir.uses_remote_shared())
-        .then(|| pass(ir, launch, None, None));
+    let first =
+        (atomic::has_atomics(ir) || ir.uses_remote_shared()).then(|| pass(ir, launch, None, None));
     match first {
         Some(f) => pass(ir, launch, Some(f.accesses), Some(f.snapshots)),
         None => pass(ir, launch, None, None),
