@@ -113,7 +113,10 @@
 //!   only spin on memory no one writes) is a fault too: blocks wait at a grid barrier that a
 //!   block which exited, or waits elsewhere, never arrives at
 //!   ([`ParticipationProblem::GridBarrier`], naming the barrier's op and the blocks that
-//!   left).
+//!   left). In a cluster launch (an entry with `.reqnctapercluster` or cluster
+//!   instructions: the blocks of each cluster run together, see the `cluster` module), a
+//!   cluster barrier some thread of the cluster never arrives at is such a fault
+//!   ([`ParticipationProblem::ClusterBarrier`]).
 //!   Turned off, the hardware's rules apply instead: exited threads release barriers, and
 //!   barrier or warp-collective instances gather across instructions of the same kind.
 //! - **races**: reports two accesses to the same shared-memory byte by different threads, at
@@ -127,7 +130,11 @@
 //!   with `.release` or `.acq_rel`) and an acquire of the value it published (an atomic with
 //!   `.acquire` or `.acq_rel`, or `ld.acquire`) order them, as a grid barrier does
 //!   ([`SimError::GlobalRace`]). Threads of one block are not checked against one another
-//!   there.
+//!   there. In a cluster launch, shared memory is checked between the blocks of a cluster
+//!   too (distributed shared memory): an access by one block and a write by another to the
+//!   same byte race unless a completed cluster barrier orders them
+//!   ([`SimError::ClusterRace`]); `.shared::cluster` accesses past the cluster's ranks or a
+//!   declaration are out of bounds ([`MemSpace::Cluster`]).
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
 //!   outside every shared declaration (shared: each is checked on its own, so an index past
 //!   one array into the next, or into the code generator's scratch, is out of bounds, not
