@@ -20,7 +20,7 @@ use super::symbols;
 mod memory;
 pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
-use memory::{acquires, atomic_space, mem_space, releases, space_of};
+use memory::{acquires, atomic_space, mem_space, releases, space_of, vec_len};
 use std::collections::HashMap;
 
 /// No slot (no base register, no guard, no predicate output).
@@ -267,10 +267,9 @@ pub(crate) struct Program {
     /// The `vprintf` calls.
     pub prints: Vec<PrintCall>,
     pub reqntid: Option<[u32; 3]>,
-    /// `.reqnctapercluster`: the cluster shape launches run in.
+    /// `.reqnctapercluster`; whether the body has cluster instructions (then blocks run by
+    /// clusters, of one block without a shape: see [`super::cluster`]).
     pub cluster: Option<[u32; 3]>,
-    /// Whether the body has cluster instructions (barriers, `mapa`, `.shared::cluster`
-    /// accesses): such an entry runs its blocks by clusters, of one block without a shape.
     pub uses_cluster: bool,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
@@ -1198,11 +1197,4 @@ fn full_width(ty: Ty) -> D<()> {
         return Err(InvalidReason::BadType);
     }
     Ok(())
-}
-
-fn vec_len(n: usize) -> D<u8> {
-    match n {
-        1 | 2 | 4 => Ok(n as u8),
-        _ => Err(InvalidReason::BadVector),
-    }
 }

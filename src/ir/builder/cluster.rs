@@ -141,7 +141,16 @@ impl KernelBuilder {
     /// launching). Emitting such a kernel for an arch below sm_90 is
     /// [`PlanError::ArchTooOld`](crate::planner::PlanError::ArchTooOld).
     ///
+    /// The shape is the kernel's own (`.reqnctapercluster`, as CUDA's `__cluster_dims__`), so
+    /// the runtime launches it as any kernel (`cuLaunchKernel`; the driver forms the clusters
+    /// from the entry's shape). A grid barrier beside clusters is
+    /// [`VerifyErrorKind::ClusterWithGridSync`]. The runtime checks each block's shared
+    /// memory as for any kernel; it does not ask the driver how many clusters fit at once
+    /// (`cuOccupancyMaxActiveClusters`): a cluster of at most 8 blocks is CUDA's portable
+    /// size, and a launch the device cannot schedule fails with the driver's error.
+    ///
     /// [`VerifyErrorKind::ClusterSize`]: crate::ir::VerifyErrorKind::ClusterSize
+    /// [`VerifyErrorKind::ClusterWithGridSync`]: crate::ir::VerifyErrorKind::ClusterWithGridSync
     ///
     /// ```
     /// use coopgraph::ptx::Arch;

@@ -97,3 +97,11 @@ pub(super) fn space_of(s: MemSpace) -> &'static Space {
         _ => &Space::Global,
     }
 }
+
+/// A vector access's length: 1, 2 or 4.
+pub(super) fn vec_len(n: usize) -> D<u8> {
+    match n {
+        1 | 2 | 4 => Ok(n as u8),
+        _ => Err(InvalidReason::BadVector),
+    }
+}
