@@ -129,6 +129,11 @@ impl Emitter<'_> {
     /// kernel.
     pub(crate) fn cluster_epilogue(&mut self) {
         if self.ir.uses_remote_shared() {
+            self.op(Op::Comment(
+                "the kernel's last cluster barrier: no block leaves while another may still \
+                 access its shared memory"
+                    .into(),
+            ));
             self.op(Op::BarrierCluster { wait: false });
             self.op(Op::BarrierCluster { wait: true });
         }

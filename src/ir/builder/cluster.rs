@@ -76,9 +76,15 @@ impl Cluster {
     /// The block's rank in its cluster (PTX `%cluster_ctarank`), `x + cx * (y + cy * z)` over
     /// [`block_index`](Self::block_index) (see [`Cluster`]).
     pub fn block_rank(&self) -> Expr<u32> {
-        let [cx, cy, _] = self.dims;
-        self.block_index(Axis::X)
-            + (self.block_index(Axis::Y) + self.block_index(Axis::Z) * cy) * cx
+        let [cx, cy, cz] = self.dims;
+        let mut rank = self.block_index(Axis::X);
+        if cy > 1 {
+            rank = rank + self.block_index(Axis::Y) * cx;
+        }
+        if cz > 1 {
+            rank = rank + self.block_index(Axis::Z) * (cx * cy);
+        }
+        rank
     }
 
     /// The blocks of the cluster (PTX `%cluster_nctarank`; see [`Cluster`]).
