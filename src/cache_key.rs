@@ -200,6 +200,7 @@ impl Canonical for Ir {
             regions,
             body,
             issues,
+            cluster,
         } = self;
         w.str(name);
         let BlockShape { dims, loc: _ } = block;
@@ -225,6 +226,72 @@ impl Canonical for Ir {
         w.seq(regions);
         body.write(w);
         w.seq(issues);
+        // Last, and only when set: kernels without clusters keep the keys they had.
+        if let Some(c) = cluster {
+            w.tag(1);
+            for d in c.dims {
+                w.u32(d);
+            }
+        }
+    }
+}
+
+impl Canonical for ClusterOp {
+    fn write(&self, w: &mut Writer) {
+        match self {
+            ClusterOp::Sync => w.tag(0),
+            ClusterOp::Arrive => w.tag(1),
+            ClusterOp::Wait => w.tag(2),
+            ClusterOp::Read {
+                array,
+                rank,
+                index,
+                dst,
+            } => {
+                w.tag(3);
+                array.write(w);
+                rank.write(w);
+                index.write(w);
+                dst.write(w);
+            }
+            ClusterOp::Write {
+                array,
+                rank,
+                index,
+                value,
+            } => {
+                w.tag(4);
+                array.write(w);
+                rank.write(w);
+                index.write(w);
+                value.write(w);
+            }
+            ClusterOp::Atomic {
+                array,
+                op,
+                rank,
+                index,
+                value,
+                compare,
+                order,
+                scope,
+                old,
+            } => {
+                w.tag(5);
+                rank.write(w);
+                AtomicSpec {
+                    memory: AtomicMemory::Shared(*array),
+                    op: *op,
+                    index: *index,
+                    value: *value,
+                    compare: *compare,
+                    order: *order,
+                    scope: *scope,
+                    old: *old,
+                }
+                .write(w);
+            }
+        }
     }
 }
 
@@ -684,6 +751,10 @@ impl Canonical for OpData {
                 l.write(w);
             }
             OpKind::SyncGrid => w.tag(60),
+            OpKind::Cluster(c) => {
+                w.tag(61);
+                c.write(w);
+            }
             OpKind::Print { pieces, args } => {
                 w.tag(40);
                 w.str(&crate::ir::format::unparse(pieces));

@@ -140,6 +140,20 @@ impl Emitter<'_> {
                 (dtype, Space::Shared, addr, inside)
             }
         };
+        self.atomic_at(op, a, (dtype, space, addr, inside), v, compare)
+    }
+
+    /// Lowers an atomic's update of the element at `addr` in `space` (`inside`: whether it
+    /// is inside its buffer, where bounds are checked), with operand `v` and compare value
+    /// `compare`; `a` gives the op, the order and the old value's payload.
+    pub(crate) fn atomic_at(
+        &mut self,
+        op: OpId,
+        a: &AtomicSpec,
+        (dtype, space, addr, inside): (DType, Space, Reg, Option<Reg>),
+        v: Reg,
+        compare: Option<Reg>,
+    ) -> Lowered {
         let old = (self.data_regs(a.old).first().copied())
             .ok_or_else(|| self.missing(op, "register of an atomic's old value"))?;
         let site = Site {

@@ -389,6 +389,7 @@ impl<'a> Emitter<'a> {
                 name,
                 params,
                 reqntid: Some(self.ir.block.dims),
+                reqnctapercluster: self.ir.cluster.map(|c| c.dims),
                 maxnreg: self.ir.options.max_registers.map(|m| m.count),
                 shared: std::mem::take(&mut self.shared.decls),
                 local,

@@ -69,10 +69,12 @@ pub fn emit_with_checks(
     plan: &Plan,
     arch: Arch,
 ) -> Result<(Module, Vec<CheckSite>), PlanError> {
+    super::cluster::check_arch(ir, arch)?;
     let mut e = Emitter::new(ir, info, plan, arch)?;
     let name = entry_name(&ir.name);
     let params = e.prologue(&name);
     e.region(ir.body)?;
+    e.cluster_epilogue();
     e.op(Op::Ret);
     Ok(e.finish(name, params))
 }
@@ -427,6 +429,7 @@ impl Emitter<'_> {
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
             OpKind::Lanes(l) => self.lanes(op, l)?,
             OpKind::SyncGrid => self.sync_grid()?,
+            OpKind::Cluster(c) => self.cluster_op(op, c)?,
             OpKind::Print { args, .. } => {
                 let regs: Vec<Reg> = (args.iter())
                     .map(|a| self.eval(*a, &ctx, &mut memo))

@@ -593,7 +593,7 @@ impl Emitter<'_> {
     }
 
     /// A load of a `d` at `[addr]`; with a guard, only where it holds (0 elsewhere).
-    fn load(&mut self, space: Space, d: DType, addr: Reg, guard: Option<Reg>) -> Reg {
+    pub(crate) fn load(&mut self, space: Space, d: DType, addr: Reg, guard: Option<Reg>) -> Reg {
         let r = match guard {
             Some(_) => self.constant(d, 0),
             None => self.reg(class(d)),

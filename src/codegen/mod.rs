@@ -12,6 +12,7 @@
 
 pub mod atomic;
 pub mod builder;
+pub(crate) mod cluster;
 pub mod emit;
 pub mod exchange;
 pub mod expr;

@@ -25,6 +25,7 @@ use super::options::CompileOptions;
 
 mod arrays;
 mod atomic;
+mod cluster;
 mod collectives;
 mod control;
 mod data;
@@ -40,6 +41,7 @@ mod vars;
 mod warp_groups;
 
 pub use atomic::Atomic;
+pub use cluster::{Cluster, RemoteShared};
 pub use collectives::{Reduce, Scan};
 pub use grid::Grid;
 pub use memory::{Load, StorageSpec, Store};
@@ -109,6 +111,7 @@ impl KernelBuilder {
                     dims: [128, 1, 1],
                     loc,
                 },
+                cluster: None,
                 items_per_thread: 4,
                 items_loc: loc,
                 strict_arrangements: false,

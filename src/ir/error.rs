@@ -138,6 +138,47 @@ pub enum VerifyErrorKind {
         /// Where the `return_if` was written.
         exit: Loc,
     },
+    /// A cluster barrier (`sync_cluster`, `cluster_arrive`, `cluster_wait`) under a branch or
+    /// loop whose condition may differ between the threads of a cluster (it depends on a
+    /// thread's or block's index, a cluster rank, a thread's variable, or it is a `tiles`
+    /// loop): the threads that skip it would leave the cluster waiting for ever.
+    NonUniformClusterSync {
+        /// Where the condition (or loop) was written.
+        condition: Loc,
+    },
+    /// A cluster barrier after a `return_if` whose condition may differ between the threads
+    /// of a cluster: the threads that left would never arrive.
+    ClusterSyncAfterReturn {
+        /// Where the `return_if` was written.
+        exit: Loc,
+    },
+    /// A split cluster barrier that does not pair up: an arrive with no wait after it before
+    /// the next arrive or the kernel's end, a wait without an arrive before it, or a branch
+    /// or loop body that leaves the barrier in another state than it found it.
+    UnpairedClusterBarrier {
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A cluster op or cluster shape in a kernel with more than
+    /// [`MAX_CLUSTER_BLOCKS`](super::ops::MAX_CLUSTER_BLOCKS) blocks per cluster (or an
+    /// extent of 0).
+    ClusterSize {
+        /// The shape asked for.
+        dims: [u32; 3],
+    },
+    /// A cluster op in a kernel without a cluster shape
+    /// ([`KernelBuilder::cluster`](super::KernelBuilder::cluster)).
+    ClusterOpWithoutShape,
+    /// A grid barrier in a kernel that runs in clusters (a cooperative launch of clusters is
+    /// not supported).
+    ClusterWithGridSync,
+    /// A `return_if` in a kernel that accesses another block's shared array: the kernel ends
+    /// with a cluster barrier (a block's shared memory must outlive the other blocks'
+    /// accesses to it), which the threads that left would never reach.
+    ExitWithRemoteShared {
+        /// Where the `return_if` was written.
+        exit: Loc,
+    },
     /// `break_` or `continue_` outside any loop (a scan's prefix callback is no loop's body).
     JumpOutsideLoop {
         /// `break_` or `continue_`.
@@ -521,6 +562,40 @@ impl fmt::Display for VerifyError {
                 f,
                 "`sync_grid` after a `return_if` (at {exit}) whose condition is not the same in \
                  every thread of the grid; the threads that left would never arrive"
+            ),
+            NonUniformClusterSync { condition } => write!(
+                f,
+                "cluster barrier under a condition or loop that may differ between the threads \
+                 of a cluster (written at {condition}); the threads that skip it would leave \
+                 the others waiting for ever"
+            ),
+            ClusterSyncAfterReturn { exit } => write!(
+                f,
+                "cluster barrier after a `return_if` (at {exit}) whose condition may differ \
+                 between the threads of a cluster; the threads that left would never arrive"
+            ),
+            UnpairedClusterBarrier { problem } => {
+                write!(f, "split cluster barrier does not pair up: {problem}")
+            }
+            ClusterSize { dims } => write!(
+                f,
+                "a cluster of {dims:?} blocks; a cluster has 1 to {} blocks",
+                super::ops::MAX_CLUSTER_BLOCKS
+            ),
+            ClusterOpWithoutShape => write!(
+                f,
+                "a cluster op in a kernel without a cluster shape (set one with `.cluster(n)`)"
+            ),
+            ClusterWithGridSync => write!(
+                f,
+                "`sync_grid` in a kernel that runs in clusters (cooperative cluster launches \
+                 are not supported)"
+            ),
+            ExitWithRemoteShared { exit } => write!(
+                f,
+                "`return_if` (at {exit}) in a kernel that accesses another block's shared \
+                 array: the kernel ends with a cluster barrier the threads that left would \
+                 never reach"
             ),
             JumpOutsideLoop { what } => write!(f, "`{what}` outside a loop"),
             ReturnInCallback => write!(

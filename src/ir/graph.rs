@@ -438,6 +438,22 @@ impl Deps<'_> {
                 }
             }
             OpKind::SyncBlock | OpKind::SyncGrid => {}
+            OpKind::Cluster(c) => {
+                self.read_exprs(node, &kind.exprs(), state);
+                if let Some(arr) = c.array() {
+                    let atomic = matches!(c, super::ops::ClusterOp::Atomic { .. });
+                    let writes = !matches!(c, super::ops::ClusterOp::Read { .. });
+                    if atomic || !writes {
+                        self.access(node, Memory::Shared(arr), false, state);
+                    }
+                    if writes {
+                        self.access(node, Memory::Shared(arr), true, state);
+                    }
+                }
+                if let Some(d) = c.dst() {
+                    self.write(node, d, true, state);
+                }
+            }
             OpKind::Print { .. } => self.read_exprs(node, &kind.exprs(), state),
             OpKind::Reduce(r) => {
                 self.read_exprs(node, &kind.exprs(), state);

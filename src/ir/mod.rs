@@ -29,8 +29,9 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline, PrintArg,
-    PrintArgs, PrintValue, Reduce, Scan, Scatter, Shuffle, StorageSpec, Store,
+    Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
+    PrintArg, PrintArgs, PrintValue, Reduce, RemoteShared, Scan, Scatter, Shuffle, StorageSpec,
+    Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -45,8 +46,9 @@ pub use handles::{
     Var, Warp, Writable,
 };
 pub use ops::{
-    Algorithm, Arrangement, AtomicOp, Bounds, ExchangeVia, GroupKind, Ir, MemoryOrder, MemoryScope,
-    NeighborKind, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
+    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
+    ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

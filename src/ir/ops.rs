@@ -14,8 +14,10 @@ use super::options::CompileOptions;
 use smallvec::SmallVec;
 
 mod atomic;
+mod cluster;
 mod lanes;
 pub use atomic::*;
+pub use cluster::*;
 pub use lanes::*;
 
 /// The largest `items_per_thread` a payload may have.
@@ -679,6 +681,9 @@ pub enum OpKind {
     /// what any of them wrote to global memory before it is visible to all after it. A kernel
     /// with one is cooperative ([`Ir::needs_cooperative`]).
     SyncGrid,
+    /// A cluster barrier or an access to another block's shared array (sm_90): see
+    /// [`ClusterOp`].
+    Cluster(ClusterOp),
     /// A line printed by each thread that runs it: the format's pieces, one value per
     /// placeholder (see [`KernelBuilder::print`](super::KernelBuilder::print)).
     Print {
@@ -765,6 +770,7 @@ impl OpKind {
             OpKind::SyncBlock => "sync_block",
             OpKind::Lanes(l) => l.op.name(),
             OpKind::SyncGrid => "sync_grid",
+            OpKind::Cluster(c) => c.name(),
             OpKind::Print { .. } => "print",
             OpKind::Reduce(_) => "reduce",
             OpKind::Scan(_) => "scan",
@@ -860,6 +866,7 @@ impl OpKind {
                 v.push(*value);
             }
             OpKind::Print { args, .. } => v.extend(args.iter().copied()),
+            OpKind::Cluster(c) => v.extend(c.exprs()),
             OpKind::Lanes(l) => {
                 v.extend(l.value);
                 v.extend(l.lane);
@@ -984,6 +991,8 @@ pub struct Ir {
     pub name: String,
     /// The block shape.
     pub block: BlockShape,
+    /// The thread-block cluster shape (sm_90), when set.
+    pub cluster: Option<ClusterShape>,
     /// Default items per thread of payloads.
     pub items_per_thread: u32,
     /// Where `items_per_thread` was set.
@@ -1082,6 +1091,18 @@ impl Ir {
             .any(|op| matches!(op.kind, OpKind::SyncGrid))
     }
 
+    /// Whether the kernel reads, writes or updates another block's shared array
+    /// ([`ClusterOp::Read`], [`ClusterOp::Write`], [`ClusterOp::Atomic`]).
+    pub fn uses_remote_shared(&self) -> bool {
+        (self.ops.iter()).any(|op| matches!(&op.kind, OpKind::Cluster(c) if c.array().is_some()))
+    }
+
+    /// Whether the kernel runs in thread-block clusters: it sets a cluster shape or uses a
+    /// cluster op.
+    pub fn uses_cluster(&self) -> bool {
+        self.cluster.is_some() || (self.ops.iter()).any(|op| matches!(op.kind, OpKind::Cluster(_)))
+    }
+
     /// Threads in the block.
     pub fn block_threads(&self) -> u32 {
         self.block.threads()
@@ -1144,9 +1165,10 @@ impl Ir {
             issues,
             bounds,
             options,
+            cluster,
         } = self;
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (bounds, options).hash(&mut h);
+        (bounds, options, cluster).hash(&mut h);
         (
             name,
             block,

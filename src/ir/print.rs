@@ -14,9 +14,13 @@ use std::fmt::Write;
 pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
     let mut out = String::new();
     let b = ir.block.dims;
+    let cluster = ir
+        .cluster
+        .map(|c| format!(" cluster={:?}", c.dims))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "kernel {} block=[{}, {}, {}] items_per_thread={}",
+        "kernel {} block=[{}, {}, {}]{cluster} items_per_thread={}",
         ir.name, b[0], b[1], b[2], ir.items_per_thread
     );
     for e in errors.iter().filter(|e| e.op.is_none()) {
@@ -240,6 +244,44 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             format!("{out}{group}.{}({})", l.op.name(), args.join(", "))
         }
         OpKind::SyncGrid => "sync_grid".into(),
+        OpKind::Cluster(c) => {
+            use crate::ir::ops::ClusterOp as C;
+            match c {
+                C::Sync | C::Arrive | C::Wait => c.name().into(),
+                C::Read {
+                    array,
+                    rank,
+                    index,
+                    dst,
+                } => format!("{dst}[0] = {array}@rank({})[{}]", e(*rank), e(*index)),
+                C::Write {
+                    array,
+                    rank,
+                    index,
+                    value,
+                } => format!("{array}@rank({})[{}] = {}", e(*rank), e(*index), e(*value)),
+                C::Atomic {
+                    array,
+                    op,
+                    rank,
+                    index,
+                    value,
+                    compare,
+                    order,
+                    scope,
+                    old,
+                } => {
+                    let compare = compare.map(|c| format!("{}, ", e(c))).unwrap_or_default();
+                    format!(
+                        "{old}[0] = atomic.{op:?}.{order:?}.{scope:?} {array}@rank({})[{}], \
+                         {compare}{}",
+                        e(*rank),
+                        e(*index),
+                        e(*value)
+                    )
+                }
+            }
+        }
         OpKind::Print { pieces, args } => {
             let args: Vec<String> = args.iter().map(|a| e(*a)).collect();
             format!("print {:?} ({})", unparse(pieces), args.join(", "))

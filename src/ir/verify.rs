@@ -41,6 +41,7 @@ use super::expr::{ExprKind, VType};
 use super::ops::*;
 use std::collections::HashSet;
 
+mod cluster;
 mod config;
 mod flow;
 mod lanes;
@@ -120,6 +121,7 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
         members: Vec::new(),
     };
     v.check_config();
+    v.check_clusters();
     let mut state = State::new(ir);
     v.region(ir.body, &mut state);
     if v.errors.is_empty() {
@@ -241,6 +243,14 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                 }
             }
             OpKind::SyncBlock | OpKind::SyncGrid | OpKind::Print { .. } => {}
+            OpKind::Cluster(c) => {
+                if let Some(arr) = c.array() {
+                    check(arr.index() < ir.arrays.len(), "shared array", arr.0);
+                }
+                if let Some(d) = c.dst() {
+                    check(d.index() < nd, "payload", d.0);
+                }
+            }
             OpKind::Reduce(r) => {
                 check(r.src.index() < nd, "payload", r.src.0);
                 check(r.dst.index() < nd, "payload", r.dst.0);
@@ -912,6 +922,7 @@ impl Verifier<'_> {
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
             OpKind::Lanes(l) => self.lanes(op, l, state),
             OpKind::SyncGrid => self.grid_sync(loc, op),
+            OpKind::Cluster(c) => self.cluster_op(op, c, state),
             OpKind::Print { args, .. } => {
                 for a in args {
                     if self.ty(*a) == VType::Bool {

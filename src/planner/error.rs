@@ -7,6 +7,17 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PlanError {
+    /// The kernel uses what the arch lacks (thread-block clusters need sm_90).
+    ArchTooOld {
+        /// What it uses.
+        feature: &'static str,
+        /// Where it was asked for.
+        loc: Loc,
+        /// The oldest arch that has it.
+        need: crate::ptx::Arch,
+        /// The arch asked for.
+        arch: crate::ptx::Arch,
+    },
     /// An op needs a payload in another arrangement than the one it has. (Converting through
     /// shared memory is not planned yet, so this is rejected rather than silently permuted.)
     ArrangementMismatch {
@@ -152,6 +163,15 @@ impl fmt::Display for PlanError {
             } => write!(
                 f,
                 "{loc}: {op} needs {need} bytes of its temp storage, which has {have}"
+            ),
+            PlanError::ArchTooOld {
+                feature,
+                loc,
+                need,
+                arch,
+            } => write!(
+                f,
+                "{loc}: {feature} needs {need} or later; the target is {arch}"
             ),
             PlanError::SharedMemory {
                 need,

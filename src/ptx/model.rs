@@ -41,6 +41,7 @@ impl Module {
     ///     name: name.into(),
     ///     params: Vec::new(),
     ///     reqntid: None,
+    ///     reqnctapercluster: None,
     ///     maxnreg: None,
     ///     shared: Vec::new(),
     ///     local: Vec::new(),
@@ -97,6 +98,9 @@ pub struct Function {
     pub reqntid: Option<[u32; 3]>,
     /// `.maxnreg n`.
     pub maxnreg: Option<u32>,
+    /// `.reqnctapercluster x, y, z`: the kernel runs in thread-block clusters of this shape
+    /// (sm_90); every launch's grid is a multiple of it.
+    pub reqnctapercluster: Option<[u32; 3]>,
     /// Statically sized shared arrays declared in the body.
     pub shared: Vec<SharedDecl>,
     /// Per-thread arrays declared in the body (`.local`).
@@ -480,6 +484,9 @@ pub enum Space {
     Local,
     /// `.const` (read-only).
     Const,
+    /// `.shared::cluster`: the shared memory of any block of the thread's cluster (sm_90),
+    /// at an address from [`Op::Mapa`] (or the block's own `.shared` address).
+    SharedCluster,
 }
 
 /// The base of an address expression.
@@ -1097,6 +1104,23 @@ pub enum Op {
         /// The delay in nanoseconds.
         ns: u32,
     },
+    /// `mapa.shared::cluster.u32 dst, src, rank;` (sm_90): the `.shared::cluster` address of
+    /// the byte at `.shared` address `src` in the block of cluster rank `rank`.
+    Mapa {
+        /// Destination (32-bit).
+        dst: Reg,
+        /// The `.shared` address in this block.
+        src: Operand,
+        /// The cluster rank of the block whose shared memory is addressed.
+        rank: Operand,
+    },
+    /// `barrier.cluster.arrive;` (`wait: false`, release semantics) or
+    /// `barrier.cluster.wait;` (`wait: true`, acquire semantics), sm_90: every thread of
+    /// every block of the cluster arrives, then waits for all arrivals of the phase.
+    BarrierCluster {
+        /// The wait half (else the arrive half).
+        wait: bool,
+    },
 }
 
 impl Op {
@@ -1134,6 +1158,8 @@ impl Op {
             Op::Membar { .. } => "membar",
             Op::LdOrdered { .. } => "ld.ordered",
             Op::Nanosleep { .. } => "nanosleep",
+            Op::Mapa { .. } => "mapa",
+            Op::BarrierCluster { .. } => "barrier.cluster",
         }
     }
 }

@@ -87,6 +87,9 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     if let Some(n) = f.maxnreg {
         writeln!(out, ".maxnreg {n}")?;
     }
+    if let Some([x, y, z]) = f.reqnctapercluster {
+        writeln!(out, ".reqnctapercluster {x}, {y}, {z}")?;
+    }
     writeln!(out, "{{")?;
     for class in RegClass::ALL {
         let n = f.regs.get(class);
@@ -471,6 +474,17 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             write!(out, "membar.{s};")?
         }
         Op::Nanosleep { ns } => write!(out, "nanosleep.u32 {ns};")?,
+        Op::Mapa { dst, src, rank } => write!(
+            out,
+            "mapa.shared::cluster.u32 {}, {}, {};",
+            R(*dst),
+            o(src),
+            o(rank)
+        )?,
+        Op::BarrierCluster { wait } => {
+            let half = if *wait { "wait" } else { "arrive" };
+            write!(out, "barrier.cluster.{half};")?
+        }
     }
     out.push('\n');
     Ok(())
@@ -512,6 +526,7 @@ pub fn space_name(s: Space) -> &'static str {
         Space::Shared => ".shared",
         Space::Local => ".local",
         Space::Const => ".const",
+        Space::SharedCluster => ".shared::cluster",
     }
 }
 

@@ -188,6 +188,21 @@ pub enum RuntimeError {
     },
     /// The device cannot launch cooperative kernels.
     CooperativeUnsupported,
+    /// A launch of a kernel that runs in thread-block clusters (`.reqnctapercluster`) with a
+    /// grid that is not a whole number of clusters along each axis.
+    ClusterGrid {
+        /// The grid asked for.
+        grid: [u32; 3],
+        /// The kernel's cluster shape.
+        cluster: [u32; 3],
+        /// Where the launch was written.
+        at: crate::ir::Loc,
+    },
+    /// A kernel that runs in thread-block clusters, on a device below sm_90.
+    ClustersUnsupported {
+        /// The device's arch.
+        arch: crate::ptx::Arch,
+    },
     /// A kernel needs more shared memory per block than the device offers.
     SharedMemory {
         /// Bytes needed (static plus dynamic).
@@ -456,6 +471,15 @@ impl fmt::Display for RuntimeError {
             E::CooperativeUnsupported => {
                 f.write_str("the device cannot launch cooperative kernels")
             }
+            E::ClusterGrid { grid, cluster, at } => write!(
+                f,
+                "{at}: grid {grid:?} is not a whole number of the kernel's clusters of \
+                 {cluster:?} blocks"
+            ),
+            E::ClustersUnsupported { arch } => write!(
+                f,
+                "the kernel runs in thread-block clusters, which need sm_90; the device is {arch}"
+            ),
             E::SharedMemory { need, limit } => write!(
                 f,
                 "the kernel needs {need} bytes of shared memory per block, the device offers {limit}"

@@ -97,6 +97,39 @@ impl DynamicArray {
 }
 
 impl ImageParts {
+    /// The entry's thread-block cluster shape (its `.reqnctapercluster` in the PTX), when it
+    /// runs in clusters: every launch's grid must be a whole number of them.
+    ///
+    /// ```
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::runtime::Compile;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("pairs").block(32).cluster(2);
+    /// k.sync_cluster();
+    /// let image = k.build()?.emit(Arch::Sm90)?;
+    /// assert_eq!(image.cluster_dims(), Some([2, 1, 1]));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn cluster_dims(&self) -> Option<[u32; 3]> {
+        let header = format!(".entry {}(", self.entry);
+        let start = self.ptx.find(&header)?;
+        let rest = &self.ptx[start..];
+        let body = rest.find('{').unwrap_or(rest.len());
+        let line = rest[..body]
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".reqnctapercluster"))?;
+        let dims: Vec<u32> = (line.split(','))
+            .map(|d| d.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        match dims[..] {
+            [x, y, z] => Some([x, y, z]),
+            [x, y] => Some([x, y, 1]),
+            [x] => Some([x, 1, 1]),
+            _ => None,
+        }
+    }
+
     /// Threads per block (the product of [`block`](Self::block); `u64::MAX` where that does
     /// not fit).
     pub fn threads_per_block(&self) -> u64 {

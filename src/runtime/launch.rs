@@ -468,6 +468,19 @@ impl Function {
                 max: u64::from(u32::MAX),
             });
         }
+        if let Some(cluster) = image.cluster_dims() {
+            let arch = self.device.arch();
+            if arch < crate::ptx::Arch::Sm90 {
+                return Err(RuntimeError::ClustersUnsupported { arch });
+            }
+            if (grid.iter().zip(cluster)).any(|(&g, c)| c == 0 || g % c != 0) {
+                return Err(RuntimeError::ClusterGrid {
+                    grid,
+                    cluster,
+                    at: Loc::caller(),
+                });
+            }
+        }
         let seen = image.grid_dims.clamp(1, 3) as usize;
         if grid[seen..].iter().any(|&g| g > 1) {
             return Err(RuntimeError::GridDimensionUnseen {

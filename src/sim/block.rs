@@ -30,7 +30,7 @@
 
 use super::SimOptions;
 use super::control::{Monitor, POLL_STEPS};
-use super::decode::{Coll, NONE, Program, SHARED_SHIFT};
+use super::decode::{Coll, NONE, Program};
 use super::error::{
     AbsentGroup, AbsentState, Access, Extent, GlobalRaceFault, MemSpace, MemoryFault,
     ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
@@ -39,7 +39,10 @@ use super::error::{
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
 use super::global_race::GlobalRaces;
 
+mod cluster;
 mod grid;
+mod report;
+use super::cluster::Cluster;
 use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
@@ -120,6 +123,8 @@ pub(crate) struct BlockRun<'a> {
     global_writes: u64,
     /// In a cooperative launch with race checking: the launch's global race checker.
     global_races: Option<&'a RefCell<GlobalRaces>>,
+    /// In a cluster launch: the cluster's shared state and the block's rank in it.
+    cluster: Option<(&'a RefCell<Cluster>, u32)>,
     /// What the block's threads printed: (thread, text), in the order they printed.
     printed: Vec<(u32, String)>,
     /// What every block this worker ran printed: (block, thread, text).
@@ -202,6 +207,7 @@ impl<'a> BlockRun<'a> {
             block_steps: 0,
             global_writes: 0,
             global_races: None,
+            cluster: None,
             printed: Vec::new(),
             output: Vec::new(),
         }
@@ -415,7 +421,9 @@ impl<'a> BlockRun<'a> {
                     progressed = true;
                 }
                 Stop::Spin => yielded = true,
-                Stop::Fault(f @ (Fault::Race { .. } | Fault::GlobalRace { .. })) => {
+                Stop::Fault(
+                    f @ (Fault::Race { .. } | Fault::GlobalRace { .. } | Fault::ClusterRace { .. }),
+                ) => {
                     return Err(self.fault(t, self.pc[t], f));
                 }
                 Stop::Fault(f) => {
@@ -476,6 +484,7 @@ impl<'a> BlockRun<'a> {
             pending: None,
             global_writes: &mut self.global_writes,
             global_races: self.global_races.map(|g| (g, linear)),
+            cluster: self.cluster,
         };
         let pc = &mut self.pc[t];
         let out = if uninit {
@@ -993,6 +1002,7 @@ impl<'a> BlockRun<'a> {
         };
         let pick = |v: Vec<Extent>| v.into_iter().min_by_key(dist);
         match space {
+            MemSpace::Cluster => self.nearest(MemSpace::Shared, addr & super::cluster::LOCAL_MASK),
             MemSpace::Global => self.global.nearest(addr),
             MemSpace::Shared => {
                 let dynamic = self.shape.dynamic_smem;
@@ -1124,6 +1134,7 @@ impl<'a> BlockRun<'a> {
                     address: addr,
                 },
             })),
+            Fault::ClusterRace { hit, kind } => self.cluster_race(t, pc, hit, kind),
             Fault::GlobalRace { hit, kind } => {
                 let [gx, gy, _] = self.shape.grid;
                 let b = hit.block;
@@ -1162,34 +1173,6 @@ impl<'a> BlockRun<'a> {
                     at: at.clone(),
                 },
             })),
-        }
-    }
-
-    /// The shared address of storage byte `byte`.
-    fn shared_address(&self, byte: u32) -> u32 {
-        self.shared
-            .segments
-            .iter()
-            .enumerate()
-            .find(|(_, s)| byte >= s.offset && byte - s.offset < s.len)
-            .map_or(byte, |(k, s)| {
-                ((k as u32) << SHARED_SHIFT) + (byte - s.offset)
-            })
-    }
-
-    fn origin_of(&self, o: u32) -> UninitOrigin {
-        if o & NEVER != 0 {
-            let register = self
-                .prog
-                .slot_name(o & !NEVER)
-                .unwrap_or_else(|| "?".to_string());
-            return UninitOrigin::Register { register };
-        }
-        let pc = o.saturating_sub(1);
-        let at = self.prog.location(pc);
-        match self.prog.code.get(pc as usize).map(|i| i.inst) {
-            Some(super::decode::Inst::Coll(_)) => UninitOrigin::Shuffle { at },
-            _ => UninitOrigin::Load { at },
         }
     }
 }

@@ -125,9 +125,11 @@ pub(super) fn op_index(op: &Op) -> usize {
         Op::Vprintf { .. } => 28,
         Op::LdOrdered { .. } => 29,
         Op::Nanosleep { .. } => 30,
+        Op::Mapa { .. } => 31,
+        Op::BarrierCluster { .. } => 32,
     }
 }
-pub(super) const OP_VARIANTS: usize = 31;
+pub(super) const OP_VARIANTS: usize = 33;
 
 /// Walks a successor chain written as one exhaustive match.
 pub(super) fn chain<T: Copy>(first: T, next: fn(T) -> Option<T>) -> Vec<T> {
@@ -662,6 +664,36 @@ fn every_form_module() -> Module {
         }
     }
     body.push(i(Op::Nanosleep { ns: 32 }));
+    // Clusters: `mapa`, the barrier's halves, and accesses of `.shared::cluster`.
+    body.push(i(Op::Mapa {
+        dst: r(3),
+        src: o(r(2)),
+        rank: imm(1),
+    }));
+    body.push(i(Op::BarrierCluster { wait: false }));
+    body.push(i(Op::BarrierCluster { wait: true }));
+    body.push(i(Op::Ld {
+        space: Space::SharedCluster,
+        ty: Ty::U32,
+        dst: smallvec![r(4)],
+        addr: at(AddrBase::Reg(r(3)), 4),
+    }));
+    body.push(i(Op::St {
+        space: Space::SharedCluster,
+        ty: Ty::F32,
+        addr: at(AddrBase::Reg(r(3)), 0),
+        src: smallvec![o(f(1))],
+    }));
+    body.push(i(Op::Atom {
+        order: None,
+        space: Space::SharedCluster,
+        op: AtomOp::Add,
+        ty: Ty::U32,
+        dst: r(0),
+        addr: at(AddrBase::Reg(r(3)), 8),
+        a: imm(1),
+        b: None,
+    }));
     for scope in scopes() {
         body.push(i(Op::Membar { scope }));
         for (sem, space) in [(Sem::Acquire, Space::Global), (Sem::Relaxed, Space::Shared)] {
@@ -717,6 +749,7 @@ fn every_form_module() -> Module {
             },
         ],
         reqntid: Some([128, 1, 1]),
+        reqnctapercluster: Some([2, 1, 1]),
         maxnreg: Some(64),
         shared: vec![
             SharedDecl {
@@ -766,6 +799,7 @@ fn every_form_module() -> Module {
         name: "empty".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![],
         local: vec![],
@@ -779,6 +813,7 @@ fn every_form_module() -> Module {
         name: "dynamic".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![
             SharedDecl {
@@ -822,6 +857,7 @@ fn every_form_module() -> Module {
         name: "arrays".into(),
         params: vec![],
         reqntid: None,
+        reqnctapercluster: None,
         maxnreg: None,
         shared: vec![],
         local: vec![

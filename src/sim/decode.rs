@@ -20,7 +20,7 @@ use super::symbols;
 mod memory;
 pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
-use memory::{acquires, atomic_space, mem_space, releases, space_of};
+use memory::{acquires, atomic_space, mem_space, releases, space_of, vec_len};
 use std::collections::HashMap;
 
 /// No slot (no base register, no guard, no predicate output).
@@ -124,6 +124,16 @@ pub(crate) enum Inst {
     Coll(u32),
     /// A `vprintf` call, by index into [`Program::prints`].
     Print(u32),
+    /// `mapa.shared::cluster.u32` (see [`super::cluster`]).
+    Mapa {
+        dst: u32,
+        src: u32,
+        rank: u32,
+    },
+    /// `barrier.cluster.arrive` or `.wait` (see [`super::cluster`]).
+    ClusterBar {
+        wait: bool,
+    },
     Nop,
 }
 
@@ -257,6 +267,10 @@ pub(crate) struct Program {
     /// The `vprintf` calls.
     pub prints: Vec<PrintCall>,
     pub reqntid: Option<[u32; 3]>,
+    /// `.reqnctapercluster`; whether the body has cluster instructions (then blocks run by
+    /// clusters, of one block without a shape: see [`super::cluster`]).
+    pub cluster: Option<[u32; 3]>,
+    pub uses_cluster: bool,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
     /// Per body index: the body index of the nearest comment above, or [`NONE`].
@@ -423,6 +437,8 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         cmem: Vec::new(),
         prints: Vec::new(),
         reqntid: f.reqntid,
+        cluster: f.reqnctapercluster,
+        uses_cluster: f.body.iter().any(|i| memory::is_cluster_op(&i.op)),
         lines: src_lines,
         comment_of,
         comments,
@@ -783,6 +799,8 @@ impl Decoder<'_> {
             | Op::Loc { .. }
             | Op::Membar { .. }
             | Op::Nanosleep { .. } => Inst::Nop,
+            Op::Mapa { dst, src, rank } => self.mapa(*dst, src, rank)?,
+            Op::BarrierCluster { wait } => Inst::ClusterBar { wait: *wait },
             Op::Vprintf { format, args } => {
                 let data = &(self.f.strings.get(*format as usize))
                     .ok_or(InvalidReason::UnknownSymbol)?
@@ -1184,11 +1202,4 @@ fn full_width(ty: Ty) -> D<()> {
         return Err(InvalidReason::BadType);
     }
     Ok(())
-}
-
-fn vec_len(n: usize) -> D<u8> {
-    match n {
-        1 | 2 | 4 => Ok(n as u8),
-        _ => Err(InvalidReason::BadVector),
-    }
 }

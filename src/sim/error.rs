@@ -243,6 +243,17 @@ pub enum LaunchProblem {
         /// The most allowed.
         max: u32,
     },
+    /// The grid is not a whole number of the entry's clusters (`.reqnctapercluster`), or the
+    /// entry's cluster has more than 16 blocks.
+    ClusterGrid {
+        /// The grid.
+        grid: [u32; 3],
+        /// The cluster shape.
+        cluster: [u32; 3],
+    },
+    /// A grid barrier's cooperative launch of an entry that runs in clusters (the simulator
+    /// runs either the whole grid at once or one cluster at a time).
+    CooperativeCluster,
 }
 
 impl fmt::Display for LaunchProblem {
@@ -257,6 +268,14 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "a cooperative launch of {blocks} blocks; at most {max} can run at once"
             ),
+            LaunchProblem::ClusterGrid { grid, cluster } => write!(
+                f,
+                "grid {grid:?} is not a whole number of clusters of {cluster:?} blocks \
+                 (.reqnctapercluster; a cluster has at most 16 blocks)"
+            ),
+            LaunchProblem::CooperativeCluster => {
+                f.write_str("a cooperative launch of an entry that runs in clusters")
+            }
             LaunchProblem::LocalMemory { bytes, limit } => write!(
                 f,
                 "{bytes} bytes of local memory per thread; a thread can have at most {limit}"
@@ -295,6 +314,9 @@ pub enum MemSpace {
     Local,
     /// Constant memory: each `.const` declaration at an address of its own (read-only).
     Const,
+    /// The shared memory of the blocks of a cluster (`.shared::cluster`): the rank of the
+    /// block in the address's top bits, its `.shared` address below them.
+    Cluster,
 }
 
 impl fmt::Display for MemSpace {
@@ -303,6 +325,7 @@ impl fmt::Display for MemSpace {
             MemSpace::Param => "param",
             MemSpace::Global => "global",
             MemSpace::Shared => "shared",
+            MemSpace::Cluster => "shared::cluster",
             MemSpace::Local => "local",
             MemSpace::Const => "const",
         })
@@ -471,6 +494,37 @@ impl fmt::Display for GlobalRaceFault {
     }
 }
 
+/// A race on distributed shared memory: two blocks of a cluster touch the same byte of one
+/// block's shared memory, at least one writing, with no cluster barrier between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterRaceFault {
+    /// The block whose shared memory holds the byte.
+    pub owner: [u32; 3],
+    /// The byte's `.shared` address in that block.
+    pub address: u32,
+    /// The earlier access.
+    pub first: Access,
+    /// The later access, which found the earlier one unordered.
+    pub second: Access,
+}
+
+impl fmt::Display for ClusterRaceFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [x, y, z] = self.owner;
+        write!(
+            f,
+            "distributed shared memory race on byte {:#x} of block ({x},{y},{z})'s shared memory\n  {} by {}\n    at {}\n  {} by {}\n    at {}\n  no cluster barrier orders them",
+            self.address,
+            self.first.kind,
+            self.first.thread,
+            self.first.at,
+            self.second.kind,
+            self.second.thread,
+            self.second.at
+        )
+    }
+}
+
 /// Where an undefined value reached something observable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UseKind {
@@ -601,6 +655,18 @@ pub enum ParticipationProblem {
         /// blocks wait at different barriers).
         exited_at: Option<Location>,
     },
+    /// In a cluster launch, threads wait at a cluster barrier (the fault's location) that can
+    /// never complete: some thread of the cluster exited (or waits elsewhere) without
+    /// arriving. The blocks whose threads all exited are listed with where their first
+    /// thread exited.
+    ClusterBarrier {
+        /// Blocks with threads waiting at the barrier.
+        waiting_blocks: Vec<[u32; 3]>,
+        /// Blocks of the cluster whose threads all exited.
+        exited_blocks: Vec<[u32; 3]>,
+        /// Where a thread that will never arrive exited, when one did.
+        exited_at: Option<Location>,
+    },
 }
 
 impl fmt::Display for ParticipationProblem {
@@ -625,6 +691,23 @@ impl fmt::Display for ParticipationProblem {
                 )?;
                 if let (Some([bx, by, bz]), Some(at)) = (exited_blocks.first(), exited_at) {
                     write!(f, " (block ({bx},{by},{bz}) exited at {at})")?;
+                }
+                Ok(())
+            }
+            ParticipationProblem::ClusterBarrier {
+                waiting_blocks,
+                exited_blocks,
+                exited_at,
+            } => {
+                write!(
+                    f,
+                    "a cluster barrier that can never complete: {} blocks of the cluster wait, \
+                     {} blocks exited",
+                    waiting_blocks.len(),
+                    exited_blocks.len()
+                )?;
+                if let Some(at) = exited_at {
+                    write!(f, " (a thread that never arrives exited at {at})")?;
                 }
                 Ok(())
             }
@@ -787,6 +870,9 @@ pub enum SimError {
     /// In a cooperative launch, two blocks touch the same global byte, at least one writing,
     /// with no release and acquire (a grid barrier) ordering them.
     GlobalRace(Box<GlobalRaceFault>),
+    /// In a cluster launch, two blocks touch the same byte of one block's shared memory, at
+    /// least one writing, with no cluster barrier ordering them.
+    ClusterRace(Box<ClusterRaceFault>),
     /// An access outside every buffer of its space.
     OutOfBounds(Box<MemoryFault>),
     /// An access not aligned to its size.
@@ -860,6 +946,7 @@ impl fmt::Display for SimError {
             SimError::Participation(p) => write!(f, "in `{}`: {p}", p.at.entry),
             SimError::Race(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
             SimError::GlobalRace(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
+            SimError::ClusterRace(r) => write!(f, "in `{}`: {r}", r.second.at.entry),
             SimError::OutOfBounds(m) => write!(f, "in `{}`: out-of-bounds {m}", m.at.entry),
             SimError::Misaligned(m) => write!(
                 f,

@@ -11,6 +11,7 @@
 //! [`Env::pending`] and the thread goes on (the block decides what to report).
 
 use super::alu::{AtomAt, AtomKind, atom_apply};
+use super::cluster::{self, Cluster, ClusterHit, LOCAL_MASK};
 use super::decode::{Atomic, Ext, Inst, LOCAL_SHIFT, Mem, NONE, Program, SHARED_SHIFT};
 use super::error::{AccessKind, MemSpace, UseKind};
 use super::global_race::{GlobalHit, GlobalRaces};
@@ -70,6 +71,8 @@ pub(crate) struct Env<'a> {
     /// In a cooperative launch with race checking: the global race checker, and the block's
     /// linear index in the grid.
     pub global_races: Option<(&'a RefCell<GlobalRaces>, u32)>,
+    /// In a cluster launch: what the blocks of the cluster share, and the block's rank in it.
+    pub cluster: Option<(&'a RefCell<Cluster>, u32)>,
 }
 
 /// Why a thread stopped.
@@ -117,6 +120,11 @@ pub(crate) enum Fault {
     /// A race on global memory with another block of a cooperative launch.
     GlobalRace {
         hit: GlobalHit,
+        kind: AccessKind,
+    },
+    /// A race on shared memory with another block of the cluster.
+    ClusterRace {
+        hit: ClusterHit,
         kind: AccessKind,
     },
     /// A `vprintf` format with a conversion the simulator does not implement, at this byte.
@@ -229,6 +237,40 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
             }
             // Counted when the collective completes.
             Inst::Coll(_) => break Stop::Coll,
+            Inst::Mapa { dst, src, rank } => {
+                let r = &env.regs;
+                env.regs[dst as usize] = cluster::mapa(r[src as usize], r[rank as usize]);
+                if U {
+                    let o = &env.origin;
+                    env.origin[dst as usize] = join(o[src as usize], o[rank as usize]);
+                }
+            }
+            Inst::ClusterBar { wait: false } => {
+                if let Some((c, rank)) = env.cluster {
+                    c.borrow_mut().arrive(rank, env.tid);
+                }
+                // An arrival can let blocks waiting at the barrier go on.
+                *env.global_writes += 1;
+            }
+            Inst::ClusterBar { wait: true } => {
+                let (done, barrier, threads) = match env.cluster {
+                    Some((c, rank)) => {
+                        let mut c = c.borrow_mut();
+                        let (done, barrier) = c.wait(rank, env.tid);
+                        (done, barrier, c.threads())
+                    }
+                    None => (true, false, 0),
+                };
+                if !done {
+                    // Waits here (its pc stays at the wait) while the others arrive.
+                    steps += 1;
+                    break Stop::Spin;
+                }
+                if barrier && let Some(r) = env.shared.race.as_mut() {
+                    let warps: Vec<usize> = (0..threads.div_ceil(32)).collect();
+                    r.barrier(&warps);
+                }
+            }
             Inst::Print(i) => {
                 if let Err(f) = print(env, i) {
                     break Stop::Fault(f);
@@ -456,6 +498,7 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32, ordered: bool) -> F 
                     })?;
                 }
             }
+            track_cluster(env, None, start, addr, total, pc, AccessKind::Read)?;
             for k in 0..usize::from(m.n) {
                 let o = start + k * size as usize;
                 let v = le(&env.shared.data[o..o + size as usize]);
@@ -475,6 +518,37 @@ fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32, ordered: bool) -> F 
                     || env.local_written[o..o + size as usize]
                         .iter()
                         .all(|w| *w != 0);
+                set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
+            }
+        }
+        MemSpace::Cluster => {
+            let (owner, local) = cluster_target(env, addr, total)?;
+            if owner.is_none() {
+                let mut own = *m;
+                own.space = MemSpace::Shared;
+                own.base = NONE;
+                own.disp = local as i64;
+                return load::<U>(env, &own, pc, ordered).map_err(|f| in_cluster(f, addr));
+            }
+            let (c, _) = env.cluster.ok_or(bounds)?;
+            let owner = owner.unwrap_or(0);
+            let start = {
+                let cl = c.borrow();
+                let mem = cl.mems.get(owner as usize).and_then(Option::as_ref);
+                shared_at(mem.ok_or(bounds)?, local, total).map_err(|_| bounds)?
+            };
+            track_cluster(env, Some(owner), start, local, total, pc, AccessKind::Read)?;
+            let cl = c.borrow();
+            let mem = cl.mems[owner as usize].as_ref().ok_or(bounds)?;
+            let mut got = [(0u64, true); 4];
+            for (k, g) in got.iter_mut().enumerate().take(usize::from(m.n)) {
+                let o = start + k * size as usize;
+                let v = le(&mem.data[o..o + size as usize]);
+                let def = !U || mem.written[o..o + size as usize].iter().all(|w| *w != 0);
+                *g = (v, def);
+            }
+            drop(cl);
+            for (k, (v, def)) in got.into_iter().enumerate().take(usize::from(m.n)) {
                 set::<U>(env, m.regs[k], extend(v, size, m.ext), def, pc);
             }
         }
@@ -543,6 +617,7 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
                     })?;
                 }
             }
+            track_cluster(env, None, start, addr, total, pc, AccessKind::Write)?;
             for k in 0..usize::from(m.n) {
                 let o = start + k * size as usize;
                 let v = env.regs[m.regs[k] as usize].to_le_bytes();
@@ -560,8 +635,97 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
                 env.local_written[o..o + size as usize].fill(1);
             }
         }
+        MemSpace::Cluster => {
+            let (owner, local) = cluster_target(env, addr, total)?;
+            let Some(owner) = owner else {
+                let mut own = *m;
+                own.space = MemSpace::Shared;
+                own.base = NONE;
+                own.disp = local as i64;
+                return store::<U>(env, &own, pc).map_err(|f| in_cluster(f, addr));
+            };
+            let (c, _) = env.cluster.ok_or(bounds)?;
+            let start = {
+                let cl = c.borrow();
+                let mem = cl.mems.get(owner as usize).and_then(Option::as_ref);
+                shared_at(mem.ok_or(bounds)?, local, total).map_err(|_| bounds)?
+            };
+            track_cluster(env, Some(owner), start, local, total, pc, AccessKind::Write)?;
+            let mut cl = c.borrow_mut();
+            let mem = cl.mems[owner as usize].as_mut().ok_or(bounds)?;
+            for k in 0..usize::from(m.n) {
+                let o = start + k * size as usize;
+                let v = env.regs[m.regs[k] as usize].to_le_bytes();
+                mem.data[o..o + size as usize].copy_from_slice(&v[..size as usize]);
+                let defined = !U || env.origin[m.regs[k] as usize] == 0;
+                mem.written[o..o + size as usize].fill(u8::from(defined));
+            }
+        }
         // Decoding refuses stores to parameters and constants.
         MemSpace::Param | MemSpace::Const => return Err(bounds),
+    }
+    Ok(())
+}
+
+/// Where a `.shared::cluster` access goes: `None` for the thread's own block (the `.shared`
+/// address is the second value), else the rank of the block whose shared memory it is.
+fn cluster_target(env: &Env<'_>, addr: u64, size: u32) -> Result<(Option<u32>, u64), Fault> {
+    let bounds = Fault::Bounds {
+        space: MemSpace::Cluster,
+        addr,
+        size,
+    };
+    let local = addr & LOCAL_MASK;
+    let (blocks, me) = match env.cluster {
+        Some((c, me)) => (c.borrow().blocks() as u32, me),
+        None => (1, 0),
+    };
+    match cluster::rank_of(addr) {
+        None => Ok((None, local)),
+        Some(r) if r == me => Ok((None, local)),
+        Some(r) if r < blocks => Ok((Some(r), local)),
+        Some(_) => Err(bounds),
+    }
+}
+
+/// A fault of an access to the thread's own block through a `.shared::cluster` address,
+/// reported at that address.
+fn in_cluster(f: Fault, cluster_addr: u64) -> Fault {
+    match f {
+        Fault::Bounds { size, .. } => Fault::Bounds {
+            space: MemSpace::Cluster,
+            addr: cluster_addr,
+            size,
+        },
+        Fault::Misaligned { size, .. } => Fault::Misaligned {
+            space: MemSpace::Cluster,
+            addr: cluster_addr,
+            size,
+        },
+        other => other,
+    }
+}
+
+/// Tells the cluster's race checker of an access to storage bytes `[start, start + len)` of
+/// `owner`'s shared memory (`None`: the thread's own block) at `.shared` address `addr`.
+fn track_cluster(
+    env: &Env<'_>,
+    owner: Option<u32>,
+    start: usize,
+    addr: u64,
+    len: u32,
+    pc: u32,
+    kind: AccessKind,
+) -> F {
+    let Some((c, me)) = env.cluster else {
+        return Ok(());
+    };
+    let owner = owner.unwrap_or(me);
+    let mut c = c.borrow_mut();
+    for (i, b) in (start..start + len as usize).enumerate() {
+        let at = (addr as u32).wrapping_add(i as u32);
+        c.access(owner, b, at, me, env.tid, pc, kind)
+            .map_err(|hit| Fault::ClusterRace { hit, kind })?;
     }
     Ok(())
 }
@@ -625,6 +789,7 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
                     })?;
                 }
             }
+            track_cluster(env, None, start, addr, size, pc, AccessKind::Atomic)?;
             if U && env.pending.is_none() && env.shared.written[start..end].contains(&0) {
                 env.pending = Some((
                     pc,
@@ -638,6 +803,40 @@ fn atomic<const U: bool>(env: &mut Env<'_>, at: &Atomic, pc: u32) -> F {
             let new = atom_apply(op, kind, AtomAt::Shared, old, av, bv).to_le_bytes();
             env.shared.data[start..end].copy_from_slice(&new[..size as usize]);
             env.shared.written[start..end].fill(1);
+            old
+        }
+        MemSpace::Cluster => {
+            let (owner, local) = cluster_target(env, addr, size)?;
+            let Some(owner) = owner else {
+                let mut own = *at;
+                own.space = MemSpace::Shared;
+                own.base = NONE;
+                own.disp = local as i64;
+                return atomic::<U>(env, &own, pc).map_err(|f| in_cluster(f, addr));
+            };
+            let (c, _) = env.cluster.ok_or(bounds)?;
+            let start = {
+                let cl = c.borrow();
+                let mem = cl.mems.get(owner as usize).and_then(Option::as_ref);
+                shared_at(mem.ok_or(bounds)?, local, size).map_err(|_| bounds)?
+            };
+            let end = start + size as usize;
+            track_cluster(env, Some(owner), start, local, size, pc, AccessKind::Atomic)?;
+            let mut cl = c.borrow_mut();
+            let mem = cl.mems[owner as usize].as_mut().ok_or(bounds)?;
+            if U && env.pending.is_none() && mem.written[start..end].contains(&0) {
+                env.pending = Some((
+                    pc,
+                    Fault::UninitMemory {
+                        space: at.space,
+                        addr,
+                    },
+                ));
+            }
+            let old = le(&mem.data[start..end]);
+            let new = atom_apply(op, kind, AtomAt::Shared, old, av, bv).to_le_bytes();
+            mem.data[start..end].copy_from_slice(&new[..size as usize]);
+            mem.written[start..end].fill(1);
             old
         }
         // Decoding allows atomics only on global and shared memory.

@@ -91,6 +91,7 @@ fn eval(
                 },
             ],
             reqntid: None,
+            reqnctapercluster: None,
             maxnreg: None,
             shared: vec![],
             local: vec![],
@@ -453,6 +454,7 @@ fn printf_module() -> Module {
             name: "printf".into(),
             params: vec![],
             reqntid: None,
+            reqnctapercluster: None,
             maxnreg: None,
             shared: vec![],
             local: vec![LocalDecl {
@@ -662,6 +664,21 @@ fn every_operation_executes_with_its_known_result() {
         assert!(got.iter().all(|g| *g == want), "vote.{mode:?}: {got:?}");
         note(&m);
     }
+    // Clusters, in a cluster of one block: `mapa` of rank 0 gives the `.shared::cluster`
+    // address of rank 0 (bit 28 set: rank + 1 above the `.shared` address), and a barrier
+    // every thread arrives at completes.
+    let body = vec![
+        i(Op::BarrierCluster { wait: false }),
+        i(Op::Mapa {
+            dst: r(2),
+            src: imm(20),
+            rank: imm(0),
+        }),
+        i(Op::BarrierCluster { wait: true }),
+    ];
+    let (got, m) = eval1(body, r(2));
+    assert_eq!(got, (1 << 28) | 20, "mapa");
+    note(&m);
     // The remaining variants in one program: labels, branches, predicates, selp, mad.wide,
     // cvta, ld/st, bar.sync, bar.warp.sync, match, redux, activemask, membar, comments,
     // line information.

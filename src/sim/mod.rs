@@ -113,7 +113,10 @@
 //!   only spin on memory no one writes) is a fault too: blocks wait at a grid barrier that a
 //!   block which exited, or waits elsewhere, never arrives at
 //!   ([`ParticipationProblem::GridBarrier`], naming the barrier's op and the blocks that
-//!   left).
+//!   left). In a cluster launch (an entry with `.reqnctapercluster` or cluster
+//!   instructions: the blocks of each cluster run together, see the `cluster` module), a
+//!   cluster barrier some thread of the cluster never arrives at is such a fault
+//!   ([`ParticipationProblem::ClusterBarrier`]).
 //!   Turned off, the hardware's rules apply instead: exited threads release barriers, and
 //!   barrier or warp-collective instances gather across instructions of the same kind.
 //! - **races**: reports two accesses to the same shared-memory byte by different threads, at
@@ -127,7 +130,11 @@
 //!   with `.release` or `.acq_rel`) and an acquire of the value it published (an atomic with
 //!   `.acquire` or `.acq_rel`, or `ld.acquire`) order them, as a grid barrier does
 //!   ([`SimError::GlobalRace`]). Threads of one block are not checked against one another
-//!   there.
+//!   there. In a cluster launch, shared memory is checked between the blocks of a cluster
+//!   too (distributed shared memory): an access by one block and a write by another to the
+//!   same byte race unless a completed cluster barrier orders them
+//!   ([`SimError::ClusterRace`]); `.shared::cluster` accesses past the cluster's ranks or a
+//!   declaration are out of bounds ([`MemSpace::Cluster`]).
 //! - **out of bounds** (always on): reports accesses outside every live allocation (global),
 //!   outside every shared declaration (shared: each is checked on its own, so an index past
 //!   one array into the next, or into the code generator's scratch, is out of bounds, not
@@ -157,6 +164,7 @@
 
 mod alu;
 mod block;
+mod cluster;
 mod control;
 mod coop;
 #[cfg(test)]
@@ -179,9 +187,10 @@ pub use control::{
 };
 pub use entry_text::entry_text;
 pub use error::{
-    AbsentGroup, AbsentState, Access, AccessKind, Extent, GlobalRaceFault, InvalidReason,
-    LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason, ParticipationFault,
-    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, AccessKind, ClusterRaceFault, Extent, GlobalRaceFault,
+    InvalidReason, LaunchProblem, Location, MemSpace, MemoryFault, ParseError, ParseReason,
+    ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
+    UninitOrigin, UseKind,
 };
 pub use parse::parse;
 
@@ -509,6 +518,18 @@ impl Simulator {
                 max: self.options.max_cooperative_blocks,
             }));
         }
+        let clustered = prog.uses_cluster || prog.cluster.is_some();
+        let cluster = prog.cluster.unwrap_or([1, 1, 1]);
+        if clustered {
+            let size = cluster.iter().fold(1u64, |n, &d| n * u64::from(d));
+            let whole = (grid.iter().zip(&cluster)).all(|(g, c)| *c > 0 && g % c == 0);
+            if !whole || size > 16 {
+                return Err(refuse(LaunchProblem::ClusterGrid { grid, cluster }));
+            }
+            if cooperative {
+                return Err(refuse(LaunchProblem::CooperativeCluster));
+            }
+        }
         let ctaid = |b: u64| {
             let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
             [
@@ -522,7 +543,19 @@ impl Simulator {
         let view = self.memory.view(workers > 1);
         let monitor = Monitor::new(entry, opts.budget, opts.progress.as_ref(), nblocks);
         let printed: Mutex<Vec<(u64, u32, String)>> = Mutex::new(Vec::new());
-        let counts = if cooperative {
+        let counts = if clustered {
+            match cluster::run(prog, opts, &view, &pbuf, shape, &monitor, cluster) {
+                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
+                Err(e) => return Err(e),
+                Ok((counts, lines)) => {
+                    printed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(lines);
+                    counts
+                }
+            }
+        } else if cooperative {
             let ctaids: Vec<[u32; 3]> = (0..nblocks).map(ctaid).collect();
             let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, &ctaids);
             match ran {

@@ -140,6 +140,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                             name,
                             params: Vec::new(),
                             reqntid: None,
+                            reqnctapercluster: None,
                             maxnreg: None,
                             shared: std::mem::take(&mut dynamic),
                             local: Vec::new(),
@@ -194,6 +195,12 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                         return Err(cx.err(ParseReason::BadDeclaration));
                     };
                     f.maxnreg = Some(n);
+                } else if let Some(rest) = line.strip_prefix(".reqnctapercluster") {
+                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
+                    let [x, y, z] = v[..] else {
+                        return Err(cx.err(ParseReason::BadDeclaration));
+                    };
+                    f.reqnctapercluster = Some([x, y, z]);
                 } else {
                     return Err(cx.err(ParseReason::UnexpectedLine));
                 }
@@ -830,6 +837,26 @@ fn parse_op(mn: &str, ops: &[&str], f: &Function) -> R<Op> {
                 _ => Err(ParseReason::UnknownMnemonic),
             }
         }
+        "mapa" => {
+            if parts[1..] != ["shared::cluster", "u32"] {
+                return Err(ParseReason::UnknownMnemonic);
+            }
+            let [d, a, r] = want::<3>(ops)?;
+            Ok(Op::Mapa {
+                dst: reg(&d)?,
+                src: opd(&a)?,
+                rank: opd(&r)?,
+            })
+        }
+        "barrier" => {
+            let wait = match parts[1..] {
+                ["cluster", "arrive"] => false,
+                ["cluster", "wait"] => true,
+                _ => return Err(ParseReason::UnknownMnemonic),
+            };
+            want::<0>(ops)?;
+            Ok(Op::BarrierCluster { wait })
+        }
         "membar" => {
             let scope = match parts[1..] {
                 ["cta"] => Scope::Cta,
@@ -937,6 +964,7 @@ fn parse_space<'p, 'a>(parts: &'p [&'a str]) -> R<(Space, &'p [&'a str])> {
         ["global", "nc", rest @ ..] => Ok((Space::GlobalNc, rest)),
         ["global", rest @ ..] => Ok((Space::Global, rest)),
         ["shared", rest @ ..] => Ok((Space::Shared, rest)),
+        ["shared::cluster", rest @ ..] => Ok((Space::SharedCluster, rest)),
         ["local", rest @ ..] => Ok((Space::Local, rest)),
         ["const", rest @ ..] => Ok((Space::Const, rest)),
         _ => Err(ParseReason::UnknownMnemonic),
@@ -1122,6 +1150,7 @@ mod tests {
                 ty: Ty::U64,
             }],
             reqntid: None,
+            reqnctapercluster: None,
             maxnreg: None,
             shared: vec![SharedDecl {
                 name: "s".into(),

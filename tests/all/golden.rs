@@ -117,3 +117,22 @@ fn grid_barrier_between_phases() {
     let kernel = k.build().expect("builds");
     golden_ptx("grid_phases.sm_90.ptx", &kernel, Arch::Sm90);
 }
+
+/// A cluster of two blocks: each writes its shared array, a cluster barrier, a read of the
+/// other block's copy (`mapa` and `ld.shared::cluster`), and the trailing cluster barrier
+/// before the kernel ends.
+#[test]
+fn cluster_exchange_through_distributed_shared_memory() {
+    let mut k = KernelBuilder::new("cluster_swap").block(64).cluster(2);
+    let y = k.output::<u32>("y");
+    let c = k.this_cluster();
+    let t = index::thread_rank();
+    let a = k.shared_array::<u32>(64);
+    k.shared_write(&a, &t, t.clone() + 1u32);
+    k.sync_cluster();
+    let other = k.map_shared_rank(&a, 1u32 - c.block_rank());
+    let v = k.remote_read(&other, (t.clone() + 1u32) % 64u32);
+    k.write(&y, index::block_index() * 64u32 + t, v);
+    let kernel = k.build().expect("builds");
+    golden_ptx("cluster_swap.sm_90.ptx", &kernel, Arch::Sm90);
+}

@@ -11,6 +11,7 @@ mod checks;
 mod collectives_prop;
 #[macro_use]
 mod common;
+mod cluster;
 mod defined;
 mod disk_cache;
 mod docs;

@@ -64,6 +64,15 @@ pub struct Atomic<T: Element> {
     scope: MemoryScope,
 }
 
+impl<T: Element> Atomic<T> {
+    /// What it does, its operand, compare value, order and scope.
+    pub(crate) fn into_parts(
+        self,
+    ) -> (AtomicOp, Expr<T>, Option<Expr<T>>, MemoryOrder, MemoryScope) {
+        (self.op, self.value, self.compare, self.order, self.scope)
+    }
+}
+
 impl<T: AtomicElement> Atomic<T> {
     fn new(op: AtomicOp, value: impl Into<Expr<T>>) -> Self {
         Atomic {

@@ -46,8 +46,33 @@ pub(super) fn releases(order: Order) -> bool {
     matches!(order, Some((Sem::Release | Sem::AcqRel, _)))
 }
 
+impl Decoder<'_> {
+    /// `mapa.shared::cluster.u32 dst, src, rank`.
+    pub(super) fn mapa(&mut self, dst: Reg, src: &Operand, rank: &Operand) -> D<Inst> {
+        Ok(Inst::Mapa {
+            dst: self.dst(dst, Ty::U32)?,
+            src: self.opd(src, Ty::U32)?,
+            rank: self.opd(rank, Ty::U32)?,
+        })
+    }
+}
+
+/// Whether an instruction belongs to clusters (see [`crate::sim::cluster`]).
+pub(super) fn is_cluster_op(op: &Op) -> bool {
+    match op {
+        Op::Mapa { .. } | Op::BarrierCluster { .. } => true,
+        Op::Ld { space, .. }
+        | Op::St { space, .. }
+        | Op::Atom { space, .. }
+        | Op::Red { space, .. }
+        | Op::LdOrdered { space, .. } => *space == Space::SharedCluster,
+        _ => false,
+    }
+}
+
 pub(super) fn mem_space(s: Space) -> MemSpace {
     match s {
+        Space::SharedCluster => MemSpace::Cluster,
         Space::Param => MemSpace::Param,
         Space::Global | Space::GlobalNc => MemSpace::Global,
         Space::Shared => MemSpace::Shared,
@@ -60,6 +85,7 @@ pub(super) fn atomic_space(s: Space) -> D<MemSpace> {
     match s {
         Space::Global => Ok(MemSpace::Global),
         Space::Shared => Ok(MemSpace::Shared),
+        Space::SharedCluster => Ok(MemSpace::Cluster),
         _ => Err(InvalidReason::ReadOnlySpace),
     }
 }
@@ -67,6 +93,15 @@ pub(super) fn atomic_space(s: Space) -> D<MemSpace> {
 pub(super) fn space_of(s: MemSpace) -> &'static Space {
     match s {
         MemSpace::Shared => &Space::Shared,
+        MemSpace::Cluster => &Space::SharedCluster,
         _ => &Space::Global,
+    }
+}
+
+/// A vector access's length: 1, 2 or 4.
+pub(super) fn vec_len(n: usize) -> D<u8> {
+    match n {
+        1 | 2 | 4 => Ok(n as u8),
+        _ => Err(InvalidReason::BadVector),
     }
 }

@@ -9,8 +9,8 @@
 
 use coopgraph::ir::expr::{Axis, BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use coopgraph::ir::ops::{
-    AtomicMemory, AtomicOp, Bounds, LaneOp, MemoryOrder, MemoryScope, OpKind, ReduceOp, Sharing,
-    Transfer, ValidOf,
+    AtomicMemory, AtomicOp, Bounds, ClusterOp, LaneOp, MemoryOrder, MemoryScope, OpKind, ReduceOp,
+    Sharing, Transfer, ValidOf,
 };
 use coopgraph::ir::{
     Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, NeighborKind, OpId,
@@ -30,6 +30,7 @@ pub fn program(ir: &Ir, launch: &str) -> String {
         .filter_map(|o| match &o.kind {
             OpKind::Atomic(a) => Some(a.old),
             OpKind::Lanes(l) => l.out,
+            OpKind::Cluster(c) => c.dst(),
             _ => None,
         })
         .collect();
@@ -161,6 +162,9 @@ impl Printer<'_> {
         if ir.options.math == MathMode::Fast {
             k.push_str(".fastmath()");
         }
+        if let Some(c) = ir.cluster {
+            let _ = write!(k, ".cluster_dims({:?})", c.dims);
+        }
         k.push(';');
         self.line(&k);
         for p in &ir.params {
@@ -252,6 +256,49 @@ impl Printer<'_> {
     }
 
     /// Payload `d`, made by the op being written.
+    /// A cluster op: a barrier, or a remote access through a `map_shared_rank` handle.
+    fn cluster(&mut self, c: &ClusterOp) {
+        let (array, rank, index) = match c {
+            ClusterOp::Sync => return self.line("k.sync_cluster();"),
+            ClusterOp::Arrive => return self.line("k.cluster_arrive();"),
+            ClusterOp::Wait => return self.line("k.cluster_wait();"),
+            ClusterOp::Read {
+                array, rank, index, ..
+            }
+            | ClusterOp::Write {
+                array, rank, index, ..
+            }
+            | ClusterOp::Atomic {
+                array, rank, index, ..
+            } => (*array, *rank, *index),
+        };
+        let s = format!(
+            "let remote = k.map_shared_rank(&smem{}, {});",
+            array.index(),
+            self.expr(rank)
+        );
+        self.line(&s);
+        let index = self.expr(index);
+        let s = match c {
+            ClusterOp::Read { dst, .. } => {
+                format!("let {} = k.remote_read(&remote, {index});", self.made(*dst))
+            }
+            ClusterOp::Write { value, .. } => {
+                format!("k.remote_write(&remote, {index}, {});", self.expr(*value))
+            }
+            ClusterOp::Atomic { op, value, old, .. } => {
+                let v = self.expr(*value);
+                format!(
+                    "let {} = k.remote_atomic(&remote, {index}, Atomic::{}({v}));",
+                    self.made(*old),
+                    format!("{op:?}").to_lowercase()
+                )
+            }
+            _ => return,
+        };
+        self.line(&s);
+    }
+
     fn made(&mut self, d: DataId) -> String {
         self.declared[d.index()] = true;
         format!("{d}")
@@ -581,6 +628,7 @@ impl Printer<'_> {
                 self.line(&s);
             }
             OpKind::SyncGrid => self.line("k.sync_grid();"),
+            OpKind::Cluster(c) => self.cluster(c),
             OpKind::Print { pieces, args } => {
                 let values: Vec<String> = (args.iter())
                     .map(|a| format!("PrintValue::new({})", self.expr(*a)))

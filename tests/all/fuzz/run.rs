@@ -9,6 +9,7 @@ use super::interp::{self, Arg, Event, Outcome};
 use super::types::{AnyBuf, push_scalar};
 use coopgraph::ir::Bounds;
 use coopgraph::ir::DType;
+use coopgraph::planner::PlanError;
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::{ArgList, Device, LaunchConfig, RuntimeError};
 use coopgraph::sim::SimError;
@@ -800,6 +801,14 @@ impl Assembler {
             };
             let mut emitted = Vec::new();
             for &(spec, k) in &mine {
+                // Clusters need sm_90: older arches refuse them with a typed error.
+                if arch < Arch::Sm90 && k.ir().uses_cluster() {
+                    if !matches!(k.module(arch), Err(PlanError::ArchTooOld { .. })) {
+                        let what = format!("a cluster kernel emitted for {arch}");
+                        failures.push((spec.clone(), what, k.clone()));
+                    }
+                    continue;
+                }
                 match k.module(arch) {
                     Ok(m) => {
                         module.append(m);

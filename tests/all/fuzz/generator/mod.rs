@@ -22,6 +22,7 @@
 
 mod arrays;
 mod atomic;
+mod cluster;
 mod collectives;
 mod expr;
 mod flow;
@@ -694,6 +695,13 @@ pub fn generate(spec: &Spec) -> Case {
     // or z store the same tiles (unordered writes of one value, a race between blocks).
     if seed % 4 == 3 && !g.exited && grid_yz == [1, 1] && cooperative_fits(k.ir(), grid) {
         k.sync_grid();
+    }
+    // From the seed too: some kernels of 1-D grids run in thread-block clusters and end with
+    // a cluster barrier and a read of another block's copy of a shared array.
+    if seed % 4 == 1 && grid_yz == [1, 1] && cluster::cluster_fits(&g, &k) {
+        let c = cluster::cluster_size(grid);
+        k = k.cluster(c);
+        g.cluster_tail(&mut k, c);
     }
     let ir = k.ir().clone();
     let kernel = k.build();

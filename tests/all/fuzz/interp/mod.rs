@@ -46,6 +46,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod atomic;
+mod cluster;
 mod collective;
 mod flow;
 mod lanes;
@@ -158,6 +159,10 @@ pub struct Outcome {
     accesses: atomic::AccessMap,
     /// In the second pass of a kernel with atomics: the first pass's accesses.
     seen: Option<atomic::AccessMap>,
+    /// Each block's shared arrays as they stood at its cluster barriers, by (block, barrier).
+    snapshots: cluster::Snapshots,
+    /// In the second pass of a kernel with remote reads: the first pass's snapshots.
+    snapshots_seen: Option<cluster::Snapshots>,
 }
 
 /// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
@@ -268,13 +273,24 @@ fn first_op(ir: &Ir) -> OpId {
 
 /// Runs the kernel over the launch.
 pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
-    // With atomics, a first pass finds every access of the elements they touch.
-    let seen = atomic::has_atomics(ir).then(|| pass(ir, launch, None).accesses);
-    pass(ir, launch, seen)
+    // With atomics, a first pass finds every access of the elements they touch; with remote
+    // reads, what the other blocks' arrays hold at each cluster barrier.
+    let first =
+        (atomic::has_atomics(ir) || ir.uses_remote_shared()).then(|| pass(ir, launch, None, None));
+    match first {
+        Some(f) => pass(ir, launch, Some(f.accesses), Some(f.snapshots)),
+        None => pass(ir, launch, None, None),
+    }
 }
 
-/// One run of the kernel over the launch (with `seen`, the accesses a first pass recorded).
-fn pass(ir: &Ir, launch: &Launch<'_>, seen: Option<atomic::AccessMap>) -> Outcome {
+/// One run of the kernel over the launch (with `seen`, the accesses a first pass recorded,
+/// and `snapshots`, the shared arrays at its cluster barriers).
+fn pass(
+    ir: &Ir,
+    launch: &Launch<'_>,
+    seen: Option<atomic::AccessMap>,
+    snapshots: Option<cluster::Snapshots>,
+) -> Outcome {
     let arr = arrangements(ir);
     let mut out = Outcome {
         outputs: vec![HashMap::new(); ir.params.len()],
@@ -284,6 +300,8 @@ fn pass(ir: &Ir, launch: &Launch<'_>, seen: Option<atomic::AccessMap>) -> Outcom
         printed_unsure: false,
         accesses: HashMap::new(),
         seen,
+        snapshots: HashMap::new(),
+        snapshots_seen: snapshots,
     };
     if ir.ops.is_empty() {
         return out;
@@ -363,6 +381,8 @@ struct Block<'a> {
     /// Per local array, `threads * len` elements (each thread's own).
     locals: Vec<Vec<V>>,
     epoch: u32,
+    /// Cluster barriers the block has passed.
+    cluster_barriers: u32,
     /// Threads running under a branch whose condition was unspecified: what they write is.
     taint: Vec<u8>,
     /// Per thread: whether (and how) it left the code being run.
@@ -415,6 +435,7 @@ impl<'a> Block<'a> {
                 .map(|a| vec![V::UNDEF; threads * a.len as usize])
                 .collect(),
             epoch: 0,
+            cluster_barriers: 0,
             taint: vec![0; threads],
             gone: vec![flow::Gone::No; threads],
             steps: 0,
@@ -664,6 +685,7 @@ impl<'a> Block<'a> {
             // Orders the block's own accesses as a block barrier does; the generator puts grid
             // barriers only where no block reads what another wrote before it.
             OpKind::SyncBlock | OpKind::SyncGrid => self.epoch += 1,
+            OpKind::Cluster(c) => self.cluster(op, c, active),
             OpKind::Print { pieces, args } => {
                 let dtypes: Vec<DType> = (args.iter())
                     .map(|a| self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32))
