@@ -45,6 +45,7 @@ mod cluster;
 mod config;
 mod flow;
 mod lanes;
+mod library;
 mod loops;
 mod reads;
 use loops::Jumps;
@@ -325,42 +326,7 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
     }
     check_tree(ir, errors);
     check_expr_depth(ir, errors);
-    check_library_types(ir, errors);
-}
-
-/// Every math-library function an op evaluates is one the library has at its type (the typed
-/// builder offers no other; hand-built IR may name, say, `sin` of an `i32`). Reported once per
-/// function and type, at the first op that evaluates it.
-fn check_library_types(ir: &Ir, errors: &mut Vec<VerifyError>) {
-    let nodes = ir.exprs.nodes();
-    let mut seen = vec![false; nodes.len()];
-    let mut reported = HashSet::new();
-    for (i, op) in ir.ops.iter().enumerate() {
-        let mut stack: Vec<ExprId> = op.kind.exprs().into_vec();
-        while let Some(e) = stack.pop() {
-            let Some(n) = nodes.get(e.index()) else {
-                continue;
-            };
-            if std::mem::replace(&mut seen[e.index()], true) {
-                continue;
-            }
-            stack.extend(n.kind.children().copied());
-            let func = match n.kind {
-                ExprKind::Unary(f, _) if f.is_library() => super::math::Func::Unary(f),
-                ExprKind::Binary(f, ..) if f.is_library() => super::math::Func::Binary(f),
-                _ => continue,
-            };
-            let dtype = n.ty.dtype();
-            let known = dtype.is_some_and(|d| super::math::template(func, d).is_some());
-            if !known && reported.insert((func, n.ty)) {
-                let kind = K::MathFunctionType {
-                    function: func.name(),
-                    found: n.ty,
-                };
-                errors.push(err(kind, op.loc, Some(OpId(i as u32))));
-            }
-        }
-    }
+    library::check_library_types(ir, errors);
 }
 
 /// The regions form a tree under the body, nested at most [`MAX_NESTING`] deep: each region

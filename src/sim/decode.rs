@@ -726,66 +726,6 @@ impl Decoder<'_> {
         self.reg(r, Fit::Exact(1))
     }
 
-    /// `[base+offset]` in `space`: the base slot and displacement.
-    fn addr(&mut self, a: &Address, space: Space) -> D<(u32, i64)> {
-        match &a.base {
-            AddrBase::Reg(r) => {
-                let fit = if matches!(space, Space::Global | Space::GlobalNc) {
-                    Fit::Exact(64)
-                } else {
-                    Fit::AtLeast(32)
-                };
-                if matches!(r.class, RegClass::F32 | RegClass::F64) {
-                    return Err(InvalidReason::RegisterClass {
-                        register: format!("%{}{}", r.class.prefix(), r.index),
-                    });
-                }
-                Ok((self.reg(*r, fit)?, a.offset))
-            }
-            AddrBase::Param(name) => {
-                if space != Space::Param {
-                    return Err(InvalidReason::UnknownSymbol);
-                }
-                let p = self
-                    .params
-                    .iter()
-                    .find(|p| &p.name == name)
-                    .ok_or(InvalidReason::UnknownSymbol)?;
-                Ok((NONE, a.offset.saturating_add(i64::from(p.offset))))
-            }
-            AddrBase::Shared(i) => {
-                if space != Space::Shared {
-                    return Err(InvalidReason::UnknownSymbol);
-                }
-                let s = self
-                    .shared
-                    .get(*i as usize)
-                    .ok_or(InvalidReason::UnknownSymbol)?;
-                Ok((NONE, a.offset.saturating_add(i64::from(s.addr))))
-            }
-            AddrBase::Local(i) => {
-                if space != Space::Local {
-                    return Err(InvalidReason::UnknownSymbol);
-                }
-                let s = self
-                    .local
-                    .get(*i as usize)
-                    .ok_or(InvalidReason::UnknownSymbol)?;
-                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
-            }
-            AddrBase::Const(i) => {
-                if space != Space::Const {
-                    return Err(InvalidReason::UnknownSymbol);
-                }
-                let s = self
-                    .cmem
-                    .get(*i as usize)
-                    .ok_or(InvalidReason::UnknownSymbol)?;
-                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
-            }
-        }
-    }
-
     fn coll(&mut self, c: Coll) -> Inst {
         self.colls.push(c);
         Inst::Coll((self.colls.len() - 1) as u32)

@@ -6,6 +6,66 @@ use crate::ptx::*;
 use crate::sim::error::{InvalidReason, MemSpace};
 
 impl Decoder<'_> {
+    /// `[base+offset]` in `space`: the base slot and displacement.
+    pub(super) fn addr(&mut self, a: &Address, space: Space) -> D<(u32, i64)> {
+        match &a.base {
+            AddrBase::Reg(r) => {
+                let fit = if matches!(space, Space::Global | Space::GlobalNc) {
+                    Fit::Exact(64)
+                } else {
+                    Fit::AtLeast(32)
+                };
+                if matches!(r.class, RegClass::F32 | RegClass::F64) {
+                    return Err(InvalidReason::RegisterClass {
+                        register: format!("%{}{}", r.class.prefix(), r.index),
+                    });
+                }
+                Ok((self.reg(*r, fit)?, a.offset))
+            }
+            AddrBase::Param(name) => {
+                if space != Space::Param {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let p = self
+                    .params
+                    .iter()
+                    .find(|p| &p.name == name)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(i64::from(p.offset))))
+            }
+            AddrBase::Shared(i) => {
+                if space != Space::Shared {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let s = self
+                    .shared
+                    .get(*i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(i64::from(s.addr))))
+            }
+            AddrBase::Local(i) => {
+                if space != Space::Local {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let s = self
+                    .local
+                    .get(*i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
+            }
+            AddrBase::Const(i) => {
+                if space != Space::Const {
+                    return Err(InvalidReason::UnknownSymbol);
+                }
+                let s = self
+                    .cmem
+                    .get(*i as usize)
+                    .ok_or(InvalidReason::UnknownSymbol)?;
+                Ok((NONE, a.offset.saturating_add(s.addr as i64)))
+            }
+        }
+    }
+
     /// `ld.sem.scope.space.ty dst, [addr]`: a scalar load, global or shared, of 32 or 64 bits.
     pub(super) fn ld_ordered(&mut self, space: Space, ty: Ty, dst: Reg, addr: &Address) -> D<Inst> {
         if ty == Ty::Pred || ty.bytes() < 4 {

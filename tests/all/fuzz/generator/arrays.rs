@@ -63,7 +63,9 @@ impl Gen {
     fn array_index(&mut self, len: u32, depth: u32) -> Expr<u32> {
         let lv = Leaves::varying();
         let i = self.expr::<u32>(&lv, depth) % len.max(1);
-        if self.rng.pct(3) && self.feature(Defect::ArrayOverflow) {
+        // A checked kernel guards the access (it reads 0 or skips the write); only an
+        // unchecked one lets the index reach memory, where the simulator must report it.
+        if self.rng.pct(3) && self.unchecked && self.feature(Defect::ArrayOverflow) {
             i + len
         } else {
             i

@@ -505,7 +505,7 @@ impl Gen {
         };
         let w = (base + c) % writers;
         let mut idx = (w * mul + add) % a.len;
-        if self.rng.pct(3) && self.feature(Defect::SharedArrayOverflow) {
+        if self.rng.pct(3) && self.unchecked && self.feature(Defect::SharedArrayOverflow) {
             idx = idx + a.past_end;
         }
         if let Some(nd) = a.nd.filter(|_| self.rng.pct(70)) {

@@ -364,7 +364,7 @@ impl Gen {
         // The array is not read while it is written.
         self.arrays[ai].ready = false;
         let mut idx = (index::thread_rank() * mul + add) % a.len;
-        if self.rng.pct(3) && self.feature(super::Defect::SharedArrayOverflow) {
+        if self.rng.pct(3) && self.unchecked && self.feature(super::Defect::SharedArrayOverflow) {
             idx = idx + a.past_end;
         }
         let lv = Leaves::varying();

@@ -66,10 +66,11 @@ pub enum Defect {
     /// not nest in the store's (striped over 6 threads, stored by logical warps of 8): the
     /// planner must reject it (such cases expect its typed error, `GroupCountAcrossGroups`).
     GroupCountAcrossGroups,
-    /// Shared-array indices past the array's end (the simulator must report them).
+    /// Shared-array indices past the array's end, in kernels without bounds checks (the
+    /// simulator must report them; a checked kernel guards them).
     SharedArrayOverflow,
-    /// Local- and constant-array indices past the array's end (the simulator must report
-    /// them, naming the array).
+    /// Local- and constant-array indices past the array's end, in kernels without bounds
+    /// checks (the simulator must report them, naming the array).
     ArrayOverflow,
     /// Temp storages without auto-sync used with only the barriers their own uses need (not
     /// one before and after each use).

@@ -1,0 +1,55 @@
+//! User-declared arrays: shared (static or the dynamic one), per-thread local and constant,
+//! and the per-kernel limits on them.
+
+use crate::ir::{DType, Loc};
+
+/// A user-declared shared array of `len` elements: of one to three dimensions, or the
+/// kernel's dynamic array, sized at launch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArrayDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Elements: the product of `dims` (0 for a dynamic array).
+    pub len: u32,
+    /// Its extents, outermost first, indexed in row-major order (`[len]` for a 1-D array; none
+    /// for a dynamic one). Accesses index the array's elements in that order, so
+    /// `a[i][j]` of a `[rows, cols]` array is element `i * cols + j`.
+    pub dims: Vec<u32>,
+    /// Whether it is the kernel's dynamic shared array, whose length each launch gives
+    /// ([`LaunchConfig::with_dynamic_array_len`]).
+    ///
+    /// [`LaunchConfig::with_dynamic_array_len`]: crate::runtime::LaunchConfig::with_dynamic_array_len
+    pub dynamic: bool,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A user-declared per-thread array of `len` elements (PTX `.local`): each thread has its own,
+/// holding no value until the thread writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LocalDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Elements.
+    pub len: u32,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A user-declared constant array (PTX `.const`): read-only memory every thread of the grid
+/// reads, holding the values the host gave when the kernel was built.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConstDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// The elements' bits (see [`Element::to_bits`](crate::ir::Element::to_bits)).
+    pub data: Vec<u64>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// The most bytes of local arrays a thread may have (every supported GPU's limit).
+pub const MAX_LOCAL_BYTES: u64 = 512 * 1024;
+/// The most bytes of constant arrays a kernel may have (the constant bank a module's
+/// `.const` data lives in).
+pub const MAX_CONST_BYTES: u64 = 64 * 1024;
