@@ -9,7 +9,8 @@
 //! results. Every kernel is assembled by ptxas for each arch.
 
 use super::common::{assemble_all, device};
-use coopgraph::ir::{Atomic, CheckKind, Checks, VerifyErrorKind, index};
+use coopgraph::ir::index::{self, Axis};
+use coopgraph::ir::{Atomic, CheckKind, Checks, VerifyErrorKind};
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::{CheckFailure, LaunchConfig, RuntimeError};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
@@ -596,5 +597,65 @@ fn site_decl(what: &CheckKind) -> Option<(coopgraph::ir::ArrayMemory, u32, bool)
             write,
         } => Some((*memory, declared.line, *write)),
         _ => None,
+    }
+}
+
+/// An array index that interval reasoning bounds inside the array (the thread's position,
+/// a `for_range` variable, `%` by a constant, products and sums of such) needs no guard: the
+/// tiled loop's shared reads are plain loads. An index it cannot bound keeps its guard.
+#[test]
+fn bounded_array_indices_need_no_guard() {
+    let build = |bounded: bool| {
+        let mut k = KernelBuilder::new(format!("tile_reads_{bounded}")).block_dims([16, 16, 1]);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let tile = k.shared_array_2d::<u32>([16, 16]);
+        let (tx, ty) = (index::thread_idx(Axis::X), index::thread_idx(Axis::Y));
+        let t = index::thread_rank();
+        k.shared_write(&tile, (ty.clone(), tx.clone()), x.at(t.clone()));
+        k.sync_block();
+        let acc = k.var(0u32);
+        k.for_range(0u32, 16u32, |k, i| {
+            let row = if bounded { ty.clone() } else { x.at(t.clone()) };
+            k.set(&acc, acc.get() + tile.read((row, i)));
+        });
+        k.write(&y, &t, acc.get());
+        k.build().expect("builds")
+    };
+    let guarded = |kernel: &Kernel| {
+        let ptx = kernel.ptx(Arch::Sm90).expect("emits");
+        ptx.lines()
+            .filter(|l| l.contains("ld.shared") || l.contains("st.shared"))
+            .filter(|l| l.trim_start().starts_with('@'))
+            .count()
+    };
+    let (bounded, unbounded) = (build(true), build(false));
+    assemble_all(&bounded);
+    assemble_all(&unbounded);
+    assert_eq!(guarded(&bounded), 0, "{}", bounded.ptx(Arch::Sm90).unwrap());
+    assert!(
+        guarded(&unbounded) > 0,
+        "{}",
+        unbounded.ptx(Arch::Sm90).unwrap()
+    );
+    // Both compute the same where the rows stay inside.
+    let dev = device();
+    let xs: Vec<u32> = (0..256).map(|i| i % 16).collect();
+    for kernel in [&bounded, &unbounded] {
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<u32>(256).expect("alloc");
+        dev.compile(kernel)
+            .expect("compiles")
+            .launch_grid(1, (&xb, &mut yb))
+            .expect("runs");
+        let y = yb.to_vec().expect("download");
+        for t in 0..256usize {
+            let row = if kernel.ir().name.ends_with("true") {
+                t / 16
+            } else {
+                t % 16
+            };
+            let want: u32 = (0..16).map(|i| xs[row * 16 + i]).sum();
+            assert_eq!(y[t], want, "thread {t}");
+        }
     }
 }

@@ -96,8 +96,8 @@ impl Emitter<'_> {
                 (ArrayMemory::Const, d.loc, Some(d.data.len() as u32))
             }
         };
-        if let (Some(len), ExprKind::Const(c)) = (len, &self.ir.expr(index_expr).kind)
-            && *c < u64::from(len)
+        if let Some(len) = len
+            && index_max(self.ir, index_expr, 0).is_some_and(|m| m < u64::from(len))
         {
             return None;
         }
@@ -196,4 +196,73 @@ impl Emitter<'_> {
         });
         addr
     }
+}
+
+/// The largest value a `u32` index expression can take in the kernel, where simple interval
+/// reasoning bounds it (`None` otherwise): constants, the thread's position in the block
+/// (bounded by the block's shape), a `for_range` variable (below its end), and `+`, `*`, `/`
+/// and `%` by constants, `&`, `>>`, `min`, `max` and selects of such. An access whose index is
+/// bounded inside its array needs no guard: a tile's `a[ty][k]` with `k` the loop variable of
+/// `0..TILE` costs nothing.
+pub(crate) fn index_max(ir: &Ir, e: ExprId, depth: u32) -> Option<u64> {
+    use crate::ir::expr::{Axis, BinaryOp as B, IndexKind as I};
+    if depth > 32 {
+        return None;
+    }
+    let node = ir.exprs.get(e)?;
+    if node.ty != crate::ir::expr::VType::D(DType::U32) {
+        return None;
+    }
+    let max = |x: ExprId| index_max(ir, x, depth + 1);
+    let konst = |x: ExprId| match ir.exprs.get(x).map(|n| &n.kind) {
+        Some(ExprKind::Const(c)) => Some(*c),
+        _ => None,
+    };
+    let [dx, dy, dz] = ir.block.dims.map(u64::from);
+    let v = match &node.kind {
+        ExprKind::Const(c) => *c,
+        ExprKind::Index(k) => match k {
+            I::ThreadRank => (dx * dy * dz).checked_sub(1)?,
+            I::Lane => 31,
+            I::WarpRank => (dx * dy * dz).div_ceil(32).checked_sub(1)?,
+            I::BlockThreads => dx * dy * dz,
+            I::ThreadIdx(Axis::X) => dx.checked_sub(1)?,
+            I::ThreadIdx(Axis::Y) => dy.checked_sub(1)?,
+            I::ThreadIdx(Axis::Z) => dz.checked_sub(1)?,
+            I::BlockDim(Axis::X) => dx,
+            I::BlockDim(Axis::Y) => dy,
+            I::BlockDim(Axis::Z) => dz,
+            _ => return None,
+        },
+        ExprKind::LoopVar { op, field: 0 } => match &ir.ops.get(op.index())?.kind {
+            crate::ir::ops::OpKind::For { end, .. } => max(*end)?.checked_sub(1)?,
+            _ => return None,
+        },
+        ExprKind::Binary(op, a, b) => match op {
+            B::Add => max(*a)?.checked_add(max(*b)?)?,
+            B::Mul => max(*a)?.checked_mul(max(*b)?)?,
+            B::Div => max(*a)? / konst(*b).filter(|&c| c > 0)?,
+            B::Rem => match konst(*b).filter(|&c| c > 0) {
+                Some(c) => max(*a).map_or(c - 1, |m| m.min(c - 1)),
+                None => return None,
+            },
+            B::And => match (max(*a), max(*b)) {
+                (Some(x), Some(y)) => x.min(y),
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => return None,
+            },
+            B::Shr => max(*a)? >> konst(*b).filter(|&c| c < 32)?,
+            B::Min => match (max(*a), max(*b)) {
+                (Some(x), Some(y)) => x.min(y),
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => return None,
+            },
+            B::Max => max(*a)?.max(max(*b)?),
+            _ => return None,
+        },
+        ExprKind::Select(_, a, b) => max(*a)?.max(max(*b)?),
+        _ => return None,
+    };
+    // A u32 expression wraps past u32::MAX: no bound then.
+    (v <= u64::from(u32::MAX)).then_some(v)
 }
