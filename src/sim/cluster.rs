@@ -29,7 +29,7 @@
 use super::SimOptions;
 use super::block::{BlockRun, Counts, Round, Shape};
 use super::control::Monitor;
-use super::coop::Ran;
+use super::coop::{Ran, split_live};
 use super::decode::Program;
 use super::error::{AccessKind, ParticipationFault, ParticipationProblem, SimError};
 use super::exec::SharedMem;
@@ -356,14 +356,7 @@ fn schedule(
 
 /// The fault of a cluster whose live blocks can no longer go on.
 fn deadlock(first: &BlockRun<'_>, runs: &[BlockRun<'_>], live: &[bool]) -> SimError {
-    let waiting: Vec<&BlockRun<'_>> = (runs.iter().zip(live))
-        .filter(|(_, l)| **l)
-        .map(|(r, _)| r)
-        .collect();
-    let exited: Vec<&BlockRun<'_>> = (runs.iter().zip(live))
-        .filter(|(_, l)| !**l)
-        .map(|(r, _)| r)
-        .collect();
+    let (waiting, exited) = split_live(runs, live);
     let spin = waiting
         .iter()
         .find_map(|r| r.cluster_waiting().into_iter().next().map(|s| (r, s)));

@@ -88,16 +88,21 @@ fn schedule(runs: &mut [BlockRun<'_>], live: &mut [bool]) -> Result<(), SimError
     }
 }
 
+/// The blocks still running (`live`), then those that have exited, each in block order.
+pub(super) fn split_live<'r, 'a>(
+    runs: &'r [BlockRun<'a>],
+    live: &[bool],
+) -> (Vec<&'r BlockRun<'a>>, Vec<&'r BlockRun<'a>>) {
+    let (waiting, exited): (Vec<_>, Vec<_>) = runs.iter().zip(live).partition(|(_, l)| **l);
+    (
+        waiting.into_iter().map(|(r, _)| r).collect(),
+        exited.into_iter().map(|(r, _)| r).collect(),
+    )
+}
+
 /// The fault of a launch whose live blocks can no longer go on.
 fn deadlock(first: &BlockRun<'_>, runs: &[BlockRun<'_>], live: &[bool]) -> SimError {
-    let waiting: Vec<&BlockRun<'_>> = (runs.iter().zip(live))
-        .filter(|(_, l)| **l)
-        .map(|(r, _)| r)
-        .collect();
-    let exited: Vec<&BlockRun<'_>> = (runs.iter().zip(live))
-        .filter(|(_, l)| !**l)
-        .map(|(r, _)| r)
-        .collect();
+    let (waiting, exited) = split_live(runs, live);
     // The first block with a spinning thread names the barrier.
     let spin = waiting
         .iter()
