@@ -227,11 +227,15 @@ impl Canonical for Ir {
         body.write(w);
         w.seq(issues);
         // Last, and only when set: kernels without clusters keep the keys they had.
-        if let Some(c) = cluster {
-            w.tag(1);
-            for d in c.dims {
-                w.u32(d);
+        match cluster.map(|c| c.dims) {
+            None => {}
+            Some(Some(dims)) => {
+                w.tag(1);
+                for d in dims {
+                    w.u32(d);
+                }
             }
+            Some(None) => w.tag(2),
         }
     }
 }

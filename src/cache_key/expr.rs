@@ -29,11 +29,13 @@ impl Canonical for IndexKind {
             IndexKind::BlockIdx(_) => 8,
             IndexKind::BlockDim(_) => 9,
             IndexKind::GridDim(_) => 10,
+            IndexKind::ClusterDim(_) => 11,
         });
         if let IndexKind::ThreadIdx(a)
         | IndexKind::BlockIdx(a)
         | IndexKind::BlockDim(a)
-        | IndexKind::GridDim(a) = self
+        | IndexKind::GridDim(a)
+        | IndexKind::ClusterDim(a) = self
         {
             a.write(w);
         }

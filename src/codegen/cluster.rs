@@ -129,13 +129,11 @@ impl Emitter<'_> {
             return None;
         }
         let inside = self.array_inside(ArrayRef::Shared(array), index_expr, index, write, None);
-        let blocks = self.ir.cluster.as_ref().map_or(1, |c| c.blocks());
-        let rank_ok = self.setp(
-            Cmp::Lt,
-            Ty::U32,
-            rank.into(),
-            Operand::Imm(i64::from(blocks)),
-        );
+        let blocks = match self.ir.cluster.as_ref().map_or(Some(1), |c| c.blocks()) {
+            Some(n) => Operand::Imm(i64::from(n)),
+            None => self.special(Special::ClusterNctarank).into(),
+        };
+        let rank_ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), blocks);
         self.both(inside, Some(rank_ok))
     }
 

@@ -480,6 +480,7 @@ impl Emitter<'_> {
                     self.constant(DType::U32, n as u64)
                 }
                 IndexKind::GridDim(a) => self.special(Special::Nctaid(dim(*a))),
+                IndexKind::ClusterDim(a) => self.special(Special::ClusterNctaid(dim(*a))),
                 IndexKind::BlockThreads => {
                     let n = self.plan.block_threads;
                     self.constant(DType::U32, n as u64)

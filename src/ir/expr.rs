@@ -113,6 +113,10 @@ pub enum IndexKind {
     /// The grid's extent in blocks along an axis (`%nctaid.y`); along x, the same as
     /// [`IndexKind::GridBlocks`].
     GridDim(Axis),
+    /// The cluster's extent in blocks along an axis (`%cluster_nctaid.y`, sm_90): the shape a
+    /// launch gives a kernel built with
+    /// [`cluster_at_launch`](crate::KernelBuilder::cluster_at_launch).
+    ClusterDim(Axis),
     /// The index of the item (slot) a `map` body is computing; only valid inside `map`.
     Item,
 }

@@ -16,7 +16,10 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
     let b = ir.block.dims;
     let cluster = ir
         .cluster
-        .map(|c| format!(" cluster={:?}", c.dims))
+        .map(|c| match c.dims {
+            Some(dims) => format!(" cluster={dims:?}"),
+            None => " cluster=at launch".to_string(),
+        })
         .unwrap_or_default();
     let _ = writeln!(
         out,
@@ -475,6 +478,7 @@ fn index_name(ir: &Ir, k: IndexKind) -> String {
         IndexKind::BlockIdx(a) => format!("blockIdx.{}", a.name()),
         IndexKind::BlockDim(a) => format!("blockDim.{}", a.name()),
         IndexKind::GridDim(a) => format!("gridDim.{}", a.name()),
+        IndexKind::ClusterDim(a) => format!("clusterDim.{}", a.name()),
         IndexKind::Item => "item".into(),
     }
 }

@@ -42,6 +42,7 @@ impl Module {
     ///     params: Vec::new(),
     ///     reqntid: None,
     ///     reqnctapercluster: None,
+    ///     explicitcluster: false,
     ///     maxnreg: None,
     ///     shared: Vec::new(),
     ///     local: Vec::new(),
@@ -101,6 +102,9 @@ pub struct Function {
     /// `.reqnctapercluster x, y, z`: the kernel runs in thread-block clusters of this shape
     /// (sm_90); every launch's grid is a multiple of it.
     pub reqnctapercluster: Option<[u32; 3]>,
+    /// `.explicitcluster`: the kernel runs in thread-block clusters whose shape each launch
+    /// gives (sm_90; `cuLaunchKernelEx` with the cluster attribute).
+    pub explicitcluster: bool,
     /// Statically sized shared arrays declared in the body.
     pub shared: Vec<SharedDecl>,
     /// Per-thread arrays declared in the body (`.local`).
@@ -400,11 +404,15 @@ pub enum Special {
     Clock64,
     /// `%globaltimer`.
     GlobalTimer,
+    /// `%cluster_nctaid.{x,y,z}`: the cluster's shape in blocks (sm_90).
+    ClusterNctaid(Dim),
+    /// `%cluster_nctarank`: the blocks of the cluster (sm_90).
+    ClusterNctarank,
 }
 
 impl Special {
     /// Every one of the special registers, in declaration order.
-    pub const ALL: [Special; 23] = [
+    pub const ALL: [Special; 27] = [
         Special::Tid(Dim::X),
         Special::Tid(Dim::Y),
         Special::Tid(Dim::Z),
@@ -428,6 +436,10 @@ impl Special {
         Special::TotalSmemSize,
         Special::Clock64,
         Special::GlobalTimer,
+        Special::ClusterNctaid(Dim::X),
+        Special::ClusterNctaid(Dim::Y),
+        Special::ClusterNctaid(Dim::Z),
+        Special::ClusterNctarank,
     ];
 }
 

@@ -90,6 +90,9 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     if let Some([x, y, z]) = f.reqnctapercluster {
         writeln!(out, ".reqnctapercluster {x}, {y}, {z}")?;
     }
+    if f.explicitcluster {
+        writeln!(out, ".explicitcluster")?;
+    }
     writeln!(out, "{{")?;
     for class in RegClass::ALL {
         let n = f.regs.get(class);
@@ -667,6 +670,10 @@ pub fn special_name(s: Special) -> &'static str {
         Special::TotalSmemSize => "%total_smem_size",
         Special::Clock64 => "%clock64",
         Special::GlobalTimer => "%globaltimer",
+        Special::ClusterNctaid(X) => "%cluster_nctaid.x",
+        Special::ClusterNctaid(Y) => "%cluster_nctaid.y",
+        Special::ClusterNctaid(Z) => "%cluster_nctaid.z",
+        Special::ClusterNctarank => "%cluster_nctarank",
     }
 }
 

@@ -306,6 +306,44 @@ impl CudaKernel {
         Ok(u32::try_from(blocks).unwrap_or(0))
     }
 
+    /// Lets launches use clusters past CUDA's portable 8 blocks (up to 16 on sm_90).
+    pub(super) fn allow_non_portable_clusters(&self) -> Result<(), RuntimeError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        // SAFETY: `function` is a live handle in the bound context; the attribute takes an int.
+        unsafe {
+            sys::cuFuncSetAttribute(
+                self.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1,
+            )
+        }
+        .result()
+        .map_err(RuntimeError::driver("cuFuncSetAttribute"))
+    }
+
+    /// Clusters of `cluster` blocks of this entry (launched as `shape`) that can be resident
+    /// on the device at once (`cuOccupancyMaxActiveClusters`).
+    pub(super) fn max_active_clusters(
+        &self,
+        shape: Shape,
+        cluster: [u32; 3],
+    ) -> Result<u32, RuntimeError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
+        let mut attr = cluster_attribute(cluster);
+        let config = launch_config(shape, std::ptr::null_mut(), &mut attr);
+        let mut clusters = 0i32;
+        // SAFETY: `function` is a live handle in the bound context; `config` points at one
+        // initialized attribute that outlives the call; `clusters` is a valid out pointer.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, self.function, &config) }
+            .result()
+            .map_err(RuntimeError::driver("cuOccupancyMaxActiveClusters"))?;
+        Ok(u32::try_from(clusters).unwrap_or(0))
+    }
+
     /// Launches the entry on `streams.launch`.
     ///
     /// `args` went through [`super::args::check`], which matched every argument with the
@@ -324,6 +362,7 @@ impl CudaKernel {
             block,
             dynamic_smem,
             cooperative,
+            cluster,
         } = shape;
         let Streams {
             launch: stream,
@@ -370,7 +409,21 @@ impl CudaKernel {
             .collect();
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
-        let result = if cooperative {
+        let result = if let Some(cluster) = cluster {
+            let mut attr = cluster_attribute(cluster);
+            let config = launch_config(shape, stream.cu_stream(), &mut attr);
+            // SAFETY: as for `cuLaunchKernel` below; `config` holds the launch's shape and
+            // stream and points at one initialized cluster attribute that outlives the call
+            // (the grid is a whole number of such clusters, checked by the caller).
+            unsafe {
+                sys::cuLaunchKernelEx(
+                    &config,
+                    self.function,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        } else if cooperative {
             // SAFETY: `function` is live in the bound context and `stream` belongs to it (and
             // `track`, through which every buffer's earlier users were waited for: on `stream`
             // itself, or before a capture on `stream` began).
@@ -416,11 +469,45 @@ impl CudaKernel {
         drop(guards);
         result
             .result()
-            .map_err(RuntimeError::driver(if cooperative {
-                "cuLaunchCooperativeKernel"
-            } else {
-                "cuLaunchKernel"
+            .map_err(RuntimeError::driver(match (cluster, cooperative) {
+                (Some(_), _) => "cuLaunchKernelEx",
+                (None, true) => "cuLaunchCooperativeKernel",
+                (None, false) => "cuLaunchKernel",
             }))
+    }
+}
+
+/// The launch attribute of thread-block clusters of `cluster` blocks.
+fn cluster_attribute(cluster: [u32; 3]) -> sys::CUlaunchAttribute {
+    let [x, y, z] = cluster;
+    sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+        },
+    }
+}
+
+/// `cuLaunchKernelEx`'s configuration of `shape` on `stream`, with the one attribute `attr`.
+fn launch_config(
+    shape: Shape,
+    stream: sys::CUstream,
+    attr: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    let [gx, gy, gz] = shape.grid;
+    let [bx, by, bz] = shape.block;
+    sys::CUlaunchConfig {
+        gridDimX: gx,
+        gridDimY: gy,
+        gridDimZ: gz,
+        blockDimX: bx,
+        blockDimY: by,
+        blockDimZ: bz,
+        sharedMemBytes: shape.dynamic_smem,
+        hStream: stream,
+        attrs: attr,
+        numAttrs: 1,
     }
 }
 
@@ -432,6 +519,8 @@ pub(super) struct Shape {
     pub(super) dynamic_smem: u32,
     /// Whether to launch cooperatively (every block resident at once).
     pub(super) cooperative: bool,
+    /// The thread-block cluster shape to launch with (`cuLaunchKernelEx`), when given.
+    pub(super) cluster: Option<[u32; 3]>,
 }
 
 /// The streams of one launch: the one it runs on, and the one cudarc's tracking of its buffers

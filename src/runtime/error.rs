@@ -198,6 +198,38 @@ pub enum RuntimeError {
         /// Where the launch was written.
         at: crate::ir::Loc,
     },
+    /// A launch of a kernel built with
+    /// [`cluster_at_launch`](crate::KernelBuilder::cluster_at_launch) that gives no cluster
+    /// shape ([`LaunchConfig::with_cluster`](super::LaunchConfig::with_cluster)).
+    ClusterShapeMissing {
+        /// The kernel's entry.
+        entry: String,
+        /// Where the launch was written.
+        at: crate::ir::Loc,
+    },
+    /// A launch whose cluster shape is not the kernel's: another than the shape the kernel was
+    /// built with, or any shape for a kernel that does not run in clusters.
+    ClusterShapeMismatch {
+        /// The kernel's entry.
+        entry: String,
+        /// The kernel's own shape (`None`: the kernel does not run in clusters).
+        kernel: Option<[u32; 3]>,
+        /// The launch's shape.
+        given: [u32; 3],
+        /// Where the launch was written.
+        at: crate::ir::Loc,
+    },
+    /// A cluster shape the device cannot run: more than 16 blocks, a zero extent, or (from
+    /// `cuOccupancyMaxActiveClusters`) a cluster of this kernel's blocks that does not fit on
+    /// the device at once.
+    ClusterTooLarge {
+        /// The launch's shape.
+        cluster: [u32; 3],
+        /// Why it cannot run.
+        reason: String,
+        /// Where the launch was written.
+        at: crate::ir::Loc,
+    },
     /// A kernel that runs in thread-block clusters, on a device below sm_90.
     ClustersUnsupported {
         /// The device's arch.
@@ -476,6 +508,38 @@ impl fmt::Display for RuntimeError {
                 "{at}: grid {grid:?} is not a whole number of the kernel's clusters of \
                  {cluster:?} blocks"
             ),
+            E::ClusterShapeMissing { entry, at } => write!(
+                f,
+                "{at}: `{entry}` runs in clusters whose shape each launch gives; give one with \
+                 LaunchConfig::with_cluster"
+            ),
+            E::ClusterShapeMismatch {
+                entry,
+                kernel: Some(kernel),
+                given,
+                at,
+            } => write!(
+                f,
+                "{at}: `{entry}` runs in clusters of {kernel:?} blocks; the launch asked for \
+                 {given:?}"
+            ),
+            E::ClusterShapeMismatch {
+                entry,
+                kernel: None,
+                given,
+                at,
+            } => write!(
+                f,
+                "{at}: a launch in clusters of {given:?} blocks of `{entry}`, which does not \
+                 run in clusters (build it with .cluster(n) or .cluster_at_launch())"
+            ),
+            E::ClusterTooLarge {
+                cluster,
+                reason,
+                at,
+            } => {
+                write!(f, "{at}: clusters of {cluster:?} blocks: {reason}")
+            }
             E::ClustersUnsupported { arch } => write!(
                 f,
                 "the kernel runs in thread-block clusters, which need sm_90; the device is {arch}"

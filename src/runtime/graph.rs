@@ -115,6 +115,8 @@ enum RecordingKind {
 pub(super) struct SimLaunch {
     pub(super) function: Function,
     pub(super) grid: [u32; 3],
+    /// The cluster shape the launch was given.
+    pub(super) cluster: Option<[u32; 3]>,
     pub(super) block: [u32; 3],
     pub(super) dynamic_smem: u32,
     pub(super) params: smallvec::SmallVec<[u64; 12]>,

@@ -112,12 +112,8 @@ impl ImageParts {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn cluster_dims(&self) -> Option<[u32; 3]> {
-        let header = format!(".entry {}(", self.entry);
-        let start = self.ptx.find(&header)?;
-        let rest = &self.ptx[start..];
-        let body = rest.find('{').unwrap_or(rest.len());
-        let line = rest[..body]
-            .lines()
+        let line = self
+            .entry_directives()
             .find_map(|l| l.trim().strip_prefix(".reqnctapercluster"))?;
         let dims: Vec<u32> = (line.split(','))
             .map(|d| d.trim().parse().ok())
@@ -128,6 +124,37 @@ impl ImageParts {
             [x] => Some([x, 1, 1]),
             _ => None,
         }
+    }
+
+    /// Whether each launch gives the entry's cluster shape (`.explicitcluster` in the PTX: a
+    /// kernel built with [`cluster_at_launch`](crate::KernelBuilder::cluster_at_launch)).
+    ///
+    /// ```
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::runtime::Compile;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("any").block(32).cluster_at_launch();
+    /// k.sync_cluster();
+    /// let image = k.build()?.emit(Arch::Sm90)?;
+    /// assert!(image.cluster_at_launch());
+    /// assert_eq!(image.cluster_dims(), None);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn cluster_at_launch(&self) -> bool {
+        self.entry_directives()
+            .any(|l| l.trim() == ".explicitcluster")
+    }
+
+    /// The lines of the entry's header (its parameters and directives, before its body).
+    fn entry_directives(&self) -> impl Iterator<Item = &str> {
+        let header = format!(".entry {}(", self.entry);
+        let rest = self
+            .ptx
+            .find(&header)
+            .map_or("", |start| &self.ptx[start..]);
+        let body = rest.find('{').unwrap_or(rest.len());
+        rest[..body].lines()
     }
 
     /// Threads per block (the product of [`block`](Self::block); `u64::MAX` where that does

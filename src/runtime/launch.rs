@@ -25,7 +25,7 @@ use super::image::{HiddenParam, KernelImage, ParamKind};
 use super::load::{self, DiskModule, default_dynamic_limit};
 use super::resources::{self, Resources};
 use super::stream::Stream;
-use crate::ir::{Bounds, Loc};
+use crate::ir::{Bounds, Loc, MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS};
 use crate::sim::{LaunchReport, SimModule};
 
 /// A kernel loaded in one context (or one simulator): the module and the image it came from.
@@ -134,6 +134,10 @@ pub struct LaunchConfig {
     /// The stream to launch on, a stream of the function's device; `None` uses the device's
     /// own. A stream that is capturing a graph records the launch instead of running it.
     pub stream: Option<Stream>,
+    /// The thread-block cluster shape: required for a kernel built with
+    /// [`cluster_at_launch`](crate::KernelBuilder::cluster_at_launch); `None` (or the same
+    /// shape) for one built with [`cluster`](crate::KernelBuilder::cluster).
+    pub cluster: Option<[u32; 3]>,
 }
 
 impl LaunchConfig {
@@ -148,6 +152,7 @@ impl LaunchConfig {
             dynamic_smem: None,
             dynamic_array_len: None,
             stream: None,
+            cluster: None,
         }
     }
 
@@ -159,6 +164,15 @@ impl LaunchConfig {
     /// Launches on `stream` instead of the device's stream.
     pub fn on_stream(mut self, stream: &Stream) -> Self {
         self.stream = Some(stream.clone());
+        self
+    }
+
+    /// Launches in thread-block clusters of `cluster` blocks (`cuLaunchKernelEx` with the
+    /// cluster-dimension attribute): see
+    /// [`KernelBuilder::cluster_at_launch`](crate::KernelBuilder::cluster_at_launch) for an
+    /// example.
+    pub fn with_cluster(mut self, cluster: [u32; 3]) -> Self {
+        self.cluster = Some(cluster);
         self
     }
 
@@ -468,19 +482,7 @@ impl Function {
                 max: u64::from(u32::MAX),
             });
         }
-        if let Some(cluster) = image.cluster_dims() {
-            let arch = self.device.arch();
-            if arch < crate::ptx::Arch::Sm90 {
-                return Err(RuntimeError::ClustersUnsupported { arch });
-            }
-            if (grid.iter().zip(cluster)).any(|(&g, c)| c == 0 || g % c != 0) {
-                return Err(RuntimeError::ClusterGrid {
-                    grid,
-                    cluster,
-                    at: Loc::caller(),
-                });
-            }
-        }
+        let cluster = self.cluster_shape(grid, config.cluster)?;
         let seen = image.grid_dims.clamp(1, 3) as usize;
         if grid[seen..].iter().any(|&g| g > 1) {
             return Err(RuntimeError::GridDimensionUnseen {
@@ -574,11 +576,15 @@ impl Function {
                 entry: image.entry.clone(),
             });
         }
+        // Launches given a shape go through `cuLaunchKernelEx`; a kernel with its own shape
+        // launched without one, as any kernel.
+        let launch_cluster = config.cluster.and(cluster);
         let shape = Shape {
             grid,
             block,
             dynamic_smem,
             cooperative: image.needs_cooperative,
+            cluster: launch_cluster,
         };
         log::trace!(
             "launch `{}`: grid {grid:?}, block {block:?}, {dynamic_smem} bytes of dynamic shared \
@@ -621,6 +627,9 @@ impl Function {
                         kernel.set_max_dynamic_smem(dynamic_smem)?;
                         *configured = dynamic_smem;
                     }
+                }
+                if let Some(c) = launch_cluster {
+                    self.check_cluster_fits(kernel, shape, c)?;
                 }
                 let mut track = stream;
                 if let Some(recording) = recording {
@@ -665,6 +674,7 @@ impl Function {
                     recording.add_sim_launch(SimLaunch {
                         function: self.clone(),
                         grid,
+                        cluster: launch_cluster,
                         block,
                         dynamic_smem,
                         params: args::sim_params(checked),
@@ -685,6 +695,17 @@ impl Function {
                             module,
                             &image.entry,
                             grid,
+                            block,
+                            dynamic_smem,
+                            &params,
+                        )?
+                    } else if let Some(c) = launch_cluster {
+                        let entry = &image.entry;
+                        (s.sim).launch_clusters(
+                            module,
+                            entry,
+                            grid,
+                            c,
                             block,
                             dynamic_smem,
                             &params,
@@ -714,14 +735,22 @@ impl Function {
         match (&self.kernel.module, &self.device.inner.imp) {
             (LoadedModule::Sim(module), Imp::Sim(s)) => {
                 let _in_order = s.launch_lock();
-                s.sim.launch(
-                    module,
-                    &self.kernel.image.entry,
-                    launch.grid,
-                    launch.block,
-                    launch.dynamic_smem,
-                    &launch.params,
-                )?;
+                let entry = &self.kernel.image.entry;
+                let (grid, block, smem) = (launch.grid, launch.block, launch.dynamic_smem);
+                match launch.cluster {
+                    Some(c) => s.sim.launch_clusters(
+                        module,
+                        entry,
+                        grid,
+                        c,
+                        block,
+                        smem,
+                        &launch.params,
+                    )?,
+                    None => s
+                        .sim
+                        .launch(module, entry, grid, block, smem, &launch.params)?,
+                };
                 Ok(())
             }
             _ => Err(RuntimeError::WrongDevice {
@@ -812,6 +841,123 @@ impl Function {
     /// [`max_cooperative_blocks`](crate::sim::SimOptions::max_cooperative_blocks)).
     pub fn max_cooperative_blocks(&self) -> Result<u64, RuntimeError> {
         self.cooperative_limit(self.kernel.image.dynamic_smem)
+    }
+
+    /// Clusters of `cluster` blocks of this kernel (with the image's dynamic shared memory)
+    /// that can be resident on the device at once: `cuOccupancyMaxActiveClusters` on CUDA;
+    /// on the simulator, which runs one cluster at a time, 1 for a shape of at most 16
+    /// blocks. 0 when none fits (such a launch is [`RuntimeError::ClusterTooLarge`]).
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("c").block(64).cluster_at_launch();
+    /// k.sync_cluster();
+    /// let f = Device::sim().compile(&k.build()?)?;
+    /// assert_eq!(f.max_active_clusters([4, 1, 1])?, 1);
+    /// assert_eq!(f.max_active_clusters([32, 1, 1])?, 0);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn max_active_clusters(&self, cluster: [u32; 3]) -> Result<u32, RuntimeError> {
+        let size = cluster.iter().fold(1u64, |n, &c| n * u64::from(c));
+        if size == 0 || size > u64::from(MAX_LAUNCH_CLUSTER_BLOCKS) {
+            return Ok(0);
+        }
+        match &self.kernel.module {
+            LoadedModule::Cuda(kernel) => {
+                if size > u64::from(MAX_CLUSTER_BLOCKS) {
+                    kernel.allow_non_portable_clusters()?;
+                }
+                let image = &self.kernel.image;
+                let shape = Shape {
+                    grid: cluster,
+                    block: image.block,
+                    dynamic_smem: image.dynamic_smem,
+                    cooperative: false,
+                    cluster: Some(cluster),
+                };
+                kernel.max_active_clusters(shape, cluster)
+            }
+            LoadedModule::Sim(_) => Ok(1),
+        }
+    }
+
+    /// The cluster shape a launch of `grid` blocks runs in (`given` by the launch, or the
+    /// kernel's own), checked against the kernel, the device and the grid.
+    #[track_caller]
+    fn cluster_shape(
+        &self,
+        grid: [u32; 3],
+        given: Option<[u32; 3]>,
+    ) -> Result<Option<[u32; 3]>, RuntimeError> {
+        let image = &self.kernel.image;
+        let at = Loc::caller();
+        let entry = || image.entry.clone();
+        let cluster = match (image.cluster_dims(), image.cluster_at_launch(), given) {
+            (None, false, None) => return Ok(None),
+            (Some(c), _, None) => c,
+            (Some(c), _, Some(g)) if c == g => c,
+            (None, true, Some(g)) => g,
+            (None, true, None) => {
+                return Err(RuntimeError::ClusterShapeMissing { entry: entry(), at });
+            }
+            (kernel, _, Some(given)) => {
+                let entry = entry();
+                return Err(RuntimeError::ClusterShapeMismatch {
+                    entry,
+                    kernel,
+                    given,
+                    at,
+                });
+            }
+        };
+        let arch = self.device.arch();
+        if arch < crate::ptx::Arch::Sm90 {
+            return Err(RuntimeError::ClustersUnsupported { arch });
+        }
+        let size = cluster.iter().fold(1u64, |n, &c| n * u64::from(c));
+        if size == 0 || size > u64::from(MAX_LAUNCH_CLUSTER_BLOCKS) {
+            let reason = format!(
+                "a cluster has 1 to {MAX_LAUNCH_CLUSTER_BLOCKS} blocks, each extent at least 1"
+            );
+            return Err(RuntimeError::ClusterTooLarge {
+                cluster,
+                reason,
+                at,
+            });
+        }
+        if (grid.iter().zip(cluster)).any(|(&g, c)| g % c != 0) {
+            return Err(RuntimeError::ClusterGrid { grid, cluster, at });
+        }
+        Ok(Some(cluster))
+    }
+
+    /// On CUDA, before a launch given a cluster shape: sizes past 8 blocks allowed on the
+    /// function, and at least one cluster of the shape resident at once.
+    #[track_caller]
+    fn check_cluster_fits(
+        &self,
+        kernel: &CudaKernel,
+        shape: Shape,
+        cluster: [u32; 3],
+    ) -> Result<(), RuntimeError> {
+        let size: u32 = cluster.iter().product();
+        if size <= MAX_CLUSTER_BLOCKS {
+            return Ok(());
+        }
+        kernel.allow_non_portable_clusters()?;
+        if kernel.max_active_clusters(shape, cluster)? == 0 {
+            return Err(RuntimeError::ClusterTooLarge {
+                cluster,
+                reason: format!(
+                    "no cluster of {size} blocks of this kernel fits on the device at once \
+                     (cuOccupancyMaxActiveClusters)"
+                ),
+                at: Loc::caller(),
+            });
+        }
+        Ok(())
     }
 
     fn cooperative_limit(&self, dynamic_smem: u32) -> Result<u64, RuntimeError> {

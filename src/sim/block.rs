@@ -85,6 +85,8 @@ pub(crate) struct Shape {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dynamic_smem: u32,
+    /// The cluster shape (`[1, 1, 1]` outside clusters).
+    pub cluster: [u32; 3],
 }
 
 /// The reusable state of one worker running blocks.
@@ -277,6 +279,8 @@ impl<'a> BlockRun<'a> {
             Special::Ntid(x) => u64::from(self.shape.block[d(x)]),
             Special::Ctaid(x) => u64::from(self.ctaid[d(x)]),
             Special::Nctaid(x) => u64::from(self.shape.grid[d(x)]),
+            Special::ClusterNctaid(x) => u64::from(self.shape.cluster[d(x)]),
+            Special::ClusterNctarank => self.shape.cluster.iter().map(|&c| u64::from(c)).product(),
             Special::Laneid => u64::from(lane),
             Special::Warpid => (t / 32) as u64,
             Special::Nwarpid => self.nwarps as u64,

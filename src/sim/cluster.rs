@@ -38,8 +38,9 @@ use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// Where the rank bits of a `.shared::cluster` address start.
-pub(crate) const CLUSTER_SHIFT: u32 = 28;
+/// Where the rank bits of a `.shared::cluster` address start: 5 bits above a block's shared
+/// addresses (which stay below 2^27: see [`super::symbols`]), room for ranks 0 to 30.
+pub(crate) const CLUSTER_SHIFT: u32 = 27;
 /// The `.shared` part of a `.shared::cluster` address.
 pub(crate) const LOCAL_MASK: u64 = (1 << CLUSTER_SHIFT) - 1;
 
@@ -53,9 +54,9 @@ pub(crate) fn rank_of(addr: u64) -> Option<u32> {
 }
 
 /// `mapa`: the `.shared::cluster` address of `.shared` address `local` in rank `rank`. Ranks
-/// past 14 all map to rank 14's bits (out of every cluster: at most 8 blocks).
+/// past 30 all map to rank 30's bits (out of every cluster: at most 16 blocks).
 pub(crate) fn mapa(local: u64, rank: u64) -> u64 {
-    let r = rank.min(14) + 1;
+    let r = rank.min(30) + 1;
     (r << CLUSTER_SHIFT) | (local & LOCAL_MASK)
 }
 

@@ -281,7 +281,11 @@ fn specials() -> Vec<Special> {
         DynamicSmemSize => Some(TotalSmemSize),
         TotalSmemSize => Some(Clock64),
         Clock64 => Some(GlobalTimer),
-        GlobalTimer => None,
+        GlobalTimer => Some(ClusterNctaid(Dim::X)),
+        ClusterNctaid(Dim::X) => Some(ClusterNctaid(Dim::Y)),
+        ClusterNctaid(Dim::Y) => Some(ClusterNctaid(Dim::Z)),
+        ClusterNctaid(Dim::Z) => Some(ClusterNctarank),
+        ClusterNctarank => None,
     })
 }
 
@@ -313,7 +317,7 @@ fn variant_lists_are_complete() {
     assert_eq!(atom_ops().len(), 10);
     assert_eq!(shfl_modes().len(), 4);
     assert_eq!(vote_modes().len(), 4);
-    assert_eq!(specials().len(), 23);
+    assert_eq!(specials().len(), 27);
     assert_eq!(scopes().len(), 3);
     assert_eq!(sems().len(), 4);
 }
@@ -750,6 +754,7 @@ fn every_form_module() -> Module {
         ],
         reqntid: Some([128, 1, 1]),
         reqnctapercluster: Some([2, 1, 1]),
+        explicitcluster: false,
         maxnreg: Some(64),
         shared: vec![
             SharedDecl {
@@ -800,6 +805,7 @@ fn every_form_module() -> Module {
         params: vec![],
         reqntid: None,
         reqnctapercluster: None,
+        explicitcluster: true,
         maxnreg: None,
         shared: vec![],
         local: vec![],
@@ -814,6 +820,7 @@ fn every_form_module() -> Module {
         params: vec![],
         reqntid: None,
         reqnctapercluster: None,
+        explicitcluster: false,
         maxnreg: None,
         shared: vec![
             SharedDecl {
@@ -858,6 +865,7 @@ fn every_form_module() -> Module {
         params: vec![],
         reqntid: None,
         reqnctapercluster: None,
+        explicitcluster: false,
         maxnreg: None,
         shared: vec![],
         local: vec![

@@ -271,6 +271,8 @@ pub(crate) struct Program {
     /// clusters, of one block without a shape: see [`super::cluster`]).
     pub cluster: Option<[u32; 3]>,
     pub uses_cluster: bool,
+    /// `.explicitcluster`: each launch gives the cluster shape.
+    pub explicit_cluster: bool,
     /// Per body index (and one past the end): line number and trimmed text.
     pub lines: Vec<(u32, String)>,
     /// Per body index: the body index of the nearest comment above, or [`NONE`].
@@ -438,7 +440,8 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         prints: Vec::new(),
         reqntid: f.reqntid,
         cluster: f.reqnctapercluster,
-        uses_cluster: f.body.iter().any(|i| memory::is_cluster_op(&i.op)),
+        uses_cluster: f.explicitcluster || f.body.iter().any(|i| memory::is_cluster_op(&i.op)),
+        explicit_cluster: f.explicitcluster,
         lines: src_lines,
         comment_of,
         comments,

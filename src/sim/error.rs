@@ -251,6 +251,17 @@ pub enum LaunchProblem {
         /// The cluster shape.
         cluster: [u32; 3],
     },
+    /// A launch whose cluster shape does not fit the entry: none for an entry with
+    /// `.explicitcluster`, another than its `.reqnctapercluster`, or one for an entry with
+    /// neither.
+    ClusterShape {
+        /// The entry's `.reqnctapercluster`.
+        entry: Option<[u32; 3]>,
+        /// Whether the entry has `.explicitcluster`.
+        explicit: bool,
+        /// The launch's shape.
+        given: Option<[u32; 3]>,
+    },
     /// A grid barrier's cooperative launch of an entry that runs in clusters (the simulator
     /// runs either the whole grid at once or one cluster at a time).
     CooperativeCluster,
@@ -272,6 +283,24 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "grid {grid:?} is not a whole number of clusters of {cluster:?} blocks \
                  (.reqnctapercluster; a cluster has at most 16 blocks)"
+            ),
+            LaunchProblem::ClusterShape {
+                entry: Some(c),
+                given,
+                ..
+            } => write!(
+                f,
+                "the entry runs in clusters of {c:?} blocks (.reqnctapercluster); the launch \
+                 asked for {given:?}"
+            ),
+            LaunchProblem::ClusterShape { explicit: true, .. } => f.write_str(
+                "the entry's cluster shape is given at launch (.explicitcluster); the launch \
+                 gave none",
+            ),
+            LaunchProblem::ClusterShape { given, .. } => write!(
+                f,
+                "a launch in clusters of {given:?} blocks of an entry that does not run in \
+                 clusters (it has neither .reqnctapercluster nor .explicitcluster)"
             ),
             LaunchProblem::CooperativeCluster => {
                 f.write_str("a cooperative launch of an entry that runs in clusters")

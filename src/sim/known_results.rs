@@ -92,6 +92,7 @@ fn eval(
             ],
             reqntid: None,
             reqnctapercluster: None,
+            explicitcluster: false,
             maxnreg: None,
             shared: vec![],
             local: vec![],
@@ -455,6 +456,7 @@ fn printf_module() -> Module {
             params: vec![],
             reqntid: None,
             reqnctapercluster: None,
+            explicitcluster: false,
             maxnreg: None,
             shared: vec![],
             local: vec![LocalDecl {
@@ -665,7 +667,7 @@ fn every_operation_executes_with_its_known_result() {
         note(&m);
     }
     // Clusters, in a cluster of one block: `mapa` of rank 0 gives the `.shared::cluster`
-    // address of rank 0 (bit 28 set: rank + 1 above the `.shared` address), and a barrier
+    // address of rank 0 (bit 27 set: rank + 1 above the `.shared` address), and a barrier
     // every thread arrives at completes.
     let body = vec![
         i(Op::BarrierCluster { wait: false }),
@@ -677,7 +679,7 @@ fn every_operation_executes_with_its_known_result() {
         i(Op::BarrierCluster { wait: true }),
     ];
     let (got, m) = eval1(body, r(2));
-    assert_eq!(got, (1 << 28) | 20, "mapa");
+    assert_eq!(got, (1 << 27) | 20, "mapa");
     note(&m);
     // The remaining variants in one program: labels, branches, predicates, selp, mad.wide,
     // cvta, ld/st, bar.sync, bar.warp.sync, match, redux, activemask, membar, comments,

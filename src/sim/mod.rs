@@ -404,8 +404,35 @@ impl Simulator {
             grid,
             block,
             dynamic_smem: dynamic_smem_bytes,
+            cluster: [1, 1, 1],
         };
-        self.launch_with(module, entry, shape, params, false)
+        self.launch_with(module, entry, shape, params, false, None)
+    }
+
+    /// As [`launch`](Self::launch), in thread-block clusters of `cluster` blocks (what
+    /// `cuLaunchKernelEx` with the cluster-dimension attribute does): required for an entry
+    /// with `.explicitcluster`, and equal to the shape of one with `.reqnctapercluster`. The
+    /// grid must be a whole number of clusters of at most 16 blocks
+    /// ([`LaunchProblem::ClusterGrid`]); an entry without either directive is refused
+    /// ([`LaunchProblem::ClusterShape`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_clusters(
+        &self,
+        module: &SimModule,
+        entry: &str,
+        grid: [u32; 3],
+        cluster: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[u64],
+    ) -> Result<LaunchReport, SimError> {
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_smem: dynamic_smem_bytes,
+            cluster,
+        };
+        self.launch_with(module, entry, shape, params, false, Some(cluster))
     }
 
     /// As [`launch`](Self::launch), with every block running at once (a cooperative launch,
@@ -429,22 +456,25 @@ impl Simulator {
             grid,
             block,
             dynamic_smem: dynamic_smem_bytes,
+            cluster: [1, 1, 1],
         };
-        self.launch_with(module, entry, shape, params, true)
+        self.launch_with(module, entry, shape, params, true, None)
     }
 
     fn launch_with(
         &self,
         module: &SimModule,
         entry: &str,
-        shape: Shape,
+        mut shape: Shape,
         params: &[u64],
         cooperative: bool,
+        given_cluster: Option<[u32; 3]>,
     ) -> Result<LaunchReport, SimError> {
         let Shape {
             grid,
             block,
             dynamic_smem: dynamic_smem_bytes,
+            ..
         } = shape;
         let prog = module
             .programs
@@ -519,7 +549,20 @@ impl Simulator {
             }));
         }
         let clustered = prog.uses_cluster || prog.cluster.is_some();
-        let cluster = prog.cluster.unwrap_or([1, 1, 1]);
+        let cluster = match (prog.cluster, prog.explicit_cluster, given_cluster) {
+            (Some(c), _, None) => c,
+            (Some(c), _, Some(g)) if c == g => c,
+            (None, true, Some(g)) => g,
+            (None, false, None) => [1, 1, 1],
+            (entry, explicit, given) => {
+                return Err(refuse(LaunchProblem::ClusterShape {
+                    entry,
+                    explicit,
+                    given,
+                }));
+            }
+        };
+        shape.cluster = cluster;
         if clustered {
             let size = cluster.iter().fold(1u64, |n, &d| n * u64::from(d));
             let whole = (grid.iter().zip(&cluster)).all(|(g, c)| *c > 0 && g % c == 0);

@@ -141,6 +141,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                             params: Vec::new(),
                             reqntid: None,
                             reqnctapercluster: None,
+                            explicitcluster: false,
                             maxnreg: None,
                             shared: std::mem::take(&mut dynamic),
                             local: Vec::new(),
@@ -201,6 +202,8 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                         return Err(cx.err(ParseReason::BadDeclaration));
                     };
                     f.reqnctapercluster = Some([x, y, z]);
+                } else if line == ".explicitcluster" {
+                    f.explicitcluster = true;
                 } else {
                     return Err(cx.err(ParseReason::UnexpectedLine));
                 }
@@ -1151,6 +1154,7 @@ mod tests {
             }],
             reqntid: None,
             reqnctapercluster: None,
+            explicitcluster: false,
             maxnreg: None,
             shared: vec![SharedDecl {
                 name: "s".into(),

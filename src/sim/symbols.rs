@@ -16,6 +16,11 @@ pub(crate) const SHARED_SHIFT: u32 = 20;
 /// The most shared declarations a function may have (their addresses stay below 2^32).
 const MAX_SHARED_DECLS: usize = (1 << (32 - SHARED_SHIFT)) - 1;
 
+/// The most shared declarations a function that runs in clusters may have: their addresses
+/// stay below the rank bits of `.shared::cluster` addresses
+/// ([`CLUSTER_SHIFT`](super::cluster::CLUSTER_SHIFT)).
+const MAX_CLUSTER_SHARED_DECLS: usize = (1 << (super::cluster::CLUSTER_SHIFT - SHARED_SHIFT)) - 1;
+
 /// A thread's local window is at local address 0, and `.local` declaration `k` at
 /// `(k + 1) << LOCAL_SHIFT`; `.const` declaration `k` at const address `(k + 1) << LOCAL_SHIFT`.
 /// 1 MiB apart (a thread has at most 512 KiB of local memory, a module 64 KiB of constants),
@@ -88,7 +93,13 @@ pub(crate) fn lay_out(f: &Function) -> Result<Symbols, InvalidReason> {
     let mut shared = Vec::with_capacity(f.shared.len());
     let mut soff: u32 = 0;
     let bad_shared = || InvalidReason::BadShared;
-    if f.shared.len() > MAX_SHARED_DECLS {
+    let clustered = f.reqnctapercluster.is_some() || f.explicitcluster;
+    let most = if clustered {
+        MAX_CLUSTER_SHARED_DECLS
+    } else {
+        MAX_SHARED_DECLS
+    };
+    if f.shared.len() > most {
         return Err(bad_shared());
     }
     for s in &f.shared {

@@ -167,7 +167,7 @@ fn cluster_ranks_over_two_dimensional_grids() {
         .cluster_dims([2, 2, 1]);
     let out = k.output::<u32>("out");
     let c = k.this_cluster();
-    assert_eq!(c.dim_blocks(), [2, 2, 1]);
+    assert_eq!(c.dim_blocks(), Some([2, 2, 1]));
     let g = k.this_grid();
     use coopgraph::ir::index::Axis;
     let v = c.block_rank()

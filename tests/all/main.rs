@@ -12,6 +12,7 @@ mod collectives_prop;
 #[macro_use]
 mod common;
 mod cluster;
+mod cluster_launch;
 mod defined;
 mod disk_cache;
 mod docs;

@@ -7,7 +7,7 @@ use super::{Atomic, KernelBuilder};
 use crate::ir::dtype::{AtomicElement, Element};
 use crate::ir::entities::Loc;
 use crate::ir::expr::index::{self, Axis};
-use crate::ir::expr::{Expr, ExprKind};
+use crate::ir::expr::{Expr, ExprKind, IndexKind};
 use crate::ir::handles::{ArrayIndex, SharedArray};
 use crate::ir::ops::*;
 use std::marker::PhantomData;
@@ -20,7 +20,8 @@ use std::marker::PhantomData;
 /// divided by the shape along each axis is the same. A block's rank in its cluster is
 /// `x % cx + cx * (y % cy + cy * (z % cz))` over its block index (what PTX's
 /// `%cluster_ctarank` reads), computed here from the block index and the kernel's static
-/// cluster shape.
+/// cluster shape, or from the launch's (`%cluster_nctaid`) for a kernel built with
+/// [`KernelBuilder::cluster_at_launch`].
 ///
 /// ```
 /// use coopgraph::ir::index;
@@ -44,7 +45,8 @@ use std::marker::PhantomData;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cluster {
-    dims: [u32; 3],
+    /// The static shape; `None` when each launch gives it.
+    dims: Option<[u32; 3]>,
     loc: Loc,
 }
 
@@ -54,29 +56,39 @@ impl Cluster {
         self.loc
     }
 
-    /// The cluster's extent in blocks along each axis (see [`Cluster`]).
-    pub fn dim_blocks(&self) -> [u32; 3] {
+    /// The cluster's extent in blocks along each axis, when the kernel fixes it (see
+    /// [`Cluster`]); `None` for a kernel whose launches give it
+    /// ([`KernelBuilder::cluster_at_launch`]: then [`dim`](Self::dim) reads it).
+    pub fn dim_blocks(&self) -> Option<[u32; 3]> {
         self.dims
+    }
+
+    /// The cluster's extent in blocks along `axis`: a constant of a kernel that fixes its
+    /// shape, else PTX `%cluster_nctaid` (the launch's shape).
+    pub fn dim(&self, axis: Axis) -> Expr<u32> {
+        match self.dims {
+            Some(d) => Expr::from(d[axis.index()]),
+            None => Expr::new(ExprKind::Index(IndexKind::ClusterDim(axis))),
+        }
     }
 
     /// The block's index in its cluster along `axis` (PTX `%cluster_ctaid`): the block
     /// index modulo the cluster's extent (see [`Cluster`]).
     pub fn block_index(&self, axis: Axis) -> Expr<u32> {
-        let d = match axis {
-            Axis::X => self.dims[0],
-            Axis::Y => self.dims[1],
-            Axis::Z => self.dims[2],
-        };
-        if d == 1 {
+        if self.dims.is_some_and(|d| d[axis.index()] == 1) {
             return Expr::from(0u32);
         }
-        index::block_idx(axis) % d
+        index::block_idx(axis) % self.dim(axis)
     }
 
     /// The block's rank in its cluster (PTX `%cluster_ctarank`), `x + cx * (y + cy * z)` over
     /// [`block_index`](Self::block_index) (see [`Cluster`]).
     pub fn block_rank(&self) -> Expr<u32> {
-        let [cx, cy, cz] = self.dims;
+        let Some([cx, cy, cz]) = self.dims else {
+            let (x, y, z) = (Axis::X, Axis::Y, Axis::Z);
+            let yz = self.block_index(y) + self.block_index(z) * self.dim(y);
+            return self.block_index(x) + yz * self.dim(x);
+        };
         let mut rank = self.block_index(Axis::X);
         if cy > 1 {
             rank = rank + self.block_index(Axis::Y) * cx;
@@ -89,7 +101,10 @@ impl Cluster {
 
     /// The blocks of the cluster (PTX `%cluster_nctarank`; see [`Cluster`]).
     pub fn num_blocks(&self) -> Expr<u32> {
-        Expr::from(self.dims.iter().product::<u32>())
+        match self.dims {
+            Some(d) => Expr::from(d.iter().product::<u32>()),
+            None => self.dim(Axis::X) * self.dim(Axis::Y) * self.dim(Axis::Z),
+        }
     }
 
     /// The threads of the cluster: `num_blocks() * block threads`.
@@ -150,10 +165,11 @@ impl KernelBuilder {
     /// The shape is the kernel's own (`.reqnctapercluster`, as CUDA's `__cluster_dims__`), so
     /// the runtime launches it as any kernel (`cuLaunchKernel`; the driver forms the clusters
     /// from the entry's shape). A grid barrier beside clusters is
-    /// [`VerifyErrorKind::ClusterWithGridSync`]. The runtime checks each block's shared
-    /// memory as for any kernel; it does not ask the driver how many clusters fit at once
-    /// (`cuOccupancyMaxActiveClusters`): a cluster of at most 8 blocks is CUDA's portable
-    /// size, and a launch the device cannot schedule fails with the driver's error.
+    /// [`VerifyErrorKind::ClusterWithGridSync`]. A cluster of at most 8 blocks is CUDA's
+    /// portable size, which every sm_90 device schedules;
+    /// [`Function::max_active_clusters`](crate::runtime::Function::max_active_clusters) asks
+    /// the driver how many fit at once. For a shape chosen per launch (up to 16 blocks), see
+    /// [`cluster_at_launch`](Self::cluster_at_launch).
     ///
     /// [`VerifyErrorKind::ClusterSize`]: crate::ir::VerifyErrorKind::ClusterSize
     /// [`VerifyErrorKind::ClusterWithGridSync`]: crate::ir::VerifyErrorKind::ClusterWithGridSync
@@ -173,7 +189,55 @@ impl KernelBuilder {
     #[track_caller]
     pub fn cluster_dims(mut self, dims: [u32; 3]) -> Self {
         self.ir.cluster = Some(ClusterShape {
-            dims,
+            dims: Some(dims),
+            loc: Loc::caller(),
+        });
+        self
+    }
+
+    /// Runs the kernel in thread-block clusters whose shape each launch gives (sm_90; PTX
+    /// `.explicitcluster`, CUDA's `cudaLaunchKernelEx` with the cluster-dimension attribute):
+    /// one build serves every cluster shape, as a tuning loop over cluster sizes wants.
+    /// Launch it with [`LaunchConfig::with_cluster`]; the runtime launches through
+    /// `cuLaunchKernelEx` and allows up to 16 blocks per cluster (CUDA's non-portable sizes
+    /// past 8 on sm_90), checks that the grid is a whole number of clusters
+    /// ([`RuntimeError::ClusterGrid`]) and, on the GPU, that one cluster of that shape fits
+    /// on the device at all ([`RuntimeError::ClusterTooLarge`], from
+    /// `cuOccupancyMaxActiveClusters`). A launch that gives no shape is
+    /// [`RuntimeError::ClusterShapeMissing`].
+    ///
+    /// [`Cluster`] then reads the shape from `%cluster_nctaid`, so ranks and counts cost a few
+    /// instructions more than with a static shape ([`cluster_dims`](Self::cluster_dims)).
+    ///
+    /// [`LaunchConfig::with_cluster`]: crate::runtime::LaunchConfig::with_cluster
+    /// [`RuntimeError::ClusterGrid`]: crate::runtime::RuntimeError::ClusterGrid
+    /// [`RuntimeError::ClusterTooLarge`]: crate::runtime::RuntimeError::ClusterTooLarge
+    /// [`RuntimeError::ClusterShapeMissing`]: crate::runtime::RuntimeError::ClusterShapeMissing
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::{Device, LaunchConfig};
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // One build, launched in clusters of 2 and then of 4.
+    /// let mut k = KernelBuilder::new("ranks").block(32).cluster_at_launch();
+    /// let out = k.output::<u32>("out");
+    /// let c = k.this_cluster();
+    /// k.if_(index::thread_rank().eq(0u32), |k| {
+    ///     k.write(&out, index::block_index(), c.block_rank() * 10u32 + c.num_blocks());
+    /// });
+    /// let f = Device::sim().compile(&k.build()?)?;
+    /// let mut ob = f.device().alloc_zeroed::<u32>(4)?;
+    /// f.launch(LaunchConfig::blocks(4).with_cluster([2, 1, 1]), (&mut ob,))?;
+    /// assert_eq!(ob.to_vec()?, [2, 12, 2, 12]);
+    /// f.launch(LaunchConfig::blocks(4).with_cluster([4, 1, 1]), (&mut ob,))?;
+    /// assert_eq!(ob.to_vec()?, [4, 14, 24, 34]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn cluster_at_launch(mut self) -> Self {
+        self.ir.cluster = Some(ClusterShape {
+            dims: None,
             loc: Loc::caller(),
         });
         self
@@ -185,7 +249,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn this_cluster(&self) -> Cluster {
         Cluster {
-            dims: self.ir.cluster.map_or([1, 1, 1], |c| c.dims),
+            dims: self.ir.cluster.map_or(Some([1, 1, 1]), |c| c.dims),
             loc: Loc::caller(),
         }
     }

@@ -13,19 +13,25 @@ use crate::ir::entities::{ArrayId, Loc};
 /// attribute the runtime does not set).
 pub const MAX_CLUSTER_BLOCKS: u32 = 8;
 
-/// The cluster shape set with [`KernelBuilder::cluster`](crate::KernelBuilder::cluster).
+/// The most blocks a cluster launched with a shape given at launch may have: 16 on sm_90
+/// (the runtime allows CUDA's non-portable sizes past [`MAX_CLUSTER_BLOCKS`] for those).
+pub const MAX_LAUNCH_CLUSTER_BLOCKS: u32 = 16;
+
+/// The cluster shape set with [`KernelBuilder::cluster`](crate::KernelBuilder::cluster), or
+/// left to each launch with
+/// [`KernelBuilder::cluster_at_launch`](crate::KernelBuilder::cluster_at_launch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClusterShape {
-    /// Blocks along x, y, z.
-    pub dims: [u32; 3],
+    /// Blocks along x, y, z; `None` when each launch gives the shape.
+    pub dims: Option<[u32; 3]>,
     /// Where it was set.
     pub loc: Loc,
 }
 
 impl ClusterShape {
-    /// Blocks in the cluster (saturating).
-    pub fn blocks(&self) -> u32 {
-        self.dims.iter().fold(1u32, |n, &d| n.saturating_mul(d))
+    /// Blocks in the cluster (saturating), when the kernel fixes its shape.
+    pub fn blocks(&self) -> Option<u32> {
+        (self.dims).map(|d| d.iter().fold(1u32, |n, &d| n.saturating_mul(d)))
     }
 }
 

@@ -85,9 +85,10 @@ impl Verifier<'_> {
     pub(super) fn check_clusters(&mut self) {
         let ir = self.ir;
         if let Some(c) = ir.cluster
-            && (c.dims.contains(&0) || c.blocks() > MAX_CLUSTER_BLOCKS)
+            && let Some(dims) = c.dims
+            && (dims.contains(&0) || c.blocks() > Some(MAX_CLUSTER_BLOCKS))
         {
-            self.push(K::ClusterSize { dims: c.dims }, c.loc, None);
+            self.push(K::ClusterSize { dims }, c.loc, None);
         }
         if !ir.uses_cluster() {
             return;

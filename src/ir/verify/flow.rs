@@ -354,6 +354,7 @@ fn uniformity(
                 | IndexKind::BlockThreads
                 | IndexKind::BlockDim(_)
                 | IndexKind::GridDim(_)
+                | IndexKind::ClusterDim(_)
                 | IndexKind::Item => Uniformity::GRID,
             },
             ExprKind::LoopVar { op, field } => {

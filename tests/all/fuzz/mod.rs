@@ -385,6 +385,25 @@ fn spec_from_env(seed: u64) -> Spec {
     }
 }
 
+/// The seeds make cluster kernels of both kinds: with their own shape, and with the shape
+/// each launch gives (then launched in that shape, the interpreter told it).
+#[test]
+fn the_generator_makes_cluster_kernels_of_both_kinds() {
+    let (mut fixed, mut at_launch) = (0, 0);
+    for seed in 0..400u64 {
+        let case = generator::generate(&Spec::of(0xC00B_6A4B + seed));
+        match case.ir.cluster.map(|c| c.dims) {
+            Some(Some(_)) => fixed += 1,
+            Some(None) => at_launch += 1,
+            None => {}
+        }
+    }
+    assert!(
+        fixed > 0 && at_launch > 0,
+        "{fixed} fixed, {at_launch} at launch"
+    );
+}
+
 /// Random kernels on the simulator against the interpreter.
 #[test]
 fn fuzz_differential() {

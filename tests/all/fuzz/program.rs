@@ -162,8 +162,12 @@ impl Printer<'_> {
         if ir.options.math == MathMode::Fast {
             k.push_str(".fastmath()");
         }
-        if let Some(c) = ir.cluster {
-            let _ = write!(k, ".cluster_dims({:?})", c.dims);
+        match ir.cluster.map(|c| c.dims) {
+            Some(Some(dims)) => {
+                let _ = write!(k, ".cluster_dims({dims:?})");
+            }
+            Some(None) => k.push_str(".cluster_at_launch()"),
+            None => {}
         }
         k.push(';');
         self.line(&k);
@@ -864,6 +868,9 @@ impl Printer<'_> {
                     IndexKind::BlockIdx(a) => format!("index::block_idx({})", axis(*a)),
                     IndexKind::BlockDim(a) => format!("index::block_dim({})", axis(*a)),
                     IndexKind::GridDim(a) => format!("index::grid_dim({})", axis(*a)),
+                    IndexKind::ClusterDim(a) => {
+                        format!("k.this_cluster().dim({})", axis(*a))
+                    }
                 }
             }
             ExprKind::LoopVar { op, field } => match &ir.op(*op).kind {

@@ -123,6 +123,9 @@ pub fn describe(p: &Prepared) -> String {
     if let Some(n) = p.dyn_len {
         s.push_str(&format!(", a dynamic shared array of {n} elements"));
     }
+    if let Some(c) = generator::launch_cluster(p.kernel.ir(), p.grid) {
+        s.push_str(&format!(", in clusters of {c:?} blocks"));
+    }
     for (i, prm) in p.params.iter().enumerate() {
         s.push_str(&match prm {
             Param::Scalar { dtype, bits } => format!(", param{i} = {}", show(*dtype, *bits)),
@@ -144,7 +147,7 @@ pub fn describe(p: &Prepared) -> String {
 fn launch_of<'a>(
     params: &'a [Param],
     lens: Option<&[u64]>,
-    grid: [u32; 3],
+    (grid, cluster): ([u32; 3], Option<[u32; 3]>),
     dyn_len: Option<u32>,
     values: &'a [Box<dyn Fn(u64) -> u64 + 'a>],
 ) -> interp::Launch<'a> {
@@ -171,6 +174,7 @@ fn launch_of<'a>(
     }
     interp::Launch {
         grid,
+        cluster,
         dyn_len,
         args,
     }
@@ -251,10 +255,11 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     };
     let t0 = std::time::Instant::now();
     let grid = launch_grid(kernel.ir(), case.grid);
+    let cluster = generator::launch_cluster(kernel.ir(), grid);
     let values = value_fns(&case.params);
     let probe = interp::run(
         kernel.ir(),
-        &launch_of(&case.params, None, grid, case.dyn_len, &values),
+        &launch_of(&case.params, None, (grid, cluster), case.dyn_len, &values),
     );
     let mut lens = Vec::new();
     for (i, p) in case.params.iter().enumerate() {
@@ -300,7 +305,13 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
     } else {
         interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), grid, case.dyn_len, &values),
+            &launch_of(
+                &case.params,
+                Some(&lens),
+                (grid, cluster),
+                case.dyn_len,
+                &values,
+            ),
         )
     };
     if lens != full && checked && expect.events.iter().any(|e| !e.is_oob()) {
@@ -308,7 +319,13 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         lens = full;
         expect = interp::run(
             kernel.ir(),
-            &launch_of(&case.params, Some(&lens), grid, case.dyn_len, &values),
+            &launch_of(
+                &case.params,
+                Some(&lens),
+                (grid, cluster),
+                case.dyn_len,
+                &values,
+            ),
         );
     }
     if expect
@@ -442,6 +459,7 @@ pub fn run_on(dev: &Device, p: &Prepared) -> Result<DeviceRun, Verdict> {
         }
         let mut config = LaunchConfig::grid(p.grid);
         config.dynamic_array_len = p.dyn_len;
+        config.cluster = generator::launch_cluster(p.kernel.ir(), p.grid);
         if p.kernel.ir().bounds == Bounds::Checked {
             f.launch_with_report(config, list)
         } else {
@@ -701,6 +719,10 @@ pub fn op_kinds(k: &Kernel) -> BTreeMap<&'static str, u64> {
             _ => continue,
         };
         *m.entry(name).or_insert(0) += 1;
+    }
+    // Kernels whose launches give their cluster shape.
+    if k.ir().cluster.is_some_and(|c| c.dims.is_none()) {
+        m.insert("cluster_at_launch", 1);
     }
     // Reads of arrays are expressions, not ops: counted too.
     for n in k.ir().exprs.nodes() {

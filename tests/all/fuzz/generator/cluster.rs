@@ -6,7 +6,7 @@ use super::{Gen, Param};
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
 use coopgraph::ir::ops::OpKind;
-use coopgraph::ir::{Element, index};
+use coopgraph::ir::{Element, Ir, index};
 
 /// The cluster a kernel of `blocks` blocks (1-D) may run in: the most blocks of 4, 2 and 1
 /// that divide the grid.
@@ -15,6 +15,13 @@ pub(super) fn cluster_size(blocks: u32) -> u32 {
         .into_iter()
         .find(|c| blocks.is_multiple_of(*c))
         .unwrap_or(1)
+}
+
+/// The cluster shape a launch of `grid` blocks gives a kernel built with
+/// `cluster_at_launch` (`None` for every other kernel): the one [`cluster_size`] picks.
+pub fn launch_cluster(ir: &Ir, grid: [u32; 3]) -> Option<[u32; 3]> {
+    let at_launch = ir.cluster.is_some_and(|c| c.dims.is_none());
+    at_launch.then(|| [cluster_size(grid[0]), 1, 1])
 }
 
 /// Whether a kernel may end with the cluster tail: no early exit (the kernel ends with a

@@ -23,6 +23,7 @@
 mod arrays;
 mod atomic;
 mod cluster;
+pub use cluster::launch_cluster;
 mod collectives;
 mod expr;
 mod flow;
@@ -700,8 +701,14 @@ pub fn generate(spec: &Spec) -> Case {
     // From the seed too: some kernels of 1-D grids run in thread-block clusters and end with
     // a cluster barrier and a read of another block's copy of a shared array.
     if seed % 4 == 1 && grid_yz == [1, 1] && cluster::cluster_fits(&g, &k) {
+        // Half of them take the shape at launch (`%cluster_nctaid`), the launch giving the
+        // same shape.
         let c = cluster::cluster_size(grid);
-        k = k.cluster(c);
+        k = if seed % 8 == 5 {
+            k.cluster_at_launch()
+        } else {
+            k.cluster(c)
+        };
         g.cluster_tail(&mut k, c);
     }
     let ir = k.ir().clone();

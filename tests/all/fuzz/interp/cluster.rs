@@ -55,13 +55,21 @@ impl Block<'_> {
         }
     }
 
+    /// The cluster shape: the kernel's own, or the launch's.
+    pub(super) fn cluster_dims(&self) -> [u32; 3] {
+        match self.ir.cluster {
+            None => [1, 1, 1],
+            Some(c) => (c.dims.or(self.launch.cluster)).unwrap_or([1, 1, 1]),
+        }
+    }
+
     /// Element `i` of array `a` in the block of cluster rank `r`, at the barrier this block
     /// last passed.
     fn remote(&mut self, op: OpId, a: usize, r: V, i: V) -> V {
         if !r.known() || !i.known() {
             return V::with(0, UNSPEC);
         }
-        let dims = self.ir.cluster.map_or([1, 1, 1], |c| c.dims);
+        let dims = self.cluster_dims();
         let n = u64::from(dims.iter().product::<u32>());
         let len = self.arrays[a].len() as u64;
         if r.bits >= n || i.bits >= len {

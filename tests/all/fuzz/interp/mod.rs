@@ -87,6 +87,8 @@ pub enum Arg<'a> {
 pub struct Launch<'a> {
     /// Blocks along x, y and z.
     pub grid: [u32; 3],
+    /// The cluster shape the launch gives (a kernel built with `cluster_at_launch`).
+    pub cluster: Option<[u32; 3]>,
     /// The dynamic shared array's length, if the kernel has one.
     pub dyn_len: Option<u32>,
     pub args: Vec<Arg<'a>>,
@@ -815,6 +817,7 @@ impl<'a> Block<'a> {
                 IndexKind::BlockDim(a) => u64::from(self.ir.block.dims[a.index()]),
                 IndexKind::BlockIdx(a) => u64::from(self.at[a.index()]),
                 IndexKind::GridDim(a) => u64::from(self.launch.grid[a.index()]),
+                IndexKind::ClusterDim(a) => u64::from(self.cluster_dims()[a.index()]),
             }),
             ExprKind::LoopVar { op, field } => match self.loops.get(op) {
                 Some(f) => V::exact(f[cx.t][*field as usize % 3]),

@@ -26,6 +26,7 @@ fn element_zero(k: KernelBuilder, blocks: u32, params: &[P]) -> value::V {
         .collect();
     let launch = Launch {
         grid: [blocks, 1, 1],
+        cluster: None,
         dyn_len: None,
         args,
     };
