@@ -5,6 +5,7 @@
 use super::{Gen, Param};
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
+use coopgraph::ir::Atomic;
 use coopgraph::ir::ops::OpKind;
 use coopgraph::ir::{Element, Ir, index};
 
@@ -38,6 +39,9 @@ impl Gen {
     /// new one, each thread writing its own element before the barrier), into a new output at
     /// its grid rank.
     pub(super) fn cluster_tail(&mut self, k: &mut KernelBuilder, cluster: u32) {
+        if self.rng.pct(35) {
+            return self.cluster_push_tail(k, cluster);
+        }
         let ready: Vec<usize> = (0..self.arrays.len())
             .filter(|&i| {
                 let a = &self.arrays[i];
@@ -69,6 +73,43 @@ impl Gen {
             self.params.push(Param::Output { dtype: T::DTYPE, len: Some(u64::from(threads)) });
             k.write(&y, self.grid_rank(), v);
         });
+    }
+
+    /// The other tail: a new `u32` array, each thread setting its own element; a cluster
+    /// barrier; each thread writes (or updates atomically: add, max or or) an element of the
+    /// next block's copy (cluster rank + 1, wrapping); a cluster barrier; each thread reads
+    /// its own block's element into a new output at its grid rank.
+    fn cluster_push_tail(&mut self, k: &mut KernelBuilder, cluster: u32) {
+        let pick = self.fresh_array(k);
+        let a = u32::of_array(&self.arrays[pick].h).expect("a u32 array");
+        // Not ready for other reads: other blocks write it from here on.
+        self.arrays[pick].ready = false;
+        k.sync_cluster();
+        let me = index::thread_rank();
+        let next = k.map_shared_rank(&a, (k.this_cluster().block_rank() + 1u32) % cluster);
+        let v = self.grid_rank() * (1 + 2 * self.rng.below(50) as u32) + 1u32;
+        match self.rng.below(4) {
+            0 => k.remote_write(&next, &me, v),
+            kind => {
+                // Several threads to one element: thread t to element t % m.
+                let m = 1 + self.rng.below(u64::from(self.t)) as u32;
+                let op = match kind {
+                    1 => Atomic::add(v),
+                    2 => Atomic::max(v),
+                    _ => Atomic::or(v),
+                };
+                let _old = k.remote_atomic(&next, me.clone() % m, op);
+            }
+        }
+        k.sync_cluster();
+        let name = self.name("y");
+        let y = k.output::<u32>(&name);
+        let threads = self.blocks() * self.t;
+        self.params.push(Param::Output {
+            dtype: coopgraph::ir::DType::U32,
+            len: Some(u64::from(threads)),
+        });
+        k.write(&y, self.grid_rank(), a.read(&me));
     }
 
     /// A new `u32` shared array of one element per thread, each thread writing its own

@@ -70,7 +70,7 @@ pub fn has_atomics(ir: &coopgraph::ir::Ir) -> bool {
 
 /// The family of commutative operations `op` belongs to at `dt` (`None`: it commutes only
 /// with itself, with the same operands).
-fn family(op: AtomicOp, dt: DType) -> Option<u8> {
+pub(super) fn family(op: AtomicOp, dt: DType) -> Option<u8> {
     let float = dt.is_float();
     Some(match op {
         AtomicOp::Add | AtomicOp::Sub => 0,

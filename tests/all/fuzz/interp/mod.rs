@@ -161,10 +161,11 @@ pub struct Outcome {
     accesses: atomic::AccessMap,
     /// In the second pass of a kernel with atomics: the first pass's accesses.
     seen: Option<atomic::AccessMap>,
-    /// Each block's shared arrays as they stood at its cluster barriers, by (block, barrier).
-    snapshots: cluster::Snapshots,
-    /// In the second pass of a kernel with remote reads: the first pass's snapshots.
-    snapshots_seen: Option<cluster::Snapshots>,
+    /// Each block's shared arrays as they stood at its cluster barriers, and the remote
+    /// writes and atomics bound for each block.
+    cluster: cluster::Record,
+    /// In the second pass of a kernel with remote accesses: the first pass's record.
+    cluster_seen: Option<cluster::Record>,
 }
 
 /// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
@@ -280,18 +281,18 @@ pub fn run(ir: &Ir, launch: &Launch<'_>) -> Outcome {
     let first =
         (atomic::has_atomics(ir) || ir.uses_remote_shared()).then(|| pass(ir, launch, None, None));
     match first {
-        Some(f) => pass(ir, launch, Some(f.accesses), Some(f.snapshots)),
+        Some(f) => pass(ir, launch, Some(f.accesses), Some(f.cluster)),
         None => pass(ir, launch, None, None),
     }
 }
 
 /// One run of the kernel over the launch (with `seen`, the accesses a first pass recorded,
-/// and `snapshots`, the shared arrays at its cluster barriers).
+/// and `cluster`, what it recorded of remote accesses).
 fn pass(
     ir: &Ir,
     launch: &Launch<'_>,
     seen: Option<atomic::AccessMap>,
-    snapshots: Option<cluster::Snapshots>,
+    cluster: Option<cluster::Record>,
 ) -> Outcome {
     let arr = arrangements(ir);
     let mut out = Outcome {
@@ -302,8 +303,8 @@ fn pass(
         printed_unsure: false,
         accesses: HashMap::new(),
         seen,
-        snapshots: HashMap::new(),
-        snapshots_seen: snapshots,
+        cluster: cluster::Record::default(),
+        cluster_seen: cluster,
     };
     if ir.ops.is_empty() {
         return out;
