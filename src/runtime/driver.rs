@@ -262,19 +262,23 @@ impl CudaKernel {
             need: u64::from(bytes),
             limit: i32::MAX as u64,
         })?;
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.set_attribute(attr, value)
+    }
+
+    /// `cuFuncSetAttribute` on the entry (every attribute it sets takes an int).
+    fn set_attribute(
+        &self,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<(), RuntimeError> {
         self.ctx
             .bind_to_thread()
             .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
         // SAFETY: `function` is a live handle in the bound context; the attribute takes an int.
-        unsafe {
-            sys::cuFuncSetAttribute(
-                self.function,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                value,
-            )
-        }
-        .result()
-        .map_err(RuntimeError::driver("cuFuncSetAttribute"))
+        unsafe { sys::cuFuncSetAttribute(self.function, attr, value) }
+            .result()
+            .map_err(RuntimeError::driver("cuFuncSetAttribute"))
     }
 
     /// Blocks of this entry that fit on one SM at once.
@@ -308,19 +312,8 @@ impl CudaKernel {
 
     /// Lets launches use clusters past CUDA's portable 8 blocks (up to 16 on sm_90).
     pub(super) fn allow_non_portable_clusters(&self) -> Result<(), RuntimeError> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(RuntimeError::driver("cuCtxSetCurrent"))?;
-        // SAFETY: `function` is a live handle in the bound context; the attribute takes an int.
-        unsafe {
-            sys::cuFuncSetAttribute(
-                self.function,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                1,
-            )
-        }
-        .result()
-        .map_err(RuntimeError::driver("cuFuncSetAttribute"))
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+        self.set_attribute(attr, 1)
     }
 
     /// Clusters of `cluster` blocks of this entry (launched as `shape`) that can be resident
