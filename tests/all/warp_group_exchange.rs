@@ -178,7 +178,7 @@ fn an_exchange_wider_than_the_group_is_an_error() {
 /// Each member writes its value to shared memory, syncs its group (unless `sync` is off),
 /// and reads the value of the thread mirrored in its group.
 fn mirror_kernel(block: u32, warps: u32, sync: bool) -> Kernel {
-    let mut k = KernelBuilder::new(&format!("wg_mirror_{block}_{warps}_{sync}")).block(block);
+    let mut k = KernelBuilder::new(format!("wg_mirror_{block}_{warps}_{sync}")).block(block);
     let y = k.output::<u32>("y");
     let g = k.this_block().group_by_warps(warps);
     let s = k.shared_array::<u32>(block);

@@ -91,10 +91,10 @@ struct Case {
 /// its group's total at its index; warps in no group store nothing.
 fn scan_kernel<T: Scanned>(block: u32, warps: u32, items: u32, case: Case) -> Kernel {
     let name = format!(
-        "wg_scan_{block}_{warps}_{items}_{:?}_{}_{}",
+        "wg_scan_{block}_{warps}_{items}_{:?}_{}_{:?}",
         case.op,
         case.inclusive,
-        format!("{:?}", T::DTYPE)
+        T::DTYPE
     );
     let mut k = KernelBuilder::new(&name)
         .block(block)
@@ -323,7 +323,7 @@ fn scans_of_every_dtype() {
 /// tile through a prefix callback; the callback's prefix is read from rank 0 only (the other
 /// ranks offer a wrong one). Group `j`'s tile `i` is at `(i * groups + j) * tile`.
 fn running_kernel(block: u32, warps: u32, tiles: u32) -> Kernel {
-    let mut k = KernelBuilder::new(&format!("wg_running_{block}_{warps}"))
+    let mut k = KernelBuilder::new(format!("wg_running_{block}_{warps}"))
         .block(block)
         .items_per_thread(2);
     let (x, y) = (k.input::<i64>("x"), k.output::<i64>("y"));
@@ -421,7 +421,7 @@ fn a_scan_after_a_reduction_of_the_same_group() {
     // A reduction and a scan of one group, one after the other, in blocks with and without
     // warps left over: the scan's writes wait for the reduction's reads.
     for (block, warps) in [(192, 2), (224, 2)] {
-        let mut k = KernelBuilder::new(&format!("wg_reduce_scan_{block}"))
+        let mut k = KernelBuilder::new(format!("wg_reduce_scan_{block}"))
             .block(block)
             .items_per_thread(1);
         let (x, y) = (k.input::<i64>("x"), k.output::<i64>("y"));
