@@ -1085,6 +1085,7 @@ pub(crate) use arrays::ArrayRef;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;
 pub(crate) use shared::{Collective, SharedSymbols};
+pub(crate) use warp_groups::WarpGroupPlace;
 
 /// Unsigned division and remainder by a power of two as a shift and a mask: ptxas emits its
 /// general division sequence for `div.u32`/`rem.u32` by an immediate, which costs a dozen

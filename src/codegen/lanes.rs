@@ -1,6 +1,7 @@
 //! Lowering of lane collectives: `shfl.sync`, `vote.sync`, `match.sync`, `activemask` and
 //! `bar.warp.sync` over one tile, with the member mask and clamp of the thread's own tile, or
-//! over a partition, with its lanes as the member mask.
+//! over a partition, with its lanes as the member mask; the barrier of a group of whole warps
+//! is the group's named barrier.
 //!
 //! A tile of width `w` is a segment of `w` lanes of its warp (`w` a power of two). Its member
 //! mask is the group mask (`Emitter::group_mask`): the tile's lanes that exist. The shuffles'
@@ -29,6 +30,18 @@ impl Emitter<'_> {
         let ir = self.ir;
         let w = match ir.groups.get(l.group.index()).map(|g| g.kind) {
             Some(GroupKind::LogicalWarp { width }) => width.clamp(1, 32),
+            // A group of whole warps's barrier: the group's named barrier (a warp's own for a
+            // group of one warp).
+            Some(GroupKind::Warps { warps }) if l.op == LaneOp::Sync => {
+                if warps <= 1 {
+                    self.op(Op::BarWarpSync {
+                        mask: Operand::Imm(-1),
+                    });
+                } else {
+                    self.warp_group_barrier(warps);
+                }
+                return Ok(());
+            }
             _ => return Err(self.missing(op, "tile of a lane collective")),
         };
         let members = match l.members {

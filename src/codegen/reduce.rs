@@ -11,7 +11,8 @@
 //! its own values).
 
 use super::builder::{
-    Collective, Emitter, Lowered, Steps, bits_or_float, class, mem_ty, segment_clamp,
+    Collective, Emitter, Lowered, Steps, WarpGroupPlace, bits_or_float, class, mem_ty,
+    segment_clamp,
 };
 use super::expr::Ctx;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
@@ -200,11 +201,12 @@ impl Emitter<'_> {
         c: &Collective,
         warps: u32,
     ) -> Lowered<Reg> {
-        let tid = self.tid();
-        let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
-        let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
-        let in_group = self.u32op(BinOp::Rem, warp.into(), Operand::Imm(i64::from(warps)));
-        let group = self.u32op(BinOp::Div, warp.into(), Operand::Imm(i64::from(warps)));
+        let WarpGroupPlace {
+            lane,
+            warp,
+            in_group,
+            group,
+        } = self.warp_group_place(warps);
         let fold = WarpFold {
             op: r.op,
             d,
@@ -287,17 +289,7 @@ impl Emitter<'_> {
             return Ok(result);
         }
         // The group's rank 0 shares the result through its group's slot.
-        self.enter_step(&mut steps)?;
-        let slot_index = self.u32op(BinOp::Add, group.into(), Operand::Imm(i64::from(c.entries)));
-        let slot = self.collective_addr(c, slot_index.into());
-        let threads = i64::from(warps) * 32;
-        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads));
-        let first = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(0));
-        self.shared_access_if(first, false, d, slot, result);
-        self.enter_step(&mut steps)?;
-        let all = self.reg(class(d));
-        self.shared_value(true, d, slot, all);
-        Ok(all)
+        self.warp_group_hand_out(c, warps, group, d, result, &mut steps)
     }
 
     /// The block part of a reduction, through the plan's shared memory at the plan's steps; the

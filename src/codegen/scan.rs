@@ -5,8 +5,10 @@
 //! scans: the last lane of each warp writes at the plan's first step, every thread reads after
 //! the planned barrier and folds the totals of the warps before its own) or rakes: every thread
 //! shares its total, the first warp scans the plan's padded segments and writes each entry's
-//! prefix back, and every thread reads its own. A prefix callback's value is rank 0's, handed
-//! to the group through one more shared slot (a block) or a shuffle (a warp).
+//! prefix back, and every thread reads its own. A group of whole warps scans by warp scans
+//! like a block, over its own warps' totals (whatever algorithm was asked). A prefix
+//! callback's value is rank 0's, handed to the group through one more shared slot (a block, or
+//! the group's own slot for a group of whole warps) or a shuffle (a warp).
 
 use super::builder::{
     Collective, Emitter, Lowered, Steps, bits_or_float, class, segment_clamp, up_clamp,
@@ -74,6 +76,9 @@ impl Emitter<'_> {
         let tid = self.tid();
         let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(w as i64));
         let mask = self.group_mask(w);
+        let whole_warps = self.ir.groups[sc.group.index()].kind.whole_warps();
+        // For groups of whole warps: the warps per group and the thread's group.
+        let mut group = None;
         let (prefix, has_prefix, aggregate) = if threads <= 32 {
             let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let c = segment_clamp(w);
@@ -92,6 +97,25 @@ impl Emitter<'_> {
                 .aggregate
                 .map(|_| self.shuffle_value(ShflMode::Idx, incl, last, c, mask));
             (excl, has_excl, agg)
+        } else if let Some(warps) = whole_warps {
+            // Groups of whole warps always scan by warp scans.
+            let cp = block_plan(self)?;
+            let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
+            let place = self.warp_group_place(warps);
+            group = Some((warps, place.group));
+            let first = self.u32op(
+                BinOp::Mul,
+                place.group.into(),
+                Operand::Imm(i64::from(warps)),
+            );
+            let totals = WarpTotals {
+                lane: rank,
+                warp: place.warp,
+                rank: place.in_group,
+                first: Some(first),
+                count: warps,
+            };
+            self.warp_totals_prefix(op, sc, d, (incl, excl, has_excl), totals, cp, &mut steps)?
         } else if sc.algorithm != ScanAlgorithm::WarpScans {
             let cp = block_plan(self)?;
             let (p, h, a) = self.raking_prefix(op, sc, d, total, cp, &mut steps)?;
@@ -100,50 +124,14 @@ impl Emitter<'_> {
             let cp = block_plan(self)?;
             let (incl, excl, has_excl) = self.warp_scan_totals(sc, d, total, rank, w, mask);
             let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
-            // The last lane of each warp shares the warp's total.
-            self.enter_step(&mut steps)?;
-            let last = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(31));
-            let slot = self.collective_addr(cp, warp.into());
-            self.shared_access_if(last, false, d, slot, incl);
-            self.enter_step(&mut steps)?;
-            // Fold the totals of the warps before this one (and, for the aggregate, all).
-            let mut before: Option<(Reg, Reg)> = None;
-            let mut all: Option<Reg> = None;
-            for j in 0..cp.entries {
-                let a = self.collective_addr(cp, Operand::Imm(j as i64));
-                let v = self.reg(class(d));
-                self.shared_value(true, d, a, v);
-                if sc.aggregate.is_some() {
-                    all = Some(match all {
-                        None => v,
-                        Some(prev) => self.combine_op(sc.op, d, prev, v),
-                    });
-                }
-                let counts = self.setp(Cmp::Gt, Ty::U32, warp.into(), Operand::Imm(j as i64));
-                before = Some(match before {
-                    None => (v, counts),
-                    Some((acc, had)) => {
-                        let sum = self.combine_op(sc.op, d, acc, v);
-                        let next = self.pick(d, counts, sum, acc);
-                        (next, had)
-                    }
-                });
-            }
-            let Some((warp_prefix, has_warp)) = before else {
-                return Err(self.missing(op, "shared entries of the warps' totals"));
+            let totals = WarpTotals {
+                lane: rank,
+                warp,
+                rank: warp,
+                first: None,
+                count: cp.entries,
             };
-            // prefix = warp prefix (op) the thread's exclusive prefix, where each exists.
-            let both = self.combine_op(sc.op, d, warp_prefix, excl);
-            let with_warp = self.pick(d, has_excl, both, warp_prefix);
-            let prefix = self.pick(d, has_warp, with_warp, excl);
-            let has = self.reg(RegClass::Pred);
-            self.op(Op::PredBin {
-                op: BinOp::Or,
-                dst: has,
-                a: has_warp,
-                b: has_excl,
-            });
-            (prefix, has, all)
+            self.warp_totals_prefix(op, sc, d, (incl, excl, has_excl), totals, cp, &mut steps)?
         };
         // A prefix callback sees the total, runs its ops, and seeds the scan like an initial
         // value: rank 0's prefix, handed to the group.
@@ -167,8 +155,11 @@ impl Emitter<'_> {
                     src: p.into(),
                 });
                 // Rank 0's prefix seeds the whole group.
-                let seed = match &planned {
-                    Some(cp) if cp.prefix_slot => {
+                let seed = match (&planned, group) {
+                    (Some(cp), Some((warps, g))) if cp.prefix_slot => {
+                        self.warp_group_hand_out(cp, warps, g, d, held, &mut steps)?
+                    }
+                    (Some(cp), None) if cp.prefix_slot => {
                         let tid = self.tid();
                         self.enter_step(&mut steps)?;
                         let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
@@ -223,6 +214,94 @@ impl Emitter<'_> {
             self.mov_into(d, a, 0, agg);
         }
         Ok(())
+    }
+}
+
+/// The warps' totals a thread (of lane `lane`) folds in a scan by warp scans: `count` entries
+/// from `first` (entry 0 where `None`), of which the thread's warp (entry `warp`) is the
+/// `rank`th.
+struct WarpTotals {
+    lane: Reg,
+    warp: Reg,
+    rank: Reg,
+    first: Option<Reg>,
+    count: u32,
+}
+
+impl Emitter<'_> {
+    /// The group part of a scan by warp scans, given the warp scan's `(inclusive, exclusive,
+    /// has exclusive)` of this thread: the last lane of each warp shares the warp's total at
+    /// the plan's first step, every thread reads its group's totals at the next and folds
+    /// those of the warps before its own. Returns this thread's prefix, whether it has one,
+    /// and (where the scan has an aggregate) the group's total.
+    #[allow(clippy::too_many_arguments)]
+    fn warp_totals_prefix(
+        &mut self,
+        op: OpId,
+        sc: &ScanSpec,
+        d: DType,
+        (incl, excl, has_excl): (Reg, Reg, Reg),
+        totals: WarpTotals,
+        cp: &Collective,
+        steps: &mut Steps,
+    ) -> Lowered<(Reg, Reg, Option<Reg>)> {
+        let WarpTotals {
+            lane,
+            warp,
+            rank,
+            first,
+            count,
+        } = totals;
+        // The last lane of each warp shares the warp's total.
+        self.enter_step(steps)?;
+        let last = self.setp(Cmp::Eq, Ty::U32, lane.into(), Operand::Imm(31));
+        let slot = self.collective_addr(cp, warp.into());
+        self.shared_access_if(last, false, d, slot, incl);
+        self.enter_step(steps)?;
+        // Fold the totals of the warps before this one (and, for the aggregate, all).
+        let mut before: Option<(Reg, Reg)> = None;
+        let mut all: Option<Reg> = None;
+        for j in 0..count {
+            let index = match first {
+                None => Operand::Imm(i64::from(j)),
+                Some(f) => self
+                    .u32op(BinOp::Add, f.into(), Operand::Imm(i64::from(j)))
+                    .into(),
+            };
+            let a = self.collective_addr(cp, index);
+            let v = self.reg(class(d));
+            self.shared_value(true, d, a, v);
+            if sc.aggregate.is_some() {
+                all = Some(match all {
+                    None => v,
+                    Some(prev) => self.combine_op(sc.op, d, prev, v),
+                });
+            }
+            let counts = self.setp(Cmp::Gt, Ty::U32, rank.into(), Operand::Imm(i64::from(j)));
+            before = Some(match before {
+                None => (v, counts),
+                Some((acc, had)) => {
+                    let sum = self.combine_op(sc.op, d, acc, v);
+                    let next = self.pick(d, counts, sum, acc);
+                    (next, had)
+                }
+            });
+        }
+        let Some((warp_prefix, has_warp)) = before else {
+            return Err(self.missing(op, "shared entries of the warps' totals"));
+        };
+        // prefix = warp prefix (op) the thread's exclusive prefix, where each exists.
+        let both = self.combine_op(sc.op, d, warp_prefix, excl);
+        let with_warp = self.pick(d, has_excl, both, warp_prefix);
+        let prefix = self.pick(d, has_warp, with_warp, excl);
+        let has = self.reg(RegClass::Pred);
+        self.op(Op::PredBin {
+            op: BinOp::Or,
+            dst: has,
+            a: has_warp,
+            b: has_excl,
+        });
+        Ok((prefix, has, all))
     }
 }
 

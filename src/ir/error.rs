@@ -70,7 +70,7 @@ pub enum VerifyErrorKind {
     },
     /// Groups of whole warps whose barriers need more named barriers than a block has (15
     /// besides the block's own): each group of more than one warp of every partition the
-    /// kernel's collectives use takes one.
+    /// kernel's collectives and group barriers (`sync`) use takes one.
     TooManyWarpGroupBarriers {
         /// Named barriers needed.
         needed: u32,
@@ -88,8 +88,9 @@ pub enum VerifyErrorKind {
         /// Warps of the block.
         block_warps: u32,
     },
-    /// An op that groups of whole warps do not run: they run reductions, and loads and stores
-    /// by the direct, striped and vectorized algorithms.
+    /// An op that groups of whole warps do not run: they run reductions, scans, exchanges
+    /// (through shared memory or shuffles, not time-sliced), their barrier (`sync`), and
+    /// loads and stores by the direct, striped and vectorized algorithms.
     NotForWarpGroups {
         /// The op's name.
         op: &'static str,
@@ -437,6 +438,14 @@ pub enum VerifyErrorKind {
         /// Threads in the block.
         block: u32,
     },
+    /// An exchange over groups of whole warps to an arrangement striped over groups of
+    /// threads that do not tile each group of warps (each group exchanges its own tile).
+    StripedPastWarpGroup {
+        /// Threads per striped group asked for.
+        threads: u32,
+        /// Threads in each group of warps.
+        group: u32,
+    },
 }
 
 /// Where a slot holds a value when not at every thread.
@@ -531,8 +540,9 @@ impl fmt::Display for VerifyError {
             ),
             NotForWarpGroups { op } => write!(
                 f,
-                "`{op}` does not run over groups of whole warps (reductions, and loads and stores \
-                 by the direct, striped and vectorized algorithms do)"
+                "`{op}` does not run over groups of whole warps (reductions, scans, exchanges \
+                 not time-sliced, `sync`, and loads and stores by the direct, striped and \
+                 vectorized algorithms do)"
             ),
             WarpOpInPartialWarpBlock { block } => write!(
                 f,
@@ -822,6 +832,12 @@ impl fmt::Display for VerifyError {
                 f,
                 "striped over groups of {threads} threads, which do not tile the block's \
                  {block} threads; use a number of threads that divides {block}"
+            ),
+            StripedPastWarpGroup { threads, group } => write!(
+                f,
+                "striped over groups of {threads} threads, which do not tile each group of \
+                 warps' {group} threads (each group exchanges its own tile); use a number of \
+                 threads that divides {group}"
             ),
         }
     }

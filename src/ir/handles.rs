@@ -436,29 +436,52 @@ impl Group {
     /// count of 0 or above the block's warps, a block whose threads are not a multiple of 32
     /// (a partial warp joins no group), and a parent other than the block.
     ///
+    /// These groups run, each over its own tile and synchronizing at its own named barrier
+    /// (`bar.sync id, 32 * warps`; at most 15 ids for the kernel's groups together):
+    /// reductions ([`KernelBuilder::reduce`]), scans ([`KernelBuilder::scan`] and its
+    /// aggregate and prefix-callback forms, always by warp scans), exchanges
+    /// ([`KernelBuilder::exchange`] through shared memory or shuffles, to arrangements whose
+    /// groups tile the group), the group's barrier ([`KernelBuilder::sync`]), and loads and
+    /// stores by the direct, striped and vectorized algorithms. Other ops (neighbour ops,
+    /// scatters, transposing loads and stores, time-sliced exchanges, shuffles and votes) are
+    /// reported as [`VerifyErrorKind::NotForWarpGroups`] or
+    /// [`VerifyErrorKind::LaneOpNotOnTile`].
+    ///
     /// ```
-    /// use coopgraph::ir::Reduce;
+    /// use coopgraph::ir::{Reduce, Scan};
     /// use coopgraph::runtime::Device;
     /// use coopgraph::{KernelBuilder, Load, Store};
     ///
-    /// // Each pair of warps of a block of 128 sums its 64 values.
+    /// // Each pair of warps of a block of 128 sums its 64 values, and scans them.
     /// let mut k = KernelBuilder::new("pair_sums").block(128).items_per_thread(1);
-    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let (x, y, z) = (k.input::<u32>("x"), k.output::<u32>("y"), k.output::<u32>("z"));
     /// let b = k.this_block();
     /// let pair = b.group_by_warps(2);
     /// let t = k.load_from(b, &x, Load::direct());
     /// let s = k.reduce(pair, &t, Reduce::sum().broadcast());
     /// k.store_to(b, &y, &s, Store::direct());
+    /// let p = k.scan(pair, &t, Scan::inclusive_sum());
+    /// k.store_to(b, &z, &p, Store::direct());
     /// let kernel = k.build()?;
     ///
     /// let dev = Device::sim();
     /// let xb = dev.upload(&(0..128).collect::<Vec<u32>>())?;
     /// let mut yb = dev.alloc_zeroed::<u32>(128)?;
-    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let mut zb = dev.alloc_zeroed::<u32>(128)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, &mut zb))?;
     /// let ys = yb.to_vec()?;
     /// assert_eq!([ys[0], ys[63], ys[64], ys[127]], [2016, 2016, 6112, 6112]);
+    /// let zs = zb.to_vec()?;
+    /// assert_eq!([zs[0], zs[63], zs[64], zs[65], zs[127]], [0, 2016, 64, 129, 6112]);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
+    ///
+    /// [`KernelBuilder::reduce`]: crate::KernelBuilder::reduce
+    /// [`KernelBuilder::scan`]: crate::KernelBuilder::scan
+    /// [`KernelBuilder::exchange`]: crate::KernelBuilder::exchange
+    /// [`KernelBuilder::sync`]: crate::KernelBuilder::sync
+    /// [`VerifyErrorKind::NotForWarpGroups`]: crate::ir::VerifyErrorKind::NotForWarpGroups
+    /// [`VerifyErrorKind::LaneOpNotOnTile`]: crate::ir::VerifyErrorKind::LaneOpNotOnTile
     ///
     /// [`KernelBuilder::if_member`]: crate::KernelBuilder::if_member
     #[track_caller]

@@ -526,13 +526,25 @@ impl Verifier<'_> {
         }
     }
 
-    /// An arrangement an exchange or scatter asks for: striped groups must tile the block.
-    fn striped_group(&mut self, to: Arrangement, loc: Loc, op: OpId) {
-        let block = self.ir.block_threads();
-        if let Arrangement::Striped { threads } = to
-            && (threads == 0 || !block.is_multiple_of(threads))
-        {
-            self.push(K::StripedGroup { threads, block }, loc, Some(op));
+    /// An arrangement an exchange or scatter over `group` asks for: striped groups must tile
+    /// the block (each group of warps, over groups of whole warps).
+    fn striped_group(&mut self, to: Arrangement, group: GroupKind, loc: Loc, op: OpId) {
+        let Arrangement::Striped { threads } = to else {
+            return;
+        };
+        let (tiled, block) = match group {
+            GroupKind::Warps { warps } => (warps.saturating_mul(32), None),
+            _ => (self.ir.block_threads(), Some(self.ir.block_threads())),
+        };
+        if threads == 0 || !tiled.is_multiple_of(threads) {
+            let kind = match block {
+                Some(block) => K::StripedGroup { threads, block },
+                None => K::StripedPastWarpGroup {
+                    threads,
+                    group: tiled,
+                },
+            };
+            self.push(kind, loc, Some(op));
         }
     }
 
@@ -550,50 +562,6 @@ impl Verifier<'_> {
         {
             let exit = self.ir.op(exit).loc;
             self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
-        }
-    }
-
-    /// A collective over groups of `warps` whole warps: where the partition leaves warps
-    /// over, it runs under a branch that keeps whole groups (`if_member`); every enclosing
-    /// condition is uniform over each group (each on its own: a branch keeping whole groups,
-    /// or a value the same over aligned runs of threads that are whole groups, such as the
-    /// warp's rank over a power of two that the group's warps divide), and every early exit
-    /// before it is uniform over the block.
-    fn warp_group_collective(&mut self, warps: u32, loc: Loc, op: OpId) {
-        let group = GroupKind::Warps { warps };
-        let Some(threads) = warps.checked_mul(32).filter(|&t| t > 0) else {
-            return;
-        };
-        let block_warps = self.ir.block_threads() / 32;
-        let member = |c: u32| c.is_multiple_of(warps) && c <= block_warps;
-        let inside = self.members.iter().any(|&(_, c)| member(c));
-        if !block_warps.is_multiple_of(warps) && !inside {
-            let kind = K::CollectiveOutsideMembership { warps, block_warps };
-            self.push(kind, loc, Some(op));
-        }
-        let varies = self.conds.iter().enumerate().find(|&(i, &(u, _))| {
-            let keeps_groups = self.members.iter().any(|&(at, c)| at == i && member(c));
-            !keeps_groups && u < Uniformity::BLOCK && !u.0.is_multiple_of(threads)
-        });
-        if let Some((_, &(_, condition))) = varies {
-            self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
-        } else if let Some((u, exit)) = self.flow.exit[op.index()]
-            && !u.covers(self.ir.block_threads())
-        {
-            let exit = self.ir.op(exit).loc;
-            self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
-        }
-    }
-
-    /// `c` where `cond` is `warp_rank < c` for a constant `c`.
-    fn warp_bound(&self, cond: ExprId) -> Option<u32> {
-        use super::expr::{CmpOp, IndexKind};
-        let ExprKind::Cmp(CmpOp::Lt, a, b) = &self.ir.expr(cond).kind else {
-            return None;
-        };
-        match (&self.ir.expr(*a).kind, &self.ir.expr(*b).kind) {
-            (ExprKind::Index(IndexKind::WarpRank), ExprKind::Const(c)) => u32::try_from(*c).ok(),
-            _ => None,
         }
     }
 
@@ -908,7 +876,7 @@ impl Verifier<'_> {
                 to,
                 holes,
             } => {
-                self.striped_group(*to, loc, op);
+                self.striped_group(*to, ir.groups[group.index()].kind, loc, op);
                 let items = ir.datas[src.index()].items;
                 for aux in [Some(*ranks), *flags].into_iter().flatten() {
                     let a = &ir.datas[aux.index()];
@@ -995,7 +963,7 @@ impl Verifier<'_> {
                 to,
                 ..
             } => {
-                self.striped_group(*to, loc, op);
+                self.striped_group(*to, ir.groups[group.index()].kind, loc, op);
                 // Positions move with their values: a scatter's holes stay holes (a valid count
                 // still names the positions that hold values), but a value only some ranks hold
                 // would reach others.

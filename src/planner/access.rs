@@ -134,11 +134,12 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32) -> Owners {
         }
         Touch::GroupLead {
             group,
+            rank,
             groups,
             base,
         } => {
             for j in 0..*groups {
-                let t = j.saturating_mul(*group);
+                let t = j.saturating_mul(*group).saturating_add(*rank);
                 if t < block {
                     at_slot(&mut o, base + j, t);
                 }
@@ -148,11 +149,14 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32) -> Owners {
             group,
             groups,
             base,
+            slots,
         } => {
             for j in 0..*groups {
                 let first = j.saturating_mul(*group);
                 for t in first..first.saturating_add(*group).min(block) {
-                    at_slot(&mut o, base + j, t);
+                    for s in 0..*slots {
+                        at_slot(&mut o, base + j * slots + s, t);
+                    }
                 }
             }
         }

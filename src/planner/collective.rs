@@ -153,7 +153,7 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
             continue;
         }
         if let Some(warps) = ir.groups[sh.group.index()].kind.whole_warps() {
-            let c = super::warp_groups::plan_reduce(cx, s, point, op, warps)?;
+            let c = super::warp_groups::plan(cx, s, point, op, warps)?;
             s.collectives[op] = Some(c);
             continue;
         }

@@ -26,6 +26,7 @@ use super::form::{
 };
 use super::ids::{SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
+use super::scope::SyncScope;
 use super::scratch::{Context, Scratch, covers_groups, lcm, within_warps};
 use super::storage::Storages;
 use crate::ir::ops::{Algorithm, ExchangeVia, OpKind};
@@ -201,7 +202,7 @@ fn plan_one(
     point: u32,
     need: Need,
 ) -> Result<Option<ExchangePlan>, PlanError> {
-    let (ir, block) = (cx.ir, cx.block);
+    let ir = cx.ir;
     let data = ir.op(op);
     let data_for = need.data.or(match &data.kind {
         OpKind::Load(t) | OpKind::Store(t) => Some(t.data),
@@ -223,13 +224,14 @@ fn plan_one(
         Some(_) => 32,
         None => lcm(striped_threads(from), striped_threads(to)),
     };
-    check_groups(cx, op, scope, turns.is_some(), via_shuffles)?;
+    let warp_group = warp_group(cx, op, scope);
+    check_groups(cx, op, scope, turns.is_some(), via_shuffles, warp_group)?;
     let padded = !via_shuffles && choose_padding(from, to, scope, items, elem_bytes);
     let elems = scope * items;
     let group_elems = if padded { elems + elems / 32 } else { elems };
     let groups = match turns {
         Some(_) => 1,
-        None => block / scope.max(1),
+        None => members(cx, warp_group) / scope.max(1),
     };
     let bytes = if via_shuffles {
         0
@@ -281,34 +283,70 @@ fn plan_one(
         holder: holder.flatten(),
     };
     if !via_shuffles {
-        e.turns = add_steps(cx, s, op, &e, turns);
+        e.turns = add_steps(cx, s, op, &e, turns, warp_group);
     }
     Ok(Some(e))
 }
 
+/// For an exchange of an op over groups of whole warps, the warps per group: an explicit
+/// exchange's, and a conversion's whose groups of `scope` threads tile each group of warps
+/// (a wider conversion is the block's, where the block's barrier can stand).
+fn warp_group(cx: &Context, op: OpId, scope: u32) -> Option<u32> {
+    let kind = &cx.ir.op(op).kind;
+    let warps = cx.ir.groups[kind.group()?.index()].kind.whole_warps()?;
+    let tiles = scope > 0 && warps.saturating_mul(32).is_multiple_of(scope);
+    (matches!(kind, OpKind::Exchange { .. }) || tiles).then_some(warps)
+}
+
+/// The threads that run an exchange: the block's, or those in a group of `warps` whole warps
+/// (the warps a partition leaves over run none).
+fn members(cx: &Context, warp_group: Option<u32>) -> u32 {
+    match warp_group {
+        Some(warps) if warps > 0 => cx.block / 32 / warps * warps * 32,
+        _ => cx.block,
+    }
+}
+
 /// Checks that an exchange over groups of `scope` threads can run where `op` stands: the
-/// groups tile the block; groups inside a warp (synchronizing alone) run under conditions
-/// uniform across each group, others (and the turns of a time-sliced exchange) only where
-/// the block's barrier can stand; shuffles only inside a warp.
+/// groups tile the block (over groups of whole warps, each group of warps); groups inside a
+/// warp (synchronizing alone) run under conditions uniform across each group, others (and
+/// the turns of a time-sliced exchange) only where the block's barrier can stand (over
+/// groups of whole warps, where the group's can: the verifier checked that); shuffles only
+/// inside a warp.
 fn check_groups(
     cx: &Context,
     op: OpId,
     scope: u32,
     time_sliced: bool,
     via_shuffles: bool,
+    warp_group: Option<u32>,
 ) -> Result<(), PlanError> {
     let block = cx.block;
     let loc = cx.ir.op(op).loc;
-    if scope == 0 || !block.is_multiple_of(scope) {
+    if scope == 0 || !block.is_multiple_of(scope) && warp_group.is_none() {
         return Err(PlanError::Layout {
             op,
             loc,
             reason: format!("no exchange over groups of {scope} threads in a block of {block}"),
         });
     }
+    if let Some(warps) = warp_group {
+        let threads = warps.saturating_mul(32);
+        if !threads.is_multiple_of(scope) {
+            return Err(PlanError::Layout {
+                op,
+                loc,
+                reason: format!(
+                    "an exchange over groups of {warps} warps moves each group's tile, which \
+                     groups of {scope} threads do not tile"
+                ),
+            });
+        }
+    }
     let in_warps = !time_sliced && within_warps(scope, block);
     let around = cx.enclosing[op];
-    if !in_warps && !around.covers(block) && around < Uniformity::BLOCK {
+    let block_wide = warp_group.is_none();
+    if block_wide && !in_warps && !around.covers(block) && around < Uniformity::BLOCK {
         return Err(PlanError::BlockExchangeInDivergentCode { op, loc });
     }
     if in_warps && !covers_groups(around, scope, block) {
@@ -333,21 +371,33 @@ fn check_groups(
 
 /// Adds the steps of exchange `e` of `op`: a write step and a read step per turn. A barrier
 /// before them may order exchange groups inside a warp alone (with a mask of the lanes they
-/// have), warps where the block has only whole warps (or is one), else the block.
+/// have), groups of whole warps with their named barrier (and the block where every thread
+/// runs the op), warps where the block has only whole warps (or is one), else the block.
 fn add_steps(
     cx: &Context,
     s: &mut Scratch,
     op: OpId,
     e: &ExchangePlan,
     turns: Option<u32>,
+    warp_group: Option<u32>,
 ) -> Vec<Turn> {
-    let block = cx.block;
+    let block = members(cx, warp_group);
     let group = if e.scope >= 32 {
         cx.warps()
     } else if 32 % e.scope == 0 || block <= 32 {
         e.scope.min(block)
     } else {
         0
+    };
+    let scopes = match warp_group {
+        Some(warps) if e.scope > 32 => {
+            let mut v = vec![SyncScope::Warps { warps }];
+            if !cx.divergent(op) {
+                v.push(SyncScope::Block);
+            }
+            v
+        }
+        _ => group_then_block(group),
     };
     // Each thread of the turn (every thread without time slicing) touches its slots at the
     // side's positions; every turn of a time-sliced exchange uses the first region.
@@ -371,9 +421,9 @@ fn add_steps(
     for turn in 0..turns.unwrap_or(1) {
         let turn = turns.map(|_| turn);
         let write = side(&e.write, true, turn);
-        let write = add_step(&mut s.steps, op, group_then_block(group), vec![write]);
+        let write = add_step(&mut s.steps, op, scopes.clone(), vec![write]);
         let read = side(&e.read, false, turn);
-        let read = add_step(&mut s.steps, op, group_then_block(group), vec![read]);
+        let read = add_step(&mut s.steps, op, scopes.clone(), vec![read]);
         out.push(Turn { write, read });
     }
     out

@@ -94,25 +94,30 @@ pub enum Touch {
         /// Positions that may be touched.
         count: u32,
     },
-    /// Rank 0 of each of the first `groups` groups of `group` consecutive threads touches
-    /// its group's slot: `base + j` for group `j` (past the padding).
+    /// Rank `rank` of each of the first `groups` groups of `group` consecutive threads
+    /// touches its group's slot: `base + j` for group `j` (past the padding).
     GroupLead {
         /// Threads per group.
         group: u32,
+        /// The rank in its group of the thread that touches.
+        rank: u32,
         /// Groups, from thread 0.
         groups: u32,
         /// Group 0's slot.
         base: u32,
     },
     /// Every thread of each of the first `groups` groups of `group` consecutive threads
-    /// touches its group's slot: `base + j` for group `j` (past the padding).
+    /// touches its group's `slots` slots: `base + j * slots ..` for group `j` (past the
+    /// padding).
     GroupSlot {
         /// Threads per group.
         group: u32,
         /// Groups, from thread 0.
         groups: u32,
-        /// Group 0's slot.
+        /// Group 0's first slot.
         base: u32,
+        /// Slots per group.
+        slots: u32,
     },
 }
 

@@ -52,4 +52,6 @@ mod tidy;
 mod valid;
 mod vars;
 mod verify;
+mod warp_group_exchange;
+mod warp_group_scan;
 mod warp_groups;

@@ -1,7 +1,8 @@
 //! Groups of whole warps (`group_by_warps`): reductions against a CPU fold in blocks of 64 to
 //! 1024 threads with and without warps left over (`if_member`), loads and stores of each
 //! group's tile, the group's named barriers shown necessary by the race checker, queries, and
-//! the verifier's typed errors.
+//! the verifier's typed errors (scans, exchanges and the group's barrier: `warp_group_scan.rs`,
+//! `warp_group_exchange.rs`).
 
 use super::common::{Batch, Rng, assert_same, device, race_checker};
 use coopgraph::ir::Algorithm;
@@ -323,7 +324,7 @@ fn a_reduction_in_a_loop_orders_its_iterations() {
 }
 
 /// The verifier's errors as (kind, line).
-fn errors(k: KernelBuilder) -> Vec<(K, u32)> {
+pub(super) fn errors(k: KernelBuilder) -> Vec<(K, u32)> {
     match k.build() {
         Err(Error::Verify(e)) => e.errors.into_iter().map(|e| (e.kind, e.loc.line)).collect(),
         Err(other) => panic!("expected verifier errors, got {other}"),
@@ -495,23 +496,38 @@ fn a_partial_warp_joins_no_group() {
 }
 
 #[test]
-fn ops_other_than_reductions_and_direct_transfers_are_errors() {
-    let mut lines = [0; 3];
+fn ops_groups_of_warps_do_not_run_are_errors() {
+    // Neighbour ops, scatters, transposing loads, time-sliced exchanges, and lane collectives
+    // other than the barrier.
+    let mut lines = [0; 5];
     let k = kernel_with(128, |k, t, y| {
         let g = k.this_block().group_by_warps(2);
         let l0 = line!() + 1;
-        k.scan(g, t, coopgraph::ir::Scan::<u32>::inclusive_sum());
+        k.adjacent_difference_left(g, t, coopgraph::ir::Difference::subtract());
         let l1 = line!() + 1;
         let v = k.shfl(g, t.item(0), 0u32);
         k.write(y, index::thread_rank(), v);
         let z = k.input::<u32>("z");
         let l2 = line!() + 1;
         k.load_from(g, &z, Load::direct().algorithm(Algorithm::Transpose));
-        lines = [l0, l1, l2];
+        let l3 = line!() + 1;
+        k.scatter(
+            g,
+            t,
+            t,
+            coopgraph::ir::Scatter::to(coopgraph::ir::Arrangement::Blocked),
+        );
+        let via = coopgraph::ir::ExchangeVia::TimeSliced;
+        let striped = coopgraph::ir::Arrangement::Striped { threads: 32 };
+        let l4 = line!() + 1;
+        k.exchange(g, t, striped, via);
+        lines = [l0, l1, l2, l3, l4];
     });
     let errs = errors(k);
-    has(&errs, lines[0], K::NotForWarpGroups { op: "scan" });
+    has(&errs, lines[0], K::NotForWarpGroups { op: "neighbor" });
     has(&errs, lines[2], K::NotForWarpGroups { op: "load" });
+    has(&errs, lines[3], K::NotForWarpGroups { op: "scatter" });
+    has(&errs, lines[4], K::NotForWarpGroups { op: "exchange" });
     assert!(
         errs.iter()
             .any(|(k, l)| *l == lines[1] && matches!(k, K::LaneOpNotOnTile { .. })),

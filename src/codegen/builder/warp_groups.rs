@@ -74,3 +74,60 @@ impl Emitter<'_> {
         self.op(Op::Label(done));
     }
 }
+
+/// Where the thread stands in its group of whole warps: see [`Emitter::warp_group_place`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WarpGroupPlace {
+    /// The thread's lane.
+    pub lane: Reg,
+    /// The warp's index in the block (its entry in a collective's slice).
+    pub warp: Reg,
+    /// The warp's rank in its group.
+    pub in_group: Reg,
+    /// The group's index.
+    pub group: Reg,
+}
+
+impl Emitter<'_> {
+    /// The thread's lane, warp, warp rank in its group and group index, for groups of
+    /// `warps` whole warps.
+    pub(crate) fn warp_group_place(&mut self, warps: u32) -> WarpGroupPlace {
+        let tid = self.tid();
+        let lane = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(32));
+        let warp = self.u32op(BinOp::Div, tid.into(), Operand::Imm(32));
+        let in_group = self.u32op(BinOp::Rem, warp.into(), Operand::Imm(i64::from(warps)));
+        let group = self.u32op(BinOp::Div, warp.into(), Operand::Imm(i64::from(warps)));
+        WarpGroupPlace {
+            lane,
+            warp,
+            in_group,
+            group,
+        }
+    }
+
+    /// Hands `value` of each group's rank 0 to every thread of its group of `warps` whole
+    /// warps, through the group's slot after the collective's entries, at the plan's next two
+    /// steps (rank 0 writes; every thread reads).
+    pub(crate) fn warp_group_hand_out(
+        &mut self,
+        c: &Collective,
+        warps: u32,
+        group: Reg,
+        d: DType,
+        value: Reg,
+        steps: &mut Steps,
+    ) -> Lowered<Reg> {
+        self.enter_step(steps)?;
+        let index = self.u32op(BinOp::Add, group.into(), Operand::Imm(i64::from(c.entries)));
+        let slot = self.collective_addr(c, index.into());
+        let tid = self.tid();
+        let threads = i64::from(warps) * 32;
+        let rank = self.u32op(BinOp::Rem, tid.into(), Operand::Imm(threads));
+        let first = self.setp(Cmp::Eq, Ty::U32, rank.into(), Operand::Imm(0));
+        self.shared_access_if(first, false, d, slot, value);
+        self.enter_step(steps)?;
+        let all = self.reg(super::class(d));
+        self.shared_value(true, d, slot, all);
+        Ok(all)
+    }
+}

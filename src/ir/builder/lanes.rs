@@ -261,7 +261,12 @@ impl KernelBuilder {
 
     /// A barrier of the group `g`: for a tile, its threads' shared and global accesses before
     /// it happen before those after it (`bar.warp.sync` with the tile's mask); for the block,
-    /// [`KernelBuilder::sync_block`].
+    /// [`KernelBuilder::sync_block`]; for groups of whole warps
+    /// ([`Group::group_by_warps`](crate::ir::Group::group_by_warps)), each group's own named
+    /// barrier (`bar.sync id, 32 * warps`, counted with the named barriers the groups'
+    /// collectives take). Only a group's members may reach it: where the partition leaves
+    /// warps over, inside [`KernelBuilder::if_member`] (else the verifier reports
+    /// [`VerifyErrorKind::CollectiveOutsideMembership`](crate::ir::VerifyErrorKind::CollectiveOutsideMembership)).
     ///
     /// ```
     /// use coopgraph::ir::index;
@@ -284,6 +289,25 @@ impl KernelBuilder {
     /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
     /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
     /// let want: Vec<u32> = (0..64).map(|t| (t / 8 * 8 + 7 - t % 8) * 2).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    ///
+    /// // Each group of 2 warps of a block of 5 warps reverses its 64 values; warp 4 is in no
+    /// // group and writes nothing.
+    /// let mut k = KernelBuilder::new("reverse64").block(160);
+    /// let y = k.output::<u32>("y");
+    /// let pairs = k.this_block().group_by_warps(2);
+    /// let s = k.shared_array::<u32>(160);
+    /// k.if_member(&pairs, |k, g| {
+    ///     k.shared_write(&s, &t, t.clone() * 2u32);
+    ///     k.sync(g);
+    ///     let mirror = g.meta_group_rank() * 64u32 + (63u32 - g.thread_rank());
+    ///     k.write(&y, &t, s.read(mirror));
+    /// });
+    /// let kernel = k.build()?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(160)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> =
+    ///     (0..160).map(|t| if t < 128 { (t / 64 * 64 + 63 - t % 64) * 2 } else { 0 }).collect();
     /// assert_eq!(yb.to_vec()?, want);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```

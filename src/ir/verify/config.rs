@@ -4,16 +4,16 @@
 //! arrays of one to three dimensions, one dynamic array at most, local and constant arrays
 //! within their memories), the register limit, logical-warp widths and warp groups in blocks
 //! of whole warps, and groups of whole warps (their sizes, their named barriers, the ops that
-//! run over them).
+//! run over them, and where their collectives may stand).
 
-use super::super::entities::{Loc, OpId};
+use super::super::entities::{ExprId, Loc, OpId};
 use super::super::error::VerifyErrorKind as K;
-use super::super::expr::Axis;
+use super::super::expr::{Axis, ExprKind};
 use super::super::ops::*;
 use super::super::options::{
     Checks, MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, REGISTER_FILE,
 };
-use super::Verifier;
+use super::{Uniformity, Verifier};
 use std::collections::HashSet;
 
 impl Verifier<'_> {
@@ -253,8 +253,9 @@ impl Verifier<'_> {
 
 impl Verifier<'_> {
     /// Groups of whole warps: their sizes, the block's whole warps, the named barriers their
-    /// partitions need, and the ops that run over them (reductions, and loads and stores that
-    /// move each group's tile directly, with no exchange of their own; lane collectives are
+    /// partitions need, and the ops that run over them (reductions, scans, exchanges through
+    /// shared memory or shuffles, and loads and stores that move each group's tile directly,
+    /// with no exchange of their own; lane collectives other than the group's barrier are
     /// reported where they are checked).
     fn warp_groups(&mut self) {
         let ir = self.ir;
@@ -288,7 +289,9 @@ impl Verifier<'_> {
                 )
             };
             let runs = match &op.kind {
-                OpKind::Reduce(_) | OpKind::Lanes(_) => true,
+                OpKind::Reduce(_) | OpKind::Scan(_) | OpKind::Lanes(_) => true,
+                // Time-sliced turns are the block's warps'.
+                OpKind::Exchange { via, .. } => *via != ExchangeVia::TimeSliced,
                 OpKind::Load(t) | OpKind::Store(t) => direct(t),
                 _ => false,
             };
@@ -303,6 +306,50 @@ impl Verifier<'_> {
                     Some(OpId(i as u32)),
                 );
             }
+        }
+    }
+
+    /// A collective over groups of `warps` whole warps: where the partition leaves warps
+    /// over, it runs under a branch that keeps whole groups (`if_member`); every enclosing
+    /// condition is uniform over each group (each on its own: a branch keeping whole groups,
+    /// or a value the same over aligned runs of threads that are whole groups, such as the
+    /// warp's rank over a power of two that the group's warps divide), and every early exit
+    /// before it is uniform over the block.
+    pub(super) fn warp_group_collective(&mut self, warps: u32, loc: Loc, op: OpId) {
+        let group = GroupKind::Warps { warps };
+        let Some(threads) = warps.checked_mul(32).filter(|&t| t > 0) else {
+            return;
+        };
+        let block_warps = self.ir.block_threads() / 32;
+        let member = |c: u32| c.is_multiple_of(warps) && c <= block_warps;
+        let inside = self.members.iter().any(|&(_, c)| member(c));
+        if !block_warps.is_multiple_of(warps) && !inside {
+            let kind = K::CollectiveOutsideMembership { warps, block_warps };
+            self.push(kind, loc, Some(op));
+        }
+        let varies = self.conds.iter().enumerate().find(|&(i, &(u, _))| {
+            let keeps_groups = self.members.iter().any(|&(at, c)| at == i && member(c));
+            !keeps_groups && u < Uniformity::BLOCK && !u.0.is_multiple_of(threads)
+        });
+        if let Some((_, &(_, condition))) = varies {
+            self.push(K::NonUniformCollective { group, condition }, loc, Some(op));
+        } else if let Some((u, exit)) = self.flow.exit[op.index()]
+            && !u.covers(self.ir.block_threads())
+        {
+            let exit = self.ir.op(exit).loc;
+            self.push(K::CollectiveAfterReturn { group, exit }, loc, Some(op));
+        }
+    }
+
+    /// `c` where `cond` is `warp_rank < c` for a constant `c`.
+    pub(super) fn warp_bound(&self, cond: ExprId) -> Option<u32> {
+        use super::super::expr::{CmpOp, IndexKind};
+        let ExprKind::Cmp(CmpOp::Lt, a, b) = &self.ir.expr(cond).kind else {
+            return None;
+        };
+        match (&self.ir.expr(*a).kind, &self.ir.expr(*b).kind) {
+            (ExprKind::Index(IndexKind::WarpRank), ExprKind::Const(c)) => u32::try_from(*c).ok(),
+            _ => None,
         }
     }
 }

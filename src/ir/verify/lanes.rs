@@ -21,6 +21,8 @@ impl Verifier<'_> {
             // construction.
             GroupKind::LogicalWarp { .. } if l.members.is_some() || l.op == LaneOp::Coalesce => {}
             GroupKind::LogicalWarp { .. } => self.collective(group, loc, op),
+            // A group of whole warps's barrier: its members only, reached by whole groups.
+            GroupKind::Warps { .. } if l.op == LaneOp::Sync => self.collective(group, loc, op),
             GroupKind::Block | GroupKind::Warps { .. } => {
                 self.push(K::LaneOpNotOnTile { op: l.op, group }, loc, Some(op));
             }

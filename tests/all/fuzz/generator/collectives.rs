@@ -268,7 +268,12 @@ impl Gen {
         with_dtype!(d.dt, T => self.scan_t::<T>(k, g, handle::<T>(&d)))
     }
 
-    fn scan_t<T: Fz>(&mut self, k: &mut KernelBuilder, g: Group, src: ThreadData<T>) -> bool {
+    pub(super) fn scan_t<T: Fz>(
+        &mut self,
+        k: &mut KernelBuilder,
+        g: Group,
+        src: ThreadData<T>,
+    ) -> bool {
         let op = self.pick_op(T::DTYPE.is_float());
         let gt = self.group_threads(&g);
         let block = g.kind() == GroupKind::Block;
@@ -358,22 +363,53 @@ impl Gen {
 
     pub fn op_exchange(&mut self, k: &mut KernelBuilder) -> bool {
         let groups = self.groups(k, true);
-        let srcs = self.full(|_| true);
-        if groups.is_empty() || srcs.is_empty() {
+        if groups.is_empty() {
             return false;
         }
         let g = self.rng.pick(&groups);
+        self.exchange_over(k, g, None)
+    }
+
+    /// An exchange over `g` of `src` (else of a full payload it picks).
+    pub(super) fn exchange_over(
+        &mut self,
+        k: &mut KernelBuilder,
+        g: Group,
+        src: Option<&super::DInfo>,
+    ) -> bool {
+        let d = match src {
+            Some(d) => d.clone(),
+            None => {
+                let srcs = self.full(|_| true);
+                if srcs.is_empty() {
+                    return false;
+                }
+                self.datas[self.rng.pick(&srcs)].clone()
+            }
+        };
         let gt = self.group_threads(&g);
         let block = g.kind() == GroupKind::Block;
-        let d = self.datas[self.rng.pick(&srcs)].clone();
-        // Time-sliced exchanges take turns at block barriers: only where the block runs.
-        let sliced_ok = self.block_uniform() || self.feature(Defect::TimeSlicedDivergent);
+        // Time-sliced exchanges take turns at block barriers: only where the block runs (and
+        // never over groups of whole warps).
+        let sliced_ok = (self.block_uniform() || self.feature(Defect::TimeSlicedDivergent))
+            && g.kind().whole_warps().is_none();
         let how = self.rng.weighted(&[50, if sliced_ok { 20 } else { 0 }, 30]);
-        let mut to: Vec<Arrangement> = self
-            .targets(gt, block)
-            .into_iter()
-            .filter(|&a| self.conv_ok(d.arr, a, d.k))
-            .collect();
+        let whole_warps = g.kind().whole_warps().is_some();
+        let mut to: Vec<Arrangement> = if whole_warps {
+            // Each group of whole warps exchanges its own tile, at its own barrier: striped
+            // over powers of two that tile the group.
+            let pow2 = |a: Arrangement| striped(a).is_power_of_two();
+            if d.arr.is_some_and(|a| !pow2(a)) {
+                return false;
+            }
+            let spans = (0..=gt.ilog2()).map(|b| Arrangement::Striped { threads: 1 << b });
+            std::iter::once(Arrangement::Blocked).chain(spans).collect()
+        } else {
+            self.targets(gt, block)
+                .into_iter()
+                .filter(|&a| self.conv_ok(d.arr, a, d.k))
+                .collect()
+        };
         if !block {
             // Inside the group: its tile holds what the exchange moves.
             let within = |a: Option<Arrangement>| a.is_none_or(|a| gt.is_multiple_of(striped(a)));

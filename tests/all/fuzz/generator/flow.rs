@@ -164,7 +164,7 @@ impl Gen {
             if self.locals.is_empty() { 0 } else { 5 },         // local array
             2,                                                  // print
             5,                                                  // lane collective
-            if self.warps_ok() { 4 } else { 0 },                // groups of whole warps
+            if self.warps_ok() { 10 } else { 0 },               // groups of whole warps
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {

@@ -1,14 +1,14 @@
-//! Groups of whole warps: a reduction over groups of 1 to 4 warps, of a payload there is or
-//! of one the groups load (each its own tile, directly, striped or vectorized), inside
-//! `if_member` (which runs its body unconditionally where the partition leaves no warps
-//! over), with more statements after it in the members' region.
+//! Groups of whole warps: a reduction, scan, exchange or barrier over groups of 1 to 4 warps,
+//! of a payload there is or of one the groups load (each its own tile, directly, striped or
+//! vectorized), inside `if_member` (which runs its body unconditionally where the partition
+//! leaves no warps over), with more statements after it in the members' region.
 
 use super::expr::constant;
 use super::ops::handle;
-use super::{Gen, WARP};
+use super::{Gen, WARP, striped};
 use crate::fuzz::interp::payload_arrangement;
 use crate::fuzz::types::{Fz, with_dtype};
-use coopgraph::ir::{Algorithm, Group};
+use coopgraph::ir::{Algorithm, Arrangement, Group};
 use coopgraph::{KernelBuilder, Load};
 
 /// Named barriers a block has besides the block's own.
@@ -38,6 +38,14 @@ impl Gen {
         let mut d = self.datas[self.rng.pick(&srcs)].clone();
         let g = k.this_block().group_by_warps(n);
         let load = self.rng.pct(40);
+        // 0: reduction, 1: scan, 2: exchange, 3: the group's barrier.
+        let what = self.rng.weighted(&[30, 30, 30, 10]);
+        // A scan's source becomes blocked within each group's tile (or the block's, where
+        // a conversion may stand).
+        let scan_src = |g2: &Self, d: &super::DInfo| {
+            let within = d.arr.is_none_or(|a| (n * 32).is_multiple_of(striped(a)));
+            within || g2.conv_ok(d.arr, Arrangement::Blocked, d.k)
+        };
         // The members' branch (`warp_rank < c`) is uniform over warps, as the verifier
         // counts it.
         let mut c = self.child(WARP);
@@ -50,7 +58,19 @@ impl Gen {
                     let i = with_dtype!(dt, T => g2.warp_group_load::<T>(k, g));
                     d = g2.datas[i].clone();
                 }
-                with_dtype!(d.dt, T => g2.reduce_t::<T>(k, g, handle::<T>(&d), d.arr));
+                match what {
+                    1 if scan_src(g2, &d) => {
+                        g2.note_conv(d.arr, Arrangement::Blocked, d.k);
+                        with_dtype!(d.dt, T => g2.scan_t::<T>(k, g, handle::<T>(&d)));
+                    }
+                    2 => {
+                        g2.exchange_over(k, g, Some(&d));
+                    }
+                    3 => k.sync(g),
+                    _ => {
+                        with_dtype!(d.dt, T => g2.reduce_t::<T>(k, g, handle::<T>(&d), d.arr));
+                    }
+                }
                 g2.statements(k, more);
             });
         });
@@ -76,25 +96,41 @@ impl Gen {
     }
 }
 
-/// The differential run's seeds make reductions over groups of whole warps, over partitions
-/// that leave warps over among them, and kernels that build with them.
+/// The differential run's seeds make reductions, scans, exchanges and barriers over groups of
+/// whole warps, over partitions that leave warps over among them, and kernels that build with
+/// them.
 #[test]
-fn the_generator_makes_warp_group_reductions() {
-    use coopgraph::ir::ops::OpKind;
+fn the_generator_makes_warp_group_collectives() {
+    use coopgraph::ir::ops::{LaneOp, OpKind};
     let (mut any, mut partial, mut built, mut loads) = (0, 0, 0, 0);
+    let (mut scans, mut exchanges, mut syncs) = (0, 0, 0);
+    let (mut scans_built, mut exchanges_built) = (0, 0);
     for seed in 0xC00B_6A4Bu64..0xC00B_6A4B + 600 {
         let case = super::generate(&super::Spec::of(seed));
         let ir = &case.ir;
         let block_warps = ir.block_threads() / 32;
+        let whole = |g: coopgraph::ir::GroupId| ir.groups[g.index()].kind.whole_warps();
         let sizes: Vec<u32> = (ir.ops.iter())
             .filter_map(|op| match &op.kind {
-                OpKind::Reduce(r) => ir.groups[r.group.index()].kind.whole_warps(),
+                OpKind::Reduce(r) => whole(r.group),
                 _ => None,
             })
             .collect();
-        let whole = |g: coopgraph::ir::GroupId| ir.groups[g.index()].kind.whole_warps().is_some();
-        if (ir.ops.iter()).any(|op| matches!(&op.kind, OpKind::Load(t) if whole(t.group))) {
+        let has = |f: &dyn Fn(&OpKind) -> bool| ir.ops.iter().any(|op| f(&op.kind));
+        if has(&|k| matches!(k, OpKind::Load(t) if whole(t.group).is_some())) {
             loads += 1;
+        }
+        if has(&|k| matches!(k, OpKind::Scan(s) if whole(s.group).is_some_and(|n| n > 1))) {
+            scans += 1;
+            scans_built += usize::from(case.kernel.is_ok());
+        }
+        if has(&|k| matches!(k, OpKind::Exchange { group, .. } if whole(*group).is_some())) {
+            exchanges += 1;
+            exchanges_built += usize::from(case.kernel.is_ok());
+        }
+        let sync = |k: &OpKind| matches!(k, OpKind::Lanes(l) if l.op == LaneOp::Sync && whole(l.group).is_some());
+        if has(&sync) {
+            syncs += 1;
         }
         if sizes.is_empty() {
             continue;
@@ -109,7 +145,15 @@ fn the_generator_makes_warp_group_reductions() {
     }
     eprintln!(
         "warp-group reductions in {any} of 600 cases, {partial} over partitions with warps \
-         left over, {built} built; warp-group loads in {loads}"
+         left over, {built} built; warp-group loads in {loads}, scans in {scans} \
+         ({scans_built} built), exchanges in {exchanges} ({exchanges_built} built), barriers \
+         in {syncs}"
     );
     assert!(any >= 10 && partial >= 3 && built >= 10 && loads >= 3);
+    assert!(scans >= 5 && scans_built >= 3, "{scans} {scans_built}");
+    assert!(
+        exchanges >= 5 && exchanges_built >= 3,
+        "{exchanges} {exchanges_built}"
+    );
+    assert!(syncs >= 2, "{syncs}");
 }

@@ -18,6 +18,11 @@ impl Block<'_> {
     pub(super) fn lanes(&mut self, l: &LaneSpec, active: &[bool]) {
         let w = match self.ir.groups[l.group.index()].kind {
             GroupKind::LogicalWarp { width } => width.max(1) as usize,
+            // A group of whole warps's barrier: run by whole groups.
+            GroupKind::Warps { .. } if l.op == LaneOp::Sync => {
+                self.groups(l.group, active);
+                return;
+            }
             GroupKind::Block | GroupKind::Warps { .. } => return,
         };
         // The sets of threads that run the op together, each in rank order.

@@ -728,7 +728,17 @@ impl<'a> Block<'a> {
                 };
                 self.scatter(&c, active)
             }
-            OpKind::Exchange { src, dst, to, .. } => {
+            OpKind::Exchange {
+                group,
+                src,
+                dst,
+                to,
+                ..
+            } => {
+                // Groups of whole warps run it whole, each over its own tile.
+                if self.ir.groups[group.index()].kind.whole_warps().is_some() {
+                    self.groups(*group, active);
+                }
                 let v = self.view(*src, Some(*to), active);
                 let k = self.items(*dst) as usize;
                 for t in 0..self.threads {
