@@ -930,6 +930,10 @@ impl Canonical for BuilderIssue {
                 w.tag(6);
                 w.str(&problem.to_string());
             }
+            BuilderIssue::RadixSort { problem, loc: _ } => {
+                w.tag(7);
+                w.str(&problem.to_string());
+            }
         }
     }
 }

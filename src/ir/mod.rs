@@ -2,7 +2,7 @@
 //!
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
 //! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Atomic`],
-//! [`Reduce`], [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
+//! [`Reduce`], [`Scan`], [`RadixSort`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
 //! the handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`],
 //! ...), the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]).
 //! The recorded IR is public for inspection: its tables ([`ops`]), expression nodes
@@ -30,8 +30,8 @@ pub mod verify;
 
 pub use builder::{
     Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
-    PrintArg, PrintArgs, PrintValue, Reduce, RemoteShared, Scan, Scatter, Shuffle, StorageSpec,
-    Store,
+    DEFAULT_RADIX_BITS, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Scan,
+    Scatter, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -47,7 +47,7 @@ pub use handles::{
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
-    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, ReduceAlgorithm, ReduceOp, Role,
+    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role,
     ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{

@@ -17,10 +17,12 @@ mod arrays;
 mod atomic;
 mod cluster;
 mod lanes;
+mod sort;
 pub use arrays::*;
 pub use atomic::*;
 pub use cluster::*;
 pub use lanes::*;
+pub use sort::*;
 
 /// The largest `items_per_thread` a payload may have.
 pub const MAX_ITEMS_PER_THREAD: u32 = 64;
@@ -921,6 +923,13 @@ pub enum BuilderIssue {
     PrintFormat {
         /// What is wrong.
         problem: PrintProblem,
+        /// Where.
+        loc: Loc,
+    },
+    /// A radix sort whose controls do not fit its keys or group.
+    RadixSort {
+        /// What is wrong.
+        problem: RadixSortProblem,
         /// Where.
         loc: Loc,
     },

@@ -36,6 +36,7 @@ mod neighbor;
 mod options;
 mod pairs;
 mod print;
+mod radix_sort;
 mod random;
 mod reduce;
 mod robust;
