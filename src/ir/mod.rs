@@ -29,8 +29,8 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
-    DEFAULT_RADIX_BITS, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Scan,
+    Atomic, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, KernelBuilder,
+    Load, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Scan,
     Scatter, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
@@ -47,8 +47,8 @@ pub use handles::{
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
-    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role,
-    ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    MAX_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind, RadixSortProblem, ReduceAlgorithm,
+    ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

@@ -338,18 +338,21 @@ impl KernelBuilder {
             }
         };
         if let Some(problem) = problem {
-            self.ir.issues.push(BuilderIssue::RadixSort { problem, loc });
+            self.ir
+                .issues
+                .push(BuilderIssue::RadixSort { problem, loc });
             return (self.map(keys, |v| v), None);
         }
         if key_bits <= 32 {
-            self.radix_passes::<K, u32, V>(group, keys, values, &controls, end)
+            self.radix_passes::<K, u32, V>(group, keys, values, &controls, end, loc)
         } else {
-            self.radix_passes::<K, u64, V>(group, keys, values, &controls, end)
+            self.radix_passes::<K, u64, V>(group, keys, values, &controls, end, loc)
         }
     }
 
-    /// The sort's passes over sort bits of type `B`, from `controls.begin_bit` to `end`.
-    #[track_caller]
+    /// The sort's passes over sort bits of type `B`, from `controls.begin_bit` to `end`: a
+    /// loop over the passes that read back blocked (as CUB's), then, for a striped result,
+    /// the last pass. Every op recorded takes the user's line.
     fn radix_passes<K: Element, B: IntElement, V: Element>(
         &mut self,
         group: Group,
@@ -357,82 +360,158 @@ impl KernelBuilder {
         values: Option<&ThreadData<V>>,
         controls: &RadixSort,
         end: u32,
+        loc: Loc,
     ) -> (ThreadData<K>, Option<ThreadData<V>>) {
+        let first_op = self.ir.ops.len();
         let order = controls.order;
         let key_bits = K::DTYPE.bytes() * 8;
         let threads = self.ir.block_threads().max(1);
         let items = keys.items;
         // The largest sort bits: padding sorts past every valid key.
         let last_key = lit::<B>(ones(key_bits));
-        let mut bits = match &controls.valid {
+        let bits = match &controls.valid {
             Some(n) => {
                 let n = n.clone();
                 self.map(keys, |v| {
                     let position = index::thread_rank() * items + index::item();
-                    position.lt(n).select(to_sort_bits::<K, B>(v, order), last_key)
+                    position
+                        .lt(n)
+                        .select(to_sort_bits::<K, B>(v, order), last_key)
                 })
             }
             None => self.map(keys, |v| to_sort_bits::<K, B>(v, order)),
         };
-        let mut values = values.copied();
-        let widest_lanes = 1u32 << (controls.radix_bits - 1);
+        // The loop carries its own copy of the values.
+        let values = values.map(|v| self.map(v, |x| x));
         let counters: SharedArray<u32> =
-            self.shared_array(padded_len(widest_lanes.saturating_mul(threads)));
-        let tid = index::thread_rank();
-        let mut shift = controls.begin_bit;
-        while shift < end {
-            let pass_bits = (end - shift).min(controls.radix_bits);
-            let log_lanes = pass_bits - 1;
-            let lanes = 1u32 << log_lanes;
-            let last = shift + pass_bits >= end;
-            // Digit d counts in word (d mod lanes) of the thread's column, in the half
-            // d / lanes; `half` is that half's shift.
-            let word = |d: Expr<u32>| padded((d & (lanes - 1)) * threads + index::thread_rank());
-            let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
-            for lane in 0..lanes {
-                self.shared_write(&counters, padded(tid.clone() + lane * threads), 0u32);
-            }
-            let digit_mask = lit::<B>(ones(pass_bits));
-            let digits = self.map(&bits, |b| ((b >> shift) & digit_mask).cast::<u32>());
-            // Each item's column word before its own count (its count of equal digits before
-            // it in the thread sits in its half).
-            let before = self.thread_data_n::<u32>(items);
-            for i in 0..items {
-                let d = digits.item(i);
-                self.set_item(&before, i, counters.read(word(d.clone())));
-                let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
-                self.shared_write(&counters, word(d), bumped);
-            }
-            self.sync_block();
-            // The block-wide exclusive scan of the counter words, thread t scanning words
-            // t * lanes .. (t + 1) * lanes; the high halves start after every low half.
-            let segment = self.thread_data_n::<u32>(lanes);
-            for j in 0..lanes {
-                let at = padded(tid.clone() * lanes + j);
-                self.set_item(&segment, j, counters.read(at));
-            }
-            let (prefix, total) = self.scan_with_aggregate(group, &segment, Scan::exclusive_sum());
-            for j in 0..lanes {
-                let at = padded(tid.clone() * lanes + j);
-                self.shared_write(&counters, at, prefix.item(j) + (total.item(0) << 16u32));
-            }
-            self.sync_block();
-            let ranks = self.map2(&before, &digits, |b, d| {
-                let h = half(d.clone());
-                let own = (b >> h.clone()) & 0xffffu32;
-                own + ((counters.read(word(d)) >> h) & 0xffffu32)
+            self.shared_array(padded_len((1u32 << (controls.radix_bits - 1)) * threads));
+        let pass = Pass {
+            group,
+            counters,
+            threads,
+            radix_bits: controls.radix_bits,
+            begin: controls.begin_bit,
+            end,
+        };
+        let passes = (end - controls.begin_bit).div_ceil(controls.radix_bits);
+        let looped = match controls.output {
+            SortOutput::Blocked => passes,
+            SortOutput::Striped => passes - 1,
+        };
+        if looped > 0 {
+            self.counted_loop(loc, Expr::lit(0u32), Expr::lit(looped), None, |k, p| {
+                let (b, v) = k.radix_pass(&pass, p, &bits, values.as_ref(), Arrangement::Blocked);
+                k.assign(&bits, &b);
+                if let (Some(v), Some(dst)) = (v, values) {
+                    k.assign(&dst, &v);
+                }
             });
-            let to = match (last, controls.output) {
-                (true, SortOutput::Striped) => Arrangement::Striped { threads },
-                _ => Arrangement::Blocked,
-            };
-            bits = self.scatter(group, &bits, &ranks, Scatter::to(to).holes(B::cast_from_i64(0)));
-            if let Some(v) = values {
-                values = Some(self.scatter(group, &v, &ranks, Scatter::to(to).holes(V::cast_from_i64(0))));
-            }
-            shift += pass_bits;
         }
+        let (bits, values) = if looped < passes {
+            let striped = Arrangement::Striped { threads };
+            let p = Expr::lit(passes - 1);
+            self.radix_pass(&pass, p, &bits, values.as_ref(), striped)
+        } else {
+            (bits, values)
+        };
         let sorted = self.map(&bits, |b| from_sort_bits::<K, B>(b, order));
+        for op in &mut self.ir.ops[first_op..] {
+            op.loc = loc;
+        }
         (sorted, values)
     }
+
+    /// One pass `p` (counted from the first): digits of the sort bits at
+    /// `begin + p * radix_bits`, ranked through the counters, then `bits` and `values`
+    /// scattered by rank and read back in `to`.
+    fn radix_pass<B: IntElement, V: Element>(
+        &mut self,
+        pass: &Pass,
+        p: Expr<u32>,
+        bits: &ThreadData<B>,
+        values: Option<&ThreadData<V>>,
+        to: Arrangement,
+    ) -> (ThreadData<B>, Option<ThreadData<V>>) {
+        let Pass {
+            group,
+            counters,
+            threads,
+            radix_bits,
+            begin,
+            end,
+        } = *pass;
+        let items = bits.items;
+        let tid = index::thread_rank();
+        let log_lanes = radix_bits - 1;
+        let lanes = 1u32 << log_lanes;
+        let shift = p * radix_bits + begin;
+        // The last pass may take fewer bits.
+        let digit_mask =
+            (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
+        // Digit d counts in word (d mod lanes) of the thread's column, in the half
+        // d / lanes; `half` is that half's shift.
+        let word = |d: Expr<u32>| padded((d & (lanes - 1)) * threads + index::thread_rank());
+        let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
+        for lane in 0..lanes {
+            self.shared_write(&counters, padded(tid.clone() + lane * threads), 0u32);
+        }
+        let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
+        // Each item's column word before its own count (its count of equal digits before it
+        // in the thread sits in its half).
+        let before = self.thread_data_n::<u32>(items);
+        for i in 0..items {
+            let d = digits.item(i);
+            self.set_item(&before, i, counters.read(word(d.clone())));
+            let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
+            self.shared_write(&counters, word(d), bumped);
+        }
+        self.sync_block();
+        // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
+        // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
+        // sums; then t walks its segment again, writing each word's exclusive prefix. The
+        // high halves start after every low half (the low halves' total).
+        let at = |j: u32| padded(index::thread_rank() * lanes + j);
+        let sum = (1..lanes).fold(counters.read(at(0)), |acc, j| acc + counters.read(at(j)));
+        let partial = self.thread_data_n::<u32>(1);
+        self.set_item(&partial, 0, sum);
+        let (prefix, total) = self.scan_with_aggregate(group, &partial, Scan::exclusive_sum());
+        let running = self.var(prefix.item(0) + (total.item(0) << 16u32));
+        let word_j = self.var(0u32);
+        for j in 0..lanes {
+            self.set(&word_j, counters.read(at(j)));
+            self.shared_write(&counters, at(j), running.get());
+            if j + 1 < lanes {
+                self.set(&running, running.get() + word_j.get());
+            }
+        }
+        self.sync_block();
+        let ranks = self.map2(&before, &digits, |b, d| {
+            let h = half(d.clone());
+            let own = (b >> h.clone()) & 0xffffu32;
+            own + ((counters.read(word(d)) >> h) & 0xffffu32)
+        });
+        let bits = self.scatter(
+            group,
+            bits,
+            &ranks,
+            Scatter::to(to).holes(B::cast_from_i64(0)),
+        );
+        let values = match values {
+            Some(v) => {
+                Some(self.scatter(group, v, &ranks, Scatter::to(to).holes(V::cast_from_i64(0))))
+            }
+            None => None,
+        };
+        (bits, values)
+    }
+}
+
+/// What every pass of one sort shares.
+struct Pass {
+    group: Group,
+    counters: SharedArray<u32>,
+    threads: u32,
+    radix_bits: u32,
+    begin: u32,
+    end: u32,
 }

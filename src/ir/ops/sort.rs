@@ -51,10 +51,9 @@ impl fmt::Display for RadixSortProblem {
                 f,
                 "radix sort with {bits}-bit digits: digits take 1..=8 bits"
             ),
-            RadixSortProblem::Group { kind } => write!(
-                f,
-                "radix sort over a {kind:?} group: only the block sorts"
-            ),
+            RadixSortProblem::Group { kind } => {
+                write!(f, "radix sort over a {kind:?} group: only the block sorts")
+            }
             RadixSortProblem::ValueItems { keys, values } => write!(
                 f,
                 "radix sort of {keys} keys per thread with {values} values per thread: each \
