@@ -205,7 +205,7 @@ fn run_any(case: &Case, pick: usize) {
             run_case::<$k, $v>(device(), &kernel, case).expect("runs")
         }};
     }
-    match (pick, case.pairs && pick % 2 == 0) {
+    match (pick, case.pairs && pick.is_multiple_of(2)) {
         (0, false) => go!(u8, u32),
         (0, true) => go!(u8, f64),
         (1, _) => go!(i8, u32),
@@ -459,4 +459,24 @@ fn typed_errors_name_the_line() {
         let _ = k.radix_sort_pairs(b, &t, &v, RadixSort::ascending());
     });
     assert_eq!(p, RadixSortProblem::ValueItems { keys: 2, values: 3 });
+}
+
+/// The largest configurations of the benchmark (example 24): 256 threads of 16 items, 64-bit
+/// keys with values; they assemble for every arch and sort correctly on the simulator.
+#[test]
+fn largest_tiles_assemble_and_sort() {
+    let case = Case {
+        output: SortOutput::Striped,
+        ..full(256, 16, 64)
+    };
+    let kernel = sort_kernel::<u64, u32>(&case);
+    super::common::assemble_all(&kernel);
+    run_case::<u64, u32>(device(), &kernel, &case).expect("runs");
+    let case = Case {
+        radix_bits: 8,
+        ..full(128, 16, 32)
+    };
+    let kernel = sort_kernel::<f32, u32>(&case);
+    super::common::assemble_all(&kernel);
+    run_case::<f32, u32>(device(), &kernel, &case).expect("runs");
 }
