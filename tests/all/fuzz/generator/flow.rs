@@ -165,7 +165,7 @@ impl Gen {
             2,                                                  // print
             5,                                                  // lane collective
             if self.warps_ok() { 4 } else { 0 },                // groups of whole warps
-            2,                                                  // radix sort
+            6,                                                  // radix sort
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {

@@ -71,3 +71,35 @@ impl Gen {
         true
     }
 }
+
+/// The generator composes radix sorts with its other ops: some of its kernels hold one (a loop
+/// whose body synchronizes the block, scans and scatters: a sort's passes).
+#[test]
+fn generated_kernels_hold_radix_sorts() {
+    use coopgraph::ir::ops::OpKind;
+    let mut sorts = 0;
+    for i in 0..400u64 {
+        let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let ir = &case.ir;
+        let holds = |r: &[coopgraph::ir::OpId], f: fn(&OpKind) -> bool| {
+            r.iter().any(|&o| f(&ir.op(o).kind))
+        };
+        sorts += ir
+            .ops
+            .iter()
+            .filter(|op| match &op.kind {
+                OpKind::For { body, .. } => {
+                    let r = ir.region(*body);
+                    holds(r, |k| matches!(k, OpKind::SyncBlock))
+                        && holds(r, |k| matches!(k, OpKind::Scan(_)))
+                        && holds(r, |k| matches!(k, OpKind::Scatter { .. }))
+                }
+                _ => false,
+            })
+            .count();
+    }
+    assert!(
+        sorts >= 3,
+        "only {sorts} radix sorts in 400 generated kernels"
+    );
+}
