@@ -780,6 +780,7 @@ impl Canonical for OpData {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 w.tag(12);
                 group.write(w);
@@ -789,6 +790,7 @@ impl Canonical for OpData {
                 dst.write(w);
                 to.write(w);
                 w.opt(holes);
+                w.bool(*permutation);
             }
             OpKind::Exchange {
                 group,

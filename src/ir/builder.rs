@@ -50,7 +50,7 @@ pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 pub use print::{PrintArg, PrintArgs, PrintValue};
-pub use sort::{DEFAULT_RADIX_BITS, RadixSort, SortOrder, SortOutput};
+pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///

@@ -30,8 +30,8 @@ pub mod verify;
 
 pub use builder::{
     Atomic, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, KernelBuilder,
-    Load, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Scan,
-    Scatter, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
+    Load, MAX_COUNTER_WORDS, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce,
+    RemoteShared, Scan, Scatter, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{

@@ -672,6 +672,9 @@ pub enum OpKind {
         /// The value (bits) of positions nothing was scattered to; `None` leaves them
         /// without a value.
         holes: Option<u64>,
+        /// The ranks are a permutation of the tile's positions (the builder's promise): every
+        /// position receives an item, so the result holds a value everywhere without holes.
+        permutation: bool,
     },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).

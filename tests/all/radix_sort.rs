@@ -480,3 +480,24 @@ fn largest_tiles_assemble_and_sort() {
     super::common::assemble_all(&kernel);
     run_case::<f32, u32>(device(), &kernel, &case).expect("runs");
 }
+
+/// A block of 1024 threads, 6-bit digits over 10 bits (the last pass narrower), equal keys
+/// and a partial tile: every position receives exactly one key.
+#[test]
+fn wide_block_narrow_last_pass() {
+    for (keys, radix_bits, valid) in [(1u32, 6u32, 161u32), (2, 6, 1024), (1, 4, 1000)] {
+        let case = Case {
+            radix_bits,
+            end: 10,
+            order: SortOrder::Descending,
+            output: SortOutput::Striped,
+            valid: Some(valid.min(1024 * keys)),
+            pairs: true,
+            ..full(1024, keys, 32)
+        };
+        let kernel = sort_kernel::<f32, u32>(&case);
+        run_case::<f32, u32>(device(), &kernel, &case).expect("runs");
+        let kernel = sort_kernel::<u32, u32>(&case);
+        run_case::<u32, u32>(device(), &kernel, &case).expect("runs");
+    }
+}

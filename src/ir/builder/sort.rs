@@ -215,6 +215,10 @@ fn padded(i: Expr<u32>) -> Expr<u32> {
     i.clone() + (i >> 5u32)
 }
 
+/// The most counter words a sort takes (with padding): 224 KiB, within every arch's shared
+/// memory (the block's other shared memory must fit beside them).
+pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
+
 /// The words the counters take for `words` counter words.
 fn padded_len(words: u32) -> u32 {
     words + words / 32 + 1
@@ -327,6 +331,15 @@ impl KernelBuilder {
                 begin: controls.begin_bit,
                 end,
                 key_bits,
+            })
+        } else if padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads())
+            > MAX_COUNTER_WORDS
+        {
+            Some(RadixSortProblem::Counters {
+                bits: controls.radix_bits,
+                threads: self.ir.block_threads(),
+                words: padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads()),
+                max: MAX_COUNTER_WORDS,
             })
         } else {
             match values {
@@ -490,16 +503,9 @@ impl KernelBuilder {
             let own = (b >> h.clone()) & 0xffffu32;
             own + ((counters.read(word(d)) >> h) & 0xffffu32)
         });
-        let bits = self.scatter(
-            group,
-            bits,
-            &ranks,
-            Scatter::to(to).holes(B::cast_from_i64(0)),
-        );
+        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
         let values = match values {
-            Some(v) => {
-                Some(self.scatter(group, v, &ranks, Scatter::to(to).holes(V::cast_from_i64(0))))
-            }
+            Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
             None => None,
         };
         (bits, values)

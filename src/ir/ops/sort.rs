@@ -26,6 +26,18 @@ pub enum RadixSortProblem {
         /// The group's kind.
         kind: GroupKind,
     },
+    /// Digits too wide for the block: the counters (`2^(bits - 1)` words per thread) would not
+    /// fit in one shared array.
+    Counters {
+        /// The digit width asked for.
+        bits: u32,
+        /// Threads of the block.
+        threads: u32,
+        /// Counter words needed (with padding).
+        words: u32,
+        /// The most a sort's counters may take.
+        max: u32,
+    },
     /// Values with another number of items per thread than the keys.
     ValueItems {
         /// The keys' items per thread.
@@ -54,6 +66,16 @@ impl fmt::Display for RadixSortProblem {
             RadixSortProblem::Group { kind } => {
                 write!(f, "radix sort over a {kind:?} group: only the block sorts")
             }
+            RadixSortProblem::Counters {
+                bits,
+                threads,
+                words,
+                max,
+            } => write!(
+                f,
+                "radix sort with {bits}-bit digits over {threads} threads: its {words} counter \
+                 words exceed the {max} a sort may take; take fewer bits per digit"
+            ),
             RadixSortProblem::ValueItems { keys, values } => write!(
                 f,
                 "radix sort of {keys} keys per thread with {values} values per thread: each \

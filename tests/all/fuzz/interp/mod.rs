@@ -713,6 +713,7 @@ impl<'a> Block<'a> {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 let c = collective::ScatterOp {
                     group: *group,
@@ -722,6 +723,7 @@ impl<'a> Block<'a> {
                     dst: *dst,
                     to: *to,
                     holes: *holes,
+                    permutation: *permutation,
                 };
                 self.scatter(&c, active)
             }
