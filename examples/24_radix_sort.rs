@@ -135,42 +135,22 @@ fn run<K: DeviceElement>(
         K::DTYPE
     );
     let blocks = (n / tile) as u32;
-    let t = if pairs {
-        let v = dev.upload(&vs).or_exit("upload");
-        let mut w = dev.alloc_zeroed::<u32>(n).or_exit("alloc");
-        f.launch_grid(blocks, (&x, &mut y, &v, &mut w))
-            .or_exit("launch");
-        let ws = w.to_vec().or_exit("download");
-        check(
-            &what,
-            tile,
-            every,
-            &xs,
-            &y.to_vec().or_exit("download"),
-            Some(&ws),
-        );
-        (reps > 0).then(|| {
-            bench::time(dev, reps, || {
-                f.launch_grid(blocks, (&x, &mut y, &v, &mut w))
-                    .or_exit("launch")
-            })
-        })
-    } else {
-        f.launch_grid(blocks, (&x, &mut y)).or_exit("launch");
-        check(
-            &what,
-            tile,
-            every,
-            &xs,
-            &y.to_vec().or_exit("download"),
-            None,
-        );
-        (reps > 0).then(|| {
-            bench::time(dev, reps, || {
-                f.launch_grid(blocks, (&x, &mut y)).or_exit("launch")
-            })
-        })
+    let v = dev.upload(&vs).or_exit("upload");
+    let mut w = dev.alloc_zeroed::<u32>(n).or_exit("alloc");
+    let launch = |y: &mut coopgraph::runtime::Buffer<K>,
+                  w: &mut coopgraph::runtime::Buffer<u32>| {
+        if pairs {
+            f.launch_grid(blocks, (&x, y, &v, w))
+        } else {
+            f.launch_grid(blocks, (&x, y))
+        }
+        .or_exit("launch")
     };
+    launch(&mut y, &mut w);
+    let ws = w.to_vec().or_exit("download");
+    let ys = y.to_vec().or_exit("download");
+    check(&what, tile, every, &xs, &ys, pairs.then_some(&ws[..]));
+    let t = (reps > 0).then(|| bench::time(dev, reps, || launch(&mut y, &mut w)));
     let bytes = 2 * n * (K::DTYPE.bytes() as usize + if pairs { 4 } else { 0 });
     t.map(|t| bench::gbps(bytes, t))
 }

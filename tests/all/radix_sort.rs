@@ -459,6 +459,24 @@ fn typed_errors_name_the_line() {
         let _ = k.radix_sort_pairs(b, &t, &v, RadixSort::ascending());
     });
     assert_eq!(p, RadixSortProblem::ValueItems { keys: 2, values: 3 });
+    let (p, _) = error_of(|k| {
+        let mut wide = KernelBuilder::new("wide").block(1024).items_per_thread(1);
+        std::mem::swap(k, &mut wide);
+        let x = k.input::<u32>("x");
+        let t = k.load_from(k.this_block(), &x, Load::direct());
+        let _ = k.radix_sort(k.this_block(), &t, RadixSort::ascending().radix_bits(8));
+    });
+    assert!(
+        matches!(
+            p,
+            RadixSortProblem::Counters {
+                bits: 8,
+                threads: 1024,
+                ..
+            }
+        ),
+        "{p:?}"
+    );
 }
 
 /// The largest configurations of the benchmark (example 24): 256 threads of 16 items, 64-bit

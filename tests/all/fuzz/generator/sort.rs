@@ -36,9 +36,14 @@ impl Gen {
         } else {
             RadixSort::descending()
         };
+        // Counters of at most 4096 words (2^(bits - 1) per thread), beside other shared memory.
+        let widest = (1..=8u32)
+            .filter(|b| (1u32 << (b - 1)) * t <= 4096)
+            .max()
+            .unwrap_or(1);
         controls = controls
             .bits(begin, end)
-            .radix_bits(1 + self.rng.below(8) as u32);
+            .radix_bits((1 + self.rng.below(8) as u32).min(widest));
         let arr = if self.rng.pct(40) && self.exchange_ok(t) {
             controls = controls.output(SortOutput::Striped);
             Arrangement::Striped { threads: t }
