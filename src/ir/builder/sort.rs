@@ -12,11 +12,17 @@
 //!   segment (the high halves then get the low halves' total), gives each digit column's first
 //!   rank; an item's rank is its column's plus its count before it, so equal digits keep
 //!   their order and the sort is stable from pass to pass;
-//! - a scatter by rank through shared memory moves keys (and values) to their places, read
-//!   back blocked, or in the asked arrangement after the last pass.
+//! - a scatter by rank through shared memory ([`Scatter::permutation`]: no hole values
+//!   written first) moves keys (and values) to their places, read back blocked, or in the
+//!   asked arrangement after the last pass.
 //!
-//! The counters are indexed with one padding word per 32 (`i + i / 32`), so the scan's
-//! segment reads of consecutive words fall in distinct banks.
+//! The passes but a striped last one run in a loop (as CUB's do), each with two barriers of
+//! its own (after the counting, after the scan's write-back) beside the block scan's and the
+//! scatters', which the planner places. The counters are indexed with one padding word per 32
+//! (`i + i / 32`), so the scan's segment reads of consecutive words fall in distinct banks;
+//! the counting's accesses (one column per thread) are conflict-free as they stand. Every op
+//! the sort records carries the caller's line, so errors (a block scan's in a block that is
+//! not a multiple of 32 threads, say) name the user's call.
 
 use super::{KernelBuilder, Scan, Scatter};
 use crate::ir::dtype::{DType, Element};
