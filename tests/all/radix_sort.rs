@@ -519,3 +519,28 @@ fn wide_block_narrow_last_pass() {
         run_case::<u32, u32>(device(), &kernel, &case).expect("runs");
     }
 }
+
+/// A block whose threads are not a multiple of 32 (beyond one warp) takes no block scan, so no
+/// radix sort: the verifier's error names the sort's line, not the builder's.
+#[test]
+fn partial_warp_blocks_are_rejected_at_the_sort() {
+    let mut k = KernelBuilder::new("sort48").block(48).items_per_thread(2);
+    let x = k.input::<u32>("x");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let line = line!() + 1;
+    let _ = k.radix_sort(b, &t, RadixSort::ascending());
+    match k.build() {
+        Err(Error::Verify(errs)) => {
+            assert!(
+                errs.errors.iter().all(|e| e.loc.line == line
+                    && matches!(
+                        e.kind,
+                        VerifyErrorKind::WarpOpInPartialWarpBlock { block: 48 }
+                    )),
+                "{errs}"
+            );
+        }
+        other => panic!("expected a verify error, got {other:?}"),
+    }
+}
