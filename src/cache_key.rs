@@ -784,6 +784,7 @@ impl Canonical for OpData {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 w.tag(12);
                 group.write(w);
@@ -793,6 +794,7 @@ impl Canonical for OpData {
                 dst.write(w);
                 to.write(w);
                 w.opt(holes);
+                w.bool(*permutation);
             }
             OpKind::Exchange {
                 group,
@@ -932,6 +934,10 @@ impl Canonical for BuilderIssue {
             }
             BuilderIssue::PrintFormat { problem, loc: _ } => {
                 w.tag(6);
+                w.str(&problem.to_string());
+            }
+            BuilderIssue::RadixSort { problem, loc: _ } => {
+                w.tag(7);
                 w.str(&problem.to_string());
             }
         }

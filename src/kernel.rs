@@ -202,6 +202,56 @@ impl Kernel {
         })
     }
 
+    /// How many explicit block barriers the kernel holds: its
+    /// [`sync_block`](KernelBuilder::sync_block)s, and those the builder's composite ops
+    /// record (a radix sort's), in program order.
+    pub fn sync_blocks(&self) -> usize {
+        self.sync_block_ops().len()
+    }
+
+    fn sync_block_ops(&self) -> Vec<OpId> {
+        let ir = &self.inner.ir;
+        let mut ops = Vec::new();
+        ir.walk(|op, _| {
+            if matches!(ir.op(op).kind, OpKind::SyncBlock) {
+                ops.push(op);
+            }
+        });
+        ops
+    }
+
+    /// The same kernel with explicit block barrier `index` (in the order
+    /// [`sync_blocks`](Self::sync_blocks) counts) left out, verified and planned again, or
+    /// `None` past the last. For verification only, as [`without_barrier`](Self::without_barrier):
+    /// it shows, on the simulator's race checker, that a barrier the user or a composite op
+    /// recorded is needed. Its key is its own IR's.
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("reverse").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let s = k.shared_array::<u32>(32);
+    /// k.shared_write(&s, index::thread_rank(), index::thread_rank());
+    /// k.sync_block();
+    /// k.write(&y, index::thread_rank(), s.read(31u32 - index::thread_rank()));
+    /// let kernel = k.build()?;
+    /// assert_eq!(kernel.sync_blocks(), 1);
+    /// let racy = kernel.without_sync_block(0).expect("one barrier");
+    /// assert_eq!(racy.sync_blocks(), 0);
+    /// assert!(kernel.without_sync_block(1).is_none());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn without_sync_block(&self, index: usize) -> Option<Kernel> {
+        let op = *self.sync_block_ops().get(index)?;
+        let mut ir = self.inner.ir.clone();
+        for region in &mut ir.regions {
+            region.retain(|&o| o != op);
+        }
+        Kernel::from_ir(ir).ok()
+    }
+
     /// The PTX module for `arch`, as a typed model. It fails only on an internal error
     /// ([`PlanError::Internal`]): the plan lacks something the planner guarantees.
     pub fn module(&self, arch: Arch) -> Result<ptx::Module, PlanError> {

@@ -11,7 +11,8 @@
 //! arrays), `atomic.rs` (atomics),
 //! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
-//! flags, shuffles, scatters), `control.rs` (branches, loops, tiles, barriers), `grid.rs` (the
+//! flags, shuffles, scatters), `sort.rs` (block radix
+//! sorts), `control.rs` (branches, loops, tiles, barriers), `grid.rs` (the
 //! grid group and its barrier), `loops.rs`
 //! (stepped and `while` loops, `break_`, `continue_`, `return_if`), `vars.rs` (per-thread
 //! variables) and `pipeline.rs` (the fluent [`Pipeline`]).
@@ -37,6 +38,7 @@ mod neighbor;
 mod options;
 mod pipeline;
 mod print;
+mod sort;
 mod vars;
 mod warp_groups;
 
@@ -48,6 +50,7 @@ pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 pub use print::{PrintArg, PrintArgs, PrintValue};
+pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///

@@ -4,7 +4,7 @@ use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
 use super::format::PrintProblem;
-use super::ops::{AtomicOp, GroupKind, LaneOp, Role};
+use super::ops::{AtomicOp, GroupKind, LaneOp, RadixSortProblem, Role};
 use std::fmt;
 
 /// What is wrong.
@@ -425,6 +425,8 @@ pub enum VerifyErrorKind {
     OpListedTwice,
     /// A print whose format does not fit its values.
     PrintFormat(PrintProblem),
+    /// A radix sort whose controls do not fit its keys or its group.
+    RadixSort(RadixSortProblem),
     /// A handle made by another kernel builder.
     ForeignHandle {
         /// What kind of handle.
@@ -823,6 +825,7 @@ impl fmt::Display for VerifyError {
             ),
             OpListedTwice => write!(f, "the op is listed in more than one region"),
             PrintFormat(problem) => write!(f, "{problem}"),
+            RadixSort(problem) => write!(f, "{problem}"),
             ForeignHandle { what } => write!(
                 f,
                 "this {what} was made by another kernel builder; use handles of the builder \

@@ -492,12 +492,13 @@ impl Deps<'_> {
                 flags,
                 dst,
                 holes,
+                permutation,
                 ..
             } => {
                 for d in [Some(*src), Some(*ranks), *flags].into_iter().flatten() {
                     self.read(node, d, state);
                 }
-                self.write(node, *dst, holes.is_some(), state);
+                self.write(node, *dst, holes.is_some() || *permutation, state);
             }
             OpKind::Exchange { src, dst, .. } => {
                 self.read(node, *src, state);

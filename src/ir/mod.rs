@@ -2,7 +2,7 @@
 //!
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
 //! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Atomic`],
-//! [`Reduce`], [`Scan`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
+//! [`Reduce`], [`Scan`], [`RadixSort`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
 //! the handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`],
 //! ...), the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]).
 //! The recorded IR is public for inspection: its tables ([`ops`]), expression nodes
@@ -29,9 +29,9 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BinaryFn, Cluster, Difference, FlagFn, Flags, Grid, KernelBuilder, Load, Pipeline,
-    PrintArg, PrintArgs, PrintValue, Reduce, RemoteShared, Scan, Scatter, Shuffle, StorageSpec,
-    Store,
+    Atomic, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, KernelBuilder,
+    Load, MAX_COUNTER_WORDS, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce,
+    RemoteShared, Scan, Scatter, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -48,7 +48,7 @@ pub use handles::{
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
     MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind,
-    ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    RadixSortProblem, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

@@ -17,10 +17,12 @@ mod arrays;
 mod atomic;
 mod cluster;
 mod lanes;
+mod sort;
 pub use arrays::*;
 pub use atomic::*;
 pub use cluster::*;
 pub use lanes::*;
+pub use sort::*;
 
 /// The largest `items_per_thread` a payload may have.
 pub const MAX_ITEMS_PER_THREAD: u32 = 64;
@@ -670,6 +672,9 @@ pub enum OpKind {
         /// The value (bits) of positions nothing was scattered to; `None` leaves them
         /// without a value.
         holes: Option<u64>,
+        /// The ranks are a permutation of the tile's positions (the builder's promise): every
+        /// position receives an item, so the result holds a value everywhere without holes.
+        permutation: bool,
     },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).
@@ -921,6 +926,13 @@ pub enum BuilderIssue {
     PrintFormat {
         /// What is wrong.
         problem: PrintProblem,
+        /// Where.
+        loc: Loc,
+    },
+    /// A radix sort whose controls do not fit its keys or group.
+    RadixSort {
+        /// What is wrong.
+        problem: RadixSortProblem,
         /// Where.
         loc: Loc,
     },

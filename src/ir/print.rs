@@ -296,11 +296,13 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             dst,
             to,
             holes,
+            permutation,
             ..
         } => format!(
-            "{dst} = scatter {src} by {ranks}{} to {to:?}{}",
+            "{dst} = scatter {src} by {ranks}{} to {to:?}{}{}",
             flags.map(|f| format!(" where {f}")).unwrap_or_default(),
-            holes.map(|h| format!(" holes={h:#x}")).unwrap_or_default()
+            holes.map(|h| format!(" holes={h:#x}")).unwrap_or_default(),
+            if *permutation { " permutation" } else { "" }
         ),
         OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),

@@ -875,6 +875,7 @@ impl Verifier<'_> {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 self.striped_group(*to, ir.groups[group.index()].kind, loc, op);
                 let items = ir.datas[src.index()].items;
@@ -898,10 +899,11 @@ impl Verifier<'_> {
                     self.push(K::BlockOnly, loc, Some(op));
                 }
                 self.observe_all(*src, state, loc, op, Bound::All);
-                // Positions nothing was scattered to hold the hole value, or no value.
-                let def = match holes {
-                    Some(_) => Def::Everywhere,
-                    None => Def::Partial { by: op },
+                // Positions nothing was scattered to hold the hole value, or no value; a
+                // permutation leaves no position unscattered.
+                let def = match (holes, permutation) {
+                    (Some(_), _) | (None, true) => Def::Everywhere,
+                    (None, false) => Def::Partial { by: op },
                 };
                 state.set_all(dst.index(), def);
                 self.collective(g, loc, op);

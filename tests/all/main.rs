@@ -37,6 +37,7 @@ mod neighbor;
 mod options;
 mod pairs;
 mod print;
+mod radix_sort;
 mod random;
 mod reduce;
 mod robust;

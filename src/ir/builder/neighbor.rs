@@ -634,6 +634,7 @@ pub struct Scatter<T: Element> {
     to: Arrangement,
     flags: Option<ThreadData<u32>>,
     holes: Option<T>,
+    permutation: bool,
 }
 
 impl<T: Element> Scatter<T> {
@@ -643,6 +644,7 @@ impl<T: Element> Scatter<T> {
             to,
             flags: None,
             holes: None,
+            permutation: false,
         }
     }
 
@@ -669,6 +671,39 @@ impl<T: Element> Scatter<T> {
     /// reduction's or a scan's `valid_items`): the verifier rejects other reads.
     pub fn holes(mut self, value: T) -> Self {
         self.holes = Some(value);
+        self
+    }
+
+    /// Promises that the ranks are a permutation of the tile's positions (no flags skip an
+    /// item): every position receives one item, so the result holds a value everywhere with
+    /// no hole value and no writing of holes first (a radix sort's ranks are one). Ranks that
+    /// are not leave the positions nothing went to unspecified (the simulator reports reading
+    /// them as reading unwritten shared memory).
+    ///
+    /// ```
+    /// use coopgraph::ir::{Scatter, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Reverse the tile.
+    /// let mut k = KernelBuilder::new("reverse").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let rank = k.fill(7u32 - (index::thread_rank() * 2u32 + index::item()));
+    /// let s = k.scatter(b, &t, &rank, Scatter::blocked().permutation());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = dev.upload(&[10u32, 11, 12, 13, 14, 15, 16, 17])?;
+    /// let mut ys = dev.alloc_zeroed::<u32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xs, &mut ys))?;
+    /// assert_eq!(ys.to_vec()?, [17, 16, 15, 14, 13, 12, 11, 10]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn permutation(mut self) -> Self {
+        self.permutation = true;
         self
     }
 }
@@ -730,6 +765,7 @@ impl KernelBuilder {
                 dst: dst.id,
                 to: controls.to,
                 holes: controls.holes.map(|v| v.to_bits()),
+                permutation: controls.permutation,
             },
             loc,
         );

@@ -127,6 +127,9 @@ impl Verifier<'_> {
                 BuilderIssue::PrintFormat { problem, loc } => {
                     self.push(K::PrintFormat(problem.clone()), *loc, None)
                 }
+                BuilderIssue::RadixSort { problem, loc } => {
+                    self.push(K::RadixSort(*problem), *loc, None)
+                }
                 // Reported with the handle checks.
                 BuilderIssue::ForeignHandle { .. } => {}
             }

@@ -783,6 +783,7 @@ impl Printer<'_> {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 self.declare(*src);
                 self.declare(*ranks);
@@ -797,6 +798,9 @@ impl Printer<'_> {
                 if let Some(h) = holes {
                     let dt = ir.datas[src.index()].dtype;
                     let _ = write!(c, ".holes({})", literal(dt, *h));
+                }
+                if *permutation {
+                    c.push_str(".permutation()");
                 }
                 let s = format!(
                     "let {d} = k.scatter({}, &{src}, &{ranks}, {c});",

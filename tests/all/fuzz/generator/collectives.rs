@@ -1,7 +1,7 @@
 //! Collectives: reductions (every operator, custom ones, every block algorithm, broadcast,
 //! valid counts), scans (inclusive and exclusive, seeds, aggregates, prefix callbacks, every
 //! algorithm, valid counts), exchanges (explicit, time-sliced, through shuffles), scatters (by
-//! a permutation, or compacting flagged items) and every neighbour op.
+//! a permutation, promised or not, or compacting flagged items) and every neighbour op.
 
 use super::expr::{Leaves, constant};
 use super::ops::handle;
@@ -558,13 +558,19 @@ impl Gen {
                     k.set_item(&ranks, i, r);
                 }
                 let holes = how == 1 || self.rng.pct(70);
+                // Every rank but `how == 1`'s is a permutation: promised so, the result is
+                // defined everywhere without holes.
+                let permuted = !holes && self.rng.pct(50);
                 let mut controls = Scatter::to(target);
                 if holes {
                     controls = controls.holes(constant::<T>(self));
                 }
+                if permuted {
+                    controls = controls.permutation();
+                }
                 let r = k.scatter(b, &src, &ranks, controls);
                 let i = self.add(T::data(r), T::DTYPE, items, Some(target));
-                if !holes {
+                if !holes && !permuted {
                     // Defined everywhere, but the verifier cannot know: only a read a valid
                     // count bounds would do, and the generator's reads are not.
                     self.datas[i].alive = false;

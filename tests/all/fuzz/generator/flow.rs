@@ -165,6 +165,7 @@ impl Gen {
             2,                                                  // print
             5,                                                  // lane collective
             if self.warps_ok() { 10 } else { 0 },               // groups of whole warps
+            6,                                                  // radix sort
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -205,7 +206,8 @@ impl Gen {
                 23 => self.op_local(k),
                 24 => self.op_print(k),
                 25 => self.op_lanes(k),
-                _ => self.op_warp_groups(k),
+                26 => self.op_warp_groups(k),
+                _ => self.op_radix_sort(k),
             };
             if done {
                 return;

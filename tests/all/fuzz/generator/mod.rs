@@ -31,6 +31,7 @@ mod indexed;
 mod lanes;
 mod ops;
 mod print;
+mod sort;
 mod vars;
 mod warp_groups;
 

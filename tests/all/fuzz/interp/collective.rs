@@ -154,6 +154,8 @@ pub(super) struct ScatterOp {
     pub to: Arrangement,
     /// The bits of positions nothing was scattered to (`None`: undefined).
     pub holes: Option<u64>,
+    /// The ranks are promised a permutation of the tile's positions.
+    pub permutation: bool,
 }
 
 impl Block<'_> {
@@ -517,6 +519,7 @@ impl Block<'_> {
             dst,
             to,
             holes,
+            permutation,
         } = *s;
         if self.groups(group, active).is_empty() {
             return;
@@ -535,6 +538,8 @@ impl Block<'_> {
         let flags_v = flags.map(|f| self.view_from(f, fa.or(ra), pair, active));
         let items = self.data[src.index()].clone();
         let mut target: Vec<Option<V>> = vec![None; tile as usize];
+        let mut known_rank = vec![false; tile as usize];
+        let mut any_unknown = false;
         for t in 0..self.threads as u32 {
             for i in 0..k {
                 let idx = (t * k + i) as usize;
@@ -547,14 +552,20 @@ impl Block<'_> {
                 }
                 let v = items[idx];
                 self.check_defined(v, "a scattered item");
-                let slot = &mut target[r.bits as usize];
-                if slot.is_some() {
+                let unknown = !f.known() || !r.known();
+                // A rank the interpreter cannot know (one computed from an approximate value,
+                // a sort's of approximate keys) may meet another without the kernel's ranks
+                // meeting: only two known ranks collide for certain.
+                let known_slot = &mut known_rank[r.bits as usize];
+                if target[r.bits as usize].is_some() && *known_slot && !unknown {
                     self.event(Event::ScatterCollision {
                         op: self.op,
                         position: r.bits as u32,
                     });
                 }
-                let unknown = !f.known() || !r.known();
+                *known_slot |= !unknown;
+                any_unknown |= unknown;
+                let slot = &mut target[r.bits as usize];
                 *slot = Some(if unknown {
                     V::with(v.bits, v.flags | UNSPEC)
                 } else {
@@ -562,6 +573,13 @@ impl Block<'_> {
                 });
             }
         }
+        // Under a promised permutation, a position an unknown rank may have reached holds a
+        // value the interpreter does not know, not none.
+        let hole = if permutation && any_unknown {
+            V::with(0, UNSPEC)
+        } else {
+            hole
+        };
         for t in 0..self.threads as u32 {
             for i in 0..k {
                 let q = position(to, k, t, i);

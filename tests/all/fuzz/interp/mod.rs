@@ -716,6 +716,7 @@ impl<'a> Block<'a> {
                 dst,
                 to,
                 holes,
+                permutation,
             } => {
                 let c = collective::ScatterOp {
                     group: *group,
@@ -725,6 +726,7 @@ impl<'a> Block<'a> {
                     dst: *dst,
                     to: *to,
                     holes: *holes,
+                    permutation: *permutation,
                 };
                 self.scatter(&c, active)
             }

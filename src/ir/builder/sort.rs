@@ -1,0 +1,529 @@
+//! Block radix sort (CUB's `BlockRadixSort`): the block's tile of keys, or of keys with
+//! values, sorted by the bits of the keys, a digit of a few bits per pass.
+//!
+//! The sort is recorded as the builder's own ops, as CUB's algorithm runs them:
+//! - keys become unsigned *sort bits* whose order is the keys' (signed integers with the sign
+//!   bit flipped; floats with the sign bit flipped when positive and every bit flipped when
+//!   negative, so NaNs sort by their bits: after `+inf` ascending; descending flips every bit);
+//! - per pass, each thread counts its items' digits in its own column of a shared array of
+//!   counters (two 16-bit counters packed in each 32-bit word: the low halves hold the lower
+//!   half of the digits, the high halves the upper), remembering each item's count before it;
+//! - one block-wide exclusive scan over the counters, each thread scanning a consecutive
+//!   segment (the high halves then get the low halves' total), gives each digit column's first
+//!   rank; an item's rank is its column's plus its count before it, so equal digits keep
+//!   their order and the sort is stable from pass to pass;
+//! - a scatter by rank through shared memory ([`Scatter::permutation`]: no hole values
+//!   written first) moves keys (and values) to their places, read back blocked, or in the
+//!   asked arrangement after the last pass.
+//!
+//! The passes but a striped last one run in a loop (as CUB's do), each with two barriers of
+//! its own (after the counting, after the scan's write-back) beside the block scan's and the
+//! scatters', which the planner places. The counters are indexed with one padding word per 32
+//! (`i + i / 32`), so the scan's segment reads of consecutive words fall in distinct banks;
+//! the counting's accesses (one column per thread) are conflict-free as they stand. Every op
+//! the sort records carries the caller's line, so errors (a block scan's in a block that is
+//! not a multiple of 32 threads, say) name the user's call.
+
+use super::{KernelBuilder, Scan, Scatter};
+use crate::ir::dtype::{DType, Element};
+use crate::ir::entities::Loc;
+use crate::ir::expr::{Expr, ExprKind, IntElement, UnaryOp, index};
+use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::ops::*;
+
+/// The digit width a radix sort takes by default (CUB's `BlockRadixSort` default).
+pub const DEFAULT_RADIX_BITS: u32 = 4;
+
+/// The order keys are sorted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortOrder {
+    /// Smallest first.
+    Ascending,
+    /// Largest first.
+    Descending,
+}
+
+/// Where each thread finds the sorted keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortOutput {
+    /// Thread `t` holds positions `t * K .. (t + 1) * K` (CUB's `Sort`).
+    Blocked,
+    /// Thread `t` holds positions `t, t + T, ...` for `T` threads (CUB's
+    /// `SortBlockedToStriped`): a striped store writes them coalesced.
+    Striped,
+}
+
+/// The controls of a block radix sort ([`KernelBuilder::radix_sort`]): the order, the key bits
+/// that count, the digit width per pass, where the result goes, and a valid count.
+///
+/// ```
+/// use coopgraph::ir::{RadixSort, SortOrder, SortOutput};
+///
+/// let c = RadixSort::descending().bits(0, 12).radix_bits(6).output(SortOutput::Striped);
+/// assert_eq!(c.order(), SortOrder::Descending);
+/// assert_eq!((c.begin_bit(), c.end_bit(), c.digit_bits()), (0, Some(12), 6));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RadixSort {
+    order: SortOrder,
+    begin_bit: u32,
+    end_bit: Option<u32>,
+    radix_bits: u32,
+    output: SortOutput,
+    valid: Option<Expr<u32>>,
+}
+
+impl RadixSort {
+    /// Smallest key first, over all the key's bits, 4-bit digits, blocked output.
+    pub fn ascending() -> Self {
+        RadixSort {
+            order: SortOrder::Ascending,
+            begin_bit: 0,
+            end_bit: None,
+            radix_bits: DEFAULT_RADIX_BITS,
+            output: SortOutput::Blocked,
+            valid: None,
+        }
+    }
+
+    /// Largest key first (otherwise as [`ascending`](Self::ascending)).
+    pub fn descending() -> Self {
+        RadixSort {
+            order: SortOrder::Descending,
+            ..Self::ascending()
+        }
+    }
+
+    /// Sorts by bits `begin..end` of the keys' sort bits only (CUB's `begin_bit`, `end_bit`);
+    /// keys equal there keep their order. The range must be non-empty and end within the key.
+    pub fn bits(mut self, begin: u32, end: u32) -> Self {
+        self.begin_bit = begin;
+        self.end_bit = Some(end);
+        self
+    }
+
+    /// Digits of `bits` bits per pass (1..=8; default 4): fewer passes for wider digits, at
+    /// `2^(bits - 1)` counter words per thread.
+    pub fn radix_bits(mut self, bits: u32) -> Self {
+        self.radix_bits = bits;
+        self
+    }
+
+    /// The arrangement of the result (default blocked).
+    pub fn output(mut self, output: SortOutput) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// Only the first `n` positions of the tile (blocked order) hold keys: the others are
+    /// sorted past them (as the largest key), so the sorted tile's first `n` positions are the
+    /// valid keys, and a store with the same valid count writes exactly those.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+
+    /// The order.
+    pub fn order(&self) -> SortOrder {
+        self.order
+    }
+
+    /// The first bit sorted by.
+    pub fn begin_bit(&self) -> u32 {
+        self.begin_bit
+    }
+
+    /// One past the last bit sorted by (`None`: the key's width).
+    pub fn end_bit(&self) -> Option<u32> {
+        self.end_bit
+    }
+
+    /// Bits per digit.
+    pub fn digit_bits(&self) -> u32 {
+        self.radix_bits
+    }
+}
+
+/// A literal of the sort-bits type from the low bits of `v`.
+fn lit<B: Element>(v: u64) -> Expr<B> {
+    Expr::lit(B::from_bits(v))
+}
+
+/// The low `bits` bits set.
+fn ones(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Reinterprets a float's bits as the unsigned type of its width, or back.
+fn bitcast<A: Element, B: Element>(v: Expr<A>) -> Expr<B> {
+    Expr::new(ExprKind::Unary(UnaryOp::Bitcast, v.node))
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+fn is_signed(d: DType) -> bool {
+    matches!(d, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+}
+
+/// A key's sort bits: unsigned, in `B` (as wide as the key or wider, zero above the key's
+/// width), ordered as the keys are in `order`.
+fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrder) -> Expr<B> {
+    let w = K::DTYPE.bytes() * 8;
+    let sign = lit::<B>(1u64 << (w - 1));
+    let bits: Expr<B> = if is_float(K::DTYPE) {
+        let raw: Expr<B> = bitcast(v);
+        let negative = (raw.clone() & sign.clone()).ne(lit::<B>(0));
+        raw ^ negative.select(lit::<B>(ones(w)), sign)
+    } else if is_signed(K::DTYPE) {
+        let b = v.cast::<B>();
+        let b = if w < B::DTYPE.bytes() * 8 {
+            b & lit::<B>(ones(w))
+        } else {
+            b
+        };
+        b ^ sign
+    } else {
+        v.cast::<B>()
+    };
+    match order {
+        SortOrder::Ascending => bits,
+        SortOrder::Descending => bits ^ lit::<B>(ones(w)),
+    }
+}
+
+/// The key back from its sort bits (the inverse of [`to_sort_bits`]).
+fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Expr<K> {
+    let w = K::DTYPE.bytes() * 8;
+    let sign = lit::<B>(1u64 << (w - 1));
+    let b = match order {
+        SortOrder::Ascending => b,
+        SortOrder::Descending => b ^ lit::<B>(ones(w)),
+    };
+    if is_float(K::DTYPE) {
+        let positive = (b.clone() & sign.clone()).ne(lit::<B>(0));
+        bitcast(b ^ positive.select(sign, lit::<B>(ones(w))))
+    } else if is_signed(K::DTYPE) {
+        (b ^ sign).cast::<K>()
+    } else {
+        b.cast::<K>()
+    }
+}
+
+/// A counter's word with one padding word per 32, so that consecutive words a thread reads
+/// in the scan fall in distinct banks across a warp.
+fn padded(i: Expr<u32>) -> Expr<u32> {
+    i.clone() + (i >> 5u32)
+}
+
+/// The most counter words a sort takes (with padding): 224 KiB, within every arch's shared
+/// memory (the block's other shared memory must fit beside them).
+pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
+
+/// The words the counters take for `words` counter words.
+fn padded_len(words: u32) -> u32 {
+    words + words / 32 + 1
+}
+
+impl KernelBuilder {
+    /// Sorts the block's tile of keys (CUB's `BlockRadixSort::Sort`): the result holds the
+    /// tile's keys in order, blocked or striped as the controls say. Keys of every integer
+    /// dtype sort by value; `f32` and `f64` keys by value through their bits (`-0.0` before
+    /// `0.0`, NaNs by their bits: a positive NaN after `+inf` ascending). The sort is stable
+    /// and takes one pass per digit of the controls' bit range; it needs the block shape set
+    /// before it is recorded. Block groups only
+    /// ([`RadixSortProblem`](crate::ir::ops::RadixSortProblem) lists what the verifier
+    /// reports).
+    ///
+    /// ```
+    /// use coopgraph::ir::{RadixSort, SortOutput};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("sort").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.radix_sort(b, &t, RadixSort::ascending().output(SortOutput::Striped));
+    /// k.store_to(b, &y, &s, Store::striped());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[5i32, -3, 9, 0, -3, 7, 2, -8])?;
+    /// let mut yb = dev.alloc_zeroed::<i32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [-8, -3, -3, 0, 2, 5, 7, 9]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn radix_sort<K: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        keys: &ThreadData<K>,
+        controls: RadixSort,
+    ) -> ThreadData<K> {
+        self.radix_sort_inner::<K, u32>(group.into(), keys, None, controls)
+            .0
+    }
+
+    /// Sorts the block's tile of keys with a value beside each (CUB's
+    /// `BlockRadixSort::Sort` with values): each value moves with its key, and values of equal
+    /// keys keep their order. As [`radix_sort`](Self::radix_sort) otherwise; the values may
+    /// be of any dtype, with as many items per thread as the keys.
+    ///
+    /// ```
+    /// use coopgraph::ir::{RadixSort, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Sort by descending score; each score's position rides along.
+    /// let mut k = KernelBuilder::new("argsort").block(2).items_per_thread(3);
+    /// let (x, y, z) = (k.input::<f32>("x"), k.output::<f32>("y"), k.output::<u32>("z"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let at = k.fill(index::thread_rank() * 3u32 + index::item());
+    /// let (s, p) = k.radix_sort_pairs(b, &t, &at, RadixSort::descending());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// k.store_to(b, &z, &p, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[0.5f32, 2.0, -1.0, 2.0, 7.25, 0.0])?;
+    /// let (mut yb, mut zb) = (dev.alloc_zeroed::<f32>(6)?, dev.alloc_zeroed::<u32>(6)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb, &mut zb))?;
+    /// assert_eq!(yb.to_vec()?, [7.25, 2.0, 2.0, 0.5, 0.0, -1.0]);
+    /// assert_eq!(zb.to_vec()?, [4, 1, 3, 0, 5, 2]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn radix_sort_pairs<K: Element, V: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        keys: &ThreadData<K>,
+        values: &ThreadData<V>,
+        controls: RadixSort,
+    ) -> (ThreadData<K>, ThreadData<V>) {
+        let (k, v) = self.radix_sort_inner(group.into(), keys, Some(values), controls);
+        match v {
+            Some(v) => (k, v),
+            None => (k, self.map(values, |v| v)),
+        }
+    }
+
+    #[track_caller]
+    fn radix_sort_inner<K: Element, V: Element>(
+        &mut self,
+        group: Group,
+        keys: &ThreadData<K>,
+        values: Option<&ThreadData<V>>,
+        controls: RadixSort,
+    ) -> (ThreadData<K>, Option<ThreadData<V>>) {
+        let loc = Loc::caller();
+        let key_bits = K::DTYPE.bytes() * 8;
+        let end = controls.end_bit.unwrap_or(key_bits);
+        let problem = if group.kind() != GroupKind::Block {
+            Some(RadixSortProblem::Group { kind: group.kind() })
+        } else if !(1..=8).contains(&controls.radix_bits) {
+            Some(RadixSortProblem::RadixBits {
+                bits: controls.radix_bits,
+            })
+        } else if controls.begin_bit >= end || end > key_bits {
+            Some(RadixSortProblem::BitRange {
+                begin: controls.begin_bit,
+                end,
+                key_bits,
+            })
+        } else if padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads())
+            > MAX_COUNTER_WORDS
+        {
+            Some(RadixSortProblem::Counters {
+                bits: controls.radix_bits,
+                threads: self.ir.block_threads(),
+                words: padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads()),
+                max: MAX_COUNTER_WORDS,
+            })
+        } else {
+            match values {
+                Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
+                    keys: keys.items,
+                    values: v.items,
+                }),
+                _ => None,
+            }
+        };
+        if let Some(problem) = problem {
+            self.ir
+                .issues
+                .push(BuilderIssue::RadixSort { problem, loc });
+            return (self.map(keys, |v| v), None);
+        }
+        if key_bits <= 32 {
+            self.radix_passes::<K, u32, V>(group, keys, values, &controls, end, loc)
+        } else {
+            self.radix_passes::<K, u64, V>(group, keys, values, &controls, end, loc)
+        }
+    }
+
+    /// The sort's passes over sort bits of type `B`, from `controls.begin_bit` to `end`: a
+    /// loop over the passes that read back blocked (as CUB's), then, for a striped result,
+    /// the last pass. Every op recorded takes the user's line.
+    fn radix_passes<K: Element, B: IntElement, V: Element>(
+        &mut self,
+        group: Group,
+        keys: &ThreadData<K>,
+        values: Option<&ThreadData<V>>,
+        controls: &RadixSort,
+        end: u32,
+        loc: Loc,
+    ) -> (ThreadData<K>, Option<ThreadData<V>>) {
+        let first_op = self.ir.ops.len();
+        let order = controls.order;
+        let key_bits = K::DTYPE.bytes() * 8;
+        let threads = self.ir.block_threads().max(1);
+        let items = keys.items;
+        // The largest sort bits: padding sorts past every valid key.
+        let last_key = lit::<B>(ones(key_bits));
+        let bits = match &controls.valid {
+            Some(n) => {
+                let n = n.clone();
+                self.map(keys, |v| {
+                    let position = index::thread_rank() * items + index::item();
+                    position
+                        .lt(n)
+                        .select(to_sort_bits::<K, B>(v, order), last_key)
+                })
+            }
+            None => self.map(keys, |v| to_sort_bits::<K, B>(v, order)),
+        };
+        // The loop carries its own copy of the values.
+        let values = values.map(|v| self.map(v, |x| x));
+        let counters: SharedArray<u32> =
+            self.shared_array(padded_len((1u32 << (controls.radix_bits - 1)) * threads));
+        let pass = Pass {
+            group,
+            counters,
+            threads,
+            radix_bits: controls.radix_bits,
+            begin: controls.begin_bit,
+            end,
+        };
+        let passes = (end - controls.begin_bit).div_ceil(controls.radix_bits);
+        let looped = match controls.output {
+            SortOutput::Blocked => passes,
+            SortOutput::Striped => passes - 1,
+        };
+        if looped > 0 {
+            self.counted_loop(loc, Expr::lit(0u32), Expr::lit(looped), None, |k, p| {
+                let (b, v) = k.radix_pass(&pass, p, &bits, values.as_ref(), Arrangement::Blocked);
+                k.assign(&bits, &b);
+                if let (Some(v), Some(dst)) = (v, values) {
+                    k.assign(&dst, &v);
+                }
+            });
+        }
+        let (bits, values) = if looped < passes {
+            let striped = Arrangement::Striped { threads };
+            let p = Expr::lit(passes - 1);
+            self.radix_pass(&pass, p, &bits, values.as_ref(), striped)
+        } else {
+            (bits, values)
+        };
+        let sorted = self.map(&bits, |b| from_sort_bits::<K, B>(b, order));
+        for op in &mut self.ir.ops[first_op..] {
+            op.loc = loc;
+        }
+        (sorted, values)
+    }
+
+    /// One pass `p` (counted from the first): digits of the sort bits at
+    /// `begin + p * radix_bits`, ranked through the counters, then `bits` and `values`
+    /// scattered by rank and read back in `to`.
+    fn radix_pass<B: IntElement, V: Element>(
+        &mut self,
+        pass: &Pass,
+        p: Expr<u32>,
+        bits: &ThreadData<B>,
+        values: Option<&ThreadData<V>>,
+        to: Arrangement,
+    ) -> (ThreadData<B>, Option<ThreadData<V>>) {
+        let Pass {
+            group,
+            counters,
+            threads,
+            radix_bits,
+            begin,
+            end,
+        } = *pass;
+        let items = bits.items;
+        let tid = index::thread_rank();
+        let log_lanes = radix_bits - 1;
+        let lanes = 1u32 << log_lanes;
+        let shift = p * radix_bits + begin;
+        // The last pass may take fewer bits.
+        let digit_mask =
+            (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
+        // Digit d counts in word (d mod lanes) of the thread's column, in the half
+        // d / lanes; `half` is that half's shift.
+        let word = |d: Expr<u32>| padded((d & (lanes - 1)) * threads + index::thread_rank());
+        let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
+        for lane in 0..lanes {
+            self.shared_write(&counters, padded(tid.clone() + lane * threads), 0u32);
+        }
+        let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
+        // Each item's column word before its own count (its count of equal digits before it
+        // in the thread sits in its half).
+        let before = self.thread_data_n::<u32>(items);
+        for i in 0..items {
+            let d = digits.item(i);
+            self.set_item(&before, i, counters.read(word(d.clone())));
+            let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
+            self.shared_write(&counters, word(d), bumped);
+        }
+        self.sync_block();
+        // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
+        // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
+        // sums; then t walks its segment again, writing each word's exclusive prefix. The
+        // high halves start after every low half (the low halves' total).
+        let at = |j: u32| padded(index::thread_rank() * lanes + j);
+        let sum = (1..lanes).fold(counters.read(at(0)), |acc, j| acc + counters.read(at(j)));
+        let partial = self.thread_data_n::<u32>(1);
+        self.set_item(&partial, 0, sum);
+        let (prefix, total) = self.scan_with_aggregate(group, &partial, Scan::exclusive_sum());
+        let running = self.var(prefix.item(0) + (total.item(0) << 16u32));
+        let word_j = self.var(0u32);
+        for j in 0..lanes {
+            self.set(&word_j, counters.read(at(j)));
+            self.shared_write(&counters, at(j), running.get());
+            if j + 1 < lanes {
+                self.set(&running, running.get() + word_j.get());
+            }
+        }
+        self.sync_block();
+        let ranks = self.map2(&before, &digits, |b, d| {
+            let h = half(d.clone());
+            let own = (b >> h.clone()) & 0xffffu32;
+            own + ((counters.read(word(d)) >> h) & 0xffffu32)
+        });
+        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
+        let values = match values {
+            Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
+            None => None,
+        };
+        (bits, values)
+    }
+}
+
+/// What every pass of one sort shares.
+struct Pass {
+    group: Group,
+    counters: SharedArray<u32>,
+    threads: u32,
+    radix_bits: u32,
+    begin: u32,
+    end: u32,
+}

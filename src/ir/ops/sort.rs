@@ -1,0 +1,86 @@
+//! What a block radix sort may be asked that it cannot do (reported by the verifier).
+
+use super::GroupKind;
+use std::fmt;
+
+/// A radix sort's controls that do not fit its keys or its group
+/// ([`VerifyErrorKind::RadixSort`](crate::ir::VerifyErrorKind::RadixSort)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RadixSortProblem {
+    /// A bit range that is empty (`begin >= end`) or reaches past the key's bits.
+    BitRange {
+        /// The first bit asked for.
+        begin: u32,
+        /// One past the last bit asked for.
+        end: u32,
+        /// The key's bits.
+        key_bits: u32,
+    },
+    /// Digits of a width outside `1..=8` bits.
+    RadixBits {
+        /// The width asked for.
+        bits: u32,
+    },
+    /// A group other than the block (warp groups and logical warps sort nothing).
+    Group {
+        /// The group's kind.
+        kind: GroupKind,
+    },
+    /// Digits too wide for the block: the counters (`2^(bits - 1)` words per thread) would not
+    /// fit in one shared array.
+    Counters {
+        /// The digit width asked for.
+        bits: u32,
+        /// Threads of the block.
+        threads: u32,
+        /// Counter words needed (with padding).
+        words: u32,
+        /// The most a sort's counters may take.
+        max: u32,
+    },
+    /// Values with another number of items per thread than the keys.
+    ValueItems {
+        /// The keys' items per thread.
+        keys: u32,
+        /// The values' items per thread.
+        values: u32,
+    },
+}
+
+impl fmt::Display for RadixSortProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            RadixSortProblem::BitRange {
+                begin,
+                end,
+                key_bits,
+            } => write!(
+                f,
+                "radix sort over bits {begin}..{end} of {key_bits}-bit keys: the range must be \
+                 non-empty and end at or below {key_bits}"
+            ),
+            RadixSortProblem::RadixBits { bits } => write!(
+                f,
+                "radix sort with {bits}-bit digits: digits take 1..=8 bits"
+            ),
+            RadixSortProblem::Group { kind } => {
+                write!(f, "radix sort over a {kind:?} group: only the block sorts")
+            }
+            RadixSortProblem::Counters {
+                bits,
+                threads,
+                words,
+                max,
+            } => write!(
+                f,
+                "radix sort with {bits}-bit digits over {threads} threads: its {words} counter \
+                 words exceed the {max} a sort may take; take fewer bits per digit"
+            ),
+            RadixSortProblem::ValueItems { keys, values } => write!(
+                f,
+                "radix sort of {keys} keys per thread with {values} values per thread: each \
+                 key needs one value"
+            ),
+        }
+    }
+}
