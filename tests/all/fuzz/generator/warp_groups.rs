@@ -105,7 +105,7 @@ fn the_generator_makes_warp_group_collectives() {
     let (mut any, mut partial, mut built, mut loads) = (0, 0, 0, 0);
     let (mut scans, mut exchanges, mut syncs) = (0, 0, 0);
     let (mut scans_built, mut exchanges_built) = (0, 0);
-    for seed in 0xC00B_6A4Bu64..0xC00B_6A4B + 600 {
+    for seed in 0xC00B_6A4Bu64..0xC00B_6A4B + 1500 {
         let case = super::generate(&super::Spec::of(seed));
         let ir = &case.ir;
         let block_warps = ir.block_threads() / 32;
@@ -144,7 +144,7 @@ fn the_generator_makes_warp_group_collectives() {
         }
     }
     eprintln!(
-        "warp-group reductions in {any} of 600 cases, {partial} over partitions with warps \
+        "warp-group reductions in {any} of 1500 cases, {partial} over partitions with warps \
          left over, {built} built; warp-group loads in {loads}, scans in {scans} \
          ({scans_built} built), exchanges in {exchanges} ({exchanges_built} built), barriers \
          in {syncs}"
