@@ -817,11 +817,7 @@ fn every_form_module() -> Module {
     // Dynamic shared memory: `.extern .shared` before the entry, listed first.
     let dynamic = Function {
         name: "dynamic".into(),
-        params: vec![],
-        reqntid: None,
-        reqnctapercluster: None,
         explicitcluster: false,
-        maxnreg: None,
         shared: vec![
             SharedDecl {
                 name: "dsm".into(),
@@ -836,9 +832,6 @@ fn every_form_module() -> Module {
                 comment: None,
             },
         ],
-        local: vec![],
-        consts: vec![],
-        strings: vec![],
         regs: RegCounts {
             b32: 2,
             ..RegCounts::default()
@@ -857,6 +850,7 @@ fn every_form_module() -> Module {
             }),
             i(Op::Ret),
         ],
+        ..empty.clone()
     };
     // Local and constant arrays: `.local` in the body, `.const` with its contents before the
     // entry; their addresses as operands and as address bases.

@@ -852,6 +852,13 @@ impl<'a> Block<'a> {
                 if value::approximate(*op) || self.fast_float(dt) {
                     flags |= self.inexact();
                 }
+                // The interpreter treats every NaN alike (its sign and payload are not
+                // modelled), so a NaN's bits seen as an integer are unspecified.
+                if *op == coopgraph::ir::expr::UnaryOp::Bitcast
+                    && a_ty.is_some_and(|t| value::is_nan(t, x.bits))
+                {
+                    flags |= UNSPEC;
+                }
                 V::with(bits, flags)
             }
             ExprKind::Binary(op, a, b) => {
