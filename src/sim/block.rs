@@ -85,8 +85,20 @@ pub(crate) struct Shape {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dynamic_smem: u32,
-    /// The cluster shape (`[1, 1, 1]` outside clusters).
+    /// The cluster shape (`[1, 1, 1]` outside clusters; the launch sets it).
     pub cluster: [u32; 3],
+}
+
+impl Shape {
+    /// A launch's shape outside clusters.
+    pub(crate) fn new(grid: [u32; 3], block: [u32; 3], dynamic_smem: u32) -> Shape {
+        Shape {
+            grid,
+            block,
+            dynamic_smem,
+            cluster: [1, 1, 1],
+        }
+    }
 }
 
 /// The reusable state of one worker running blocks.

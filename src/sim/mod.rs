@@ -400,12 +400,7 @@ impl Simulator {
         dynamic_smem_bytes: u32,
         params: &[u64],
     ) -> Result<LaunchReport, SimError> {
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_smem: dynamic_smem_bytes,
-            cluster: [1, 1, 1],
-        };
+        let shape = Shape::new(grid, block, dynamic_smem_bytes);
         self.launch_with(module, entry, shape, params, false, None)
     }
 
@@ -426,12 +421,7 @@ impl Simulator {
         dynamic_smem_bytes: u32,
         params: &[u64],
     ) -> Result<LaunchReport, SimError> {
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_smem: dynamic_smem_bytes,
-            cluster,
-        };
+        let shape = Shape::new(grid, block, dynamic_smem_bytes);
         self.launch_with(module, entry, shape, params, false, Some(cluster))
     }
 
@@ -452,12 +442,7 @@ impl Simulator {
         dynamic_smem_bytes: u32,
         params: &[u64],
     ) -> Result<LaunchReport, SimError> {
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_smem: dynamic_smem_bytes,
-            cluster: [1, 1, 1],
-        };
+        let shape = Shape::new(grid, block, dynamic_smem_bytes);
         self.launch_with(module, entry, shape, params, true, None)
     }
 
