@@ -27,7 +27,7 @@
 
 use super::alloc::{Request, Slice};
 use super::error::PlanError;
-use super::form::{PositionForm, padded_slot, padding_pays};
+use super::form::{PositionForm, layout_of, padded_slot, padding_pays};
 use super::ids::{IdVec, SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
 use super::scope::SyncScope;
@@ -53,8 +53,9 @@ pub struct CollectivePlan {
     /// For the raking algorithms: which threads share their values, and the segments the
     /// first warp's lanes fold.
     pub raking: Option<Raking>,
-    /// One unused slot follows every this many entries (a raking segment), so that the raking
-    /// lanes' reads fall in different banks.
+    /// One unused slot follows every this many entries (a raking segment, so that the raking
+    /// lanes' reads fall in different banks; or 32 positions of a scatter's tile, so that its
+    /// read-back does).
     pub padding: Option<u32>,
     /// For a scatter: where each thread reads its slots back (the result's arrangement over
     /// the block, from its layout).
@@ -168,8 +169,14 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
             threads.div_ceil(32)
         };
         let raking = raking(&data.kind, threads);
-        let padded = raking.is_some_and(|r| choose_segment_padding(r, elem_bytes));
-        let padding = padded.then(|| raking.map_or(0, |r| r.segment));
+        let padding = match &data.kind {
+            OpKind::Scatter { to, .. } => {
+                scatter_padding(*to, threads, src.items, elem_bytes).then_some(32)
+            }
+            _ => raking
+                .filter(|&r| choose_segment_padding(r, elem_bytes))
+                .map(|r| r.segment),
+        };
         let prefix_slot = matches!(&data.kind, OpKind::Scan(sc) if sc.callback.is_some());
         // The entries, the result slot, and rank 0's prefix.
         let slots = padded_slot(entries, padding) + 1 + u32::from(prefix_slot);
@@ -260,6 +267,19 @@ fn choose_segment_padding(r: Raking, elem_bytes: u32) -> bool {
         pad: 1,
     };
     padding_pays(&layouts, elem_bytes, 32, padded)
+}
+
+/// Whether one padding slot per 32 tile positions lowers the bank conflicts of a scatter's
+/// read-back in the result's arrangement `to` (CUB's `BlockExchange::ScatterToBlocked` pads the
+/// same way): unpadded, a blocked read-back of `k` 32-bit items per thread meets `k`-way
+/// conflicts, as lane `t` reads position `t * k + i`. The writes by rank go anywhere and are
+/// not counted.
+fn scatter_padding(to: Arrangement, threads: u32, items: u32, elem_bytes: u32) -> bool {
+    let Some(layout) = layout_of(to, threads, items) else {
+        return false;
+    };
+    let padded = SmemTransform::Pad { every: 32, pad: 1 };
+    padding_pays(&[layout], elem_bytes, 32, padded)
 }
 
 /// A scatter's read-back form: the result's arrangement over the group.

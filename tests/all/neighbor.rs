@@ -278,6 +278,71 @@ fn scatter_by_rank() {
     }
 }
 
+/// A scatter's tile is padded (one slot per 32 positions) where its read-back meets bank
+/// conflicts unpadded: a blocked read-back of 2 or more 32-bit items per thread (lane `t` reads
+/// `t * k + i`, a `k`-way conflict at 16 items); not a striped one, nor one item per thread.
+/// Each shape scatters a permutation (`p -> 7p + 3 mod n`) and is checked against the CPU.
+#[test]
+fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
+    use coopgraph::ir::{Algorithm, Arrangement, Scatter};
+    let mut batch = Batch::default();
+    let dev = device();
+    for (block, items, striped, padded) in [
+        (256u32, 16u32, false, true),
+        (256, 8, false, true),
+        (96, 4, false, true),
+        (64, 2, false, true),
+        (256, 1, false, false),
+        (256, 16, true, false),
+        (96, 4, true, false),
+    ] {
+        let n = (block * items) as usize;
+        let to = if striped {
+            Arrangement::Striped { threads: block }
+        } else {
+            Arrangement::Blocked
+        };
+        let mut k = KernelBuilder::new(format!("scatter_pad_{block}x{items}_{striped}"))
+            .block(block)
+            .items_per_thread(items);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let position = coopgraph::ir::index::thread_rank() * items + coopgraph::ir::index::item();
+        let ranks = k.fill((position * 7u32 + 3u32) % n as u32);
+        let s = k.scatter(b, &t, &ranks, Scatter::to(to).permutation());
+        let alg = if striped {
+            Algorithm::Striped
+        } else {
+            Algorithm::Direct
+        };
+        k.store_to(b, &y, &s, Store::default().algorithm(alg));
+        let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
+        let c = kernel
+            .plan()
+            .collectives()
+            .values()
+            .flatten()
+            .next()
+            .cloned()
+            .expect("the scatter's plan");
+        assert_eq!(c.padding, padded.then_some(32), "{}", kernel.name());
+        batch.add(&kernel);
+        let xs: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let mut want = vec![0u32; n];
+        for (p, &v) in xs.iter().enumerate() {
+            want[(p * 7 + 3) % n] = v;
+        }
+        let f = dev.compile(&kernel).expect("compile");
+        let xb = dev.upload(&xs).expect("upload");
+        let mut yb = dev.alloc_filled(n, u32::MAX).expect("alloc");
+        f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+        assert_same(&yb.to_vec().expect("download"), &want, kernel.name());
+    }
+}
+
 /// Block shuffles also hand every rank the item shifted out of the tile.
 #[test]
 fn shuffles_return_the_item_shifted_out() {
