@@ -47,6 +47,8 @@ pub enum Error {
     Runtime(crate::runtime::RuntimeError),
     /// Autotuning found no candidate that works.
     Tune(crate::runtime::TuneError<Error>),
+    /// A device-wide algorithm refused its arguments.
+    Algorithm(crate::algorithms::AlgorithmError),
 }
 
 impl fmt::Display for Error {
@@ -56,6 +58,7 @@ impl fmt::Display for Error {
             Error::Plan(e) => e.fmt(f),
             Error::Runtime(e) => e.fmt(f),
             Error::Tune(e) => e.fmt(f),
+            Error::Algorithm(e) => e.fmt(f),
         }
     }
 }
@@ -67,6 +70,7 @@ impl std::error::Error for Error {
             Error::Plan(e) => e.source(),
             Error::Runtime(e) => e.source(),
             Error::Tune(e) => e.source(),
+            Error::Algorithm(e) => e.source(),
         }
     }
 }
@@ -86,6 +90,12 @@ impl From<crate::runtime::RuntimeError> for Error {
 impl From<crate::runtime::TuneError<Error>> for Error {
     fn from(e: crate::runtime::TuneError<Error>) -> Self {
         Error::Tune(e)
+    }
+}
+
+impl From<crate::algorithms::AlgorithmError> for Error {
+    fn from(e: crate::algorithms::AlgorithmError) -> Self {
+        Error::Algorithm(e)
     }
 }
 

@@ -216,6 +216,11 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                 p += 1;
                 break Stop::Spin;
             }
+            Inst::Sleep => {
+                steps += 1;
+                p += 1;
+                break Stop::Spin;
+            }
             Inst::St(ref m) => {
                 if let Err(f) = store::<U>(env, m, p as u32) {
                     break Stop::Fault(f);
