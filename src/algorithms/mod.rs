@@ -117,7 +117,11 @@ pub fn exclusive_scan<T: ScanElement>(
 /// assert_eq!(algorithms::reduce(&device, &empty, Op::sum())?, None);
 /// # Ok::<(), coopgraph::Error>(())
 /// ```
-pub fn reduce<T: ScanElement>(device: &Device, x: &Buffer<T>, op: Op<T>) -> Result<Option<T>, Error> {
+pub fn reduce<T: ScanElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    op: Op<T>,
+) -> Result<Option<T>, Error> {
     let r = DeviceReduce::new(op).prepare(device)?;
     r.run(x, &mut Workspace::new(device)?)
 }

@@ -99,7 +99,11 @@ impl<T: ScanElement> DeviceReduce<T> {
         let mut k = KernelBuilder::new(name)
             .block(threads)
             .items_per_thread(items);
-        let (x, partials, n) = (k.input::<T>("x"), k.buffer::<u64>("partials"), k.scalar::<u32>("n"));
+        let (x, partials, n) = (
+            k.input::<T>("x"),
+            k.buffer::<u64>("partials"),
+            k.scalar::<u32>("n"),
+        );
         let b = k.this_block();
         k.tiles(n, |k, tile| {
             let load = Load::warp_transpose()
@@ -164,7 +168,10 @@ fn fold<T: Element>(
     let acc = k.var(t.item(0));
     for j in 1..items {
         let joined = op.apply(acc.get(), t.item(j));
-        k.set(&acc, Expr::lit(j).lt(mine.clone()).select(joined, acc.get()));
+        k.set(
+            &acc,
+            Expr::lit(j).lt(mine.clone()).select(joined, acc.get()),
+        );
     }
     let part = k.thread_data_n::<T>(1);
     k.set_item(&part, 0, acc.get());

@@ -356,7 +356,11 @@ impl<T: ScanElement> Look<'_, T> {
             let pending = k.var(1u32);
             k.while_(pending.get().ne(0u32), |k| {
                 k.if_(in_range.clone(), |k| {
-                    let w = k.atomic(self.status, pred.clone() + 1u32, Atomic::add(0u64).order(order));
+                    let w = k.atomic(
+                        self.status,
+                        pred.clone() + 1u32,
+                        Atomic::add(0u64).order(order),
+                    );
                     k.set(&word, w);
                 });
                 let st = self.status_of(word.get());
@@ -471,7 +475,9 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
         let scanned = match initial {
             None => {
                 let tile0 = tile.eq(0u32);
-                k.map(&local, |v| tile0.select(v.clone(), op.apply(prefix.clone(), v)))
+                k.map(&local, |v| {
+                    tile0.select(v.clone(), op.apply(prefix.clone(), v))
+                })
             }
             Some(_) => {
                 // Each position gets the prefix joined to the position before's inclusive

@@ -676,7 +676,12 @@ impl Simulator {
                 }
             }
         } else if cooperative || opts.block_order.interleaved() {
-            let order: Vec<[u32; 3]> = opts.block_order.sequence(nblocks).into_iter().map(ctaid).collect();
+            let order: Vec<[u32; 3]> = opts
+                .block_order
+                .sequence(nblocks)
+                .into_iter()
+                .map(ctaid)
+                .collect();
             // A cooperative grid runs at once; an ordinary one in waves of resident blocks.
             let wave = if cooperative {
                 order.len().max(1)

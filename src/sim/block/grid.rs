@@ -8,9 +8,8 @@ use super::{BlockRun, Status};
 use std::cell::RefCell;
 
 impl<'a> BlockRun<'a> {
-    /// Where the block's spinning threads are (threads that stopped at an ordered load or a
-    /// `nanosleep` and wait for memory to change), as (thread, location); empty when none
-    /// spins.
+    /// Where the block's spinning threads are (threads that stopped at an ordered load and
+    /// wait for memory to change), as (thread, location); empty when none spins.
     pub(crate) fn spinning(&self) -> Vec<(u32, Location)> {
         (0..self.nthreads)
             .filter(|&t| {
@@ -18,7 +17,7 @@ impl<'a> BlockRun<'a> {
                     && self.pc[t] > 0
                     && matches!(
                         self.prog.code.get(self.pc[t] as usize - 1).map(|i| &i.inst),
-                        Some(Inst::LdOrdered(_) | Inst::Sleep)
+                        Some(Inst::LdOrdered(_))
                     )
             })
             .map(|t| (t as u32, self.prog.location(self.pc[t] - 1)))
