@@ -34,15 +34,14 @@
 //! epoch, so no call needs a reset kernel.
 
 mod element;
-mod error;
 mod op;
 mod reduce;
 mod scan;
 mod tuning;
 mod workspace;
 
+pub use crate::error::AlgorithmError;
 pub use element::ScanElement;
-pub use error::AlgorithmError;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
 pub use scan::{DeviceScan, PreparedScan, ScanForm};

@@ -3,16 +3,19 @@
 //! One block per tile. Thread 0 takes the tile's index from the counter in workspace word 0
 //! (so tile `t`'s predecessors were taken by blocks already running: progress never depends
 //! on the order blocks are scheduled in); a broadcast sum hands it to the block. The block
-//! loads its tile (warp-transposed: coalesced, with no block barrier), scans it, and stores it
-//! the same way. The scan's prefix callback runs the look-back in warp 0 while the other warps
-//! wait at the barrier the block scan places after it:
+//! loads its tile (warp-transposed: coalesced, staged per warp), scans it on its own (with its
+//! aggregate), and while the other warps wait at one barrier, warp 0 finds the tile's prefix:
 //! 1. lane 0 publishes the tile's aggregate (status `AGGREGATE`);
 //! 2. lane `i` reads the status of tile `end - 1 - i` (`end` starts at the tile), the warp
 //!    backing off with `nanosleep` while one of them has not published in this call's epoch;
 //! 3. a ballot finds the nearest `INCLUSIVE` predecessor; lanes up to it fold their values,
 //!    earlier tiles first, by shuffles; the window's fold joins the prefix so far;
 //! 4. without an inclusive one the window slides 32 tiles back; with one, lane 0 publishes the
-//!    tile's inclusive prefix (status `INCLUSIVE`).
+//!    tile's inclusive prefix (status `INCLUSIVE`) and hands the prefix to the block through
+//!    shared memory.
+//!
+//! Every thread then joins the prefix to its items (the exclusive form to the item before's,
+//! shifted by a block shuffle) and the block stores the tile.
 //!
 //! Tile 0 publishes its inclusive value at once: the inclusive form scans it without a prefix
 //! (a custom operator has no identity to start from), the exclusive form starts it from the
@@ -23,12 +26,14 @@
 //! (relaxed: the value travels in the same word). For 64-bit elements the status is a word of
 //! its own and the values sit in two slots per tile (aggregate, inclusive), each written
 //! before its status is exchanged with release and read after the status is read with
-//! acquire.
+//! acquire. Status words are read with atomics (an `add` of 0, relaxed or acquire): the
+//! builder has no ordered plain load of a buffer element (`ld.relaxed` / `ld.acquire`), which
+//! would spare the look-back's reads the trip through the L2's atomic units.
 
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, default_tuning};
 use crate::ir::{
-    Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, Scan, SharedArray, Shuffle, Var,
-    index,
+    Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, Scan, SharedArray, Shuffle,
+    StorageSpec, Var, index,
 };
 use crate::runtime::{ArgList, Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
@@ -246,7 +251,11 @@ pub(crate) fn check_tuning(t: Tuning) -> Result<(), Error> {
     if threads_ok && (1..=64).contains(&t.items) {
         Ok(())
     } else {
-        Err(AlgorithmError::Tuning(t).into())
+        Err(AlgorithmError::Tuning {
+            threads: t.threads,
+            items: t.items,
+        }
+        .into())
     }
 }
 
@@ -453,10 +462,14 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
     k.if_(tile.lt(tiles), |k| {
         let start = tile.clone() * tile_items;
         let valid = (n.expr() - start.clone()).min(tile_items);
+        // The warp-transposing load and store stage through one storage of their own: each
+        // warp uses its own part, so no block barrier orders them against the collectives.
+        let staging = k.temp_storage(StorageSpec::default());
         let load = Load::warp_transpose()
             .offset(start.clone())
             .valid_items(valid.clone())
-            .oob_default(T::default());
+            .oob_default(T::default())
+            .temp_storage(&staging);
         let loaded = k.load_from(b, &x, load);
         let input = match &scan.map_in {
             Some(f) => k.map(&loaded, |v| f(v)),
@@ -492,7 +505,10 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
             Some(f) => k.map(&scanned, |v| f(v)),
             None => scanned,
         };
-        let store = Store::warp_transpose().offset(start).valid_items(valid);
+        let store = Store::warp_transpose()
+            .offset(start)
+            .valid_items(valid)
+            .temp_storage(&staging);
         k.store_to(b, &y, &output, store);
     });
     k.build()

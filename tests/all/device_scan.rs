@@ -386,7 +386,11 @@ fn typed_errors() {
         let e = DeviceScan::inclusive(Op::<u32>::sum())
             .tuning(t)
             .prepare(dev);
-        assert!(matches!(e, Err(Error::Algorithm(AlgorithmError::Tuning(u))) if u == t));
+        assert!(matches!(
+            e,
+            Err(Error::Algorithm(AlgorithmError::Tuning { threads, items }))
+                if threads == t.threads && items == t.items
+        ));
     }
     let other = Device::sim();
     let scan = DeviceScan::inclusive(Op::<u32>::sum())
@@ -448,12 +452,59 @@ fn every_barrier_is_needed() {
     let dev = crate::common::race_checker();
     let n = 3 * tuning.tile_items() as usize - 5;
     let xs: Vec<u32> = (0..n as u32).collect();
-    crate::common::assert_barriers_necessary(&kernel, |k| {
+    let run = |k: &coopgraph::Kernel| {
         let f = crate::common::compiled(&dev, k)?;
         let x = dev.upload(&xs)?;
         let mut y = dev.alloc_zeroed::<u32>(n)?;
         let mut status = dev.alloc_zeroed::<u64>(8)?;
         f.launch_grid(3, (&x, &mut y, n as u32, &mut status, 1u32, 0u64))?;
         y.to_vec()
-    });
+    };
+    let want: Vec<u32> = inclusive_ref(&xs, u32::wrapping_add);
+    assert_eq!(run(&kernel).expect("runs"), want);
+    crate::common::assert_barriers_necessary(&kernel, &run);
+    assert_eq!(kernel.sync_blocks(), 1, "the prefix's hand-off");
+    let without = kernel.without_sync_block(0).expect("barrier exists");
+    let result = run(&without);
+    assert!(
+        matches!(
+            result,
+            Err(coopgraph::runtime::RuntimeError::Sim(
+                coopgraph::sim::SimError::Race(_)
+            ))
+        ),
+        "without the hand-off's barrier: {result:?}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, .. proptest::prelude::ProptestConfig::default() })]
+
+    /// Any length, tuning and block order: the inclusive sum of i32 and the exclusive max of
+    /// u64 match the CPU's.
+    #[test]
+    fn scans_of_any_length_tuning_and_order(
+        n in 0usize..1500,
+        warps in 1u32..4,
+        items in 1u32..6,
+        order in 0u64..4,
+        seed in 0u64..1000,
+    ) {
+        let block_order = match order {
+            0 => BlockOrder::Linear,
+            1 => BlockOrder::Interleaved,
+            2 => BlockOrder::InterleavedReversed,
+            _ => BlockOrder::InterleavedShuffled { seed },
+        };
+        let dev = Device::sim_with(SimOptions { block_order, ..SimOptions::default() });
+        let tuning = Tuning { threads: 32 * warps, items };
+        let mut rng = Rng::new(seed);
+        let mut ws = Workspace::new(&dev).expect("ws");
+        let xs: Vec<i32> = rng.vec(n);
+        let scan = DeviceScan::inclusive(Op::sum()).tuning(tuning).prepare(&dev).expect("prepares");
+        assert_same(&run(&dev, &scan, &xs, &mut ws), &inclusive_ref(&xs, i32::wrapping_add), "i32 sum");
+        let ys: Vec<u64> = rng.vec(n);
+        let scan = DeviceScan::exclusive(Op::max(), 7u64).tuning(tuning).prepare(&dev).expect("prepares");
+        assert_same(&run(&dev, &scan, &ys, &mut ws), &exclusive_ref(&ys, 7, u64::max), "u64 max");
+    }
 }
