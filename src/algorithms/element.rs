@@ -10,6 +10,12 @@ mod sealed {
 /// An element type the device-wide algorithms take: `u32`, `i32`, `f32` (whose values share a
 /// 64-bit tile status word with the status) and `u64`, `i64`, `f64` (whose values are kept
 /// beside the status word, written before it with release and read after it with acquire).
+///
+/// ```
+/// use coopgraph::algorithms::ScanElement;
+///
+/// assert!(!<f32 as ScanElement>::WIDE && <i64 as ScanElement>::WIDE);
+/// ```
 pub trait ScanElement: DeviceElement + for<'a> Arg<'a> + sealed::Sealed {
     /// Whether the value fills 64 bits (and so cannot share a status word).
     const WIDE: bool;

@@ -6,7 +6,17 @@ use std::sync::Arc;
 
 type Combine<T> = Arc<dyn Fn(Expr<T>, Expr<T>) -> Expr<T> + Send + Sync>;
 
-/// An element-wise map written in the expression language, fused into an algorithm's kernel.
+/// An element-wise map written in the expression language, fused into an algorithm's kernel
+/// (what [`DeviceScan::map_input`](super::DeviceScan::map_input) and the other map methods
+/// keep).
+///
+/// ```
+/// use coopgraph::algorithms::MapFn;
+/// use std::sync::Arc;
+///
+/// let double: MapFn<u32> = Arc::new(|v| v * 2u32);
+/// let _ = double(coopgraph::ir::Expr::lit(4u32));
+/// ```
 pub type MapFn<T> = Arc<dyn Fn(Expr<T>) -> Expr<T> + Send + Sync>;
 
 /// An associative operator of a device-wide scan or reduction: sum (wrapping for integers),

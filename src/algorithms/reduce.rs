@@ -179,7 +179,18 @@ fn fold<T: Element>(
     k.reduce(b, &part, op.reduce().valid_items(holders))
 }
 
-/// A reduction loaded on a device, ready to run on any buffer there.
+/// A reduction loaded on a device, ready to run on any buffer there (see
+/// [`PreparedReduce::run`]).
+///
+/// ```
+/// use coopgraph::algorithms::{DeviceReduce, Op};
+/// use coopgraph::runtime::Device;
+///
+/// let r = DeviceReduce::new(Op::<u64>::max());
+/// assert_eq!(r.kernels()?.len(), 2);
+/// assert_eq!(r.prepare(&Device::sim())?.tile_items(), 2048);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct PreparedReduce<T: ScanElement> {
     tiles: Function,

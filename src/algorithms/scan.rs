@@ -48,6 +48,13 @@ const INCLUSIVE: u32 = 2;
 const BACKOFF_NS: u32 = 100;
 
 /// Which scan: inclusive, or exclusive from an initial value.
+///
+/// ```
+/// use coopgraph::algorithms::{DeviceScan, Op, ScanForm};
+///
+/// let scan = DeviceScan::exclusive(Op::sum(), 3u32);
+/// assert_eq!(scan.form(), ScanForm::Exclusive { initial: 3 });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScanForm<T> {
     /// `y[i] = x[0] op ... op x[i]`.
@@ -142,6 +149,11 @@ impl<T: ScanElement> DeviceScan<T> {
         self.tuning.unwrap_or_else(|| default_tuning(T::DTYPE))
     }
 
+    /// Its form (see [`ScanForm`] for an example).
+    pub fn form(&self) -> ScanForm<T> {
+        self.form
+    }
+
     /// The scan's kernel, built (for inspection: its IR, PTX, resources).
     ///
     /// ```
@@ -175,7 +187,18 @@ impl<T: ScanElement> DeviceScan<T> {
     }
 }
 
-/// A scan loaded on a device, ready to run on any buffers there.
+/// A scan loaded on a device, ready to run on any buffers there (see [`PreparedScan::run`]).
+///
+/// ```
+/// use coopgraph::algorithms::{DeviceScan, Op, Tuning};
+/// use coopgraph::runtime::Device;
+///
+/// let t = Tuning { threads: 128, items: 4 };
+/// let scan = DeviceScan::inclusive(Op::<f32>::sum()).tuning(t).prepare(&Device::sim())?;
+/// assert_eq!((scan.tuning(), scan.tile_items()), (t, 512));
+/// assert!(scan.function().name().starts_with("device_scan_inclusive_f32"));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct PreparedScan<T: ScanElement> {
     function: Function,

@@ -30,6 +30,10 @@ pub struct Tuning {
 
 impl Tuning {
     /// Elements per tile.
+    ///
+    /// ```
+    /// assert_eq!(coopgraph::algorithms::Tuning { threads: 128, items: 8 }.tile_items(), 1024);
+    /// ```
     pub fn tile_items(self) -> u32 {
         self.threads * self.items
     }

@@ -70,12 +70,28 @@ impl Workspace {
         })
     }
 
-    /// Calls that have used it.
+    /// Calls that have used it (see [`Workspace`] for an example).
     pub fn calls(&self) -> u64 {
         self.calls
     }
 
     /// Bytes of device memory it holds.
+    ///
+    /// ```
+    /// use coopgraph::algorithms::Workspace;
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let device = Device::sim();
+    /// let mut ws = Workspace::new(&device)?;
+    /// assert_eq!(ws.bytes(), 16);
+    /// let x = device.upload(&vec![1u64; 5000])?;
+    /// let mut y = device.alloc_zeroed::<u64>(5000)?;
+    /// let scan = coopgraph::algorithms::DeviceScan::inclusive(coopgraph::algorithms::Op::sum());
+    /// scan.prepare(&device)?.run(&x, &mut y, &mut ws)?;
+    /// // Three tiles of 2048: four status words, six value words (rounded up to powers of two).
+    /// assert_eq!(ws.bytes(), 8 * (4 + 8));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     pub fn bytes(&self) -> usize {
         8 * (self.status.len() + self.values.len())
     }
