@@ -170,6 +170,10 @@ fn check<T: ScanElement>(vals: &[i64], y: &Buffer<T>, what: &str) -> Result<(), 
     Ok(())
 }
 
+/// One element type's [`single_pass`].
+type SinglePass =
+    fn(&Device, usize, usize, Tuning) -> Result<Option<f64>, Box<dyn std::error::Error>>;
+
 /// Runs the single pass for `T` at `tuning`, checks it, and on a GPU returns its GB/s.
 fn single_pass<T: ScanElement>(
     device: &Device,
@@ -251,10 +255,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // The single pass, at the table's tuning, for each 32-bit type.
     let default = coopgraph::algorithms::default_tuning(coopgraph::ir::DType::U32);
-    let runs: [(
-        &str,
-        fn(&Device, usize, usize, Tuning) -> Result<Option<f64>, Box<dyn std::error::Error>>,
-    ); 3] = [
+    let runs: [(&str, SinglePass); 3] = [
         ("i32", single_pass::<i32>),
         ("u32", single_pass::<u32>),
         ("f32", single_pass::<f32>),

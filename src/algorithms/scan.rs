@@ -270,7 +270,7 @@ impl<T: ScanElement> PreparedScan<T> {
 
 /// Refuses a tuning the kernels cannot take.
 pub(crate) fn check_tuning(t: Tuning) -> Result<(), Error> {
-    let threads_ok = t.threads >= 32 && t.threads <= 1024 && t.threads % 32 == 0;
+    let threads_ok = (32..=1024).contains(&t.threads) && t.threads.is_multiple_of(32);
     if threads_ok && (1..=64).contains(&t.items) {
         Ok(())
     } else {

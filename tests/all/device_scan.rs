@@ -211,7 +211,7 @@ fn non_commutative_operators() {
         // "Last non-zero", in i32, with a zero every other element or so.
         let ys: Vec<i32> = (0..n)
             .map(|_| {
-                if rng.next() % 3 == 0 {
+                if rng.next().is_multiple_of(3) {
                     rng.next() as i32
                 } else {
                     0
@@ -462,7 +462,7 @@ fn every_barrier_is_needed() {
     };
     let want: Vec<u32> = inclusive_ref(&xs, u32::wrapping_add);
     assert_eq!(run(&kernel).expect("runs"), want);
-    crate::common::assert_barriers_necessary(&kernel, &run);
+    crate::common::assert_barriers_necessary(&kernel, run);
     assert_eq!(kernel.sync_blocks(), 1, "the prefix's hand-off");
     let without = kernel.without_sync_block(0).expect("barrier exists");
     let result = run(&without);

@@ -194,7 +194,7 @@ impl Gen {
                     if self.block_uniform() {
                         k.sync_block();
                     } else {
-                        k.nanosleep(20 + 10 * self.cx().depth as u32);
+                        k.nanosleep(20 + 10 * self.cx().depth);
                     }
                     true
                 }
