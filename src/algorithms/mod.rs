@@ -45,6 +45,7 @@ pub use element::ScanElement;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
 pub use scan::{DeviceScan, PreparedScan, ScanForm};
+use tuning::chosen;
 pub use tuning::{Tuning, default_tuning};
 pub use workspace::Workspace;
 

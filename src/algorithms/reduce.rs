@@ -4,7 +4,7 @@
 //! same on every run.
 
 use super::scan::{check_lengths, check_tuning};
-use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, default_tuning};
+use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
 use crate::ir::{Element, Expr, Group, ThreadData, index};
 use crate::runtime::{Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load};
@@ -18,7 +18,7 @@ const FOLD: Tuning = Tuning {
 };
 
 /// A device-wide reduction to prepare: its operator, an optional element-wise map fused on
-/// the way in (`op` reduces `map_in(x)`), and its tuning ([`default_tuning`] unless set).
+/// the way in (`op` reduces `map_in(x)`), and its tuning ([`default_tuning`](super::default_tuning) unless set).
 ///
 /// ```
 /// use coopgraph::algorithms::{DeviceReduce, Op, Workspace};
@@ -71,7 +71,7 @@ impl<T: ScanElement> DeviceReduce<T> {
     }
 
     fn chosen(&self) -> Tuning {
-        self.tuning.unwrap_or_else(|| default_tuning(T::DTYPE))
+        chosen::<T>(self.tuning)
     }
 
     /// The two kernels, built: the tiles' partials, and the fold of the partials.

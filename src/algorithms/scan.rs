@@ -30,7 +30,7 @@
 //! builder has no ordered plain load of a buffer element (`ld.relaxed` / `ld.acquire`), which
 //! would spare the look-back's reads the trip through the L2's atomic units.
 
-use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, default_tuning};
+use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
 use crate::ir::{
     Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, Scan, SharedArray, Shuffle,
     StorageSpec, Var, index,
@@ -68,7 +68,7 @@ pub enum ScanForm<T> {
 
 /// A device-wide scan to prepare: its operator and form, optional element-wise maps fused on
 /// the way in (`op` scans `map_in(x)`) and out (`y` gets `map_out` of the scan), and its
-/// tuning ([`default_tuning`] unless set).
+/// tuning ([`default_tuning`](super::default_tuning) unless set).
 ///
 /// ```
 /// use coopgraph::algorithms::{DeviceScan, Op, Workspace};
@@ -146,7 +146,7 @@ impl<T: ScanElement> DeviceScan<T> {
     }
 
     fn chosen(&self) -> Tuning {
-        self.tuning.unwrap_or_else(|| default_tuning(T::DTYPE))
+        chosen::<T>(self.tuning)
     }
 
     /// Its form (see [`ScanForm`] for an example).

@@ -1,6 +1,6 @@
 //! The specialization of the algorithms' kernels: threads per block and items per thread.
 
-use crate::ir::DType;
+use crate::ir::{DType, Element};
 
 /// Threads per block and items per thread of an algorithm's kernel: each block handles
 /// `threads * items` elements per tile. [`default_tuning`] gives the table's choice per
@@ -37,6 +37,11 @@ impl Tuning {
     pub fn tile_items(self) -> u32 {
         self.threads * self.items
     }
+}
+
+/// `tuning`, else the table's for `T`.
+pub(crate) fn chosen<T: Element>(tuning: Option<Tuning>) -> Tuning {
+    tuning.unwrap_or_else(|| default_tuning(T::DTYPE))
 }
 
 /// The table of default tunings by element size: 256 threads × 16 items for 32-bit
