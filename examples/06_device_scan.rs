@@ -1,14 +1,27 @@
-//! A whole-array inclusive scan in the reduce-then-scan form: (1) each tile's sum, (2) one
-//! block scans the tile sums, carrying a running total from tile to tile through a prefix
-//! callback (each tile's scan starts from the running value, and the callback adds the tile's
-//! total to it), (3) each tile's scan is seeded through a prefix callback with its prefix,
-//! which thread 0 loads (the callback's value is taken from thread 0). Checked against the
-//! CPU; on a GPU prints GB/s (2 · n · 4 bytes per scan) beside
-//! `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV` names the reference harness's CSV
-//! from the same run. `COOPGRAPH_BENCH_N` sets the element count.
+//! A whole-array inclusive scan, two ways, each checked against the CPU:
+//! - single pass with decoupled look-back ([`coopgraph::algorithms::DeviceScan`]): each block
+//!   takes a tile from a counter, scans it, publishes its aggregate, and its first warp looks
+//!   back over the tiles before for the prefix; every element is read once and written once;
+//! - reduce-then-scan, kept for comparison (`reduce_then_scan`): (1) each tile's sum, (2) one
+//!   block scans the tile sums, carrying a running total from tile to tile through a prefix
+//!   callback, (3) each tile's scan seeded with its prefix, which thread 0 loads. The input
+//!   is read twice.
+//!
+//! On a GPU it runs 2^28 elements (`COOPGRAPH_BENCH_N` overrides; the simulator runs 2^14)
+//! and prints GB/s (2 · n · 4 bytes per scan) of both forms for `u32`, and of the single pass
+//! for `i32`, `u32` and `f32`, beside `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV`
+//! names the CSV of `benches/cub/device.cu` from the same run, and beside the device-to-device
+//! copy. `COOPGRAPH_SCAN_SWEEP=1` also times (and checks) the single pass at several tunings
+//! (threads × items). The process exits non-zero when any result is wrong.
 
+#[path = "support/bench.rs"]
+#[allow(dead_code)]
+mod bench;
+
+use bench::OrExit;
+use coopgraph::algorithms::{DeviceScan, Op, ScanElement, Tuning, Workspace};
 use coopgraph::ir::{Reduce, Scan};
-use coopgraph::runtime::{Backend, Buffer, Device};
+use coopgraph::runtime::{Buffer, Device};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
 const BLOCK: u32 = 256;
@@ -92,6 +105,108 @@ fn scan_tiles() -> Result<Kernel, coopgraph::Error> {
     k.build()
 }
 
+/// The reduce-then-scan form's three kernels, launched over `n` elements of `x` into `y`.
+struct ReduceThenScan {
+    kernels: [coopgraph::runtime::Function; 3],
+    partials: Buffer<u32>,
+    prefixes: Buffer<u32>,
+    grid: u32,
+    tiles: usize,
+}
+
+impl ReduceThenScan {
+    fn new(device: &Device, n: usize) -> Result<Self, coopgraph::Error> {
+        let tiles = n.div_ceil(TILE as usize);
+        let grid = if device.is_cuda() {
+            tiles.min(device.sm_count() as usize * 8) as u32
+        } else {
+            4
+        };
+        Ok(ReduceThenScan {
+            kernels: [
+                device.compile(&tile_sums()?)?,
+                device.compile(&scan_sums()?)?,
+                device.compile(&scan_tiles()?)?,
+            ],
+            partials: device.alloc_zeroed::<u32>(tiles)?,
+            prefixes: device.alloc_zeroed::<u32>(tiles)?,
+            grid,
+            tiles,
+        })
+    }
+
+    fn run(&mut self, x: &Buffer<u32>, y: &mut Buffer<u32>) -> Result<(), coopgraph::Error> {
+        let n = x.len() as u32;
+        let [k1, k2, k3] = &self.kernels;
+        k1.launch_grid(self.grid, (x, &mut self.partials, n))?;
+        k2.launch_grid(1, (&self.partials, &mut self.prefixes, self.tiles as u32))?;
+        k3.launch_grid(self.grid, (x, &self.prefixes, &mut *y, n))?;
+        Ok(())
+    }
+}
+
+/// The input: small integers (exact in every type), as `T` and as `i64`.
+fn input<T: ScanElement>(n: usize) -> (Vec<T>, Vec<i64>) {
+    let vals: Vec<i64> = (0..n as u64)
+        .map(|i| ((i.wrapping_mul(2654435761) >> 7) % 4) as i64)
+        .collect();
+    (vals.iter().map(|&v| T::cast_from_i64(v)).collect(), vals)
+}
+
+/// Checks `y` against the CPU's running sum of `vals` (exact: small integers).
+fn check<T: ScanElement>(vals: &[i64], y: &Buffer<T>, what: &str) -> Result<(), String> {
+    let got = y.to_vec().map_err(|e| e.to_string())?;
+    let mut acc = 0i64;
+    for (i, &v) in vals.iter().enumerate() {
+        acc += v;
+        let want = T::cast_from_i64(acc);
+        if got[i].to_bits() != want.to_bits() {
+            return Err(format!(
+                "{what}: element {i} is {:?} instead of {want:?}",
+                got[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One element type's [`single_pass`].
+type SinglePass =
+    fn(&Device, usize, usize, Tuning) -> Result<Option<f64>, Box<dyn std::error::Error>>;
+
+/// Runs the single pass for `T` at `tuning`, checks it, and on a GPU returns its GB/s.
+fn single_pass<T: ScanElement>(
+    device: &Device,
+    n: usize,
+    reps: usize,
+    tuning: Tuning,
+) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    let (xs, vals) = input::<T>(n);
+    let x = device.upload(&xs)?;
+    let mut y = device.alloc_zeroed::<T>(n)?;
+    let scan = DeviceScan::inclusive(Op::<T>::sum())
+        .tuning(tuning)
+        .prepare(device)?;
+    let mut ws = Workspace::new(device)?;
+    scan.run(&x, &mut y, &mut ws)?;
+    let what = format!(
+        "single pass {} {}x{}",
+        T::DTYPE,
+        tuning.threads,
+        tuning.items
+    );
+    check(&vals, &y, &what)?;
+    if !device.is_cuda() {
+        return Ok(None);
+    }
+    let t = bench::time(device, reps, || {
+        scan.run(&x, &mut y, &mut ws).or_exit("single-pass scan")
+    });
+    // The timed runs must have left the right answer too.
+    check(&vals, &y, &what)?;
+    Ok(Some(bench::gbps(2 * n * T::DTYPE.bytes() as usize, t)))
+}
+
 /// Runs the example; an error is printed with its `Display` text (each cause once).
 fn main() -> std::process::ExitCode {
     match run() {
@@ -105,69 +220,86 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
-    let on_gpu = matches!(device.backend(), Backend::Cuda { .. });
-    // 2^28 on a GPU, 2^16 on the simulator; COOPGRAPH_BENCH_N overrides (the sanitizers run
-    // the example on fewer).
-    let n: usize = std::env::var("COOPGRAPH_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if on_gpu { 1 << 28 } else { 1 << 16 });
-    let tiles = n.div_ceil(TILE as usize);
-    let (k1, k2, k3) = (
-        device.compile(&tile_sums()?)?,
-        device.compile(&scan_sums()?)?,
-        device.compile(&scan_tiles()?)?,
-    );
-    let xs: Vec<u32> = (0..n as u64)
-        .map(|i| (i.wrapping_mul(2654435761) >> 7) as u32 % 4)
-        .collect();
-    let x = device.upload(&xs)?;
-    let mut partials = device.alloc_zeroed::<u32>(tiles)?;
-    let mut prefixes = device.alloc_zeroed::<u32>(tiles)?;
-    let mut y = device.alloc_zeroed::<u32>(n)?;
-    let grid = if on_gpu { tiles.min(132 * 8) as u32 } else { 4 };
-    let run = |partials: &mut Buffer<u32>,
-               prefixes: &mut Buffer<u32>,
-               y: &mut Buffer<u32>|
-     -> Result<(), coopgraph::runtime::RuntimeError> {
-        k1.launch_grid(grid, (&x, &mut *partials, n as u32))?;
-        k2.launch_grid(1, (&*partials, &mut *prefixes, tiles as u32))?;
-        k3.launch_grid(grid, (&x, &*prefixes, &mut *y, n as u32))
+    let (on_gpu, n, reps) = bench::size(&device);
+    let cub = bench::cub_figures();
+    let key = |dtype: &str| {
+        (
+            "device_scan".to_string(),
+            dtype.to_string(),
+            "inclusive_sum".to_string(),
+            0,
+            0,
+        )
     };
-    run(&mut partials, &mut prefixes, &mut y)?;
-    let got = y.to_vec()?;
-    let mut acc = 0u32;
-    for (i, &v) in xs.iter().enumerate() {
-        acc = acc.wrapping_add(v);
-        if got[i] != acc {
-            return Err(format!("element {i}: {} instead of {acc}", got[i]).into());
+
+    // Reduce-then-scan, for comparison.
+    let (xs, vals) = input::<u32>(n);
+    let x = device.upload(&xs)?;
+    let mut y = device.alloc_zeroed::<u32>(n)?;
+    let mut rts = ReduceThenScan::new(&device, n)?;
+    rts.run(&x, &mut y)?;
+    check(&vals, &y, "reduce-then-scan u32")?;
+    let copy = bench::copy_gbps(&device, reps, &x, &mut y);
+    if on_gpu {
+        let t = bench::time(&device, reps, || {
+            rts.run(&x, &mut y).or_exit("reduce-then-scan")
+        });
+        check(&vals, &y, "reduce-then-scan u32")?;
+        let g = bench::gbps(2 * n * 4, t);
+        let (c, ratio) = bench::versus(g, cub.get(&key("u32")));
+        println!(
+            "reduce-then-scan u32 {BLOCK}x{ITEMS}: {g:.0} GB/s ({} of copy); cub::DeviceScan::InclusiveSum u32: {c} GB/s; ratio {ratio}",
+            bench::percent(g, copy)
+        );
+    }
+
+    // The single pass, at the table's tuning, for each 32-bit type.
+    let default = coopgraph::algorithms::default_tuning(coopgraph::ir::DType::U32);
+    let runs: [(&str, SinglePass); 3] = [
+        ("i32", single_pass::<i32>),
+        ("u32", single_pass::<u32>),
+        ("f32", single_pass::<f32>),
+    ];
+    for (dtype, f) in runs {
+        if let Some(g) = f(&device, n, reps, default)? {
+            let (c, ratio) = bench::versus(g, cub.get(&key(dtype)));
+            println!(
+                "single pass {dtype} {}x{}: {g:.0} GB/s ({} of copy); cub::DeviceScan::InclusiveSum {dtype}: {c} GB/s; ratio {ratio}",
+                default.threads,
+                default.items,
+                bench::percent(g, copy)
+            );
+        }
+    }
+    single_pass::<u64>(
+        &device,
+        n.min(1 << 26),
+        reps,
+        coopgraph::algorithms::default_tuning(coopgraph::ir::DType::U64),
+    )?;
+
+    if std::env::var("COOPGRAPH_SCAN_SWEEP").is_ok_and(|v| v == "1") {
+        for (threads, items) in [
+            (128, 8),
+            (128, 12),
+            (128, 16),
+            (128, 24),
+            (256, 8),
+            (256, 12),
+            (256, 16),
+            (256, 20),
+            (512, 8),
+            (512, 12),
+        ] {
+            let tuning = Tuning { threads, items };
+            if let Some(g) = single_pass::<u32>(&device, n, reps, tuning)? {
+                println!(
+                    "sweep: single pass u32 {threads}x{items}: {g:.0} GB/s ({} of copy)",
+                    bench::percent(g, copy)
+                );
+            }
         }
     }
     println!("scanned {n} elements on {:?}: correct", device.backend());
-    if on_gpu {
-        let mut times = Vec::new();
-        for _ in 0..10 {
-            let (r, t) = device.time(|| run(&mut partials, &mut prefixes, &mut y))?;
-            r?;
-            times.push(t);
-        }
-        times.sort();
-        let t = times[times.len() / 2];
-        let ours = (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;
-        let cub = std::env::var("COOPGRAPH_CUB_CSV").ok().and_then(|p| {
-            std::fs::read_to_string(p).ok()?.lines().find_map(|l| {
-                l.strip_prefix("device_scan,i32,inclusive_sum,0,0,")?
-                    .parse::<f64>()
-                    .ok()
-            })
-        });
-        match cub {
-            Some(c) => println!(
-                "reduce-then-scan: {ours:.0} GB/s; cub::DeviceScan::InclusiveSum (i32): {c:.0} GB/s; ratio {:.2}",
-                ours / c
-            ),
-            None => println!("reduce-then-scan: {ours:.0} GB/s"),
-        }
-    }
     Ok(())
 }

@@ -750,6 +750,10 @@ impl Canonical for OpData {
                 value.write(w);
             }
             OpKind::SyncBlock => w.tag(8),
+            OpKind::Nanosleep { ns } => {
+                w.tag(62);
+                w.u32(*ns);
+            }
             OpKind::Lanes(l) => {
                 w.tag(24);
                 l.write(w);

@@ -47,6 +47,8 @@ pub enum Error {
     Runtime(crate::runtime::RuntimeError),
     /// Autotuning found no candidate that works.
     Tune(crate::runtime::TuneError<Error>),
+    /// A device-wide algorithm refused its arguments.
+    Algorithm(AlgorithmError),
 }
 
 impl fmt::Display for Error {
@@ -56,6 +58,7 @@ impl fmt::Display for Error {
             Error::Plan(e) => e.fmt(f),
             Error::Runtime(e) => e.fmt(f),
             Error::Tune(e) => e.fmt(f),
+            Error::Algorithm(e) => e.fmt(f),
         }
     }
 }
@@ -67,6 +70,7 @@ impl std::error::Error for Error {
             Error::Plan(e) => e.source(),
             Error::Runtime(e) => e.source(),
             Error::Tune(e) => e.source(),
+            Error::Algorithm(e) => e.source(),
         }
     }
 }
@@ -89,6 +93,12 @@ impl From<crate::runtime::TuneError<Error>> for Error {
     }
 }
 
+impl From<AlgorithmError> for Error {
+    fn from(e: AlgorithmError) -> Self {
+        Error::Algorithm(e)
+    }
+}
+
 impl From<crate::ir::VerifyErrors> for Error {
     fn from(e: crate::ir::VerifyErrors) -> Self {
         Error::Verify(e)
@@ -100,3 +110,78 @@ impl From<crate::planner::PlanError> for Error {
         Error::Plan(e)
     }
 }
+
+/// Arguments a device-wide algorithm refuses before building or launching anything
+/// (reported as [`Error::Algorithm`]; defined here, beside the top-level error, and
+/// re-exported by `algorithms`, so that the two modules do not import each other).
+///
+/// ```
+/// use coopgraph::algorithms::{self, AlgorithmError};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::Error;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[1u32, 2, 3])?;
+/// let mut y = device.alloc_zeroed::<u32>(2)?;
+/// let e = algorithms::inclusive_scan(&device, &x, &mut y).unwrap_err();
+/// assert!(matches!(
+///     e,
+///     Error::Algorithm(AlgorithmError::OutputTooShort { input: 3, output: 2 })
+/// ));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AlgorithmError {
+    /// The output holds fewer elements than the input.
+    OutputTooShort {
+        /// Elements of the input.
+        input: usize,
+        /// Elements of the output.
+        output: usize,
+    },
+    /// More elements than one call handles (element indices are 32-bit).
+    TooLong {
+        /// Elements given.
+        len: usize,
+        /// The most a call takes.
+        max: usize,
+    },
+    /// A tuning the kernels cannot take: threads must be a multiple of 32 from 32 to 1024,
+    /// items 1 to 64.
+    Tuning {
+        /// Threads per block asked for.
+        threads: u32,
+        /// Items per thread asked for.
+        items: u32,
+    },
+    /// A buffer or workspace on another device than the algorithm was prepared for.
+    WrongDevice {
+        /// Which argument.
+        what: &'static str,
+    },
+}
+
+impl fmt::Display for AlgorithmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlgorithmError::OutputTooShort { input, output } => write!(
+                f,
+                "the output holds {output} elements, fewer than the input's {input}"
+            ),
+            AlgorithmError::TooLong { len, max } => {
+                write!(f, "{len} elements; one call takes at most {max}")
+            }
+            AlgorithmError::Tuning { threads, items } => write!(
+                f,
+                "a tuning of {threads} threads x {items} items; threads must be a multiple of \
+                 32 from 32 to 1024 and items 1 to 64"
+            ),
+            AlgorithmError::WrongDevice { what } => {
+                write!(f, "the {what} is on another device than the algorithm's")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AlgorithmError {}

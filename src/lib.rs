@@ -50,6 +50,7 @@
 //! Numba's).
 #![deny(missing_docs)]
 
+pub mod algorithms;
 mod cache_key;
 pub mod codegen;
 mod error;

@@ -15,7 +15,9 @@
 //   device_segmented_reduce   cub::DeviceSegmentedReduce::Sum, f32,
 //                             1024-element segments
 //   device_scan               cub::DeviceScan::ExclusiveSum and InclusiveScan
-//                             with cuda::maximum, i32
+//                             with cuda::maximum, i32; InclusiveSum, i32, u32,
+//                             f32 and u64
+//   device_reduce             cub::DeviceReduce::Sum, i32, u32, f32 and u64
 //
 // Each algorithm is called the documented two-phase way: a null-pointer call
 // sizes the scratch, which is allocated once per configuration; only the
@@ -114,6 +116,8 @@ constexpr std::uint64_t kSeedRuns         = 0xD8;
 constexpr std::uint64_t kSeedSegments     = 0xD9;
 constexpr std::uint64_t kSeedExclusiveSum = 0xDA;
 constexpr std::uint64_t kSeedMaxScan      = 0xDB;
+constexpr std::uint64_t kSeedInclusiveSum = 0xDC;
+constexpr std::uint64_t kSeedReduceSum    = 0xDD;
 
 // ---------------------------------------------------------------------------
 // Calling CUB and checking results
@@ -684,6 +688,77 @@ void bench_inclusive_max(std::size_t n)
   print_csv_row("device_scan", dtype_name<T>(), "inclusive_scan_max", 0, 0, gbps(2.0 * double(n) * sizeof(T), ms));
 }
 
+// Inclusive sums: integers in [0, 3] (exact: n * 3 < 2^31 for every allowed
+// n), f32 in [0, 1), checked against a double running sum with a relative
+// tolerance for the float's own rounding.
+constexpr double kScanF32RelTol = 1e-3;
+
+template <typename T>
+void bench_inclusive_sum(std::size_t n)
+{
+  DeviceBuffer<T> in(n);
+  DeviceBuffer<T> out(n);
+  fill(in, Pattern<T>{kSeedInclusiveSum, kExclusiveSumIntMax});
+  PinnedBuffer<T> host_in(n);
+  PinnedBuffer<T> host_out(n);
+  download(host_in.get(), in, n);
+
+  const int num_items = static_cast<int>(n);
+  auto call           = device_call("cub::DeviceScan::InclusiveSum", [&](void* temp, std::size_t& bytes) {
+    return cub::DeviceScan::InclusiveSum(temp, bytes, in.get(), out.get(), num_items);
+  });
+  out.poison();
+  run_once(call);
+  download(host_out.get(), out, n);
+  double acc = 0;
+  for (std::size_t i = 0; i < n; ++i)
+  {
+    acc += static_cast<double>(host_in[i]);
+    if (!close_enough(host_out[i], acc, kScanF32RelTol))
+    {
+      fail("device_scan %s inclusive_sum: element %zu is %.9g, expected %.9g", dtype_name<T>(), i,
+           static_cast<double>(host_out[i]), acc);
+    }
+  }
+
+  const double ms = time_call(call);
+  print_csv_row("device_scan", dtype_name<T>(), "inclusive_sum", 0, 0, gbps(2.0 * double(n) * sizeof(T), ms));
+}
+
+// Sums of the same inputs; GB/s counts the input read once.
+constexpr double kReduceF32RelTol = 1e-4;
+
+template <typename T>
+void bench_reduce_sum(std::size_t n)
+{
+  DeviceBuffer<T> in(n);
+  DeviceBuffer<T> out(1);
+  fill(in, Pattern<T>{kSeedReduceSum, kExclusiveSumIntMax});
+  PinnedBuffer<T> host_in(n);
+  PinnedBuffer<T> host_out(1);
+  download(host_in.get(), in, n);
+
+  const int num_items = static_cast<int>(n);
+  auto call           = device_call("cub::DeviceReduce::Sum", [&](void* temp, std::size_t& bytes) {
+    return cub::DeviceReduce::Sum(temp, bytes, in.get(), out.get(), num_items);
+  });
+  out.poison();
+  run_once(call);
+  download(host_out.get(), out, 1);
+  double want = 0;
+  for (std::size_t i = 0; i < n; ++i)
+  {
+    want += static_cast<double>(host_in[i]);
+  }
+  if (!close_enough(host_out[0], want, kReduceF32RelTol))
+  {
+    fail("device_reduce %s sum: %.9g, expected %.9g", dtype_name<T>(), static_cast<double>(host_out[0]), want);
+  }
+
+  const double ms = time_call(call);
+  print_csv_row("device_reduce", dtype_name<T>(), "sum", 0, 0, gbps(double(n) * sizeof(T), ms));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -706,5 +781,13 @@ int main(int argc, char** argv)
   bench_segmented_reduce(n);
   bench_exclusive_sum(n);
   bench_inclusive_max(n);
+  bench_inclusive_sum<int>(n);
+  bench_inclusive_sum<std::uint32_t>(n);
+  bench_inclusive_sum<float>(n);
+  bench_inclusive_sum<std::uint64_t>(n);
+  bench_reduce_sum<int>(n);
+  bench_reduce_sum<std::uint32_t>(n);
+  bench_reduce_sum<float>(n);
+  bench_reduce_sum<std::uint64_t>(n);
   return EXIT_SUCCESS;
 }

@@ -427,6 +427,7 @@ impl Emitter<'_> {
                 }
             }
             OpKind::SyncBlock => self.op(Op::BarSync { id: 0, count: None }),
+            OpKind::Nanosleep { ns } => self.op(Op::Nanosleep { ns: *ns }),
             OpKind::Lanes(l) => self.lanes(op, l)?,
             OpKind::SyncGrid => self.sync_grid()?,
             OpKind::Cluster(c) => self.cluster_op(op, c)?,

@@ -364,6 +364,13 @@ pub enum VerifyErrorKind {
         /// Elements asked for.
         len: u32,
     },
+    /// A [`nanosleep`](crate::KernelBuilder::nanosleep) longer than PTX allows.
+    SleepTooLong {
+        /// The delay asked for, in nanoseconds.
+        ns: u32,
+        /// The longest, [`MAX_NANOSLEEP_NS`](super::MAX_NANOSLEEP_NS).
+        max: u32,
+    },
     /// A load's or store's offset or valid count that may differ between threads that move
     /// one tile together (see [`super::Uniformity`]).
     NonUniformTransfer {
@@ -773,6 +780,10 @@ impl fmt::Display for VerifyError {
                 f,
                 "a shared array of {len} elements; it needs 1 to 65536 elements in all (of \
                  one to three dimensions) and at most 227 KiB"
+            ),
+            SleepTooLong { ns, max } => write!(
+                f,
+                "a nanosleep of {ns} ns; PTX sleeps at most {max} ns (1 ms) at a time"
             ),
             NonUniformTransfer { control, threads } => write!(
                 f,

@@ -437,7 +437,7 @@ impl Deps<'_> {
                     self.write(node, out, true, state);
                 }
             }
-            OpKind::SyncBlock | OpKind::SyncGrid => {}
+            OpKind::SyncBlock | OpKind::SyncGrid | OpKind::Nanosleep { .. } => {}
             OpKind::Cluster(c) => {
                 self.read_exprs(node, &kind.exprs(), state);
                 if let Some(arr) = c.array() {

@@ -47,8 +47,9 @@ pub use handles::{
 };
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
-    MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind,
-    RadixSortProblem, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS, MAX_NANOSLEEP_NS, MemoryOrder, MemoryScope,
+    NeighborKind, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing,
+    ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

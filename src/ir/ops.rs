@@ -43,6 +43,9 @@ pub const MAX_EXPR_DEPTH: u32 = 1 << 16;
 /// are checked (8 for a buffer indexed with 64-bit indices): an upper bound of the laid-out
 /// size.
 pub const MAX_PARAM_BYTES: usize = 4352;
+/// The longest [`KernelBuilder::nanosleep`](crate::KernelBuilder::nanosleep) delay, in
+/// nanoseconds: PTX's bound on `nanosleep` (1 ms).
+pub const MAX_NANOSLEEP_NS: u32 = 1_000_000;
 /// The logical-warp widths `group_by` accepts.
 pub const LOGICAL_WARP_WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -628,6 +631,12 @@ pub enum OpKind {
     Atomic(AtomicSpec),
     /// A block barrier (`bar.sync`): every thread of the block waits for all others.
     SyncBlock,
+    /// Suspends the thread for about `ns` nanoseconds (PTX `nanosleep`, at most 1 ms): the
+    /// back-off of a spin-wait. It orders nothing and changes no value.
+    Nanosleep {
+        /// The requested delay, at most [`MAX_NANOSLEEP_NS`].
+        ns: u32,
+    },
     /// A lane collective of one tile (shuffle, vote, match, tile barrier).
     Lanes(LaneSpec),
     /// A grid barrier: every thread of every block of the launch waits for all others, and
@@ -724,6 +733,7 @@ impl OpKind {
             OpKind::WriteRun { .. } => "write_run",
             OpKind::Atomic(_) => "atomic",
             OpKind::SyncBlock => "sync_block",
+            OpKind::Nanosleep { .. } => "nanosleep",
             OpKind::Lanes(l) => l.op.name(),
             OpKind::SyncGrid => "sync_grid",
             OpKind::Cluster(c) => c.name(),
@@ -828,6 +838,7 @@ impl OpKind {
                 v.extend(l.lane);
             }
             OpKind::SyncBlock
+            | OpKind::Nanosleep { .. }
             | OpKind::SyncGrid
             | OpKind::Break
             | OpKind::Continue

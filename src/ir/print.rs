@@ -237,6 +237,7 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             )
         }
         OpKind::SyncBlock => "sync_block".into(),
+        OpKind::Nanosleep { ns } => format!("nanosleep {ns}"),
         OpKind::Lanes(l) => {
             let args: Vec<String> = l.value.into_iter().chain(l.lane).map(e).collect();
             let out = l.out.map(|d| format!("{d}[0] = ")).unwrap_or_default();

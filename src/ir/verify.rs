@@ -243,7 +243,10 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
                     check(out.index() < nd, "payload", out.0);
                 }
             }
-            OpKind::SyncBlock | OpKind::SyncGrid | OpKind::Print { .. } => {}
+            OpKind::SyncBlock
+            | OpKind::SyncGrid
+            | OpKind::Nanosleep { .. }
+            | OpKind::Print { .. } => {}
             OpKind::Cluster(c) => {
                 if let Some(arr) = c.array() {
                     check(arr.index() < ir.arrays.len(), "shared array", arr.0);
@@ -854,6 +857,12 @@ impl Verifier<'_> {
             }
             OpKind::Atomic(a) => self.atomic(op, a, state),
             OpKind::SyncBlock => self.collective(GroupKind::Block, loc, op),
+            OpKind::Nanosleep { ns } => {
+                if *ns > super::ops::MAX_NANOSLEEP_NS {
+                    let max = super::ops::MAX_NANOSLEEP_NS;
+                    self.push(K::SleepTooLong { ns: *ns, max }, loc, Some(op));
+                }
+            }
             OpKind::Lanes(l) => self.lanes(op, l, state),
             OpKind::SyncGrid => self.grid_sync(loc, op),
             OpKind::Cluster(c) => self.cluster_op(op, c, state),

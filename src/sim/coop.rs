@@ -36,7 +36,9 @@ pub(crate) fn run(
     monitor: &Monitor<'_>,
     ctaids: &[[u32; 3]],
 ) -> Result<Ran, SimError> {
-    let races = RefCell::new(GlobalRaces::new(ctaids.len()));
+    // Clocks for every block of the grid: a wave holds only some of them.
+    let grid = shape.grid.iter().map(|&d| d as usize).product::<usize>();
+    let races = RefCell::new(GlobalRaces::new(grid.max(ctaids.len())));
     let mut runs: Vec<BlockRun<'_>> = Vec::with_capacity(ctaids.len());
     for &c in ctaids {
         let mut run = BlockRun::new(prog, opts, view, params, shape, monitor);

@@ -111,6 +111,8 @@ pub(crate) enum Inst {
     /// A load with a memory order (`ld.acquire`, `ld.relaxed`): a load, after which the thread
     /// yields (such loads are what spin-waits poll, so other threads and blocks get to run).
     LdOrdered(Mem),
+    /// `nanosleep`: the thread yields (the back-off of a spin loop, whatever it polls with).
+    Sleep,
     St(Mem),
     Atom(Atomic),
     Bra {
@@ -736,12 +738,9 @@ impl Decoder<'_> {
 
     fn inst(&mut self, op: &Op) -> D<Inst> {
         Ok(match op {
-            // A thread that sleeps in a spin loop yields at the ordered load it polls with.
-            Op::Comment(_)
-            | Op::Label(_)
-            | Op::Loc { .. }
-            | Op::Membar { .. }
-            | Op::Nanosleep { .. } => Inst::Nop,
+            Op::Comment(_) | Op::Label(_) | Op::Loc { .. } | Op::Membar { .. } => Inst::Nop,
+            // A thread that sleeps backs off in a spin loop: it yields, as after an ordered load.
+            Op::Nanosleep { .. } => Inst::Sleep,
             Op::Mapa { dst, src, rank } => self.mapa(*dst, src, rank)?,
             Op::BarrierCluster { wait } => Inst::ClusterBar { wait: *wait },
             Op::Vprintf { format, args } => {

@@ -82,7 +82,7 @@ pub(crate) enum Stop {
     Coll,
     /// Exited (its pc points at the `ret`).
     Exit,
-    /// Spent its budget.
+    /// Spent its budget, or paused at a `nanosleep` (its pc is past it).
     Yield,
     /// Polled memory with an ordered load (its pc is past the load): a spin-wait's step, so
     /// that the writer it waits for gets to run.
@@ -215,6 +215,14 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                 steps += 1;
                 p += 1;
                 break Stop::Spin;
+            }
+            // A pause in a spin loop: the thread gives way. It counts as progress (as a spent
+            // quantum does), so a launch whose threads only sleep runs on to its step limit
+            // rather than being taken for stuck.
+            Inst::Sleep => {
+                steps += 1;
+                p += 1;
+                break Stop::Yield;
             }
             Inst::St(ref m) => {
                 if let Err(f) = store::<U>(env, m, p as u32) {

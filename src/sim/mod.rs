@@ -57,11 +57,12 @@
 //!   wait at it together.
 //!
 //! Blocks run one after another in linear order (or spread over [`SimOptions::threads`]
-//! workers); global stores are visible to later blocks and after the launch, as on the GPU.
+//! workers, or interleaved in a chosen order: [`SimOptions::block_order`]); global stores are
+//! visible to later blocks and after the launch, as on the GPU.
 //! A cooperative launch ([`Simulator::launch_cooperative`], for kernels with grid barriers)
 //! runs every block at once instead, interleaved a scheduling round at a time; a thread that
 //! polls memory with an ordered load (`ld.acquire`, `ld.relaxed`) yields after it, so the
-//! blocks a grid barrier waits for get to run.
+//! blocks a grid barrier waits for get to run (as does a thread that runs `nanosleep`).
 //! Each static shared declaration, and then the dynamic part (where every `.extern .shared`
 //! declaration starts), has addresses of its own: declaration `k` is at `k` MiB, with nothing
 //! mapped between the end of one and the start of the next (a gap larger than any block's
@@ -238,6 +239,96 @@ pub struct SimOptions {
     /// GPU where they must all be resident. A larger grid is
     /// [`LaunchProblem::CooperativeGrid`]. Default 64.
     pub max_cooperative_blocks: u32,
+    /// The order blocks run in, outside clusters: one after another (the default), or
+    /// interleaved with the rounds going over them in linear, reversed or shuffled order.
+    /// Kernels whose blocks hand work to one another (a look-back over tiles taken from a
+    /// counter) must be correct in every one.
+    pub block_order: BlockOrder,
+}
+
+/// The order in which the simulator runs a launch's blocks ([`SimOptions::block_order`]).
+///
+/// The interleaved orders run blocks as a cooperative launch does, every block at once a
+/// scheduling round at a time (in waves of at most [`SimOptions::max_cooperative_blocks`]
+/// blocks, as a GPU keeps only so many resident), checking races on global memory between the
+/// blocks of a wave; a thread that spins (an ordered load, an atomic followed by `nanosleep`)
+/// yields, so the blocks it waits for get to run. A cooperative launch is always interleaved;
+/// the orders choose its rounds' order too.
+///
+/// ```
+/// use coopgraph::ir::{Atomic, index};
+/// use coopgraph::runtime::Device;
+/// use coopgraph::sim::{BlockOrder, SimOptions};
+/// use coopgraph::KernelBuilder;
+///
+/// // Each block's thread 0 takes a ticket: the order blocks arrive in.
+/// let mut k = KernelBuilder::new("tickets").block(32);
+/// let (c, y) = (k.buffer::<u32>("c"), k.output::<u32>("y"));
+/// k.if_(index::thread_rank().eq(0u32), |k| {
+///     let t = k.atomic(&c, 0u32, Atomic::add(1u32));
+///     k.write(&y, index::block_index(), t);
+/// });
+/// let kernel = k.build()?;
+/// for (order, want) in [
+///     (BlockOrder::Linear, [0, 1, 2, 3]),
+///     (BlockOrder::Interleaved, [0, 1, 2, 3]),
+///     (BlockOrder::InterleavedReversed, [3, 2, 1, 0]),
+/// ] {
+///     let dev = Device::sim_with(SimOptions { block_order: order, ..SimOptions::default() });
+///     let (mut cb, mut yb) = (dev.alloc_zeroed::<u32>(1)?, dev.alloc_zeroed::<u32>(4)?);
+///     dev.compile(&kernel)?.launch_grid(4, (&mut cb, &mut yb))?;
+///     assert_eq!(yb.to_vec()?, want);
+/// }
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlockOrder {
+    /// One block after another in linear order (or spread over [`SimOptions::threads`]
+    /// workers).
+    #[default]
+    Linear,
+    /// Interleaved, the rounds going over the blocks in linear order.
+    Interleaved,
+    /// Interleaved, the rounds going over the blocks in reverse linear order.
+    InterleavedReversed,
+    /// Interleaved, the rounds going over the blocks in an order shuffled by `seed` (each
+    /// wave takes the next blocks of that order).
+    InterleavedShuffled {
+        /// The shuffle's seed.
+        seed: u64,
+    },
+}
+
+impl BlockOrder {
+    /// Whether blocks run interleaved.
+    fn interleaved(self) -> bool {
+        self != BlockOrder::Linear
+    }
+
+    /// The linear block indices `0..n` in this order's sequence of rounds.
+    fn sequence(self, n: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = (0..n).collect();
+        match self {
+            BlockOrder::Linear | BlockOrder::Interleaved => {}
+            BlockOrder::InterleavedReversed => v.reverse(),
+            BlockOrder::InterleavedShuffled { seed } => {
+                // Fisher-Yates with SplitMix64.
+                let mut s = seed;
+                let mut next = || {
+                    s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                    let mut z = s;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^ (z >> 31)
+                };
+                for i in (1..v.len()).rev() {
+                    let j = (next() % (i as u64 + 1)) as usize;
+                    v.swap(i, j);
+                }
+            }
+        }
+        v
+    }
 }
 
 impl Default for SimOptions {
@@ -253,6 +344,7 @@ impl Default for SimOptions {
             progress: None,
             capture_prints: false,
             max_cooperative_blocks: 64,
+            block_order: BlockOrder::Linear,
         }
     }
 }
@@ -583,20 +675,40 @@ impl Simulator {
                     counts
                 }
             }
-        } else if cooperative {
-            let ctaids: Vec<[u32; 3]> = (0..nblocks).map(ctaid).collect();
-            let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, &ctaids);
-            match ran {
-                Err(e @ SimError::Stopped(_)) => return Err(monitor.stop_error().unwrap_or(e)),
-                Err(e) => return Err(e),
-                Ok((counts, lines)) => {
-                    printed
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .extend(lines);
-                    counts
+        } else if cooperative || opts.block_order.interleaved() {
+            let order: Vec<[u32; 3]> = opts
+                .block_order
+                .sequence(nblocks)
+                .into_iter()
+                .map(ctaid)
+                .collect();
+            // A cooperative grid runs at once; an ordinary one in waves of resident blocks.
+            let wave = if cooperative {
+                order.len().max(1)
+            } else {
+                (opts.max_cooperative_blocks.max(1)) as usize
+            };
+            let mut counts = Counts::default();
+            for ctaids in order.chunks(wave) {
+                let ran = coop::run(prog, opts, &view, &pbuf, shape, &monitor, ctaids);
+                match ran {
+                    Err(e @ SimError::Stopped(_)) => {
+                        return Err(monitor.stop_error().unwrap_or(e));
+                    }
+                    Err(e) => return Err(e),
+                    Ok((c, lines)) => {
+                        printed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .extend(lines);
+                        counts.steps += c.steps;
+                        counts.barriers += c.barriers;
+                        counts.warp_collectives += c.warp_collectives;
+                        counts.rounds += c.rounds;
+                    }
                 }
             }
+            counts
         } else if workers <= 1 {
             let mut run = BlockRun::new(prog, opts, &view, &pbuf, shape, &monitor);
             let mut result = Ok(());

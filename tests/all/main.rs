@@ -14,6 +14,8 @@ mod common;
 mod cluster;
 mod cluster_launch;
 mod defined;
+mod device_reduce;
+mod device_scan;
 mod disk_cache;
 mod docs;
 mod errors;

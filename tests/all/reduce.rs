@@ -431,3 +431,59 @@ fn raking_entries_are_padded_where_segments_conflict() {
     let padded = bank_conflicts_with(&reads, 4, 32, padded).expect("count");
     assert_eq!((plain.worst, padded.worst), (7, 0));
 }
+
+/// A broadcast reduction gives every rank of its group the same value, so a branch on it may
+/// hold the group's collectives and its result may place a load; a rank-0 result may not.
+#[test]
+fn broadcast_results_are_uniform_across_their_group() {
+    let build = |broadcast: bool| {
+        let mut k = KernelBuilder::new("steered").block(64).items_per_thread(2);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let controls = if broadcast {
+            Reduce::max().broadcast()
+        } else {
+            Reduce::max()
+        };
+        let m = k.reduce(b, &t, controls).item(0);
+        k.if_(m.gt(100u32), |k| {
+            let s = k.scan(b, &t, coopgraph::ir::Scan::inclusive_sum());
+            // The offset comes from the reduction too.
+            let at = (m.clone() - 101u32) % 2u32 * 128u32;
+            k.store_to(b, &y, &s, Store::direct().offset(at));
+        });
+        k.build()
+    };
+    let Err(coopgraph::Error::Verify(e)) = build(false) else {
+        panic!("a rank-0 result steered a collective")
+    };
+    assert!(e.errors.iter().any(|e| matches!(
+        e.kind,
+        coopgraph::ir::VerifyErrorKind::NonUniformCollective { .. }
+            | coopgraph::ir::VerifyErrorKind::PartlyDefinedRead { .. }
+    )));
+    let kernel = build(true).expect("builds");
+    let dev = device();
+    let xs: Vec<u32> = (0..128).map(|i| if i == 77 { 102 } else { 1 }).collect();
+    let x = dev.upload(&xs).expect("upload");
+    let mut y = dev.alloc_zeroed::<u32>(256).expect("alloc");
+    dev.compile(&kernel)
+        .expect("compiles")
+        .launch_grid(1, (&x, &mut y))
+        .expect("runs");
+    let got = y.to_vec().expect("read");
+    // max = 102: the scan lands at offset 128.
+    let want: Vec<u32> = inclusive(&xs);
+    assert_eq!(&got[128..], &want[..]);
+    assert!(got[..128].iter().all(|&v| v == 0));
+}
+
+fn inclusive(xs: &[u32]) -> Vec<u32> {
+    xs.iter()
+        .scan(0u32, |acc, &v| {
+            *acc += v;
+            Some(*acc)
+        })
+        .collect()
+}

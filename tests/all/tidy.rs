@@ -33,6 +33,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("random", &["ir", "runtime"]),
+    ("algorithms", &["ir", "ptx", "runtime", "error", "kernel"]),
 ];
 
 /// Items the crate root re-exports, which a module may name as `crate::Item`; each counts as

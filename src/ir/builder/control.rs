@@ -41,6 +41,54 @@ impl KernelBuilder {
         self.push(OpKind::SyncBlock, loc);
     }
 
+    /// Suspends the thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the GPU
+    /// sleeps between 0 and `2 * ns`): the back-off of a spin-wait on memory another block
+    /// writes, so the spinning warp leaves the SM's issue slots to the others. It orders
+    /// nothing and changes no value; the simulator treats it as a point where the thread
+    /// yields (as after an ordered load), so the threads it waits for get to run. A delay
+    /// over [`MAX_NANOSLEEP_NS`](crate::ir::MAX_NANOSLEEP_NS) (1 ms) is
+    /// [`VerifyErrorKind::SleepTooLong`](crate::ir::VerifyErrorKind::SleepTooLong), naming the
+    /// line.
+    ///
+    /// Block 1 waits, backing off, until block 0 has published its value:
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, MemoryOrder, VerifyErrorKind, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder};
+    ///
+    /// let mut k = KernelBuilder::new("handoff").block(32);
+    /// let (flag, y) = (k.buffer::<u32>("flag"), k.output::<u32>("y"));
+    /// let first = index::thread_rank().eq(0u32);
+    /// k.if_(first.clone().and(&index::block_index().eq(0u32)), |k| {
+    ///     k.atomic(&flag, 0u32, Atomic::exch(42u32).order(MemoryOrder::Release));
+    /// });
+    /// k.if_(first.and(&index::block_index().eq(1u32)), |k| {
+    ///     let seen = k.var(0u32);
+    ///     k.while_(seen.get().eq(0u32), |k| {
+    ///         let v = k.atomic(&flag, 0u32, Atomic::add(0u32).order(MemoryOrder::Acquire));
+    ///         k.set(&seen, v);
+    ///         k.if_(seen.get().eq(0u32), |k| k.nanosleep(100));
+    ///     });
+    ///     k.write(&y, 0u32, seen.get());
+    /// });
+    /// let dev = Device::sim();
+    /// let (mut f, mut yb) = (dev.alloc_zeroed::<u32>(1)?, dev.alloc_zeroed::<u32>(1)?);
+    /// dev.compile(&k.build()?)?.launch_grid(2, (&mut f, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [42]);
+    ///
+    /// let mut k = KernelBuilder::new("too_long").block(32);
+    /// k.nanosleep(2_000_000);
+    /// let Err(Error::Verify(e)) = k.build() else { panic!("built") };
+    /// assert!(matches!(e.errors[0].kind, VerifyErrorKind::SleepTooLong { ns: 2_000_000, .. }));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn nanosleep(&mut self, ns: u32) {
+        let loc = Loc::caller();
+        self.push(OpKind::Nanosleep { ns }, loc);
+    }
+
     /// Asserts that `cond` holds in every thread that reaches this point. In a kernel built
     /// with [`debug`](Self::debug), a thread where it fails records the failure, and the
     /// launch returns [`RuntimeError::CheckFailed`](crate::runtime::RuntimeError::CheckFailed)

@@ -306,7 +306,7 @@ fn uniformity(
 ) -> Vec<Uniformity> {
     let nodes = ir.exprs.nodes();
     // A tile's vote (and `match_all`) gives every thread of the tile the same result: the
-    // verifier has every thread of the tile run it.
+    // verifier has every thread of the tile run it. So does a broadcast reduction.
     let mut voted = vec![None; ir.datas.len()];
     for op in &ir.ops {
         if let OpKind::Lanes(l) = &op.kind
@@ -320,6 +320,17 @@ fn uniformity(
             && let Some(slot) = l.out.and_then(|d| voted.get_mut(d.index()))
         {
             *slot = Some(Uniformity(width.clamp(1, 32)));
+        }
+        // A broadcast reduction gives every rank of its group the same result.
+        if let OpKind::Reduce(r) = &op.kind
+            && r.broadcast
+            && let Some(slot) = voted.get_mut(r.dst.index())
+        {
+            *slot = match ir.groups.get(r.group.index()).map(|g| g.kind) {
+                Some(GroupKind::Block) => Some(Uniformity::BLOCK),
+                Some(GroupKind::LogicalWarp { width }) => Some(Uniformity(width.clamp(1, 32))),
+                _ => None,
+            };
         }
     }
     let mut u: Vec<Uniformity> = Vec::with_capacity(nodes.len());

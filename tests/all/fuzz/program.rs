@@ -608,6 +608,7 @@ impl Printer<'_> {
                 self.line(&s);
             }
             OpKind::SyncBlock => self.line("k.sync_block();"),
+            OpKind::Nanosleep { ns } => self.line(&format!("k.nanosleep({ns});")),
             OpKind::Lanes(l) => {
                 let g = match l.members {
                     Some(m) => format!("{m}"),

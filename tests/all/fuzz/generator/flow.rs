@@ -151,7 +151,7 @@ impl Gen {
             if nested { 7 } else { 0 },                         // branch
             if nested { 4 } else { 0 },                         // loop
             if self.arrays.is_empty() { 0 } else { 5 },         // shared array phase
-            2,                                                  // barrier
+            2,                                                  // barrier, nanosleep
             4,                                                  // write by index
             4,                                                  // read-write buffer
             5,                                                  // atomic
@@ -188,11 +188,15 @@ impl Gen {
                 10 => self.branch(k),
                 11 => self.for_loop(k),
                 12 => self.shared_phase(k),
+                // A barrier where the block is uniform; elsewhere (divergent branches,
+                // callbacks, partial warps) a pause, which changes nothing.
                 13 => {
-                    self.block_uniform() && {
+                    if self.block_uniform() {
                         k.sync_block();
-                        true
+                    } else {
+                        k.nanosleep(20 + 10 * self.cx().depth);
                     }
+                    true
                 }
                 14 => self.op_write(k),
                 15 => self.op_buffer(k),

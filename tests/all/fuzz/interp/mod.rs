@@ -688,6 +688,8 @@ impl<'a> Block<'a> {
             // Orders the block's own accesses as a block barrier does; the generator puts grid
             // barriers only where no block reads what another wrote before it.
             OpKind::SyncBlock | OpKind::SyncGrid => self.epoch += 1,
+            // A pause: it changes no value and orders nothing.
+            OpKind::Nanosleep { .. } => {}
             OpKind::Cluster(c) => self.cluster(op, c, active),
             OpKind::Print { pieces, args } => {
                 let dtypes: Vec<DType> = (args.iter())

@@ -1,0 +1,127 @@
+//! Device-wide algorithms over [`Buffer`]s, built with the public [`KernelBuilder`] like any
+//! user's kernel: [`inclusive_scan`], [`exclusive_scan`] and [`reduce`] (sum, min, max or any
+//! associative operator written in the expression language), with element-wise maps fused on
+//! the way in and out ([`DeviceScan`], [`DeviceReduce`]).
+//!
+//! The scan is single pass with decoupled look-back: every block takes its tile's index from a
+//! counter in the [`Workspace`] (so progress never depends on the order in which blocks are
+//! scheduled), scans its tile, publishes the tile's aggregate, and its first warp looks back
+//! over a window of 32 predecessors at once for the prefix, backing off with `nanosleep`
+//! while one has not published; then it publishes its inclusive prefix. Every element is read
+//! once and written once.
+//!
+//! ```
+//! use coopgraph::algorithms::{self, DeviceScan, Op, Workspace};
+//! use coopgraph::runtime::Device;
+//!
+//! let device = Device::sim();
+//! let x = device.upload(&[3u32, 1, 4, 1, 5, 9, 2, 6])?;
+//! let mut y = device.alloc_zeroed::<u32>(8)?;
+//! algorithms::inclusive_scan(&device, &x, &mut y)?;
+//! assert_eq!(y.to_vec()?, [3, 4, 8, 9, 14, 23, 25, 31]);
+//!
+//! // Prepared once, run many times with one workspace: the running maximum of 2x.
+//! let scan = DeviceScan::inclusive(Op::max()).map_input(|v| v * 2u32).prepare(&device)?;
+//! let mut ws = Workspace::new(&device)?;
+//! scan.run(&x, &mut y, &mut ws)?;
+//! assert_eq!(y.to_vec()?, [6, 6, 8, 8, 10, 18, 18, 18]);
+//! assert_eq!(algorithms::reduce(&device, &x, Op::sum())?, Some(31));
+//! # Ok::<(), coopgraph::Error>(())
+//! ```
+//!
+//! Invariants: the kernels here use only the public builder; every launch checks its buffers'
+//! lengths first ([`AlgorithmError`]); the workspace's tile status words carry a per-call
+//! epoch, so no call needs a reset kernel.
+
+mod element;
+mod op;
+mod reduce;
+mod scan;
+mod tuning;
+mod workspace;
+
+pub use crate::error::AlgorithmError;
+pub use element::ScanElement;
+pub use op::{MapFn, Op};
+pub use reduce::{DeviceReduce, PreparedReduce};
+pub use scan::{DeviceScan, PreparedScan, ScanForm};
+use tuning::chosen;
+pub use tuning::{Tuning, default_tuning};
+pub use workspace::Workspace;
+
+use crate::Error;
+use crate::runtime::{Buffer, Device};
+
+#[cfg(doc)]
+use crate::KernelBuilder;
+
+/// `y[i] = x[0] + ... + x[i]` (wrapping for integers) over all of `x`, single pass; `y` may
+/// be longer than `x` (its tail is left alone). The kernel is built on each call (its
+/// compiled module comes from the device's cache) and a workspace allocated: prepare a
+/// [`DeviceScan`] and keep a [`Workspace`] to avoid both.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[1.5f32, 2.0, -0.5])?;
+/// let mut y = device.alloc_zeroed::<f32>(3)?;
+/// coopgraph::algorithms::inclusive_scan(&device, &x, &mut y)?;
+/// assert_eq!(y.to_vec()?, [1.5, 3.5, 3.0]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn inclusive_scan<T: ScanElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+) -> Result<(), Error> {
+    let scan = DeviceScan::inclusive(Op::sum()).prepare(device)?;
+    scan.run(x, y, &mut Workspace::new(device)?)
+}
+
+/// `y[0] = initial`, `y[i] = initial + x[0] + ... + x[i - 1]`, single pass; as
+/// [`inclusive_scan`] otherwise.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[5i64, -2, 7])?;
+/// let mut y = device.alloc_zeroed::<i64>(3)?;
+/// coopgraph::algorithms::exclusive_scan(&device, &x, &mut y, 100)?;
+/// assert_eq!(y.to_vec()?, [100, 105, 103]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn exclusive_scan<T: ScanElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    initial: T,
+) -> Result<(), Error> {
+    let scan = DeviceScan::exclusive(Op::sum(), initial).prepare(device)?;
+    scan.run(x, y, &mut Workspace::new(device)?)
+}
+
+/// The reduction of all of `x` with `op` (`None` for an empty buffer), combined in element
+/// order (so any associative operator works) and the same bits on every run of the same
+/// length and tuning, floats included.
+///
+/// ```
+/// use coopgraph::algorithms::{self, Op};
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[2.5f64, -1.0, 8.0])?;
+/// assert_eq!(algorithms::reduce(&device, &x, Op::max())?, Some(8.0));
+/// let empty = device.alloc_zeroed::<f64>(0)?;
+/// assert_eq!(algorithms::reduce(&device, &empty, Op::sum())?, None);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn reduce<T: ScanElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    op: Op<T>,
+) -> Result<Option<T>, Error> {
+    let r = DeviceReduce::new(op).prepare(device)?;
+    r.run(x, &mut Workspace::new(device)?)
+}

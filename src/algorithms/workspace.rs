@@ -1,0 +1,154 @@
+//! The temporary storage of the device-wide algorithms, reusable from call to call.
+
+use super::AlgorithmError;
+use crate::Error;
+use crate::runtime::{Buffer, Device};
+
+/// The largest epoch a status word holds (30 bits); past it the status words are cleared.
+const MAX_EPOCH: u32 = (1 << 30) - 1;
+
+/// Device memory the algorithms work in: the scan's tile counter and tile status words, the
+/// values beside them for 64-bit elements, and the reduction's per-tile partials. It grows
+/// to what a call needs and is kept for the next one; a caller running many calls keeps one
+/// and passes it each time (the convenience functions make a fresh one per call).
+///
+/// No call resets it on the device. The tile counter only grows (each call knows where its
+/// tiles start), and every status word carries the epoch of the call that wrote it — a 30-bit
+/// count of calls, bumped per call — so a status from an earlier call reads as not yet
+/// published. The words are cleared only when the workspace grows, after 2^30 − 1 calls, and
+/// after a call that failed (whose blocks may have stopped half way).
+///
+/// ```
+/// use coopgraph::algorithms::{DeviceScan, Op, Workspace};
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let scan = DeviceScan::exclusive(Op::sum(), 0u32).prepare(&device)?;
+/// let mut ws = Workspace::new(&device)?;
+/// for len in [10, 5000, 7] {
+///     let x = device.upload(&vec![2u32; len])?;
+///     let mut y = device.alloc_zeroed::<u32>(len)?;
+///     scan.run(&x, &mut y, &mut ws)?;
+///     assert_eq!(y.to_vec()?, (0..len as u32).map(|i| 2 * i).collect::<Vec<u32>>());
+/// }
+/// assert_eq!(ws.calls(), 3);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Workspace {
+    device: Device,
+    /// Word 0: the tile counter; word `1 + t`: tile `t`'s status.
+    status: Buffer<u64>,
+    /// Two words per tile (aggregate, inclusive prefix) for 64-bit elements; the
+    /// reduction's partials and result.
+    values: Buffer<u64>,
+    counter: u64,
+    epoch: u32,
+    calls: u64,
+    clean: bool,
+}
+
+/// What one scan call gets from the workspace: its epoch and where its tiles start on the
+/// counter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ticket {
+    pub epoch: u32,
+    pub base: u64,
+}
+
+impl Workspace {
+    /// A small workspace on `device`; it grows as calls need.
+    pub fn new(device: &Device) -> Result<Workspace, Error> {
+        Ok(Workspace {
+            device: device.clone(),
+            status: device.alloc_zeroed::<u64>(1)?,
+            values: device.alloc_zeroed::<u64>(1)?,
+            counter: 0,
+            epoch: 0,
+            calls: 0,
+            clean: true,
+        })
+    }
+
+    /// Calls that have used it (see [`Workspace`] for an example).
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// Bytes of device memory it holds.
+    ///
+    /// ```
+    /// use coopgraph::algorithms::Workspace;
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let device = Device::sim();
+    /// let mut ws = Workspace::new(&device)?;
+    /// assert_eq!(ws.bytes(), 16);
+    /// let x = device.upload(&vec![1u64; 5000])?;
+    /// let mut y = device.alloc_zeroed::<u64>(5000)?;
+    /// let scan = coopgraph::algorithms::DeviceScan::inclusive(coopgraph::algorithms::Op::sum());
+    /// scan.prepare(&device)?.run(&x, &mut y, &mut ws)?;
+    /// // Three tiles of 2048: four status words, six value words (rounded up to powers of two).
+    /// assert_eq!(ws.bytes(), 8 * (4 + 8));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn bytes(&self) -> usize {
+        8 * (self.status.len() + self.values.len())
+    }
+
+    /// Checks it is on `device`.
+    pub(crate) fn check_device(&self, device: &Device) -> Result<(), Error> {
+        if self.device.same_as(device) {
+            Ok(())
+        } else {
+            Err(AlgorithmError::WrongDevice { what: "workspace" }.into())
+        }
+    }
+
+    /// Makes room for `tiles` tiles and `values` value words, and takes the next call's
+    /// ticket, with the status words and the value words. The call must report back with
+    /// [`finish`](Self::finish).
+    pub(crate) fn begin(
+        &mut self,
+        tiles: usize,
+        values: usize,
+    ) -> Result<(Ticket, &mut Buffer<u64>, &mut Buffer<u64>), Error> {
+        if self.status.len() < tiles + 1 {
+            let len = (tiles + 1).next_power_of_two();
+            self.status = self.device.alloc_zeroed::<u64>(len)?;
+            self.reset_counters();
+        }
+        if self.values.len() < values {
+            let len = values.next_power_of_two();
+            self.values = self.device.alloc_zeroed::<u64>(len)?;
+        }
+        if !self.clean || self.epoch >= MAX_EPOCH {
+            let zeros = vec![0u64; self.status.len()];
+            self.status.write(&zeros)?;
+            self.reset_counters();
+        }
+        self.epoch += 1;
+        self.clean = false;
+        let ticket = Ticket {
+            epoch: self.epoch,
+            base: self.counter,
+        };
+        Ok((ticket, &mut self.status, &mut self.values))
+    }
+
+    /// Records how the call went: on success its `tiles` tiles were taken from the counter;
+    /// after a failure the status words are cleared before the next call.
+    pub(crate) fn finish<R>(&mut self, tiles: usize, result: Result<R, Error>) -> Result<R, Error> {
+        self.calls += 1;
+        if result.is_ok() {
+            self.counter = self.counter.wrapping_add(tiles as u64);
+            self.clean = true;
+        }
+        result
+    }
+
+    fn reset_counters(&mut self) {
+        self.counter = 0;
+        self.epoch = 0;
+    }
+}
