@@ -33,6 +33,7 @@
 //! lengths first ([`AlgorithmError`]); the workspace's tile status words carry a per-call
 //! epoch, so no call needs a reset kernel.
 
+mod autotune;
 mod element;
 mod op;
 mod reduce;
@@ -41,6 +42,7 @@ mod tuning;
 mod workspace;
 
 pub use crate::error::AlgorithmError;
+pub use autotune::{Tuned, tuning_space};
 pub use element::ScanElement;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};

@@ -175,15 +175,20 @@ impl<T: ScanElement> DeviceScan<T> {
     pub fn prepare(&self, device: &Device) -> Result<PreparedScan<T>, Error> {
         let kernel = self.kernel()?;
         let function = device.compile(&kernel)?;
+        Ok(self.prepared_with(function, self.chosen()))
+    }
+
+    /// The scan prepared from `function`, this scan's kernel built with `tuning`.
+    pub(super) fn prepared_with(&self, function: Function, tuning: Tuning) -> PreparedScan<T> {
         let initial = match self.form {
             ScanForm::Inclusive => None,
             ScanForm::Exclusive { initial } => Some(initial),
         };
-        Ok(PreparedScan {
+        PreparedScan {
             function,
-            tuning: self.chosen(),
+            tuning,
             initial,
-        })
+        }
     }
 }
 

@@ -311,6 +311,11 @@ impl Tuner {
         self
     }
 
+    /// The device it tunes on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     /// The kernel family.
     pub fn family(&self) -> &str {
         &self.family

@@ -1,0 +1,165 @@
+//! Choosing an algorithm's tuning on the device that runs it, through the runtime's
+//! autotuner ([`Tuner`]): every candidate tuning is built, checked against the first one's
+//! result, timed, and the fastest kept in the disk cache per kernel family, size bucket,
+//! device and driver, so that the next process starts tuned.
+
+use std::time::Duration;
+
+use super::scan::{DeviceScan, PreparedScan};
+use super::{AlgorithmError, ScanElement, Tuning, Workspace};
+use crate::Error;
+use crate::ir::DType;
+use crate::runtime::{Buffer, Device, Function, TuneSource, Tuner, Workload};
+
+/// The candidates [`DeviceScan::tune`] tries for elements of `dtype` when given none:
+/// 128, 256 and 512 threads with 8 to 24 items of 32-bit elements, or 4 to 12 of 64-bit ones
+/// (the same 16 to 96 bytes per thread as the block-scan measurements' fast shapes).
+///
+/// ```
+/// use coopgraph::algorithms::{Tuning, default_tuning, tuning_space};
+/// use coopgraph::ir::DType;
+///
+/// let space = tuning_space(DType::U32);
+/// assert!(space.contains(&default_tuning(DType::U32)));
+/// assert!(space.iter().all(|t| t.threads % 32 == 0 && t.items >= 1));
+/// ```
+pub fn tuning_space(dtype: DType) -> Vec<Tuning> {
+    let items: &[u32] = if dtype.bytes() >= 8 {
+        &[4, 6, 8, 12]
+    } else {
+        &[8, 12, 16, 20, 24]
+    };
+    [128, 256, 512]
+        .into_iter()
+        .flat_map(|threads| items.iter().map(move |&items| Tuning { threads, items }))
+        .collect()
+}
+
+/// An algorithm prepared with the tuning the autotuner chose.
+#[derive(Debug, Clone)]
+pub struct Tuned<P> {
+    /// The algorithm, ready to run.
+    pub prepared: P,
+    /// Whether the tuning was measured now or read from a stored record.
+    pub source: TuneSource,
+    /// The winner's median time on the tuning problem (measured now, or when the record was
+    /// made).
+    pub median: Duration,
+}
+
+/// The tuning a kernel family's name is taken at: any fixed one does, as only the kernel's
+/// operator and maps tell families apart.
+const NAMING: Tuning = Tuning {
+    threads: 32,
+    items: 1,
+};
+
+impl<T: ScanElement> DeviceScan<T> {
+    /// A tuner for this scan on `device`: its kernel family names the scan's form, operator,
+    /// maps and element type (two scans computing the same thing share it), and it keeps its
+    /// records in the device's disk cache. Adjust it ([`Tuner::with_bench`],
+    /// [`Tuner::with_cache`]) before [`tune`](Self::tune).
+    pub fn tuner(&self, device: &Device) -> Result<Tuner, Error> {
+        let key = self.clone().tuning(NAMING).kernel()?.key().digest();
+        Ok(Tuner::new(device, format!("algorithms.scan.{key:032x}")))
+    }
+
+    /// Picks the fastest of `space` ([`tuning_space`] when empty) for scanning `x` with
+    /// `tuner` (from [`tuner`](Self::tuner)), and prepares the scan with it. Each candidate
+    /// scans `x` into a buffer of its own; a candidate whose result differs from the first
+    /// one's is rejected (float results may differ by the reassociation a tuning does: by at
+    /// most 10^-4 of the output's largest magnitude). `x` must be on the tuner's device.
+    /// A stored record for the same family, size bucket, device and candidates is used
+    /// without measuring.
+    ///
+    /// ```
+    /// use coopgraph::algorithms::{DeviceScan, Op, Tuning, Workspace};
+    /// use coopgraph::runtime::{Bench, Device, DiskCache, TuneSource};
+    ///
+    /// let device = Device::sim();
+    /// let x = device.upload(&(0..3000u32).collect::<Vec<_>>())?;
+    /// let dir = std::env::temp_dir().join(format!("coopgraph-scan-tune-{}", std::process::id()));
+    /// let scan = DeviceScan::inclusive(Op::<u32>::sum());
+    /// let space = [Tuning { threads: 64, items: 4 }, Tuning { threads: 128, items: 2 }];
+    /// let tuner = scan.tuner(&device)?.with_cache(DiskCache::new(&dir)).with_bench(Bench::ms(0, 1));
+    /// let tuned = scan.tune(&tuner, &x, &space)?;
+    /// assert_eq!(tuned.source, TuneSource::Measured);
+    ///
+    /// // The next tune (in this process or another) reads the winner back.
+    /// let again = scan.tune(&tuner, &x, &space)?;
+    /// assert_eq!((again.source, again.prepared.tuning()), (TuneSource::Stored, tuned.prepared.tuning()));
+    /// let mut y = device.alloc_zeroed::<u32>(3000)?;
+    /// again.prepared.run(&x, &mut y, &mut Workspace::new(&device)?)?;
+    /// assert_eq!(y.to_vec()?[2999], 2999 * 3000 / 2);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn tune(
+        &self,
+        tuner: &Tuner,
+        x: &Buffer<T>,
+        space: &[Tuning],
+    ) -> Result<Tuned<PreparedScan<T>>, Error> {
+        let space = if space.is_empty() {
+            tuning_space(T::DTYPE)
+        } else {
+            space.to_vec()
+        };
+        let device = tuner.device().clone();
+        if !x.is_on(&device) {
+            return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
+        }
+        let mut work = ScanWork {
+            scan: self,
+            x,
+            y: device.alloc_zeroed::<T>(x.len())?,
+            ws: Workspace::new(&device)?,
+        };
+        let build = |t: &Tuning| self.clone().tuning(*t).kernel();
+        let tuned = tuner.tune(x.len() as u64, &space, build, &mut work)?;
+        Ok(Tuned {
+            prepared: self.prepared_with(tuned.function, tuned.config),
+            source: tuned.source,
+            median: tuned.median,
+        })
+    }
+}
+
+/// The tuning problem of a scan: one input, an output, a workspace.
+struct ScanWork<'a, T: ScanElement> {
+    scan: &'a DeviceScan<T>,
+    x: &'a Buffer<T>,
+    y: Buffer<T>,
+    ws: Workspace,
+}
+
+impl<T: ScanElement> Workload<Tuning> for ScanWork<'_, T> {
+    type Output = Vec<T>;
+    type Error = Error;
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Ok(self.y.write(&vec![T::max_value(); self.y.len()])?)
+    }
+
+    fn launch(&mut self, function: &Function, tuning: &Tuning) -> Result<(), Error> {
+        let scan = self.scan.prepared_with(function.clone(), *tuning);
+        scan.run(self.x, &mut self.y, &mut self.ws)
+    }
+
+    fn output(&mut self) -> Result<Vec<T>, Error> {
+        Ok(self.y.to_vec()?)
+    }
+
+    fn matches(&self, reference: &Vec<T>, output: &Vec<T>) -> bool {
+        if !matches!(T::DTYPE, DType::F32 | DType::F64) {
+            return reference == output;
+        }
+        let f = |v: &T| -> f64 { num_traits::NumCast::from(*v).unwrap_or(f64::NAN) };
+        let scale = reference.iter().map(|v| f(v).abs()).fold(0.0, f64::max);
+        reference.len() == output.len()
+            && reference.iter().zip(output).all(|(a, b)| {
+                let (a, b) = (f(a), f(b));
+                a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-4 * scale
+            })
+    }
+}
