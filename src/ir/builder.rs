@@ -41,6 +41,7 @@ mod print;
 mod sort;
 mod vars;
 mod warp_groups;
+mod warp_segmented;
 
 pub use atomic::Atomic;
 pub use cluster::{Cluster, RemoteShared};
@@ -50,6 +51,7 @@ pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 pub use print::{PrintArg, PrintArgs, PrintValue};
+pub use warp_segmented::{BatchOutput, Segments};
 pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
