@@ -56,3 +56,4 @@ mod verify;
 mod warp_group_exchange;
 mod warp_group_scan;
 mod warp_groups;
+mod warp_segmented;
