@@ -205,6 +205,7 @@ impl Gen {
                 22 => self.op_write_run(k),
                 23 => self.op_local(k),
                 24 => self.op_print(k),
+                25 if self.rng.pct(30) => self.op_warp_segmented(k),
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
                 _ => self.op_radix_sort(k),

@@ -32,6 +32,7 @@ mod lanes;
 mod ops;
 mod print;
 mod sort;
+mod warp_segmented;
 mod vars;
 mod warp_groups;
 
