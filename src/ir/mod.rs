@@ -29,7 +29,7 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, KernelBuilder,
+    Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, Histogram, HistogramAlgorithm, KernelBuilder,
     Load, MAX_COUNTER_WORDS, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce,
     RemoteShared, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };

@@ -2,6 +2,7 @@
 //! reductions, block histograms) may be asked that they cannot do (reported by the verifier).
 
 use super::GroupKind;
+use crate::ir::dtype::DType;
 use std::fmt;
 
 /// A primitive's controls that do not fit its inputs or its group
@@ -59,12 +60,15 @@ pub enum PrimitiveProblem {
         /// Bits of the samples.
         sample_bits: u32,
     },
-    /// Counters of a dtype too narrow to count every sample of the tile.
-    CounterWidth {
-        /// Bits of the counters.
-        counter_bits: u32,
-        /// Samples of the tile.
-        samples: u32,
+    /// Samples of a dtype a histogram does not take (it takes `u8`, `u16` and `u32`).
+    SampleDtype {
+        /// The samples' dtype.
+        dtype: DType,
+    },
+    /// Counters of a dtype a histogram does not take (it counts in `u32` or `u64`).
+    CounterDtype {
+        /// The counters' dtype.
+        dtype: DType,
     },
     /// A counters array shorter than the bins.
     CounterLength {
@@ -111,13 +115,13 @@ impl fmt::Display for PrimitiveProblem {
                 f,
                 "histogram of {bins} bins over {sample_bits}-bit samples: it takes 1..=2^{sample_bits} bins"
             ),
-            PrimitiveProblem::CounterWidth {
-                counter_bits,
-                samples,
-            } => write!(
+            PrimitiveProblem::SampleDtype { dtype } => write!(
                 f,
-                "histogram of {samples} samples per tile into {counter_bits}-bit counters: a \
-                 bin could overflow; take wider counters"
+                "histogram of {dtype:?} samples: samples are u8, u16 or u32"
+            ),
+            PrimitiveProblem::CounterDtype { dtype } => write!(
+                f,
+                "histogram into {dtype:?} counters: counters are u32 or u64"
             ),
             PrimitiveProblem::CounterLength { bins, len } => write!(
                 f,
