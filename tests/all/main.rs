@@ -21,6 +21,7 @@ mod exprs;
 mod fuzz;
 mod golden;
 mod graphs;
+mod histogram;
 mod grid;
 mod indexed;
 mod inspect;

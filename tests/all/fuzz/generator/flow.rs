@@ -208,6 +208,7 @@ impl Gen {
                 25 if self.rng.pct(30) => self.op_warp_segmented(k),
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
+                _ if self.rng.pct(40) => self.op_histogram(k),
                 _ => self.op_radix_sort(k),
             };
             if done {

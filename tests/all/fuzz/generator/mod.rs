@@ -27,6 +27,7 @@ pub use cluster::launch_cluster;
 mod collectives;
 mod expr;
 mod flow;
+mod histogram;
 mod indexed;
 mod lanes;
 mod ops;

@@ -16,7 +16,7 @@ impl Gen {
         if self.cx().callback {
             return false;
         }
-        let batched = self.rng.pct(35);
+        let batched = self.rng.pct(50);
         let t = self.t;
         let widths: Vec<u32> = [1u32, 2, 4, 8, 16, 32]
             .into_iter()
@@ -67,7 +67,7 @@ impl Gen {
 fn generated_kernels_hold_segmented_and_batched_warp_primitives() {
     use coopgraph::ir::ops::{LaneOp, OpKind};
     let (mut segmented, mut batched) = (0, 0);
-    for i in 0..600u64 {
+    for i in 0..1500u64 {
         let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
         let here = |op: &coopgraph::ir::ops::OpData, lane: LaneOp| {
             op.loc.file.ends_with("warp_segmented.rs")
@@ -79,6 +79,6 @@ fn generated_kernels_hold_segmented_and_batched_warp_primitives() {
     }
     assert!(
         segmented >= 3 && batched >= 3,
-        "{segmented} segmented and {batched} batched warp primitives in 600 generated kernels"
+        "{segmented} segmented and {batched} batched warp primitives in 1500 generated kernels"
     );
 }
