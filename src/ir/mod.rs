@@ -29,9 +29,9 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, Histogram, HistogramAlgorithm, KernelBuilder,
+    Atomic, BatchOutput, BinaryFn, Cluster, Decoded, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, Histogram, HistogramAlgorithm, KernelBuilder,
     Load, MAX_COUNTER_WORDS, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce,
-    RemoteShared, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
+    RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{

@@ -53,6 +53,13 @@ pub enum PrimitiveProblem {
         /// The block's threads.
         threads: u32,
     },
+    /// A run-length decode of 0 items per thread, or more than a payload holds.
+    DecodedItems {
+        /// Items asked for.
+        items: u32,
+        /// The most.
+        max: u32,
+    },
     /// A histogram of no bins, or of more bins than the samples' dtype has values.
     Bins {
         /// Bins asked for.
@@ -110,6 +117,10 @@ impl fmt::Display for PrimitiveProblem {
                 f,
                 "batched reduction over logical warps of {width} in a block of {threads} \
                  threads: the width must divide the block"
+            ),
+            PrimitiveProblem::DecodedItems { items, max } => write!(
+                f,
+                "run-length decode of {items} items per thread: it takes 1..={max}"
             ),
             PrimitiveProblem::Bins { bins, sample_bits } => write!(
                 f,
