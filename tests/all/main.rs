@@ -42,6 +42,7 @@ mod radix_sort;
 mod random;
 mod reduce;
 mod robust;
+mod run_length;
 mod runtime;
 mod scan;
 mod shared_bounds;
