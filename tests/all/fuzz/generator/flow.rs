@@ -209,6 +209,7 @@ impl Gen {
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
                 _ if self.rng.pct(40) => self.op_histogram(k),
+                _ if self.rng.pct(35) => self.op_run_length(k),
                 _ => self.op_radix_sort(k),
             };
             if done {

@@ -32,6 +32,7 @@ mod indexed;
 mod lanes;
 mod ops;
 mod print;
+mod run_length;
 mod sort;
 mod warp_segmented;
 mod vars;
