@@ -72,7 +72,10 @@ fn check(what: &str, tile: usize, every: usize, xs: &[u8], hist: &[u32]) {
         let mut want = [0u32; BINS as usize];
         input.iter().for_each(|&s| want[usize::from(s)] += 1);
         if let Some(b) = (0..BINS as usize).find(|&b| bins[b] != want[b]) {
-            eprintln!("error: {what}: tile {t} bin {b} is {}, not {}", bins[b], want[b]);
+            eprintln!(
+                "error: {what}: tile {t} bin {b} is {}, not {}",
+                bins[b], want[b]
+            );
             std::process::exit(1);
         }
     }
@@ -101,10 +104,7 @@ fn run(
         .alloc_zeroed::<u32>(blocks * BINS as usize)
         .or_exit("alloc");
     let what = format!("{algorithm:?} {block}x{items}");
-    let mut launch = || {
-        f.launch_grid(blocks as u32, (&x, &mut y))
-            .or_exit("launch")
-    };
+    let mut launch = || f.launch_grid(blocks as u32, (&x, &mut y)).or_exit("launch");
     launch();
     let t = (reps > 0).then(|| bench::time(dev, reps, &mut launch));
     let hist = y.to_vec().or_exit("download");

@@ -53,10 +53,10 @@ pub use histogram::{Histogram, HistogramAlgorithm};
 pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
-pub use run_length::{Decoded, Runs};
 pub use print::{PrintArg, PrintArgs, PrintValue};
-pub use warp_segmented::{BatchOutput, Segments};
+pub use run_length::{Decoded, Runs};
 pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
+pub use warp_segmented::{BatchOutput, Segments};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///

@@ -29,9 +29,10 @@ pub mod print;
 pub mod verify;
 
 pub use builder::{
-    Atomic, BatchOutput, BinaryFn, Cluster, Decoded, DEFAULT_RADIX_BITS, Difference, FlagFn, Flags, Grid, Histogram, HistogramAlgorithm, KernelBuilder,
-    Load, MAX_COUNTER_WORDS, Pipeline, PrintArg, PrintArgs, PrintValue, RadixSort, Reduce,
-    RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
+    Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Decoded, Difference, FlagFn, Flags,
+    Grid, Histogram, HistogramAlgorithm, KernelBuilder, Load, MAX_COUNTER_WORDS, Pipeline,
+    PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Runs, Scan, Scatter,
+    Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -48,7 +49,8 @@ pub use handles::{
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
     MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS, MemoryOrder, MemoryScope, NeighborKind,
-    PrimitiveProblem, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    PrimitiveProblem, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role, ScanAlgorithm, Sharing,
+    ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

@@ -34,7 +34,7 @@ fn kernel<S: Element, C: AtomicElement>(case: Case) -> Kernel {
         C::DTYPE,
         case.valid.is_some()
     );
-    let mut k = KernelBuilder::new(&name.to_lowercase())
+    let mut k = KernelBuilder::new(name.to_lowercase())
         .block(case.block)
         .items_per_thread(case.items);
     let (x, y) = (k.input::<S>("x"), k.output::<C>("y"));
@@ -81,7 +81,8 @@ fn run<S: DeviceElement, C: DeviceElement + AtomicElement>(
 ) -> Result<Vec<C>, RuntimeError> {
     let xb = dev.upload(xs)?;
     let mut yb = dev.alloc_zeroed::<C>(blocks * case.bins as usize)?;
-    dev.compile(kernel)?.launch_grid(blocks as u32, (&xb, &mut yb))?;
+    dev.compile(kernel)?
+        .launch_grid(blocks as u32, (&xb, &mut yb))?;
     yb.to_vec()
 }
 
@@ -99,7 +100,7 @@ fn random_case<S: DeviceElement, C: DeviceElement + AtomicElement>(
     let bits = S::DTYPE.bytes() * 8;
     let max_bins = if bits >= 13 { 4096 } else { 1u32 << bits };
     let bins = 1 + (rng.next() % u64::from(max_bins)) as u32;
-    let algorithm = if rng.next() % 2 == 0 {
+    let algorithm = if rng.next().is_multiple_of(2) {
         HistogramAlgorithm::Atomic
     } else {
         HistogramAlgorithm::Sort
@@ -110,7 +111,7 @@ fn random_case<S: DeviceElement, C: DeviceElement + AtomicElement>(
     };
     let items = 1 + (rng.next() % 8) as u32;
     let tile = block * items;
-    let valid = (rng.next() % 3 == 0).then(|| (rng.next() % u64::from(tile + 1)) as u32);
+    let valid = (rng.next().is_multiple_of(3)).then(|| (rng.next() % u64::from(tile + 1)) as u32);
     let case = Case {
         block,
         items,
@@ -128,7 +129,11 @@ fn random_case<S: DeviceElement, C: DeviceElement + AtomicElement>(
     let kernel = kernel::<S, C>(case);
     let got = run::<S, C>(device(), &kernel, blocks, case, &xs).expect("runs");
     let want = expected::<S, C>(case, blocks, &xs);
-    assert_same(&got, &want, &format!("{case:?} {:?} {:?}", S::DTYPE, C::DTYPE));
+    assert_same(
+        &got,
+        &want,
+        &format!("{case:?} {:?} {:?}", S::DTYPE, C::DTYPE),
+    );
     batch.add(&kernel);
 }
 
@@ -163,7 +168,11 @@ fn byte_histograms_of_cub_shapes_match_the_cpu() {
             let xs = samples::<u8>(&mut rng, (block * items) as usize, 256);
             let kernel = kernel::<u8, u32>(case);
             let got = run::<u8, u32>(device(), &kernel, 1, case, &xs).expect("runs");
-            assert_same(&got, &expected::<u8, u32>(case, 1, &xs), &format!("{case:?}"));
+            assert_same(
+                &got,
+                &expected::<u8, u32>(case, 1, &xs),
+                &format!("{case:?}"),
+            );
             batch.add(&kernel);
         }
     }

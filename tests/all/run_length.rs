@@ -30,11 +30,15 @@ fn kernel<T: DeviceElement>(case: Case) -> Kernel {
         case.windows,
         T::DTYPE
     );
-    let mut k = KernelBuilder::new(&name.to_lowercase())
+    let mut k = KernelBuilder::new(name.to_lowercase())
         .block(case.block)
         .items_per_thread(case.runs);
     let (v, l) = (k.input::<T>("values"), k.input::<u32>("lengths"));
-    let (y, o, n) = (k.output::<T>("y"), k.output::<u32>("o"), k.output::<u32>("n"));
+    let (y, o, n) = (
+        k.output::<T>("y"),
+        k.output::<u32>("o"),
+        k.output::<u32>("n"),
+    );
     let b = k.this_block();
     let values = k.load_from(b, &v, Load::direct());
     let lengths = k.load_from(b, &l, Load::direct());
@@ -64,7 +68,9 @@ fn expected<T: DeviceElement>(case: Case, vs: &[T], ls: &[u32]) -> (Vec<T>, Vec<
         }
     }
     let total = seq.len();
-    let last = (0..vs.len()).rev().find(|&r| ls[..r].iter().sum::<u32>() <= total as u32);
+    let last = (0..vs.len())
+        .rev()
+        .find(|&r| ls[..r].iter().sum::<u32>() <= total as u32);
     let last = last.expect("run 0 starts at 0");
     let last_start: u32 = ls[..last].iter().sum();
     let window = (case.block * case.items) as usize;
@@ -109,13 +115,13 @@ fn random_case<T: DeviceElement>(batch: &mut Batch, rng: &mut Rng) {
     let ls: Vec<u32> = (0..n)
         .map(|_| {
             let l = (rng.next() % longest) as u32;
-            if rng.next() % 4 == 0 { 0 } else { l }
+            if rng.next().is_multiple_of(4) { 0 } else { l }
         })
         .collect();
     let total: u32 = ls.iter().sum();
     let window = block * items;
     // Every window of the sequence and one past it, from 0 or from within the first window.
-    let start = if rng.next() % 2 == 0 {
+    let start = if rng.next().is_multiple_of(2) {
         0
     } else {
         (rng.next() % u64::from(window)) as u32

@@ -219,7 +219,7 @@ fn segmented_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
         1 => Kind::Reduce(Segments::Tails),
         2 => Kind::Scan {
             inclusive: true,
-            initial: rng.next() % 2 == 0,
+            initial: rng.next().is_multiple_of(2),
         },
         _ => Kind::Scan {
             inclusive: false,
@@ -276,8 +276,11 @@ fn batched_kernel<T: Tested>(
     op: Op,
     output: BatchOutput,
 ) -> Option<Kernel> {
-    let name = format!("batched_{block}_{width}_{n}_{op:?}_{output:?}_{:?}", T::DTYPE);
-    let mut k = KernelBuilder::new(&name.to_lowercase())
+    let name = format!(
+        "batched_{block}_{width}_{n}_{op:?}_{output:?}_{:?}",
+        T::DTYPE
+    );
+    let mut k = KernelBuilder::new(name.to_lowercase())
         .block(block)
         .items_per_thread(n);
     let (x, y) = (k.input::<T>("x"), k.output::<T>("y"));
@@ -327,7 +330,7 @@ fn batched_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
     let n = 1u32 << (rng.next() % 7);
     // Whole logical warps, rarely a multiple of 32 threads.
     let block = width * (1 + (rng.next() % (96 / u64::from(width)).max(1)) as u32);
-    let output = if rng.next() % 2 == 0 {
+    let output = if rng.next().is_multiple_of(2) {
         BatchOutput::Blocked
     } else {
         BatchOutput::Striped
@@ -340,11 +343,16 @@ fn batched_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
     let f = dev.compile(&kernel).expect("compiles");
     let xb = dev.upload(&xs).expect("upload");
     let items = (n / width).max(1);
-    let mut yb = dev.alloc_zeroed::<T>((block * items) as usize).expect("alloc");
+    let mut yb = dev
+        .alloc_zeroed::<T>((block * items) as usize)
+        .expect("alloc");
     f.launch_grid(1, (&xb, &mut yb)).expect("runs");
     let (b, w, nn) = (block as usize, width as usize, n as usize);
     let want = batched_expected(b, w, nn, op, output, &xs);
-    let what = format!("batched {op:?} {output:?} {:?} block {block} width {width} n {n}", T::DTYPE);
+    let what = format!(
+        "batched {op:?} {output:?} {:?} block {block} width {width} n {n}",
+        T::DTYPE
+    );
     assert_same(&yb.to_vec().expect("read"), &want, &what);
     batch.add(&kernel);
 }
@@ -380,7 +388,9 @@ fn batched_reductions_cover_every_width_and_count() {
                 let dev = device();
                 let xb = dev.upload(&xs).expect("upload");
                 let items = (n / width).max(1);
-                let mut yb = dev.alloc_zeroed::<u32>((block * items) as usize).expect("alloc");
+                let mut yb = dev
+                    .alloc_zeroed::<u32>((block * items) as usize)
+                    .expect("alloc");
                 let f = dev.compile(&kernel).expect("compiles");
                 f.launch_grid(1, (&xb, &mut yb)).expect("runs");
                 let (b, w) = (block as usize, width as usize);

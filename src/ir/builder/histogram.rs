@@ -14,12 +14,12 @@
 //! turn and the race checker reports the race). Every op carries the caller's line.
 
 use super::{Flags, KernelBuilder, RadixSort};
+use crate::ir::Atomic;
 use crate::ir::dtype::{AtomicElement, DType, Element};
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, index};
 use crate::ir::handles::{Group, SharedArray, ThreadData};
 use crate::ir::ops::*;
-use crate::ir::Atomic;
 
 /// How a block histogram counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -147,9 +147,7 @@ impl KernelBuilder {
             }
             Ok(w)
         });
-        checked
-            .map_err(|p| self.primitive_problem(p, loc))
-            .ok()
+        checked.map_err(|p| self.primitive_problem(p, loc)).ok()
     }
 
     /// A segmented reduction over each logical warp of `group` (CUB's
@@ -397,7 +395,7 @@ impl KernelBuilder {
                     items: n,
                     max: MAX_ITEMS_PER_THREAD,
                 })
-            } else if threads % w != 0 {
+            } else if !threads.is_multiple_of(w) {
                 Err(PrimitiveProblem::PartialWarp { width: w, threads })
             } else if valid.is_some() {
                 let control = "a valid count";

@@ -90,7 +90,10 @@ impl fmt::Display for PrimitiveProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             PrimitiveProblem::Group { what, kind } => {
-                write!(f, "{what} over a {kind:?} group: it does not run over such groups")
+                write!(
+                    f,
+                    "{what} over a {kind:?} group: it does not run over such groups"
+                )
             }
             PrimitiveProblem::Items {
                 what,

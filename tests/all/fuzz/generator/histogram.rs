@@ -14,9 +14,8 @@ impl Gen {
         if !self.block_uniform() || self.cx().callback {
             return false;
         }
-        let samples = self.full(|d| {
-            d.rank0.is_none() && matches!(d.dt, DType::U8 | DType::U16 | DType::U32)
-        });
+        let samples =
+            self.full(|d| d.rank0.is_none() && matches!(d.dt, DType::U8 | DType::U16 | DType::U32));
         if samples.is_empty() {
             return false;
         }
@@ -37,7 +36,9 @@ impl Gen {
         }
         let cap = if d.dt == DType::U8 { 256 } else { 600 };
         let bins = 1 + self.rng.below(cap) as u32;
-        self.datas.iter_mut().for_each(|x| x.used |= x.h.id() == d.h.id());
+        self.datas
+            .iter_mut()
+            .for_each(|x| x.used |= x.h.id() == d.h.id());
         let wide = self.rng.pct(30);
         let counts = match d.dt {
             DType::U8 => self.histogram_into::<u8>(k, &d, bins, controls, wide),

@@ -34,9 +34,9 @@ mod ops;
 mod print;
 mod run_length;
 mod sort;
-mod warp_segmented;
 mod vars;
 mod warp_groups;
+mod warp_segmented;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;

@@ -58,5 +58,8 @@ fn generated_kernels_hold_run_length_decodes() {
             op.loc.file.ends_with("generator/run_length.rs") && matches!(op.kind, OpKind::SyncBlock)
         }));
     }
-    assert!(decodes >= 3, "{decodes} run-length decodes in 1500 generated kernels");
+    assert!(
+        decodes >= 3,
+        "{decodes} run-length decodes in 1500 generated kernels"
+    );
 }

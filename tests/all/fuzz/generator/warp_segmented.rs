@@ -20,10 +20,15 @@ impl Gen {
         let t = self.t;
         let widths: Vec<u32> = [1u32, 2, 4, 8, 16, 32]
             .into_iter()
-            .filter(|&w| self.covers(w) && (!batched || t % w == 0))
+            .filter(|&w| self.covers(w) && (!batched || t.is_multiple_of(w)))
             .collect();
         let srcs = self.full(|d| {
-            d.rank0.is_none() && if batched { d.k.is_power_of_two() } else { d.k == 1 }
+            d.rank0.is_none()
+                && if batched {
+                    d.k.is_power_of_two()
+                } else {
+                    d.k == 1
+                }
         });
         if widths.is_empty() || srcs.is_empty() {
             return false;
@@ -31,7 +36,9 @@ impl Gen {
         let w = self.rng.pick(&widths);
         let tile: Group = k.this_warp().group_by(w);
         let d = self.datas[self.rng.pick(&srcs)].clone();
-        self.datas.iter_mut().for_each(|x| x.used |= x.h.id() == d.h.id());
+        self.datas
+            .iter_mut()
+            .for_each(|x| x.used |= x.h.id() == d.h.id());
         let op = self.pick_reduce_op(d.dt.is_float());
         with_dtype!(d.dt, T => {
             let src = handle::<T>(&d);
