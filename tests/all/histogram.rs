@@ -6,11 +6,10 @@
 
 use super::common::{Batch, Rng, assert_same, device, race_checker};
 use coopgraph::ir::{
-    AtomicElement, DType, Element, Histogram, HistogramAlgorithm, PrimitiveProblem,
-    VerifyErrorKind as K, index,
+    AtomicElement, DType, Element, Histogram, HistogramAlgorithm, PrimitiveProblem, index,
 };
 use coopgraph::runtime::{Device, DeviceElement, RuntimeError};
-use coopgraph::{Error, Kernel, KernelBuilder, Load};
+use coopgraph::{Kernel, KernelBuilder, Load};
 
 /// One case: the block, the tile, the bins, the algorithm and the valid count.
 #[derive(Debug, Clone, Copy)]
@@ -233,16 +232,7 @@ fn problem<S: Element, C: AtomicElement>(
     };
     k.histogram(g, &t, bins, &counters, Histogram::atomic());
     let line = line!() - 1;
-    let Err(Error::Verify(e)) = k.build() else {
-        panic!("built")
-    };
-    let found = e.errors.iter().find_map(|err| match err.kind {
-        K::Primitive(p) => Some((p, err.loc.line)),
-        _ => None,
-    });
-    let (p, at) = found.unwrap_or_else(|| panic!("no primitive error in {e}"));
-    assert_eq!(at, line, "{p:?} at the wrong line");
-    p
+    super::common::primitive_problem(k, line)
 }
 
 #[test]

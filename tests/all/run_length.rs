@@ -5,9 +5,9 @@
 //! race checker; the verifier's errors, naming the user's line.
 
 use super::common::{Batch, Rng, assert_same, device, race_checker};
-use coopgraph::ir::{PrimitiveProblem, VerifyErrorKind as K, index};
+use coopgraph::ir::{PrimitiveProblem, index};
 use coopgraph::runtime::{Device, DeviceElement, RuntimeError};
-use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
+use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -191,16 +191,7 @@ fn every_barrier_is_necessary() {
 fn problem(build: impl FnOnce(&mut KernelBuilder) -> u32) -> PrimitiveProblem {
     let mut k = KernelBuilder::new("bad").block(64).items_per_thread(2);
     let line = build(&mut k);
-    let Err(Error::Verify(e)) = k.build() else {
-        panic!("built")
-    };
-    let found = e.errors.iter().find_map(|err| match err.kind {
-        K::Primitive(p) => Some((p, err.loc.line)),
-        _ => None,
-    });
-    let (p, at) = found.unwrap_or_else(|| panic!("no primitive error in {e}"));
-    assert_eq!(at, line, "{p:?} at the wrong line");
-    p
+    super::common::primitive_problem(k, line)
 }
 
 #[test]

@@ -6,12 +6,9 @@
 //! the verifier's errors for controls that do not fit, naming the user's line.
 
 use super::common::{Batch, Rng, assert_same, device};
-use coopgraph::ir::{
-    BatchOutput, DType, Element, Expr, PrimitiveProblem, Reduce, Scan, Segments,
-    VerifyErrorKind as K,
-};
+use coopgraph::ir::{BatchOutput, DType, Element, Expr, PrimitiveProblem, Reduce, Scan, Segments};
 use coopgraph::runtime::DeviceElement;
-use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
+use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
 /// An operator the tests combine with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -408,16 +405,7 @@ fn batched_reductions_cover_every_width_and_count() {
 fn problem(build: impl FnOnce(&mut KernelBuilder) -> u32) -> PrimitiveProblem {
     let mut k = KernelBuilder::new("bad").block(48).items_per_thread(1);
     let line = build(&mut k);
-    let Err(Error::Verify(e)) = k.build() else {
-        panic!("built")
-    };
-    let found = e.errors.iter().find_map(|err| match err.kind {
-        K::Primitive(p) => Some((p, err.loc.line)),
-        _ => None,
-    });
-    let (p, at) = found.unwrap_or_else(|| panic!("no primitive error in {e}"));
-    assert_eq!(at, line, "{p:?} at the wrong line");
-    p
+    super::common::primitive_problem(k, line)
 }
 
 #[test]
