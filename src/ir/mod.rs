@@ -2,7 +2,7 @@
 //!
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
 //! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Atomic`],
-//! [`Reduce`], [`Scan`], [`RadixSort`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
+//! [`Reduce`], [`Scan`], [`RadixSort`], [`Histogram`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
 //! the handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`],
 //! ...), the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]).
 //! The recorded IR is public for inspection: its tables ([`ops`]), expression nodes
