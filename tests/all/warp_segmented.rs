@@ -207,25 +207,42 @@ fn segmented_expected<T: Element>(
     out
 }
 
-fn segmented_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
-    let op = OPS[(rng.next() % 5) as usize];
-    let width = 1u32 << (rng.next() % 6);
-    let block = 1 + (rng.next() % 100) as u32;
-    let kind = match rng.next() % 4 {
+/// The kind picked by `pick` (0..4) and `initial`.
+fn kind(pick: u64, initial: bool) -> Kind {
+    match pick % 4 {
         0 => Kind::Reduce(Segments::Heads),
         1 => Kind::Reduce(Segments::Tails),
         2 => Kind::Scan {
             inclusive: true,
-            initial: rng.next().is_multiple_of(2),
+            initial,
         },
         _ => Kind::Scan {
             inclusive: false,
             initial: true,
         },
-    };
-    let Some(kernel) = segmented_kernel::<T>(block, width, op, kind) else {
-        return;
-    };
+    }
+}
+
+fn segmented_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
+    let op = OPS[(rng.next() % 5) as usize];
+    let width = 1u32 << (rng.next() % 6);
+    let block = 1 + (rng.next() % 100) as u32;
+    let kind = kind(rng.next(), rng.next().is_multiple_of(2));
+    if let Some(kernel) = segmented_check::<T>(block, width, op, kind, rng) {
+        batch.add(&kernel);
+    }
+}
+
+/// Runs one segmented case on random values and flags, checked against the CPU; the kernel
+/// (`None` where `T` lacks the operator).
+fn segmented_check<T: Tested>(
+    block: u32,
+    width: u32,
+    op: Op,
+    kind: Kind,
+    rng: &mut Rng,
+) -> Option<Kernel> {
+    let kernel = segmented_kernel::<T>(block, width, op, kind)?;
     let n = block as usize;
     let xs = values::<T>(rng, n, op);
     let density = 1 + rng.next() % 4;
@@ -243,7 +260,33 @@ fn segmented_case<T: Tested>(batch: &mut Batch, rng: &mut Rng) {
     let want = segmented_expected(n, width as usize, op, kind, &xs, &flags);
     let what = format!("{kind:?} {op:?} {:?} block {block} width {width}", T::DTYPE);
     assert_same(&yb.to_vec().expect("read"), &want, &what);
-    batch.add(&kernel);
+    Some(kernel)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 16,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Segmented reductions and scans over any block size, width, operator and flags.
+    #[test]
+    fn segmented_primitives_agree_with_the_cpu(
+        block in 1u32..200,
+        log_width in 0u32..6,
+        op in 0usize..5,
+        pick in 0u64..4,
+        wide in proptest::prelude::any::<bool>(),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let mut rng = Rng::new(seed);
+        let (width, kind) = (1 << log_width, kind(pick, seed % 2 == 0));
+        if wide {
+            segmented_check::<i64>(block, width, OPS[op], kind, &mut rng);
+        } else {
+            segmented_check::<u32>(block, width, OPS[op], kind, &mut rng);
+        }
+    }
 }
 
 #[test]
