@@ -944,6 +944,10 @@ impl Canonical for BuilderIssue {
                 w.tag(7);
                 w.str(&problem.to_string());
             }
+            BuilderIssue::Primitive { problem, loc: _ } => {
+                w.tag(8);
+                w.str(&problem.to_string());
+            }
         }
     }
 }

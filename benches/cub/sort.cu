@@ -15,12 +15,24 @@
 // for being sorted. gbps counts the bytes of keys (and values) read and
 // written: 2 * n * (sizeof(K) [+ 4]).
 //
+//   block_histogram          each block loads its tile of u8 samples (blocked,
+//                            BLOCK_LOAD_DIRECT), counts them into 256 shared u32
+//                            bins with cub::BlockHistogram<u8, BLOCK, ITEMS, 256, ALG>
+//                            (ALG: BLOCK_HISTO_ATOMIC "atomic", BLOCK_HISTO_SORT
+//                            "sort") and writes its 256 counters to
+//                            hist[block * 256 ..]; blocks of 128 and 256 threads, 4,
+//                            8 and 16 items. Checked before timing: every block's
+//                            counters sum to its tile, every 97th block's against a
+//                            host count. gbps counts the samples read: n bytes.
+//
 // Output: CSV on stdout (see README.md). Example 24 (`examples/24_radix_sort.rs`)
-// runs the same configurations and prints its figures beside these.
+// runs the same sort configurations and prints its figures beside these;
+// example 25 (`examples/25_block_histogram.rs`) the histogram ones.
 //
 // Usage: cub_sort [n]   (default n = 2^28 keys, rounded down to whole 4096-key tiles)
 #include "common.cuh"
 
+#include <algorithm>
 #include <numeric>
 #include <tuple>
 
@@ -217,6 +229,82 @@ void bench_sort(Workspace<K>& ws, std::uint64_t seed)
   print_csv_row(kind, dtype_name<K>(), "radix4", BLOCK, ITEMS, gbps(bytes, ms));
 }
 
+constexpr int kBins = 256;
+
+template <int BLOCK, int ITEMS, cub::BlockHistogramAlgorithm ALG>
+__global__ void __launch_bounds__(BLOCK)
+  histogram_kernel(const std::uint8_t* __restrict__ samples, std::uint32_t* __restrict__ hist)
+{
+  using Histogram = cub::BlockHistogram<std::uint8_t, BLOCK, ITEMS, kBins, ALG>;
+  __shared__ typename Histogram::TempStorage temp;
+  __shared__ std::uint32_t bins[kBins];
+
+  constexpr std::size_t kTile = std::size_t(BLOCK) * ITEMS;
+  std::uint8_t items[ITEMS];
+  cub::LoadDirectBlocked(threadIdx.x, samples + std::size_t(blockIdx.x) * kTile, items);
+  Histogram(temp).Histogram(items, bins);
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += BLOCK)
+  {
+    hist[std::size_t(blockIdx.x) * kBins + b] = bins[b];
+  }
+}
+
+template <int BLOCK, int ITEMS, cub::BlockHistogramAlgorithm ALG>
+void bench_histogram(DeviceBuffer<std::uint8_t>& samples,
+                     PinnedBuffer<std::uint8_t>& host_samples,
+                     DeviceBuffer<std::uint32_t>& hist,
+                     PinnedBuffer<std::uint32_t>& host_hist)
+{
+  constexpr std::size_t tile = std::size_t(BLOCK) * ITEMS;
+  const std::size_t tiles    = samples.size() / tile;
+  const char* algorithm      = ALG == cub::BLOCK_HISTO_ATOMIC ? "atomic" : "sort";
+  auto launch                = [&] {
+    histogram_kernel<BLOCK, ITEMS, ALG><<<static_cast<unsigned>(tiles), BLOCK>>>(samples.get(), hist.get());
+  };
+
+  hist.poison();
+  launch();
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  download(host_hist.get(), hist, tiles * kBins);
+  std::vector<std::uint32_t> want(kBins);
+  for (std::size_t t = 0; t < tiles; ++t)
+  {
+    const std::uint32_t* got = host_hist.get() + t * kBins;
+    std::uint64_t total      = 0;
+    for (int b = 0; b < kBins; ++b)
+    {
+      total += got[b];
+    }
+    if (total != tile)
+    {
+      fail("block_histogram %s block=%d items=%d: tile %zu counts %llu samples, expected %zu",
+           algorithm, BLOCK, ITEMS, t, static_cast<unsigned long long>(total), tile);
+    }
+    if (t % kCheckEvery != 0)
+    {
+      continue;
+    }
+    std::fill(want.begin(), want.end(), 0u);
+    for (std::size_t i = 0; i < tile; ++i)
+    {
+      ++want[host_samples[t * tile + i]];
+    }
+    for (int b = 0; b < kBins; ++b)
+    {
+      if (got[b] != want[b])
+      {
+        fail("block_histogram %s block=%d items=%d: tile %zu bin %d holds %u, expected %u",
+             algorithm, BLOCK, ITEMS, t, b, got[b], want[b]);
+      }
+    }
+  }
+
+  const double ms = median_ms(launch);
+  print_csv_row("block_histogram", "u8", algorithm, BLOCK, ITEMS, gbps(double(tiles * tile), ms));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -240,6 +328,22 @@ int main(int argc, char** argv)
         bench_sort<K, BLOCK, ITEMS, false>(ws, 0x5027 + TI);
         bench_sort<K, BLOCK, ITEMS, true>(ws, 0x5027 + TI);
       });
+    });
+  });
+
+  // Byte samples, uniform over 0..=255.
+  DeviceBuffer<std::uint8_t> samples(n);
+  PinnedBuffer<std::uint8_t> host_samples(n);
+  DeviceBuffer<std::uint32_t> hist(n / (128 * 4) * kBins);
+  PinnedBuffer<std::uint32_t> host_hist(n / (128 * 4) * kBins);
+  fill_pattern(samples, 0x4157, 255);
+  download(host_samples.get(), samples, n);
+  static_for<std::size(kBlockSizes)>([&](auto block_index) {
+    constexpr int BLOCK = kBlockSizes[decltype(block_index)::value];
+    static_for<std::size(kItemsPerThread)>([&](auto items_index) {
+      constexpr int ITEMS = kItemsPerThread[decltype(items_index)::value];
+      bench_histogram<BLOCK, ITEMS, cub::BLOCK_HISTO_ATOMIC>(samples, host_samples, hist, host_hist);
+      bench_histogram<BLOCK, ITEMS, cub::BLOCK_HISTO_SORT>(samples, host_samples, hist, host_hist);
     });
   });
   return EXIT_SUCCESS;

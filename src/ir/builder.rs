@@ -31,6 +31,7 @@ mod collectives;
 mod control;
 mod data;
 mod grid;
+mod histogram;
 mod lanes;
 mod loops;
 mod memory;
@@ -38,19 +39,24 @@ mod neighbor;
 mod options;
 mod pipeline;
 mod print;
+mod run_length;
 mod sort;
 mod vars;
 mod warp_groups;
+mod warp_segmented;
 
 pub use atomic::Atomic;
 pub use cluster::{Cluster, RemoteShared};
 pub use collectives::{Reduce, Scan};
 pub use grid::Grid;
+pub use histogram::{Histogram, HistogramAlgorithm};
 pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 pub use print::{PrintArg, PrintArgs, PrintValue};
+pub use run_length::{Decoded, Runs};
 pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
+pub use warp_segmented::{BatchOutput, Segments};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].
 ///

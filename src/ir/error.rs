@@ -4,7 +4,7 @@ use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
 use super::format::PrintProblem;
-use super::ops::{AtomicOp, GroupKind, LaneOp, RadixSortProblem, Role};
+use super::ops::{AtomicOp, GroupKind, LaneOp, PrimitiveProblem, RadixSortProblem, Role};
 use std::fmt;
 
 /// What is wrong.
@@ -434,6 +434,9 @@ pub enum VerifyErrorKind {
     PrintFormat(PrintProblem),
     /// A radix sort whose controls do not fit its keys or its group.
     RadixSort(RadixSortProblem),
+    /// A warp or block primitive (a segmented or batched warp reduction, a histogram) whose
+    /// controls do not fit its inputs or its group.
+    Primitive(PrimitiveProblem),
     /// A handle made by another kernel builder.
     ForeignHandle {
         /// What kind of handle.
@@ -837,6 +840,7 @@ impl fmt::Display for VerifyError {
             OpListedTwice => write!(f, "the op is listed in more than one region"),
             PrintFormat(problem) => write!(f, "{problem}"),
             RadixSort(problem) => write!(f, "{problem}"),
+            Primitive(problem) => write!(f, "{problem}"),
             ForeignHandle { what } => write!(
                 f,
                 "this {what} was made by another kernel builder; use handles of the builder \

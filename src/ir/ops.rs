@@ -17,11 +17,13 @@ mod arrays;
 mod atomic;
 mod cluster;
 mod lanes;
+mod primitive;
 mod sort;
 pub use arrays::*;
 pub use atomic::*;
 pub use cluster::*;
 pub use lanes::*;
+pub use primitive::*;
 pub use sort::*;
 
 /// The largest `items_per_thread` a payload may have.
@@ -944,6 +946,13 @@ pub enum BuilderIssue {
     RadixSort {
         /// What is wrong.
         problem: RadixSortProblem,
+        /// Where.
+        loc: Loc,
+    },
+    /// A warp or block primitive whose controls do not fit its inputs or group.
+    Primitive {
+        /// What is wrong.
+        problem: PrimitiveProblem,
         /// Where.
         loc: Loc,
     },

@@ -389,3 +389,21 @@ macro_rules! every_dtype {
         $one::<f64>(&mut batch);
     }};
 }
+
+/// The [`PrimitiveProblem`](coopgraph::ir::PrimitiveProblem) the verifier reports for `k`
+/// (which must fail to build), checked to name the user's `line`.
+pub fn primitive_problem(
+    k: coopgraph::KernelBuilder,
+    line: u32,
+) -> coopgraph::ir::PrimitiveProblem {
+    let Err(coopgraph::Error::Verify(e)) = k.build() else {
+        panic!("built")
+    };
+    let found = e.errors.iter().find_map(|err| match err.kind {
+        coopgraph::ir::VerifyErrorKind::Primitive(p) => Some((p, err.loc.line)),
+        _ => None,
+    });
+    let (p, at) = found.unwrap_or_else(|| panic!("no primitive error in {e}"));
+    assert_eq!(at, line, "{p:?} at the wrong line");
+    p
+}

@@ -49,9 +49,9 @@ pub struct Reduce<T: Element> {
     algorithm: ReduceAlgorithm,
 }
 
-type Combine<T> = Box<dyn FnOnce(Expr<T>, Expr<T>) -> Expr<T>>;
+pub(super) type Combine<T> = Box<dyn FnOnce(Expr<T>, Expr<T>) -> Expr<T>>;
 
-enum ReduceKind<T: Element> {
+pub(super) enum ReduceKind<T: Element> {
     Fixed(ReduceOp),
     Custom(Combine<T>, bool),
 }
@@ -131,6 +131,32 @@ impl<T: Element> Reduce<T> {
     pub fn algorithm(mut self, a: ReduceAlgorithm) -> Self {
         self.algorithm = a;
         self
+    }
+}
+
+impl<T: Element> Reduce<T> {
+    /// The operator and the valid count, for primitives built from other ops.
+    pub(super) fn into_parts(self) -> (ReduceKind<T>, Option<Expr<u32>>) {
+        (self.op, self.valid)
+    }
+}
+
+/// A scan's controls taken apart, for primitives built from other ops.
+pub(super) struct ScanParts<T: Element> {
+    pub(super) op: ReduceKind<T>,
+    pub(super) inclusive: bool,
+    pub(super) initial: Option<Expr<T>>,
+    pub(super) valid: Option<Expr<u32>>,
+}
+
+impl<T: Element> Scan<T> {
+    pub(super) fn into_parts(self) -> ScanParts<T> {
+        ScanParts {
+            op: self.op,
+            inclusive: self.inclusive,
+            initial: self.initial,
+            valid: self.valid,
+        }
     }
 }
 

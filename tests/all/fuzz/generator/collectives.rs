@@ -103,7 +103,26 @@ impl Op {
     }
 }
 
+/// A reduction operator for primitives outside this file.
+pub(super) struct ReduceChoice(Op);
+
+impl ReduceChoice {
+    pub(super) fn reduce<T: Fz>(&self) -> Reduce<T> {
+        self.0.reduce()
+    }
+}
+
 impl Gen {
+    /// An operator for a reduction outside this file.
+    pub(super) fn pick_reduce_op(&mut self, float: bool) -> ReduceChoice {
+        ReduceChoice(self.pick_op(float))
+    }
+
+    /// A group-uniform value of `T`, for primitives outside this file.
+    pub(super) fn uniform_value_of<T: Fz>(&mut self, k: &mut KernelBuilder) -> Expr<T> {
+        self.uniform_value(k)
+    }
+
     fn pick_op(&mut self, float: bool) -> Op {
         match self
             .rng

@@ -209,8 +209,11 @@ impl Gen {
                 22 => self.op_write_run(k),
                 23 => self.op_local(k),
                 24 => self.op_print(k),
+                25 if self.rng.pct(30) => self.op_warp_segmented(k),
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
+                _ if self.rng.pct(40) => self.op_histogram(k),
+                _ if self.rng.pct(35) => self.op_run_length(k),
                 _ => self.op_radix_sort(k),
             };
             if done {

@@ -27,13 +27,16 @@ pub use cluster::launch_cluster;
 mod collectives;
 mod expr;
 mod flow;
+mod histogram;
 mod indexed;
 mod lanes;
 mod ops;
 mod print;
+mod run_length;
 mod sort;
 mod vars;
 mod warp_groups;
+mod warp_segmented;
 
 use super::types::{AnyData, AnyInput, AnyScalar, Fz, with_dtype};
 use crate::common::Rng;

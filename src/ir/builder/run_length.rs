@@ -1,0 +1,193 @@
+//! Block run-length decode (CUB's `BlockRunLengthDecode`): runs held by the block's threads
+//! (a value and a length each, blocked) decoded into windows of the expanded sequence.
+//!
+//! Recorded as the builder's own ops: [`KernelBuilder::run_lengths`] takes an exclusive block
+//! scan of the lengths (each run's offset in the decoded sequence, and the total), writes every
+//! run's offset and value into shared arrays, then records a block barrier (the decoding
+//! threads read runs other threads wrote); [`KernelBuilder::run_length_decode`] finds each
+//! decoded position's run by a binary search over the offsets, reading shared memory only, so
+//! any number of windows may be decoded after one setup. Every op carries the caller's line.
+
+use super::{KernelBuilder, Scan};
+use crate::ir::dtype::Element;
+use crate::ir::entities::Loc;
+use crate::ir::expr::{Expr, index};
+use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::ops::*;
+
+/// The block's runs, ready to decode ([`KernelBuilder::run_lengths`]).
+#[derive(Debug, Clone)]
+pub struct Runs<T: Element> {
+    values: SharedArray<T>,
+    offsets: SharedArray<u32>,
+    runs: u32,
+    total: ThreadData<u32>,
+}
+
+impl<T: Element> Runs<T> {
+    /// The decoded sequence's length (the sum of the run lengths), at every thread.
+    pub fn total(&self) -> Expr<u32> {
+        self.total.item(0)
+    }
+}
+
+/// A decoded window ([`KernelBuilder::run_length_decode`]).
+#[derive(Debug, Clone)]
+pub struct Decoded<T: Element> {
+    /// The decoded items, blocked: thread `t`'s item `i` is position `from + t * items + i`
+    /// of the decoded sequence (past its total: the last run's value).
+    pub items: ThreadData<T>,
+    /// Each item's offset within its run (CUB's relative offsets).
+    pub offsets: ThreadData<u32>,
+}
+
+impl KernelBuilder {
+    /// Takes the block's runs for decoding (CUB's `BlockRunLengthDecode` constructor): thread
+    /// `t`'s item `i` of `values` and `lengths` is run `t * runs + i` (blocked, `runs` items
+    /// per thread in each). Records a block scan of the lengths (so the block must be one a
+    /// block scan takes: a power of two up to 32 threads, or a multiple of 32) and a block
+    /// barrier. The lengths' sum must fit in `u32`. Block groups only; values and lengths of
+    /// other item counts are reported by the verifier ([`PrimitiveProblem`]).
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("decode").block(4).items_per_thread(2);
+    /// let (v, l) = (k.input::<i32>("values"), k.input::<u32>("lengths"));
+    /// let (y, o, n) = (k.output::<i32>("y"), k.output::<u32>("o"), k.output::<u32>("n"));
+    /// let b = k.this_block();
+    /// let values = k.load_from(b, &v, Load::direct());
+    /// let lengths = k.load_from(b, &l, Load::direct());
+    /// let runs = k.run_lengths(b, &values, &lengths);
+    /// // The window of 4 x 3 decoded items starting at decoded position 2.
+    /// let d = k.run_length_decode(&runs, 3, 2u32);
+    /// let store = Store::direct().offset(0u32);
+    /// k.store_to(b, &y, &d.items, store.clone());
+    /// k.store_to(b, &o, &d.offsets, store);
+    /// let total = k.fill(runs.total());
+    /// k.store_to(b, &n, &total, Store::direct().valid_items(1u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let vb = dev.upload(&[7i32, 8, 9, 10, 11, 12, 13, 14])?;
+    /// let lb = dev.upload(&[3u32, 0, 2, 1, 4, 0, 0, 2])?;
+    /// let (mut yb, mut ob) = (dev.alloc_zeroed::<i32>(12)?, dev.alloc_zeroed::<u32>(12)?);
+    /// let mut nb = dev.alloc_zeroed::<u32>(1)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&vb, &lb, &mut yb, &mut ob, &mut nb))?;
+    /// // 7 7 7 9 9 10 11 11 11 11 14 14, from position 2; past the total, the last run.
+    /// assert_eq!(yb.to_vec()?, [7, 9, 9, 10, 11, 11, 11, 11, 14, 14, 14, 14]);
+    /// assert_eq!(ob.to_vec()?[..10], [2, 0, 1, 0, 0, 1, 2, 3, 0, 1]);
+    /// assert_eq!(nb.to_vec()?, [12]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn run_lengths<T: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        values: &ThreadData<T>,
+        lengths: &ThreadData<u32>,
+    ) -> Runs<T> {
+        let loc = Loc::caller();
+        let group = group.into();
+        let what = "block run-length decode";
+        let runs = values.items;
+        let problem = if group.kind() != GroupKind::Block {
+            Some(PrimitiveProblem::Group {
+                what,
+                kind: group.kind(),
+            })
+        } else if lengths.items != runs {
+            Some(PrimitiveProblem::Items {
+                what,
+                input: "lengths",
+                items: lengths.items,
+                want: runs,
+            })
+        } else {
+            None
+        };
+        let first = self.ir.ops.len();
+        let threads = self.ir.block_threads().max(1);
+        let all = (threads * runs).max(1);
+        let value_array = self.shared_array::<T>(all);
+        let offset_array = self.shared_array::<u32>(all);
+        if let Some(p) = problem {
+            self.primitive_problem(p, loc);
+            let total = self.thread_data_n::<u32>(1);
+            self.set_item(&total, 0, 0u32);
+            return Runs {
+                values: value_array,
+                offsets: offset_array,
+                runs: all,
+                total,
+            };
+        }
+        let (starts, total) = self.scan_with_aggregate(group, lengths, Scan::exclusive_sum());
+        for i in 0..runs {
+            let r = index::thread_rank() * runs + i;
+            self.shared_write(&offset_array, r.clone(), starts.item(i));
+            self.shared_write(&value_array, r, values.item(i));
+        }
+        self.sync_block();
+        self.at_line(first, loc);
+        Runs {
+            values: value_array,
+            offsets: offset_array,
+            runs: all,
+            total,
+        }
+    }
+
+    /// Decodes the window of `items` decoded items per thread starting at decoded position
+    /// `from` (CUB's `RunLengthDecode(decoded_items, relative_offsets, from_decoded_offset)`):
+    /// thread `t`'s item `i` is the value of the run holding position `from + t * items + i`,
+    /// beside its offset within that run. Positions at or past [`Runs::total`] hold the last
+    /// run's value (and their distance from its start). Runs of length 0 hold no position.
+    /// Reads shared memory only: decode as many windows as needed after one
+    /// [`run_lengths`](Self::run_lengths) (see there for an example).
+    #[track_caller]
+    pub fn run_length_decode<T: Element>(
+        &mut self,
+        runs: &Runs<T>,
+        items: u32,
+        from: impl Into<Expr<u32>>,
+    ) -> Decoded<T> {
+        let loc = Loc::caller();
+        let from = from.into();
+        let out_items = items.clamp(1, MAX_ITEMS_PER_THREAD);
+        let decoded = self.thread_data_n::<T>(out_items);
+        let offsets = self.thread_data_n::<u32>(out_items);
+        if items != out_items {
+            let max = MAX_ITEMS_PER_THREAD;
+            self.primitive_problem(PrimitiveProblem::DecodedItems { items, max }, loc);
+            return Decoded {
+                items: decoded,
+                offsets,
+            };
+        }
+        let first = self.ir.ops.len();
+        let n = runs.runs;
+        let top = 1u32 << (31 - n.leading_zeros());
+        for i in 0..items {
+            let p = self.var(from.clone() + index::thread_rank() * items + i);
+            // The last run starting at or before p (run 0 starts at 0), by binary lifting.
+            let r = self.var(0u32);
+            let mut step = top;
+            while step > 0 {
+                let cand = r.get() + step;
+                let start = runs.offsets.read(cand.clone().min(n - 1));
+                let take = cand.clone().lt(n) & start.le(p.get());
+                self.set(&r, take.select(cand, r.get()));
+                step /= 2;
+            }
+            self.set_item(&decoded, i, runs.values.read(r.get()));
+            self.set_item(&offsets, i, p.get() - runs.offsets.read(r.get()));
+        }
+        self.at_line(first, loc);
+        Decoded {
+            items: decoded,
+            offsets,
+        }
+    }
+}
