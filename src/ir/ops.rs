@@ -16,12 +16,14 @@ use smallvec::SmallVec;
 mod arrays;
 mod atomic;
 mod cluster;
+mod exchange;
 mod lanes;
 mod primitive;
 mod sort;
 pub use arrays::*;
 pub use atomic::*;
 pub use cluster::*;
+pub use exchange::*;
 pub use lanes::*;
 pub use primitive::*;
 pub use sort::*;
@@ -452,22 +454,6 @@ pub struct NeighborSpec {
     /// Adjacent differences over a partial tile: positions from this count on (and, looking
     /// right, the last valid one) keep their input.
     pub valid: Option<ExprId>,
-}
-
-/// How an exchange moves items between the threads of its group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ExchangeVia {
-    /// Through planned shared memory, all threads at once (CUB's `BlockExchange`).
-    #[default]
-    Shared,
-    /// Through shared memory, the warps taking turns on one warp-sized region (CUB's warp time
-    /// slicing): less shared memory, a block barrier per turn. It applies to exchanges
-    /// between blocked and warp-striped order over a block of whole warps; others go as
-    /// [`Shared`](Self::Shared) does.
-    TimeSliced,
-    /// Through `shfl.sync`, within groups of at most 32 threads (CUB's `WarpExchange` shuffle
-    /// variant): no shared memory and no barrier, `K * K` shuffles for `K` items per thread.
-    Shuffles,
 }
 
 /// How a temp storage may be used.

@@ -6,7 +6,7 @@
 
 use super::common::{Batch, Rng, assert_same, device, race_checker};
 use coopgraph::ir::{
-    AtomicElement, DType, Element, Histogram, HistogramAlgorithm, PrimitiveProblem, index,
+    AtomicElement, DType, Element, Expr, Histogram, HistogramAlgorithm, PrimitiveProblem, index,
 };
 use coopgraph::runtime::{Device, DeviceElement, RuntimeError};
 use coopgraph::{Kernel, KernelBuilder, Load};
@@ -21,7 +21,7 @@ struct Case {
     valid: Option<u32>,
 }
 
-/// The histogram of one tile per block, its counters copied to `y[block * bins + j]`.
+/// The histogram of one tile per block, its counters copied to `y[block * bins + j]`, twice.
 fn kernel<S: Element, C: AtomicElement>(case: Case) -> Kernel {
     let name = format!(
         "hist_{}_{}_{}_{:?}_{:?}_{:?}_{}",
@@ -47,10 +47,15 @@ fn kernel<S: Element, C: AtomicElement>(case: Case) -> Kernel {
     if let Some(n) = case.valid {
         controls = controls.valid_items(n);
     }
-    k.histogram(b, &t, case.bins, &counters, controls);
-    let base = index::block_index() * case.bins;
-    k.for_range_step(index::thread_rank(), case.bins, case.block, |k, j| {
-        k.write(&y, base.clone() + j.clone(), counters.read(j))
+    // Twice round a loop: the second histogram's zeroing follows the first one's read-back.
+    k.for_range(0u32, 2u32, |k, _| {
+        k.histogram(b, &t, case.bins, &counters, controls.clone());
+        let base = index::block_index() * case.bins;
+        // Bins read back in reverse, by other threads than the ones that zero them.
+        k.for_range_step(index::thread_rank(), case.bins, case.block, |k, j| {
+            let bin = Expr::lit(case.bins - 1) - j;
+            k.write(&y, base.clone() + bin.clone(), counters.read(bin))
+        });
     });
     k.build().expect("builds")
 }

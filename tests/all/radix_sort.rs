@@ -24,7 +24,18 @@ struct Case {
     /// The tile's valid count, when partial.
     valid: Option<u32>,
     pairs: bool,
+    /// How the keys arrive: blocked, striped over the block, or striped within groups of two
+    /// threads (the values always arrive blocked; they pair with their keys by position).
+    keys_in: KeysIn,
     seed: u64,
+}
+
+/// The arrangement the keys are loaded in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KeysIn {
+    Blocked,
+    Striped,
+    PairStriped,
 }
 
 impl Case {
@@ -70,7 +81,22 @@ fn sort_kernel<K: Element, V: Element>(case: &Case) -> Kernel {
         ),
         None => (Load::direct(), store, case.controls(None)),
     };
-    let keys = k.load_from(b, &x, load.clone());
+    let keys = match case.keys_in {
+        KeysIn::Blocked => k.load_from(b, &x, load.clone()),
+        KeysIn::Striped => {
+            let striped = Load::striped();
+            let striped = match case.valid {
+                Some(_) => striped.valid_items(n),
+                None => striped,
+            };
+            k.load_from(b, &x, striped)
+        }
+        // Each pair of threads loads its own part of the tile (a full tile only).
+        KeysIn::PairStriped => {
+            let pair = k.this_warp().group_by(2);
+            k.load_from(pair, &x, Load::striped())
+        }
+    };
     if case.pairs {
         let vals = k.load_from(b, &v, Load::direct());
         let (sk, sv) = k.radix_sort_pairs(b, &keys, &vals, controls);
@@ -243,6 +269,7 @@ proptest! {
         striped in any::<bool>(),
         partial in prop::option::of(0u32..4096),
         pairs in any::<bool>(),
+        keys_in in 0usize..3,
         seed in any::<u64>(),
     ) {
         let bits = bits_of(pick);
@@ -262,8 +289,14 @@ proptest! {
             radix_bits,
             order: if descending { SortOrder::Descending } else { SortOrder::Ascending },
             output: if striped { SortOutput::Striped } else { SortOutput::Blocked },
-            valid: partial.map(|n| n % (tile + 1)),
+            valid: partial.map(|n| n % (tile + 1)).filter(|_| keys_in != 2),
             pairs,
+            // Groups within a warp need a block of whole warps.
+            keys_in: match keys_in {
+                0 => KeysIn::Blocked,
+                2 if block % 32 == 0 => KeysIn::PairStriped,
+                _ => KeysIn::Striped,
+            },
             seed,
         };
         run_any(&case, pick);
@@ -281,6 +314,7 @@ fn full(block: u32, items: u32, bits: u32) -> Case {
         output: SortOutput::Blocked,
         valid: None,
         pairs: true,
+        keys_in: KeysIn::Blocked,
         seed: 7,
     }
 }
@@ -295,6 +329,22 @@ fn every_dtype_in_both_orders() {
                 valid: Some(150),
                 output: SortOutput::Striped,
                 ..full(96, 5, bits_of(pick))
+            };
+            run_any(&case, pick);
+        }
+    }
+}
+
+/// Keys that do not arrive blocked (striped over the block, or within pairs of threads) are
+/// exchanged into blocked order before the passes: every pass ranks blocked positions. Keys with few distinct values show a pass that is not
+/// stable.
+#[test]
+fn keys_of_any_arrangement_sort() {
+    for keys_in in [KeysIn::Striped, KeysIn::PairStriped] {
+        for pick in [0, 4, 9] {
+            let case = Case {
+                keys_in,
+                ..full(96, 4, bits_of(pick))
             };
             run_any(&case, pick);
         }

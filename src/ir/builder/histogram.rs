@@ -2,8 +2,10 @@
 //! shared array, by shared-memory atomics or by sorting the samples and measuring the runs.
 //!
 //! Both are recorded as the builder's own ops:
-//! - *atomic*: the threads zero the counters (bin `j` by thread `j % T`), a block barrier, one
-//!   shared atomic add per counted sample, a block barrier;
+//! - *atomic*: a block barrier (so that earlier accesses of the counters, such as reads of the
+//!   last histogram round a loop, finish first), the threads zero the counters (bin `j` by
+//!   thread `j % T`), a block barrier, one shared atomic add per counted sample, a block
+//!   barrier;
 //! - *sort*: a block radix sort of the samples (blocked), head and tail flags of the sorted
 //!   tile, the counters zeroed, a barrier, each run's head writes `-start` into its bin, a
 //!   barrier, each run's tail adds its end (`start` and `end` clamped to the valid count, so
@@ -166,6 +168,10 @@ impl KernelBuilder {
         let zero = || Expr::lit(C::cast_from_i64(0));
         match controls.algorithm {
             HistogramAlgorithm::Atomic => {
+                // Whatever the kernel did with the counters before (read last time round a
+                // loop, say) finishes before they are zeroed. The sort's passes hold barriers
+                // of their own before its zeroing.
+                self.sync_block();
                 self.zero_bins(counters, bins, threads);
                 self.sync_block();
                 for i in 0..items {

@@ -4,9 +4,11 @@
 //! Recorded as the builder's own ops: [`KernelBuilder::run_lengths`] takes an exclusive block
 //! scan of the lengths (each run's offset in the decoded sequence, and the total), writes every
 //! run's offset and value into shared arrays, then records a block barrier (the decoding
-//! threads read runs other threads wrote); [`KernelBuilder::run_length_decode`] finds each
-//! decoded position's run by a binary search over the offsets, reading shared memory only, so
-//! any number of windows may be decoded after one setup. Every op carries the caller's line.
+//! threads read runs other threads wrote); inside a region (a loop's body, say) it records one
+//! before the writes too, as the last round's decodes may still be reading;
+//! [`KernelBuilder::run_length_decode`] finds each decoded position's run by a binary search
+//! over the offsets, reading shared memory only, so any number of windows may be decoded after
+//! one setup. Every op carries the caller's line.
 
 use super::{KernelBuilder, Scan};
 use crate::ir::dtype::Element;
@@ -124,6 +126,12 @@ impl KernelBuilder {
             };
         }
         let (starts, total) = self.scan_with_aggregate(group, lengths, Scan::exclusive_sum());
+        if self.cursor.len() > 1 {
+            // Inside a loop (or any region) the arrays may still be read by the decodes of
+            // the last time round: they finish before the runs are overwritten. (The scan's
+            // own barriers, where it has any, are the planner's to place or drop.)
+            self.sync_block();
+        }
         for i in 0..runs {
             let r = index::thread_rank() * runs + i;
             self.shared_write(&offset_array, r.clone(), starts.item(i));

@@ -382,6 +382,12 @@ impl KernelBuilder {
         loc: Loc,
     ) -> (ThreadData<K>, Option<ThreadData<V>>) {
         let first_op = self.ir.ops.len();
+        // The passes rank blocked positions and carry blocked payloads from pass to pass:
+        // keys (and values) of another arrangement are exchanged into blocked order first (the
+        // exchange costs nothing for blocked ones).
+        let keys = &self.exchange(group, keys, Arrangement::Blocked, ExchangeVia::Shared);
+        let values =
+            values.map(|v| self.exchange(group, v, Arrangement::Blocked, ExchangeVia::Shared));
         let order = controls.order;
         let key_bits = K::DTYPE.bytes() * 8;
         let threads = self.ir.block_threads().max(1);
@@ -401,7 +407,7 @@ impl KernelBuilder {
             None => self.map(keys, |v| to_sort_bits::<K, B>(v, order)),
         };
         // The loop carries its own copy of the values.
-        let values = values.map(|v| self.map(v, |x| x));
+        let values = values.map(|v| self.map(&v, |x| x));
         let counters: SharedArray<u32> =
             self.shared_array(padded_len((1u32 << (controls.radix_bits - 1)) * threads));
         let pass = Pass {

@@ -25,7 +25,7 @@
 //! compares approximate functions within 1e-3 (relative, or absolute below 1).
 
 mod generator;
-mod interp;
+pub(crate) mod interp;
 mod invalid;
 mod program;
 mod run;

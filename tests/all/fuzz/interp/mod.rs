@@ -651,7 +651,10 @@ impl<'a> Block<'a> {
                 }
                 for (t, i, mut v) in writes {
                     v.flags |= self.taint[t];
-                    self.shared_access(array.index(), t, i, Some(v), false);
+                    // Under a branch on an unspecified condition, or at an unspecified index,
+                    // the write may not happen where it seems to: a race it meets is uncertain.
+                    let maybe = self.taint[t] & UNSPEC != 0 || !i.known();
+                    self.shared_access(array.index(), t, i, Some(v), maybe);
                 }
             }
             OpKind::LocalWrite {
