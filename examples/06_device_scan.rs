@@ -271,12 +271,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    single_pass::<u64>(
-        &device,
-        n.min(1 << 26),
-        reps,
-        coopgraph::algorithms::default_tuning(coopgraph::ir::DType::U64),
-    )?;
+    let wide = coopgraph::algorithms::default_tuning(coopgraph::ir::DType::U64);
+    if let Some(g) = single_pass::<u64>(&device, n, reps, wide)? {
+        let (c, ratio) = bench::versus(g, cub.get(&key("u64")));
+        println!(
+            "single pass u64 {}x{}: {g:.0} GB/s; cub::DeviceScan::InclusiveSum u64: {c} GB/s; ratio {ratio}",
+            wide.threads, wide.items
+        );
+    }
 
     if std::env::var("COOPGRAPH_SCAN_SWEEP").is_ok_and(|v| v == "1") {
         for (threads, items) in [
@@ -288,8 +290,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             (256, 12),
             (256, 16),
             (256, 20),
+            (256, 24),
+            (256, 28),
+            (256, 32),
+            (384, 16),
+            (384, 20),
             (512, 8),
             (512, 12),
+            (512, 16),
+            (512, 20),
         ] {
             let tuning = Tuning { threads, items };
             if let Some(g) = single_pass::<u32>(&device, n, reps, tuning)? {
