@@ -8,11 +8,12 @@
 //!   is read twice.
 //!
 //! On a GPU it runs 2^28 elements (`COOPGRAPH_BENCH_N` overrides; the simulator runs 2^14)
-//! and prints GB/s (2 · n · 4 bytes per scan) of both forms for `u32`, and of the single pass
-//! for `i32`, `u32` and `f32`, beside `cub::DeviceScan::InclusiveSum` when `COOPGRAPH_CUB_CSV`
-//! names the CSV of `benches/cub/device.cu` from the same run, and beside the device-to-device
-//! copy. `COOPGRAPH_SCAN_SWEEP=1` also times (and checks) the single pass at several tunings
-//! (threads × items). The process exits non-zero when any result is wrong.
+//! and prints GB/s (2 · n · element bytes per scan) of both forms for `u32`, and of the
+//! single pass for `i32`, `u32`, `f32` and `u64`, beside `cub::DeviceScan::InclusiveSum` when
+//! `COOPGRAPH_CUB_CSV` names the CSV of `benches/cub/device.cu` from the same run, and beside
+//! the device-to-device copy. `COOPGRAPH_SCAN_SWEEP=1` also times (and checks) the single
+//! pass of `u32` at several tunings (threads × items), `COOPGRAPH_SCAN_SWEEP=64` that of
+//! `u64`. The process exits non-zero when any result is wrong.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -280,7 +281,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    if std::env::var("COOPGRAPH_SCAN_SWEEP").is_ok_and(|v| v == "1") {
+    let sweep = std::env::var("COOPGRAPH_SCAN_SWEEP").unwrap_or_default();
+    if sweep == "64" {
+        for (threads, items) in [(128, 8), (256, 4), (256, 12), (256, 16), (512, 4), (512, 8)] {
+            let tuning = Tuning { threads, items };
+            if let Some(g) = single_pass::<u64>(&device, n, reps, tuning)? {
+                println!("sweep: single pass u64 {threads}x{items}: {g:.0} GB/s");
+            }
+        }
+    }
+    if sweep == "1" {
         for (threads, items) in [
             (128, 8),
             (128, 12),

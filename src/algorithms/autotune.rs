@@ -12,8 +12,7 @@ use crate::ir::DType;
 use crate::runtime::{Buffer, Device, Function, TuneSource, Tuner, Workload};
 
 /// The candidates [`DeviceScan::tune`] tries for elements of `dtype` when given none:
-/// 128, 256 and 512 threads with 8 to 24 items of 32-bit elements, or 4 to 12 of 64-bit ones
-/// (the same 16 to 96 bytes per thread as the block-scan measurements' fast shapes).
+/// 128, 256 and 512 threads with 8 to 32 items of 32-bit elements, or 4 to 16 of 64-bit ones.
 ///
 /// ```
 /// use coopgraph::algorithms::{Tuning, default_tuning, tuning_space};
@@ -25,9 +24,9 @@ use crate::runtime::{Buffer, Device, Function, TuneSource, Tuner, Workload};
 /// ```
 pub fn tuning_space(dtype: DType) -> Vec<Tuning> {
     let items: &[u32] = if dtype.bytes() >= 8 {
-        &[4, 6, 8, 12]
+        &[4, 8, 12, 16]
     } else {
-        &[8, 12, 16, 20, 24]
+        &[8, 12, 16, 24, 32]
     };
     [128, 256, 512]
         .into_iter()

@@ -188,7 +188,7 @@ fn fold<T: Element>(
 ///
 /// let r = DeviceReduce::new(Op::<u64>::max());
 /// assert_eq!(r.kernels()?.len(), 2);
-/// assert_eq!(r.prepare(&Device::sim())?.tile_items(), 2048);
+/// assert_eq!(r.prepare(&Device::sim())?.tile_items(), 4096);
 /// # Ok::<(), coopgraph::Error>(())
 /// ```
 #[derive(Debug, Clone)]

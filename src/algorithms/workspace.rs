@@ -84,11 +84,11 @@ impl Workspace {
     /// let device = Device::sim();
     /// let mut ws = Workspace::new(&device)?;
     /// assert_eq!(ws.bytes(), 16);
-    /// let x = device.upload(&vec![1u64; 5000])?;
-    /// let mut y = device.alloc_zeroed::<u64>(5000)?;
+    /// let x = device.upload(&vec![1u64; 9000])?;
+    /// let mut y = device.alloc_zeroed::<u64>(9000)?;
     /// let scan = coopgraph::algorithms::DeviceScan::inclusive(coopgraph::algorithms::Op::sum());
     /// scan.prepare(&device)?.run(&x, &mut y, &mut ws)?;
-    /// // Three tiles of 2048: four status words, six value words (rounded up to powers of two).
+    /// // Three tiles of 4096: four status words, six value words (rounded up to powers of two).
     /// assert_eq!(ws.bytes(), 8 * (4 + 8));
     /// # Ok::<(), coopgraph::Error>(())
     /// ```

@@ -129,6 +129,9 @@ fn the_default_space_holds_the_default_tunings() {
     for dtype in [DType::U32, DType::F32, DType::U64, DType::F64] {
         let space = tuning_space(dtype);
         assert!(space.contains(&coopgraph::algorithms::default_tuning(dtype)));
-        assert!(space.iter().all(|t| t.tile_items() <= 512 * 24));
+        // Every candidate's tile holds at most 64 KiB of elements, in whole warps.
+        let bytes = dtype.bytes();
+        assert!(space.iter().all(|t| t.tile_items() * bytes <= 64 * 1024));
+        assert!(space.iter().all(|t| t.threads % 32 == 0));
     }
 }
