@@ -270,6 +270,31 @@ pub fn run_xy(
     y.to_vec()
 }
 
+/// Asserts that leaving out each block barrier the builder recorded in `kernel` (each
+/// `sync_block`, the user's or an op's own) makes `run` report a race, and returns how many
+/// there are.
+pub fn assert_sync_blocks_necessary<R: std::fmt::Debug>(
+    kernel: &coopgraph::Kernel,
+    run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
+) -> usize {
+    let mut i = 0;
+    while let Some(without) = kernel.without_sync_block(i) {
+        let result = run(&without);
+        assert!(
+            matches!(
+                result,
+                Err(coopgraph::runtime::RuntimeError::Sim(
+                    coopgraph::sim::SimError::Race(_)
+                ))
+            ),
+            "{}: without sync_block {i} the race checker says {result:?}",
+            kernel.name()
+        );
+        i += 1;
+    }
+    i
+}
+
 /// Asserts that leaving out each barrier the planner placed in `kernel` makes `run` report a
 /// race: every barrier is needed.
 pub fn assert_barriers_necessary<R: std::fmt::Debug>(

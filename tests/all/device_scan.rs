@@ -464,17 +464,7 @@ fn every_barrier_is_needed() {
     assert_eq!(run(&kernel).expect("runs"), want);
     crate::common::assert_barriers_necessary(&kernel, run);
     assert_eq!(kernel.sync_blocks(), 1, "the prefix's hand-off");
-    let without = kernel.without_sync_block(0).expect("barrier exists");
-    let result = run(&without);
-    assert!(
-        matches!(
-            result,
-            Err(coopgraph::runtime::RuntimeError::Sim(
-                coopgraph::sim::SimError::Race(_)
-            ))
-        ),
-        "without the hand-off's barrier: {result:?}"
-    );
+    assert_eq!(crate::common::assert_sync_blocks_necessary(&kernel, run), 1);
 }
 
 proptest::proptest! {

@@ -202,18 +202,9 @@ fn every_barrier_is_necessary() {
         super::common::assert_barriers_necessary(&kernel, |k| {
             run::<u8, u32>(&checked, k, 1, case, &xs)
         });
-        let mut i = 0;
-        while let Some(without) = kernel.without_sync_block(i) {
-            let result = run::<u8, u32>(&checked, &without, 1, case, &xs);
-            assert!(
-                matches!(
-                    result,
-                    Err(RuntimeError::Sim(coopgraph::sim::SimError::Race(_)))
-                ),
-                "{algorithm:?}: without sync_block {i} the race checker says {result:?}"
-            );
-            i += 1;
-        }
+        let i = super::common::assert_sync_blocks_necessary(&kernel, |k| {
+            run::<u8, u32>(&checked, k, 1, case, &xs)
+        });
         assert!(i >= 2, "{algorithm:?}: {i} block barriers");
     }
 }

@@ -176,16 +176,9 @@ fn every_barrier_is_necessary() {
     let kernel = kernel::<u32>(case);
     run(&checked, &kernel, case, &vs, &ls).expect("race-free");
     super::common::assert_barriers_necessary(&kernel, |k| run(&checked, k, case, &vs, &ls));
-    let without = kernel.without_sync_block(0).expect("the setup's barrier");
-    let result = run(&checked, &without, case, &vs, &ls);
-    assert!(
-        matches!(
-            result,
-            Err(RuntimeError::Sim(coopgraph::sim::SimError::Race(_)))
-        ),
-        "without the setup's barrier the race checker says {result:?}"
-    );
-    assert!(kernel.without_sync_block(1).is_none(), "one block barrier");
+    let syncs =
+        super::common::assert_sync_blocks_necessary(&kernel, |k| run(&checked, k, case, &vs, &ls));
+    assert_eq!(syncs, 1, "one block barrier: the setup's");
 }
 
 /// Runs set up again round a loop, in a block of one warp (whose scan holds no block
