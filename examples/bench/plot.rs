@@ -4,7 +4,7 @@
 use super::Row;
 
 use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
-use plotters::coord::types::RangedCoordusize;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::prelude::*;
 use std::error::Error;
 use std::path::Path;
@@ -56,6 +56,35 @@ fn height(rows: usize) -> u32 {
     120 + ROW_PX * rows as u32
 }
 
+/// A bar chart's axes on `root`: configurations down the side (labelled `labels`), values
+/// from 0 to `x_max` along the bottom (described by `x_desc`).
+fn bar_axes<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x_max: f64,
+    labels: &[String],
+    x_desc: &str,
+) -> std::result::Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordusize>>>,
+    Box<dyn Error>,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(300)
+        .build_cartesian_2d(0.0..x_max, configurations(labels.len()))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .label_style(("sans-serif", 13))
+        .y_labels(labels.len())
+        .y_label_formatter(&|v| segment_label(labels, v))
+        .x_desc(x_desc)
+        .draw()?;
+    Ok(chart)
+}
+
 /// Horizontal bars: our GB/s per configuration, CUB's beside it where known.
 pub fn bandwidth(path: &Path, title: &str, rows: &[&Row]) -> Result {
     let labels: Vec<String> = rows.iter().map(|r| r.label()).collect();
@@ -65,20 +94,7 @@ pub fn bandwidth(path: &Path, title: &str, rows: &[&Row]) -> Result {
         .fold(1.0, f64::max);
     let root = SVGBackend::new(path, (900, height(rows.len()))).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(300)
-        .build_cartesian_2d(0.0..top * 1.08, configurations(rows.len()))?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .label_style(("sans-serif", 13))
-        .y_labels(rows.len())
-        .y_label_formatter(&|v| segment_label(&labels, v))
-        .x_desc("GB/s")
-        .draw()?;
+    let mut chart = bar_axes(&root, title, top * 1.08, &labels, "GB/s")?;
     let half = ROW_PX / 2;
     chart
         .draw_series(
@@ -114,20 +130,13 @@ pub fn ratio(path: &Path, title: &str, rows: &[&Row]) -> Result {
     let top = rows.iter().map(|&(_, q)| q).fold(1.2, f64::max);
     let root = SVGBackend::new(path, (900, height(rows.len()))).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(300)
-        .build_cartesian_2d(0.0..top * 1.05, configurations(rows.len()))?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .label_style(("sans-serif", 13))
-        .y_labels(rows.len())
-        .y_label_formatter(&|v| segment_label(&labels, v))
-        .x_desc("coopgraph GB/s / CUB GB/s")
-        .draw()?;
+    let mut chart = bar_axes(
+        &root,
+        title,
+        top * 1.05,
+        &labels,
+        "coopgraph GB/s / CUB GB/s",
+    )?;
     chart.draw_series(
         rows.iter()
             .enumerate()
