@@ -56,6 +56,9 @@ fn height(rows: usize) -> u32 {
     120 + ROW_PX * rows as u32
 }
 
+/// The coordinates of a horizontal bar chart: values along x, one segment per row along y.
+type BarCoord = Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordusize>>;
+
 /// A bar chart's axes on `root`: configurations down the side (labelled `labels`), values
 /// from 0 to `x_max` along the bottom (described by `x_desc`).
 fn bar_axes<'a, 'b>(
@@ -64,10 +67,7 @@ fn bar_axes<'a, 'b>(
     x_max: f64,
     labels: &[String],
     x_desc: &str,
-) -> std::result::Result<
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordusize>>>,
-    Box<dyn Error>,
-> {
+) -> std::result::Result<ChartContext<'a, SVGBackend<'b>, BarCoord>, Box<dyn Error>> {
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 18))
         .margin(12)
