@@ -35,6 +35,7 @@
 
 mod autotune;
 mod element;
+mod lookback;
 mod op;
 mod reduce;
 mod scan;
