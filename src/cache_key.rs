@@ -885,6 +885,7 @@ impl Canonical for AtomicSpec {
             AtomicOp::Cas => 10,
             AtomicOp::Inc => 11,
             AtomicOp::Dec => 12,
+            AtomicOp::Load => 13,
         });
         index.write(w);
         value.write(w);

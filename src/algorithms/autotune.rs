@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::reduce::{DeviceReduce, PreparedReduce};
 use super::scan::{DeviceScan, PreparedScan};
 use super::{AlgorithmError, ScanElement, Tuning, Workspace};
 use crate::Error;
@@ -150,15 +151,118 @@ impl<T: ScanElement> Workload<Tuning> for ScanWork<'_, T> {
     }
 
     fn matches(&self, reference: &Vec<T>, output: &Vec<T>) -> bool {
-        if !matches!(T::DTYPE, DType::F32 | DType::F64) {
-            return reference == output;
+        agrees(reference, output)
+    }
+}
+
+/// Whether a candidate's output agrees with the first candidate's: integers exactly, floats
+/// within 10^-4 of the largest magnitude (the reassociation a tuning does).
+fn agrees<T: ScanElement>(reference: &[T], output: &[T]) -> bool {
+    if !matches!(T::DTYPE, DType::F32 | DType::F64) {
+        return reference == output;
+    }
+    let f = |v: &T| -> f64 { num_traits::NumCast::from(*v).unwrap_or(f64::NAN) };
+    let scale = reference.iter().map(|v| f(v).abs()).fold(0.0, f64::max);
+    reference.len() == output.len()
+        && reference.iter().zip(output).all(|(a, b)| {
+            let (a, b) = (f(a), f(b));
+            a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-4 * scale
+        })
+}
+
+impl<T: ScanElement> DeviceReduce<T> {
+    /// A tuner for this reduction on `device`: its kernel family names the operator, the map
+    /// and the element type, and it keeps its records in the device's disk cache (see
+    /// [`DeviceScan::tuner`]).
+    pub fn tuner(&self, device: &Device) -> Result<Tuner, Error> {
+        let key = self.tiles_kernel(NAMING)?.key().digest();
+        Ok(Tuner::new(device, format!("algorithms.reduce.{key:032x}")))
+    }
+
+    /// Picks the fastest of `space` ([`tuning_space`] when empty) for reducing `x` with
+    /// `tuner` (from [`tuner`](Self::tuner)), and prepares the reduction with it; as
+    /// [`DeviceScan::tune`] otherwise (float results may differ between tunings by the
+    /// reassociation: by at most 10^-4 of the result's magnitude).
+    ///
+    /// ```
+    /// use coopgraph::algorithms::{DeviceReduce, Op, Tuning, Workspace};
+    /// use coopgraph::runtime::{Bench, Device, DiskCache, TuneSource};
+    ///
+    /// let device = Device::sim();
+    /// let x = device.upload(&(0..5000u64).collect::<Vec<_>>())?;
+    /// let dir = std::env::temp_dir().join(format!("coopgraph-reduce-tune-{}", std::process::id()));
+    /// let r = DeviceReduce::new(Op::<u64>::sum());
+    /// let space = [Tuning { threads: 64, items: 4 }, Tuning { threads: 128, items: 8 }];
+    /// let tuner = r.tuner(&device)?.with_cache(DiskCache::new(&dir)).with_bench(Bench::ms(0, 1));
+    /// let tuned = r.tune(&tuner, &x, &space)?;
+    /// assert_eq!(tuned.source, TuneSource::Measured);
+    /// assert_eq!(tuned.prepared.run(&x, &mut Workspace::new(&device)?)?, Some(4999 * 5000 / 2));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn tune(
+        &self,
+        tuner: &Tuner,
+        x: &Buffer<T>,
+        space: &[Tuning],
+    ) -> Result<Tuned<PreparedReduce<T>>, Error> {
+        let space = if space.is_empty() {
+            tuning_space(T::DTYPE)
+        } else {
+            space.to_vec()
+        };
+        let device = tuner.device().clone();
+        if !x.is_on(&device) {
+            return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
         }
-        let f = |v: &T| -> f64 { num_traits::NumCast::from(*v).unwrap_or(f64::NAN) };
-        let scale = reference.iter().map(|v| f(v).abs()).fold(0.0, f64::max);
-        reference.len() == output.len()
-            && reference.iter().zip(output).all(|(a, b)| {
-                let (a, b) = (f(a), f(b));
-                a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-4 * scale
-            })
+        for t in &space {
+            super::scan::check_tuning(*t)?;
+        }
+        let [_, fold] = self.kernels()?;
+        let mut work = ReduceWork {
+            reduce: self,
+            fold: device.compile(&fold)?,
+            x,
+            out: device.alloc_zeroed::<T>(1)?,
+            ws: Workspace::new(&device)?,
+        };
+        let build = |t: &Tuning| self.tiles_kernel(*t);
+        let tuned = tuner.tune(x.len() as u64, &space, build, &mut work)?;
+        Ok(Tuned {
+            prepared: self.prepared_with(tuned.function, work.fold, tuned.config),
+            source: tuned.source,
+            median: tuned.median,
+        })
+    }
+}
+
+/// The tuning problem of a reduction: one input, its loaded fold, a result, a workspace.
+struct ReduceWork<'a, T: ScanElement> {
+    reduce: &'a DeviceReduce<T>,
+    fold: Function,
+    x: &'a Buffer<T>,
+    out: Buffer<T>,
+    ws: Workspace,
+}
+
+impl<T: ScanElement> Workload<Tuning> for ReduceWork<'_, T> {
+    type Output = Vec<T>;
+    type Error = Error;
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Ok(self.out.write(&[T::max_value()])?)
+    }
+
+    fn launch(&mut self, function: &Function, tuning: &Tuning) -> Result<(), Error> {
+        let r = (self.reduce).prepared_with(function.clone(), self.fold.clone(), *tuning);
+        r.run_into(self.x, &mut self.out, &mut self.ws).map(|_| ())
+    }
+
+    fn output(&mut self) -> Result<Vec<T>, Error> {
+        Ok(self.out.to_vec()?)
+    }
+
+    fn matches(&self, reference: &Vec<T>, output: &Vec<T>) -> bool {
+        agrees(reference, output)
     }
 }

@@ -10,9 +10,9 @@
 //! (relaxed: the value travels in the same word). For 64-bit elements the status is a word of
 //! its own and the values sit in two slots per tile (aggregate, inclusive), each written
 //! before its status is exchanged with release and read after the status is read with
-//! acquire. Status words are read with atomics (an `add` of 0, relaxed or acquire): the
-//! builder has no ordered plain load of a buffer element (`ld.relaxed` / `ld.acquire`), which
-//! would spare the look-back's reads the trip through the L2's atomic units.
+//! acquire. Status words are read with atomic loads (`ld.relaxed`, or `ld.acquire` where the
+//! value sits apart), which spare the look-back's reads the trip through the L2's atomic
+//! units an `add` of 0 would take.
 
 use super::{Op, ScanElement};
 use crate::KernelBuilder;
@@ -141,7 +141,7 @@ impl<T: ScanElement> LookBack<'_, T> {
                     let w = k.atomic(
                         self.status,
                         pred.clone() + 1u32,
-                        Atomic::add(0u64).order(order),
+                        Atomic::load().order(order),
                     );
                     k.set(&word, w);
                 });

@@ -1,7 +1,11 @@
-//! The device-wide reduction: each tile's partial in element order, then one block folds the
-//! partials in tile order. Two small launches, deterministic for any operator: the same
-//! length and tuning give the same tree of operations, so floats come out bit for bit the
-//! same on every run.
+//! The device-wide reduction: each block folds a contiguous run of tiles, each tile in element
+//! order and the tiles in order, into one partial; then one block folds the partials in
+//! block order. Two launches, deterministic for any operator: the same length, tuning and
+//! device (its SM count sets the grid) give the same tree of operations, so floats come out
+//! bit for bit the same on every run.
+//!
+//! A grid of a few blocks per SM keeps the partials few (hundreds), so the second launch is
+//! one tile of one block.
 
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
@@ -16,6 +20,9 @@ const FOLD: Tuning = Tuning {
     threads: 256,
     items: 4,
 };
+
+/// Blocks per SM of the kernel that reads the input.
+const BLOCKS_PER_SM: usize = 4;
 
 /// A device-wide reduction to prepare: its operator, an optional element-wise map fused on
 /// the way in (`op` reduces `map_in(x)`), and its tuning ([`default_tuning`](super::default_tuning) unless set).
@@ -84,45 +91,70 @@ impl<T: ScanElement> DeviceReduce<T> {
     /// Builds both kernels and loads them on `device` (from its cache when loaded before).
     pub fn prepare(&self, device: &Device) -> Result<PreparedReduce<T>, Error> {
         let [tiles, fold] = self.kernels()?;
-        Ok(PreparedReduce {
-            tiles: device.compile(&tiles)?,
-            fold: device.compile(&fold)?,
-            tuning: self.chosen(),
-            _t: std::marker::PhantomData,
-        })
+        let fold = device.compile(&fold)?;
+        Ok(self.prepared_with(device.compile(&tiles)?, fold, self.chosen()))
     }
 
-    /// `partials[t]` = the fold of tile `t` (packed in 64 bits), blocks striding over tiles.
-    fn tiles_kernel(&self, tuning: Tuning) -> Result<Kernel, Error> {
+    /// The reduction prepared from its two loaded kernels, the first built with `tuning`.
+    pub(super) fn prepared_with(
+        &self,
+        tiles: Function,
+        fold: Function,
+        tuning: Tuning,
+    ) -> PreparedReduce<T> {
+        PreparedReduce {
+            tiles,
+            fold,
+            tuning,
+            _t: std::marker::PhantomData,
+        }
+    }
+
+    /// `partials[b]` = the fold of block `b`'s tiles `b * per .. (b + 1) * per` (packed in 64
+    /// bits), each tile in element order and the tiles in order.
+    pub(super) fn tiles_kernel(&self, tuning: Tuning) -> Result<Kernel, Error> {
         let Tuning { threads, items } = tuning;
+        let tile_items = tuning.tile_items();
         let name = format!("device_reduce_tiles_{}_{threads}x{items}", T::DTYPE);
         let mut k = KernelBuilder::new(name)
             .block(threads)
             .items_per_thread(items);
-        let (x, partials, n) = (
-            k.input::<T>("x"),
-            k.buffer::<u64>("partials"),
-            k.scalar::<u32>("n"),
-        );
+        let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
+        let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
         let b = k.this_block();
-        k.tiles(n, |k, tile| {
+        let first_thread = index::thread_rank().eq(0u32);
+        let tiles = (n.expr() + (tile_items - 1)) / tile_items;
+        let first = index::block_index() * per.expr();
+        let end = (first.clone() + per.expr()).min(tiles);
+        let carry = k.var(Expr::lit(T::default()));
+        k.for_range(first.clone(), end, |k, tile| {
+            let start = tile.clone() * tile_items;
+            let valid = (n.expr() - start.clone()).min(tile_items);
             let load = Load::warp_transpose()
-                .valid_items(tile.valid.clone())
+                .offset(start)
+                .valid_items(valid.clone())
                 .oob_default(T::default());
             let t = k.load_from(b, &x, load);
             let t = match &self.map_in {
                 Some(f) => k.map(&t, |v| f(v)),
                 None => t,
             };
-            let r = fold(k, b, &self.op, &t, tile.valid.clone());
-            k.if_(index::thread_rank().eq(0u32), |k| {
-                k.write(&partials, tile.index.clone(), T::pack(&r.item(0)));
+            let r = fold(k, b, &self.op, &t, valid);
+            k.if_(first_thread.clone(), |k| {
+                k.if_else(
+                    tile.eq(first.clone()),
+                    |k| k.set(&carry, r.item(0)),
+                    |k| k.set(&carry, self.op.apply(carry.get(), r.item(0))),
+                );
             });
+        });
+        k.if_(first_thread, |k| {
+            k.write(&partials, index::block_index(), T::pack(&carry.get()));
         });
         k.build()
     }
 
-    /// `words[m]` = the fold of `words[0..m]` in order, by one block.
+    /// `out[0]` = the fold of `words[0..m]` in order, by one block.
     fn fold_kernel(&self) -> Result<Kernel, Error> {
         let Tuning { threads, items } = FOLD;
         let name = format!("device_reduce_fold_{}", T::DTYPE);
@@ -130,6 +162,7 @@ impl<T: ScanElement> DeviceReduce<T> {
             .block(threads)
             .items_per_thread(items);
         let (words, m) = (k.buffer::<u64>("words"), k.scalar::<u32>("m"));
+        let out = k.output::<T>("out");
         let b = k.this_block();
         let first = index::thread_rank().eq(0u32);
         let carry = k.var(Expr::lit(T::default()));
@@ -148,7 +181,7 @@ impl<T: ScanElement> DeviceReduce<T> {
                 );
             });
         });
-        k.if_(first, |k| k.write(&words, m, T::pack(&carry.get())));
+        k.if_(first, |k| k.write(&out, 0u32, carry.get()));
         k.build()
     }
 }
@@ -205,9 +238,17 @@ impl<T: ScanElement> PreparedReduce<T> {
         self.tuning.tile_items()
     }
 
+    /// The grid of the first launch and the tiles each of its blocks folds, for `n` elements.
+    fn grid(&self, n: usize) -> (usize, usize) {
+        let tiles = n.div_ceil(self.tile_items() as usize);
+        let sms = self.tiles.device().sm_count().max(1) as usize;
+        let per = tiles.div_ceil(tiles.min(sms * BLOCKS_PER_SM));
+        (tiles.div_ceil(per), per)
+    }
+
     /// The reduction of all of `x` (`None` when it is empty), working in `ws`: one launch
-    /// for the tiles' partials, one of a single block for their fold, and a read of the
-    /// result.
+    /// for the blocks' partials, one of a single block for their fold, and a read of the
+    /// result ([`run_into`](Self::run_into) leaves it on the device).
     ///
     /// ```
     /// use coopgraph::algorithms::{DeviceReduce, Op, Workspace};
@@ -221,26 +262,61 @@ impl<T: ScanElement> PreparedReduce<T> {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn run(&self, x: &Buffer<T>, ws: &mut Workspace) -> Result<Option<T>, Error> {
+        let mut out = self.tiles.device().alloc_zeroed::<T>(1)?;
+        if !self.run_into(x, &mut out, ws)? {
+            return Ok(None);
+        }
+        Ok(out.to_vec()?.first().copied())
+    }
+
+    /// Writes the reduction of all of `x` to `out[0]`, on the device: nothing waits for it
+    /// (read `out` when it is needed, or hand it to the next kernel). Returns whether `x` had
+    /// elements: an empty `x` leaves `out` as it is.
+    ///
+    /// ```
+    /// use coopgraph::algorithms::{DeviceReduce, Op, Workspace};
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let device = Device::sim();
+    /// let r = DeviceReduce::new(Op::<u32>::sum()).prepare(&device)?;
+    /// let x = device.upload(&(1..=1000).collect::<Vec<u32>>())?;
+    /// let mut total = device.alloc_zeroed::<u32>(1)?;
+    /// assert!(r.run_into(&x, &mut total, &mut Workspace::new(&device)?)?);
+    /// assert_eq!(total.to_vec()?, [500_500]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn run_into(
+        &self,
+        x: &Buffer<T>,
+        out: &mut Buffer<T>,
+        ws: &mut Workspace,
+    ) -> Result<bool, Error> {
         let device = self.tiles.device();
         let n = x.len();
         check_lengths(n, n, self.tile_items() as usize)?;
-        if !x.is_on(device) {
+        if out.is_empty() {
+            return Err(AlgorithmError::OutputTooShort {
+                input: 1,
+                output: 0,
+            }
+            .into());
+        }
+        if !x.is_on(device) || !out.is_on(device) {
             return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
         }
         ws.check_device(device)?;
         if n == 0 {
-            return Ok(None);
+            return Ok(false);
         }
-        let tiles = n.div_ceil(self.tile_items() as usize);
-        let grid = tiles.min(device.sm_count().max(1) as usize * 4) as u32;
-        let (_, _, words) = ws.begin(0, tiles + 1)?;
-        let result = (|| -> Result<T, Error> {
-            self.tiles.launch_grid(grid, (x, &mut *words, n as u32))?;
-            self.fold.launch_grid(1, (&mut *words, tiles as u32))?;
-            let all = words.view(tiles..tiles + 1)?.to_vec()?;
-            let bits = all.first().copied().unwrap_or_default();
-            Ok(T::from_bits(bits))
+        let (grid, per) = self.grid(n);
+        let (_, _, words) = ws.begin(0, grid)?;
+        let result = (|| -> Result<(), Error> {
+            let args = (x, &mut *words, n as u32, per as u32);
+            self.tiles.launch_grid(grid as u32, args)?;
+            self.fold
+                .launch_grid(1, (&mut *words, grid as u32, &mut *out))?;
+            Ok(())
         })();
-        ws.finish(0, result).map(Some)
+        ws.finish(0, result).map(|()| true)
     }
 }

@@ -19,6 +19,8 @@
 //! D:  old = cur
 //! ```
 //!
+//! An atomic load is `ld.relaxed` or `ld.acquire` at the atomic's scope.
+//!
 //! A release order keeps the loop to its successful `cas` (a failed one writes nothing, so it
 //! releases nothing). Where bounds are checked, an index past the buffer's end skips the
 //! update and leaves the old value 0.
@@ -39,6 +41,8 @@ enum Lowering {
     Bits { op: AtomOp },
     /// A compare-and-swap loop.
     Loop,
+    /// An atomic load: `ld.relaxed` or `ld.acquire`.
+    Load,
 }
 
 /// The lowering of `op` at element type `d`.
@@ -84,6 +88,7 @@ fn lowering(op: AtomicOp, d: DType) -> Lowering {
         AtomicOp::Inc | AtomicOp::Dec if d.bytes() == 8 => Lowering::Loop,
         AtomicOp::Inc => native(AtomOp::Inc, Ty::U32),
         AtomicOp::Dec => native(AtomOp::Dec, Ty::U32),
+        AtomicOp::Load => Lowering::Load,
     }
 }
 
@@ -238,6 +243,19 @@ impl Emitter<'_> {
                 });
             }
             Lowering::Loop => self.cas_loop(&site, a.op, dtype, v, old),
+            Lowering::Load => {
+                // The verifier admits relaxed and acquiring loads of global memory only.
+                let (sem, scope) = site.order.unwrap_or((Sem::Relaxed, Scope::Gpu));
+                let instr = Op::LdOrdered {
+                    sem,
+                    scope,
+                    space,
+                    ty: mem_ty(dtype),
+                    dst: old,
+                    addr: site.addr.clone(),
+                };
+                self.maybe_guarded(inside, instr);
+            }
         }
         Ok(())
     }

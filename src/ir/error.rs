@@ -4,7 +4,9 @@ use super::dtype::DType;
 use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
 use super::format::PrintProblem;
-use super::ops::{AtomicOp, GroupKind, LaneOp, PrimitiveProblem, RadixSortProblem, Role};
+use super::ops::{
+    AtomicOp, GroupKind, LaneOp, MemoryOrder, PrimitiveProblem, RadixSortProblem, Role,
+};
 use std::fmt;
 
 /// What is wrong.
@@ -267,6 +269,14 @@ pub enum VerifyErrorKind {
     AtomicCompare {
         /// The operation.
         op: AtomicOp,
+    },
+    /// An atomic load ([`Atomic::load`](crate::ir::Atomic::load)) of a shared array's element,
+    /// or with an order that releases: it reads buffer elements, relaxed or acquiring.
+    AtomicLoad {
+        /// Its memory order.
+        order: MemoryOrder,
+        /// Whether it reads a shared array (or another block's, in a cluster).
+        shared: bool,
     },
     /// A lane collective (shuffle, vote, match, tile barrier) of a group that is not a tile:
     /// they run within one warp, over a logical warp of 1 to 32 threads.
@@ -698,6 +708,18 @@ impl fmt::Display for VerifyError {
                     _ => "a value and a result, and no lane",
                 }
             ),
+            AtomicLoad { order, shared } => {
+                let what = if *shared {
+                    "a shared array's element".to_string()
+                } else {
+                    format!("with order {order:?}")
+                };
+                write!(
+                    f,
+                    "atomic load {what}: an atomic load reads a buffer element, with order \
+                     Relaxed or Acquire (a shared array is read in order by barriers)"
+                )
+            }
             AtomicCompare { op } => write!(
                 f,
                 "atomic {op:?}: a compare-and-swap takes the value to compare with, and no other \

@@ -21,7 +21,7 @@ use petgraph::graph::{DiGraph, EdgeReference, NodeIndex};
 
 use super::entities::{ArrayId, DataId, ExprId, Loc, LocalId, OpId, ParamId, RegionId};
 use super::expr::ExprKind;
-use super::ops::{AtomicMemory, Ir, OpKind};
+use super::ops::{AtomicMemory, AtomicOp, Ir, OpKind};
 use super::print::describe;
 
 /// An op, as a node of the [`OpGraph`].
@@ -423,9 +423,11 @@ impl Deps<'_> {
                     AtomicMemory::Global(p) => Memory::Buffer(p),
                     AtomicMemory::Shared(arr) => Memory::Shared(arr),
                 };
-                // A read-modify-write: it reads the element and writes it.
+                // A read-modify-write reads the element and writes it; a load only reads.
                 self.access(node, memory, false, state);
-                self.access(node, memory, true, state);
+                if a.op != AtomicOp::Load {
+                    self.access(node, memory, true, state);
+                }
                 self.write(node, a.old, true, state);
             }
             OpKind::Lanes(l) => {

@@ -1077,6 +1077,12 @@ impl Verifier<'_> {
         if (a.op == AtomicOp::Cas) != a.compare.is_some() {
             self.push(K::AtomicCompare { op: a.op }, loc, Some(op));
         }
+        let shared = matches!(a.memory, AtomicMemory::Shared(_));
+        let releases = matches!(a.order, MemoryOrder::Release | MemoryOrder::AcqRel);
+        if a.op == AtomicOp::Load && (shared || releases) {
+            let order = a.order;
+            self.push(K::AtomicLoad { order, shared }, loc, Some(op));
+        }
         for e in [Some(a.value), a.compare].into_iter().flatten() {
             self.expect_ty(e, VType::D(dtype), loc, op);
         }

@@ -30,7 +30,7 @@
 
 use super::SimOptions;
 use super::control::{Monitor, POLL_STEPS};
-use super::decode::{Coll, NONE, Program};
+use super::decode::{Coll, Inst, NONE, Program};
 use super::error::{
     AbsentGroup, AbsentState, Access, Extent, GlobalRaceFault, MemSpace, MemoryFault,
     ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
@@ -47,6 +47,12 @@ use super::memory::GlobalView;
 use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
 use std::cell::RefCell;
+
+/// An ordered load a thread stopped at: pc after it, its address, the value it read.
+type SpinKey = (u32, u64, u64);
+
+/// No ordered load stopped at.
+const NO_SPIN: SpinKey = (u32::MAX, 0, 0);
 
 /// Instructions a thread runs before others get a turn (so spin-waits make progress).
 const QUANTUM: u64 = 1 << 16;
@@ -119,6 +125,11 @@ pub(crate) struct BlockRun<'a> {
     pc: Vec<u32>,
     status: Vec<Status>,
     arrival: Vec<u64>,
+    /// Per thread: the ordered load it last stopped at, as its pc, address and the value it
+    /// read ([`NO_SPIN`]: none). Stopping at the same load of the same address reading the
+    /// same value is a poll that saw nothing new; any other stop at an ordered load is
+    /// progress (a load read once, or one that saw memory change, is not a wait).
+    spun_at: Vec<SpinKey>,
     shared: SharedMem,
     local: Vec<u8>,
     local_written: Vec<u8>,
@@ -191,6 +202,7 @@ impl<'a> BlockRun<'a> {
             pc: vec![0; nthreads],
             status: vec![Status::Ready; nthreads],
             arrival: vec![0; nthreads],
+            spun_at: vec![NO_SPIN; nthreads],
             shared: SharedMem {
                 segments: prog
                     .shared
@@ -331,6 +343,7 @@ impl<'a> BlockRun<'a> {
         self.pc.fill(0);
         self.status.fill(Status::Ready);
         self.arrival.fill(0);
+        self.spun_at.fill(NO_SPIN);
         self.shared.data.fill(0);
         self.shared.written.fill(0);
         if let Some(r) = self.shared.race.as_mut() {
@@ -436,7 +449,14 @@ impl<'a> BlockRun<'a> {
                     yielded = true;
                     progressed = true;
                 }
-                Stop::Spin => yielded = true,
+                Stop::Spin => {
+                    yielded = true;
+                    let key = self.spin_key(t);
+                    if self.spun_at[t] != key {
+                        self.spun_at[t] = key;
+                        progressed = true;
+                    }
+                }
                 Stop::Fault(
                     f @ (Fault::Race { .. } | Fault::GlobalRace { .. } | Fault::ClusterRace { .. }),
                 ) => {
@@ -465,6 +485,25 @@ impl<'a> BlockRun<'a> {
         Ok(Round::Running {
             progressed: progressed || completed || self.global_writes != writes,
         })
+    }
+
+    /// The ordered load thread `t` just stopped at: its pc, address and the value it read.
+    fn spin_key(&self, t: usize) -> SpinKey {
+        let pc = self.pc[t];
+        let slot = |r: u32| match r {
+            NONE => 0,
+            r => self.regs[t * self.stride + r as usize],
+        };
+        match pc
+            .checked_sub(1)
+            .and_then(|p| self.prog.code.get(p as usize))
+        {
+            Some(i) => match &i.inst {
+                Inst::LdOrdered { mem, .. } => (pc, slot(mem.base), slot(mem.regs[0])),
+                _ => (pc, 0, 0),
+            },
+            None => NO_SPIN,
+        }
     }
 
     /// `e`, unless an undefined-value fault came before it.

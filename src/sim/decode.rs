@@ -109,8 +109,13 @@ pub(crate) enum Inst {
     },
     Ld(Mem),
     /// A load with a memory order (`ld.acquire`, `ld.relaxed`): a load, after which the thread
-    /// yields (such loads are what spin-waits poll, so other threads and blocks get to run).
-    LdOrdered(Mem),
+    /// yields (such loads are what spin-waits poll, so other threads and blocks get to run);
+    /// `acquire`: the order acquires (the global race checker takes later accesses of the
+    /// block as after the releases it reads from).
+    LdOrdered {
+        mem: Mem,
+        acquire: bool,
+    },
     /// `nanosleep`: the thread yields (the back-off of a spin loop, whatever it polls with).
     Sleep,
     St(Mem),
@@ -1062,12 +1067,13 @@ impl Decoder<'_> {
             }
             // The simulator runs every thread's accesses in one order: any memory order holds.
             Op::LdOrdered {
+                sem,
                 space,
                 ty,
                 dst,
                 addr,
                 ..
-            } => self.ld_ordered(*space, *ty, *dst, addr)?,
+            } => self.ld_ordered(*space, *ty, *dst, addr, *sem == Sem::Acquire)?,
             Op::Atom {
                 // The simulator runs every thread's accesses in one order: any memory order holds
                 // (the race checker of cooperative launches reads it).

@@ -204,12 +204,12 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                 }
             }
             Inst::Ld(ref m) => {
-                if let Err(f) = load::<U>(env, m, p as u32, false) {
+                if let Err(f) = load::<U>(env, m, p as u32, None) {
                     break Stop::Fault(f);
                 }
             }
-            Inst::LdOrdered(ref m) => {
-                if let Err(f) = load::<U>(env, m, p as u32, true) {
+            Inst::LdOrdered { ref mem, acquire } => {
+                if let Err(f) = load::<U>(env, mem, p as u32, Some(acquire)) {
                     break Stop::Fault(f);
                 }
                 steps += 1;
@@ -457,13 +457,24 @@ fn set<const U: bool>(env: &mut Env<'_>, slot: u32, v: u64, defined: bool, pc: u
 
 /// Tells the global race checker of a plain access (`write`: a store), or of an ordered load
 /// (`ordered`: an acquire, checked against nothing).
-fn track_global(env: &Env<'_>, addr: u64, len: u32, pc: u32, write: bool, ordered: bool) -> F {
+/// Notes a global access for the race checker of cooperative launches; `ordered`: a load with
+/// a memory order (`Some(true)` where it acquires), which never races.
+fn track_global(
+    env: &Env<'_>,
+    addr: u64,
+    len: u32,
+    pc: u32,
+    write: bool,
+    ordered: Option<bool>,
+) -> F {
     let Some((races, block)) = env.global_races else {
         return Ok(());
     };
     let mut g = races.borrow_mut();
-    let r = if ordered {
-        g.acquire(block, addr);
+    let r = if let Some(acquire) = ordered {
+        if acquire {
+            g.acquire(block, addr);
+        }
         Ok(())
     } else if write {
         g.write(block, env.tid, pc, addr, len)
@@ -478,7 +489,7 @@ fn track_global(env: &Env<'_>, addr: u64, len: u32, pc: u32, write: bool, ordere
     r.map_err(|hit| Fault::GlobalRace { hit, kind })
 }
 
-fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32, ordered: bool) -> F {
+fn load<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32, ordered: Option<bool>) -> F {
     let size = u32::from(m.size);
     let total = size * u32::from(m.n);
     let addr = address::<U>(env, m.space, m.base, m.disp, total, pc)?;
@@ -609,7 +620,7 @@ fn store<const U: bool>(env: &mut Env<'_>, m: &Mem, pc: u32) -> F {
             let (a, off) = env.global.find(addr, total, env.hint).ok_or(bounds)?;
             let parallel = env.global.parallel;
             *env.global_writes += 1;
-            track_global(env, addr, total, pc, true, false)?;
+            track_global(env, addr, total, pc, true, None)?;
             for k in 0..usize::from(m.n) {
                 let v = env.regs[m.regs[k] as usize];
                 a.store(off + (k as u64) * u64::from(size), size, v, parallel);

@@ -14,10 +14,10 @@ use coopgraph::ir::{
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::{DeviceElement, RuntimeError};
 use coopgraph::sim::SimError;
-use coopgraph::{Kernel, KernelBuilder};
+use coopgraph::{Error, Kernel, KernelBuilder};
 
 /// Every operation, in `AtomicOp` order.
-const OPS: [AtomicOp; 13] = [
+const OPS: [AtomicOp; 14] = [
     AtomicOp::Add,
     AtomicOp::Sub,
     AtomicOp::Min,
@@ -31,6 +31,7 @@ const OPS: [AtomicOp; 13] = [
     AtomicOp::Cas,
     AtomicOp::Inc,
     AtomicOp::Dec,
+    AtomicOp::Load,
 ];
 
 /// An element type the tests run atomics on.
@@ -56,6 +57,7 @@ macro_rules! at_int {
                     AtomicOp::Xor => Atomic::xor(v),
                     AtomicOp::Exch => Atomic::exch(v),
                     AtomicOp::Cas => Atomic::cas(c, v),
+                    AtomicOp::Load => Atomic::load(),
                     AtomicOp::Inc | AtomicOp::Dec => {
                         let f: fn(AtomicOp, Expr<$t>) -> Option<Atomic<$t>> = $unsigned;
                         return f(op, v);
@@ -86,6 +88,7 @@ macro_rules! at_float {
                     AtomicOp::NanMax => Atomic::nan_max(v),
                     AtomicOp::Exch => Atomic::exch(v),
                     AtomicOp::Cas => Atomic::cas(c, v),
+                    AtomicOp::Load => Atomic::load(),
                     _ => return None,
                 })
             }
@@ -152,6 +155,7 @@ fn reference<T: At>(op: AtomicOp, shared: bool, old: T, v: T, c: T) -> T {
                 wrap(b(old) + 1)
             }
         }
+        AtomicOp::Load => old,
         AtomicOp::Dec => {
             if b(old) == 0 || b(old) > b(v) {
                 v
@@ -380,9 +384,16 @@ fn every_atomic_agrees_with_the_cpu() {
                 .into_iter()
                 .enumerate()
             {
+                if op == AtomicOp::Load && mem == Mem::Shared {
+                    // Atomic loads read buffers only (`misused_atomics_are_typed_errors`).
+                    continue;
+                }
                 for used in [true, false] {
                     let name = format!("own_{}_{oi}_{mi}_{used}", T::DTYPE);
-                    let order = [MemoryOrder::Relaxed, MemoryOrder::AcqRel][oi % 2];
+                    let order = match op {
+                        AtomicOp::Load => [MemoryOrder::Relaxed, MemoryOrder::Acquire][mi % 2],
+                        _ => [MemoryOrder::Relaxed, MemoryOrder::AcqRel][oi % 2],
+                    };
                     let scope = [MemoryScope::Gpu, MemoryScope::Block][mi % 2];
                     let Some(kernel) = own_element::<T>(&name, op, mem, order, scope, used) else {
                         assert!(!op.takes(T::DTYPE), "{op:?} at {}", T::DTYPE);
@@ -752,4 +763,60 @@ fn misused_atomics_are_typed_errors() {
             .all(|e| e.loc.to_string().contains(&format!("atomics.rs:{line}:"))),
         "{e}"
     );
+
+    // An atomic load of a shared array's element, or with an order that releases.
+    for (shared, order) in [(true, MemoryOrder::Relaxed), (false, MemoryOrder::Release)] {
+        let mut k = KernelBuilder::new("misused_load").block(32);
+        let (b, s) = (k.buffer::<u32>("b"), k.shared_array::<u32>(32));
+        let t = index::thread_rank();
+        let load = Atomic::load().order(order);
+        // The line of the atomic: the one before each `line!()`.
+        let line = if shared {
+            k.atomic(&s, &t, load);
+            line!() - 1
+        } else {
+            k.atomic(&b, &t, load);
+            line!() - 1
+        };
+        let e = k.build().expect_err("misused load");
+        let text = e.to_string();
+        assert!(text.contains("atomic load"), "{text}");
+        assert!(text.contains(&format!("atomics.rs:{line}:")), "{text}");
+        let Error::Verify(v) = &e else {
+            panic!("not a verify error: {e}")
+        };
+        let (want_order, want_shared) = (order, shared);
+        assert!(
+            v.has(
+                |k| matches!(k, VerifyErrorKind::AtomicLoad { order, shared }
+                if *order == want_order && *shared == want_shared)
+            ),
+            "{e}"
+        );
+    }
+}
+
+/// An atomic load read once is not a wait: blocks of a cooperative launch that each read once
+/// and then meet at the grid barrier run on (the simulator takes only a load of one address
+/// that keeps reading one value for a poll that sees nothing new).
+#[test]
+fn atomic_loads_read_once_are_not_waits() {
+    let mut k = KernelBuilder::new("load_once").block(108);
+    let (b, out) = (k.buffer::<u32>("b"), k.output::<u32>("out"));
+    let g = index::block_index() * 108u32 + index::thread_rank();
+    let v = k.atomic(
+        &b,
+        g.clone() % 5u32,
+        Atomic::load().order(MemoryOrder::Acquire),
+    );
+    k.sync_grid();
+    k.write(&out, g, v + 1u32);
+    let kernel = k.build().expect("builds");
+    let dev = device();
+    let f = compiled(dev, &kernel).expect("compiles");
+    let mut bb = dev.upload(&[10u32, 11, 12, 13, 14]).expect("upload");
+    let mut ob = dev.alloc_zeroed::<u32>(3 * 108).expect("alloc");
+    f.launch_grid(3, (&mut bb, &mut ob)).expect("runs");
+    let want: Vec<u32> = (0..3 * 108).map(|i| 11 + i % 5).collect();
+    assert_eq!(ob.to_vec().expect("out"), want);
 }

@@ -121,6 +121,38 @@ impl<T: AtomicElement> Atomic<T> {
         Atomic::new(AtomicOp::NanMax, v)
     }
 
+    /// Reads the element without changing it (an atomic load: `ld.relaxed`, or `ld.acquire`
+    /// with [`MemoryOrder::Acquire`]), of a buffer element only (a shared array's is read in
+    /// order by barriers): what a spin-wait polls, and what reads a flag another block
+    /// publishes with a release.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, MemoryOrder, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Thread 0 publishes a value with a release; every thread reads it back.
+    /// let mut k = KernelBuilder::new("flag").block(32);
+    /// let (flag, out) = (k.buffer::<u64>("flag"), k.output::<u64>("out"));
+    /// k.if_(index::thread_rank().eq(0u32), |k| {
+    ///     k.atomic(&flag, 0u32, Atomic::exch(7u64).order(MemoryOrder::Release));
+    /// });
+    /// k.sync_block();
+    /// let seen = k.atomic(&flag, 0u32, Atomic::load().order(MemoryOrder::Acquire));
+    /// k.write(&out, index::thread_rank(), seen);
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut f = dev.alloc_zeroed::<u64>(1)?;
+    /// let mut o = dev.alloc_zeroed::<u64>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut f, &mut o))?;
+    /// assert_eq!(o.to_vec()?, vec![7; 32]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn load() -> Self {
+        Atomic::new(AtomicOp::Load, Expr::lit(T::default()))
+    }
+
     /// Stores `v`.
     pub fn exch(v: impl Into<Expr<T>>) -> Self {
         Atomic::new(AtomicOp::Exch, v)

@@ -38,6 +38,10 @@ pub enum AtomicOp {
     Inc,
     /// `old == 0 || old > v ? v : old - 1` (unsigned integers).
     Dec,
+    /// `old`, the element left as it is: an atomic read (PTX's `ld.relaxed` / `ld.acquire`),
+    /// of a buffer element only, with a relaxed or acquire order. It reads without the trip
+    /// through the L2's atomic units an `add` of 0 takes.
+    Load,
 }
 
 impl AtomicOp {

@@ -67,6 +67,17 @@ impl Verifier<'_> {
             if (*aop == AtomicOp::Cas) != compare.is_some() {
                 self.push(K::AtomicCompare { op: *aop }, loc, Some(op));
             }
+            if *aop == AtomicOp::Load {
+                let order = MemoryOrder::Relaxed;
+                self.push(
+                    K::AtomicLoad {
+                        order,
+                        shared: true,
+                    },
+                    loc,
+                    Some(op),
+                );
+            }
         }
         if let Some(dst) = c.dst() {
             let d = &ir.datas[dst.index()];

@@ -17,7 +17,7 @@ impl<'a> BlockRun<'a> {
                     && self.pc[t] > 0
                     && matches!(
                         self.prog.code.get(self.pc[t] as usize - 1).map(|i| &i.inst),
-                        Some(Inst::LdOrdered(_))
+                        Some(Inst::LdOrdered { .. })
                     )
             })
             .map(|t| (t as u32, self.prog.location(self.pc[t] - 1)))

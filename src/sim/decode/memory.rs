@@ -67,7 +67,14 @@ impl Decoder<'_> {
     }
 
     /// `ld.sem.scope.space.ty dst, [addr]`: a scalar load, global or shared, of 32 or 64 bits.
-    pub(super) fn ld_ordered(&mut self, space: Space, ty: Ty, dst: Reg, addr: &Address) -> D<Inst> {
+    pub(super) fn ld_ordered(
+        &mut self,
+        space: Space,
+        ty: Ty,
+        dst: Reg,
+        addr: &Address,
+        acquire: bool,
+    ) -> D<Inst> {
         if ty == Ty::Pred || ty.bytes() < 4 {
             return Err(InvalidReason::BadType);
         }
@@ -84,15 +91,18 @@ impl Decoder<'_> {
             (true, true) => Ext::Sign64,
         };
         let (base, disp) = self.addr(addr, *space_of(space))?;
-        Ok(Inst::LdOrdered(Mem {
-            space,
-            n: 1,
-            size: ty.bytes() as u8,
-            ext,
-            regs: [reg, NONE, NONE, NONE],
-            base,
-            disp,
-        }))
+        Ok(Inst::LdOrdered {
+            mem: Mem {
+                space,
+                n: 1,
+                size: ty.bytes() as u8,
+                ext,
+                regs: [reg, NONE, NONE, NONE],
+                base,
+                disp,
+            },
+            acquire,
+        })
     }
 }
 

@@ -589,9 +589,11 @@ impl Printer<'_> {
                     AtomicOp::Cas => "cas",
                     AtomicOp::Inc => "inc",
                     AtomicOp::Dec => "dec",
+                    AtomicOp::Load => "load",
                 };
                 let mut c = match a.compare {
                     Some(cmp) => format!("Atomic::{name}({}, {v})", self.expr(cmp)),
+                    None if a.op == AtomicOp::Load => "Atomic::load()".to_string(),
                     None => format!("Atomic::{name}({v})"),
                 };
                 if a.order != MemoryOrder::Relaxed {

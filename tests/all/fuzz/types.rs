@@ -684,6 +684,7 @@ fn common<T: coopgraph::ir::AtomicElement>(
         AtomicOp::NanMax => Atomic::nan_max(v),
         AtomicOp::Exch => Atomic::exch(v),
         AtomicOp::Cas => Atomic::cas(c, v),
+        AtomicOp::Load => Atomic::load(),
         _ => return None,
     })
 }
@@ -712,12 +713,12 @@ fn unsigned<T: coopgraph::ir::AtomicUnsigned>(
 }
 
 fz_atomics! {
-    i32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas], integer::<i32>;
-    i64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas], integer::<i64>;
-    u32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec],
+    i32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Load], integer::<i32>;
+    i64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Load], integer::<i64>;
+    u32 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec, Load],
         unsigned::<u32>;
-    u64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec],
+    u64 => [Add, Sub, Min, Max, NanMin, NanMax, And, Or, Xor, Exch, Cas, Inc, Dec, Load],
         unsigned::<u64>;
-    f32 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas], common::<f32>;
-    f64 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas], common::<f64>;
+    f32 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas, Load], common::<f32>;
+    f64 => [Add, Sub, Min, Max, NanMin, NanMax, Exch, Cas, Load], common::<f64>;
 }

@@ -43,13 +43,16 @@ impl Gen {
         (order, scope)
     }
 
-    /// The call of an atomic at `T`: an operation the type takes, its operands.
-    fn atomic_call<T: FzAtomic>(&mut self) -> Option<AtomicCall<T>> {
-        let ops = T::atomic_ops();
+    /// The call of an atomic at `T`: an operation the type takes (on a shared array, one that
+    /// updates: atomic loads read buffers only), its operands.
+    fn atomic_call<T: FzAtomic>(&mut self, shared: bool) -> Option<AtomicCall<T>> {
+        let ops: Vec<AtomicOp> = (T::atomic_ops().iter().copied())
+            .filter(|&op| !(shared && op == AtomicOp::Load))
+            .collect();
         if ops.is_empty() {
             return None;
         }
-        let op = self.rng.pick(ops);
+        let op = self.rng.pick(&ops);
         let lv = Leaves::varying();
         let v = match op {
             // A counter's limit: small, and one for every thread more often than not.
@@ -63,7 +66,11 @@ impl Gen {
         } else {
             Expr::lit(T::small(0))
         };
-        let (order, scope) = self.memory_order(false);
+        let (mut order, scope) = self.memory_order(shared);
+        if op == AtomicOp::Load && matches!(order, MemoryOrder::Release | MemoryOrder::AcqRel) {
+            // A load takes no releasing order.
+            order = MemoryOrder::Acquire;
+        }
         Some(AtomicCall {
             op,
             v,
@@ -109,8 +116,7 @@ impl Gen {
         let idx = (w * mul + add) % a.len;
         with_dtype!(a.dt, T => {
             let arr = T::of_array(&a.h).expect("the array's dtype");
-            if let Some(mut call) = self.atomic_call::<T>() {
-                (call.order, call.scope) = self.memory_order(true);
+            if let Some(call) = self.atomic_call::<T>(true) {
                 let record = |g: &mut Self, k: &mut KernelBuilder| {
                     let old = T::record(k, &Target::Shared(arr), Ix::N(idx), call);
                     if own && let Some(old) = old {
@@ -132,7 +138,7 @@ impl Gen {
     /// An atomic on a new output of a fixed length: many threads on a few elements (some past
     /// the end), or each on its own.
     fn output_atomic<T: FzAtomic>(&mut self, k: &mut KernelBuilder) -> bool {
-        let Some(call) = self.atomic_call::<T>() else {
+        let Some(call) = self.atomic_call::<T>(false) else {
             return false;
         };
         let threads = self.blocks() * self.t;
@@ -179,7 +185,7 @@ impl Gen {
             Ix::N(own)
         };
         with_dtype!(b.dt, T => {
-            let Some(call) = self.atomic_call::<T>() else {
+            let Some(call) = self.atomic_call::<T>(false) else {
                 return false;
             };
             let h = T::of_buffer(&b.h).expect("the buffer's dtype");

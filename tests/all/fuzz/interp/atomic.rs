@@ -153,6 +153,7 @@ pub fn apply(op: AtomicOp, dt: DType, shared: bool, old: u64, v: u64, c: u64) ->
                 old - 1
             }
         }
+        AtomicOp::Load => old,
     };
     r & m
 }
@@ -316,7 +317,9 @@ impl Block<'_> {
                     c: oc,
                 } => {
                     let both_known = known && oknown;
-                    let same = both_known && oop == a.op && ov == v.bits && oc == c.bits;
+                    // A load leaves the element as it is: it commutes with every atomic.
+                    let load = oop == AtomicOp::Load || a.op == AtomicOp::Load;
+                    let same = load || (both_known && oop == a.op && ov == v.bits && oc == c.bits);
                     let fam = family(a.op, dt).is_some() && family(a.op, dt) == family(oop, dt);
                     let exact_sum = !matches!(a.op, AtomicOp::Add | AtomicOp::Sub)
                         || !dt.is_float()
@@ -350,6 +353,10 @@ impl Block<'_> {
             }
             new.flags |= self.taint[t];
             self.set(a.old, t, 0, old);
+            if a.op == AtomicOp::Load {
+                // It reads only: the element and its last writer stay as they are.
+                continue;
+            }
             match a.memory {
                 AtomicMemory::Global(p) => {
                     let epoch = self.epoch;
