@@ -198,7 +198,7 @@ fn runs<T: Element>(rng: &mut Rng, n: usize, longest: u64) -> Vec<T> {
     while xs.len() < n {
         v = (v + 1 + (rng.next() % 5) as i64) % 50;
         let len = 1 + (rng.next() % longest) as usize;
-        let x = if rng.next() % 17 == 0 {
+        let x = if rng.next().is_multiple_of(17) {
             T::from_bits(match T::DTYPE {
                 coopgraph::ir::DType::F32 => f32::NAN.to_bits() as u64,
                 coopgraph::ir::DType::F64 => f64::NAN.to_bits(),
