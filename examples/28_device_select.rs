@@ -14,8 +14,8 @@
 //! and the count written; partition: input read, output and count written; encoding: input
 //! read, each run's value and length and the count written), beside CUB's rows when
 //! `COOPGRAPH_CUB_CSV` names the CSV of `benches/cub/device.cu` from the same run. The counts
-//! stay on the device while timing, as CUB's do. `COOPGRAPH_SELECT_SWEEP=1` also times (and
-//! checks) the `u32` selection and encoding at several tunings. The process exits non-zero
+//! stay on the device while timing, as CUB's do. With the argument `sweep` it also times (and
+//! checks) the `u32` selection, partition and encoding at several tunings. The process exits non-zero
 //! when any result is wrong.
 
 #[path = "support/bench.rs"]
@@ -311,7 +311,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Some(("device_run_length_encode", "u32", "encode")),
     );
 
-    if std::env::var("COOPGRAPH_SELECT_SWEEP").is_ok_and(|v| v == "1") {
+    if std::env::args().any(|a| a == "sweep") {
         for (threads, items) in [
             (128, 16),
             (256, 8),
