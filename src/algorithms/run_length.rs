@@ -17,9 +17,9 @@
 //! of runs.
 
 use super::lookback::{LookBack, take_tile};
-use super::scan::{check_lengths, check_tuning};
-use super::select::{CountTo, from_thread0, with_count};
-use super::{AlgorithmError, Op, Tuning, Workspace, chosen};
+use super::scan::check_tuning;
+use super::select::{CountTo, counted_launch, from_thread0};
+use super::{Op, Tuning, Workspace, chosen};
 use crate::ir::{Expr, Flags, Reduce, Scan, Scatter, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
@@ -180,32 +180,35 @@ impl<T: DeviceElement> PreparedRunLengthEncode<T> {
     ) -> Result<usize, Error> {
         let device = self.function.device();
         let n = x.len();
-        let tile = self.tile_items() as usize;
-        check_lengths(n, unique.len(), tile)?;
-        check_lengths(n, counts.len(), tile)?;
-        if !x.is_on(device) || !unique.is_on(device) || !counts.is_on(device) {
-            return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
-        }
-        to.check(device)?;
-        ws.check_device(device)?;
-        let tiles = n.div_ceil(tile).max(1);
-        with_count(n, to, ws, |ws, runs| {
-            let (ticket, status, values) = ws.begin(tiles, 2 * tiles)?;
-            let mut args = ArgList::new();
-            args.push(x)
-                .push(&mut *unique)
-                .push(&mut *counts)
-                .push(n as u32)
-                .push(&mut *status)
-                .push(&mut *values)
-                .push(ticket.epoch)
-                .push(ticket.base)
-                .push(&mut *runs);
-            let result = (self.function)
-                .launch_grid(tiles as u32, args)
-                .map_err(Error::from);
-            ws.finish(tiles, result)
-        })
+        let lens = [unique.len(), counts.len()];
+        let on = x.is_on(device) && unique.is_on(device) && counts.is_on(device);
+        let tile = self.tile_items();
+        counted_launch(
+            &self.function,
+            tile,
+            n,
+            &lens,
+            on,
+            to,
+            ws,
+            |ws, runs, tiles| {
+                let (ticket, status, values) = ws.begin(tiles, 2 * tiles)?;
+                let mut args = ArgList::new();
+                args.push(x)
+                    .push(&mut *unique)
+                    .push(&mut *counts)
+                    .push(n as u32)
+                    .push(&mut *status)
+                    .push(&mut *values)
+                    .push(ticket.epoch)
+                    .push(ticket.base)
+                    .push(&mut *runs);
+                let result = (self.function)
+                    .launch_grid(tiles as u32, args)
+                    .map_err(Error::from);
+                ws.finish(tiles, result)
+            },
+        )
     }
 }
 

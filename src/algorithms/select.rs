@@ -233,24 +233,40 @@ impl CountTo<'_> {
     }
 }
 
-/// Runs `launch` with the count buffer `to` names (the workspace's for the host, which is
-/// then read back): the count, or 0 when it stays on the device. An empty input launches
-/// nothing when the count goes to the host (and one block that writes 0 when it stays on
-/// the device).
-pub(super) fn with_count(
+/// Checks a counting call's lengths (`outputs`, each at least `n`), devices (`on`: whether
+/// its buffers are on the function's device) and count buffer, then runs `launch` over its
+/// tiles with the count buffer `to` names (the workspace's for the host, which is then read
+/// back): the count, or 0 when it stays on the device. An empty input launches nothing when
+/// the count goes to the host (and one block that writes 0 when it stays on the device).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn counted_launch(
+    function: &Function,
+    tile: u32,
     n: usize,
+    outputs: &[usize],
+    on: bool,
     to: CountTo<'_>,
     ws: &mut Workspace,
-    launch: impl FnOnce(&mut Workspace, &mut Buffer<u32>) -> Result<(), Error>,
+    launch: impl FnOnce(&mut Workspace, &mut Buffer<u32>, usize) -> Result<(), Error>,
 ) -> Result<usize, Error> {
+    let device = function.device();
+    for &len in outputs {
+        check_lengths(n, len, tile as usize)?;
+    }
+    if !on {
+        return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
+    }
+    to.check(device)?;
+    ws.check_device(device)?;
+    let tiles = n.div_ceil(tile as usize).max(1);
     match to {
-        CountTo::Device(count) => launch(ws, count).map(|()| 0),
+        CountTo::Device(count) => launch(ws, count, tiles).map(|()| 0),
         CountTo::Host => {
             if n == 0 {
                 return Ok(0);
             }
             let mut count = ws.take_count()?;
-            let result = launch(ws, &mut count).and_then(|()| Ok(count.to_vec()?));
+            let result = launch(ws, &mut count, tiles).and_then(|()| Ok(count.to_vec()?));
             ws.put_count(count);
             Ok(result?[0] as usize)
         }
@@ -368,42 +384,42 @@ impl<T: DeviceElement> PreparedSelect<T> {
     ) -> Result<usize, Error> {
         let device = self.function.device();
         let n = x.len();
-        let tile = self.tile_items() as usize;
         if flags.is_some() != (self.kind == SelectKind::Flagged) {
             return Err(AlgorithmError::Flags {
                 flagged: self.kind == SelectKind::Flagged,
             }
             .into());
         }
-        check_lengths(n, out.len(), tile)?;
-        if let Some(f) = flags {
-            check_lengths(n, f.len(), tile)?;
-        }
+        let lens = [out.len(), flags.map_or(n, |f| f.len())];
         let on = x.is_on(device) && out.is_on(device) && flags.is_none_or(|f| f.is_on(device));
-        if !on {
-            return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
-        }
-        to.check(device)?;
-        ws.check_device(device)?;
-        let tiles = n.div_ceil(tile).max(1);
-        with_count(n, to, ws, |ws, count| {
-            let (ticket, status, _) = ws.begin(tiles, 1)?;
-            let mut args = ArgList::new();
-            args.push(x);
-            if let Some(f) = flags {
-                args.push(f);
-            }
-            args.push(&mut *out)
-                .push(n as u32)
-                .push(&mut *status)
-                .push(ticket.epoch)
-                .push(ticket.base)
-                .push(&mut *count);
-            let result = (self.function)
-                .launch_grid(tiles as u32, args)
-                .map_err(Error::from);
-            ws.finish(tiles, result)
-        })
+        let tile = self.tile_items();
+        counted_launch(
+            &self.function,
+            tile,
+            n,
+            &lens,
+            on,
+            to,
+            ws,
+            |ws, count, tiles| {
+                let (ticket, status, _) = ws.begin(tiles, 1)?;
+                let mut args = ArgList::new();
+                args.push(x);
+                if let Some(f) = flags {
+                    args.push(f);
+                }
+                args.push(&mut *out)
+                    .push(n as u32)
+                    .push(&mut *status)
+                    .push(ticket.epoch)
+                    .push(ticket.base)
+                    .push(&mut *count);
+                let result = (self.function)
+                    .launch_grid(tiles as u32, args)
+                    .map_err(Error::from);
+                ws.finish(tiles, result)
+            },
+        )
     }
 }
 
