@@ -160,6 +160,11 @@ pub enum AlgorithmError {
         /// Which argument.
         what: &'static str,
     },
+    /// A flagged selection run without flags, or another selection run with them.
+    Flags {
+        /// Whether the selection takes flags.
+        flagged: bool,
+    },
 }
 
 impl fmt::Display for AlgorithmError {
@@ -179,6 +184,12 @@ impl fmt::Display for AlgorithmError {
             ),
             AlgorithmError::WrongDevice { what } => {
                 write!(f, "the {what} is on another device than the algorithm's")
+            }
+            AlgorithmError::Flags { flagged: true } => {
+                write!(f, "a flagged selection runs with flags (`run_flagged`)")
+            }
+            AlgorithmError::Flags { flagged: false } => {
+                write!(f, "only a flagged selection takes flags (`run`)")
             }
         }
     }

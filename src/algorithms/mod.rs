@@ -10,6 +10,12 @@
 //! while one has not published; then it publishes its inclusive prefix. Every element is read
 //! once and written once.
 //!
+//! The same look-back carries counts: [`select_if`], [`select_flagged`] and [`partition`]
+//! ([`DeviceSelect`]) carry the number of kept elements before each tile, and
+//! [`run_length_encode`] ([`DeviceRunLengthEncode`]) the runs before it and where the last
+//! one started; each tile's kept elements are compacted in shared memory and written
+//! contiguously.
+//!
 //! ```
 //! use coopgraph::algorithms::{self, DeviceScan, Op, Workspace};
 //! use coopgraph::runtime::Device;
@@ -38,7 +44,9 @@ mod element;
 mod lookback;
 mod op;
 mod reduce;
+mod run_length;
 mod scan;
+mod select;
 mod tuning;
 mod workspace;
 
@@ -47,13 +55,16 @@ pub use autotune::{Tuned, tuning_space};
 pub use element::ScanElement;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
+pub use run_length::{DeviceRunLengthEncode, PreparedRunLengthEncode};
 pub use scan::{DeviceScan, PreparedScan, ScanForm};
+pub use select::{DeviceSelect, PredicateFn, PreparedSelect, SelectKind};
 use tuning::chosen;
 pub use tuning::{Tuning, default_tuning};
 pub use workspace::Workspace;
 
 use crate::Error;
-use crate::runtime::{Buffer, Device};
+use crate::ir::Expr;
+use crate::runtime::{Buffer, Device, DeviceElement};
 
 #[cfg(doc)]
 use crate::KernelBuilder;
@@ -127,4 +138,101 @@ pub fn reduce<T: ScanElement>(
 ) -> Result<Option<T>, Error> {
     let r = DeviceReduce::new(op).prepare(device)?;
     r.run(x, &mut Workspace::new(device)?)
+}
+
+/// Copies the elements of `x` where `predicate` holds to the front of `out`, in input order,
+/// single pass, and returns how many (`cub::DeviceSelect::If`); `out` may be longer than `x`
+/// and its elements past those kept are left alone. Prepare a [`DeviceSelect`] and keep a
+/// [`Workspace`] to build and allocate once, or to leave the count on the device.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[3u32, 8, 1, 6, 4])?;
+/// let mut out = device.alloc_zeroed::<u32>(5)?;
+/// let kept = coopgraph::algorithms::select_if(&device, &x, &mut out, |v| (v % 2u32).eq(0u32))?;
+/// assert_eq!(out.to_vec()?[..kept], [8, 6, 4]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn select_if<T: DeviceElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    out: &mut Buffer<T>,
+    predicate: impl Fn(Expr<T>) -> Expr<bool> + Send + Sync + 'static,
+) -> Result<usize, Error> {
+    let select = DeviceSelect::new(predicate).prepare(device)?;
+    select.run(x, out, &mut Workspace::new(device)?)
+}
+
+/// Copies the elements of `x` whose flag in `flags` is not 0 to the front of `out`, in input
+/// order, and returns how many (`cub::DeviceSelect::Flagged`); as [`select_if`] otherwise.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[10i64, 20, 30])?;
+/// let flags = device.upload(&[0u8, 1, 1])?;
+/// let mut out = device.alloc_zeroed::<i64>(3)?;
+/// let kept = coopgraph::algorithms::select_flagged(&device, &x, &flags, &mut out)?;
+/// assert_eq!(out.to_vec()?[..kept], [20, 30]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn select_flagged<T: DeviceElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    flags: &Buffer<u8>,
+    out: &mut Buffer<T>,
+) -> Result<usize, Error> {
+    let select = DeviceSelect::<T>::flagged().prepare(device)?;
+    select.run_flagged(x, flags, out, &mut Workspace::new(device)?)
+}
+
+/// Writes the elements of `x` where `predicate` holds to the front of `out` in input order,
+/// and the others after them in reverse input order (`cub::DevicePartition::If`), single
+/// pass; returns how many hold.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[0.25f32, 0.75, 0.5, 0.9, 0.1])?;
+/// let mut out = device.alloc_zeroed::<f32>(5)?;
+/// let above = coopgraph::algorithms::partition(&device, &x, &mut out, |v| v.gt(0.5f32))?;
+/// assert_eq!((above, out.to_vec()?), (2, vec![0.75, 0.9, 0.1, 0.5, 0.25]));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn partition<T: DeviceElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    out: &mut Buffer<T>,
+    predicate: impl Fn(Expr<T>) -> Expr<bool> + Send + Sync + 'static,
+) -> Result<usize, Error> {
+    let p = DeviceSelect::partition(predicate).prepare(device)?;
+    p.run(x, out, &mut Workspace::new(device)?)
+}
+
+/// The runs of equal consecutive elements of `x` (`cub::DeviceRunLengthEncode::Encode`):
+/// run `r`'s value to `unique[r]` and its length to `counts[r]`, single pass; returns the
+/// number of runs. Both outputs must hold `x.len()` elements.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[1u32, 1, 2, 2, 2, 1])?;
+/// let (mut unique, mut counts) = (device.alloc_zeroed(6)?, device.alloc_zeroed(6)?);
+/// let runs = coopgraph::algorithms::run_length_encode(&device, &x, &mut unique, &mut counts)?;
+/// assert_eq!((&unique.to_vec()?[..runs], &counts.to_vec()?[..runs]), (&[1, 2, 1][..], &[2, 3, 1][..]));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn run_length_encode<T: DeviceElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    unique: &mut Buffer<T>,
+    counts: &mut Buffer<u32>,
+) -> Result<usize, Error> {
+    let rle = DeviceRunLengthEncode::new().prepare(device)?;
+    rle.run(x, unique, counts, &mut Workspace::new(device)?)
 }

@@ -42,6 +42,9 @@ pub struct Workspace {
     /// Two words per tile (aggregate, inclusive prefix) for 64-bit elements; the
     /// reduction's partials and result.
     values: Buffer<u64>,
+    /// The word a call that returns a count to the host has it written to (made on first
+    /// use).
+    count: Option<Buffer<u32>>,
     counter: u64,
     epoch: u32,
     calls: u64,
@@ -63,6 +66,7 @@ impl Workspace {
             device: device.clone(),
             status: device.alloc_zeroed::<u64>(1)?,
             values: device.alloc_zeroed::<u64>(1)?,
+            count: None,
             counter: 0,
             epoch: 0,
             calls: 0,
@@ -93,7 +97,20 @@ impl Workspace {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn bytes(&self) -> usize {
-        8 * (self.status.len() + self.values.len())
+        8 * (self.status.len() + self.values.len()) + self.count.as_ref().map_or(0, |c| 4 * c.len())
+    }
+
+    /// The one-word count buffer, taken out until [`put_count`](Self::put_count) returns it.
+    pub(crate) fn take_count(&mut self) -> Result<Buffer<u32>, Error> {
+        match self.count.take() {
+            Some(c) => Ok(c),
+            None => Ok(self.device.alloc_zeroed::<u32>(1)?),
+        }
+    }
+
+    /// Gives the count buffer back.
+    pub(crate) fn put_count(&mut self, count: Buffer<u32>) {
+        self.count = Some(count);
     }
 
     /// Checks it is on `device`.
