@@ -16,6 +16,7 @@ mod cluster_launch;
 mod defined;
 mod device_reduce;
 mod device_scan;
+mod device_sort;
 mod device_tune;
 mod disk_cache;
 mod docs;
