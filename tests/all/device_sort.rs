@@ -84,7 +84,7 @@ fn keys<K: Element>(rng: &mut Rng, n: usize, small: bool) -> Vec<K> {
             let r = rng.next();
             if small {
                 K::cast_from_i64((r % 9) as i64 - 4)
-            } else if matches!(K::DTYPE, DType::F32 | DType::F64) && r % 4 == 0 {
+            } else if matches!(K::DTYPE, DType::F32 | DType::F64) && r.is_multiple_of(4) {
                 K::from_bits(specials[(r >> 8) as usize % 6])
             } else {
                 K::from_bits(rng.next())
