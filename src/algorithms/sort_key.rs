@@ -2,6 +2,7 @@
 //! *sort bits* whose order is the keys' (as CUB's `DeviceRadixSort` twiddles them), and a
 //! pass's digit is a field of those bits.
 
+use crate::ir::expr::IntElement;
 use crate::ir::{Expr, SortOrder};
 use crate::runtime::DeviceElement;
 
@@ -55,56 +56,43 @@ fn ones(bits: u32) -> u64 {
     }
 }
 
-/// The sort bits of a key of `w <= 32` bits given as `raw` (its bits, zero above `w`).
-fn bits32(raw: Expr<u32>, kind: Kind, w: u32, order: SortOrder) -> Expr<u32> {
-    let all = ones(w) as u32;
-    let sign = 1u32 << (w - 1);
+/// A literal of `B` from the low bits of `v`.
+fn lit<B: IntElement>(v: u64) -> Expr<B> {
+    Expr::lit(B::from_bits(v))
+}
+
+/// Bits `shift .. shift + width` of the sort bits of a key of `w` bits given as `raw` (its
+/// bits in `B`, zero above `w`).
+fn digit_of<B: IntElement>(
+    raw: Expr<B>,
+    kind: Kind,
+    w: u32,
+    order: SortOrder,
+    shift: u32,
+    width: u32,
+) -> Expr<u32> {
+    let all = ones(w);
+    let sign = 1u64 << (w - 1);
     let bits = match kind {
         Kind::Unsigned => raw,
-        Kind::Signed => raw ^ sign,
+        Kind::Signed => raw ^ lit::<B>(sign),
         Kind::Float => {
-            let negative = (raw.clone() & sign).ne(0u32);
-            raw ^ negative.select(all, sign)
+            let negative = (raw.clone() & lit::<B>(sign)).ne(lit::<B>(0));
+            raw ^ negative.select(lit::<B>(all), lit::<B>(sign))
         }
     };
     let bits = match order {
         SortOrder::Ascending => bits,
-        SortOrder::Descending => bits ^ all,
+        SortOrder::Descending => bits ^ lit::<B>(all),
     };
-    match kind {
+    let bits = match kind {
         // The twiddled -0.0 (ascending; +0.0 descending) reads as the other zero.
-        Kind::Float => bits.clone().eq(all >> 1).select(sign, bits),
+        Kind::Float => bits
+            .clone()
+            .eq(lit::<B>(all >> 1))
+            .select(lit::<B>(sign), bits),
         _ => bits,
-    }
-}
-
-/// The sort bits of a 64-bit key given as its bits.
-fn bits64(raw: Expr<u64>, kind: Kind, order: SortOrder) -> Expr<u64> {
-    let all = u64::MAX;
-    let sign = 1u64 << 63;
-    let bits = match kind {
-        Kind::Unsigned => raw,
-        Kind::Signed => raw ^ sign,
-        Kind::Float => {
-            let negative = (raw.clone() & sign).ne(0u64);
-            raw ^ negative.select(all, sign)
-        }
     };
-    let bits = match order {
-        SortOrder::Ascending => bits,
-        SortOrder::Descending => bits ^ all,
-    };
-    match kind {
-        Kind::Float => bits.clone().eq(all >> 1).select(sign, bits),
-        _ => bits,
-    }
-}
-
-fn field32(bits: Expr<u32>, shift: u32, width: u32) -> Expr<u32> {
-    (bits >> shift) & (ones(width) as u32)
-}
-
-fn field64(bits: Expr<u64>, shift: u32, width: u32) -> Expr<u32> {
     (bits >> shift).cast::<u32>() & (ones(width) as u32)
 }
 
@@ -114,7 +102,7 @@ macro_rules! narrow_key {
         impl SortKey for $t {
             fn digit(key: &Expr<Self>, shift: u32, width: u32, order: SortOrder) -> Expr<u32> {
                 let raw: fn(&Expr<$t>) -> Expr<u32> = $raw;
-                field32(bits32(raw(key), Kind::$kind, $w, order), shift, width)
+                digit_of(raw(key), Kind::$kind, $w, order, shift, width)
             }
         }
     )*};
@@ -136,7 +124,7 @@ macro_rules! wide_key {
         impl SortKey for $t {
             fn digit(key: &Expr<Self>, shift: u32, width: u32, order: SortOrder) -> Expr<u32> {
                 let raw: fn(&Expr<$t>) -> Expr<u64> = $raw;
-                field64(bits64(raw(key), Kind::$kind, order), shift, width)
+                digit_of(raw(key), Kind::$kind, 64, order, shift, width)
             }
         }
     )*};
