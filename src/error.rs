@@ -165,6 +165,22 @@ pub enum AlgorithmError {
         /// Whether the selection takes flags.
         flagged: bool,
     },
+    /// A radix sort's bit range that is empty or passes the key's width.
+    BitRange {
+        /// The first bit asked for.
+        begin: u32,
+        /// One past the last bit asked for.
+        end: u32,
+        /// The key's width in bits.
+        key_bits: u32,
+    },
+    /// Values to sort beside keys whose count is not the keys'.
+    ValuesLength {
+        /// Keys given.
+        keys: usize,
+        /// Values given.
+        values: usize,
+    },
 }
 
 impl fmt::Display for AlgorithmError {
@@ -190,6 +206,21 @@ impl fmt::Display for AlgorithmError {
             }
             AlgorithmError::Flags { flagged: false } => {
                 write!(f, "only a flagged selection takes flags (`run`)")
+            }
+            AlgorithmError::BitRange {
+                begin,
+                end,
+                key_bits,
+            } => write!(
+                f,
+                "sort bits {begin}..{end} of {key_bits}-bit keys; the range must be non-empty \
+                 and end within the key"
+            ),
+            AlgorithmError::ValuesLength { keys, values } => {
+                write!(
+                    f,
+                    "{values} values beside {keys} keys; each key needs one value"
+                )
             }
         }
     }

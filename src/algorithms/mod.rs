@@ -49,6 +49,15 @@ mod scan;
 mod select;
 mod tuning;
 mod workspace;
+// The device-wide radix sort (Onesweep).
+mod radix;
+mod radix_kernels;
+mod sort_key;
+pub use radix::{
+    DeviceRadixSort, PreparedRadixSort, SortWorkspace, default_sort_tuning, radix_sort_keys,
+    radix_sort_pairs,
+};
+pub use sort_key::SortKey;
 
 pub use crate::error::AlgorithmError;
 pub use autotune::{Tuned, tuning_space};

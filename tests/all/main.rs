@@ -17,6 +17,7 @@ mod defined;
 mod device_reduce;
 mod device_scan;
 mod device_select;
+mod device_sort;
 mod device_tune;
 mod disk_cache;
 mod docs;

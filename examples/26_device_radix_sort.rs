@@ -1,0 +1,175 @@
+//! A device-wide radix sort in the Onesweep form ([`coopgraph::algorithms::DeviceRadixSort`]):
+//! one launch counts the digits of every pass, then one launch per 8-bit digit ranks each
+//! tile by its digit, finds each digit's place among the tiles before with a per-digit
+//! decoupled look-back, and scatters the tile.
+//!
+//! On a GPU it sorts 2^28 random keys (`COOPGRAPH_BENCH_N` overrides; the simulator sorts
+//! 2^14): `u32` keys, `u32` keys with their positions as values, and `u64` keys, and prints
+//! G keys/s beside `cub::DeviceRadixSort::SortKeys` / `SortPairs` when `COOPGRAPH_CUB_CSV`
+//! names the CSV of `benches/cub/device.cu` from the same run (its `device_radix_sort_gkeys`
+//! rows). Each result is checked (sorted, and a permutation of the input: a hash checksum of
+//! the keys; for pairs, every value a distinct position holding its key, in input order among
+//! equal keys); the process exits non-zero when any is wrong.
+
+#[path = "support/bench.rs"]
+#[allow(dead_code)]
+mod bench;
+
+use bench::OrExit;
+use coopgraph::algorithms::{DeviceRadixSort, SortKey, SortWorkspace};
+use coopgraph::ir::Element;
+use coopgraph::runtime::Device;
+
+/// Random keys (splitmix64 of the position).
+fn input<K: Element>(n: usize) -> Vec<K> {
+    (0..n as u64)
+        .map(|i| {
+            let mut z = i
+                .wrapping_add(0x9E37_79B9_7F4A_7C15)
+                .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 30)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            K::from_bits(z ^ (z >> 31))
+        })
+        .collect()
+}
+
+/// An order-independent checksum of keys: the wrapping sum of a hash of each.
+fn checksum<K: Element>(keys: &[K]) -> u64 {
+    keys.iter()
+        .map(|k| (k.to_bits() ^ 0x5851_F42D_4C95_7F2D).wrapping_mul(0x2545_F491_4F6C_DD1D))
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// Checks `out` is `keys` sorted ascending (unsigned keys: by their bits).
+fn check_keys<K: Element>(keys: &[K], out: &[K], what: &str) -> Result<(), String> {
+    if let Some(i) = (1..out.len()).find(|&i| out[i - 1].to_bits() > out[i].to_bits()) {
+        return Err(format!("{what}: keys {} and {i} out of order", i - 1));
+    }
+    if out.len() != keys.len() || checksum(out) != checksum(keys) {
+        return Err(format!(
+            "{what}: the keys are not a permutation of the input"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `values` (the positions sorted beside `out`) point at their keys, each once, in
+/// input order among equal keys.
+fn check_values<K: Element>(
+    keys: &[K],
+    out: &[K],
+    values: &[u32],
+    what: &str,
+) -> Result<(), String> {
+    let mut seen = vec![false; keys.len()];
+    for (i, &v) in values.iter().enumerate() {
+        let v = v as usize;
+        if v >= keys.len() || seen[v] || keys[v].to_bits() != out[i].to_bits() {
+            return Err(format!("{what}: value {i} ({v}) is not its key's position"));
+        }
+        seen[v] = true;
+        if i > 0 && out[i - 1].to_bits() == out[i].to_bits() && values[i - 1] as usize > v {
+            return Err(format!(
+                "{what}: equal keys at {} and {i} out of input order",
+                i - 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sorts `n` random keys of `K` (with positions as values when `pairs`), checks the result,
+/// and on a GPU returns G keys/s.
+fn sort<K: SortKey>(
+    device: &Device,
+    n: usize,
+    reps: usize,
+    pairs: bool,
+) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    let keys = input::<K>(n);
+    let x = device.upload(&keys)?;
+    let mut y = device.alloc_zeroed::<K>(n)?;
+    let mut ws = SortWorkspace::new(device)?;
+    let what = format!("{} {}", K::DTYPE, if pairs { "pairs" } else { "keys" });
+    let t = if pairs {
+        let positions: Vec<u32> = (0..n as u32).collect();
+        let v = device.upload(&positions)?;
+        let mut w = device.alloc_zeroed::<u32>(n)?;
+        let sort = DeviceRadixSort::pairs::<K, u32>().prepare(device)?;
+        sort.run(&x, &mut y, &v, &mut w, &mut ws)?;
+        let out = y.to_vec()?;
+        check_keys(&keys, &out, &what)?;
+        check_values(&keys, &out, &w.to_vec()?, &what)?;
+        if !device.is_cuda() {
+            return Ok(None);
+        }
+        let t = bench::time(device, reps, || {
+            sort.run(&x, &mut y, &v, &mut w, &mut ws).or_exit(&what)
+        });
+        let out = y.to_vec()?;
+        check_keys(&keys, &out, &what)?;
+        check_values(&keys, &out, &w.to_vec()?, &what)?;
+        t
+    } else {
+        let sort = DeviceRadixSort::keys::<K>().prepare(device)?;
+        sort.run(&x, &mut y, &mut ws)?;
+        check_keys(&keys, &y.to_vec()?, &what)?;
+        if !device.is_cuda() {
+            return Ok(None);
+        }
+        let t = bench::time(device, reps, || {
+            sort.run(&x, &mut y, &mut ws).or_exit(&what)
+        });
+        check_keys(&keys, &y.to_vec()?, &what)?;
+        t
+    };
+    Ok(Some(n as f64 / t.as_secs_f64() / 1e9))
+}
+
+/// Runs the example; an error is printed with its `Display` text (each cause once).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let device = Device::default_device()?;
+    let (_, n, reps) = bench::size(&device);
+    let cub = bench::cub_figures();
+    let key = |dtype: &str, alg: &str| {
+        (
+            "device_radix_sort_gkeys".to_string(),
+            dtype.to_string(),
+            alg.to_string(),
+            0,
+            0,
+        )
+    };
+    let runs: [(&str, &str, bool); 3] = [
+        ("u32", "sort_keys", false),
+        ("u32", "sort_pairs", true),
+        ("u64", "sort_keys", false),
+    ];
+    for (dtype, alg, pairs) in runs {
+        let g = match dtype {
+            "u64" => sort::<u64>(&device, n, reps, pairs)?,
+            _ => sort::<u32>(&device, n, reps, pairs)?,
+        };
+        match g {
+            Some(g) => {
+                let (c, ratio) = bench::versus(g, cub.get(&key(dtype, alg)));
+                let name = if pairs { "SortPairs" } else { "SortKeys" };
+                println!(
+                    "onesweep radix sort {dtype} {alg} n={n}: {g:.2} G keys/s; cub::DeviceRadixSort::{name} {dtype}: {c} G keys/s; ratio {ratio}"
+                );
+            }
+            None => println!("onesweep radix sort {dtype} {alg} n={n}: correct (simulator)"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! The kernels of the Onesweep radix sort: the upfront histogram of every pass's digits and
+//! the per-digit pass with its per-digit decoupled look-back.
+//!
+//! *Histogram* (one launch): each block counts the digits of every pass over its run of
+//! tiles in shared memory (one shared atomic add per key and pass), then adds its non-zero
+//! counters to the global counters (`hist[pass * 256 + digit]`, zeroed before the launch).
+//!
+//! *Digit pass* (one launch per 8-bit digit), one block per tile:
+//! 1. thread 0 takes the tile's index from the counter in status word 0 (so tile `t`'s
+//!    predecessors were taken by blocks already running); a broadcast sum hands it out;
+//! 2. the block loads its tile (warp-transposed, blocked), computes each key's digit, and
+//!    sorts the tile by digit with the block radix sort (stable; the padding of a partial
+//!    tile sorts last), striped: consecutive threads hold consecutive ranks; keys ride along
+//!    as the sort's values, or, with values, each key's position, by which keys and values
+//!    are gathered from shared memory;
+//! 3. the tile's digit counts (block histogram) and, in one block-wide exclusive scan of
+//!    `global count << 32 | tile count` per digit, each digit's global offset and its first
+//!    rank in the tile;
+//! 4. the per-digit look-back: the thread of digit `d` publishes the tile's count of `d`
+//!    (`AGGREGATE`; tile 0 publishes `INCLUSIVE` at once), walks back over the tiles before,
+//!    one at a time, summing counts until it meets an `INCLUSIVE` one (backing off with
+//!    `nanosleep` while a tile has not published in this launch's epoch), and publishes the
+//!    inclusive count; then `base[d] = offset[d] + prefix[d] - first[d]` in shared memory;
+//! 5. the item of rank `r` with digit `d` goes to `base[d] + r`.
+//!
+//! Status words: `(epoch << 2 | kind) << 32 | count`, word `1 + tile * 256 + d`, written by one
+//! exchange and read by atomic adds of 0 (relaxed: the count travels in the word).
+
+use super::sort_key::SortKey;
+use super::tuning::Tuning;
+use crate::ir::{
+    Atomic, Buffer as IrBuffer, Expr, Histogram, RadixSort, Reduce, Scalar, Scan, SortOrder,
+    SortOutput, index,
+};
+use crate::runtime::DeviceElement;
+use crate::{Error, Kernel, KernelBuilder, Load};
+
+/// Digits per pass.
+pub(super) const DIGIT_BITS: u32 = 8;
+/// Digit values per pass.
+pub(super) const RADIX: u32 = 1 << DIGIT_BITS;
+/// A tile's count of a digit, published before its look-back.
+const AGGREGATE: u32 = 1;
+/// The count of a digit over the tile and every tile before it.
+const INCLUSIVE: u32 = 2;
+/// The back-off of a digit's thread while the tile before has not published, in ns.
+const BACKOFF_NS: u32 = 64;
+/// Bits per pass of the block radix sort that ranks a tile by its digit.
+const BLOCK_SORT_BITS: u32 = 4;
+
+/// What every kernel of one sort shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Plan {
+    pub order: SortOrder,
+    pub begin: u32,
+    pub end: u32,
+    pub tuning: Tuning,
+}
+
+impl Plan {
+    /// Digit passes.
+    pub fn passes(&self) -> u32 {
+        (self.end - self.begin).div_ceil(DIGIT_BITS)
+    }
+
+    /// The first bit of pass `p`'s digit and its width.
+    fn digit(&self, p: u32) -> (u32, u32) {
+        let shift = self.begin + p * DIGIT_BITS;
+        (shift, DIGIT_BITS.min(self.end - shift))
+    }
+
+    fn tag(&self) -> String {
+        let order = match self.order {
+            SortOrder::Ascending => "asc",
+            SortOrder::Descending => "desc",
+        };
+        let Tuning { threads, items } = self.tuning;
+        format!("{order}_{}_{}_{threads}x{items}", self.begin, self.end)
+    }
+}
+
+/// The histogram kernel: `hist[p * 256 + d] += ` the count of keys whose pass-`p` digit is
+/// `d`, over tiles `block * per_block ..` of the `n` keys.
+pub(super) fn histogram<K: SortKey>(plan: &Plan) -> Result<Kernel, Error> {
+    let Tuning { threads, items } = plan.tuning;
+    let tile_items = plan.tuning.tile_items();
+    let words = plan.passes() * RADIX;
+    let name = format!("device_radix_sort_histogram_{}_{}", K::DTYPE, plan.tag());
+    let mut k = KernelBuilder::new(name)
+        .block(threads)
+        .items_per_thread(items);
+    let keys = k.input::<K>("keys");
+    let hist = k.buffer::<u64>("hist");
+    let (n, per_block) = (k.scalar::<u32>("n"), k.scalar::<u32>("per_block"));
+    let b = k.this_block();
+    let tid = index::thread_rank();
+    let counters = k.shared_array::<u32>(words);
+    for j in 0..words.div_ceil(threads) {
+        let w = tid.clone() + j * threads;
+        k.if_(w.lt(words), |k| k.shared_write(&counters, w, 0u32));
+    }
+    k.sync_block();
+    let tiles = (n.expr() + (tile_items - 1)) / tile_items;
+    k.for_range(0u32, per_block.expr(), |k, i| {
+        let tile = index::block_index() * per_block.expr() + i;
+        k.if_(tile.lt(tiles), |k| {
+            let start = tile * tile_items;
+            let valid = (n.expr() - start.clone()).min(tile_items);
+            let load = Load::striped()
+                .offset(start)
+                .valid_items(valid.clone())
+                .oob_default(K::default());
+            let t = k.load_from(b, &keys, load);
+            for item in 0..items {
+                let at = tid.clone() + item * threads;
+                k.if_(at.lt(valid.clone()), |k| {
+                    for p in 0..plan.passes() {
+                        let (shift, width) = plan.digit(p);
+                        let d = K::digit(&t.item(item), shift, width, plan.order);
+                        k.atomic(&counters, d + p * RADIX, Atomic::add(1u32));
+                    }
+                });
+            }
+        });
+    });
+    k.sync_block();
+    for j in 0..words.div_ceil(threads) {
+        let w = tid.clone() + j * threads;
+        k.if_(w.lt(words), |k| {
+            let c = k.var(counters.read(w.clone()));
+            k.if_(c.get().ne(0u32), |k| {
+                k.atomic(&hist, w, Atomic::add(c.get().cast::<u64>()));
+            });
+        });
+    }
+    k.build()
+}
+
+/// The per-digit look-back's handles.
+struct Look<'a> {
+    status: &'a IrBuffer<u64>,
+    epoch: &'a Scalar<u32>,
+    tile: Expr<u32>,
+}
+
+impl Look<'_> {
+    /// The status word of `tile`'s digit `d`.
+    fn word(&self, tile: Expr<u32>, d: Expr<u32>) -> Expr<u32> {
+        tile * RADIX + d + 1u32
+    }
+
+    /// Publishes `count` as `kind` for this tile's digit `d`.
+    fn publish(&self, k: &mut KernelBuilder, d: Expr<u32>, kind: Expr<u32>, count: Expr<u32>) {
+        let flag = (self.epoch.expr() << 2u32) | kind;
+        let word = (flag.cast::<u64>() << 32u32) | count.cast::<u64>();
+        k.atomic(
+            self.status,
+            self.word(self.tile.clone(), d),
+            Atomic::exch(word),
+        );
+    }
+
+    /// The count of digit `d` over every tile before this one (0 for tile 0), walking back
+    /// one tile at a time until an inclusive count.
+    fn prefix(&self, k: &mut KernelBuilder, d: Expr<u32>) -> Expr<u32> {
+        let prefix = k.var(0u32);
+        let pred = k.var(self.tile.clone());
+        let done = k.var(self.tile.eq(0u32).select(1u32, 0u32));
+        k.while_(done.get().eq(0u32), |k| {
+            let at = self.word(pred.get() - 1u32, d.clone());
+            let w = k.atomic(self.status, at, Atomic::add(0u64));
+            let word = k.var(w);
+            let st = (word.get() >> 32u32).cast::<u32>();
+            let published = (st.clone() >> 2u32)
+                .eq(self.epoch.expr())
+                .and(&(st.clone() & 3u32).ne(0u32));
+            k.if_else(
+                published,
+                |k| {
+                    k.set(&prefix, prefix.get() + word.get().cast::<u32>());
+                    k.if_else(
+                        (st & 3u32).eq(INCLUSIVE),
+                        |k| k.set(&done, 1u32),
+                        |k| k.set(&pred, pred.get() - 1u32),
+                    );
+                },
+                |k| k.nanosleep(BACKOFF_NS),
+            );
+        });
+        prefix.get()
+    }
+}
+
+/// The kernel of digit pass `pass`: `src` (and `vsrc`) scattered by the pass's digit into
+/// `dst` (and `vdst`). Without values (`pairs` false) `V` is unused.
+pub(super) fn pass<K: SortKey, V: DeviceElement>(
+    plan: &Plan,
+    pass: u32,
+    pairs: bool,
+) -> Result<Kernel, Error> {
+    let Tuning { threads, items } = plan.tuning;
+    let tile_items = plan.tuning.tile_items();
+    let (shift, width) = plan.digit(pass);
+    let values = if pairs {
+        format!("{}", V::DTYPE)
+    } else {
+        "keys".into()
+    };
+    let name = format!(
+        "device_radix_sort_pass{pass}_{}_{values}_{}",
+        K::DTYPE,
+        plan.tag()
+    );
+    let mut k = KernelBuilder::new(name)
+        .block(threads)
+        .items_per_thread(items);
+    let (src, dst) = (k.input::<K>("src"), k.output::<K>("dst"));
+    let vbufs = pairs.then(|| (k.input::<V>("vsrc"), k.output::<V>("vdst")));
+    let n = k.scalar::<u32>("n");
+    let status = k.buffer::<u64>("status");
+    let hist = k.buffer::<u64>("hist");
+    let (epoch, base) = (k.scalar::<u32>("epoch"), k.scalar::<u64>("base"));
+    let b = k.this_block();
+    let tid = index::thread_rank();
+    // Thread 0 takes the tile from the counter; a broadcast sum hands it to every thread.
+    let ticket = k.thread_data_n::<u32>(1);
+    k.set_item(&ticket, 0, 0u32);
+    k.if_(tid.eq(0u32), |k| {
+        let taken = k.atomic(&status, 0u32, Atomic::add(1u64));
+        k.set_item(&ticket, 0, (taken - base.expr()).cast::<u32>());
+    });
+    let tile = k.reduce(b, &ticket, Reduce::sum().broadcast()).item(0);
+    let tiles = (n.expr() + (tile_items - 1)) / tile_items;
+    k.if_(tile.lt(tiles), |k| {
+        let start = tile.clone() * tile_items;
+        let valid = (n.expr() - start.clone()).min(tile_items);
+        let load = Load::warp_transpose()
+            .offset(start.clone())
+            .valid_items(valid.clone())
+            .oob_default(K::default());
+        let keys = k.load_from(b, &src, load);
+        let digits = k.map(&keys, |v| K::digit(&v, shift, width, plan.order));
+        let controls = RadixSort::ascending()
+            .bits(0, width)
+            .radix_bits(BLOCK_SORT_BITS.min(width))
+            .output(SortOutput::Striped)
+            .valid_items(valid.clone());
+        // The tile ranked by digit: keys ride along, or (with values) their positions.
+        let (ranked, sorted_keys, sorted_values) = match &vbufs {
+            None => {
+                let (d, s) = k.radix_sort_pairs(b, &digits, &keys, controls);
+                (d, s, None)
+            }
+            Some((vsrc, _)) => {
+                let load = Load::warp_transpose()
+                    .offset(start.clone())
+                    .valid_items(valid.clone())
+                    .oob_default(V::default());
+                let vals = k.load_from(b, vsrc, load);
+                let position = k.fill(tid.clone() * items + index::item());
+                let staged_keys = k.shared_array::<K>(tile_items);
+                let staged_values = k.shared_array::<V>(tile_items);
+                for i in 0..items {
+                    let at = tid.clone() * items + i;
+                    k.shared_write(&staged_keys, at.clone(), keys.item(i));
+                    k.shared_write(&staged_values, at, vals.item(i));
+                }
+                // The sort's own block barriers order the staging writes before the
+                // gathers' reads.
+                let (d, from) = k.radix_sort_pairs(b, &digits, &position, controls);
+                let sk = k.map(&from, |f| staged_keys.read(f));
+                let sv = k.map(&from, |f| staged_values.read(f));
+                (d, sk, Some(sv))
+            }
+        };
+        let counts = k.shared_array::<u32>(RADIX);
+        k.histogram(
+            b,
+            &digits,
+            RADIX,
+            &counts,
+            Histogram::atomic().valid_items(valid.clone()),
+        );
+        // Thread t handles digits t * per .. (t + 1) * per.
+        let per = RADIX.div_ceil(threads);
+        let digit_of = |j: u32| tid.clone() * per + j;
+        let clamp = |j: u32| digit_of(j).min(RADIX - 1);
+        let packed = k.thread_data_n::<u64>(per);
+        for j in 0..per {
+            let global = hist.at(clamp(j) + pass * RADIX);
+            let word = (global << 32u32) | counts.read(clamp(j)).cast::<u64>();
+            let word = digit_of(j).lt(RADIX).select(word, 0u64);
+            k.set_item(&packed, j, word);
+        }
+        let scanned = k.scan(b, &packed, Scan::exclusive_sum());
+        let look = Look {
+            status: &status,
+            epoch: &epoch,
+            tile: tile.clone(),
+        };
+        let first = tile.eq(0u32).select(INCLUSIVE, AGGREGATE);
+        for j in 0..per {
+            k.if_(digit_of(j).lt(RADIX), |k| {
+                let count = counts.read(digit_of(j));
+                look.publish(k, digit_of(j), first.clone(), count);
+            });
+        }
+        let bases = k.shared_array::<u32>(RADIX);
+        for j in 0..per {
+            k.if_(digit_of(j).lt(RADIX), |k| {
+                let d = digit_of(j);
+                let prefix = look.prefix(k, d.clone());
+                let count = counts.read(d.clone());
+                k.if_(tile.ne(0u32), |k| {
+                    look.publish(k, d.clone(), Expr::lit(INCLUSIVE), prefix.clone() + count);
+                });
+                let s = scanned.item(j);
+                let offset = (s.clone() >> 32u32).cast::<u32>();
+                let first_rank = s.cast::<u32>();
+                k.shared_write(&bases, d, offset + prefix - first_rank);
+            });
+        }
+        k.sync_block();
+        for i in 0..items {
+            let rank = tid.clone() + i * threads;
+            k.if_(rank.lt(valid.clone()), |k| {
+                let at = k.var(bases.read(ranked.item(i)) + rank);
+                k.write(&dst, at.get(), sorted_keys.item(i));
+                if let (Some((_, vdst)), Some(sv)) = (&vbufs, &sorted_values) {
+                    k.write(vdst, at.get(), sv.item(i));
+                }
+            });
+        }
+    });
+    k.build()
+}
