@@ -263,4 +263,3 @@ pub enum HistogramBinning {
     /// found by binary search.
     Range,
 }
-

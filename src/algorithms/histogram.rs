@@ -14,7 +14,7 @@
 
 use super::scan::check_tuning;
 use super::{AlgorithmError, HistogramBinning, HistogramSample, MapFn, Tuning};
-use crate::ir::{Atomic, Element, Expr, Input, Scalar, index};
+use crate::ir::{Atomic, Element, Expr, Input, Scalar, Var, index};
 use crate::runtime::{ArgList, Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load};
 use std::fmt;
@@ -187,15 +187,23 @@ impl<T: HistogramSample> DeviceHistogram<T> {
         let counts = k.output::<u32>("counts");
         let n = k.scalar::<u32>("n");
         let levels = match self.binning {
-            HistogramBinning::Even => Levels::Even {
-                lower: k.scalar::<T::Level>("lower"),
-                upper: k.scalar::<T::Level>("upper"),
-            },
+            HistogramBinning::Even => {
+                let lower = k.scalar::<T::Level>("lower");
+                let upper = k.scalar::<T::Level>("upper");
+                let scale = k.var(T::even_scale(&lower.expr(), &upper.expr(), bins));
+                Levels::Even {
+                    lower,
+                    upper,
+                    scale,
+                }
+            }
             HistogramBinning::Range => Levels::Range(k.input::<T::Level>("levels")),
         };
         let b = k.this_block();
         let rank = index::thread_rank();
-        let private = self.privatized().map(|len| (len, k.shared_array::<u32>(len)));
+        let private = self
+            .privatized()
+            .map(|len| (len, k.shared_array::<u32>(len)));
         if let Some((len, local)) = &private {
             k.for_range_step(rank.clone(), *len, threads, |k, j| {
                 k.shared_write(local, j, 0u32)
@@ -254,9 +262,14 @@ impl<T: HistogramSample> DeviceHistogram<T> {
     }
 }
 
-/// The levels as the counting kernel takes them.
+/// The levels as the counting kernel takes them (even levels with their scale, computed
+/// once).
 enum Levels<L: Element> {
-    Even { lower: Scalar<L>, upper: Scalar<L> },
+    Even {
+        lower: Scalar<L>,
+        upper: Scalar<L>,
+        scale: Var<L>,
+    },
     Range(Input<L>),
 }
 
@@ -269,7 +282,11 @@ impl<L: Element> Levels<L> {
         bins: u32,
     ) -> (Expr<bool>, Expr<u32>) {
         match self {
-            Levels::Even { lower, upper } => T::even_bin(x, &lower.expr(), &upper.expr(), bins),
+            Levels::Even {
+                lower,
+                upper,
+                scale,
+            } => T::even_bin(x, (&lower.expr(), &upper.expr()), &scale.get(), bins),
             Levels::Range(levels) => {
                 // The last level at or below x: the search keeps levels[lo] <= x, halving a
                 // window of `len` levels (the halves are known when the kernel is built).
@@ -443,7 +460,8 @@ impl<T: HistogramSample> PreparedHistogram<T> {
         let tiles = n.div_ceil(self.tile_items() as usize);
         let per_sm = (2048 / self.tuning.threads).max(1) as usize;
         let sms = self.count.device().sm_count().max(1) as usize;
-        self.count.launch_grid(tiles.min(sms * per_sm) as u32, args)?;
+        self.count
+            .launch_grid(tiles.min(sms * per_sm) as u32, args)?;
         Ok(())
     }
 }

@@ -47,12 +47,22 @@ pub trait HistogramSample: DeviceElement + for<'a> Arg<'a> + sealed::Sealed {
     #[doc(hidden)]
     fn from_raw(v: &Expr<u32>) -> Expr<Self>;
 
-    /// Whether `x` lies in `[lower, upper)`, and its bin of `bins` even ones.
+    /// What the binning between even levels computes once, before the samples: the range
+    /// `upper - lower` for integers, the scale `bins / (upper - lower)` for floats.
+    #[doc(hidden)]
+    fn even_scale(
+        lower: &Expr<Self::Level>,
+        upper: &Expr<Self::Level>,
+        bins: u32,
+    ) -> Expr<Self::Level>;
+
+    /// Whether `x` lies in `[lower, upper)`, and its bin of `bins` even ones (`scale` from
+    /// [`even_scale`](Self::even_scale)).
     #[doc(hidden)]
     fn even_bin(
         x: &Expr<Self>,
-        lower: &Expr<Self::Level>,
-        upper: &Expr<Self::Level>,
+        levels: (&Expr<Self::Level>, &Expr<Self::Level>),
+        scale: &Expr<Self::Level>,
         bins: u32,
     ) -> (Expr<bool>, Expr<u32>);
 
@@ -83,16 +93,19 @@ macro_rules! narrow_sample {
             fn from_raw(v: &Expr<u32>) -> Expr<Self> {
                 v.cast::<$t>()
             }
+            fn even_scale(lower: &Expr<u32>, upper: &Expr<u32>, _bins: u32) -> Expr<u32> {
+                upper.clone() - lower.clone()
+            }
             fn even_bin(
                 x: &Expr<Self>,
-                lower: &Expr<u32>,
-                upper: &Expr<u32>,
+                (lower, upper): (&Expr<u32>, &Expr<u32>),
+                range: &Expr<u32>,
                 bins: u32,
             ) -> (Expr<bool>, Expr<u32>) {
                 let v = x.cast::<u32>();
                 let inside = v.ge(lower.clone()) & v.lt(upper.clone());
                 let offset = v - lower.clone();
-                let range = upper.clone() - lower.clone();
+                let range = range.clone();
                 // offset < 2^16, so offset * bins fits 32 bits while bins <= 2^16.
                 let bin = if bins <= 1 << 16 {
                     offset * bins / range
@@ -121,16 +134,19 @@ macro_rules! wide_sample {
             fn from_raw(v: &Expr<u32>) -> Expr<Self> {
                 v.cast::<$t>()
             }
+            fn even_scale(lower: &Expr<$l>, upper: &Expr<$l>, _bins: u32) -> Expr<$l> {
+                upper.clone() - lower.clone()
+            }
             fn even_bin(
                 x: &Expr<Self>,
-                lower: &Expr<$l>,
-                upper: &Expr<$l>,
+                (lower, upper): (&Expr<$l>, &Expr<$l>),
+                range: &Expr<$l>,
                 bins: u32,
             ) -> (Expr<bool>, Expr<u32>) {
                 let v = x.cast::<$l>();
                 let inside = v.ge(lower.clone()) & v.lt(upper.clone());
                 let offset = (v - lower.clone()).cast::<u64>();
-                let range = (upper.clone() - lower.clone()).cast::<u64>();
+                let range = range.cast::<u64>();
                 let bin = (offset * u64::from(bins) / range).cast::<u32>();
                 (inside, bin)
             }
@@ -159,15 +175,17 @@ macro_rules! float_sample {
             fn from_raw(v: &Expr<u32>) -> Expr<Self> {
                 v.cast::<$t>()
             }
+            fn even_scale(lower: &Expr<$t>, upper: &Expr<$t>, bins: u32) -> Expr<$t> {
+                Expr::lit(bins as $t) / (upper.clone() - lower.clone())
+            }
             fn even_bin(
                 x: &Expr<Self>,
-                lower: &Expr<$t>,
-                upper: &Expr<$t>,
+                (lower, upper): (&Expr<$t>, &Expr<$t>),
+                scale: &Expr<$t>,
                 bins: u32,
             ) -> (Expr<bool>, Expr<u32>) {
                 let inside = x.ge(lower.clone()) & x.lt(upper.clone());
-                let scale = Expr::lit(bins as $t) / (upper.clone() - lower.clone());
-                let bin = ((x.clone() - lower.clone()) * scale).cast::<u32>().min(bins - 1);
+                let bin = ((x.clone() - lower.clone()) * scale.clone()).cast::<u32>().min(bins - 1);
                 (inside, bin)
             }
             fn check_even(lower: $t, upper: $t, _bins: u32) -> Result<(), AlgorithmError> {
@@ -177,4 +195,3 @@ macro_rules! float_sample {
     )*};
 }
 float_sample!(f32, f64);
-
