@@ -155,6 +155,22 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// `default`, then (when sweeping) the other tunings of `others`.
+fn tunings(default: Tuning, sweep: bool, others: [(u32, u32); 5]) -> Vec<Tuning> {
+    let mut v = vec![default];
+    if sweep {
+        v.extend(others.map(|(threads, items)| Tuning { threads, items }));
+    }
+    v
+}
+
+/// One row: ours at `t` beside CUB's `theirs` figure.
+fn row(ours: &str, t: Tuning, g: f64, theirs: &str, cub: Option<&f64>) {
+    let (c, ratio) = bench::versus(g, cub);
+    let (threads, items) = (t.threads, t.items);
+    println!("{ours} {threads}x{items}: {g:.0} GB/s; {theirs}: {c} GB/s; ratio {ratio}");
+}
+
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::default_device()?;
     let (_, n, reps) = bench::size(&device);
@@ -163,6 +179,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         (kind.to_string(), dtype.to_string(), alg.to_string(), 0, 0)
     };
     let sweep = std::env::var("COOPGRAPH_HIST_SWEEP").is_ok_and(|v| v == "1");
+    let cub_even = "cub::DeviceHistogram::HistogramEven";
 
     // u8 samples, 256 bins over [0, 256): the bin is the byte.
     let bytes: Vec<u8> = (0..n as u64)
@@ -175,21 +192,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let samples = device.upload(&bytes)?;
     drop(bytes);
     let default = default_histogram_tuning(coopgraph::ir::DType::U8);
-    let mut tunings = vec![default];
-    if sweep {
-        tunings.extend(
-            [(128, 32), (256, 16), (256, 64), (512, 32), (1024, 16)]
-                .map(|(threads, items)| Tuning { threads, items }),
-        );
-    }
-    let cub_u8 = cub.get(&key("device_histogram", "u8", "histogram_even"));
-    for t in &tunings {
-        if let Some(g) = histogram::<u8>(&device, &samples, (0, BINS), &want, *t, reps)? {
-            let (c, ratio) = bench::versus(g, cub_u8);
-            println!(
-                "histogram_even u8 {}x{}: {g:.0} GB/s; cub::DeviceHistogram::HistogramEven u8: {c} GB/s; ratio {ratio}",
-                t.threads, t.items
-            );
+    let others = [(128, 32), (256, 16), (256, 64), (512, 32), (1024, 16)];
+    let theirs = cub.get(&key("device_histogram", "u8", "histogram_even"));
+    for t in tunings(default, sweep, others) {
+        if let Some(g) = histogram::<u8>(&device, &samples, (0, BINS), &want, t, reps)? {
+            row("histogram_even u8", t, g, &format!("{cub_even} u8"), theirs);
         }
     }
     drop(samples);
@@ -205,20 +212,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let samples = device.upload(&floats)?;
     drop(floats);
     let default = default_histogram_tuning(coopgraph::ir::DType::F32);
-    let mut tunings = vec![default];
-    if sweep {
-        tunings.extend(
-            [(128, 16), (256, 16), (256, 32), (512, 8), (512, 16)]
-                .map(|(threads, items)| Tuning { threads, items }),
-        );
-    }
-    let cub_f32 = cub.get(&key("device_histogram", "f32", "histogram_even"));
-    for t in &tunings {
-        if let Some(g) = histogram::<f32>(&device, &samples, (0.0, 1.0), &want, *t, reps)? {
-            let (c, ratio) = bench::versus(g, cub_f32);
-            println!(
-                "histogram_even f32 {}x{}: {g:.0} GB/s; cub::DeviceHistogram::HistogramEven f32: {c} GB/s; ratio {ratio}",
-                t.threads, t.items
+    let others = [(128, 16), (256, 16), (256, 32), (512, 8), (512, 16)];
+    let theirs = cub.get(&key("device_histogram", "f32", "histogram_even"));
+    for t in tunings(default, sweep, others) {
+        if let Some(g) = histogram::<f32>(&device, &samples, (0.0, 1.0), &want, t, reps)? {
+            row(
+                "histogram_even f32",
+                t,
+                g,
+                &format!("{cub_even} f32"),
+                theirs,
             );
         }
     }
@@ -229,21 +232,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .map(|i| pattern_f32(i, SEED_SEGMENTS))
         .collect();
     let default = default_segmented_tuning(coopgraph::ir::DType::F32);
-    let mut tunings = vec![default];
-    if sweep {
-        tunings.extend(
-            [(128, 8), (128, 4), (512, 2), (1024, 1), (256, 8)]
-                .map(|(threads, items)| Tuning { threads, items }),
-        );
-    }
-    let cub_seg = cub.get(&key("device_segmented_reduce", "f32", "sum"));
-    for t in &tunings {
-        if let Some(g) = segmented(&device, &xs, *t, reps)? {
-            let (c, ratio) = bench::versus(g, cub_seg);
-            println!(
-                "segmented_reduce sum f32 (segments of {SEGMENT}) {}x{}: {g:.0} GB/s; cub::DeviceSegmentedReduce::Sum f32: {c} GB/s; ratio {ratio}",
-                t.threads, t.items
-            );
+    let others = [(128, 8), (128, 4), (512, 2), (1024, 1), (256, 8)];
+    let theirs = cub.get(&key("device_segmented_reduce", "f32", "sum"));
+    for t in tunings(default, sweep, others) {
+        if let Some(g) = segmented(&device, &xs, t, reps)? {
+            let ours = format!("segmented_reduce sum f32 (segments of {SEGMENT})");
+            row(&ours, t, g, "cub::DeviceSegmentedReduce::Sum f32", theirs);
         }
     }
     println!(

@@ -1,7 +1,9 @@
 //! Device-wide algorithms over [`Buffer`]s, built with the public [`KernelBuilder`] like any
 //! user's kernel: [`inclusive_scan`], [`exclusive_scan`] and [`reduce`] (sum, min, max or any
 //! associative operator written in the expression language), with element-wise maps fused on
-//! the way in and out ([`DeviceScan`], [`DeviceReduce`]).
+//! the way in and out ([`DeviceScan`], [`DeviceReduce`]); histograms between even levels or
+//! given ones ([`histogram_even`], [`histogram_range`], [`DeviceHistogram`]); and reductions
+//! of many segments at once ([`segmented_reduce`], [`DeviceSegmentedReduce`]).
 //!
 //! The scan is single pass with decoupled look-back: every block takes its tile's index from a
 //! counter in the [`Workspace`] (so progress never depends on the order in which blocks are

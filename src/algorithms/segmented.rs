@@ -115,10 +115,7 @@ impl<T: ScanElement> DeviceSegmentedReduce<T> {
         check_tuning(tuning)?;
         let Tuning { threads, items } = tuning;
         let tile = tuning.tile_items();
-        let name = format!(
-            "device_segmented_reduce_{}_{threads}x{items}",
-            T::DTYPE
-        );
+        let name = format!("device_segmented_reduce_{}_{threads}x{items}", T::DTYPE);
         let mut k = KernelBuilder::new(name)
             .block(threads)
             .items_per_thread(items);
@@ -155,8 +152,11 @@ impl<T: ScanElement> DeviceSegmentedReduce<T> {
                         Some(f) => k.map(&t, |v| f(v)),
                         None => t,
                     };
+                    // The tile's fold is at rank 0, which carries the segment's.
                     let r = fold(k, b, &self.op, &t, valid);
-                    k.set(&acc, self.op.apply(acc.get(), r.item(0)));
+                    k.if_(first.clone(), |k| {
+                        k.set(&acc, self.op.apply(acc.get(), r.item(0)));
+                    });
                 });
                 k.if_(first.clone(), |k| k.write(&out, s.clone(), acc.get()));
             },
