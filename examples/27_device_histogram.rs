@@ -11,7 +11,7 @@
 //! prints GB/s (the histograms count the samples read; the segmented sum the input, the
 //! offsets and the sums, as CUB's harness does) beside `cub::DeviceHistogram::HistogramEven`
 //! and `cub::DeviceSegmentedReduce::Sum` when `COOPGRAPH_CUB_CSV` names the CSV that
-//! `benches/cub/run.sh` wrote for `device.cu`. `COOPGRAPH_HIST_SWEEP=1` also times (and
+//! `benches/cub/run.sh` wrote for `device.cu`. With the argument `--sweep` it also times (and
 //! checks) other tunings of each. The process exits non-zero when any result is wrong.
 
 #[path = "support/bench.rs"]
@@ -178,7 +178,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let key = |kind: &str, dtype: &str, alg: &str| {
         (kind.to_string(), dtype.to_string(), alg.to_string(), 0, 0)
     };
-    let sweep = std::env::var("COOPGRAPH_HIST_SWEEP").is_ok_and(|v| v == "1");
+    let sweep = std::env::args().any(|a| a == "--sweep");
     let cub_even = "cub::DeviceHistogram::HistogramEven";
 
     // u8 samples, 256 bins over [0, 256): the bin is the byte.
