@@ -181,6 +181,44 @@ pub enum AlgorithmError {
         /// Values given.
         values: usize,
     },
+    /// A histogram of no bins.
+    NoBins,
+    /// Even histogram levels whose lower level is not below the upper one (or is NaN).
+    LevelsNotIncreasing,
+    /// Even integer levels too far apart for exact binning: `(upper - lower) * bins` must
+    /// stay below 2^64.
+    BinningOverflow {
+        /// The histogram's bins.
+        bins: u32,
+    },
+    /// A histogram run with levels of the other binning than it was prepared for.
+    Binning {
+        /// The binning it was prepared for.
+        prepared: HistogramBinning,
+        /// The binning of the run.
+        binning: HistogramBinning,
+    },
+    /// Histogram counts of another length than the histogram's bins.
+    CountsLength {
+        /// The histogram's bins.
+        bins: u32,
+        /// Elements of the counts.
+        given: usize,
+    },
+    /// A histogram's levels buffer of another length than its bins plus one.
+    LevelCount {
+        /// Levels the histogram takes.
+        want: usize,
+        /// Elements of the levels buffer.
+        given: usize,
+    },
+    /// Segment offsets out of order or past the end of the input: `segment` is the first
+    /// segment whose `offsets[segment] <= offsets[segment + 1] <= len` fails (found on the
+    /// device; no element outside the input was read).
+    Offsets {
+        /// The first such segment.
+        segment: usize,
+    },
 }
 
 impl fmt::Display for AlgorithmError {
@@ -222,8 +260,48 @@ impl fmt::Display for AlgorithmError {
                     "{values} values beside {keys} keys; each key needs one value"
                 )
             }
+            AlgorithmError::NoBins => f.write_str("a histogram of no bins"),
+            AlgorithmError::LevelsNotIncreasing => {
+                f.write_str("the histogram's lower level is not below its upper level")
+            }
+            AlgorithmError::BinningOverflow { bins } => write!(
+                f,
+                "the histogram's levels are too far apart for exact binning into {bins} bins \
+                 ((upper - lower) * bins must stay below 2^64)"
+            ),
+            AlgorithmError::Binning { prepared, binning } => write!(
+                f,
+                "a histogram prepared for {prepared:?} levels run with {binning:?} levels"
+            ),
+            AlgorithmError::CountsLength { bins, given } => write!(
+                f,
+                "the histogram has {bins} bins but its counts hold {given} elements"
+            ),
+            AlgorithmError::LevelCount { want, given } => {
+                write!(f, "the histogram takes {want} levels, not {given}")
+            }
+            AlgorithmError::Offsets { segment } => write!(
+                f,
+                "segment {segment}'s offsets are out of order or past the end of the input"
+            ),
         }
     }
 }
 
 impl std::error::Error for AlgorithmError {}
+
+/// How samples find their bins.
+///
+/// ```
+/// use coopgraph::algorithms::{DeviceHistogram, HistogramBinning};
+///
+/// assert_eq!(DeviceHistogram::<f32>::range(10).binning(), HistogramBinning::Range);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HistogramBinning {
+    /// `bins` equal bins between a lower and an upper level (launch arguments).
+    Even,
+    /// Bin `i` is `[levels[i], levels[i + 1])`, from a buffer of `bins + 1` ascending levels,
+    /// found by binary search.
+    Range,
+}

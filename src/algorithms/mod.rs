@@ -1,7 +1,12 @@
 //! Device-wide algorithms over [`Buffer`]s, built with the public [`KernelBuilder`] like any
 //! user's kernel: [`inclusive_scan`], [`exclusive_scan`] and [`reduce`] (sum, min, max or any
 //! associative operator written in the expression language), with element-wise maps fused on
-//! the way in and out ([`DeviceScan`], [`DeviceReduce`]).
+//! the way in and out ([`DeviceScan`], [`DeviceReduce`]); stream compaction ([`select_if`],
+//! [`select_flagged`], [`partition`], [`DeviceSelect`]) and [`run_length_encode`]; radix
+//! sorts of keys and of pairs ([`radix_sort_keys`], [`radix_sort_pairs`],
+//! [`DeviceRadixSort`]); histograms between even levels or given ones ([`histogram_even`],
+//! [`histogram_range`], [`DeviceHistogram`]); and reductions of many segments at once
+//! ([`segmented_reduce`], [`DeviceSegmentedReduce`]).
 //!
 //! The scan is single pass with decoupled look-back: every block takes its tile's index from a
 //! counter in the [`Workspace`] (so progress never depends on the order in which blocks are
@@ -70,6 +75,14 @@ pub use select::{DeviceSelect, PredicateFn, PreparedSelect, SelectKind};
 use tuning::chosen;
 pub use tuning::{Tuning, default_tuning};
 pub use workspace::Workspace;
+
+mod histogram;
+mod sample;
+mod segmented;
+pub use crate::error::HistogramBinning;
+pub use histogram::{DeviceHistogram, PreparedHistogram, SHARED_BINS, default_histogram_tuning};
+pub use sample::HistogramSample;
+pub use segmented::{DeviceSegmentedReduce, PreparedSegmentedReduce, default_segmented_tuning};
 
 use crate::Error;
 use crate::ir::Expr;
@@ -244,4 +257,109 @@ pub fn run_length_encode<T: DeviceElement>(
 ) -> Result<usize, Error> {
     let rle = DeviceRunLengthEncode::new().prepare(device)?;
     rle.run(x, unique, counts, &mut Workspace::new(device)?)
+}
+
+/// `counts[b]` = how many of `samples` fall in even bin `b` of `counts.len()` between `lower`
+/// (included) and `upper` (excluded), as `cub::DeviceHistogram::HistogramEven`: samples
+/// outside (and NaN) are dropped, the counts overwritten. Each block counts in shared memory
+/// and adds its bins to the counts at the end. See [`HistogramSample`] for the binning and
+/// the level types; prepare a [`DeviceHistogram`] to build the kernels once.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[0.1f32, 0.3, 0.35, 0.9, 1.0, -0.2, f32::NAN])?;
+/// let mut counts = device.alloc_zeroed::<u32>(4)?;
+/// coopgraph::algorithms::histogram_even(&device, &x, &mut counts, 0.0, 1.0)?;
+/// assert_eq!(counts.to_vec()?, [1, 2, 0, 1]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn histogram_even<T: HistogramSample>(
+    device: &Device,
+    samples: &Buffer<T>,
+    counts: &mut Buffer<u32>,
+    lower: T::Level,
+    upper: T::Level,
+) -> Result<(), Error> {
+    let Some(bins) = bins_of(counts)? else {
+        return Ok(());
+    };
+    let h = DeviceHistogram::<T>::even(bins).prepare(device)?;
+    h.run_even(samples, counts, lower, upper)
+}
+
+/// `counts[b]` = how many of `samples` fall in `[levels[b], levels[b + 1])`, found by binary
+/// search over the `counts.len() + 1` ascending levels, as
+/// `cub::DeviceHistogram::HistogramRange`: samples outside `[levels[0], levels[bins])` (and
+/// NaN) are dropped, the counts overwritten.
+///
+/// ```
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[5i32, -3, 17, 100, 0, 2])?;
+/// let levels = device.upload(&[-10i64, 0, 3, 20])?;
+/// let mut counts = device.alloc_zeroed::<u32>(3)?;
+/// coopgraph::algorithms::histogram_range(&device, &x, &levels, &mut counts)?;
+/// assert_eq!(counts.to_vec()?, [1, 2, 2]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn histogram_range<T: HistogramSample>(
+    device: &Device,
+    samples: &Buffer<T>,
+    levels: &Buffer<T::Level>,
+    counts: &mut Buffer<u32>,
+) -> Result<(), Error> {
+    let Some(bins) = bins_of(counts)? else {
+        let given = levels.len();
+        if given != 1 {
+            return Err(AlgorithmError::LevelCount { want: 1, given }.into());
+        }
+        return Ok(());
+    };
+    let h = DeviceHistogram::<T>::range(bins).prepare(device)?;
+    h.run_range(samples, levels, counts)
+}
+
+/// The bins of a histogram into `counts` (`None` for none).
+fn bins_of(counts: &Buffer<u32>) -> Result<Option<u32>, Error> {
+    match u32::try_from(counts.len()) {
+        Ok(0) => Ok(None),
+        Ok(bins) => Ok(Some(bins)),
+        Err(_) => {
+            let (len, max) = (counts.len(), u32::MAX as usize);
+            Err(AlgorithmError::TooLong { len, max }.into())
+        }
+    }
+}
+
+/// `out[i]` = `initial op x[offsets[i]] op ... op x[offsets[i + 1] - 1]` for each segment `i`
+/// of the `offsets.len() - 1` (`initial` for an empty one), as
+/// `cub::DeviceSegmentedReduce::Reduce`: one block per segment. Offsets out of order or past
+/// the end of `x` are found on the device and reported ([`AlgorithmError::Offsets`]),
+/// never read past; see [`PreparedSegmentedReduce::run`].
+///
+/// ```
+/// use coopgraph::algorithms::{self, Op};
+/// use coopgraph::runtime::Device;
+///
+/// let device = Device::sim();
+/// let x = device.upload(&[1u32, 2, 3, 4, 5, 6])?;
+/// let offsets = device.upload(&[0u32, 2, 2, 6])?;
+/// let mut out = device.alloc_zeroed::<u32>(3)?;
+/// algorithms::segmented_reduce(&device, &x, &offsets, &mut out, Op::sum(), 100)?;
+/// assert_eq!(out.to_vec()?, [103, 100, 118]);
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+pub fn segmented_reduce<T: ScanElement>(
+    device: &Device,
+    x: &Buffer<T>,
+    offsets: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    op: Op<T>,
+    initial: T,
+) -> Result<(), Error> {
+    let r = DeviceSegmentedReduce::new(op).prepare(device)?;
+    r.run(x, offsets, out, initial, &mut Workspace::new(device)?)
 }

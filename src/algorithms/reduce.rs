@@ -188,7 +188,7 @@ impl<T: ScanElement> DeviceReduce<T> {
 
 /// The fold of the first `valid` positions of a blocked tile, in position order, at rank 0:
 /// each thread folds its own valid items, then the threads holding any fold theirs.
-fn fold<T: Element>(
+pub(super) fn fold<T: Element>(
     k: &mut KernelBuilder,
     b: Group,
     op: &Op<T>,

@@ -49,6 +49,10 @@ pub struct Workspace {
     epoch: u32,
     calls: u64,
     clean: bool,
+    /// The segmented reduction's error word (made on first use), raised by an atomic
+    /// maximum of `(flag_epoch << 32) | code`.
+    flag: Option<Buffer<u64>>,
+    flag_epoch: u32,
 }
 
 /// What one scan call gets from the workspace: its epoch and where its tiles start on the
@@ -71,6 +75,8 @@ impl Workspace {
             epoch: 0,
             calls: 0,
             clean: true,
+            flag: None,
+            flag_epoch: 0,
         })
     }
 
@@ -97,7 +103,9 @@ impl Workspace {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn bytes(&self) -> usize {
-        8 * (self.status.len() + self.values.len()) + self.count.as_ref().map_or(0, |c| 4 * c.len())
+        let flag = self.flag.as_ref().map_or(0, Buffer::len);
+        let count = self.count.as_ref().map_or(0, |c| 4 * c.len());
+        8 * (self.status.len() + self.values.len() + flag) + count
     }
 
     /// The one-word count buffer, taken out until [`put_count`](Self::put_count) returns it.
@@ -162,6 +170,27 @@ impl Workspace {
             self.clean = true;
         }
         result
+    }
+
+    /// The next call's error word and epoch. The word is never cleared between calls: a
+    /// kernel raises it with an atomic maximum of `(epoch << 32) | code`, and a word from an
+    /// earlier call carries a smaller epoch (the word is cleared when the 32-bit epoch would
+    /// wrap).
+    pub(crate) fn flag(&mut self) -> Result<(u32, &mut Buffer<u64>), Error> {
+        let flag = match &mut self.flag {
+            Some(f) => f,
+            slot @ None => {
+                self.flag_epoch = 0;
+                slot.insert(self.device.alloc_zeroed::<u64>(1)?)
+            }
+        };
+        if self.flag_epoch == u32::MAX {
+            flag.write(&[0])?;
+            self.flag_epoch = 0;
+        }
+        self.flag_epoch += 1;
+        self.calls += 1;
+        Ok((self.flag_epoch, flag))
     }
 
     fn reset_counters(&mut self) {
