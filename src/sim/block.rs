@@ -30,11 +30,10 @@
 
 use super::SimOptions;
 use super::control::{Monitor, POLL_STEPS};
-use super::decode::{Coll, Inst, NONE, Program};
+use super::decode::{Coll, NONE, Program};
 use super::error::{
-    AbsentGroup, AbsentState, Access, Extent, GlobalRaceFault, MemSpace, MemoryFault,
-    ParticipationFault, ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault,
-    UninitOrigin, UseKind,
+    AbsentGroup, AbsentState, Access, GlobalRaceFault, MemoryFault, ParticipationFault,
+    ParticipationProblem, RaceFault, SimError, ThreadRef, UninitFault, UninitOrigin, UseKind,
 };
 use super::exec::{self, Env, Fault, NEVER, Segment, SharedMem, Stop};
 use super::global_race::GlobalRaces;
@@ -48,11 +47,11 @@ use super::race::RaceState;
 use crate::ptx::{Dim, ShflMode, Special, VoteMode};
 use std::cell::RefCell;
 
-/// An ordered load a thread stopped at: pc after it, its address, the value it read.
-type SpinKey = (u32, u64, u64);
+/// An ordered load a thread stopped at: the pc after it, a hash of the thread's registers.
+type SpinKey = (u32, u64);
 
 /// No ordered load stopped at.
-const NO_SPIN: SpinKey = (u32::MAX, 0, 0);
+const NO_SPIN: SpinKey = (u32::MAX, 0);
 
 /// Instructions a thread runs before others get a turn (so spin-waits make progress).
 const QUANTUM: u64 = 1 << 16;
@@ -125,10 +124,10 @@ pub(crate) struct BlockRun<'a> {
     pc: Vec<u32>,
     status: Vec<Status>,
     arrival: Vec<u64>,
-    /// Per thread: the ordered load it last stopped at, as its pc, address and the value it
-    /// read ([`NO_SPIN`]: none). Stopping at the same load of the same address reading the
-    /// same value is a poll that saw nothing new; any other stop at an ordered load is
-    /// progress (a load read once, or one that saw memory change, is not a wait).
+    /// Per thread: the ordered load it last stopped at, as its pc and a hash of the thread's
+    /// registers then ([`NO_SPIN`]: none). Stopping at the same load with every register as
+    /// it was is a poll that saw nothing new; any other stop at an ordered load is progress
+    /// (a load read once, one in a loop that moves on, or one that saw memory change).
     spun_at: Vec<SpinKey>,
     shared: SharedMem,
     local: Vec<u8>,
@@ -487,23 +486,14 @@ impl<'a> BlockRun<'a> {
         })
     }
 
-    /// The ordered load thread `t` just stopped at: its pc, address and the value it read.
+    /// The ordered load thread `t` just stopped at: its pc and a hash (FNV-1a) of the
+    /// thread's registers.
     fn spin_key(&self, t: usize) -> SpinKey {
-        let pc = self.pc[t];
-        let slot = |r: u32| match r {
-            NONE => 0,
-            r => self.regs[t * self.stride + r as usize],
-        };
-        match pc
-            .checked_sub(1)
-            .and_then(|p| self.prog.code.get(p as usize))
-        {
-            Some(i) => match &i.inst {
-                Inst::LdOrdered { mem, .. } => (pc, slot(mem.base), slot(mem.regs[0])),
-                _ => (pc, 0, 0),
-            },
-            None => NO_SPIN,
-        }
+        let regs = &self.regs[t * self.stride..(t + 1) * self.stride];
+        let hash = regs.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, r| {
+            (h ^ r).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        (self.pc[t], hash)
     }
 
     /// `e`, unless an undefined-value fault came before it.
@@ -1044,103 +1034,6 @@ impl<'a> BlockRun<'a> {
             limit: self.opts.max_steps,
             thread: self.thread_ref(t),
             at: self.prog.location(self.pc.get(t).copied().unwrap_or(0)),
-        }
-    }
-
-    fn nearest(&self, space: MemSpace, addr: u64) -> (Option<Extent>, bool) {
-        let dist = |e: &Extent| {
-            if addr < e.base {
-                e.base - addr
-            } else {
-                addr.saturating_sub(e.base.saturating_add(e.len))
-            }
-        };
-        let pick = |v: Vec<Extent>| v.into_iter().min_by_key(dist);
-        match space {
-            MemSpace::Cluster => self.nearest(MemSpace::Shared, addr & super::cluster::LOCAL_MASK),
-            MemSpace::Global => self.global.nearest(addr),
-            MemSpace::Shared => {
-                let dynamic = self.shape.dynamic_smem;
-                let mut v: Vec<Extent> = self
-                    .prog
-                    .shared
-                    .iter()
-                    .map(|s| Extent {
-                        base: u64::from(s.addr),
-                        len: u64::from(if s.bytes == 0 { dynamic } else { s.bytes }),
-                        name: Some(s.name.clone()),
-                        note: s.comment.clone(),
-                    })
-                    .collect();
-                if dynamic > 0 && self.prog.shared.iter().all(|s| s.bytes > 0) {
-                    v.push(Extent {
-                        base: u64::from(self.prog.dyn_addr()),
-                        len: u64::from(dynamic),
-                        name: Some("(dynamic shared memory)".to_string()),
-                        note: None,
-                    });
-                }
-                // Shared addresses are 32 bits: an index below the first declaration wraps
-                // to the top of the space, and is nearest to it.
-                let wrapped = |e: &Extent| {
-                    let Ok(a) = u32::try_from(addr) else {
-                        return dist(e);
-                    };
-                    let (b, l) = (e.base as u32, e.len as u32);
-                    if a.wrapping_sub(b) < l.max(1) {
-                        0
-                    } else {
-                        u64::from(a.wrapping_sub(b.wrapping_add(l)).min(b.wrapping_sub(a)))
-                    }
-                };
-                (v.into_iter().min_by_key(wrapped), false)
-            }
-            MemSpace::Local => {
-                let window = Extent {
-                    base: 0,
-                    len: u64::from(self.opts.local_bytes),
-                    name: Some("(local window)".to_string()),
-                    note: None,
-                };
-                let decls = self.prog.local.iter().map(|s| Extent {
-                    base: s.addr,
-                    len: u64::from(s.bytes),
-                    name: Some(s.name.clone()),
-                    note: s.comment.clone(),
-                });
-                let all = (self.opts.local_bytes > 0).then_some(window);
-                (pick(all.into_iter().chain(decls).collect()), false)
-            }
-            MemSpace::Const => (
-                pick(
-                    self.prog
-                        .cmem
-                        .iter()
-                        .map(|s| Extent {
-                            base: s.addr,
-                            len: s.data.len() as u64,
-                            name: Some(s.name.clone()),
-                            note: s.comment.clone(),
-                        })
-                        .collect(),
-                ),
-                false,
-            ),
-            MemSpace::Param => (
-                pick(
-                    self.prog
-                        .params
-                        .iter()
-                        .map(|p| Extent {
-                            base: u64::from(p.offset),
-                            len: u64::from(p.size),
-                            name: Some(p.name.clone()),
-                            note: None,
-                        })
-                        .collect(),
-                ),
-                false,
-            ),
         }
     }
 
