@@ -24,7 +24,7 @@
 //! 5. the item of rank `r` with digit `d` goes to `base[d] + r`.
 //!
 //! Status words: `(epoch << 2 | kind) << 32 | count`, word `1 + tile * 256 + d`, written by one
-//! exchange and read by atomic adds of 0 (relaxed: the count travels in the word).
+//! exchange and read by relaxed atomic loads (the count travels in the word).
 
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
@@ -168,7 +168,7 @@ impl Look<'_> {
         let done = k.var(self.tile.eq(0u32).select(1u32, 0u32));
         k.while_(done.get().eq(0u32), |k| {
             let at = self.word(pred.get() - 1u32, d.clone());
-            let w = k.atomic(self.status, at, Atomic::add(0u64));
+            let w = k.atomic(self.status, at, Atomic::load());
             let word = k.var(w);
             let st = (word.get() >> 32u32).cast::<u32>();
             let published = (st.clone() >> 2u32)
