@@ -432,3 +432,20 @@ pub fn primitive_problem(
     assert_eq!(at, line, "{p:?} at the wrong line");
     p
 }
+
+/// The block orders the look-back tests run in: interleaved both ways and two shuffles, so a
+/// result never depends on which block the scheduler runs first.
+pub const BLOCK_ORDERS: [coopgraph::sim::BlockOrder; 4] = [
+    coopgraph::sim::BlockOrder::Interleaved,
+    coopgraph::sim::BlockOrder::InterleavedReversed,
+    coopgraph::sim::BlockOrder::InterleavedShuffled { seed: 5 },
+    coopgraph::sim::BlockOrder::InterleavedShuffled { seed: 6 },
+];
+
+/// A simulator (every checker on) that runs a launch's blocks in `order`.
+pub fn sim_in(order: coopgraph::sim::BlockOrder) -> coopgraph::runtime::Device {
+    coopgraph::runtime::Device::sim_with(coopgraph::sim::SimOptions {
+        block_order: order,
+        ..coopgraph::sim::SimOptions::default()
+    })
+}

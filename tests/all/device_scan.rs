@@ -3,7 +3,7 @@
 //! fused maps, partial tiles, and blocks run interleaved in linear, reversed and shuffled
 //! order on the simulator with every checker on.
 
-use crate::common::{Rng, assert_same, device};
+use crate::common::{BLOCK_ORDERS, Rng, assert_same, device, sim_in};
 use coopgraph::algorithms::{
     AlgorithmError, DeviceScan, Op, PreparedScan, ScanElement, Tuning, Workspace,
 };
@@ -282,22 +282,13 @@ fn coopgraph_scan(dev: &Device, xs: &[f32]) -> Vec<f32> {
 /// windows fold aggregates and slide back past 32 tiles.
 #[test]
 fn look_back_in_any_block_order() {
-    let orders = [
-        BlockOrder::Interleaved,
-        BlockOrder::InterleavedReversed,
-        BlockOrder::InterleavedShuffled { seed: 5 },
-        BlockOrder::InterleavedShuffled { seed: 6 },
-    ];
     let tuning = Tuning {
         threads: 32,
         items: 2,
     };
     let mut rng = Rng::new(37);
-    for order in orders {
-        let dev = Device::sim_with(SimOptions {
-            block_order: order,
-            ..SimOptions::default()
-        });
+    for order in BLOCK_ORDERS {
+        let dev = sim_in(order);
         let mut ws = Workspace::new(&dev).expect("ws");
         for n in [64 * 70 + 5, 64 * 3] {
             let xs = data::<u32>(&mut rng, n);

@@ -4,7 +4,7 @@
 //! on the device, and blocks run interleaved in linear, reversed and shuffled order on the
 //! simulator with every checker on.
 
-use crate::common::{Rng, assert_same, device};
+use crate::common::{BLOCK_ORDERS, Rng, assert_same, device, sim_in};
 use coopgraph::Error;
 use coopgraph::algorithms::{
     AlgorithmError, DeviceRunLengthEncode, DeviceSelect, PreparedRunLengthEncode, PreparedSelect,
@@ -300,22 +300,13 @@ fn run_length_encode_every_type_size_and_run_length() {
 /// 0 of a tile sees predecessors that published only their aggregate or nothing yet.
 #[test]
 fn look_back_in_any_block_order() {
-    let orders = [
-        BlockOrder::Interleaved,
-        BlockOrder::InterleavedReversed,
-        BlockOrder::InterleavedShuffled { seed: 5 },
-        BlockOrder::InterleavedShuffled { seed: 6 },
-    ];
     let tuning = Tuning {
         threads: 32,
         items: 2,
     };
     let mut rng = Rng::new(37);
-    for order in orders {
-        let dev = Device::sim_with(SimOptions {
-            block_order: order,
-            ..SimOptions::default()
-        });
+    for order in BLOCK_ORDERS {
+        let dev = sim_in(order);
         let mut ws = Workspace::new(&dev).expect("ws");
         let n = 64 * 70 + 5;
         let xs = data::<u32>(&mut rng, n);

@@ -4,15 +4,14 @@
 //! zeros of both signs, infinities and NaNs, and blocks run interleaved in linear, reversed
 //! and shuffled order on the simulator with every checker on.
 
-use crate::common::{Rng, assert_same, device};
+use crate::common::{BLOCK_ORDERS, Rng, assert_same, device, sim_in};
 use coopgraph::Error;
 use coopgraph::algorithms::{
     AlgorithmError, DeviceRadixSort, SortKey, SortWorkspace, Tuning, radix_sort_keys,
     radix_sort_pairs,
 };
 use coopgraph::ir::{DType, Element};
-use coopgraph::runtime::{Device, DeviceElement, SimOptions};
-use coopgraph::sim::BlockOrder;
+use coopgraph::runtime::{Device, DeviceElement};
 
 /// A small tuning (tiles of 192), so that many tiles stay cheap on the simulator.
 const SMALL: Tuning = Tuning {
@@ -321,22 +320,13 @@ fn default_tuning() {
 /// digit's thread meets tiles before that have published only their count, or nothing yet.
 #[test]
 fn look_back_in_any_block_order() {
-    let orders = [
-        BlockOrder::Interleaved,
-        BlockOrder::InterleavedReversed,
-        BlockOrder::InterleavedShuffled { seed: 5 },
-        BlockOrder::InterleavedShuffled { seed: 6 },
-    ];
     let tuning = Tuning {
         threads: 32,
         items: 2,
     };
     let mut rng = Rng::new(37);
-    for order in orders {
-        let dev = Device::sim_with(SimOptions {
-            block_order: order,
-            ..SimOptions::default()
-        });
+    for order in BLOCK_ORDERS {
+        let dev = sim_in(order);
         let mut ws = SortWorkspace::new(&dev).expect("ws");
         let xs = keys::<u16>(&mut rng, 64 * 9 + 5, false);
         check(&dev, &xs, None, false, tuning, &mut ws);
