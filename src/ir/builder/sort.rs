@@ -18,9 +18,13 @@
 //!
 //! The passes but a striped last one run in a loop (as CUB's do), each with two barriers of
 //! its own (after the counting, after the scan's write-back) beside the block scan's and the
-//! scatters', which the planner places. The counters are indexed with one padding word per 32
-//! (`i + i / 32`), so the scan's segment reads of consecutive words fall in distinct banks;
-//! the counting's accesses (one column per thread) are conflict-free as they stand. Every op
+//! scatters', which the planner places. The counters take one lane more than the digits need
+//! when that makes the lane count odd: the counting reads and writes word
+//! `lane * threads + thread` (a warp's threads in distinct banks whatever their digits, for a
+//! block of whole warps), and the scan's segment of thread `t`, words `t * lanes ..`, then
+//! strides an odd number of words from thread to thread, so its reads fall in distinct banks
+//! too. (A padding word per 32 instead would shift each lane by a bank and make the counting
+//! conflict.) Every op
 //! the sort records carries the caller's line, so errors (a block scan's in a block that is
 //! not a multiple of 32 threads, say) name the user's call.
 
@@ -215,19 +219,16 @@ fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Ex
     }
 }
 
-/// A counter's word with one padding word per 32, so that consecutive words a thread reads
-/// in the scan fall in distinct banks across a warp.
-fn padded(i: Expr<u32>) -> Expr<u32> {
-    i.clone() + (i >> 5u32)
-}
-
 /// The most counter words a sort takes (with padding): 224 KiB, within every arch's shared
 /// memory (the block's other shared memory must fit beside them).
 pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
 
-/// The words the counters take for `words` counter words.
-fn padded_len(words: u32) -> u32 {
-    words + words / 32 + 1
+/// The counter lanes for `bits`-bit digits: `2^(bits - 1)` (two 16-bit counters a word), and
+/// one more when that is even, so that each thread's scan segment strides an odd number of
+/// words (see the module's notes on banks).
+fn counter_lanes(bits: u32) -> u32 {
+    let lanes = 1u32 << (bits - 1);
+    lanes | 1
 }
 
 impl KernelBuilder {
@@ -338,13 +339,11 @@ impl KernelBuilder {
                 end,
                 key_bits,
             })
-        } else if padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads())
-            > MAX_COUNTER_WORDS
-        {
+        } else if counter_lanes(controls.radix_bits) * self.ir.block_threads() > MAX_COUNTER_WORDS {
             Some(RadixSortProblem::Counters {
                 bits: controls.radix_bits,
                 threads: self.ir.block_threads(),
-                words: padded_len((1u32 << (controls.radix_bits - 1)) * self.ir.block_threads()),
+                words: counter_lanes(controls.radix_bits) * self.ir.block_threads(),
                 max: MAX_COUNTER_WORDS,
             })
         } else {
@@ -409,7 +408,7 @@ impl KernelBuilder {
         // The loop carries its own copy of the values.
         let values = values.map(|v| self.map(&v, |x| x));
         let counters: SharedArray<u32> =
-            self.shared_array(padded_len((1u32 << (controls.radix_bits - 1)) * threads));
+            self.shared_array(counter_lanes(controls.radix_bits) * threads);
         let pass = Pass {
             group,
             counters,
@@ -469,16 +468,18 @@ impl KernelBuilder {
         let tid = index::thread_rank();
         let log_lanes = radix_bits - 1;
         let lanes = 1u32 << log_lanes;
+        // With the odd padding lane, when there is one.
+        let padded_lanes = counter_lanes(radix_bits);
         let shift = p * radix_bits + begin;
         // The last pass may take fewer bits.
         let digit_mask =
             (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
         // Digit d counts in word (d mod lanes) of the thread's column, in the half
         // d / lanes; `half` is that half's shift.
-        let word = |d: Expr<u32>| padded((d & (lanes - 1)) * threads + index::thread_rank());
+        let word = |d: Expr<u32>| (d & (lanes - 1)) * threads + index::thread_rank();
         let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
-        for lane in 0..lanes {
-            self.shared_write(&counters, padded(tid.clone() + lane * threads), 0u32);
+        for lane in 0..padded_lanes {
+            self.shared_write(&counters, tid.clone() + lane * threads, 0u32);
         }
         let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
         // Each item's column word before its own count (its count of equal digits before it
@@ -495,17 +496,17 @@ impl KernelBuilder {
         // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
         // sums; then t walks its segment again, writing each word's exclusive prefix. The
         // high halves start after every low half (the low halves' total).
-        let at = |j: u32| padded(index::thread_rank() * lanes + j);
-        let sum = (1..lanes).fold(counters.read(at(0)), |acc, j| acc + counters.read(at(j)));
+        let at = |j: u32| index::thread_rank() * padded_lanes + j;
+        let sum = (1..padded_lanes).fold(counters.read(at(0)), |acc, j| acc + counters.read(at(j)));
         let partial = self.thread_data_n::<u32>(1);
         self.set_item(&partial, 0, sum);
         let (prefix, total) = self.scan_with_aggregate(group, &partial, Scan::exclusive_sum());
         let running = self.var(prefix.item(0) + (total.item(0) << 16u32));
         let word_j = self.var(0u32);
-        for j in 0..lanes {
+        for j in 0..padded_lanes {
             self.set(&word_j, counters.read(at(j)));
             self.shared_write(&counters, at(j), running.get());
-            if j + 1 < lanes {
+            if j + 1 < padded_lanes {
                 self.set(&running, running.get() + word_j.get());
             }
         }
