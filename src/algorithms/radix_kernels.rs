@@ -8,14 +8,14 @@
 //! *Digit pass* (one launch per 8-bit digit), one block per tile:
 //! 1. thread 0 takes the tile's index from the counter in status word 0 (so tile `t`'s
 //!    predecessors were taken by blocks already running); a broadcast sum hands it out;
-//! 2. the block loads its tile (warp-transposed, blocked), computes each key's digit, and
-//!    sorts the tile by digit with the block radix sort (stable; the padding of a partial
-//!    tile sorts last), striped: consecutive threads hold consecutive ranks; keys ride along
-//!    as the sort's values, or, with values, each key's position, by which keys and values
-//!    are gathered from shared memory;
-//! 3. the tile's digit counts (block histogram) and, in one block-wide exclusive scan of
-//!    `global count << 32 | tile count` per digit, each digit's global offset and its first
-//!    rank in the tile;
+//! 2. the block loads its tile (warp-transposed, then exchanged to the warp-striped
+//!    arrangement), computes each key's digit, and ranks the digits with the block's match
+//!    rank (one pass over all 8 bits: per-warp counters, `match.any.sync`; the padding of a
+//!    partial tile ranks last and counts in no digit), which also gives each digit's count in
+//!    the tile; keys (and values) are scattered by rank through shared memory, striped:
+//!    consecutive threads hold consecutive ranks;
+//! 3. in one block-wide exclusive scan of `global count << 32 | tile count` per digit, each
+//!    digit's global offset and its first rank in the tile;
 //! 4. the per-digit look-back: the thread of digit `d` publishes the tile's count of `d`
 //!    (`AGGREGATE`; tile 0 publishes `INCLUSIVE` at once), walks back over the tiles before,
 //!    one at a time, summing counts until it meets an `INCLUSIVE` one (backing off with
@@ -29,8 +29,8 @@
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
 use crate::ir::{
-    Atomic, Buffer as IrBuffer, Expr, Histogram, RadixSort, Reduce, Scalar, Scan, SortOrder,
-    SortOutput, index,
+    Arrangement, Atomic, Buffer as IrBuffer, ExchangeVia, Expr, RadixRank, Reduce, Scalar, Scan,
+    Scatter, SortOrder, index,
 };
 use crate::runtime::DeviceElement;
 use crate::{Error, Kernel, KernelBuilder, Load};
@@ -45,8 +45,6 @@ const AGGREGATE: u32 = 1;
 const INCLUSIVE: u32 = 2;
 /// The back-off of a digit's thread while the tile before has not published, in ns.
 const BACKOFF_NS: u32 = 64;
-/// Bits per pass of the block radix sort that ranks a tile by its digit.
-const BLOCK_SORT_BITS: u32 = 4;
 
 /// What every kernel of one sort shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -238,49 +236,26 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             .offset(start.clone())
             .valid_items(valid.clone())
             .oob_default(K::default());
+        // Ranked by digit in the warp-striped arrangement (the match rank's), where each
+        // warp's items are in the tile's order.
+        let warped = Arrangement::Striped { threads: 32 };
         let keys = k.load_from(b, &src, load);
+        let keys = k.exchange(b, &keys, warped, ExchangeVia::Shared);
         let digits = k.map(&keys, |v| K::digit(&v, shift, width, plan.order));
-        let controls = RadixSort::ascending()
-            .bits(0, width)
-            .radix_bits(BLOCK_SORT_BITS.min(width))
-            .output(SortOutput::Striped)
-            .valid_items(valid.clone());
-        // The tile ranked by digit: keys ride along, or (with values) their positions.
-        let (ranked, sorted_keys, sorted_values) = match &vbufs {
-            None => {
-                let (d, s) = k.radix_sort_pairs(b, &digits, &keys, controls);
-                (d, s, None)
-            }
-            Some((vsrc, _)) => {
-                let load = Load::warp_transpose()
-                    .offset(start.clone())
-                    .valid_items(valid.clone())
-                    .oob_default(V::default());
-                let vals = k.load_from(b, vsrc, load);
-                let position = k.fill(tid.clone() * items + index::item());
-                let staged_keys = k.shared_array::<K>(tile_items);
-                let staged_values = k.shared_array::<V>(tile_items);
-                for i in 0..items {
-                    let at = tid.clone() * items + i;
-                    k.shared_write(&staged_keys, at.clone(), keys.item(i));
-                    k.shared_write(&staged_values, at, vals.item(i));
-                }
-                // The sort's own block barriers order the staging writes before the
-                // gathers' reads.
-                let (d, from) = k.radix_sort_pairs(b, &digits, &position, controls);
-                let sk = k.map(&from, |f| staged_keys.read(f));
-                let sv = k.map(&from, |f| staged_values.read(f));
-                (d, sk, Some(sv))
-            }
-        };
-        let counts = k.shared_array::<u32>(RADIX);
-        k.histogram(
-            b,
-            &digits,
-            RADIX,
-            &counts,
-            Histogram::atomic().valid_items(valid.clone()),
-        );
+        let rank = RadixRank::match_any(DIGIT_BITS).valid_items(valid.clone());
+        let ranked = k.radix_rank_with_counts(b, &digits, rank);
+        // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
+        let striped = Arrangement::Striped { threads };
+        let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).permutation());
+        let sorted_values = vbufs.as_ref().map(|(vsrc, _)| {
+            let load = Load::warp_transpose()
+                .offset(start.clone())
+                .valid_items(valid.clone())
+                .oob_default(V::default());
+            let vals = k.load_from(b, vsrc, load);
+            let vals = k.exchange(b, &vals, warped, ExchangeVia::Shared);
+            k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation())
+        });
         // Thread t handles digits t * per .. (t + 1) * per.
         let per = RADIX.div_ceil(threads);
         let digit_of = |j: u32| tid.clone() * per + j;
@@ -288,7 +263,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         let packed = k.thread_data_n::<u64>(per);
         for j in 0..per {
             let global = hist.at(clamp(j) + pass * RADIX);
-            let word = (global << 32u32) | counts.read(clamp(j)).cast::<u64>();
+            let word = (global << 32u32) | ranked.counts.item(j).cast::<u64>();
             let word = digit_of(j).lt(RADIX).select(word, 0u64);
             k.set_item(&packed, j, word);
         }
@@ -301,7 +276,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         let first = tile.eq(0u32).select(INCLUSIVE, AGGREGATE);
         for j in 0..per {
             k.if_(digit_of(j).lt(RADIX), |k| {
-                let count = counts.read(digit_of(j));
+                let count = ranked.counts.item(j);
                 look.publish(k, digit_of(j), first.clone(), count);
             });
         }
@@ -310,7 +285,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             k.if_(digit_of(j).lt(RADIX), |k| {
                 let d = digit_of(j);
                 let prefix = look.prefix(k, d.clone());
-                let count = counts.read(d.clone());
+                let count = ranked.counts.item(j);
                 k.if_(tile.ne(0u32), |k| {
                     look.publish(k, d.clone(), Expr::lit(INCLUSIVE), prefix.clone() + count);
                 });
@@ -324,7 +299,8 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         for i in 0..items {
             let rank = tid.clone() + i * threads;
             k.if_(rank.lt(valid.clone()), |k| {
-                let at = k.var(bases.read(ranked.item(i)) + rank);
+                let d = K::digit(&sorted_keys.item(i), shift, width, plan.order);
+                let at = k.var(bases.read(d) + rank);
                 k.write(&dst, at.get(), sorted_keys.item(i));
                 if let (Some((_, vdst)), Some(sv)) = (&vbufs, &sorted_values) {
                     k.write(vdst, at.get(), sv.item(i));

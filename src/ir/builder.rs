@@ -12,7 +12,7 @@
 //! `data.rs` (payloads and element-wise ops),
 //! `collectives.rs` (reductions, scans, exchanges), `neighbor.rs` (adjacent differences,
 //! flags, shuffles, scatters), `sort.rs` (block radix
-//! sorts), `control.rs` (branches, loops, tiles, barriers), `grid.rs` (the
+//! sorts), `radix_rank.rs` (block radix ranks), `control.rs` (branches, loops, tiles, barriers), `grid.rs` (the
 //! grid group and its barrier), `loops.rs`
 //! (stepped and `while` loops, `break_`, `continue_`, `return_if`), `vars.rs` (per-thread
 //! variables) and `pipeline.rs` (the fluent [`Pipeline`]).
@@ -39,6 +39,7 @@ mod neighbor;
 mod options;
 mod pipeline;
 mod print;
+mod radix_rank;
 mod run_length;
 mod sort;
 mod vars;
@@ -54,6 +55,7 @@ pub use memory::{Load, StorageSpec, Store};
 pub use neighbor::{BinaryFn, Difference, FlagFn, Flags, Scatter, Shuffle};
 pub use pipeline::Pipeline;
 pub use print::{PrintArg, PrintArgs, PrintValue};
+pub use radix_rank::{MEMO_WORDS, RadixRank, RankAlgorithm, RankedDigits};
 pub use run_length::{Decoded, Runs};
 pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
 pub use warp_segmented::{BatchOutput, Segments};

@@ -30,9 +30,10 @@ pub mod verify;
 
 pub use builder::{
     Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Decoded, Difference, FlagFn, Flags,
-    Grid, Histogram, HistogramAlgorithm, KernelBuilder, Load, MAX_COUNTER_WORDS, Pipeline,
-    PrintArg, PrintArgs, PrintValue, RadixSort, Reduce, RemoteShared, Runs, Scan, Scatter,
-    Segments, Shuffle, SortOrder, SortOutput, StorageSpec, Store,
+    Grid, Histogram, HistogramAlgorithm, KernelBuilder, Load, MAX_COUNTER_WORDS, MEMO_WORDS,
+    Pipeline, PrintArg, PrintArgs, PrintValue, RadixRank, RadixSort, RankAlgorithm, RankedDigits,
+    Reduce, RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput,
+    StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{

@@ -45,6 +45,7 @@ mod neighbor;
 mod options;
 mod pairs;
 mod print;
+mod radix_rank;
 mod radix_sort;
 mod random;
 mod reduce;

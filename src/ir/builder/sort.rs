@@ -5,34 +5,26 @@
 //! - keys become unsigned *sort bits* whose order is the keys' (signed integers with the sign
 //!   bit flipped; floats with the sign bit flipped when positive and every bit flipped when
 //!   negative, so NaNs sort by their bits: after `+inf` ascending; descending flips every bit);
-//! - per pass, each thread counts its items' digits in its own column of a shared array of
-//!   counters (two 16-bit counters packed in each 32-bit word: the low halves hold the lower
-//!   half of the digits, the high halves the upper), remembering each item's count before it;
-//! - one block-wide exclusive scan over the counters, each thread scanning a consecutive
-//!   segment (the high halves then get the low halves' total), gives each digit column's first
-//!   rank; an item's rank is its column's plus its count before it, so equal digits keep
-//!   their order and the sort is stable from pass to pass;
+//! - per pass, the digits are ranked by the block's memoized radix rank
+//!   ([`KernelBuilder::radix_rank`], in `radix_rank.rs`: per-thread packed counters, one
+//!   block-wide scan), so equal digits keep their order and the sort is stable from pass to
+//!   pass;
 //! - a scatter by rank through shared memory ([`Scatter::permutation`]: no hole values
 //!   written first) moves keys (and values) to their places, read back blocked, or in the
 //!   asked arrangement after the last pass.
 //!
-//! The passes but a striped last one run in a loop (as CUB's do), each with two barriers of
-//! its own (after the counting, after the scan's write-back) beside the block scan's and the
-//! scatters', which the planner places. The counters take one lane more than the digits need
-//! when that makes the lane count odd: the counting reads and writes word
-//! `lane * threads + thread` (a warp's threads in distinct banks whatever their digits, for a
-//! block of whole warps), and the scan's segment of thread `t`, words `t * lanes ..`, then
-//! strides an odd number of words from thread to thread, so its reads fall in distinct banks
-//! too. (A padding word per 32 instead would shift each lane by a bank and make the counting
-//! conflict.) Every op
+//! The passes but a striped last one run in a loop (as CUB's do), each with the rank's two
+//! barriers (after the counting, after the scan's write-back) beside the block scan's and the
+//! scatters', which the planner places. Every op
 //! the sort records carries the caller's line, so errors (a block scan's in a block that is
 //! not a multiple of 32 threads, say) name the user's call.
 
-use super::{KernelBuilder, Scan, Scatter};
+use super::radix_rank::{RadixRank, Ranker};
+use super::{KernelBuilder, Scatter};
 use crate::ir::dtype::{DType, Element};
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, ExprKind, IntElement, UnaryOp, index};
-use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::handles::{Group, ThreadData};
 use crate::ir::ops::*;
 
 /// The digit width a radix sort takes by default (CUB's `BlockRadixSort` default).
@@ -219,17 +211,9 @@ fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Ex
     }
 }
 
-/// The most counter words a sort takes (with padding): 224 KiB, within every arch's shared
-/// memory (the block's other shared memory must fit beside them).
+/// The most counter words a sort or rank takes: 224 KiB, within every arch's shared memory
+/// (the block's other shared memory must fit beside them).
 pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
-
-/// The counter lanes for `bits`-bit digits: `2^(bits - 1)` (two 16-bit counters a word), and
-/// one more when that is even, so that each thread's scan segment strides an odd number of
-/// words (see the module's notes on banks).
-fn counter_lanes(bits: u32) -> u32 {
-    let lanes = 1u32 << (bits - 1);
-    lanes | 1
-}
 
 impl KernelBuilder {
     /// Sorts the block's tile of keys (CUB's `BlockRadixSort::Sort`): the result holds the
@@ -339,13 +323,6 @@ impl KernelBuilder {
                 end,
                 key_bits,
             })
-        } else if counter_lanes(controls.radix_bits) * self.ir.block_threads() > MAX_COUNTER_WORDS {
-            Some(RadixSortProblem::Counters {
-                bits: controls.radix_bits,
-                threads: self.ir.block_threads(),
-                words: counter_lanes(controls.radix_bits) * self.ir.block_threads(),
-                max: MAX_COUNTER_WORDS,
-            })
         } else {
             match values {
                 Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
@@ -407,12 +384,13 @@ impl KernelBuilder {
         };
         // The loop carries its own copy of the values.
         let values = values.map(|v| self.map(&v, |x| x));
-        let counters: SharedArray<u32> =
-            self.shared_array(counter_lanes(controls.radix_bits) * threads);
+        let rank = RadixRank::memoize(controls.radix_bits);
+        let Some(ranker) = self.ranker(group, rank, loc) else {
+            return (self.map(keys, |v| v), None);
+        };
         let pass = Pass {
             group,
-            counters,
-            threads,
+            ranker,
             radix_bits: controls.radix_bits,
             begin: controls.begin_bit,
             end,
@@ -458,64 +436,17 @@ impl KernelBuilder {
     ) -> (ThreadData<B>, Option<ThreadData<V>>) {
         let Pass {
             group,
-            counters,
-            threads,
+            ref ranker,
             radix_bits,
             begin,
             end,
         } = *pass;
-        let items = bits.items;
-        let tid = index::thread_rank();
-        let log_lanes = radix_bits - 1;
-        let lanes = 1u32 << log_lanes;
-        // With the odd padding lane, when there is one.
-        let padded_lanes = counter_lanes(radix_bits);
         let shift = p * radix_bits + begin;
         // The last pass may take fewer bits.
         let digit_mask =
             (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
-        // Digit d counts in word (d mod lanes) of the thread's column, in the half
-        // d / lanes; `half` is that half's shift.
-        let word = |d: Expr<u32>| (d & (lanes - 1)) * threads + index::thread_rank();
-        let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
-        for lane in 0..padded_lanes {
-            self.shared_write(&counters, tid.clone() + lane * threads, 0u32);
-        }
         let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
-        // Each item's column word before its own count (its count of equal digits before it
-        // in the thread sits in its half).
-        let before = self.thread_data_n::<u32>(items);
-        for i in 0..items {
-            let d = digits.item(i);
-            self.set_item(&before, i, counters.read(word(d.clone())));
-            let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
-            self.shared_write(&counters, word(d), bumped);
-        }
-        self.sync_block();
-        // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
-        // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
-        // sums; then t walks its segment again, writing each word's exclusive prefix. The
-        // high halves start after every low half (the low halves' total).
-        let at = |j: u32| index::thread_rank() * padded_lanes + j;
-        let sum = (1..padded_lanes).fold(counters.read(at(0)), |acc, j| acc + counters.read(at(j)));
-        let partial = self.thread_data_n::<u32>(1);
-        self.set_item(&partial, 0, sum);
-        let (prefix, total) = self.scan_with_aggregate(group, &partial, Scan::exclusive_sum());
-        let running = self.var(prefix.item(0) + (total.item(0) << 16u32));
-        let word_j = self.var(0u32);
-        for j in 0..padded_lanes {
-            self.set(&word_j, counters.read(at(j)));
-            self.shared_write(&counters, at(j), running.get());
-            if j + 1 < padded_lanes {
-                self.set(&running, running.get() + word_j.get());
-            }
-        }
-        self.sync_block();
-        let ranks = self.map2(&before, &digits, |b, d| {
-            let h = half(d.clone());
-            let own = (b >> h.clone()) & 0xffffu32;
-            own + ((counters.read(word(d)) >> h) & 0xffffu32)
-        });
+        let ranks = self.rank(ranker, &digits, false).ranks;
         let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
         let values = match values {
             Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
@@ -528,8 +459,7 @@ impl KernelBuilder {
 /// What every pass of one sort shares.
 struct Pass {
     group: Group,
-    counters: SharedArray<u32>,
-    threads: u32,
+    ranker: Ranker,
     radix_bits: u32,
     begin: u32,
     end: u32,

@@ -1,9 +1,9 @@
-//! What a block radix sort may be asked that it cannot do (reported by the verifier).
+//! What a block radix sort or rank may be asked that it cannot do (reported by the verifier).
 
 use super::GroupKind;
 use std::fmt;
 
-/// A radix sort's controls that do not fit its keys or its group
+/// A radix sort's or rank's controls that do not fit its keys or its group
 /// ([`VerifyErrorKind::RadixSort`](crate::ir::VerifyErrorKind::RadixSort)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RadixSortProblem {
@@ -37,6 +37,11 @@ pub enum RadixSortProblem {
         words: u32,
         /// The most a sort's counters may take.
         max: u32,
+    },
+    /// Ranking by warp matches in a block that is not whole warps.
+    WholeWarps {
+        /// Threads of the block.
+        threads: u32,
     },
     /// Values with another number of items per thread than the keys.
     ValueItems {
@@ -75,6 +80,11 @@ impl fmt::Display for RadixSortProblem {
                 f,
                 "radix sort with {bits}-bit digits over {threads} threads: its {words} counter \
                  words exceed the {max} a sort may take; take fewer bits per digit"
+            ),
+            RadixSortProblem::WholeWarps { threads } => write!(
+                f,
+                "radix rank by warp matches over {threads} threads: the match algorithm needs \
+                 a block of whole warps"
             ),
             RadixSortProblem::ValueItems { keys, values } => write!(
                 f,

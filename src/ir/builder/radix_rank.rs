@@ -1,0 +1,561 @@
+//! Block radix rank (CUB's `BlockRadixRank` and `BlockRadixRankMatch`): each item's place in
+//! the stable order of the block's tile by a digit of a few bits, recorded as the builder's own
+//! ops.
+//!
+//! Three algorithms, as CUB's:
+//! - [`RankAlgorithm::Basic`]: each thread counts its items' digits in its own column of a
+//!   shared array of counters (two 16-bit counters a 32-bit word: the low halves hold the lower
+//!   half of the digits, the high halves the upper), one block-wide exclusive scan over the
+//!   counters (each thread scanning a consecutive segment, which it reads twice), and each
+//!   item's rank is its column's prefix plus its count before it. Works on the blocked
+//!   arrangement.
+//! - [`RankAlgorithm::Memoize`]: as basic, the segment kept in registers between its two
+//!   walks (one read of the counters fewer per word: the faster of the two where registers
+//!   allow), for segments of up to [`MEMO_WORDS`] words (digits of up to 6 bits); wider
+//!   digits are ranked as basic ranks them.
+//! - [`RankAlgorithm::Match`]: each warp counts the digits of its own items in its own row of
+//!   counters, item by item: the lanes holding one digit find each other with
+//!   `match.any.sync`, the first of them adds their number to the counter, and each takes the
+//!   counter's old value plus its peers before it. One block-wide scan over the digits (each
+//!   digit's warps in order) makes the counters prefixes. All digits of up to 8 bits are
+//!   counted in one pass, with one shared access per item and warp-synchronous steps only.
+//!   It works on the warp-striped arrangement (thread `lane` of warp `w` holding positions
+//!   `w * 32 * K + i * 32 + lane`), as CUB's does, so that the order it counts in is the
+//!   positions' order, and needs whole warps.
+//!
+//! The counters of basic and memoize take one lane more than the digits need when that makes
+//! the lane count odd: the counting reads and writes word `lane * threads + thread` (a warp's
+//! threads in distinct banks whatever their digits, for a block of whole warps), and the
+//! scan's segment of thread `t`, words `t * lanes ..`, then strides an odd number of words
+//! from thread to thread, so its reads fall in distinct banks too. (A padding word per 32
+//! instead would shift each lane by a bank and make the counting conflict.)
+//!
+//! With a valid count, the items past it rank after every valid item (in their order) and
+//! count in no digit. The digits' counts and exclusive prefixes are there on request
+//! ([`KernelBuilder::radix_rank_with_counts`]): thread `t` holds those of digits
+//! `t * P .. (t + 1) * P` for `P = ceil(2^bits / threads)`, as CUB's `exclusive_digit_prefix`.
+
+use super::{KernelBuilder, Scan};
+use crate::ir::entities::Loc;
+use crate::ir::expr::{Expr, index};
+use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::ops::*;
+
+/// How a block ranks digits ([`RadixRank`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RankAlgorithm {
+    /// Per-thread packed counters, counted and scanned through shared memory (CUB's
+    /// `RADIX_RANK_BASIC`); on the blocked arrangement.
+    Basic,
+    /// As basic, each thread's scan segment kept in registers (CUB's `RADIX_RANK_MEMOIZE`);
+    /// on the blocked arrangement.
+    Memoize,
+    /// Per-warp counters with `match.any.sync` (CUB's `RADIX_RANK_MATCH`); on the
+    /// warp-striped arrangement; whole warps only.
+    Match,
+}
+
+/// The controls of a block radix rank ([`KernelBuilder::radix_rank`]): the algorithm, the
+/// digit width and a valid count.
+///
+/// ```
+/// use coopgraph::ir::{RadixRank, RankAlgorithm};
+///
+/// let r = RadixRank::match_any(8);
+/// assert_eq!((r.algorithm(), r.digit_bits()), (RankAlgorithm::Match, 8));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RadixRank {
+    algorithm: RankAlgorithm,
+    bits: u32,
+    valid: Option<Expr<u32>>,
+}
+
+impl RadixRank {
+    /// Basic ranking of `bits`-bit digits (1..=8).
+    pub fn basic(bits: u32) -> Self {
+        RadixRank {
+            algorithm: RankAlgorithm::Basic,
+            bits,
+            valid: None,
+        }
+    }
+
+    /// Memoized ranking of `bits`-bit digits (1..=8).
+    pub fn memoize(bits: u32) -> Self {
+        RadixRank {
+            algorithm: RankAlgorithm::Memoize,
+            ..Self::basic(bits)
+        }
+    }
+
+    /// Ranking of `bits`-bit digits (1..=8) by warp matches.
+    pub fn match_any(bits: u32) -> Self {
+        RadixRank {
+            algorithm: RankAlgorithm::Match,
+            ..Self::basic(bits)
+        }
+    }
+
+    /// Only the first `n` positions of the tile hold items: the others rank after them (in
+    /// their order) and count in no digit.
+    pub fn valid_items(mut self, n: impl Into<Expr<u32>>) -> Self {
+        self.valid = Some(n.into());
+        self
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> RankAlgorithm {
+        self.algorithm
+    }
+
+    /// Bits per digit.
+    pub fn digit_bits(&self) -> u32 {
+        self.bits
+    }
+}
+
+/// A rank's results with its digits' counts ([`KernelBuilder::radix_rank_with_counts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RankedDigits {
+    /// Each item's rank (its position in the tile sorted stably by digit), in the arrangement
+    /// the algorithm ranks.
+    pub ranks: ThreadData<u32>,
+    /// Thread `t`'s item `j`: the valid items whose digit is below `t * P + j` (the digit's
+    /// first rank), `P` items per thread; digits past the last read the valid total.
+    pub prefix: ThreadData<u32>,
+    /// Thread `t`'s item `j`: the valid items whose digit is `t * P + j` (0 past the last
+    /// digit).
+    pub counts: ThreadData<u32>,
+}
+
+/// The most counter words memoized ranking keeps in registers: wider digits' segments are
+/// read twice, as basic ranking's are.
+pub const MEMO_WORDS: u32 = 33;
+
+/// The lanes of counters for `bits`-bit digits in basic and memoize ranking: `2^(bits - 1)`
+/// (two 16-bit counters a word), and one more when that is even, so that each thread's scan
+/// segment strides an odd number of words.
+pub(super) fn counter_lanes(bits: u32) -> u32 {
+    let lanes = 1u32 << (bits.clamp(1, 8) - 1);
+    lanes | 1
+}
+
+/// The counter words a rank of `bits`-bit digits takes for `threads` threads.
+pub(super) fn counter_words(algorithm: RankAlgorithm, bits: u32, threads: u32) -> u32 {
+    match algorithm {
+        RankAlgorithm::Basic | RankAlgorithm::Memoize => counter_lanes(bits) * threads,
+        RankAlgorithm::Match => (1u32 << bits.clamp(1, 8)) * threads.div_ceil(32),
+    }
+}
+
+/// Shared state of a rank inside a loop: its counters are allocated once.
+pub(super) struct Ranker {
+    group: Group,
+    controls: RadixRank,
+    counters: SharedArray<u32>,
+    threads: u32,
+}
+
+impl KernelBuilder {
+    /// Ranks the block's items by their digits (CUB's `BlockRadixRank::RankKeys`): each
+    /// item's rank is its position in the tile sorted stably by digit, so a scatter by rank
+    /// ([`Scatter::permutation`](super::Scatter::permutation)) sorts the tile. `digits` are
+    /// taken modulo `2^bits`; every algorithm ranks by position in the tile. Basic and
+    /// memoize work on the blocked arrangement, match on the warp-striped one (`digits` are
+    /// exchanged there first when arranged otherwise, and the ranks come out so arranged: the
+    /// planner converts them where an op needs another arrangement). Block groups only
+    /// ([`RadixSortProblem`](crate::ir::ops::RadixSortProblem) lists what the verifier
+    /// reports).
+    ///
+    /// ```
+    /// use coopgraph::ir::{RadixRank, Scatter};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Sort a tile of 64 bytes by their low nibble, stably.
+    /// let mut k = KernelBuilder::new("by_nibble").block(32).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let digits = k.map(&t, |v| v & 15u32);
+    /// let ranks = k.radix_rank(b, &digits, RadixRank::match_any(4));
+    /// let sorted = k.scatter(b, &t, &ranks, Scatter::blocked().permutation());
+    /// k.store_to(b, &y, &sorted, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let xs: Vec<u32> = (0..64).map(|i| (i * 37) % 256).collect();
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let mut want = xs.clone();
+    /// want.sort_by_key(|v| v & 15);
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn radix_rank(
+        &mut self,
+        group: impl Into<Group>,
+        digits: &ThreadData<u32>,
+        controls: RadixRank,
+    ) -> ThreadData<u32> {
+        let loc = Loc::caller();
+        self.rank_recorded(group.into(), digits, controls, false, loc)
+            .ranks
+    }
+
+    /// As [`radix_rank`](Self::radix_rank), with each digit's count and first rank (CUB's
+    /// `exclusive_digit_prefix`): thread `t` holds those of digits `t * P .. (t + 1) * P`,
+    /// `P = ceil(2^bits / threads)`.
+    ///
+    /// ```
+    /// use coopgraph::ir::RadixRank;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // 2-bit digits over 4 threads: thread t holds digit t's count and first rank.
+    /// let mut k = KernelBuilder::new("digit_counts").block(4).items_per_thread(2);
+    /// let x = k.input::<u32>("x");
+    /// let (c, p) = (k.output::<u32>("counts"), k.output::<u32>("prefix"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.radix_rank_with_counts(b, &t, RadixRank::memoize(2).valid_items(7u32));
+    /// k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
+    /// k.store_to(b, &p, &r.prefix, Store::direct().offset(0u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[3u32, 1, 1, 0, 3, 3, 2, 0])?; // the last is past the valid 7
+    /// let (mut cb, mut pb) = (dev.alloc_zeroed::<u32>(4)?, dev.alloc_zeroed::<u32>(4)?);
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut cb, &mut pb))?;
+    /// assert_eq!(cb.to_vec()?, [1, 2, 1, 3]);
+    /// assert_eq!(pb.to_vec()?, [0, 1, 3, 4]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn radix_rank_with_counts(
+        &mut self,
+        group: impl Into<Group>,
+        digits: &ThreadData<u32>,
+        controls: RadixRank,
+    ) -> RankedDigits {
+        let loc = Loc::caller();
+        self.rank_recorded(group.into(), digits, controls, true, loc)
+    }
+
+    /// Checks the controls and records the rank, every op at `loc`.
+    fn rank_recorded(
+        &mut self,
+        group: Group,
+        digits: &ThreadData<u32>,
+        controls: RadixRank,
+        with_counts: bool,
+        loc: Loc,
+    ) -> RankedDigits {
+        let first_op = self.ir.ops.len();
+        let ranked = match self.ranker(group, controls, loc) {
+            Some(ranker) => self.rank(&ranker, digits, with_counts),
+            None => {
+                let zero = self.map(digits, |_| Expr::lit(0u32));
+                RankedDigits {
+                    ranks: zero,
+                    prefix: zero,
+                    counts: zero,
+                }
+            }
+        };
+        for op in &mut self.ir.ops[first_op..] {
+            op.loc = loc;
+        }
+        ranked
+    }
+
+    /// A rank's counters, or `None` with the controls' problem recorded.
+    pub(super) fn ranker(&mut self, group: Group, controls: RadixRank, loc: Loc) -> Option<Ranker> {
+        let threads = self.ir.block_threads();
+        let words = counter_words(controls.algorithm, controls.bits, threads);
+        let problem = if group.kind() != GroupKind::Block {
+            Some(RadixSortProblem::Group { kind: group.kind() })
+        } else if !(1..=8).contains(&controls.bits) {
+            Some(RadixSortProblem::RadixBits {
+                bits: controls.bits,
+            })
+        } else if controls.algorithm == RankAlgorithm::Match && threads % 32 != 0 {
+            Some(RadixSortProblem::WholeWarps { threads })
+        } else if words > super::MAX_COUNTER_WORDS {
+            Some(RadixSortProblem::Counters {
+                bits: controls.bits,
+                threads,
+                words,
+                max: super::MAX_COUNTER_WORDS,
+            })
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.ir
+                .issues
+                .push(BuilderIssue::RadixSort { problem, loc });
+            return None;
+        }
+        let counters = self.shared_array(words);
+        Some(Ranker {
+            group,
+            controls,
+            counters,
+            threads: threads.max(1),
+        })
+    }
+
+    /// Records one rank with `ranker`'s counters.
+    pub(super) fn rank(
+        &mut self,
+        ranker: &Ranker,
+        digits: &ThreadData<u32>,
+        with_counts: bool,
+    ) -> RankedDigits {
+        match ranker.controls.algorithm {
+            RankAlgorithm::Basic => self.rank_counting(ranker, digits, false, with_counts),
+            RankAlgorithm::Memoize => self.rank_counting(ranker, digits, true, with_counts),
+            RankAlgorithm::Match => self.rank_match(ranker, digits, with_counts),
+        }
+    }
+
+    /// The digits to count: modulo `2^bits`, and the last digit past the valid count (so
+    /// those items rank after every valid one, in their order; the last digit's count drops
+    /// them again). `position` is an item's position in the ranked order.
+    fn counted_digits(
+        &mut self,
+        ranker: &Ranker,
+        digits: &ThreadData<u32>,
+        position: impl Fn() -> Expr<u32>,
+    ) -> ThreadData<u32> {
+        let last = (1u32 << ranker.controls.bits) - 1;
+        match &ranker.controls.valid {
+            Some(n) => {
+                let n = n.clone();
+                self.map(digits, |d| {
+                    position().lt(n).select(d & last, Expr::lit(last))
+                })
+            }
+            None => self.map(digits, |d| d & last),
+        }
+    }
+
+    /// Basic and memoized ranking over per-thread packed counters.
+    fn rank_counting(
+        &mut self,
+        ranker: &Ranker,
+        digits: &ThreadData<u32>,
+        memoize: bool,
+        with_counts: bool,
+    ) -> RankedDigits {
+        let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
+        let bits = ranker.controls.bits;
+        let digits = &self.exchange(group, digits, Arrangement::Blocked, ExchangeVia::Shared);
+        let items = digits.items;
+        let digits = self.counted_digits(ranker, digits, || {
+            index::thread_rank() * items + index::item()
+        });
+        let tid = index::thread_rank();
+        let log_lanes = bits - 1;
+        let lanes = 1u32 << log_lanes;
+        let padded_lanes = counter_lanes(bits);
+        // Digit d counts in word (d mod lanes) of the thread's column, in the half
+        // d / lanes; `half` is that half's shift.
+        let column = |d: Expr<u32>, t: Expr<u32>| (d & (lanes - 1)) * threads + t;
+        let word = |d: Expr<u32>| column(d, index::thread_rank());
+        let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
+        for lane in 0..padded_lanes {
+            self.shared_write(&counters, tid.clone() + lane * threads, 0u32);
+        }
+        // Each item's column word before its own count (its count of equal digits before it
+        // in the thread sits in its half).
+        let before = self.thread_data_n::<u32>(items);
+        for i in 0..items {
+            let d = digits.item(i);
+            self.set_item(&before, i, counters.read(word(d.clone())));
+            let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
+            self.shared_write(&counters, word(d), bumped);
+        }
+        self.sync_block();
+        // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
+        // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
+        // sums; then t walks its segment again, writing each word's exclusive prefix. The
+        // high halves start after every low half (the low halves' total).
+        let at = |j: u32| index::thread_rank() * padded_lanes + j;
+        let segment = (memoize && padded_lanes <= MEMO_WORDS).then(|| {
+            let s = self.thread_data_n::<u32>(padded_lanes);
+            for j in 0..padded_lanes {
+                self.set_item(&s, j, counters.read(at(j)));
+            }
+            s
+        });
+        let word_at = |j: u32| match &segment {
+            Some(s) => s.item(j),
+            None => counters.read(at(j)),
+        };
+        let sum = (1..padded_lanes).fold(word_at(0), |acc, j| acc + word_at(j));
+        let partial = self.thread_data_n::<u32>(1);
+        self.set_item(&partial, 0, sum);
+        let (prefix, total) = self.scan_with_aggregate(group, &partial, Scan::exclusive_sum());
+        let running = self.var(prefix.item(0) + (total.item(0) << 16u32));
+        let word_j = self.var(0u32);
+        for j in 0..padded_lanes {
+            self.set(&word_j, word_at(j));
+            self.shared_write(&counters, at(j), running.get());
+            if j + 1 < padded_lanes {
+                self.set(&running, running.get() + word_j.get());
+            }
+        }
+        self.sync_block();
+        let ranks = self.map2(&digits, &before, |d, b| {
+            let h = half(d.clone());
+            let own = (b >> h.clone()) & 0xffffu32;
+            own + ((counters.read(word(d)) >> h) & 0xffffu32)
+        });
+        let (prefix, counts) = if with_counts {
+            // A digit's first rank: its column's word of thread 0, in its half.
+            let first = |d: Expr<u32>| {
+                (counters.read(column(d.clone(), Expr::lit(0u32))) >> half(d)) & 0xffffu32
+            };
+            self.digit_counts(ranker, items, first)
+        } else {
+            (ranks, ranks)
+        };
+        RankedDigits {
+            ranks,
+            prefix,
+            counts,
+        }
+    }
+
+    /// Each thread's digits' first ranks and counts from `first(d)` (read after the scan's
+    /// write-back), the last digit's count less the items past the valid count.
+    fn digit_counts(
+        &mut self,
+        ranker: &Ranker,
+        items: u32,
+        first: impl Fn(Expr<u32>) -> Expr<u32>,
+    ) -> (ThreadData<u32>, ThreadData<u32>) {
+        let radix = 1u32 << ranker.controls.bits;
+        let per = radix.div_ceil(ranker.threads);
+        let valid = self.valid_total(ranker, items);
+        let prefix = self.thread_data_n::<u32>(per);
+        let counts = self.thread_data_n::<u32>(per);
+        for j in 0..per {
+            let d = index::thread_rank() * per + j;
+            let p = d
+                .lt(radix)
+                .select(first(d.clone().min(radix - 1)), valid.clone());
+            let next = (d.clone() + 1u32)
+                .lt(radix)
+                .select(first((d.clone() + 1u32).min(radix - 1)), valid.clone());
+            self.set_item(&prefix, j, p.clone());
+            self.set_item(&counts, j, d.lt(radix).select(next - p, Expr::lit(0u32)));
+        }
+        (prefix, counts)
+    }
+
+    /// The valid items of the tile.
+    fn valid_total(&self, ranker: &Ranker, items: u32) -> Expr<u32> {
+        let tile = ranker.threads * items;
+        match &ranker.controls.valid {
+            Some(n) => n.clone().min(tile),
+            None => Expr::lit(tile),
+        }
+    }
+
+    /// Ranking by warp matches over per-warp counters, `counters[d * warps + w]`.
+    fn rank_match(
+        &mut self,
+        ranker: &Ranker,
+        digits: &ThreadData<u32>,
+        with_counts: bool,
+    ) -> RankedDigits {
+        let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
+        let warped = Arrangement::Striped { threads: 32 };
+        let digits = &self.exchange(group, digits, warped, ExchangeVia::Shared);
+        let items = digits.items;
+        let digits = self.counted_digits(ranker, digits, || {
+            (index::warp_rank() * items + index::item()) * 32u32 + index::lane()
+        });
+        let radix = 1u32 << ranker.controls.bits;
+        let warps = threads / 32;
+        let tid = index::thread_rank();
+        let slot = |d: Expr<u32>| d * warps + index::warp_rank();
+        for j in 0..(radix * warps).div_ceil(threads) {
+            let w = tid.clone() + j * threads;
+            self.if_(w.lt(radix * warps), |k| k.shared_write(&counters, w, 0u32));
+        }
+        self.sync_block();
+        let warp = self.this_warp();
+        let before = self.thread_data_n::<u32>(items);
+        let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
+        for i in 0..items {
+            let d = digits.item(i);
+            let matched = self.match_any(warp, d.clone());
+            let peers = self.var(matched);
+            let old = self.var(counters.read(slot(d.clone())));
+            let earlier = (peers.get() & lower.clone()).popc();
+            self.sync(warp);
+            self.if_(earlier.clone().eq(0u32), |k| {
+                k.shared_write(&counters, slot(d.clone()), old.get() + peers.get().popc());
+            });
+            self.sync(warp);
+            self.set_item(&before, i, old.get() + earlier);
+        }
+        self.sync_block();
+        // Thread t scans digits t * per .. (t + 1) * per: their totals over the warps, one
+        // block scan, then each digit's warps get their prefixes in order.
+        let per = radix.div_ceil(threads);
+        let digit = |j: u32| index::thread_rank() * per + j;
+        let totals = self.thread_data_n::<u32>(per);
+        for j in 0..per {
+            let d = digit(j).min(radix - 1);
+            let sum = (1..warps).fold(counters.read(d.clone() * warps), |acc, w| {
+                acc + counters.read(d.clone() * warps + w)
+            });
+            self.set_item(&totals, j, digit(j).lt(radix).select(sum, Expr::lit(0u32)));
+        }
+        let scanned = self.scan(group, &totals, Scan::exclusive_sum());
+        for j in 0..per {
+            self.if_(digit(j).lt(radix), |k| {
+                let running = k.var(scanned.item(j));
+                for w in 0..warps {
+                    let at = digit(j) * warps + w;
+                    let c = k.var(counters.read(at.clone()));
+                    k.shared_write(&counters, at, running.get());
+                    k.set(&running, running.get() + c.get());
+                }
+            });
+        }
+        self.sync_block();
+        let ranks = self.map2(&digits, &before, |d, b| counters.read(slot(d)) + b);
+        let (prefix, counts) = if with_counts {
+            let valid = self.valid_total(ranker, items);
+            let last = radix - 1;
+            let prefix = self.thread_data_n::<u32>(per);
+            let counts = self.thread_data_n::<u32>(per);
+            for j in 0..per {
+                let d = digit(j);
+                let t = totals.item(j);
+                let dropped = Expr::lit(threads * items) - valid.clone();
+                let c = d.clone().eq(last).select(t.clone() - dropped, t);
+                let p = d.lt(radix).select(scanned.item(j), valid.clone());
+                self.set_item(&prefix, j, p);
+                self.set_item(&counts, j, c);
+            }
+            (prefix, counts)
+        } else {
+            (ranks, ranks)
+        };
+        RankedDigits {
+            ranks,
+            prefix,
+            counts,
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Block radix rank, all three algorithms: ranks against a stable CPU sort by digit (a scatter
+//! by rank must sort the tile), digit counts and first ranks against CPU counts, over random
+//! block sizes, items per thread, digit widths, arrivals in several arrangements and partial
+//! tiles; every block barrier shown necessary; every typed error.
+
+use super::common::{Rng, compiled, device, race_checker};
+use coopgraph::ir::{
+    Arrangement, ExchangeVia, RadixRank, RadixSortProblem, RankAlgorithm, Scatter, VerifyErrorKind,
+};
+use coopgraph::runtime::{Device, RuntimeError};
+use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    algorithm: RankAlgorithm,
+    block: u32,
+    items: u32,
+    bits: u32,
+    valid: Option<u32>,
+    /// Digits arrive striped over the block instead of blocked.
+    striped_in: bool,
+    seed: u64,
+}
+
+impl Case {
+    fn controls(&self, n: Option<coopgraph::ir::Scalar<u32>>) -> RadixRank {
+        let r = match self.algorithm {
+            RankAlgorithm::Basic => RadixRank::basic(self.bits),
+            RankAlgorithm::Memoize => RadixRank::memoize(self.bits),
+            RankAlgorithm::Match => RadixRank::match_any(self.bits),
+        };
+        match n {
+            Some(n) => r.valid_items(n),
+            None => r,
+        }
+    }
+
+    fn tile(&self) -> usize {
+        (self.block * self.items) as usize
+    }
+
+    fn per(&self) -> usize {
+        (1usize << self.bits).div_ceil(self.block as usize)
+    }
+}
+
+/// Loads a tile of `x` (digits in their low bits, a tag above), ranks the digits, and writes
+/// the tile scattered by rank (blocked) to `y`, each digit's count and first rank to `counts`
+/// and `prefix` (`P` per thread, blocked).
+fn rank_kernel(case: &Case) -> Kernel {
+    let mut k = KernelBuilder::new("rank")
+        .block(case.block)
+        .items_per_thread(case.items);
+    let x = k.input::<u32>("x");
+    let (y, c, p) = (
+        k.output::<u32>("y"),
+        k.output::<u32>("counts"),
+        k.output::<u32>("prefix"),
+    );
+    let n = case.valid.map(|_| k.scalar::<u32>("n"));
+    let b = k.this_block();
+    let load = if case.striped_in {
+        Load::striped()
+    } else {
+        Load::direct()
+    };
+    let t = k.load_from(b, &x, load);
+    let t = k.exchange(b, &t, Arrangement::Blocked, ExchangeVia::Shared);
+    let digits = k.map(&t, |v| v);
+    let r = k.radix_rank_with_counts(b, &digits, case.controls(n));
+    let sorted = k.scatter(b, &t, &r.ranks, Scatter::blocked().permutation());
+    k.store_to(b, &y, &sorted, Store::direct());
+    k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
+    k.store_to(b, &p, &r.prefix, Store::direct().offset(0u32));
+    k.build().expect("builds")
+}
+
+/// The tile's values (digit in the low bits, the position above them).
+fn values(case: &Case) -> Vec<u32> {
+    let mut rng = Rng::new(case.seed);
+    (0..case.tile())
+        .map(|i| ((i as u32) << 8) | (rng.next() as u32 & ((1 << case.bits) - 1)))
+        .collect()
+}
+
+/// Runs one case on `dev`: the scattered tile, the counts and the prefixes.
+fn run_case(
+    dev: &Device,
+    kernel: &Kernel,
+    case: &Case,
+) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), RuntimeError> {
+    let xs = values(case);
+    let xb = dev.upload(&xs)?;
+    let mut yb = dev.alloc_zeroed::<u32>(case.tile())?;
+    let slots = case.per() * case.block as usize;
+    let mut cb = dev.alloc_zeroed::<u32>(slots)?;
+    let mut pb = dev.alloc_zeroed::<u32>(slots)?;
+    let f = compiled(dev, kernel)?;
+    match case.valid {
+        Some(n) => f.launch_grid(1, (&xb, &mut yb, &mut cb, &mut pb, n))?,
+        None => f.launch_grid(1, (&xb, &mut yb, &mut cb, &mut pb))?,
+    }
+    Ok((yb.to_vec()?, cb.to_vec()?, pb.to_vec()?))
+}
+
+fn check(case: &Case) {
+    let dev = device();
+    let kernel = rank_kernel(case);
+    let (ys, counts, prefix) = run_case(&dev, &kernel, case).expect("runs");
+    let xs = values(case);
+    let mask = (1u32 << case.bits) - 1;
+    let valid = case
+        .valid
+        .unwrap_or(case.tile() as u32)
+        .min(case.tile() as u32) as usize;
+    // Every algorithm ranks tile positions: the valid ones sort stably by digit, the rest
+    // follow in their order.
+    let mut good: Vec<usize> = (0..valid).collect();
+    let rest: Vec<usize> = (valid..case.tile()).collect();
+    good.sort_by_key(|&p| xs[p] & mask);
+    let want: Vec<u32> = good.iter().chain(rest.iter()).map(|&p| xs[p]).collect();
+    assert_eq!(ys, want, "{case:?}");
+    let per = case.per();
+    for d in 0..per * case.block as usize {
+        let (c, first) = if d < 1 << case.bits {
+            let of = |q: usize| {
+                good.iter()
+                    .filter(|&&p| (xs[p] & mask) as usize == q)
+                    .count()
+            };
+            let first: usize = (0..d).map(of).sum();
+            (of(d), first)
+        } else {
+            (0, valid)
+        };
+        assert_eq!(counts[d], c as u32, "count of digit {d}, {case:?}");
+        assert_eq!(prefix[d], first as u32, "first rank of digit {d}, {case:?}");
+    }
+}
+
+const ALGORITHMS: [RankAlgorithm; 3] = [
+    RankAlgorithm::Basic,
+    RankAlgorithm::Memoize,
+    RankAlgorithm::Match,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn ranks_agree_with_a_stable_cpu_sort(
+        algorithm in 0usize..3,
+        warps in 1u32..5,
+        items in 1u32..6,
+        bits in 1u32..9,
+        partial in proptest::option::of(0u32..1000),
+        striped_in in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let block = warps * 32;
+        let case = Case {
+            algorithm: ALGORITHMS[algorithm],
+            block,
+            items,
+            bits,
+            valid: partial.map(|v| v % (block * items + 1)),
+            striped_in,
+            seed,
+        };
+        check(&case);
+    }
+}
+
+#[test]
+fn every_algorithm_at_every_width() {
+    for algorithm in ALGORITHMS {
+        for bits in [1, 4, 5, 8] {
+            for (block, items, valid) in [(32, 1, None), (64, 4, Some(200)), (96, 3, Some(0))] {
+                let case = Case {
+                    algorithm,
+                    block,
+                    items,
+                    bits,
+                    valid,
+                    striped_in: false,
+                    seed: 7 + bits as u64,
+                };
+                check(&case);
+            }
+        }
+    }
+}
+
+/// Every block barrier the rank records or the planner places is needed.
+#[test]
+fn every_barrier_is_necessary() {
+    let checked = race_checker();
+    for algorithm in ALGORITHMS {
+        let case = Case {
+            algorithm,
+            block: 64,
+            items: 3,
+            bits: 5,
+            valid: Some(150),
+            striped_in: false,
+            seed: 11,
+        };
+        let kernel = rank_kernel(&case);
+        run_case(&checked, &kernel, &case).expect("race-free");
+        super::common::assert_barriers_necessary(&kernel, |k| run_case(&checked, k, &case));
+        let syncs =
+            super::common::assert_sync_blocks_necessary(&kernel, |k| run_case(&checked, k, &case));
+        assert!(syncs > 0, "the rank records barriers");
+    }
+}
+
+#[test]
+fn typed_errors_name_the_line() {
+    fn error_of(block: u32, f: impl FnOnce(&mut KernelBuilder)) -> (RadixSortProblem, u32) {
+        let mut k = KernelBuilder::new("bad").block(block).items_per_thread(2);
+        f(&mut k);
+        match k.build() {
+            Err(Error::Verify(e)) => {
+                let e = e.errors.iter().next().expect("an error").clone();
+                match e.kind {
+                    VerifyErrorKind::RadixSort(p) => (p, e.loc.line),
+                    other => panic!("unexpected error {other:?}"),
+                }
+            }
+            other => panic!("expected a verify error, got {:?}", other.map(|_| ())),
+        }
+    }
+    let digits = |k: &mut KernelBuilder| {
+        let x = k.input::<u32>("x");
+        let b = k.this_block();
+        k.load_from(b, &x, Load::direct())
+    };
+    let (p, line) = error_of(48, |k| {
+        let d = digits(k);
+        let b = k.this_block();
+        k.radix_rank(b, &d, RadixRank::match_any(4));
+    });
+    assert_eq!(p, RadixSortProblem::WholeWarps { threads: 48 });
+    assert_eq!(line, line!() - 3);
+    for bits in [0, 9] {
+        let (p, _) = error_of(64, |k| {
+            let d = digits(k);
+            let b = k.this_block();
+            k.radix_rank(b, &d, RadixRank::basic(bits));
+        });
+        assert_eq!(p, RadixSortProblem::RadixBits { bits });
+    }
+    let (p, line) = error_of(64, |k| {
+        let d = digits(k);
+        let w = k.this_warp();
+        k.radix_rank_with_counts(w, &d, RadixRank::memoize(4));
+    });
+    assert!(matches!(p, RadixSortProblem::Group { .. }), "{p:?}");
+    assert_eq!(line, line!() - 3);
+}
