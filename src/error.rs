@@ -49,6 +49,9 @@ pub enum Error {
     Tune(crate::runtime::TuneError<Error>),
     /// A device-wide algorithm refused its arguments.
     Algorithm(AlgorithmError),
+    /// A collective or a multi-rank algorithm refused its arguments, or a communicator's
+    /// library failed.
+    Comm(crate::multi::CommError),
 }
 
 impl fmt::Display for Error {
@@ -59,6 +62,7 @@ impl fmt::Display for Error {
             Error::Runtime(e) => e.fmt(f),
             Error::Tune(e) => e.fmt(f),
             Error::Algorithm(e) => e.fmt(f),
+            Error::Comm(e) => e.fmt(f),
         }
     }
 }
@@ -71,6 +75,7 @@ impl std::error::Error for Error {
             Error::Runtime(e) => e.source(),
             Error::Tune(e) => e.source(),
             Error::Algorithm(e) => e.source(),
+            Error::Comm(e) => e.source(),
         }
     }
 }
