@@ -64,8 +64,8 @@ pub(crate) fn launch_combine<T: CommElement>(
         return Ok(());
     }
     let (base, stride) = match operand {
-        Operand::Elementwise => (0, 1),
-        Operand::One { at } => (at, 0),
+        Operand::Elementwise => (0, 1u32),
+        Operand::One { at } => (at, 0u32),
     };
     let blocks = n.div_ceil(COMBINE_BLOCK as usize);
     let (n, base, blocks) = (to_u32(n)?, to_u32(base)?, to_u32(blocks)?);

@@ -7,9 +7,7 @@
 //! - [`Communicator`]: `ranks`, the rank devices, and the collectives [`all_reduce`],
 //!   [`all_gather`], [`reduce_scatter`], [`broadcast`] and [`all_to_all`] (with per-rank
 //!   counts). Implemented by [`SimCommunicator`] (in one process, by peer copies and a
-//!   combining kernel on the devices: on simulated devices in CI, and over any devices) and,
-//!   with the cargo feature `nccl`, by `NcclCommunicator` (NCCL over the GPUs of one host,
-//!   loaded at run time).
+//!   combining kernel on the devices: on simulated devices in CI, and over any devices).
 //! - Algorithms, each rank holding its slice: [`reduce`], [`inclusive_scan`],
 //!   [`exclusive_scan`] and [`sort_keys`] (sample sort: local radix sorts, splitters by
 //!   regular sampling, an all-to-all exchange).
@@ -45,22 +43,21 @@
 //! (the host reads only counts: the sort's partition sizes); results are the same bits on
 //! every run, floats included (each communicator documents its reduction order).
 //!
-//! NCCL: the `nccl` feature turns on cudarc's NCCL bindings, which load `libnccl` when first
-//! used (as the driver is); the crate builds and runs without NCCL, and a NCCL communicator
-//! made where the library is absent is [`CommError::NcclUnavailable`]. NCCL runs one rank per
-//! GPU: on a machine of one GPU, a NCCL communicator has one rank.
+//! NCCL is not a backend yet. cudarc 0.19.10's `nccl` feature would load `libnccl` at run
+//! time as the driver is (its bindings are dynamically loaded under the default
+//! `fallback-dynamic-loading`, with `is_culib_present` to check first), so a NCCL
+//! communicator can join behind a cargo feature without breaking builds where NCCL is absent;
+//! it needs the raw `ncclComm_t` handles (cudarc's safe `Comm` keeps them private and is typed
+//! by its own `NcclType`), and a GPU machine with NCCL to test it on. Until then,
+//! [`SimCommunicator::over`] runs the collectives over GPUs by peer copies. NCCL runs one rank
+//! per GPU, so on a machine of one GPU a NCCL communicator would have one rank.
 
 mod algorithms;
-mod error;
 mod kernels;
-#[cfg(feature = "nccl")]
-mod nccl;
 mod sim;
 
+pub use crate::error::CommError;
 pub use algorithms::{exclusive_scan, inclusive_scan, reduce, sort_keys};
-pub use error::CommError;
-#[cfg(feature = "nccl")]
-pub use nccl::NcclCommunicator;
 pub use sim::SimCommunicator;
 
 use crate::Error;
@@ -274,10 +271,4 @@ pub(crate) fn check_counts<T: DeviceElement>(
         }
     }
     Ok(received)
-}
-
-impl From<CommError> for Error {
-    fn from(e: CommError) -> Self {
-        Error::Comm(e)
-    }
 }

@@ -69,7 +69,11 @@ impl SimCommunicator {
 }
 
 /// Copies rank `src`'s buffer over rank `dst`'s.
-fn copy_rank<T: DeviceElement>(bufs: &mut [Buffer<T>], src: usize, dst: usize) -> Result<(), Error> {
+fn copy_rank<T: DeviceElement>(
+    bufs: &mut [Buffer<T>],
+    src: usize,
+    dst: usize,
+) -> Result<(), Error> {
     if src == dst {
         return Ok(());
     }

@@ -104,7 +104,9 @@ impl<T: DeviceElement> ViewMut<'_, T> {
             }
             (_, ViewMutRepr::Sim(d)) => {
                 let data = src.to_vec()?;
-                Ok(d.shared.sim.write(d.addr, &super::buffer::to_le_bytes(&data))?)
+                Ok(d.shared
+                    .sim
+                    .write(d.addr, &super::buffer::to_le_bytes(&data))?)
             }
         }
     }
