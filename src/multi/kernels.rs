@@ -37,7 +37,7 @@ pub(crate) fn combine<T: CommElement>(op: ReduceOp) -> Result<Kernel, Error> {
         };
         k.write(&acc, i.clone(), v);
     });
-    Ok(k.build()?)
+    k.build()
 }
 
 /// How the combine kernel reads `other`.
@@ -119,7 +119,7 @@ pub(crate) fn split<K: SortKey>() -> Result<Kernel, Error> {
         });
         k.write(&bounds, j.clone(), lo.get());
     });
-    Ok(k.build()?)
+    k.build()
 }
 
 /// The upper bounds of `splitters` in the sorted `keys`, all on `device`: one `u32` per

@@ -63,7 +63,7 @@ impl<T: DeviceElement> Buffer<T> {
         range: Range<usize>,
     ) -> Result<(), RuntimeError> {
         let from = src.view(range.clone())?;
-        let end = at.checked_add(range.len()).unwrap_or(usize::MAX);
+        let end = at.saturating_add(range.len());
         let mut to = self.view_mut(at..end)?;
         to.copy_from(&from)
     }
