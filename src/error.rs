@@ -49,6 +49,8 @@ pub enum Error {
     Tune(crate::runtime::TuneError<Error>),
     /// A device-wide algorithm refused its arguments.
     Algorithm(AlgorithmError),
+    /// A collective or a multi-rank algorithm refused its arguments.
+    Comm(CommError),
 }
 
 impl fmt::Display for Error {
@@ -59,6 +61,7 @@ impl fmt::Display for Error {
             Error::Runtime(e) => e.fmt(f),
             Error::Tune(e) => e.fmt(f),
             Error::Algorithm(e) => e.fmt(f),
+            Error::Comm(e) => e.fmt(f),
         }
     }
 }
@@ -71,6 +74,7 @@ impl std::error::Error for Error {
             Error::Runtime(e) => e.source(),
             Error::Tune(e) => e.source(),
             Error::Algorithm(e) => e.source(),
+            Error::Comm(e) => e.source(),
         }
     }
 }
@@ -304,4 +308,120 @@ pub enum HistogramBinning {
     /// Bin `i` is `[levels[i], levels[i + 1])`, from a buffer of `bins + 1` ascending levels,
     /// found by binary search.
     Range,
+}
+
+/// Arguments a collective or a multi-rank algorithm refuses before moving anything (reported as
+/// [`Error::Comm`]; defined here, beside the top-level error, and re-exported by `multi`, so
+/// that the two modules do not import each other). A buffer given for a rank but living on another
+/// device is [`RuntimeError::WrongDevice`](crate::runtime::RuntimeError::WrongDevice) with
+/// [`Foreign::RankBuffer`](crate::runtime::Foreign::RankBuffer).
+///
+/// ```
+/// use coopgraph::multi::{CommError, Communicator, ReduceOp, SimCommunicator};
+/// use coopgraph::Error;
+///
+/// let comm = SimCommunicator::new(2)?;
+/// let mut one = vec![comm.device(0).upload(&[1u32])?];
+/// let e = comm.all_reduce(&mut one, ReduceOp::Sum).unwrap_err();
+/// assert!(matches!(e, Error::Comm(CommError::RankCount { ranks: 2, given: 1 })));
+/// # Ok::<(), coopgraph::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommError {
+    /// A communicator of no ranks was asked for.
+    NoRanks,
+    /// A collective got a number of buffers (or of count rows) other than one per rank.
+    RankCount {
+        /// Ranks of the communicator.
+        ranks: usize,
+        /// Buffers given.
+        given: usize,
+    },
+    /// A rank's buffer does not have the length the collective needs (every rank's buffer of
+    /// an all-reduce or a broadcast has rank 0's length; an all-gather's receive buffers hold
+    /// `ranks` times the send length; a reduce-scatter's send buffers `ranks` times the
+    /// receive length).
+    Length {
+        /// The rank whose buffer is wrong.
+        rank: usize,
+        /// Its length.
+        len: usize,
+        /// The length wanted.
+        want: usize,
+    },
+    /// The root of a broadcast is not a rank.
+    Root {
+        /// The root asked for.
+        root: usize,
+        /// Ranks of the communicator.
+        ranks: usize,
+    },
+    /// A rank's row of all-to-all counts does not have one count per rank.
+    CountRow {
+        /// The sending rank.
+        rank: usize,
+        /// Counts in its row.
+        given: usize,
+        /// Ranks of the communicator.
+        ranks: usize,
+    },
+    /// A rank's all-to-all counts add up to more elements than its send buffer holds.
+    CountsExceed {
+        /// The sending rank.
+        rank: usize,
+        /// The sum of its counts.
+        counted: usize,
+        /// Its send buffer's length.
+        len: usize,
+    },
+    /// A rank's all-to-all receive buffer is shorter than what the others send it.
+    ReceiveTooShort {
+        /// The receiving rank.
+        rank: usize,
+        /// Elements sent to it.
+        need: usize,
+        /// Its receive buffer's length.
+        len: usize,
+    },
+}
+
+impl fmt::Display for CommError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use CommError as E;
+        match self {
+            E::NoRanks => f.write_str("a communicator needs at least one rank"),
+            E::RankCount { ranks, given } => write!(
+                f,
+                "the communicator has {ranks} ranks but {given} buffers (or count rows) were given"
+            ),
+            E::Length { rank, len, want } => write!(
+                f,
+                "the buffer of rank {rank} holds {len} elements; the collective needs {want}"
+            ),
+            E::Root { root, ranks } => {
+                write!(f, "root {root} is not a rank of a communicator of {ranks}")
+            }
+            E::CountRow { rank, given, ranks } => write!(
+                f,
+                "rank {rank} gave {given} all-to-all counts; one per rank ({ranks}) is needed"
+            ),
+            E::CountsExceed { rank, counted, len } => write!(
+                f,
+                "rank {rank} sends {counted} elements but its buffer holds {len}"
+            ),
+            E::ReceiveTooShort { rank, need, len } => write!(
+                f,
+                "rank {rank} receives {need} elements but its buffer holds {len}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CommError {}
+
+impl From<CommError> for Error {
+    fn from(e: CommError) -> Self {
+        Error::Comm(e)
+    }
 }

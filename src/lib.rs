@@ -57,6 +57,7 @@ mod error;
 pub mod ir;
 mod kernel;
 pub mod layout;
+pub mod multi;
 pub mod planner;
 pub mod ptx;
 pub mod random;

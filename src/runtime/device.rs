@@ -182,24 +182,62 @@ impl Device {
     /// Fails with [`RuntimeError::NoDriver`] where no driver library is installed and with
     /// [`RuntimeError::NoDevice`] where the driver sees no such device; never panics.
     pub fn cuda(ordinal: usize) -> Result<Device, RuntimeError> {
-        ensure_driver()?;
-        let count = match CudaContext::device_count() {
-            Ok(n) => usize::try_from(n).unwrap_or(0),
-            Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => 0,
-            Err(code) => {
-                return Err(RuntimeError::Driver {
-                    call: "cuInit",
-                    code,
-                });
-            }
-        };
-        if ordinal >= count {
+        if ordinal >= cuda_device_count()? {
             return Err(RuntimeError::NoDevice { ordinal });
         }
         let ctx =
             CudaContext::new(ordinal).map_err(RuntimeError::driver("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.default_stream();
         Device::from_parts(ctx, stream)
+    }
+
+    /// Every CUDA device of this machine, by ordinal (each opened as [`Device::cuda`] opens
+    /// it: its primary context and that context's default stream).
+    ///
+    /// Where a driver is loaded but sees no device, the list is empty. Where no driver library
+    /// can be loaded at all, this is [`RuntimeError::NoDriver`] (not an empty list, so a
+    /// machine without CUDA is told apart from one whose GPUs are hidden, e.g. by
+    /// `CUDA_VISIBLE_DEVICES=`). A device older than every supported arch is
+    /// [`RuntimeError::UnsupportedDevice`] for the whole call: the ordinals of the list are
+    /// the driver's. Never panics.
+    ///
+    /// ```
+    /// use coopgraph::runtime::{Device, RuntimeError};
+    ///
+    /// match Device::all() {
+    ///     Ok(gpus) => assert!(gpus.iter().all(Device::is_cuda)),
+    ///     Err(RuntimeError::NoDriver) => {} // no CUDA here: use the simulator
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), RuntimeError>(())
+    /// ```
+    pub fn all() -> Result<Vec<Device>, RuntimeError> {
+        (0..cuda_device_count()?).map(Device::cuda).collect()
+    }
+
+    /// `n` simulators with default options (sm_90), each a device of its own: a buffer of one
+    /// passed to a kernel of another is [`RuntimeError::WrongDevice`], and each compiles
+    /// kernels into its own cache. The devices of a multi-device program on the CPU.
+    ///
+    /// ```
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let devices = Device::sim_group(3);
+    /// let b = devices[0].upload(&[1u32, 2])?;
+    /// assert!(b.is_on(&devices[0]) && !b.is_on(&devices[1]));
+    /// assert!(!devices[1].shares_target_with(&devices[2]));
+    /// # Ok::<(), coopgraph::runtime::RuntimeError>(())
+    /// ```
+    pub fn sim_group(n: usize) -> Vec<Device> {
+        Device::sim_group_with(n, Arch::Sm90, SimOptions::default())
+    }
+
+    /// `n` simulators of `arch` with these options, each a device of its own (see
+    /// [`Device::sim_group`]).
+    pub fn sim_group_with(n: usize, arch: Arch, options: SimOptions) -> Vec<Device> {
+        (0..n)
+            .map(|_| Device::sim_for(arch, options.clone()))
+            .collect()
     }
 
     /// Adopts a cudarc stream: kernels and copies of the new device go to `stream`, in its
@@ -413,6 +451,20 @@ impl Device {
     /// Whether `self` and `other` are the same device (clones of one another).
     pub fn same_as(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// How many CUDA devices the driver sees (0 where it sees none); [`RuntimeError::NoDriver`]
+/// without a driver.
+fn cuda_device_count() -> Result<usize, RuntimeError> {
+    ensure_driver()?;
+    match CudaContext::device_count() {
+        Ok(n) => Ok(usize::try_from(n).unwrap_or(0)),
+        Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => Ok(0),
+        Err(code) => Err(RuntimeError::Driver {
+            call: "cuInit",
+            code,
+        }),
     }
 }
 

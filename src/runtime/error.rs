@@ -295,6 +295,13 @@ pub enum RuntimeError {
         /// The host data's length in elements.
         host: usize,
     },
+    /// A copy between buffers (of one device or of two) whose lengths differ.
+    CopyLengthMismatch {
+        /// Elements of the source.
+        src: usize,
+        /// Elements of the destination.
+        dst: usize,
+    },
     /// A buffer's size in bytes does not fit the address space.
     TooLarge {
         /// Elements asked for.
@@ -362,6 +369,11 @@ pub enum Foreign {
     Graph,
     /// The loaded function itself.
     Function,
+    /// The buffer given for a rank of a communicator, which is not on that rank's device.
+    RankBuffer {
+        /// The rank.
+        rank: usize,
+    },
 }
 
 impl fmt::Display for Foreign {
@@ -374,6 +386,7 @@ impl fmt::Display for Foreign {
             Foreign::HostBuffer => f.write_str("the pinned host buffer"),
             Foreign::Graph => f.write_str("the graph"),
             Foreign::Function => f.write_str("the function"),
+            Foreign::RankBuffer { rank } => write!(f, "the buffer of rank {rank}"),
         }
     }
 }
@@ -590,6 +603,10 @@ impl fmt::Display for RuntimeError {
             E::LengthMismatch { buffer, host } => write!(
                 f,
                 "the buffer holds {buffer} elements, the host data {host}"
+            ),
+            E::CopyLengthMismatch { src, dst } => write!(
+                f,
+                "a copy of {src} elements into a buffer (or range) of {dst} elements"
             ),
             E::TooLarge { elems, dtype } => {
                 write!(f, "{elems} elements of {dtype} exceed the address space")

@@ -10,6 +10,8 @@
 //! - [`Device`]: a GPU ([`Device::cuda`]) or the simulator ([`Device::sim`]);
 //!   [`default_device`] picks one as `COOPGRAPH_DEVICE` says.
 //! - [`Buffer`]: an array in a device's memory; interoperates with cudarc's `CudaSlice`.
+//!   [`Buffer::copy_from`]: copies between buffers of one device or of two (peer copies).
+//!   [`Device::all`]: every GPU; [`Device::sim_group`]: several simulated devices.
 //!   [`View`] and [`ViewMut`]: ranges of buffers, passed to kernels as buffers of their length.
 //! - [`KernelImage`] and [`Compile`]: the contract with code generation.
 //! - [`Device::compile`]: the specialization cache; [`Function::launch`]: the typed launch.
@@ -55,6 +57,7 @@ mod graph;
 mod image;
 mod launch;
 mod load;
+mod peer;
 mod resources;
 mod stream;
 mod tune;

@@ -41,6 +41,7 @@ mod logging;
 mod math;
 mod math64;
 mod misuse;
+mod multi;
 mod neighbor;
 mod options;
 mod pairs;

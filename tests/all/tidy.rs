@@ -34,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("random", &["ir", "runtime"]),
     ("algorithms", &["ir", "ptx", "runtime", "error", "kernel"]),
+    ("multi", &["ir", "runtime", "error", "kernel", "algorithms"]),
 ];
 
 /// Items the crate root re-exports, which a module may name as `crate::Item`; each counts as
