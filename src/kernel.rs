@@ -210,14 +210,29 @@ impl Kernel {
     }
 
     fn sync_block_ops(&self) -> Vec<OpId> {
+        self.ops_where(|k| matches!(k, OpKind::SyncBlock))
+    }
+
+    /// The ops of `kind`, in program order.
+    fn ops_where(&self, kind: impl Fn(&OpKind) -> bool) -> Vec<OpId> {
         let ir = &self.inner.ir;
         let mut ops = Vec::new();
         ir.walk(|op, _| {
-            if matches!(ir.op(op).kind, OpKind::SyncBlock) {
+            if kind(&ir.op(op).kind) {
                 ops.push(op);
             }
         });
         ops
+    }
+
+    /// The same kernel with `op` left out, verified and planned again.
+    fn without_op(&self, op: Option<OpId>) -> Option<Kernel> {
+        let op = op?;
+        let mut ir = self.inner.ir.clone();
+        for region in &mut ir.regions {
+            region.retain(|&o| o != op);
+        }
+        Kernel::from_ir(ir).ok()
     }
 
     /// The same kernel with explicit block barrier `index` (in the order
@@ -244,12 +259,7 @@ impl Kernel {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn without_sync_block(&self, index: usize) -> Option<Kernel> {
-        let op = *self.sync_block_ops().get(index)?;
-        let mut ir = self.inner.ir.clone();
-        for region in &mut ir.regions {
-            region.retain(|&o| o != op);
-        }
-        Kernel::from_ir(ir).ok()
+        self.without_op(self.sync_block_ops().get(index).copied())
     }
 
     /// How many explicit group barriers the kernel holds: its [`sync`](KernelBuilder::sync)s
@@ -261,14 +271,7 @@ impl Kernel {
     }
 
     fn group_sync_ops(&self) -> Vec<OpId> {
-        let ir = &self.inner.ir;
-        let mut ops = Vec::new();
-        ir.walk(|op, _| {
-            if matches!(&ir.op(op).kind, OpKind::Lanes(spec) if spec.op == LaneOp::Sync) {
-                ops.push(op);
-            }
-        });
-        ops
+        self.ops_where(|k| matches!(k, OpKind::Lanes(spec) if spec.op == LaneOp::Sync))
     }
 
     /// The same kernel with explicit group barrier `index` (in the order
@@ -295,12 +298,7 @@ impl Kernel {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn without_group_sync(&self, index: usize) -> Option<Kernel> {
-        let op = *self.group_sync_ops().get(index)?;
-        let mut ir = self.inner.ir.clone();
-        for region in &mut ir.regions {
-            region.retain(|&o| o != op);
-        }
-        Kernel::from_ir(ir).ok()
+        self.without_op(self.group_sync_ops().get(index).copied())
     }
 
     /// The PTX module for `arch`, as a typed model. It fails only on an internal error

@@ -200,9 +200,9 @@ impl KernelBuilder {
     /// use coopgraph::runtime::Device;
     /// use coopgraph::{KernelBuilder, Load, Store};
     ///
-    /// // Logical warps of 4 lanes, 2 keys each: each tile of 8 sorted by the low digit
-    /// // (in base 10), ties in their order.
-    /// let mut k = KernelBuilder::new("msort").block(8).items_per_thread(2);
+    /// // Logical warps of 4 lanes, 2 keys each: each tile of 8 sorted by the last decimal
+    /// // digit, ties in their order.
+    /// let mut k = KernelBuilder::new("msort").block(32).items_per_thread(2);
     /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
     /// let b = k.this_block();
     /// let quad = k.this_warp().group_by(4);
@@ -213,11 +213,15 @@ impl KernelBuilder {
     /// let kernel = k.build()?;
     ///
     /// let dev = Device::sim();
-    /// let xs = [31u32, 12, 41, 20, 5, 11, 2, 30, 9, 8, 7, 6, 5, 4, 3, 2];
+    /// let xs: Vec<u32> = (0..64).map(|i| i * 37 % 101).collect();
     /// let xb = dev.upload(&xs)?;
-    /// let mut yb = dev.alloc_zeroed::<u32>(16)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
     /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
-    /// assert_eq!(yb.to_vec()?, [20, 30, 31, 41, 11, 12, 2, 5, 2, 3, 4, 5, 6, 7, 8, 9]);
+    /// let ys = yb.to_vec()?;
+    /// assert_eq!(ys[..8], [0, 10, 20, 74, 84, 37, 47, 57]);
+    /// let mut want = xs.clone();
+    /// want.chunks_mut(8).for_each(|tile| tile.sort_by_key(|v| v % 10));
+    /// assert_eq!(ys, want);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     #[track_caller]
