@@ -184,7 +184,9 @@ fn main() {
         for pairs in [false, true] {
             let timed = run::<u32>(&dev, check_n, shape, pairs, 1, reps.min(3));
             let kind = if pairs { "key-value pairs" } else { "keys" };
-            let rate = timed.map_or(String::new(), |(keys, _)| format!(" ({keys:.3} G keys/s)"));
+            let rate = timed.map_or(String::new(), |(keys, _)| {
+                format!(" ({:.0} keys/s)", keys * 1e9)
+            });
             println!("{check_n} u32 {kind} sorted by {form}: every tile correct{rate}");
         }
     }
