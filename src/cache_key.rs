@@ -949,6 +949,10 @@ impl Canonical for BuilderIssue {
                 w.tag(8);
                 w.str(&problem.to_string());
             }
+            BuilderIssue::MergeSort { problem, loc: _ } => {
+                w.tag(9);
+                w.str(&problem.to_string());
+            }
         }
     }
 }

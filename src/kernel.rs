@@ -2,7 +2,7 @@
 
 use crate::cache_key::{KernelKey, Writer};
 use crate::codegen;
-use crate::ir::ops::OpKind;
+use crate::ir::ops::{LaneOp, OpKind};
 use crate::ir::verify::{Info, verify};
 use crate::ir::{Checks, Ir, KernelBuilder, Loc, OpId, Pipeline, Role};
 use crate::planner::{self, ArrayHome, Plan, PlanError};
@@ -210,14 +210,29 @@ impl Kernel {
     }
 
     fn sync_block_ops(&self) -> Vec<OpId> {
+        self.ops_where(|k| matches!(k, OpKind::SyncBlock))
+    }
+
+    /// The ops of `kind`, in program order.
+    fn ops_where(&self, kind: impl Fn(&OpKind) -> bool) -> Vec<OpId> {
         let ir = &self.inner.ir;
         let mut ops = Vec::new();
         ir.walk(|op, _| {
-            if matches!(ir.op(op).kind, OpKind::SyncBlock) {
+            if kind(&ir.op(op).kind) {
                 ops.push(op);
             }
         });
         ops
+    }
+
+    /// The same kernel with `op` left out, verified and planned again.
+    fn without_op(&self, op: Option<OpId>) -> Option<Kernel> {
+        let op = op?;
+        let mut ir = self.inner.ir.clone();
+        for region in &mut ir.regions {
+            region.retain(|&o| o != op);
+        }
+        Kernel::from_ir(ir).ok()
     }
 
     /// The same kernel with explicit block barrier `index` (in the order
@@ -244,12 +259,46 @@ impl Kernel {
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn without_sync_block(&self, index: usize) -> Option<Kernel> {
-        let op = *self.sync_block_ops().get(index)?;
-        let mut ir = self.inner.ir.clone();
-        for region in &mut ir.regions {
-            region.retain(|&o| o != op);
-        }
-        Kernel::from_ir(ir).ok()
+        self.without_op(self.sync_block_ops().get(index).copied())
+    }
+
+    /// How many explicit group barriers the kernel holds: its [`sync`](KernelBuilder::sync)s
+    /// of a logical warp, a warp or a group of whole warps (the block's are
+    /// [`sync_blocks`](Self::sync_blocks)), and those the builder's composite ops record (a
+    /// merge sort's over such a group), in program order.
+    pub fn group_syncs(&self) -> usize {
+        self.group_sync_ops().len()
+    }
+
+    fn group_sync_ops(&self) -> Vec<OpId> {
+        self.ops_where(|k| matches!(k, OpKind::Lanes(spec) if spec.op == LaneOp::Sync))
+    }
+
+    /// The same kernel with explicit group barrier `index` (in the order
+    /// [`group_syncs`](Self::group_syncs) counts) left out, verified and planned again, or
+    /// `None` past the last. For verification only, as
+    /// [`without_sync_block`](Self::without_sync_block).
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// let mut k = KernelBuilder::new("reverse8").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let tile = k.this_warp().group_by(8);
+    /// let s = k.shared_array::<u32>(32);
+    /// k.shared_write(&s, index::thread_rank(), index::thread_rank());
+    /// k.sync(tile);
+    /// k.write(&y, index::thread_rank(), s.read(index::thread_rank() ^ 7u32));
+    /// let kernel = k.build()?;
+    /// assert_eq!(kernel.group_syncs(), 1);
+    /// let racy = kernel.without_group_sync(0).expect("one barrier");
+    /// assert_eq!(racy.group_syncs(), 0);
+    /// assert!(kernel.without_group_sync(1).is_none());
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn without_group_sync(&self, index: usize) -> Option<Kernel> {
+        self.without_op(self.group_sync_ops().get(index).copied())
     }
 
     /// The PTX module for `arch`, as a typed model. It fails only on an internal error

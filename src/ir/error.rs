@@ -5,7 +5,8 @@ use super::entities::{DataId, Loc, OpId, ParamId, RegionId};
 use super::expr::{Axis, VType};
 use super::format::PrintProblem;
 use super::ops::{
-    AtomicOp, GroupKind, LaneOp, MemoryOrder, PrimitiveProblem, RadixSortProblem, Role,
+    AtomicOp, GroupKind, LaneOp, MemoryOrder, MergeSortProblem, PrimitiveProblem, RadixSortProblem,
+    Role,
 };
 use std::fmt;
 
@@ -444,6 +445,8 @@ pub enum VerifyErrorKind {
     PrintFormat(PrintProblem),
     /// A radix sort whose controls do not fit its keys or its group.
     RadixSort(RadixSortProblem),
+    /// A merge sort over a group or of inputs it cannot sort.
+    MergeSort(MergeSortProblem),
     /// A warp or block primitive (a segmented or batched warp reduction, a histogram) whose
     /// controls do not fit its inputs or its group.
     Primitive(PrimitiveProblem),
@@ -862,6 +865,7 @@ impl fmt::Display for VerifyError {
             OpListedTwice => write!(f, "the op is listed in more than one region"),
             PrintFormat(problem) => write!(f, "{problem}"),
             RadixSort(problem) => write!(f, "{problem}"),
+            MergeSort(problem) => write!(f, "{problem}"),
             Primitive(problem) => write!(f, "{problem}"),
             ForeignHandle { what } => write!(
                 f,

@@ -2,7 +2,7 @@
 //!
 //! What a kernel is written with lives here, re-exported from the files that hold it: the
 //! [`KernelBuilder`] and the controls its methods take ([`Load`], [`Store`], [`Atomic`],
-//! [`Reduce`], [`Scan`], [`RadixSort`], [`Histogram`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
+//! [`Reduce`], [`Scan`], [`RadixSort`], [`MergeSort`], [`Histogram`], [`Difference`], [`Flags`], [`Shuffle`], [`Scatter`], [`StorageSpec`]),
 //! the handles it hands out ([`Input`], [`Output`], [`Buffer`], [`ThreadData`], [`Group`],
 //! ...), the expression DSL ([`Expr`], [`index`]) and the verifier's errors ([`VerifyErrors`]).
 //! The recorded IR is public for inspection: its tables ([`ops`]), expression nodes
@@ -31,9 +31,9 @@ pub mod verify;
 pub use builder::{
     Atomic, BatchOutput, BinaryFn, Cluster, DEFAULT_RADIX_BITS, Decoded, Difference, FlagFn, Flags,
     Grid, Histogram, HistogramAlgorithm, KernelBuilder, Load, MAX_COUNTER_WORDS, MEMO_WORDS,
-    Pipeline, PrintArg, PrintArgs, PrintValue, RadixRank, RadixSort, RankAlgorithm, RankedDigits,
-    Reduce, RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder, SortOutput,
-    StorageSpec, Store,
+    MergeSort, Pipeline, PrintArg, PrintArgs, PrintValue, RadixRank, RadixSort, RankAlgorithm,
+    RankedDigits, Reduce, RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder,
+    SortOutput, StorageSpec, Store,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{
@@ -50,8 +50,8 @@ pub use handles::{
 pub use ops::{
     Algorithm, Arrangement, AtomicOp, Bounds, ClusterOp, ClusterShape, ExchangeVia, GroupKind, Ir,
     MAX_CLUSTER_BLOCKS, MAX_LAUNCH_CLUSTER_BLOCKS, MAX_NANOSLEEP_NS, MemoryOrder, MemoryScope,
-    NeighborKind, PrimitiveProblem, RadixSortProblem, ReduceAlgorithm, ReduceOp, Role,
-    ScanAlgorithm, Sharing, ValidItems, ValidOf,
+    MergeSortProblem, NeighborKind, PrimitiveProblem, RadixSortProblem, ReduceAlgorithm, ReduceOp,
+    Role, ScanAlgorithm, Sharing, ValidItems, ValidOf,
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,

@@ -935,6 +935,13 @@ pub enum BuilderIssue {
         /// Where.
         loc: Loc,
     },
+    /// A merge sort whose group or inputs it cannot sort.
+    MergeSort {
+        /// What is wrong.
+        problem: MergeSortProblem,
+        /// Where.
+        loc: Loc,
+    },
     /// A warp or block primitive whose controls do not fit its inputs or group.
     Primitive {
         /// What is wrong.

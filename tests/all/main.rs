@@ -40,6 +40,7 @@ mod limits;
 mod logging;
 mod math;
 mod math64;
+mod merge_sort;
 mod misuse;
 mod multi;
 mod neighbor;

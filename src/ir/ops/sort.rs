@@ -94,3 +94,54 @@ impl fmt::Display for RadixSortProblem {
         }
     }
 }
+
+/// A merge sort's group or inputs that it cannot sort
+/// ([`VerifyErrorKind::MergeSort`](crate::ir::VerifyErrorKind::MergeSort)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MergeSortProblem {
+    /// A group whose threads are not a power of two (the merge rounds pair runs of equal
+    /// length): the block's threads, or a group of whole warps' (`32 * warps`).
+    Threads {
+        /// The group's kind.
+        kind: GroupKind,
+        /// The group's threads.
+        threads: u32,
+    },
+    /// Logical warps whose width does not divide the block's threads: the block's last one
+    /// would be partial.
+    PartialGroup {
+        /// The logical warps' width.
+        width: u32,
+        /// The block's threads.
+        block: u32,
+    },
+    /// Values with another number of items per thread than the keys.
+    ValueItems {
+        /// The keys' items per thread.
+        keys: u32,
+        /// The values' items per thread.
+        values: u32,
+    },
+}
+
+impl fmt::Display for MergeSortProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MergeSortProblem::Threads { kind, threads } => write!(
+                f,
+                "merge sort over a {kind:?} group of {threads} threads: the group's threads \
+                 must be a power of two"
+            ),
+            MergeSortProblem::PartialGroup { width, block } => write!(
+                f,
+                "merge sort over logical warps of {width} lanes in a block of {block} threads: \
+                 the width must divide the block's threads"
+            ),
+            MergeSortProblem::ValueItems { keys, values } => write!(
+                f,
+                "merge sort of {keys} keys per thread with {values} values per thread: each \
+                 key needs one value"
+            ),
+        }
+    }
+}

@@ -130,6 +130,9 @@ impl Verifier<'_> {
                 BuilderIssue::RadixSort { problem, loc } => {
                     self.push(K::RadixSort(*problem), *loc, None)
                 }
+                BuilderIssue::MergeSort { problem, loc } => {
+                    self.push(K::MergeSort(*problem), *loc, None)
+                }
                 BuilderIssue::Primitive { problem, loc } => {
                     self.push(K::Primitive(*problem), *loc, None)
                 }

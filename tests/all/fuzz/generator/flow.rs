@@ -165,7 +165,7 @@ impl Gen {
             2,                                                  // print
             5,                                                  // lane collective
             if self.warps_ok() { 10 } else { 0 },               // groups of whole warps
-            6,                                                  // radix sort
+            8,                                                  // sorts
         ];
         for _ in 0..4 {
             let done = match self.rng.weighted(&weights) {
@@ -212,9 +212,10 @@ impl Gen {
                 25 if self.rng.pct(30) => self.op_warp_segmented(k),
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
-                _ if self.rng.pct(40) => self.op_histogram(k),
-                _ if self.rng.pct(35) => self.op_run_length(k),
-                _ => self.op_radix_sort(k),
+                27 if self.rng.pct(40) => self.op_histogram(k),
+                27 if self.rng.pct(35) => self.op_run_length(k),
+                27 if self.rng.pct(50) => self.op_radix_sort(k),
+                _ => self.op_merge_sort(k),
             };
             if done {
                 return;

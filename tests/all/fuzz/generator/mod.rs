@@ -30,6 +30,7 @@ mod flow;
 mod histogram;
 mod indexed;
 mod lanes;
+mod merge_sort;
 mod ops;
 mod print;
 mod run_length;
