@@ -214,7 +214,8 @@ impl Gen {
                 26 => self.op_warp_groups(k),
                 27 if self.rng.pct(40) => self.op_histogram(k),
                 27 if self.rng.pct(35) => self.op_run_length(k),
-                27 if self.rng.pct(50) => self.op_radix_sort(k),
+                27 if self.rng.pct(40) => self.op_radix_sort(k),
+                27 if self.rng.pct(30) => self.op_radix_rank(k),
                 _ => self.op_merge_sort(k),
             };
             if done {

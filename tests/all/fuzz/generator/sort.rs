@@ -6,7 +6,7 @@ use super::Gen;
 use super::ops::handle;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
-use coopgraph::ir::{Arrangement, RadixSort, SortOutput};
+use coopgraph::ir::{Arrangement, DType, RadixRank, RadixSort, SortOutput, ThreadData};
 
 impl Gen {
     pub fn op_radix_sort(&mut self, k: &mut KernelBuilder) -> bool {
@@ -73,6 +73,52 @@ impl Gen {
                 }
             }
         });
+        true
+    }
+}
+
+impl Gen {
+    /// A block radix rank (basic or memoized) of a `u32` payload's low bits; its ranks join
+    /// the payloads, blocked. (Match ranking synchronizes warps around shared counters, which
+    /// the interpreter's race model, block barriers only, cannot follow: its own tests cover
+    /// it.)
+    pub fn op_radix_rank(&mut self, k: &mut KernelBuilder) -> bool {
+        if !self.block_uniform() || self.cx().callback || !self.block_reduce_ok() {
+            return false;
+        }
+        let digits = self.full(|d| d.dt == DType::U32);
+        if digits.is_empty() {
+            return false;
+        }
+        let d = self.datas[self.rng.pick(&digits)].clone();
+        let t = self.t;
+        let tile = t * d.k;
+        // Counters of at most 4096 words beside other shared memory.
+        let widest = (1..=8u32)
+            .filter(|b| ((1u32 << (b - 1)) | 1) * t <= 4096)
+            .max()
+            .unwrap_or(1);
+        let bits = (1 + self.rng.below(8) as u32).min(widest);
+        let mut controls = if self.rng.pct(50) {
+            RadixRank::basic(bits)
+        } else {
+            RadixRank::memoize(bits)
+        };
+        if self.rng.pct(30) {
+            controls = controls.valid_items(self.rng.below(u64::from(tile) + 1) as u32);
+        }
+        for x in &mut self.datas {
+            x.used |= x.h.id() == d.h.id();
+        }
+        let b = k.this_block();
+        let src: ThreadData<u32> = handle::<u32>(&d);
+        let ranks = k.radix_rank(b, &src, controls);
+        self.add(
+            u32::data(ranks),
+            DType::U32,
+            d.k,
+            Some(Arrangement::Blocked),
+        );
         true
     }
 }
