@@ -282,7 +282,7 @@ impl KernelBuilder {
             Some(RadixSortProblem::RadixBits {
                 bits: controls.bits,
             })
-        } else if controls.algorithm == RankAlgorithm::Match && threads % 32 != 0 {
+        } else if controls.algorithm == RankAlgorithm::Match && !threads.is_multiple_of(32) {
             Some(RadixSortProblem::WholeWarps { threads })
         } else if words > super::MAX_COUNTER_WORDS {
             Some(RadixSortProblem::Counters {
