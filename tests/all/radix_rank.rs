@@ -84,12 +84,11 @@ fn values(case: &Case) -> Vec<u32> {
         .collect()
 }
 
+/// The scattered tile, the counts and the prefixes of one run.
+type Ranked = (Vec<u32>, Vec<u32>, Vec<u32>);
+
 /// Runs one case on `dev`: the scattered tile, the counts and the prefixes.
-fn run_case(
-    dev: &Device,
-    kernel: &Kernel,
-    case: &Case,
-) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), RuntimeError> {
+fn run_case(dev: &Device, kernel: &Kernel, case: &Case) -> Result<Ranked, RuntimeError> {
     let xs = values(case);
     let xb = dev.upload(&xs)?;
     let mut yb = dev.alloc_zeroed::<u32>(case.tile())?;
@@ -107,7 +106,7 @@ fn run_case(
 fn check(case: &Case) {
     let dev = device();
     let kernel = rank_kernel(case);
-    let (ys, counts, prefix) = run_case(&dev, &kernel, case).expect("runs");
+    let (ys, counts, prefix) = run_case(dev, &kernel, case).expect("runs");
     let xs = values(case);
     let mask = (1u32 << case.bits) - 1;
     let valid = case
@@ -222,7 +221,7 @@ fn typed_errors_name_the_line() {
         f(&mut k);
         match k.build() {
             Err(Error::Verify(e)) => {
-                let e = e.errors.iter().next().expect("an error").clone();
+                let e = e.errors.first().expect("an error").clone();
                 match e.kind {
                     VerifyErrorKind::RadixSort(p) => (p, e.loc.line),
                     other => panic!("unexpected error {other:?}"),
