@@ -149,6 +149,9 @@ pub(super) fn counter_words(algorithm: RankAlgorithm, bits: u32, threads: u32) -
     }
 }
 
+/// The digits' first ranks and counts, where asked for.
+type Counted = Option<(ThreadData<u32>, ThreadData<u32>)>;
+
 /// Shared state of a rank inside a loop: its counters are allocated once.
 pub(super) struct Ranker {
     group: Group,
@@ -256,7 +259,16 @@ impl KernelBuilder {
     ) -> RankedDigits {
         let first_op = self.ir.ops.len();
         let ranked = match self.ranker(group, controls, loc) {
-            Some(ranker) => self.rank(&ranker, digits, with_counts),
+            Some(ranker) => {
+                let (ranks, counted) = self.rank(&ranker, digits, with_counts);
+                // Without counts asked for, the ranks stand in (the public form drops them).
+                let (prefix, counts) = counted.unwrap_or((ranks, ranks));
+                RankedDigits {
+                    ranks,
+                    prefix,
+                    counts,
+                }
+            }
             None => {
                 let zero = self.map(digits, |_| Expr::lit(0u32));
                 RankedDigits {
@@ -309,13 +321,14 @@ impl KernelBuilder {
         })
     }
 
-    /// Records one rank with `ranker`'s counters.
+    /// Records one rank with `ranker`'s counters: the ranks, and the digits' first ranks and
+    /// counts where `with_counts`.
     pub(super) fn rank(
         &mut self,
         ranker: &Ranker,
         digits: &ThreadData<u32>,
         with_counts: bool,
-    ) -> RankedDigits {
+    ) -> (ThreadData<u32>, Counted) {
         match ranker.controls.algorithm {
             RankAlgorithm::Basic => self.rank_counting(ranker, digits, false, with_counts),
             RankAlgorithm::Memoize => self.rank_counting(ranker, digits, true, with_counts),
@@ -351,7 +364,7 @@ impl KernelBuilder {
         digits: &ThreadData<u32>,
         memoize: bool,
         with_counts: bool,
-    ) -> RankedDigits {
+    ) -> (ThreadData<u32>, Counted) {
         let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
         let bits = ranker.controls.bits;
         let digits = &self.exchange(group, digits, Arrangement::Blocked, ExchangeVia::Shared);
@@ -416,20 +429,14 @@ impl KernelBuilder {
             let own = (b >> h.clone()) & 0xffffu32;
             own + ((counters.read(word(d)) >> h) & 0xffffu32)
         });
-        let (prefix, counts) = if with_counts {
+        let counted = with_counts.then(|| {
             // A digit's first rank: its column's word of thread 0, in its half.
             let first = |d: Expr<u32>| {
                 (counters.read(column(d.clone(), Expr::lit(0u32))) >> half(d)) & 0xffffu32
             };
             self.digit_counts(ranker, items, first)
-        } else {
-            (ranks, ranks)
-        };
-        RankedDigits {
-            ranks,
-            prefix,
-            counts,
-        }
+        });
+        (ranks, counted)
     }
 
     /// Each thread's digits' first ranks and counts from `first(d)` (read after the scan's
@@ -474,7 +481,7 @@ impl KernelBuilder {
         ranker: &Ranker,
         digits: &ThreadData<u32>,
         with_counts: bool,
-    ) -> RankedDigits {
+    ) -> (ThreadData<u32>, Counted) {
         let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
         let warped = Arrangement::Striped { threads: 32 };
         let digits = &self.exchange(group, digits, warped, ExchangeVia::Shared);
@@ -534,7 +541,7 @@ impl KernelBuilder {
         }
         self.sync_block();
         let ranks = self.map2(&digits, &before, |d, b| counters.read(slot(d)) + b);
-        let (prefix, counts) = if with_counts {
+        let counted = with_counts.then(|| {
             let valid = self.valid_total(ranker, items);
             let last = radix - 1;
             let prefix = self.thread_data_n::<u32>(per);
@@ -549,13 +556,7 @@ impl KernelBuilder {
                 self.set_item(&counts, j, c);
             }
             (prefix, counts)
-        } else {
-            (ranks, ranks)
-        };
-        RankedDigits {
-            ranks,
-            prefix,
-            counts,
-        }
+        });
+        (ranks, counted)
     }
 }

@@ -446,7 +446,7 @@ impl KernelBuilder {
         let digit_mask =
             (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
         let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
-        let ranks = self.rank(ranker, &digits, false).ranks;
+        let (ranks, _) = self.rank(ranker, &digits, false);
         let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
         let values = match values {
             Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
