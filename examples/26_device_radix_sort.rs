@@ -9,14 +9,16 @@
 //! names the CSV of `benches/cub/device.cu` from the same run (its `device_radix_sort_gkeys`
 //! rows). Each result is checked (sorted, and a permutation of the input: a hash checksum of
 //! the keys; for pairs, every value a distinct position holding its key, in input order among
-//! equal keys); the process exits non-zero when any is wrong.
+//! equal keys); the process exits non-zero when any is wrong. `COOPGRAPH_SORT_TUNINGS`
+//! (e.g. `256x16,384x12`) runs each of these tunings (threads x items per thread) in turn
+//! instead of the default one.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
 mod bench;
 
 use bench::OrExit;
-use coopgraph::algorithms::{DeviceRadixSort, SortKey, SortWorkspace};
+use coopgraph::algorithms::{DeviceRadixSort, SortKey, SortWorkspace, Tuning, default_sort_tuning};
 use coopgraph::ir::Element;
 use coopgraph::runtime::Device;
 
@@ -85,6 +87,7 @@ fn sort<K: SortKey>(
     n: usize,
     reps: usize,
     pairs: bool,
+    tuning: Tuning,
 ) -> Result<Option<f64>, Box<dyn std::error::Error>> {
     let keys = input::<K>(n);
     let x = device.upload(&keys)?;
@@ -95,7 +98,9 @@ fn sort<K: SortKey>(
         let positions: Vec<u32> = (0..n as u32).collect();
         let v = device.upload(&positions)?;
         let mut w = device.alloc_zeroed::<u32>(n)?;
-        let sort = DeviceRadixSort::pairs::<K, u32>().prepare(device)?;
+        let sort = DeviceRadixSort::pairs::<K, u32>()
+            .tuning(tuning)
+            .prepare(device)?;
         sort.run(&x, &mut y, &v, &mut w, &mut ws)?;
         let out = y.to_vec()?;
         check_keys(&keys, &out, &what)?;
@@ -111,7 +116,7 @@ fn sort<K: SortKey>(
         check_values(&keys, &out, &w.to_vec()?, &what)?;
         t
     } else {
-        let sort = DeviceRadixSort::keys::<K>().prepare(device)?;
+        let sort = DeviceRadixSort::keys::<K>().tuning(tuning).prepare(device)?;
         sort.run(&x, &mut y, &mut ws)?;
         check_keys(&keys, &y.to_vec()?, &what)?;
         if !device.is_cuda() {
@@ -155,21 +160,48 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         ("u32", "sort_pairs", true),
         ("u64", "sort_keys", false),
     ];
+    let tunings = tunings()?;
     for (dtype, alg, pairs) in runs {
-        let g = match dtype {
-            "u64" => sort::<u64>(&device, n, reps, pairs)?,
-            _ => sort::<u32>(&device, n, reps, pairs)?,
+        let chosen = match dtype {
+            "u64" => default_sort_tuning(coopgraph::ir::DType::U64),
+            _ => default_sort_tuning(coopgraph::ir::DType::U32),
         };
-        match g {
-            Some(g) => {
-                let (c, ratio) = bench::versus(g, cub.get(&key(dtype, alg)));
-                let name = if pairs { "SortPairs" } else { "SortKeys" };
-                println!(
-                    "onesweep radix sort {dtype} {alg} n={n}: {g:.2} G keys/s; cub::DeviceRadixSort::{name} {dtype}: {c} G keys/s; ratio {ratio}"
-                );
+        for &tuning in tunings.as_deref().unwrap_or(&[chosen]) {
+            let g = match dtype {
+                "u64" => sort::<u64>(&device, n, reps, pairs, tuning)?,
+                _ => sort::<u32>(&device, n, reps, pairs, tuning)?,
+            };
+            let Tuning { threads, items } = tuning;
+            let what = format!("onesweep radix sort {dtype} {alg} {threads}x{items} n={n}");
+            match g {
+                Some(g) => {
+                    let (c, ratio) = bench::versus(g, cub.get(&key(dtype, alg)));
+                    let name = if pairs { "SortPairs" } else { "SortKeys" };
+                    println!(
+                        "{what}: {g:.2} G keys/s; cub::DeviceRadixSort::{name} {dtype}: {c} G keys/s; ratio {ratio}"
+                    );
+                }
+                None => println!("{what}: correct (simulator)"),
             }
-            None => println!("onesweep radix sort {dtype} {alg} n={n}: correct (simulator)"),
         }
     }
     Ok(())
+}
+
+/// The tunings `COOPGRAPH_SORT_TUNINGS` names (`THREADSxITEMS`, comma-separated), if set.
+fn tunings() -> Result<Option<Vec<Tuning>>, String> {
+    let Ok(list) = std::env::var("COOPGRAPH_SORT_TUNINGS") else {
+        return Ok(None);
+    };
+    let parse = |s: &str| -> Option<Tuning> {
+        let (t, i) = s.trim().split_once('x')?;
+        Some(Tuning {
+            threads: t.parse().ok()?,
+            items: i.parse().ok()?,
+        })
+    };
+    list.split(',')
+        .map(|s| parse(s).ok_or_else(|| format!("COOPGRAPH_SORT_TUNINGS: `{s}` is not THREADSxITEMS")))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }

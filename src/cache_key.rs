@@ -473,6 +473,7 @@ impl Canonical for Algorithm {
             Algorithm::Transpose => 3,
             Algorithm::WarpTranspose => 4,
             Algorithm::WarpTransposeTimesliced => 5,
+            Algorithm::WarpStriped => 6,
         });
     }
 }

@@ -52,6 +52,7 @@ fn alg_name(a: Algorithm) -> &'static str {
         Algorithm::Transpose => "transpose",
         Algorithm::WarpTranspose => "warp_transpose",
         Algorithm::WarpTransposeTimesliced => "warp_transpose_timesliced",
+        Algorithm::WarpStriped => "warp_striped",
     }
 }
 

@@ -1,6 +1,6 @@
 //! The device-wide radix sort in the Onesweep form (CUB's `DeviceRadixSort` since 1.15):
-//! one upfront launch counts the digits of every pass at once, then one launch per 8-bit
-//! digit ranks each tile by its digit, finds each digit's place among the tiles before with
+//! one upfront launch counts the digits of every pass at once, a second turns the counts into
+//! each digit's first position, then one launch per 8-bit digit ranks each tile by its digit, finds each digit's place among the tiles before with
 //! a per-digit decoupled look-back, and scatters the tile's keys (and values) to their
 //! places. Every key is read twice per digit at most (once by the histogram, once by its
 //! pass) and written once per digit; the kernels are in `radix_kernels`.
@@ -172,10 +172,14 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
         })
     }
 
-    /// The histogram kernel and one kernel per digit pass, built (values of type `W`).
+    /// The histogram and offsets kernels and one kernel per digit pass, built (values of
+    /// type `W`).
     fn build<W: DeviceElement>(&self, pairs: bool) -> Result<(Plan, Vec<Kernel>), Error> {
         let plan = self.plan()?;
-        let mut kernels = vec![radix_kernels::histogram::<K>(&plan)?];
+        let mut kernels = vec![
+            radix_kernels::histogram::<K>(&plan)?,
+            radix_kernels::offsets(&plan)?,
+        ];
         for p in 0..plan.passes() {
             kernels.push(radix_kernels::pass::<K, W>(&plan, p, pairs)?);
         }
@@ -193,8 +197,10 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
             functions.push(device.compile(k)?);
         }
         let histogram = functions.remove(0);
+        let offsets = functions.remove(0);
         Ok(PreparedRadixSort {
             histogram,
+            offsets,
             passes: functions,
             plan,
             types: PhantomData,
@@ -203,15 +209,16 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
 }
 
 impl<K: SortKey> DeviceRadixSort<K> {
-    /// The sort's kernels, built (for inspection): the histogram, then one per digit pass.
+    /// The sort's kernels, built (for inspection): the histogram, the offsets, then one per
+    /// digit pass.
     ///
     /// ```
     /// use coopgraph::algorithms::DeviceRadixSort;
     /// use coopgraph::ptx::Arch;
     ///
     /// let ks = DeviceRadixSort::keys::<u32>().bits(4, 20).kernels()?;
-    /// assert_eq!(ks.len(), 3);
-    /// assert!(ks[1].ptx(Arch::Sm90)?.contains("nanosleep"));
+    /// assert_eq!(ks.len(), 4);
+    /// assert!(ks[2].ptx(Arch::Sm90)?.contains("nanosleep"));
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn kernels(&self) -> Result<Vec<Kernel>, Error> {
@@ -226,7 +233,8 @@ impl<K: SortKey> DeviceRadixSort<K> {
 }
 
 impl<K: SortKey, V: DeviceElement> DeviceRadixSort<K, V> {
-    /// The sort's kernels, built (for inspection): the histogram, then one per digit pass.
+    /// The sort's kernels, built (for inspection): the histogram, the offsets, then one per
+    /// digit pass.
     pub fn pair_kernels(&self) -> Result<Vec<Kernel>, Error> {
         Ok(self.build::<V>(true)?.1)
     }
@@ -241,6 +249,7 @@ impl<K: SortKey, V: DeviceElement> DeviceRadixSort<K, V> {
 /// [`DeviceRadixSort`] for an example.
 pub struct PreparedRadixSort<K, V = ()> {
     histogram: Function,
+    offsets: Function,
     passes: Vec<Function>,
     plan: Plan,
     types: PhantomData<fn() -> (K, V)>,
@@ -250,6 +259,7 @@ impl<K, V> fmt::Debug for PreparedRadixSort<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreparedRadixSort")
             .field("histogram", &self.histogram)
+            .field("offsets", &self.offsets)
             .field("passes", &self.passes)
             .finish()
     }
@@ -365,14 +375,14 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
         self.plan.tuning.tile_items()
     }
 
-    /// Digit passes per sort (one launch each, after the histogram's).
+    /// Digit passes per sort (one launch each, after the histogram's and the offsets').
     pub fn passes(&self) -> u32 {
         self.plan.passes()
     }
 
-    /// The loaded kernels: the histogram, then the passes.
+    /// The loaded kernels: the histogram, the offsets, then the passes.
     pub fn functions(&self) -> impl Iterator<Item = &Function> {
-        std::iter::once(&self.histogram).chain(&self.passes)
+        [&self.histogram, &self.offsets].into_iter().chain(&self.passes)
     }
 
     fn sort<W: DeviceElement>(
@@ -451,7 +461,7 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
         Ok(())
     }
 
-    /// Pass `p`'s launch (after the histogram's, for the first).
+    /// Pass `p`'s launch (after the histogram's and the offsets', for the first).
     #[allow(clippy::too_many_arguments)]
     fn launch<W: DeviceElement>(
         &self,
@@ -475,6 +485,9 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
                 .push(n as u32)
                 .push(per_block as u32);
             self.histogram.launch_grid(blocks as u32, args)?;
+            let mut args = ArgList::new();
+            args.push(&mut *hist);
+            self.offsets.launch_grid(self.passes(), args)?;
         }
         let mut args = ArgList::new();
         args.push(src).push(dst);

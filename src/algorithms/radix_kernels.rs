@@ -1,27 +1,29 @@
-//! The kernels of the Onesweep radix sort: the upfront histogram of every pass's digits and
-//! the per-digit pass with its per-digit decoupled look-back.
+//! The kernels of the Onesweep radix sort: the upfront histogram of every pass's digits, the
+//! digits' global offsets, and the per-digit pass with its per-digit decoupled look-back.
 //!
 //! *Histogram* (one launch): each block counts the digits of every pass over its run of
 //! tiles in shared memory (one shared atomic add per key and pass), then adds its non-zero
 //! counters to the global counters (`hist[pass * 256 + digit]`, zeroed before the launch).
 //!
+//! *Offsets* (one launch, a block per pass): each pass's counters become their exclusive
+//! prefix sums in place, the first position of each digit in the pass's output.
+//!
 //! *Digit pass* (one launch per 8-bit digit), one block per tile:
 //! 1. thread 0 takes the tile's index from the counter in status word 0 (so tile `t`'s
 //!    predecessors were taken by blocks already running); a broadcast sum hands it out;
-//! 2. the block loads its tile (warp-transposed, then exchanged to the warp-striped
-//!    arrangement), computes each key's digit, and ranks the digits with the block's match
-//!    rank (one pass over all 8 bits: per-warp counters, `match.any.sync`; the padding of a
-//!    partial tile ranks last and counts in no digit), which also gives each digit's count in
-//!    the tile; keys (and values) are scattered by rank through shared memory, striped:
-//!    consecutive threads hold consecutive ranks;
-//! 3. in one block-wide exclusive scan of `global count << 32 | tile count` per digit, each
-//!    digit's global offset and its first rank in the tile;
-//! 4. the per-digit look-back: the thread of digit `d` publishes the tile's count of `d`
-//!    (`AGGREGATE`; tile 0 publishes `INCLUSIVE` at once), walks back over the tiles before,
-//!    one at a time, summing counts until it meets an `INCLUSIVE` one (backing off with
+//! 2. the block loads its tile warp-striped (coalesced, no shared memory), computes each
+//!    key's digit, and ranks the digits with the block's match rank (one pass over all 8
+//!    bits: per-warp counters, `match.any.sync`; the padding of a partial tile ranks last and
+//!    counts in no digit), which also gives each digit's count in the tile and its first rank;
+//! 3. the thread of digit `d` publishes the tile's count of `d` at once (`AGGREGATE`; tile 0
+//!    publishes `INCLUSIVE`), so that the tiles after can go on while this one moves its keys;
+//! 4. keys (and values) are scattered by rank through shared memory, striped: consecutive
+//!    threads hold consecutive ranks;
+//! 5. the per-digit look-back: the thread of digit `d` walks back over the tiles before, one
+//!    at a time, summing counts until it meets an `INCLUSIVE` one (backing off with
 //!    `nanosleep` while a tile has not published in this launch's epoch), and publishes the
 //!    inclusive count; then `base[d] = offset[d] + prefix[d] - first[d]` in shared memory;
-//! 5. the item of rank `r` with digit `d` goes to `base[d] + r`.
+//! 6. the item of rank `r` with digit `d` goes to `base[d] + r`.
 //!
 //! Status words: `(epoch << 2 | kind) << 32 | count`, word `1 + tile * 256 + d`, written by one
 //! exchange and read by relaxed atomic loads (the count travels in the word).
@@ -29,8 +31,8 @@
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
 use crate::ir::{
-    Arrangement, Atomic, Buffer as IrBuffer, ExchangeVia, Expr, RadixRank, Reduce, Scalar, Scan,
-    Scatter, SortOrder, index,
+    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Reduce, Scalar, Scan, Scatter,
+    SortOrder, index,
 };
 use crate::runtime::DeviceElement;
 use crate::{Error, Kernel, KernelBuilder, Load};
@@ -134,6 +136,21 @@ pub(super) fn histogram<K: SortKey>(plan: &Plan) -> Result<Kernel, Error> {
     k.build()
 }
 
+/// The offsets kernel: each pass's row of `hist` (a block each, one thread a digit) becomes
+/// its exclusive prefix sums.
+pub(super) fn offsets(plan: &Plan) -> Result<Kernel, Error> {
+    let name = format!("device_radix_sort_offsets_{}", plan.tag());
+    let mut k = KernelBuilder::new(name).block(RADIX).items_per_thread(1);
+    let hist = k.buffer::<u64>("hist");
+    let b = k.this_block();
+    let at = index::block_index() * RADIX + index::thread_rank();
+    let counts = k.thread_data_n::<u64>(1);
+    k.set_item(&counts, 0, hist.at(at.clone()));
+    let firsts = k.scan(b, &counts, Scan::exclusive_sum());
+    k.write(&hist, at, firsts.item(0));
+    k.build()
+}
+
 /// The per-digit look-back's handles.
 struct Look<'a> {
     status: &'a IrBuffer<u64>,
@@ -232,42 +249,19 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
     k.if_(tile.lt(tiles), |k| {
         let start = tile.clone() * tile_items;
         let valid = (n.expr() - start.clone()).min(tile_items);
-        let load = Load::warp_transpose()
+        // Warp-striped, where each warp's items are in the tile's order: the match rank's
+        // arrangement, straight from memory.
+        let load = Load::warp_striped()
             .offset(start.clone())
             .valid_items(valid.clone())
             .oob_default(K::default());
-        // Ranked by digit in the warp-striped arrangement (the match rank's), where each
-        // warp's items are in the tile's order.
-        let warped = Arrangement::Striped { threads: 32 };
         let keys = k.load_from(b, &src, load);
-        let keys = k.exchange(b, &keys, warped, ExchangeVia::Shared);
         let digits = k.map(&keys, |v| K::digit(&v, shift, width, plan.order));
         let rank = RadixRank::match_any(DIGIT_BITS).valid_items(valid.clone());
         let ranked = k.radix_rank_with_counts(b, &digits, rank);
-        // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
-        let striped = Arrangement::Striped { threads };
-        let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).permutation());
-        let sorted_values = vbufs.as_ref().map(|(vsrc, _)| {
-            let load = Load::warp_transpose()
-                .offset(start.clone())
-                .valid_items(valid.clone())
-                .oob_default(V::default());
-            let vals = k.load_from(b, vsrc, load);
-            let vals = k.exchange(b, &vals, warped, ExchangeVia::Shared);
-            k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation())
-        });
         // Thread t handles digits t * per .. (t + 1) * per.
         let per = RADIX.div_ceil(threads);
         let digit_of = |j: u32| tid.clone() * per + j;
-        let clamp = |j: u32| digit_of(j).min(RADIX - 1);
-        let packed = k.thread_data_n::<u64>(per);
-        for j in 0..per {
-            let global = hist.at(clamp(j) + pass * RADIX);
-            let word = (global << 32u32) | ranked.counts.item(j).cast::<u64>();
-            let word = digit_of(j).lt(RADIX).select(word, 0u64);
-            k.set_item(&packed, j, word);
-        }
-        let scanned = k.scan(b, &packed, Scan::exclusive_sum());
         let look = Look {
             status: &status,
             epoch: &epoch,
@@ -280,6 +274,17 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                 look.publish(k, digit_of(j), first.clone(), count);
             });
         }
+        // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
+        let striped = Arrangement::Striped { threads };
+        let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).permutation());
+        let sorted_values = vbufs.as_ref().map(|(vsrc, _)| {
+            let load = Load::warp_striped()
+                .offset(start.clone())
+                .valid_items(valid.clone())
+                .oob_default(V::default());
+            let vals = k.load_from(b, vsrc, load);
+            k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation())
+        });
         let bases = k.shared_array::<u32>(RADIX);
         for j in 0..per {
             k.if_(digit_of(j).lt(RADIX), |k| {
@@ -289,9 +294,8 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                 k.if_(tile.ne(0u32), |k| {
                     look.publish(k, d.clone(), Expr::lit(INCLUSIVE), prefix.clone() + count);
                 });
-                let s = scanned.item(j);
-                let offset = (s.clone() >> 32u32).cast::<u32>();
-                let first_rank = s.cast::<u32>();
+                let offset = hist.at(d.clone() + pass * RADIX).cast::<u32>();
+                let first_rank = ranked.prefix.item(j);
                 k.shared_write(&bases, d, offset + prefix - first_rank);
             });
         }

@@ -208,24 +208,32 @@ pub enum Algorithm {
     /// As [`Algorithm::WarpTranspose`], with one warp-sized slice the warps take turns on
     /// (less shared memory, a block barrier per turn). Block groups only.
     WarpTransposeTimesliced,
+    /// Each warp moves its segment warp-striped (coalesced), and the payload stays so:
+    /// arranged [`Arrangement::Striped`] over 32 threads, lane `l` of warp `w` holding
+    /// positions `w * 32 * K + i * 32 + l` (CUB's `LoadDirectWarpStriped`, the arrangement of
+    /// the match rank). No scratch, no barrier. Block groups of whole warps only.
+    ///
+    /// [`Arrangement::Striped`]: crate::ir::Arrangement::Striped
+    WarpStriped,
 }
 
 impl Algorithm {
     /// Every algorithm.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::Direct,
         Algorithm::Striped,
         Algorithm::Vectorize,
         Algorithm::Transpose,
         Algorithm::WarpTranspose,
         Algorithm::WarpTransposeTimesliced,
+        Algorithm::WarpStriped,
     ];
 
     /// Whether a logical-warp group may use it.
     pub fn for_warps(self) -> bool {
         !matches!(
             self,
-            Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced
+            Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced | Algorithm::WarpStriped
         )
     }
 }

@@ -22,6 +22,7 @@ use crate::ir::{Arrangement, DataId, Ir, Loc, OpId};
 pub fn of_algorithm(a: Algorithm, threads: u32) -> Arrangement {
     match a {
         Algorithm::Striped => Arrangement::Striped { threads },
+        Algorithm::WarpStriped => Arrangement::Striped { threads: 32 },
         Algorithm::Direct
         | Algorithm::Vectorize
         | Algorithm::Transpose

@@ -7,8 +7,9 @@
 //! `item * item_stride + rank * thread_stride`. Code generation evaluates that form and nothing
 //! else.
 //!
-//! The access group is the op's group, except for the warp-transposing algorithms, which move
-//! each warp's segment warp-striped (access groups of 32) before exchanging it.
+//! The access group is the op's group, except for the warp-transposing and warp-striped
+//! algorithms, which move each warp's segment warp-striped (access groups of 32), the former
+//! exchanging it with blocked order after (or before).
 
 use super::arrangement::{Arrangements, of_algorithm};
 use super::error::PlanError;
@@ -106,7 +107,7 @@ fn plan_one(
     let bytes = ir.datas[t.data.index()].dtype.bytes();
     let (access_threads, arrangement) = match t.algorithm {
         Algorithm::Transpose => (g, Arrangement::Striped { threads: g }),
-        Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced => {
+        Algorithm::WarpTranspose | Algorithm::WarpTransposeTimesliced | Algorithm::WarpStriped => {
             (32, Arrangement::Striped { threads: 32 })
         }
         other => (g, of_algorithm(other, g)),

@@ -66,6 +66,8 @@ fn reference<T: TestElem>(
         let pq = q % group_tile;
         let slot = match algorithm {
             Algorithm::Striped => pq / group as usize,
+            // Each warp's segment is striped over its 32 lanes.
+            Algorithm::WarpStriped => q % (32 * items as usize) / 32,
             _ => pq % items as usize,
         };
         y[offset + q] = x[offset + q].plus(slot as u32);

@@ -94,6 +94,37 @@ impl<T: Element> Load<T> {
         Load::direct().algorithm(Algorithm::WarpTransposeTimesliced)
     }
 
+    /// Warp-striped reads, left warp-striped: lane `l` of warp `w` holds positions
+    /// `w * 32 * K + i * 32 + l` ([`Algorithm::WarpStriped`]; block groups of whole warps).
+    /// No shared memory: the arrangement the match rank works on, straight from memory.
+    ///
+    /// ```
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let mut k = KernelBuilder::new("warp_striped").block(64).items_per_thread(3);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::warp_striped().valid_items(150u32).oob_default(0));
+    /// // Each item plus 1000 times its lane: warp-striped, consecutive positions of a warp's
+    /// // segment sit in consecutive lanes.
+    /// let t = k.map(&t, |v| v + coopgraph::ir::index::lane() * 1000u32);
+    /// k.store_to(b, &y, &t, Store::warp_striped().valid_items(150u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs: Vec<u32> = (0..192).collect();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(192)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let want: Vec<u32> = (0..192).map(|p| if p < 150 { p + (p % 32) * 1000 } else { 0 }).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn warp_striped() -> Self {
+        Load::direct().algorithm(Algorithm::WarpStriped)
+    }
+
     /// Chooses the algorithm.
     pub fn algorithm(mut self, a: Algorithm) -> Self {
         self.algorithm = a;
@@ -206,6 +237,13 @@ impl Store {
     /// As [`Store::warp_transpose`], the warps taking turns on one slice (block groups).
     pub fn warp_transpose_timesliced() -> Self {
         Store::default().algorithm(Algorithm::WarpTransposeTimesliced)
+    }
+
+    /// Warp-striped items written as they are, coalesced ([`Algorithm::WarpStriped`]; block
+    /// groups of whole warps): the payload is converted to the warp-striped arrangement first
+    /// where it has another. See [`Load::warp_striped`] for an example.
+    pub fn warp_striped() -> Self {
+        Store::default().algorithm(Algorithm::WarpStriped)
     }
 
     /// Chooses the algorithm (default: direct).

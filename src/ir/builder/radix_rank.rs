@@ -475,7 +475,9 @@ impl KernelBuilder {
         }
     }
 
-    /// Ranking by warp matches over per-warp counters, `counters[d * warps + w]`.
+    /// Ranking by warp matches over per-warp counters, warp `w`'s counter of digit `d` at
+    /// `counters[w * radix + d]`: the lanes of a warp meet in a bank only when their digits
+    /// agree modulo 32, and the threads scanning consecutive digits read consecutive words.
     fn rank_match(
         &mut self,
         ranker: &Ranker,
@@ -491,28 +493,35 @@ impl KernelBuilder {
         });
         let radix = 1u32 << ranker.controls.bits;
         let warps = threads / 32;
-        let tid = index::thread_rank();
-        let slot = |d: Expr<u32>| d * warps + index::warp_rank();
-        for j in 0..(radix * warps).div_ceil(threads) {
-            let w = tid.clone() + j * threads;
-            self.if_(w.lt(radix * warps), |k| k.shared_write(&counters, w, 0u32));
-        }
-        self.sync_block();
+        let slot = |d: Expr<u32>| index::warp_rank() * radix + d;
+        // Each warp zeroes its own row: only its own lanes touch it until the scan.
         let warp = self.this_warp();
+        self.sync(warp);
+        for j in 0..radix.div_ceil(32) {
+            let d = index::lane() + j * 32;
+            self.if_(d.lt(radix), |k| k.shared_write(&counters, slot(d), 0u32));
+        }
+        self.sync(warp);
         let before = self.thread_data_n::<u32>(items);
         let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
         for i in 0..items {
             let d = digits.item(i);
             let matched = self.match_any(warp, d.clone());
             let peers = self.var(matched);
-            let old = self.var(counters.read(slot(d.clone())));
             let earlier = (peers.get() & lower.clone()).popc();
-            self.sync(warp);
+            // The lowest lane of the digit's peers bumps the counter and hands out its old
+            // value; the warp barrier orders the bump before the next item's.
+            let lowest = peers.get() & (Expr::lit(0u32) - peers.get());
+            let leader = Expr::lit(31u32) - lowest.clz();
+            let old = self.var(0u32);
             self.if_(earlier.clone().eq(0u32), |k| {
-                k.shared_write(&counters, slot(d.clone()), old.get() + peers.get().popc());
+                let c = k.var(counters.read(slot(d.clone())));
+                k.shared_write(&counters, slot(d.clone()), c.get() + peers.get().popc());
+                k.set(&old, c.get());
             });
+            let first = self.shfl(warp, old.get(), leader);
             self.sync(warp);
-            self.set_item(&before, i, old.get() + earlier);
+            self.set_item(&before, i, first + earlier);
         }
         self.sync_block();
         // Thread t scans digits t * per .. (t + 1) * per: their totals over the warps, one
@@ -522,8 +531,8 @@ impl KernelBuilder {
         let totals = self.thread_data_n::<u32>(per);
         for j in 0..per {
             let d = digit(j).min(radix - 1);
-            let sum = (1..warps).fold(counters.read(d.clone() * warps), |acc, w| {
-                acc + counters.read(d.clone() * warps + w)
+            let sum = (1..warps).fold(counters.read(d.clone()), |acc, w| {
+                acc + counters.read(d.clone() + w * radix)
             });
             self.set_item(&totals, j, digit(j).lt(radix).select(sum, Expr::lit(0u32)));
         }
@@ -532,7 +541,7 @@ impl KernelBuilder {
             self.if_(digit(j).lt(radix), |k| {
                 let running = k.var(scanned.item(j));
                 for w in 0..warps {
-                    let at = digit(j) * warps + w;
+                    let at = digit(j) + w * radix;
                     let c = k.var(counters.read(at.clone()));
                     k.shared_write(&counters, at, running.get());
                     k.set(&running, running.get() + c.get());

@@ -61,7 +61,7 @@ fn step() -> impl Strategy<Value = Step> {
     })
 }
 
-const ALGS: [Algorithm; 6] = Algorithm::ALL;
+const ALGS: [Algorithm; 7] = Algorithm::ALL;
 
 fn group(k: &KernelBuilder, g: usize) -> coopgraph::ir::Group {
     match g {

@@ -338,6 +338,7 @@ impl Printer<'_> {
             Algorithm::Transpose => "Transpose",
             Algorithm::WarpTranspose => "WarpTranspose",
             Algorithm::WarpTransposeTimesliced => "WarpTransposeTimesliced",
+            Algorithm::WarpStriped => "WarpStriped",
         };
         let mut s = if load {
             format!("Load::direct().algorithm(Algorithm::{alg})")

@@ -221,6 +221,7 @@ pub fn arrangements(ir: &Ir) -> Vec<Option<Arrangement>> {
 pub fn payload_arrangement(a: Algorithm, g: u32) -> Arrangement {
     match a {
         Algorithm::Striped => Arrangement::Striped { threads: g },
+        Algorithm::WarpStriped => Arrangement::Striped { threads: 32 },
         _ => Arrangement::Blocked,
     }
 }
