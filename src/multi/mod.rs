@@ -7,10 +7,14 @@
 //! - [`Communicator`]: `ranks`, the rank devices, and the collectives [`all_reduce`],
 //!   [`all_gather`], [`reduce_scatter`], [`broadcast`] and [`all_to_all`] (with per-rank
 //!   counts). Implemented by [`SimCommunicator`] (in one process, by peer copies and a
-//!   combining kernel on the devices: on simulated devices in CI, and over any devices).
-//! - Algorithms, each rank holding its slice: [`reduce`], [`inclusive_scan`],
-//!   [`exclusive_scan`] and [`sort_keys`] (sample sort: local radix sorts, splitters by
-//!   regular sampling, an all-to-all exchange).
+//!   combining kernel on the devices: on simulated devices in CI, and over any devices) and,
+//!   with the cargo feature `nccl`, by `NcclCommunicator` (one rank per GPU of this process,
+//!   each collective one NCCL group on the ranks' device streams).
+//! - Algorithms, each rank holding its slice: [`reduce`], [`inclusive_scan`] and
+//!   [`exclusive_scan`] (sums) and [`inclusive_scan_with`] and [`exclusive_scan_with`] (any
+//!   [`ReduceOp`]), [`sort_keys`] and [`sort_pairs`] (sample sort: local radix sorts,
+//!   splitters by regular sampling, an all-to-all exchange; values move with their keys).
+//!   Each runs over any [`Communicator`].
 //!
 //! [`all_reduce`]: Communicator::all_reduce
 //! [`all_gather`]: Communicator::all_gather
@@ -40,42 +44,38 @@
 //!
 //! Invariants: every collective checks its buffers (one per rank, on that rank's device,
 //! lengths as the collective needs) before moving anything; the data stays on the devices
-//! (the host reads only counts: the sort's partition sizes); results are the same bits on
-//! every run, floats included (each communicator documents its reduction order).
+//! (the host reads only counts: the sort's partition sizes); each communicator documents its
+//! reduction order (the [`SimCommunicator`]'s is fixed, so its float results are the same bits
+//! on every run; NCCL picks its own).
 //!
-//! NCCL is not a backend yet. cudarc 0.19.10's `nccl` feature would load `libnccl` at run
-//! time as the driver is (its bindings are dynamically loaded under the default
-//! `fallback-dynamic-loading`, with `is_culib_present` to check first), so a NCCL
-//! communicator can join behind a cargo feature without breaking builds where NCCL is absent;
-//! it needs the raw `ncclComm_t` handles (cudarc's safe `Comm` keeps them private and is typed
-//! by its own `NcclType`), and a GPU machine with NCCL to test it on. Until then,
-//! [`SimCommunicator::over`] runs the collectives over GPUs by peer copies. NCCL runs one rank
-//! per GPU, so on a machine of one GPU a NCCL communicator would have one rank.
+//! NCCL (cargo feature `nccl`): cudarc's bindings open `libnccl` at run time, as the driver
+//! is opened, so the crate builds and everything else runs where NCCL is absent; the
+//! communicator checks that the library opens before its first call and returns
+//! [`CommError::NcclUnavailable`] where it does not. cudarc's loader looks for `libnccl.so`
+//! (and names of CUDA's numbering), not NCCL's soname `libnccl.so.2`: where only the latter
+//! is installed (the `nvidia-nccl-cu12`/`-cu13` Python packages), a `libnccl.so` link to it in
+//! a directory on `LD_LIBRARY_PATH` makes it loadable. NCCL runs one rank per GPU, so on a
+//! machine of one GPU a NCCL communicator has one rank; [`SimCommunicator::over`] runs
+//! several ranks on one GPU, or GPUs without NCCL, by peer copies.
 
 mod algorithms;
 mod kernels;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod sim;
 
-pub use crate::error::CommError;
-pub use algorithms::{exclusive_scan, inclusive_scan, reduce, sort_keys};
+pub use crate::error::{CommError, ReduceOp};
+pub use algorithms::{
+    exclusive_scan, exclusive_scan_with, inclusive_scan, inclusive_scan_with, reduce, sort_keys,
+    sort_pairs,
+};
+#[cfg(feature = "nccl")]
+pub use nccl::NcclCommunicator;
 pub use sim::SimCommunicator;
 
 use crate::Error;
 use crate::algorithms::{Op, ScanElement};
 use crate::runtime::{Buffer, Device, DeviceElement, Foreign, RuntimeError};
-
-/// The operator of a reduction across ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// The sum (wrapping for integers).
-    Sum,
-    /// The product (wrapping for integers).
-    Prod,
-    /// The minimum (for floats, the non-NaN one when one is NaN).
-    Min,
-    /// The maximum (for floats, the non-NaN one when one is NaN).
-    Max,
-}
 
 impl ReduceOp {
     /// The operator of a device-wide reduction on one rank.
