@@ -265,6 +265,9 @@ pub fn sort_keys<C: Communicator, K: SortKey>(
         .collect()
 }
 
+/// The runs of [`sort_pairs`]: the keys' runs and the values' runs, one buffer each per rank.
+pub type PairRuns<K, V> = (Vec<Buffer<K>>, Vec<Buffer<V>>);
+
 /// Sorts the pairs of every rank across the ranks by key (sample sort, as [`sort_keys`]):
 /// `values[r]` holds one value per key of `keys[r]` (any element type), and each value moves
 /// with its key through the local sorts and the all-to-all exchange. Returns the runs of keys
@@ -293,7 +296,7 @@ pub fn sort_pairs<C: Communicator, K: SortKey, V: DeviceElement>(
     comm: &C,
     keys: &[Buffer<K>],
     values: &[Buffer<V>],
-) -> Result<(Vec<Buffer<K>>, Vec<Buffer<V>>), Error> {
+) -> Result<PairRuns<K, V>, Error> {
     let devices = comm.devices();
     check_ranks(devices, keys)?;
     check_ranks(devices, values)?;

@@ -66,8 +66,8 @@ mod sim;
 
 pub use crate::error::{CommError, ReduceOp};
 pub use algorithms::{
-    exclusive_scan, exclusive_scan_with, inclusive_scan, inclusive_scan_with, reduce, sort_keys,
-    sort_pairs,
+    PairRuns, exclusive_scan, exclusive_scan_with, inclusive_scan, inclusive_scan_with, reduce,
+    sort_keys, sort_pairs,
 };
 #[cfg(feature = "nccl")]
 pub use nccl::NcclCommunicator;
