@@ -197,6 +197,61 @@ pub trait Communicator {
     ) -> Result<Vec<usize>, Error>;
 }
 
+/// Checks the buffers of an all-reduce; returns their length.
+pub(crate) fn check_all_reduce<T: DeviceElement>(
+    devices: &[Device],
+    bufs: &[Buffer<T>],
+) -> Result<usize, Error> {
+    check_ranks(devices, bufs)?;
+    let n = bufs[0].len();
+    check_lengths(bufs, |_| n)?;
+    Ok(n)
+}
+
+/// Checks the buffers of an all-gather (`part` the send buffers, `whole` the receive
+/// buffers) or of a reduce-scatter (the other way round); returns the length of a part.
+pub(crate) fn check_parts<T: DeviceElement>(
+    devices: &[Device],
+    part: &[Buffer<T>],
+    whole: &[Buffer<T>],
+) -> Result<usize, Error> {
+    check_ranks(devices, part)?;
+    check_ranks(devices, whole)?;
+    let m = part[0].len();
+    check_lengths(part, |_| m)?;
+    let total = m.saturating_mul(devices.len());
+    check_lengths(whole, |_| total)?;
+    Ok(m)
+}
+
+/// Checks the buffers and the root of a broadcast; returns their length.
+pub(crate) fn check_broadcast<T: DeviceElement>(
+    devices: &[Device],
+    bufs: &[Buffer<T>],
+    root: usize,
+) -> Result<usize, Error> {
+    check_ranks(devices, bufs)?;
+    let ranks = devices.len();
+    if root >= ranks {
+        return Err(CommError::Root { root, ranks }.into());
+    }
+    let n = bufs[root].len();
+    check_lengths(bufs, |_| n)?;
+    Ok(n)
+}
+
+/// Checks the buffers and counts of an all-to-all; returns what each rank receives.
+pub(crate) fn check_all_to_all<T: DeviceElement>(
+    devices: &[Device],
+    send: &[Buffer<T>],
+    counts: &[Vec<usize>],
+    recv: &[Buffer<T>],
+) -> Result<Vec<usize>, Error> {
+    check_ranks(devices, send)?;
+    check_ranks(devices, recv)?;
+    check_counts(send, counts, recv)
+}
+
 /// Checks that `bufs` holds one buffer per rank, each on its rank's device.
 pub(crate) fn check_ranks<T: DeviceElement>(
     devices: &[Device],
@@ -234,7 +289,7 @@ pub(crate) fn check_lengths<T: DeviceElement>(
 }
 
 /// Checks the counts of an all-to-all and returns what each rank receives.
-pub(crate) fn check_counts<T: DeviceElement>(
+fn check_counts<T: DeviceElement>(
     send: &[Buffer<T>],
     counts: &[Vec<usize>],
     recv: &[Buffer<T>],

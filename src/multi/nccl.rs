@@ -23,7 +23,8 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop}
 use cudarc::nccl::{result, sys};
 
 use super::{
-    CommElement, CommError, Communicator, ReduceOp, check_counts, check_lengths, check_ranks,
+    CommElement, CommError, Communicator, ReduceOp, check_all_reduce, check_all_to_all,
+    check_broadcast, check_parts,
 };
 use crate::Error;
 use crate::ir::DType;
@@ -300,6 +301,57 @@ impl Drop for NcclCommunicator {
     }
 }
 
+/// One NCCL call of a rank: its send and receive pointers (the same in place), its comm and
+/// stream.
+type RankCall<'f> = dyn Fn(
+        *const c_void,
+        *mut c_void,
+        sys::ncclComm_t,
+        sys::cudaStream_t,
+    ) -> Result<result::NcclStatus, result::NcclError>
+    + 'f;
+
+impl NcclCommunicator {
+    /// One NCCL group of `call` on every rank's buffer, in place (`bufs` checked: one per
+    /// rank, on its device).
+    fn in_place<T: DeviceElement>(
+        &self,
+        bufs: &mut [Buffer<T>],
+        name: &'static str,
+        call: &RankCall<'_>,
+    ) -> Result<(), Error> {
+        let mut recorded: Vec<SyncOnDrop<'_>> = Vec::with_capacity(bufs.len());
+        let group = Group::start()?;
+        for (r, b) in bufs.iter_mut().enumerate() {
+            let (stream, comm) = self.rank(r);
+            let (ptr, record) = slice_mut(b, r)?.device_ptr_mut(stream);
+            recorded.push(record);
+            check(name, call(at(ptr, 0), at_mut(ptr, 0), comm, raw(stream)))?;
+        }
+        group.end()
+    }
+
+    /// One NCCL group of `call` from every rank's `send` to its `recv` (both checked).
+    fn send_recv<T: DeviceElement>(
+        &self,
+        send: &[Buffer<T>],
+        recv: &mut [Buffer<T>],
+        name: &'static str,
+        call: &RankCall<'_>,
+    ) -> Result<(), Error> {
+        let mut recorded = Vec::with_capacity(2 * send.len());
+        let group = Group::start()?;
+        for (r, (s, d)) in send.iter().zip(recv.iter_mut()).enumerate() {
+            let (stream, comm) = self.rank(r);
+            let (from, read) = slice(s, r)?.device_ptr(stream);
+            let (to, write) = slice_mut(d, r)?.device_ptr_mut(stream);
+            recorded.extend([read, write]);
+            check(name, call(at(from, 0), at_mut(to, 0), comm, raw(stream)))?;
+        }
+        group.end()
+    }
+}
+
 impl Communicator for NcclCommunicator {
     fn ranks(&self) -> usize {
         self.devices.len()
@@ -314,35 +366,16 @@ impl Communicator for NcclCommunicator {
         bufs: &mut [Buffer<T>],
         op: ReduceOp,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, bufs)?;
-        let n = bufs[0].len();
-        check_lengths(bufs, |_| n)?;
+        let n = check_all_reduce(&self.devices, bufs)?;
         let dtype = nccl_type(T::DTYPE, op)?;
         if n == 0 {
             return Ok(());
         }
-        let mut recorded: Vec<SyncOnDrop<'_>> = Vec::with_capacity(bufs.len());
-        let group = Group::start()?;
-        for (r, b) in bufs.iter_mut().enumerate() {
-            let (stream, comm) = self.rank(r);
-            let (ptr, record) = slice_mut(b, r)?.device_ptr_mut(stream);
-            recorded.push(record);
-            // SAFETY: `ptr` holds `n` elements of `dtype` on rank `r`'s device (checked
-            // above), in place; the comm and stream are rank `r`'s.
-            let call = unsafe {
-                result::all_reduce(
-                    at(ptr, 0),
-                    at_mut(ptr, 0),
-                    n,
-                    dtype,
-                    nccl_op(op),
-                    comm,
-                    raw(stream),
-                )
-            };
-            check("ncclAllReduce", call)?;
-        }
-        group.end()
+        self.in_place(bufs, "ncclAllReduce", &|from, to, comm, stream| {
+            // SAFETY: each rank's buffer holds `n` elements of `dtype` on its device
+            // (checked), reduced in place; the comm and stream are the rank's.
+            unsafe { result::all_reduce(from, to, n, dtype, nccl_op(op), comm, stream) }
+        })
     }
 
     fn all_gather<T: DeviceElement>(
@@ -350,31 +383,17 @@ impl Communicator for NcclCommunicator {
         send: &[Buffer<T>],
         recv: &mut [Buffer<T>],
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let m = send[0].len();
-        check_lengths(send, |_| m)?;
-        let total = m.saturating_mul(self.ranks());
-        check_lengths(recv, |_| total)?;
+        let m = check_parts(&self.devices, send, recv)?;
         if m == 0 {
             return Ok(());
         }
         let bytes = m * size_of::<T>();
-        let mut recorded = Vec::with_capacity(2 * send.len());
-        let group = Group::start()?;
-        for (r, (s, d)) in send.iter().zip(recv.iter_mut()).enumerate() {
-            let (stream, comm) = self.rank(r);
-            let (from, read) = slice(s, r)?.device_ptr(stream);
-            let (to, write) = slice_mut(d, r)?.device_ptr_mut(stream);
-            recorded.extend([read, write]);
-            // SAFETY: `from` holds `bytes` bytes and `to` `ranks` times as many, both on rank
-            // `r`'s device (checked above); the comm and stream are rank `r`'s.
-            let call = unsafe {
-                result::all_gather(at(from, 0), at_mut(to, 0), bytes, BYTES, comm, raw(stream))
-            };
-            check("ncclAllGather", call)?;
-        }
-        group.end()
+        self.send_recv(send, recv, "ncclAllGather", &|from, to, comm, stream| {
+            // SAFETY: each rank's send buffer holds `bytes` bytes and its receive buffer
+            // `ranks` times as many, both on its device (checked); the comm and stream are
+            // the rank's.
+            unsafe { result::all_gather(from, to, bytes, BYTES, comm, stream) }
+        })
     }
 
     fn reduce_scatter<T: CommElement>(
@@ -383,39 +402,22 @@ impl Communicator for NcclCommunicator {
         recv: &mut [Buffer<T>],
         op: ReduceOp,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let m = recv[0].len();
-        check_lengths(recv, |_| m)?;
-        let total = m.saturating_mul(self.ranks());
-        check_lengths(send, |_| total)?;
+        let m = check_parts(&self.devices, recv, send)?;
         let dtype = nccl_type(T::DTYPE, op)?;
         if m == 0 {
             return Ok(());
         }
-        let mut recorded = Vec::with_capacity(2 * send.len());
-        let group = Group::start()?;
-        for (r, (s, d)) in send.iter().zip(recv.iter_mut()).enumerate() {
-            let (stream, comm) = self.rank(r);
-            let (from, read) = slice(s, r)?.device_ptr(stream);
-            let (to, write) = slice_mut(d, r)?.device_ptr_mut(stream);
-            recorded.extend([read, write]);
-            // SAFETY: `to` holds `m` elements of `dtype` and `from` `ranks` times as many,
-            // both on rank `r`'s device (checked above); the comm and stream are rank `r`'s.
-            let call = unsafe {
-                result::reduce_scatter(
-                    at(from, 0),
-                    at_mut(to, 0),
-                    m,
-                    dtype,
-                    nccl_op(op),
-                    comm,
-                    raw(stream),
-                )
-            };
-            check("ncclReduceScatter", call)?;
-        }
-        group.end()
+        self.send_recv(
+            send,
+            recv,
+            "ncclReduceScatter",
+            &|from, to, comm, stream| {
+                // SAFETY: each rank's receive buffer holds `m` elements of `dtype` and its send
+                // buffer `ranks` times as many, both on its device (checked); the comm and
+                // stream are the rank's.
+                unsafe { result::reduce_scatter(from, to, m, dtype, nccl_op(op), comm, stream) }
+            },
+        )
     }
 
     fn broadcast<T: DeviceElement>(
@@ -423,39 +425,16 @@ impl Communicator for NcclCommunicator {
         bufs: &mut [Buffer<T>],
         root: usize,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, bufs)?;
-        let ranks = self.ranks();
-        if root >= ranks {
-            return Err(CommError::Root { root, ranks }.into());
-        }
-        let n = bufs[root].len();
-        check_lengths(bufs, |_| n)?;
+        let n = check_broadcast(&self.devices, bufs, root)?;
         if n == 0 {
             return Ok(());
         }
-        let bytes = n * size_of::<T>();
-        let mut recorded = Vec::with_capacity(ranks);
-        let group = Group::start()?;
-        for (r, b) in bufs.iter_mut().enumerate() {
-            let (stream, comm) = self.rank(r);
-            let (ptr, record) = slice_mut(b, r)?.device_ptr_mut(stream);
-            recorded.push(record);
-            // SAFETY: `ptr` holds `bytes` bytes on rank `r`'s device (checked above), in
-            // place; `root` is a rank; the comm and stream are rank `r`'s.
-            let call = unsafe {
-                result::broadcast(
-                    at(ptr, 0),
-                    at_mut(ptr, 0),
-                    bytes,
-                    BYTES,
-                    c_int_of(root),
-                    comm,
-                    raw(stream),
-                )
-            };
-            check("ncclBroadcast", call)?;
-        }
-        group.end()
+        let (bytes, root) = (n * size_of::<T>(), c_int_of(root));
+        self.in_place(bufs, "ncclBroadcast", &|from, to, comm, stream| {
+            // SAFETY: each rank's buffer holds `bytes` bytes on its device (checked), in
+            // place; `root` is a rank; the comm and stream are the rank's.
+            unsafe { result::broadcast(from, to, bytes, BYTES, root, comm, stream) }
+        })
     }
 
     fn all_to_all<T: DeviceElement>(
@@ -464,9 +443,7 @@ impl Communicator for NcclCommunicator {
         counts: &[Vec<usize>],
         recv: &mut [Buffer<T>],
     ) -> Result<Vec<usize>, Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let received = check_counts(send, counts, recv)?;
+        let received = check_all_to_all(&self.devices, send, counts, recv)?;
         let size = size_of::<T>();
         let mut recorded = Vec::with_capacity(2 * send.len());
         let group = Group::start()?;
@@ -476,18 +453,10 @@ impl Communicator for NcclCommunicator {
             recorded.push(read);
             let mut offset = 0;
             for (d, &c) in row.iter().enumerate().filter(|&(_, &c)| c > 0) {
+                let (ptr, peer) = (at(from, offset * size), c_int_of(d));
                 // SAFETY: elements `offset..offset + c` lie in rank `s`'s send buffer (the
                 // counts were checked against it); the comm and stream are rank `s`'s.
-                let call = unsafe {
-                    result::send(
-                        at(from, offset * size),
-                        c * size,
-                        BYTES,
-                        c_int_of(d),
-                        comm,
-                        raw(stream),
-                    )
-                };
+                let call = unsafe { result::send(ptr, c * size, BYTES, peer, comm, raw(stream)) };
                 check("ncclSend", call)?;
                 offset += c;
             }
@@ -497,23 +466,16 @@ impl Communicator for NcclCommunicator {
             let (to, write) = slice_mut(b, d)?.device_ptr_mut(stream);
             recorded.push(write);
             let mut offset = 0;
-            for (s, row) in counts.iter().enumerate() {
-                let c = row[d];
-                if c == 0 {
-                    continue;
-                }
+            for (s, c) in counts
+                .iter()
+                .map(|row| row[d])
+                .enumerate()
+                .filter(|&(_, c)| c > 0)
+            {
+                let (ptr, peer) = (at_mut(to, offset * size), c_int_of(s));
                 // SAFETY: elements `offset..offset + c` lie in rank `d`'s receive buffer (it
                 // holds what every rank sends it, checked); the comm and stream are rank `d`'s.
-                let call = unsafe {
-                    result::recv(
-                        at_mut(to, offset * size),
-                        c * size,
-                        BYTES,
-                        c_int_of(s),
-                        comm,
-                        raw(stream),
-                    )
-                };
+                let call = unsafe { result::recv(ptr, c * size, BYTES, peer, comm, raw(stream)) };
                 check("ncclRecv", call)?;
                 offset += c;
             }
