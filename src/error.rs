@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::ir::DType;
+
 /// Any error coopgraph returns. Each variant wraps the typed error of one stage (match on it to
 /// get the stage's error). `Display` is the stage error's text, and `source()` the stage
 /// error's source: the wrapper adds no line of its own.
@@ -310,6 +312,20 @@ pub enum HistogramBinning {
     Range,
 }
 
+/// The operator of a reduction across ranks (defined here, beside [`CommError`], which names
+/// it, and re-exported by `multi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// The sum (wrapping for integers).
+    Sum,
+    /// The product (wrapping for integers).
+    Prod,
+    /// The minimum (for floats, the non-NaN one when one is NaN).
+    Min,
+    /// The maximum (for floats, the non-NaN one when one is NaN).
+    Max,
+}
+
 /// Arguments a collective or a multi-rank algorithm refuses before moving anything (reported as
 /// [`Error::Comm`]; defined here, beside the top-level error, and re-exported by `multi`, so
 /// that the two modules do not import each other). A buffer given for a rank but living on another
@@ -384,6 +400,42 @@ pub enum CommError {
         /// Its receive buffer's length.
         len: usize,
     },
+    /// A NCCL communicator was asked for over a device that is not a CUDA GPU (a simulator).
+    NotCuda {
+        /// The rank whose device it is.
+        rank: usize,
+    },
+    /// Two ranks of a NCCL communicator were given one GPU (NCCL runs one rank per GPU).
+    SharedDevice {
+        /// The later rank.
+        rank: usize,
+        /// The earlier rank on the same GPU.
+        first: usize,
+    },
+    /// The NCCL library could not be loaded (none of the file names tried opens, or one
+    /// lacks an entry point the communicator calls).
+    NcclUnavailable {
+        /// The file names tried, in order.
+        tried: Vec<String>,
+        /// The entry point missing from the library that opened, if one opened.
+        missing: Option<&'static str>,
+    },
+    /// NCCL has no reduction of this element type (e.g. 16-bit integers).
+    NcclUnsupported {
+        /// The element type.
+        dtype: DType,
+        /// The reduction asked for.
+        op: ReduceOp,
+    },
+    /// A NCCL call failed.
+    Nccl {
+        /// The NCCL entry point.
+        call: &'static str,
+        /// NCCL's result code (`ncclResult_t`).
+        code: u32,
+        /// NCCL's description of the code (`ncclGetErrorString`).
+        message: String,
+    },
 }
 
 impl fmt::Display for CommError {
@@ -414,6 +466,35 @@ impl fmt::Display for CommError {
                 f,
                 "rank {rank} receives {need} elements but its buffer holds {len}"
             ),
+            E::NotCuda { rank } => write!(
+                f,
+                "the device of rank {rank} is not a CUDA GPU; NCCL runs on GPUs only"
+            ),
+            E::SharedDevice { rank, first } => write!(
+                f,
+                "ranks {first} and {rank} were given one GPU; NCCL runs one rank per GPU"
+            ),
+            E::NcclUnavailable {
+                tried,
+                missing: None,
+            } => write!(
+                f,
+                "the NCCL library could not be loaded (tried {}); put the directory of a \
+                 `libnccl.so` on LD_LIBRARY_PATH (a symbolic link to `libnccl.so.2` will do)",
+                tried.join(", ")
+            ),
+            E::NcclUnavailable {
+                missing: Some(name),
+                ..
+            } => write!(f, "the NCCL library that was loaded has no `{name}`"),
+            E::NcclUnsupported { dtype, op } => {
+                write!(f, "NCCL has no {op:?} reduction of {dtype} elements")
+            }
+            E::Nccl {
+                call,
+                code,
+                message,
+            } => write!(f, "{call} failed: NCCL error {code} ({message})"),
         }
     }
 }

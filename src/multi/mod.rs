@@ -7,10 +7,14 @@
 //! - [`Communicator`]: `ranks`, the rank devices, and the collectives [`all_reduce`],
 //!   [`all_gather`], [`reduce_scatter`], [`broadcast`] and [`all_to_all`] (with per-rank
 //!   counts). Implemented by [`SimCommunicator`] (in one process, by peer copies and a
-//!   combining kernel on the devices: on simulated devices in CI, and over any devices).
-//! - Algorithms, each rank holding its slice: [`reduce`], [`inclusive_scan`],
-//!   [`exclusive_scan`] and [`sort_keys`] (sample sort: local radix sorts, splitters by
-//!   regular sampling, an all-to-all exchange).
+//!   combining kernel on the devices: on simulated devices in CI, and over any devices) and,
+//!   with the cargo feature `nccl`, by `NcclCommunicator` (one rank per GPU of this process,
+//!   each collective one NCCL group on the ranks' device streams).
+//! - Algorithms, each rank holding its slice: [`reduce`], [`inclusive_scan`] and
+//!   [`exclusive_scan`] (sums) and [`inclusive_scan_with`] and [`exclusive_scan_with`] (any
+//!   [`ReduceOp`]), [`sort_keys`] and [`sort_pairs`] (sample sort: local radix sorts,
+//!   splitters by regular sampling, an all-to-all exchange; values move with their keys).
+//!   Each runs over any [`Communicator`].
 //!
 //! [`all_reduce`]: Communicator::all_reduce
 //! [`all_gather`]: Communicator::all_gather
@@ -40,42 +44,38 @@
 //!
 //! Invariants: every collective checks its buffers (one per rank, on that rank's device,
 //! lengths as the collective needs) before moving anything; the data stays on the devices
-//! (the host reads only counts: the sort's partition sizes); results are the same bits on
-//! every run, floats included (each communicator documents its reduction order).
+//! (the host reads only counts: the sort's partition sizes); each communicator documents its
+//! reduction order (the [`SimCommunicator`]'s is fixed, so its float results are the same bits
+//! on every run; NCCL picks its own).
 //!
-//! NCCL is not a backend yet. cudarc 0.19.10's `nccl` feature would load `libnccl` at run
-//! time as the driver is (its bindings are dynamically loaded under the default
-//! `fallback-dynamic-loading`, with `is_culib_present` to check first), so a NCCL
-//! communicator can join behind a cargo feature without breaking builds where NCCL is absent;
-//! it needs the raw `ncclComm_t` handles (cudarc's safe `Comm` keeps them private and is typed
-//! by its own `NcclType`), and a GPU machine with NCCL to test it on. Until then,
-//! [`SimCommunicator::over`] runs the collectives over GPUs by peer copies. NCCL runs one rank
-//! per GPU, so on a machine of one GPU a NCCL communicator would have one rank.
+//! NCCL (cargo feature `nccl`): cudarc's bindings open `libnccl` at run time, as the driver
+//! is opened, so the crate builds and everything else runs where NCCL is absent; the
+//! communicator checks that the library opens before its first call and returns
+//! [`CommError::NcclUnavailable`] where it does not. cudarc's loader looks for `libnccl.so`
+//! (and names of CUDA's numbering), not NCCL's soname `libnccl.so.2`: where only the latter
+//! is installed (the `nvidia-nccl-cu12`/`-cu13` Python packages), a `libnccl.so` link to it in
+//! a directory on `LD_LIBRARY_PATH` makes it loadable. NCCL runs one rank per GPU, so on a
+//! machine of one GPU a NCCL communicator has one rank; [`SimCommunicator::over`] runs
+//! several ranks on one GPU, or GPUs without NCCL, by peer copies.
 
 mod algorithms;
 mod kernels;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod sim;
 
-pub use crate::error::CommError;
-pub use algorithms::{exclusive_scan, inclusive_scan, reduce, sort_keys};
+pub use crate::error::{CommError, ReduceOp};
+pub use algorithms::{
+    PairRuns, exclusive_scan, exclusive_scan_with, inclusive_scan, inclusive_scan_with, reduce,
+    sort_keys, sort_pairs,
+};
+#[cfg(feature = "nccl")]
+pub use nccl::NcclCommunicator;
 pub use sim::SimCommunicator;
 
 use crate::Error;
 use crate::algorithms::{Op, ScanElement};
 use crate::runtime::{Buffer, Device, DeviceElement, Foreign, RuntimeError};
-
-/// The operator of a reduction across ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// The sum (wrapping for integers).
-    Sum,
-    /// The product (wrapping for integers).
-    Prod,
-    /// The minimum (for floats, the non-NaN one when one is NaN).
-    Min,
-    /// The maximum (for floats, the non-NaN one when one is NaN).
-    Max,
-}
 
 impl ReduceOp {
     /// The operator of a device-wide reduction on one rank.
@@ -197,6 +197,61 @@ pub trait Communicator {
     ) -> Result<Vec<usize>, Error>;
 }
 
+/// Checks the buffers of an all-reduce; returns their length.
+pub(crate) fn check_all_reduce<T: DeviceElement>(
+    devices: &[Device],
+    bufs: &[Buffer<T>],
+) -> Result<usize, Error> {
+    check_ranks(devices, bufs)?;
+    let n = bufs[0].len();
+    check_lengths(bufs, |_| n)?;
+    Ok(n)
+}
+
+/// Checks the buffers of an all-gather (`part` the send buffers, `whole` the receive
+/// buffers) or of a reduce-scatter (the other way round); returns the length of a part.
+pub(crate) fn check_parts<T: DeviceElement>(
+    devices: &[Device],
+    part: &[Buffer<T>],
+    whole: &[Buffer<T>],
+) -> Result<usize, Error> {
+    check_ranks(devices, part)?;
+    check_ranks(devices, whole)?;
+    let m = part[0].len();
+    check_lengths(part, |_| m)?;
+    let total = m.saturating_mul(devices.len());
+    check_lengths(whole, |_| total)?;
+    Ok(m)
+}
+
+/// Checks the buffers and the root of a broadcast; returns their length.
+pub(crate) fn check_broadcast<T: DeviceElement>(
+    devices: &[Device],
+    bufs: &[Buffer<T>],
+    root: usize,
+) -> Result<usize, Error> {
+    check_ranks(devices, bufs)?;
+    let ranks = devices.len();
+    if root >= ranks {
+        return Err(CommError::Root { root, ranks }.into());
+    }
+    let n = bufs[root].len();
+    check_lengths(bufs, |_| n)?;
+    Ok(n)
+}
+
+/// Checks the buffers and counts of an all-to-all; returns what each rank receives.
+pub(crate) fn check_all_to_all<T: DeviceElement>(
+    devices: &[Device],
+    send: &[Buffer<T>],
+    counts: &[Vec<usize>],
+    recv: &[Buffer<T>],
+) -> Result<Vec<usize>, Error> {
+    check_ranks(devices, send)?;
+    check_ranks(devices, recv)?;
+    check_counts(send, counts, recv)
+}
+
 /// Checks that `bufs` holds one buffer per rank, each on its rank's device.
 pub(crate) fn check_ranks<T: DeviceElement>(
     devices: &[Device],
@@ -234,7 +289,7 @@ pub(crate) fn check_lengths<T: DeviceElement>(
 }
 
 /// Checks the counts of an all-to-all and returns what each rank receives.
-pub(crate) fn check_counts<T: DeviceElement>(
+fn check_counts<T: DeviceElement>(
     send: &[Buffer<T>],
     counts: &[Vec<usize>],
     recv: &[Buffer<T>],

@@ -3,7 +3,8 @@
 
 use super::kernels::{Operand, combine, launch_combine};
 use super::{
-    CommElement, CommError, Communicator, ReduceOp, check_counts, check_lengths, check_ranks,
+    CommElement, CommError, Communicator, ReduceOp, check_all_reduce, check_all_to_all,
+    check_broadcast, check_parts,
 };
 use crate::Error;
 use crate::runtime::{Buffer, Device, DeviceElement};
@@ -102,9 +103,7 @@ impl Communicator for SimCommunicator {
         bufs: &mut [Buffer<T>],
         op: ReduceOp,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, bufs)?;
-        let n = bufs[0].len();
-        check_lengths(bufs, |_| n)?;
+        let n = check_all_reduce(&self.devices, bufs)?;
         if n == 0 {
             return Ok(());
         }
@@ -127,12 +126,7 @@ impl Communicator for SimCommunicator {
         send: &[Buffer<T>],
         recv: &mut [Buffer<T>],
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let m = send[0].len();
-        check_lengths(send, |_| m)?;
-        let total = m.saturating_mul(self.ranks());
-        check_lengths(recv, |_| total)?;
+        let m = check_parts(&self.devices, send, recv)?;
         for r in recv.iter_mut() {
             for (q, s) in send.iter().enumerate() {
                 r.copy_range_from(q * m, s, 0..m)?;
@@ -147,12 +141,7 @@ impl Communicator for SimCommunicator {
         recv: &mut [Buffer<T>],
         op: ReduceOp,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let m = recv[0].len();
-        check_lengths(recv, |_| m)?;
-        let total = m.saturating_mul(self.ranks());
-        check_lengths(send, |_| total)?;
+        let m = check_parts(&self.devices, recv, send)?;
         if m == 0 {
             return Ok(());
         }
@@ -175,14 +164,8 @@ impl Communicator for SimCommunicator {
         bufs: &mut [Buffer<T>],
         root: usize,
     ) -> Result<(), Error> {
-        check_ranks(&self.devices, bufs)?;
-        let ranks = self.ranks();
-        if root >= ranks {
-            return Err(CommError::Root { root, ranks }.into());
-        }
-        let n = bufs[root].len();
-        check_lengths(bufs, |_| n)?;
-        for r in 0..ranks {
+        check_broadcast(&self.devices, bufs, root)?;
+        for r in 0..self.ranks() {
             copy_rank(bufs, root, r)?;
         }
         Ok(())
@@ -194,9 +177,7 @@ impl Communicator for SimCommunicator {
         counts: &[Vec<usize>],
         recv: &mut [Buffer<T>],
     ) -> Result<Vec<usize>, Error> {
-        check_ranks(&self.devices, send)?;
-        check_ranks(&self.devices, recv)?;
-        let received = check_counts(send, counts, recv)?;
+        let received = check_all_to_all(&self.devices, send, counts, recv)?;
         let mut at = vec![0usize; self.ranks()];
         for (s, row) in send.iter().zip(counts) {
             let mut from = 0;
