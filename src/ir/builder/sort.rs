@@ -216,6 +216,29 @@ pub(super) fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortO
     }
 }
 
+/// What the verifier reports of a sort's or top-k's bit range `begin..end` over keys `K`,
+/// or of values of other items per thread than the keys.
+pub(super) fn range_and_values_problem<K: Element, V: Element>(
+    begin: u32,
+    end: u32,
+    keys: &ThreadData<K>,
+    values: Option<&ThreadData<V>>,
+) -> Option<RadixSortProblem> {
+    let key_bits = K::DTYPE.bytes() * 8;
+    match values {
+        _ if begin >= end || end > key_bits => Some(RadixSortProblem::BitRange {
+            begin,
+            end,
+            key_bits,
+        }),
+        Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
+            keys: keys.items,
+            values: v.items,
+        }),
+        _ => None,
+    }
+}
+
 /// The most counter words a sort or rank takes: 224 KiB, within every arch's shared memory
 /// (the block's other shared memory must fit beside them).
 pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
@@ -354,20 +377,8 @@ impl KernelBuilder {
             Some(RadixSortProblem::RadixBits {
                 bits: controls.radix_bits,
             })
-        } else if controls.begin_bit >= end || end > key_bits {
-            Some(RadixSortProblem::BitRange {
-                begin: controls.begin_bit,
-                end,
-                key_bits,
-            })
         } else {
-            match values {
-                Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
-                    keys: keys.items,
-                    values: v.items,
-                }),
-                _ => None,
-            }
+            range_and_values_problem(controls.begin_bit, end, keys, values)
         };
         if let Some(problem) = problem {
             self.ir

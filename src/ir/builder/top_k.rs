@@ -21,7 +21,7 @@
 //! The selection ranks the whole tile once per digit, as a sort would, but moves no key: the
 //! one sort afterwards is over `k` keys, not the tile. Every op carries the caller's line.
 
-use super::sort::{from_sort_bits, ones, to_sort_bits};
+use super::sort::{from_sort_bits, ones, range_and_values_problem, to_sort_bits};
 use super::{DEFAULT_RADIX_BITS, KernelBuilder, RadixRank, RadixSort, Scan, SortOrder};
 use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
@@ -270,20 +270,8 @@ impl KernelBuilder {
             Some(RadixSortProblem::SelectBits {
                 bits: controls.radix_bits,
             })
-        } else if controls.begin_bit >= end || end > key_bits {
-            Some(RadixSortProblem::BitRange {
-                begin: controls.begin_bit,
-                end,
-                key_bits,
-            })
         } else {
-            match values {
-                Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
-                    keys: keys.items,
-                    values: v.items,
-                }),
-                _ => None,
-            }
+            range_and_values_problem(controls.begin_bit, end, keys, values)
         };
         let first_op = self.ir.ops.len();
         let result = match problem {
