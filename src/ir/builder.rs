@@ -43,6 +43,7 @@ mod print;
 mod radix_rank;
 mod run_length;
 mod sort;
+mod top_k;
 mod vars;
 mod warp_groups;
 mod warp_segmented;
@@ -60,6 +61,7 @@ pub use print::{PrintArg, PrintArgs, PrintValue};
 pub use radix_rank::{MEMO_WORDS, RadixRank, RankAlgorithm, RankedDigits};
 pub use run_length::{Decoded, Runs};
 pub use sort::{DEFAULT_RADIX_BITS, MAX_COUNTER_WORDS, RadixSort, SortOrder, SortOutput};
+pub use top_k::TopK;
 pub use warp_segmented::{BatchOutput, Segments};
 
 /// Builds a kernel: declare parameters, groups and payloads, record ops, then [`build`].

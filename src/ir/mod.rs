@@ -33,7 +33,7 @@ pub use builder::{
     Grid, Histogram, HistogramAlgorithm, KernelBuilder, Load, MAX_COUNTER_WORDS, MEMO_WORDS,
     MergeSort, Pipeline, PrintArg, PrintArgs, PrintValue, RadixRank, RadixSort, RankAlgorithm,
     RankedDigits, Reduce, RemoteShared, Runs, Scan, Scatter, Segments, Shuffle, SortOrder,
-    SortOutput, StorageSpec, Store,
+    SortOutput, StorageSpec, Store, TopK,
 };
 pub use dtype::{AtomicElement, AtomicInt, AtomicUnsigned, DType, Element};
 pub use entities::{

@@ -113,7 +113,7 @@ pub enum GroupOf {
 }
 
 impl GroupOf {
-    fn group(self, k: &KernelBuilder) -> Group {
+    pub(super) fn group(self, k: &KernelBuilder) -> Group {
         match self {
             GroupOf::Block => k.this_block(),
             GroupOf::Warp => k.this_warp().into(),
@@ -122,7 +122,7 @@ impl GroupOf {
         }
     }
 
-    fn threads(self, block: u32) -> u32 {
+    pub(super) fn threads(self, block: u32) -> u32 {
         match self {
             GroupOf::Block => block,
             GroupOf::Warp => 32,

@@ -410,7 +410,7 @@ impl KernelBuilder {
     }
 
     /// The group's barrier: the block's, or the group's own.
-    fn group_barrier(&mut self, group: Group) {
+    pub(super) fn group_barrier(&mut self, group: Group) {
         match group.kind {
             GroupKind::Block => self.sync_block(),
             _ => self.sync(group),

@@ -157,7 +157,22 @@ pub(super) struct Ranker {
     group: Group,
     controls: RadixRank,
     counters: SharedArray<u32>,
+    /// The group's threads.
     threads: u32,
+}
+
+impl Ranker {
+    /// Word `at` of the thread's group's counters: each group of a logical warp or of whole
+    /// warps counts in its own `lanes * threads` words (the block's are all of them).
+    fn word(&self, at: Expr<u32>) -> Expr<u32> {
+        match self.group.kind() {
+            GroupKind::Block => at,
+            _ => {
+                let lanes = counter_lanes(self.controls.bits);
+                at + self.group.index() * (lanes * self.threads)
+            }
+        }
+    }
 }
 
 impl KernelBuilder {
@@ -258,7 +273,16 @@ impl KernelBuilder {
         loc: Loc,
     ) -> RankedDigits {
         let first_op = self.ir.ops.len();
-        let ranked = match self.ranker(group, controls, loc) {
+        let ranker = if group.kind() == GroupKind::Block {
+            self.ranker(group, controls, loc)
+        } else {
+            let problem = RadixSortProblem::Group { kind: group.kind() };
+            self.ir
+                .issues
+                .push(BuilderIssue::RadixSort { problem, loc });
+            None
+        };
+        let ranked = match ranker {
             Some(ranker) => {
                 let (ranks, counted) = self.rank(&ranker, digits, with_counts);
                 // Without counts asked for, the ranks stand in (the public form drops them).
@@ -284,28 +308,34 @@ impl KernelBuilder {
         ranked
     }
 
-    /// A rank's counters, or `None` with the controls' problem recorded.
+    /// A rank's counters, or `None` with the controls' problem recorded. Basic and memoize
+    /// ranks rank within any group whose threads [`group_threads`](Self::group_threads)
+    /// finds (each group its own tile); match ranks the block only.
     pub(super) fn ranker(&mut self, group: Group, controls: RadixRank, loc: Loc) -> Option<Ranker> {
         let threads = self.ir.block_threads();
         let words = counter_words(controls.algorithm, controls.bits, threads);
-        let problem = if group.kind() != GroupKind::Block {
-            Some(RadixSortProblem::Group { kind: group.kind() })
-        } else if !(1..=8).contains(&controls.bits) {
-            Some(RadixSortProblem::RadixBits {
-                bits: controls.bits,
-            })
-        } else if controls.algorithm == RankAlgorithm::Match && !threads.is_multiple_of(32) {
-            Some(RadixSortProblem::WholeWarps { threads })
-        } else if words > super::MAX_COUNTER_WORDS {
-            Some(RadixSortProblem::Counters {
-                bits: controls.bits,
-                threads,
-                words,
-                max: super::MAX_COUNTER_WORDS,
-            })
-        } else {
-            None
-        };
+        let group_threads = self.group_threads(group);
+        let problem =
+            if group.kind() != GroupKind::Block && controls.algorithm == RankAlgorithm::Match {
+                Some(RadixSortProblem::Group { kind: group.kind() })
+            } else if let Err(problem) = group_threads {
+                Some(problem)
+            } else if !(1..=8).contains(&controls.bits) {
+                Some(RadixSortProblem::RadixBits {
+                    bits: controls.bits,
+                })
+            } else if controls.algorithm == RankAlgorithm::Match && !threads.is_multiple_of(32) {
+                Some(RadixSortProblem::WholeWarps { threads })
+            } else if words > super::MAX_COUNTER_WORDS {
+                Some(RadixSortProblem::Counters {
+                    bits: controls.bits,
+                    threads,
+                    words,
+                    max: super::MAX_COUNTER_WORDS,
+                })
+            } else {
+                None
+            };
         if let Some(problem) = problem {
             self.ir
                 .issues
@@ -317,8 +347,25 @@ impl KernelBuilder {
             group,
             controls,
             counters,
-            threads: threads.max(1),
+            threads: group_threads.unwrap_or(threads).max(1),
         })
+    }
+
+    /// The threads of each of the group's tiles in a radix sort or rank: the block's, a
+    /// logical warp's width (which must divide the block's threads), or `32 * warps`.
+    pub(super) fn group_threads(&self, group: Group) -> Result<u32, RadixSortProblem> {
+        let block = self.ir.block_threads();
+        match group.kind() {
+            GroupKind::Block => Ok(block),
+            GroupKind::LogicalWarp { width } => {
+                if width == 0 || !block.is_multiple_of(width) {
+                    Err(RadixSortProblem::PartialGroup { width, block })
+                } else {
+                    Ok(width)
+                }
+            }
+            GroupKind::Warps { warps } => Ok(warps.saturating_mul(32)),
+        }
     }
 
     /// Records one rank with `ranker`'s counters: the ranks, and the digits' first ranks and
@@ -369,20 +416,18 @@ impl KernelBuilder {
         let bits = ranker.controls.bits;
         let digits = &self.exchange(group, digits, Arrangement::Blocked, ExchangeVia::Shared);
         let items = digits.items;
-        let digits = self.counted_digits(ranker, digits, || {
-            index::thread_rank() * items + index::item()
-        });
-        let tid = index::thread_rank();
+        let digits = self.counted_digits(ranker, digits, || group.rank() * items + index::item());
+        let tid = group.rank();
         let log_lanes = bits - 1;
         let lanes = 1u32 << log_lanes;
         let padded_lanes = counter_lanes(bits);
         // Digit d counts in word (d mod lanes) of the thread's column, in the half
         // d / lanes; `half` is that half's shift.
         let column = |d: Expr<u32>, t: Expr<u32>| (d & (lanes - 1)) * threads + t;
-        let word = |d: Expr<u32>| column(d, index::thread_rank());
+        let word = |d: Expr<u32>| ranker.word(column(d, group.rank()));
         let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
         for lane in 0..padded_lanes {
-            self.shared_write(&counters, tid.clone() + lane * threads, 0u32);
+            self.shared_write(&counters, ranker.word(tid.clone() + lane * threads), 0u32);
         }
         // Each item's column word before its own count (its count of equal digits before it
         // in the thread sits in its half).
@@ -393,12 +438,12 @@ impl KernelBuilder {
             let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
             self.shared_write(&counters, word(d), bumped);
         }
-        self.sync_block();
+        self.group_barrier(group);
         // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
         // t sums its segment, words t * lanes .. (t + 1) * lanes; one block scan of the
         // sums; then t walks its segment again, writing each word's exclusive prefix. The
         // high halves start after every low half (the low halves' total).
-        let at = |j: u32| index::thread_rank() * padded_lanes + j;
+        let at = |j: u32| ranker.word(group.rank() * padded_lanes + j);
         let segment = (memoize && padded_lanes <= MEMO_WORDS).then(|| {
             let s = self.thread_data_n::<u32>(padded_lanes);
             for j in 0..padded_lanes {
@@ -423,7 +468,7 @@ impl KernelBuilder {
                 self.set(&running, running.get() + word_j.get());
             }
         }
-        self.sync_block();
+        self.group_barrier(group);
         let ranks = self.map2(&digits, &before, |d, b| {
             let h = half(d.clone());
             let own = (b >> h.clone()) & 0xffffu32;

@@ -1,5 +1,6 @@
-//! Block radix sort (CUB's `BlockRadixSort`): the block's tile of keys, or of keys with
-//! values, sorted by the bits of the keys, a digit of a few bits per pass.
+//! Radix sort over a group (CUB's `BlockRadixSort`, and the same over warps, logical warps and
+//! groups of whole warps): each group's tile of keys, or of keys with values, sorted by the
+//! bits of the keys, a digit of a few bits per pass.
 //!
 //! The sort is recorded as the builder's own ops, as CUB's algorithm runs them:
 //! - keys become unsigned *sort bits* whose order is the keys' (signed integers with the sign
@@ -15,7 +16,11 @@
 //!
 //! The passes but a striped last one run in a loop (as CUB's do), each with the rank's two
 //! barriers (after the counting, after the scan's write-back) beside the block scan's and the
-//! scatters', which the planner places. Every op
+//! scatters', which the planner places. A group other than the block ranks in its own part of
+//! the counters with its own scan, and scatters through its own part of a shared array behind
+//! its own barrier (the block's `bar.sync`, a named barrier for whole warps, the lanes' warp
+//! barrier for a logical warp); the next pass's rank orders its reads before the next
+//! scatter's writes. Every op
 //! the sort records carries the caller's line, so errors (a block scan's in a block that is
 //! not a multiple of 32 threads, say) name the user's call.
 
@@ -24,7 +29,7 @@ use super::{KernelBuilder, Scatter};
 use crate::ir::dtype::{DType, Element};
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, ExprKind, IntElement, UnaryOp, index};
-use crate::ir::handles::{Group, ThreadData};
+use crate::ir::handles::{Group, SharedArray, ThreadData};
 use crate::ir::ops::*;
 
 /// The digit width a radix sort takes by default (CUB's `BlockRadixSort` default).
@@ -141,12 +146,12 @@ impl RadixSort {
 }
 
 /// A literal of the sort-bits type from the low bits of `v`.
-fn lit<B: Element>(v: u64) -> Expr<B> {
+pub(super) fn lit<B: Element>(v: u64) -> Expr<B> {
     Expr::lit(B::from_bits(v))
 }
 
 /// The low `bits` bits set.
-fn ones(bits: u32) -> u64 {
+pub(super) fn ones(bits: u32) -> u64 {
     if bits >= 64 {
         u64::MAX
     } else {
@@ -169,7 +174,7 @@ fn is_signed(d: DType) -> bool {
 
 /// A key's sort bits: unsigned, in `B` (as wide as the key or wider, zero above the key's
 /// width), ordered as the keys are in `order`.
-fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrder) -> Expr<B> {
+pub(super) fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrder) -> Expr<B> {
     let w = K::DTYPE.bytes() * 8;
     let sign = lit::<B>(1u64 << (w - 1));
     let bits: Expr<B> = if is_float(K::DTYPE) {
@@ -194,7 +199,7 @@ fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrder) -> Expr
 }
 
 /// The key back from its sort bits (the inverse of [`to_sort_bits`]).
-fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Expr<K> {
+pub(super) fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Expr<K> {
     let w = K::DTYPE.bytes() * 8;
     let sign = lit::<B>(1u64 << (w - 1));
     let b = match order {
@@ -211,17 +216,45 @@ fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortOrder) -> Ex
     }
 }
 
+/// What the verifier reports of a sort's or top-k's bit range `begin..end` over keys `K`,
+/// or of values of other items per thread than the keys.
+pub(super) fn range_and_values_problem<K: Element, V: Element>(
+    begin: u32,
+    end: u32,
+    keys: &ThreadData<K>,
+    values: Option<&ThreadData<V>>,
+) -> Option<RadixSortProblem> {
+    let key_bits = K::DTYPE.bytes() * 8;
+    match values {
+        _ if begin >= end || end > key_bits => Some(RadixSortProblem::BitRange {
+            begin,
+            end,
+            key_bits,
+        }),
+        Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
+            keys: keys.items,
+            values: v.items,
+        }),
+        _ => None,
+    }
+}
+
 /// The most counter words a sort or rank takes: 224 KiB, within every arch's shared memory
 /// (the block's other shared memory must fit beside them).
 pub const MAX_COUNTER_WORDS: u32 = 56 * 1024;
 
 impl KernelBuilder {
-    /// Sorts the block's tile of keys (CUB's `BlockRadixSort::Sort`): the result holds the
-    /// tile's keys in order, blocked or striped as the controls say. Keys of every integer
+    /// Sorts each group's tile of keys (CUB's `BlockRadixSort::Sort` for the block): the
+    /// result holds the tile's keys in order, blocked or striped (over the group's threads)
+    /// as the controls say. Keys of every integer
     /// dtype sort by value; `f32` and `f64` keys by value through their bits (`-0.0` before
     /// `0.0`, NaNs by their bits: a positive NaN after `+inf` ascending). The sort is stable
     /// and takes one pass per digit of the controls' bit range; it needs the block shape set
-    /// before it is recorded. Block groups only
+    /// before it is recorded. The group is the block, a warp, logical warps
+    /// ([`Warp::group_by`](crate::ir::Warp::group_by)) whose width divides the block, or
+    /// groups of whole warps ([`Group::group_by_warps`](crate::ir::Group::group_by_warps)):
+    /// each group sorts its own tile, thread `r` of a group holding its positions
+    /// `r * K .. (r + 1) * K` (the valid count counts within each tile)
     /// ([`RadixSortProblem`](crate::ir::ops::RadixSortProblem) lists what the verifier
     /// reports).
     ///
@@ -245,6 +278,33 @@ impl KernelBuilder {
     /// assert_eq!(yb.to_vec()?, [-8, -3, -3, 0, 2, 5, 7, 9]);
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
+    ///
+    /// Logical warps of 4 lanes, each sorting its own tile of 8 keys, largest first:
+    ///
+    /// ```
+    /// use coopgraph::ir::RadixSort;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("quad_sort").block(32).items_per_thread(2);
+    /// let (x, y) = (k.input::<u16>("x"), k.output::<u16>("y"));
+    /// let b = k.this_block();
+    /// let quad = k.this_warp().group_by(4);
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.radix_sort(quad, &t, RadixSort::descending());
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let xs: Vec<u16> = (0..64).map(|i| (i * 7919 % 1000) as u16).collect();
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u16>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let mut want = xs.clone();
+    /// want.chunks_mut(8).for_each(|tile| tile.sort_by(|a, b| b.cmp(a)));
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
     #[track_caller]
     pub fn radix_sort<K: Element>(
         &mut self,
@@ -256,7 +316,7 @@ impl KernelBuilder {
             .0
     }
 
-    /// Sorts the block's tile of keys with a value beside each (CUB's
+    /// Sorts each group's tile of keys with a value beside each (CUB's
     /// `BlockRadixSort::Sort` with values): each value moves with its key, and values of equal
     /// keys keep their order. As [`radix_sort`](Self::radix_sort) otherwise; the values may
     /// be of any dtype, with as many items per thread as the keys.
@@ -311,26 +371,14 @@ impl KernelBuilder {
         let loc = Loc::caller();
         let key_bits = K::DTYPE.bytes() * 8;
         let end = controls.end_bit.unwrap_or(key_bits);
-        let problem = if group.kind() != GroupKind::Block {
-            Some(RadixSortProblem::Group { kind: group.kind() })
+        let problem = if let Err(problem) = self.group_threads(group) {
+            Some(problem)
         } else if !(1..=8).contains(&controls.radix_bits) {
             Some(RadixSortProblem::RadixBits {
                 bits: controls.radix_bits,
             })
-        } else if controls.begin_bit >= end || end > key_bits {
-            Some(RadixSortProblem::BitRange {
-                begin: controls.begin_bit,
-                end,
-                key_bits,
-            })
         } else {
-            match values {
-                Some(v) if v.items != keys.items => Some(RadixSortProblem::ValueItems {
-                    keys: keys.items,
-                    values: v.items,
-                }),
-                _ => None,
-            }
+            range_and_values_problem(controls.begin_bit, end, keys, values)
         };
         if let Some(problem) = problem {
             self.ir
@@ -348,7 +396,7 @@ impl KernelBuilder {
     /// The sort's passes over sort bits of type `B`, from `controls.begin_bit` to `end`: a
     /// loop over the passes that read back blocked (as CUB's), then, for a striped result,
     /// the last pass. Every op recorded takes the user's line.
-    fn radix_passes<K: Element, B: IntElement, V: Element>(
+    pub(super) fn radix_passes<K: Element, B: IntElement, V: Element>(
         &mut self,
         group: Group,
         keys: &ThreadData<K>,
@@ -366,7 +414,7 @@ impl KernelBuilder {
             values.map(|v| self.exchange(group, v, Arrangement::Blocked, ExchangeVia::Shared));
         let order = controls.order;
         let key_bits = K::DTYPE.bytes() * 8;
-        let threads = self.ir.block_threads().max(1);
+        let threads = self.group_threads(group).unwrap_or(1).max(1);
         let items = keys.items;
         // The largest sort bits: padding sorts past every valid key.
         let last_key = lit::<B>(ones(key_bits));
@@ -374,7 +422,7 @@ impl KernelBuilder {
             Some(n) => {
                 let n = n.clone();
                 self.map(keys, |v| {
-                    let position = index::thread_rank() * items + index::item();
+                    let position = group.rank() * items + index::item();
                     position
                         .lt(n)
                         .select(to_sort_bits::<K, B>(v, order), last_key)
@@ -388,12 +436,19 @@ impl KernelBuilder {
         let Some(ranker) = self.ranker(group, rank, loc) else {
             return (self.map(keys, |v| v), None);
         };
+        // A group other than the block scatters through its own part of shared arrays.
+        let tiles = (group.kind() != GroupKind::Block).then(|| {
+            let len = self.ir.block_threads() * items;
+            let v = values.as_ref().map(|_| self.shared_array::<V>(len));
+            (self.shared_array::<B>(len), v)
+        });
         let pass = Pass {
             group,
             ranker,
             radix_bits: controls.radix_bits,
             begin: controls.begin_bit,
             end,
+            threads,
         };
         let passes = (end - controls.begin_bit).div_ceil(controls.radix_bits);
         let looped = match controls.output {
@@ -402,7 +457,8 @@ impl KernelBuilder {
         };
         if looped > 0 {
             self.counted_loop(loc, Expr::lit(0u32), Expr::lit(looped), None, |k, p| {
-                let (b, v) = k.radix_pass(&pass, p, &bits, values.as_ref(), Arrangement::Blocked);
+                let blocked = Arrangement::Blocked;
+                let (b, v) = k.radix_pass(&pass, &tiles, p, &bits, values.as_ref(), blocked);
                 k.assign(&bits, &b);
                 if let (Some(v), Some(dst)) = (v, values) {
                     k.assign(&dst, &v);
@@ -412,7 +468,7 @@ impl KernelBuilder {
         let (bits, values) = if looped < passes {
             let striped = Arrangement::Striped { threads };
             let p = Expr::lit(passes - 1);
-            self.radix_pass(&pass, p, &bits, values.as_ref(), striped)
+            self.radix_pass(&pass, &tiles, p, &bits, values.as_ref(), striped)
         } else {
             (bits, values)
         };
@@ -429,6 +485,7 @@ impl KernelBuilder {
     fn radix_pass<B: IntElement, V: Element>(
         &mut self,
         pass: &Pass,
+        tiles: &GroupTiles<B, V>,
         p: Expr<u32>,
         bits: &ThreadData<B>,
         values: Option<&ThreadData<V>>,
@@ -440,6 +497,7 @@ impl KernelBuilder {
             radix_bits,
             begin,
             end,
+            threads,
         } = *pass;
         let shift = p * radix_bits + begin;
         // The last pass may take fewer bits.
@@ -447,6 +505,14 @@ impl KernelBuilder {
             (Expr::lit(1u32) << (Expr::lit(end) - shift.clone()).min(radix_bits)) - 1u32;
         let digits = self.map(bits, |b| (b >> shift).cast::<u32>() & digit_mask);
         let (ranks, _) = self.rank(ranker, &digits, false);
+        if let Some((keys_at, values_at)) = tiles {
+            let bits = self.group_scatter(group, threads, bits, &ranks, to, keys_at);
+            let values = match (values, values_at) {
+                (Some(v), Some(at)) => Some(self.group_scatter(group, threads, v, &ranks, to, at)),
+                _ => None,
+            };
+            return (bits, values);
+        }
         let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
         let values = match values {
             Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
@@ -454,7 +520,40 @@ impl KernelBuilder {
         };
         (bits, values)
     }
+
+    /// A scatter by rank within each group's tile (`threads` threads) through the group's
+    /// part of `array`, read back in `to` after the group's barrier. The next write to the
+    /// array comes after the next rank's barriers, so no barrier follows the reads.
+    fn group_scatter<T: Element>(
+        &mut self,
+        group: Group,
+        threads: u32,
+        src: &ThreadData<T>,
+        ranks: &ThreadData<u32>,
+        to: Arrangement,
+        array: &SharedArray<T>,
+    ) -> ThreadData<T> {
+        let items = src.items;
+        let base = group.index() * (threads * items);
+        for i in 0..items {
+            let at = base.clone() + ranks.item(i);
+            self.shared_write(array, at, src.item(i));
+        }
+        self.group_barrier(group);
+        let dst = self.thread_data_n::<T>(items);
+        for i in 0..items {
+            let position = match to {
+                Arrangement::Striped { .. } => group.rank() + i * threads,
+                _ => group.rank() * items + i,
+            };
+            self.set_item(&dst, i, array.read(base.clone() + position));
+        }
+        dst
+    }
 }
+
+/// A group's shared arrays for its scatters (keys, values), or `None` for the block's.
+type GroupTiles<B, V> = Option<(SharedArray<B>, Option<SharedArray<V>>)>;
 
 /// What every pass of one sort shares.
 struct Pass {
@@ -463,4 +562,6 @@ struct Pass {
     radix_bits: u32,
     begin: u32,
     end: u32,
+    /// The group's threads.
+    threads: u32,
 }

@@ -21,7 +21,8 @@ pub enum RadixSortProblem {
         /// The width asked for.
         bits: u32,
     },
-    /// A group other than the block (warp groups and logical warps sort nothing).
+    /// A group other than the block where only the block works: a rank of its own
+    /// ([`radix_rank`](crate::KernelBuilder::radix_rank)), a rank by warp matches, a top-k.
     Group {
         /// The group's kind.
         kind: GroupKind,
@@ -50,6 +51,27 @@ pub enum RadixSortProblem {
         /// The values' items per thread.
         values: u32,
     },
+    /// Logical warps whose width does not divide the block's threads: the block's last one
+    /// would be partial.
+    PartialGroup {
+        /// The logical warps' width.
+        width: u32,
+        /// The block's threads.
+        block: u32,
+    },
+    /// A top-k whose `k` is 0 or more than the tile's keys.
+    TopK {
+        /// The `k` asked for.
+        k: u32,
+        /// The keys of the tile.
+        tile: u32,
+    },
+    /// A top-k with digits outside `1..=7` bits (its rank takes one digit more for the keys
+    /// out of the running).
+    SelectBits {
+        /// The width asked for.
+        bits: u32,
+    },
 }
 
 impl fmt::Display for RadixSortProblem {
@@ -68,9 +90,11 @@ impl fmt::Display for RadixSortProblem {
                 f,
                 "radix sort with {bits}-bit digits: digits take 1..=8 bits"
             ),
-            RadixSortProblem::Group { kind } => {
-                write!(f, "radix sort over a {kind:?} group: only the block sorts")
-            }
+            RadixSortProblem::Group { kind } => write!(
+                f,
+                "radix rank or top-k over a {kind:?} group: a rank of its own, a rank by warp \
+                 matches and a top-k take the block only"
+            ),
             RadixSortProblem::Counters {
                 bits,
                 threads,
@@ -90,6 +114,18 @@ impl fmt::Display for RadixSortProblem {
                 f,
                 "radix sort of {keys} keys per thread with {values} values per thread: each \
                  key needs one value"
+            ),
+            RadixSortProblem::PartialGroup { width, block } => write!(
+                f,
+                "radix sort over logical warps of {width} lanes in a block of {block} threads: \
+                 the width must divide the block's threads"
+            ),
+            RadixSortProblem::TopK { k, tile } => {
+                write!(f, "top-{k} of a tile of {tile} keys: k must be 1..={tile}")
+            }
+            RadixSortProblem::SelectBits { bits } => write!(
+                f,
+                "top-k with {bits}-bit digits: a top-k's digits take 1..=7 bits"
             ),
         }
     }

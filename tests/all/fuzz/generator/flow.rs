@@ -216,6 +216,7 @@ impl Gen {
                 27 if self.rng.pct(35) => self.op_run_length(k),
                 27 if self.rng.pct(40) => self.op_radix_sort(k),
                 27 if self.rng.pct(30) => self.op_radix_rank(k),
+                27 if self.rng.pct(30) => self.op_top_k(k),
                 _ => self.op_merge_sort(k),
             };
             if done {
