@@ -116,7 +116,9 @@ fn sort<K: SortKey>(
         check_values(&keys, &out, &w.to_vec()?, &what)?;
         t
     } else {
-        let sort = DeviceRadixSort::keys::<K>().tuning(tuning).prepare(device)?;
+        let sort = DeviceRadixSort::keys::<K>()
+            .tuning(tuning)
+            .prepare(device)?;
         sort.run(&x, &mut y, &mut ws)?;
         check_keys(&keys, &y.to_vec()?, &what)?;
         if !device.is_cuda() {
@@ -201,7 +203,9 @@ fn tunings() -> Result<Option<Vec<Tuning>>, String> {
         })
     };
     list.split(',')
-        .map(|s| parse(s).ok_or_else(|| format!("COOPGRAPH_SORT_TUNINGS: `{s}` is not THREADSxITEMS")))
+        .map(|s| {
+            parse(s).ok_or_else(|| format!("COOPGRAPH_SORT_TUNINGS: `{s}` is not THREADSxITEMS"))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
