@@ -192,8 +192,7 @@ pub struct DataDecl {
 pub enum Algorithm {
     /// Each thread moves its own blocked items (`t*K + i`); no scratch, no barrier.
     Direct,
-    /// Each thread moves striped items (`t + i*G`); coalesced; no scratch, no barrier. The
-    /// payload is striped.
+    /// Striped items (`t + i*G`), coalesced, left striped; no scratch, no barrier.
     Striped,
     /// Blocked items moved with 8- or 16-byte vector accesses where the address allows (checked
     /// at run time, falling back to scalar accesses); 8- and 16-bit items packed in 32-bit
@@ -208,12 +207,9 @@ pub enum Algorithm {
     /// As [`Algorithm::WarpTranspose`], with one warp-sized slice the warps take turns on
     /// (less shared memory, a block barrier per turn). Block groups only.
     WarpTransposeTimesliced,
-    /// Each warp moves its segment warp-striped (coalesced), and the payload stays so:
-    /// arranged [`Arrangement::Striped`] over 32 threads, lane `l` of warp `w` holding
-    /// positions `w * 32 * K + i * 32 + l` (CUB's `LoadDirectWarpStriped`, the arrangement of
-    /// the match rank). No scratch, no barrier. Block groups of whole warps only.
-    ///
-    /// [`Arrangement::Striped`]: crate::ir::Arrangement::Striped
+    /// Each warp moves its segment warp-striped and the payload stays so: lane `l` of warp
+    /// `w` holds positions `w * 32 * K + i * 32 + l` (`Striped` over 32; the match rank's
+    /// arrangement). No scratch, no barrier. Block groups of whole warps only.
     WarpStriped,
 }
 

@@ -322,6 +322,8 @@ impl Gen {
             };
             let mut st = Store::default().algorithm(match arr {
                 Arrangement::Blocked => self.rng.pick(&[Algorithm::Direct, Algorithm::Vectorize]),
+                // Warp-striped over a wider group: only the warp-striped store keeps it.
+                Arrangement::Striped { threads: 32 } if gt != 32 => Algorithm::WarpStriped,
                 _ => Algorithm::Striped,
             });
             if let Some(o) = offset {
