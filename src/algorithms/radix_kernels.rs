@@ -31,7 +31,7 @@
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
 use crate::ir::{
-    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Reduce, Scalar, Scan, Scatter,
+    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Scalar, Scan, Scatter,
     SortOrder, index,
 };
 use crate::runtime::DeviceElement;
@@ -237,14 +237,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
     let (epoch, base) = (k.scalar::<u32>("epoch"), k.scalar::<u64>("base"));
     let b = k.this_block();
     let tid = index::thread_rank();
-    // Thread 0 takes the tile from the counter; a broadcast sum hands it to every thread.
-    let ticket = k.thread_data_n::<u32>(1);
-    k.set_item(&ticket, 0, 0u32);
-    k.if_(tid.eq(0u32), |k| {
-        let taken = k.atomic(&status, 0u32, Atomic::add(1u64));
-        k.set_item(&ticket, 0, (taken - base.expr()).cast::<u32>());
-    });
-    let tile = k.reduce(b, &ticket, Reduce::sum().broadcast()).item(0);
+    let tile = super::lookback::take_tile(&mut k, &status, &base);
     let tiles = (n.expr() + (tile_items - 1)) / tile_items;
     k.if_(tile.lt(tiles), |k| {
         let start = tile.clone() * tile_items;
@@ -256,9 +249,10 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             .valid_items(valid.clone())
             .oob_default(K::default());
         let keys = k.load_from(b, &src, load);
-        let digits = k.map(&keys, |v| K::digit(&v, shift, width, plan.order));
+        // Each digit is computed where the rank needs it: no digit payload lives across it.
         let rank = RadixRank::match_any(DIGIT_BITS).valid_items(valid.clone());
-        let ranked = k.radix_rank_with_counts(b, &digits, rank);
+        let digit = |v: Expr<K>| K::digit(&v, shift, width, plan.order);
+        let ranked = k.radix_rank_by(b, &keys, digit, rank);
         // Thread t handles digits t * per .. (t + 1) * per.
         let per = RADIX.div_ceil(threads);
         let digit_of = |j: u32| tid.clone() * per + j;
@@ -277,14 +271,6 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
         let striped = Arrangement::Striped { threads };
         let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).permutation());
-        let sorted_values = vbufs.as_ref().map(|(vsrc, _)| {
-            let load = Load::warp_striped()
-                .offset(start.clone())
-                .valid_items(valid.clone())
-                .oob_default(V::default());
-            let vals = k.load_from(b, vsrc, load);
-            k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation())
-        });
         let bases = k.shared_array::<u32>(RADIX);
         for j in 0..per {
             k.if_(digit_of(j).lt(RADIX), |k| {
@@ -300,16 +286,37 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             });
         }
         k.sync_block();
+        // The item of rank `r` with digit `d` goes to `bases[d] + r`. The values are loaded
+        // and exchanged only after the keys have gone out, each key's digit kept a byte a
+        // register for its value, so no sorted payload waits in registers for another's
+        // exchange.
+        let packed = pairs.then(|| k.thread_data_n::<u32>(items.div_ceil(4)));
         for i in 0..items {
             let rank = tid.clone() + i * threads;
+            let d = k.var(K::digit(&sorted_keys.item(i), shift, width, plan.order));
+            if let Some(packed) = &packed {
+                let byte = d.get() << (8 * (i % 4));
+                let word = if i % 4 == 0 { byte } else { packed.item(i / 4) | byte };
+                k.set_item(packed, i / 4, word);
+            }
             k.if_(rank.lt(valid.clone()), |k| {
-                let d = K::digit(&sorted_keys.item(i), shift, width, plan.order);
-                let at = k.var(bases.read(d) + rank);
-                k.write(&dst, at.get(), sorted_keys.item(i));
-                if let (Some((_, vdst)), Some(sv)) = (&vbufs, &sorted_values) {
-                    k.write(vdst, at.get(), sv.item(i));
-                }
+                k.write(&dst, bases.read(d.get()) + rank, sorted_keys.item(i));
             });
+        }
+        if let (Some((vsrc, vdst)), Some(packed)) = (&vbufs, &packed) {
+            let load = Load::warp_striped()
+                .offset(start.clone())
+                .valid_items(valid.clone())
+                .oob_default(V::default());
+            let vals = k.load_from(b, vsrc, load);
+            let sorted = k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation());
+            for i in 0..items {
+                let rank = tid.clone() + i * threads;
+                k.if_(rank.lt(valid.clone()), |k| {
+                    let d = (packed.item(i / 4) >> (8 * (i % 4))) & 255u32;
+                    k.write(vdst, bases.read(d) + rank, sorted.item(i));
+                });
+            }
         }
     });
     k.build()

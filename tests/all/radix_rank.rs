@@ -20,6 +20,9 @@ struct Case {
     valid: Option<u32>,
     /// Digits arrive striped over the block instead of blocked.
     striped_in: bool,
+    /// Ranked by `radix_rank_by` over keys shifted 8 bits up, the digit an expression of the
+    /// key, instead of by a payload of digits.
+    by_key: bool,
     seed: u64,
 }
 
@@ -67,8 +70,13 @@ fn rank_kernel(case: &Case) -> Kernel {
     };
     let t = k.load_from(b, &x, load);
     let t = k.exchange(b, &t, Arrangement::Blocked, ExchangeVia::Shared);
-    let digits = k.map(&t, |v| v);
-    let r = k.radix_rank_with_counts(b, &digits, case.controls(n));
+    let r = if case.by_key {
+        let keys = k.map(&t, |v| v << 8u32);
+        k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(n))
+    } else {
+        let digits = k.map(&t, |v| v);
+        k.radix_rank_with_counts(b, &digits, case.controls(n))
+    };
     let sorted = k.scatter(b, &t, &r.ranks, Scatter::blocked().permutation());
     k.store_to(b, &y, &sorted, Store::direct());
     k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
@@ -155,6 +163,7 @@ proptest! {
         bits in 1u32..9,
         partial in proptest::option::of(0u32..1000),
         striped_in in any::<bool>(),
+        by_key in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let block = warps * 32;
@@ -165,6 +174,7 @@ proptest! {
             bits,
             valid: partial.map(|v| v % (block * items + 1)),
             striped_in,
+            by_key,
             seed,
         };
         check(&case);
@@ -176,16 +186,19 @@ fn every_algorithm_at_every_width() {
     for algorithm in ALGORITHMS {
         for bits in [1, 4, 5, 8] {
             for (block, items, valid) in [(32, 1, None), (64, 4, Some(200)), (96, 3, Some(0))] {
-                let case = Case {
-                    algorithm,
-                    block,
-                    items,
-                    bits,
-                    valid,
-                    striped_in: false,
-                    seed: 7 + bits as u64,
-                };
-                check(&case);
+                for by_key in [false, true] {
+                    let case = Case {
+                        algorithm,
+                        block,
+                        items,
+                        bits,
+                        valid,
+                        striped_in: false,
+                        by_key,
+                        seed: 7 + bits as u64,
+                    };
+                    check(&case);
+                }
             }
         }
     }
@@ -203,6 +216,7 @@ fn every_barrier_is_necessary() {
             bits: 5,
             valid: Some(150),
             striped_in: false,
+            by_key: false,
             seed: 11,
         };
         let kernel = rank_kernel(&case);

@@ -36,6 +36,7 @@
 //! `t * P .. (t + 1) * P` for `P = ceil(2^bits / threads)`, as CUB's `exclusive_digit_prefix`.
 
 use super::{KernelBuilder, Scan};
+use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, index};
 use crate::ir::handles::{Group, SharedArray, ThreadData};
@@ -263,6 +264,57 @@ impl KernelBuilder {
         self.rank_recorded(group.into(), digits, controls, true, loc)
     }
 
+    /// As [`radix_rank_with_counts`](Self::radix_rank_with_counts), each item's digit
+    /// `digit(key)` of its key: the digits are computed where the rank needs them, not held
+    /// as a payload of their own. The match rank then keeps no digit in a register across
+    /// its ranking (a register per item fewer at its peak); the others rank a map of `keys`.
+    /// Returns the ranks in the arrangement the algorithm ranks, as `radix_rank` does.
+    ///
+    /// ```
+    /// use coopgraph::ir::{RadixRank, Scatter};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// // Sort a tile of 64 keys by bits 4..8, stably.
+    /// let mut k = KernelBuilder::new("by_bits").block(32).items_per_thread(2);
+    /// let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let r = k.radix_rank_by(b, &t, |v| v >> 4u32, RadixRank::match_any(4));
+    /// let sorted = k.scatter(b, &t, &r.ranks, Scatter::blocked().permutation());
+    /// k.store_to(b, &y, &sorted, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let xs: Vec<u32> = (0..64).map(|i| (i * 37) % 256).collect();
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(64)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let mut want = xs.clone();
+    /// want.sort_by_key(|v| (v >> 4) & 15);
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn radix_rank_by<K: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        keys: &ThreadData<K>,
+        digit: impl Fn(Expr<K>) -> Expr<u32>,
+        controls: RadixRank,
+    ) -> RankedDigits {
+        let loc = Loc::caller();
+        let zero = |k: &mut Self| k.map(keys, |_| Expr::lit(0u32));
+        self.rank_at(group.into(), controls, loc, zero, |k, ranker| {
+            if ranker.controls.algorithm == RankAlgorithm::Match {
+                k.rank_match_keys(ranker, keys, &digit, true)
+            } else {
+                let digits = k.map(keys, &digit);
+                k.rank(ranker, &digits, true)
+            }
+        })
+    }
+
     /// Checks the controls and records the rank, every op at `loc`.
     fn rank_recorded(
         &mut self,
@@ -271,6 +323,22 @@ impl KernelBuilder {
         controls: RadixRank,
         with_counts: bool,
         loc: Loc,
+    ) -> RankedDigits {
+        let zero = |k: &mut Self| k.map(digits, |_| Expr::lit(0u32));
+        self.rank_at(group, controls, loc, zero, |k, ranker| {
+            k.rank(ranker, digits, with_counts)
+        })
+    }
+
+    /// Checks the controls and records `rank` (or, where the controls are wrong, `zero` as
+    /// every result), every op at `loc`.
+    fn rank_at(
+        &mut self,
+        group: Group,
+        controls: RadixRank,
+        loc: Loc,
+        zero: impl FnOnce(&mut Self) -> ThreadData<u32>,
+        rank: impl FnOnce(&mut Self, &Ranker) -> (ThreadData<u32>, Counted),
     ) -> RankedDigits {
         let first_op = self.ir.ops.len();
         let ranker = if group.kind() == GroupKind::Block {
@@ -284,7 +352,7 @@ impl KernelBuilder {
         };
         let ranked = match ranker {
             Some(ranker) => {
-                let (ranks, counted) = self.rank(&ranker, digits, with_counts);
+                let (ranks, counted) = rank(self, &ranker);
                 // Without counts asked for, the ranks stand in (the public form drops them).
                 let (prefix, counts) = counted.unwrap_or((ranks, ranks));
                 RankedDigits {
@@ -294,7 +362,7 @@ impl KernelBuilder {
                 }
             }
             None => {
-                let zero = self.map(digits, |_| Expr::lit(0u32));
+                let zero = zero(self);
                 RankedDigits {
                     ranks: zero,
                     prefix: zero,
@@ -529,13 +597,59 @@ impl KernelBuilder {
         digits: &ThreadData<u32>,
         with_counts: bool,
     ) -> (ThreadData<u32>, Counted) {
-        let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
         let warped = Arrangement::Striped { threads: 32 };
-        let digits = &self.exchange(group, digits, warped, ExchangeVia::Shared);
+        let digits = &self.exchange(ranker.group, digits, warped, ExchangeVia::Shared);
         let items = digits.items;
         let digits = self.counted_digits(ranker, digits, || {
             (index::warp_rank() * items + index::item()) * 32u32 + index::lane()
         });
+        self.rank_match_items(ranker, &digits, &|i| digits.item(i), with_counts)
+    }
+
+    /// [`rank_match`](Self::rank_match) over `keys`, each digit `digit(key)` computed where
+    /// it is needed: no payload of digits lives across the ranking.
+    fn rank_match_keys<K: Element>(
+        &mut self,
+        ranker: &Ranker,
+        keys: &ThreadData<K>,
+        digit: &dyn Fn(Expr<K>) -> Expr<u32>,
+        with_counts: bool,
+    ) -> (ThreadData<u32>, Counted) {
+        let warped = Arrangement::Striped { threads: 32 };
+        let keys = self.exchange(ranker.group, keys, warped, ExchangeVia::Shared);
+        let items = keys.items;
+        let last = (1u32 << ranker.controls.bits) - 1;
+        let valid = ranker.controls.valid.clone();
+        // Item `i`'s counted digit: past the valid count, the last digit.
+        let counted = move |key: Expr<K>, i: u32| {
+            let d = digit(key) & last;
+            match &valid {
+                Some(n) => {
+                    let position = (index::warp_rank() * items + i) * 32u32 + index::lane();
+                    position.lt(n.clone()).select(d, Expr::lit(last))
+                }
+                None => d,
+            }
+        };
+        let digit_i = |i: u32| counted(keys.item(i), i);
+        self.rank_match_items(ranker, &keys, &digit_i, with_counts)
+    }
+
+    /// The match rank of the warp-striped items of `shape` (whose arrangement the ranks
+    /// take), item `i`'s counted digit `digit(i)`.
+    ///
+    /// Each item's count of its digit before it (below `2^16`: a tile holds at most `2^16`
+    /// items) is kept with the digit in its high half, so that the ranks' final read of the
+    /// digit's counter needs no register of digits.
+    fn rank_match_items<T: Element>(
+        &mut self,
+        ranker: &Ranker,
+        shape: &ThreadData<T>,
+        digit: &dyn Fn(u32) -> Expr<u32>,
+        with_counts: bool,
+    ) -> (ThreadData<u32>, Counted) {
+        let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
+        let items = shape.items;
         let radix = 1u32 << ranker.controls.bits;
         let warps = threads / 32;
         let slot = |d: Expr<u32>| index::warp_rank() * radix + d;
@@ -550,7 +664,7 @@ impl KernelBuilder {
         let before = self.thread_data_n::<u32>(items);
         let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
         for i in 0..items {
-            let d = digits.item(i);
+            let d = digit(i);
             let matched = self.match_any(warp, d.clone());
             let peers = self.var(matched);
             let earlier = (peers.get() & lower.clone()).popc();
@@ -566,7 +680,7 @@ impl KernelBuilder {
             });
             let first = self.shfl(warp, old.get(), leader);
             self.sync(warp);
-            self.set_item(&before, i, first + earlier);
+            self.set_item(&before, i, (first + earlier) | (d << 16u32));
         }
         self.sync_block();
         // Thread t scans digits t * per .. (t + 1) * per: their totals over the warps, one
@@ -594,7 +708,9 @@ impl KernelBuilder {
             });
         }
         self.sync_block();
-        let ranks = self.map2(&digits, &before, |d, b| counters.read(slot(d)) + b);
+        let ranks = self.map2(shape, &before, |_, b| {
+            counters.read(slot(b.clone() >> 16u32)) + (b & 0xffffu32)
+        });
         let counted = with_counts.then(|| {
             let valid = self.valid_total(ranker, items);
             let last = radix - 1;
