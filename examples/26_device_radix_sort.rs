@@ -80,6 +80,19 @@ fn check_values<K: Element>(
     Ok(())
 }
 
+/// Prints the registers and occupancy the driver gives a digit pass (the last function).
+fn report_pass(pass: Option<&coopgraph::runtime::Function>, what: &str) {
+    if let Some(Ok(r)) = pass.map(|f| f.resources()) {
+        let regs = r.registers.map_or("?".into(), |n| n.to_string());
+        println!(
+            "{what}: digit pass {regs} registers, {} B shared, {} blocks an SM ({:.0}% occupancy)",
+            r.static_shared + r.dynamic_shared,
+            r.max_active_blocks_per_sm,
+            r.occupancy * 100.0
+        );
+    }
+}
+
 /// Sorts `n` random keys of `K` (with positions as values when `pairs`), checks the result,
 /// and on a GPU returns G keys/s.
 fn sort<K: SortKey>(
@@ -108,6 +121,7 @@ fn sort<K: SortKey>(
         if !device.is_cuda() {
             return Ok(None);
         }
+        report_pass(sort.functions().last(), &what);
         let t = bench::time(device, reps, || {
             sort.run(&x, &mut y, &v, &mut w, &mut ws).or_exit(&what)
         });
@@ -124,6 +138,7 @@ fn sort<K: SortKey>(
         if !device.is_cuda() {
             return Ok(None);
         }
+        report_pass(sort.functions().last(), &what);
         let t = bench::time(device, reps, || {
             sort.run(&x, &mut y, &mut ws).or_exit(&what)
         });
