@@ -26,6 +26,7 @@ use super::device::{Device, Imp};
 use super::disk_cache::Origin;
 use super::error::RuntimeError;
 use super::image::Compile;
+use super::ptxas::Ptxas;
 use super::image::KernelImage;
 use super::launch::{Function, LoadedKernel};
 use super::load::{DiskModule, without_comments};
@@ -196,9 +197,12 @@ impl Device {
     ///
     /// On CUDA with a [disk cache](Self::disk_cache), a miss emits the PTX and then looks for
     /// its cubin on disk, keyed by the kernel's key, the PTX, the compute capability, the
-    /// driver's version and the crate version: a valid entry is loaded without running the
-    /// JIT; otherwise the driver's linker compiles the PTX and the cubin is stored for the
-    /// next process. [`cache_stats`](Self::cache_stats) counts both outcomes.
+    /// driver's and `ptxas`'s versions and the crate version: a valid entry is loaded without
+    /// running the JIT; otherwise `ptxas` assembles the PTX and the cubin is stored for the
+    /// next process. [`cache_stats`](Self::cache_stats) counts both outcomes. Without a
+    /// `ptxas` (looked for in `COOPGRAPH_PTXAS`, `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`
+    /// and `PATH`) modules are not stored: the driver's linker, the one other way to a cubin,
+    /// compiles PTX as relocatable code, with more registers than the JIT gives it.
     ///
     /// The cache belongs to the context: devices opened on the same CUDA context share it,
     /// devices of other contexts (or ordinals) have their own, and so does each simulator. A
@@ -225,23 +229,32 @@ impl Device {
             image.ptx.len()
         );
         let disk = match &self.inner.imp {
-            Imp::Cuda(c) => self.disk_cache().map(|cache| DiskModule {
-                cache,
-                key: disk_key(
-                    &kernel.cache_key(),
-                    &image,
-                    c.compute_capability,
-                    c.driver_version,
-                ),
-            }),
+            Imp::Cuda(c) => self
+                .disk_cache()
+                .zip(Ptxas::find())
+                .map(|(cache, ptxas)| DiskModule {
+                    cache,
+                    key: disk_key(
+                        &kernel.cache_key(),
+                        &image,
+                        c.compute_capability,
+                        c.driver_version,
+                        &ptxas.version,
+                    ),
+                    ptxas,
+                    arch: format!("sm_{}{}", c.compute_capability.0, c.compute_capability.1),
+                }),
             Imp::Sim(_) => None,
         };
+        // A CUDA device with a disk cache misses it whenever the module is built, stored or
+        // not (without a `ptxas` nothing is).
+        let disk_on = matches!(self.inner.imp, Imp::Cuda(_)) && self.disk_cache().is_some();
         let loaded = Arc::new(LoadedKernel::load(self, image, disk.as_ref())?);
         stats.loads.fetch_add(1, Ordering::Relaxed);
-        match (loaded.origin(), &disk) {
+        match (loaded.origin(), disk_on) {
             (Origin::Disk, _) => stats.disk_hits.fetch_add(1, Ordering::Relaxed),
-            (Origin::Built, Some(_)) => stats.disk_misses.fetch_add(1, Ordering::Relaxed),
-            (Origin::Built, None) => 0,
+            (Origin::Built, true) => stats.disk_misses.fetch_add(1, Ordering::Relaxed),
+            (Origin::Built, false) => 0,
         };
         // Only this thread sets the cell (it holds `init`), so the value set is `loaded`.
         let loaded = slot.kernel.get_or_init(|| loaded);
@@ -290,21 +303,22 @@ impl Device {
 /// unchanged crate version is never taken for this one's; comments carry source lines, which
 /// the kernel's key leaves out too), the
 /// arch the PTX was written for, the exact compute capability the JIT compiles for, the
-/// driver's version (its JIT), the crate version and the JIT options.
+/// driver's version, the crate version, the version of the `ptxas` that assembles the cubin
+/// and its options.
 fn disk_key(
     kernel: &KernelKey,
     image: &KernelImage,
     (major, minor): (u32, u32),
     driver_version: u32,
+    ptxas_version: &str,
 ) -> Vec<u8> {
-    const JIT_OPTIONS: &str =
-        "cuLinkCreate: default optimization level, verbose logs, line info where .file";
+    const OPTIONS: &str = "ptxas -v, -lineinfo where .file";
     // Tokens one space apart: comments and layout change no cubin.
     let ptx = without_comments(&image.ptx)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let fields: [&[u8]; 9] = [
+    let fields: [&[u8]; 10] = [
         b"coopgraph cubin",
         kernel.bytes(),
         ptx.as_bytes(),
@@ -313,7 +327,8 @@ fn disk_key(
         &minor.to_le_bytes(),
         &driver_version.to_le_bytes(),
         env!("CARGO_PKG_VERSION").as_bytes(),
-        JIT_OPTIONS.as_bytes(),
+        ptxas_version.as_bytes(),
+        OPTIONS.as_bytes(),
     ];
     let mut out = Vec::with_capacity(fields.iter().map(|f| f.len() + 8).sum());
     for f in fields {
@@ -422,30 +437,31 @@ mod tests {
     #[test]
     fn disk_keys_name_everything_a_cubin_depends_on() {
         let k = forged("k", b"kernel");
-        let base = disk_key(&k.key, &k.image, (9, 0), 12080);
-        assert_eq!(base, disk_key(&k.key, &k.image, (9, 0), 12080));
+        let base = disk_key(&k.key, &k.image, (9, 0), 12080, "V13.0.88");
+        assert_eq!(base, disk_key(&k.key, &k.image, (9, 0), 12080, "V13.0.88"));
         // Each of these changes the cubin, so each changes the key.
         let other_kernel = KernelKey::new(b"kernel 2".to_vec());
-        assert_ne!(base, disk_key(&other_kernel, &k.image, (9, 0), 12080));
-        assert_ne!(base, disk_key(&k.key, &k.image, (9, 1), 12080));
-        assert_ne!(base, disk_key(&k.key, &k.image, (10, 0), 12080));
-        assert_ne!(base, disk_key(&k.key, &k.image, (9, 0), 12090));
+        assert_ne!(base, disk_key(&other_kernel, &k.image, (9, 0), 12080, "V13.0.88"));
+        assert_ne!(base, disk_key(&k.key, &k.image, (9, 1), 12080, "V13.0.88"));
+        assert_ne!(base, disk_key(&k.key, &k.image, (10, 0), 12080, "V13.0.88"));
+        assert_ne!(base, disk_key(&k.key, &k.image, (9, 0), 12090, "V13.0.88"));
+        assert_ne!(base, disk_key(&k.key, &k.image, (9, 0), 12080, "V13.1.80"));
         let mut sm80 = k.image.clone();
         sm80.parts_mut().arch = Arch::Sm80;
-        assert_ne!(base, disk_key(&k.key, &sm80, (9, 0), 12080));
+        assert_ne!(base, disk_key(&k.key, &sm80, (9, 0), 12080, "V13.0.88"));
         // Other PTX under an unchanged kernel key (another build of the code generator) is
         // another entry; PTX that differs only in its comments (source lines) is the same.
         let mut changed = k.image.clone();
         changed.parts_mut().ptx = k.image.ptx.replace("ret;", "exit;");
-        assert_ne!(base, disk_key(&k.key, &changed, (9, 0), 12080));
+        assert_ne!(base, disk_key(&k.key, &changed, (9, 0), 12080, "V13.0.88"));
         let mut commented = k.image.clone();
         commented.parts_mut().ptx = format!("// built at main.rs:10:5\n{}", k.image.ptx);
-        assert_eq!(base, disk_key(&k.key, &commented, (9, 0), 12080));
+        assert_eq!(base, disk_key(&k.key, &commented, (9, 0), 12080, "V13.0.88"));
         // Fields are length-prefixed: bytes moved from one field to the next do not collide.
         let a = KernelKey::new(b"ab".to_vec());
         let mut moved = k.image.clone();
         moved.parts_mut().ptx = format!("b{}", k.image.ptx);
-        let shifted = disk_key(&KernelKey::new(b"a".to_vec()), &moved, (9, 0), 12080);
-        assert_ne!(disk_key(&a, &k.image, (9, 0), 12080), shifted);
+        let shifted = disk_key(&KernelKey::new(b"a".to_vec()), &moved, (9, 0), 12080, "V13.0.88");
+        assert_ne!(disk_key(&a, &k.image, (9, 0), 12080, "V13.0.88"), shifted);
     }
 }

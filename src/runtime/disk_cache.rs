@@ -1,5 +1,5 @@
-//! The disk cache of compiled modules: bytes (on CUDA, the cubin the driver's linker made from
-//! a kernel's PTX) stored under a key, so that a second process loads them instead of running
+//! The disk cache of compiled modules: bytes (on CUDA, the cubin `ptxas` assembled from a
+//! kernel's PTX) stored under a key, so that a second process loads them instead of running
 //! the JIT again.
 //!
 //! An entry is one file in the cache directory, named by a 128-bit hash of its key, holding:
@@ -425,7 +425,7 @@ pub(super) enum Origin {
 /// The module of `key`'s entry in `cache`, or one built now and stored for the next process.
 ///
 /// `load` makes a module of stored code (on CUDA: loads a cubin); `build` makes the code and
-/// its log when no valid entry has it (on CUDA: the driver's linker). Code from the disk is
+/// its log when no valid entry has it (on CUDA: `ptxas`). Code from the disk is
 /// never trusted past its checks: an entry that fails one (see [`DiskCache::load`]), whose
 /// payload holds no code, or whose code `load` refuses is not used; the code is built and the
 /// entry rewritten. A failure to store is logged and otherwise ignored (the module works; the

@@ -75,10 +75,6 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGraphExecDestroy",
     "cuGraphDestroy",
     "cuDriverGetVersion",
-    "cuLinkCreate_v2",
-    "cuLinkAddData_v2",
-    "cuLinkComplete",
-    "cuLinkDestroy",
 ];
 
 /// The driver library, opened by coopgraph itself under a name cudarc's loader also tries, and

@@ -6,9 +6,12 @@
 //! of dynamic shared memory get the opt-in attribute; kernels that need more than the device
 //! offers are rejected with [`RuntimeError::SharedMemory`] before any launch.
 //!
-//! With a disk cache ([`DiskCache`]), the driver's linker compiles the PTX to a cubin for the
-//! context's device instead (with the same log buffers), and the cubin is stored; the next
-//! process finds it and loads it with `cuModuleLoadDataEx`, skipping the JIT.
+//! With a disk cache ([`DiskCache`]) and a `ptxas` (see `ptxas.rs`), `ptxas` assembles the PTX
+//! to a cubin for the context's device, which is loaded and stored; the next process finds it
+//! and loads it with `cuModuleLoadDataEx`, skipping the JIT. Not the driver's linker: it
+//! compiles PTX as relocatable code, with more registers than the JIT gives the same PTX.
+//! Without a `ptxas` the PTX goes to the JIT as without a disk cache (the driver's own cache
+//! of JIT results then serves the next process).
 //!
 //! On the simulator, loading is parsing: the simulator reads the same PTX text.
 
@@ -23,6 +26,7 @@ use super::device::DeviceLimits;
 use super::disk_cache::{DiskCache, Origin, load_or_build};
 use super::driver::CudaKernel;
 use super::image::{KernelImage, ParamLayout};
+use super::ptxas::Ptxas;
 use crate::sim::SimModule;
 
 /// Shared memory (static and dynamic together) a block may use without the opt-in attribute.
@@ -52,20 +56,23 @@ pub(super) fn check_shared_memory(
     Ok(())
 }
 
-/// A disk cache to load a module from, and to store it in: the cache and the entry's key (the
-/// whole specialization, see `Device::compile`).
+/// A disk cache to load a module from, and to store it in: the cache, the entry's key (the
+/// whole specialization, see `Device::compile`), the `ptxas` that assembles its cubin and the
+/// device's arch (`sm_90`).
 pub(super) struct DiskModule {
     pub(super) cache: Arc<DiskCache>,
     pub(super) key: Vec<u8>,
+    pub(super) ptxas: &'static Ptxas,
+    pub(super) arch: String,
 }
 
 /// Loads `image` into `ctx` and looks up its entry. Returns the kernel, the JIT's info log
 /// (register and spill counts, since the log is verbose) and where the code came from.
 ///
 /// Without a disk cache the PTX goes to `cuModuleLoadDataEx`. With one, a valid entry's cubin
-/// is loaded (no JIT at all); otherwise the driver's linker compiles the PTX to a cubin for
-/// the context's device (`cuLinkCreate` / `cuLinkAddData` / `cuLinkComplete`), which is
-/// loaded and stored for the next process.
+/// is loaded (no JIT at all); otherwise `ptxas` assembles the PTX to a cubin for the
+/// context's device, which is loaded and stored for the next process (and where that fails,
+/// the PTX goes to the JIT, nothing stored).
 pub(super) fn load_cuda(
     ctx: &Arc<CudaContext>,
     image: &KernelImage,
@@ -142,20 +149,41 @@ pub(super) fn load_cuda(
     Ok((kernel, info, origin))
 }
 
-/// The cubin of a valid disk-cache entry, loaded; else the PTX linked to a cubin, loaded and
-/// stored (see [`load_or_build`]).
+/// The cubin of a valid disk-cache entry, loaded; else the PTX assembled by `ptxas`, loaded
+/// and stored (see [`load_or_build`]). Where `ptxas` fails or its cubin does not load (a
+/// `ptxas` newer than the driver), the JIT compiles the PTX and nothing is stored.
 fn load_through_disk(
     ptx: &CStr,
     image: &KernelImage,
     disk: &DiskModule,
 ) -> Result<(sys::CUmodule, String, Origin), RuntimeError> {
-    load_or_build(
+    let args: &[&str] = if has_line_info(image) {
+        &["-lineinfo"]
+    } else {
+        &[]
+    };
+    let stored = load_or_build(
         &disk.cache,
         &disk.key,
         &image.entry,
-        |cubin| load_module(ModuleData::Cubin(&aligned(cubin)), image).map(|(module, _)| module),
-        || link_cubin(ptx, image),
-    )
+        |cubin| {
+            load_module(ModuleData::Cubin(&aligned(cubin)), image)
+                .map(|(module, _)| module)
+                .map_err(|e| e.to_string())
+        },
+        || disk.ptxas.assemble(&image.ptx, &disk.arch, args),
+    );
+    match stored {
+        Ok(loaded) => Ok(loaded),
+        Err(e) => {
+            log::warn!(
+                "disk cache: no cubin of `{}` from ptxas ({e}); the JIT compiles its PTX",
+                image.entry
+            );
+            let (module, info) = load_module(ModuleData::Ptx(ptx), image)?;
+            Ok((module, info, Origin::Built))
+        }
+    }
 }
 
 /// `bytes` copied into 8-byte words (an ELF image's headers hold 8-byte fields, so the image
@@ -176,11 +204,11 @@ fn aligned(bytes: &[u8]) -> Vec<u64> {
 enum ModuleData<'a> {
     /// PTX text, NUL-terminated.
     Ptx(&'a CStr),
-    /// A cubin (an ELF image) made by the driver's linker for this device, in aligned words.
+    /// A cubin (an ELF image) assembled by `ptxas` for this device, in aligned words.
     Cubin(&'a [u64]),
 }
 
-/// The JIT options of every load and link: info and error log buffers, verbose logging, and
+/// The JIT options of every load: info and error log buffers, verbose logging, and
 /// line information for an image whose PTX declares source files (`.file`, from
 /// [`LineInfo::RustLines`](crate::ir::LineInfo::RustLines)).
 struct JitLogs {
@@ -252,7 +280,7 @@ fn load_module(
     };
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: the caller bound the context. `ptr` is a NUL-terminated PTX text or a whole
-    // cubin made by this driver's linker (from the linker just now, or from a disk-cache
+    // cubin assembled for this device (by `ptxas` just now, or from a disk-cache
     // entry whose checksum and key matched; the cache directory is private to the user), and
     // it lives through the call. `options` and `values` have the same length (passed as the
     // count); each log buffer is writable for the size given beside it, and both outlive the
@@ -274,70 +302,6 @@ fn load_module(
         });
     }
     Ok((module, logs.info()))
-}
-
-/// Compiles `ptx` to a cubin for the bound context's device with the driver's linker. Returns
-/// the cubin and the JIT's info log.
-fn link_cubin(ptx: &CStr, image: &KernelImage) -> Result<(Vec<u8>, String), RuntimeError> {
-    let mut logs = JitLogs::new(image);
-    let mut state: sys::CUlinkState = std::ptr::null_mut();
-    // SAFETY: the caller bound the context; `options` and `values` have the same length and
-    // their log buffers live in `logs`, which outlives the link state (destroyed below, before
-    // `logs` is dropped); `state` is a valid out pointer.
-    let created = unsafe {
-        sys::cuLinkCreate_v2(
-            logs.options.len() as u32,
-            logs.options.as_mut_ptr(),
-            logs.values.as_mut_ptr(),
-            &mut state,
-        )
-    };
-    created
-        .result()
-        .map_err(RuntimeError::driver("cuLinkCreate"))?;
-    let linked = (|| {
-        let name = c"coopgraph.ptx";
-        // SAFETY: `state` is a live link state; `ptx` is NUL-terminated and its length is
-        // given with the NUL; the driver copies the data before returning; no extra options.
-        let added = unsafe {
-            sys::cuLinkAddData_v2(
-                state,
-                sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                ptx.as_ptr().cast_mut().cast(),
-                ptx.to_bytes_with_nul().len(),
-                name.as_ptr(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        added.result()?;
-        let mut cubin: *mut c_void = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: `state` is live; both out pointers are valid.
-        unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }.result()?;
-        if cubin.is_null() {
-            return Ok(Vec::new());
-        }
-        // SAFETY: the driver hands back `size` bytes at `cubin`, owned by `state` and valid
-        // until it is destroyed (below, after this copy).
-        Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
-    })();
-    // SAFETY: `state` was created above and is destroyed once; the cubin was copied out.
-    let _ = unsafe { sys::cuLinkDestroy(state) };
-    match linked {
-        Ok(cubin) if !cubin.is_empty() => Ok((cubin, logs.info())),
-        Ok(_) => Err(RuntimeError::Jit {
-            log: logs.failure(),
-            ptx: image.ptx.clone(),
-            code: DriverError(sys::CUresult::CUDA_ERROR_INVALID_IMAGE),
-        }),
-        Err(code) => Err(RuntimeError::Jit {
-            log: logs.failure(),
-            ptx: image.ptx.clone(),
-            code,
-        }),
-    }
 }
 
 /// Checks the parameters the PTX declares (count, offsets and sizes) against the image's

@@ -58,6 +58,7 @@ mod image;
 mod launch;
 mod load;
 mod peer;
+mod ptxas;
 mod resources;
 mod stream;
 mod tune;

@@ -11,7 +11,7 @@ use super::device::DeviceLimits;
 use super::image::KernelImage;
 use crate::ptx::Arch;
 use std::fmt;
-use std::process::Command;
+use super::ptxas::Ptxas;
 
 /// Where a [`Resources`] report's figures come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,34 +148,12 @@ pub(super) fn parse_verbose(log: &str, entry: &str) -> PtxasInfo {
 /// `ptxas -v` on the image's PTX for its arch, where `COOPGRAPH_PTXAS` names a ptxas that
 /// runs and accepts it; `None` otherwise.
 pub(super) fn run_ptxas(image: &KernelImage) -> Option<PtxasInfo> {
-    let ptxas = std::env::var_os("COOPGRAPH_PTXAS")?;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("coopgraph-resources-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let (src, out) = (
-        dir.join(format!("r{n}.ptx")),
-        dir.join(format!("r{n}.cubin")),
-    );
-    std::fs::write(&src, &image.ptx).ok()?;
+    let path = std::env::var_os("COOPGRAPH_PTXAS")?;
+    let ptxas = Ptxas::at(std::path::Path::new(&path))?;
     let line_info = image.ptx.lines().any(|l| l.starts_with(".file "));
-    let run = Command::new(ptxas)
-        .arg(format!("-arch={}", image.arch))
-        .arg("-v")
-        .args(line_info.then_some("-lineinfo"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output();
-    let _ = std::fs::remove_file(&src);
-    let _ = std::fs::remove_file(&out);
-    let run = run.ok().filter(|r| r.status.success())?;
-    let log = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let args: &[&str] = if line_info { &["-lineinfo"] } else { &[] };
+    let arch = image.arch.to_string();
+    let (_, log) = ptxas.assemble(&image.ptx, &arch, args).ok()?;
     Some(parse_verbose(&log, &image.entry))
 }
 
