@@ -31,8 +31,8 @@
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
 use crate::ir::{
-    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Scalar, Scan, Scatter,
-    SortOrder, index,
+    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Scalar, Scan, Scatter, SortOrder,
+    index,
 };
 use crate::runtime::DeviceElement;
 use crate::{Error, Kernel, KernelBuilder, Load};
@@ -296,7 +296,11 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             let d = k.var(K::digit(&sorted_keys.item(i), shift, width, plan.order));
             if let Some(packed) = &packed {
                 let byte = d.get() << (8 * (i % 4));
-                let word = if i % 4 == 0 { byte } else { packed.item(i / 4) | byte };
+                let word = if i % 4 == 0 {
+                    byte
+                } else {
+                    packed.item(i / 4) | byte
+                };
                 k.set_item(packed, i / 4, word);
             }
             k.if_(rank.lt(valid.clone()), |k| {

@@ -26,10 +26,10 @@ use super::device::{Device, Imp};
 use super::disk_cache::Origin;
 use super::error::RuntimeError;
 use super::image::Compile;
-use super::ptxas::Ptxas;
 use super::image::KernelImage;
 use super::launch::{Function, LoadedKernel};
 use super::load::{DiskModule, without_comments};
+use super::ptxas::Ptxas;
 use crate::cache_key::{KernelKey, StableHasher};
 use crate::ptx::Arch;
 
@@ -441,7 +441,10 @@ mod tests {
         assert_eq!(base, disk_key(&k.key, &k.image, (9, 0), 12080, "V13.0.88"));
         // Each of these changes the cubin, so each changes the key.
         let other_kernel = KernelKey::new(b"kernel 2".to_vec());
-        assert_ne!(base, disk_key(&other_kernel, &k.image, (9, 0), 12080, "V13.0.88"));
+        assert_ne!(
+            base,
+            disk_key(&other_kernel, &k.image, (9, 0), 12080, "V13.0.88")
+        );
         assert_ne!(base, disk_key(&k.key, &k.image, (9, 1), 12080, "V13.0.88"));
         assert_ne!(base, disk_key(&k.key, &k.image, (10, 0), 12080, "V13.0.88"));
         assert_ne!(base, disk_key(&k.key, &k.image, (9, 0), 12090, "V13.0.88"));
@@ -456,12 +459,21 @@ mod tests {
         assert_ne!(base, disk_key(&k.key, &changed, (9, 0), 12080, "V13.0.88"));
         let mut commented = k.image.clone();
         commented.parts_mut().ptx = format!("// built at main.rs:10:5\n{}", k.image.ptx);
-        assert_eq!(base, disk_key(&k.key, &commented, (9, 0), 12080, "V13.0.88"));
+        assert_eq!(
+            base,
+            disk_key(&k.key, &commented, (9, 0), 12080, "V13.0.88")
+        );
         // Fields are length-prefixed: bytes moved from one field to the next do not collide.
         let a = KernelKey::new(b"ab".to_vec());
         let mut moved = k.image.clone();
         moved.parts_mut().ptx = format!("b{}", k.image.ptx);
-        let shifted = disk_key(&KernelKey::new(b"a".to_vec()), &moved, (9, 0), 12080, "V13.0.88");
+        let shifted = disk_key(
+            &KernelKey::new(b"a".to_vec()),
+            &moved,
+            (9, 0),
+            12080,
+            "V13.0.88",
+        );
         assert_ne!(disk_key(&a, &k.image, (9, 0), 12080, "V13.0.88"), shifted);
     }
 }

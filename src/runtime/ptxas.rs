@@ -32,7 +32,11 @@ impl Ptxas {
             return None;
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        let version = text.lines().rfind(|l| !l.trim().is_empty())?.trim().to_string();
+        let version = text
+            .lines()
+            .rfind(|l| !l.trim().is_empty())?
+            .trim()
+            .to_string();
         Some(Ptxas {
             path: path.to_path_buf(),
             version,

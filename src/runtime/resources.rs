@@ -9,9 +9,9 @@
 
 use super::device::DeviceLimits;
 use super::image::KernelImage;
+use super::ptxas::Ptxas;
 use crate::ptx::Arch;
 use std::fmt;
-use super::ptxas::Ptxas;
 
 /// Where a [`Resources`] report's figures come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
