@@ -18,7 +18,9 @@
 mod bench;
 
 use bench::OrExit;
-use coopgraph::algorithms::{DeviceRadixSort, SortKey, SortWorkspace, Tuning, default_sort_tuning};
+use coopgraph::algorithms::{
+    DeviceRadixSort, SortKey, SortWorkspace, Tuning, default_pairs_tuning, default_sort_tuning,
+};
 use coopgraph::ir::Element;
 use coopgraph::runtime::Device;
 
@@ -179,9 +181,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let tunings = tunings()?;
     for (dtype, alg, pairs) in runs {
-        let chosen = match dtype {
-            "u64" => default_sort_tuning(coopgraph::ir::DType::U64),
-            _ => default_sort_tuning(coopgraph::ir::DType::U32),
+        use coopgraph::ir::DType;
+        let key_dtype = if dtype == "u64" {
+            DType::U64
+        } else {
+            DType::U32
+        };
+        let chosen = if pairs {
+            default_pairs_tuning(key_dtype, DType::U32)
+        } else {
+            default_sort_tuning(key_dtype)
         };
         for &tuning in tunings.as_deref().unwrap_or(&[chosen]) {
             let g = match dtype {

@@ -59,8 +59,8 @@ mod radix;
 mod radix_kernels;
 mod sort_key;
 pub use radix::{
-    DeviceRadixSort, PreparedRadixSort, SortWorkspace, default_sort_tuning, radix_sort_keys,
-    radix_sort_pairs,
+    DeviceRadixSort, PreparedRadixSort, SortWorkspace, default_pairs_tuning, default_sort_tuning,
+    radix_sort_keys, radix_sort_pairs,
 };
 pub use sort_key::SortKey;
 
