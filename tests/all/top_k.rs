@@ -307,7 +307,7 @@ fn typed_errors_name_the_line() {
         assert_eq!(p, RadixSortProblem::TopK { k, tile: 128 });
         assert_eq!(line, line!() - 3);
     }
-    for bits in [0, 8] {
+    for bits in [0, 9] {
         let (p, _) = error_of(|b| {
             let x = b.input::<u16>("x");
             let t = b.load_from(b.this_block(), &x, Load::direct());
