@@ -1,7 +1,8 @@
 //! Block top-k: keys and pairs of every dtype against the first `k` of a stable CPU sort of the
 //! keys' sort bits, over random block sizes (not only multiples of 32), items per thread, `k`,
-//! bit ranges, digit widths, both ends and partial tiles; every barrier shown necessary; every
-//! typed error.
+//! bit ranges, digit widths (1 to 8 bits), both ends and partial tiles; runs of equal keys
+//! (all equal, and straddling `k`); every barrier shown necessary, before the selected keys are
+//! placed by counting and before they are sorted; every typed error.
 
 use super::common::{Rng, assert_same, compiled, device, race_checker};
 use super::radix_sort::{bits_of, keys, sort_bits};
@@ -26,7 +27,20 @@ struct Case {
     /// Keys loaded striped (exchanged into blocked order by the top-k: the tile's positions
     /// stay its memory order).
     striped_in: bool,
+    /// What the keys are.
+    spread: Spread,
     seed: u64,
+}
+
+/// The keys a case draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Spread {
+    /// Random keys with special values and repeats ([`keys`]).
+    Random,
+    /// Every key the same.
+    Equal,
+    /// Keys from a set of three, so that runs of equal keys straddle `k`.
+    Three,
 }
 
 impl Case {
@@ -117,7 +131,16 @@ fn run_case<K: DeviceElement, V: DeviceElement>(
     let (tile, out) = (case.tile(), case.out_tile());
     let blocks = 2usize;
     let mut rng = Rng::new(case.seed);
-    let xs: Vec<K> = keys(&mut rng, tile * blocks);
+    let xs: Vec<K> = match case.spread {
+        Spread::Random => keys(&mut rng, tile * blocks),
+        Spread::Equal => vec![K::from_bits(case.seed); tile * blocks],
+        Spread::Three => {
+            let set: Vec<K> = keys(&mut rng, 3);
+            (0..tile * blocks)
+                .map(|_| set[(rng.next() % 3) as usize])
+                .collect()
+        }
+    };
     let vs: Vec<V> = (0..tile * blocks)
         .map(|i| V::from_bits(i as u64 % (1u64 << (V::DTYPE.bytes() * 8 - 1).min(62))))
         .collect();
@@ -192,7 +215,7 @@ proptest! {
         k in any::<u32>(),
         pick in 0usize..10,
         range in (0u32..64, 1u32..65),
-        radix_bits in 1u32..8,
+        radix_bits in 1u32..9,
         largest in any::<bool>(),
         partial in prop::option::of(0u32..2048),
         pairs in any::<bool>(),
@@ -220,6 +243,7 @@ proptest! {
             valid: partial.map(|n| n % (tile + 1)),
             pairs,
             striped_in,
+            spread: Spread::Random,
             seed,
         };
         run_any(&case, pick);
@@ -238,6 +262,7 @@ fn full(block: u32, items: u32, k: u32, bits: u32) -> Case {
         valid: None,
         pairs: true,
         striped_in: false,
+        spread: Spread::Random,
         seed: 7,
     }
 }
@@ -261,6 +286,45 @@ fn every_dtype_at_both_ends() {
     }
 }
 
+/// Ties: every key equal (the result is the first `k` positions of the tile), and keys from a
+/// set of three (runs of equal keys straddle `k`), at every digit width, over blocks of 4, 16,
+/// 32 and 96 threads, with `k` small (placed by counting) and large (sorted), whole and
+/// partial tiles, both ends, for keys of every width.
+#[test]
+fn equal_keys_go_in_tile_order() {
+    let mut seed = 1u64;
+    for (block, items) in [(4u32, 5u32), (16, 3), (32, 7), (96, 2)] {
+        let tile = block * items;
+        for radix_bits in 1..=8 {
+            for spread in [Spread::Equal, Spread::Three] {
+                let pick = (radix_bits as usize * 3 + block as usize) % 10;
+                let k = if radix_bits % 2 == 0 {
+                    tile / 3 + 1
+                } else {
+                    tile - 1
+                };
+                let valid = (radix_bits % 3 == 0).then_some(tile * 2 / 3);
+                seed = seed
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .wrapping_add(radix_bits as u64);
+                let case = Case {
+                    radix_bits,
+                    spread,
+                    valid,
+                    order: if seed % 2 == 0 {
+                        SortOrder::Ascending
+                    } else {
+                        SortOrder::Descending
+                    },
+                    seed,
+                    ..full(block, items, k, bits_of(pick))
+                };
+                run_any(&case, pick);
+            }
+        }
+    }
+}
+
 /// Every barrier the top-k records and every one the planner placed is needed: leaving one
 /// out makes the race checker report a race.
 #[test]
@@ -275,6 +339,26 @@ fn every_barrier_is_necessary() {
     super::common::assert_barriers_necessary(&kernel, |k| run_case::<u32, u32>(&checked, k, &case));
     let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
         run_case::<u32, u32>(&checked, k, &case)
+    });
+    assert!(syncs > 0, "the top-k records barriers");
+}
+
+/// As [`every_barrier_is_necessary`], with a `k` whose selected keys the block radix sort
+/// orders (too many to place by counting) and 8-bit digits.
+#[test]
+fn every_barrier_is_necessary_before_a_sort() {
+    let checked = race_checker();
+    let case = Case {
+        valid: Some(170),
+        radix_bits: 8,
+        order: SortOrder::Descending,
+        ..full(64, 3, 150, 32)
+    };
+    let kernel = top_k_kernel::<f32, u32>(&case);
+    run_case::<f32, u32>(&checked, &kernel, &case).expect("race-free");
+    super::common::assert_barriers_necessary(&kernel, |k| run_case::<f32, u32>(&checked, k, &case));
+    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
+        run_case::<f32, u32>(&checked, k, &case)
     });
     assert!(syncs > 0, "the top-k records barriers");
 }

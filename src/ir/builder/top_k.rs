@@ -298,29 +298,26 @@ impl KernelBuilder {
                 self.ir
                     .issues
                     .push(BuilderIssue::RadixSort { problem, loc });
-                None
+                let per = controls.k.clamp(1, tile.max(1)).div_ceil(threads);
+                let zero = self.thread_data_n::<K>(per);
+                for i in 0..per {
+                    self.set_item(&zero, i, Expr::lit(K::zero()));
+                }
+                (zero, None)
             }
             None if key_bits <= 32 => {
                 self.top_k_ops::<K, u32, V>(group, keys, values, &controls, end, loc)
             }
             None => self.top_k_ops::<K, u64, V>(group, keys, values, &controls, end, loc),
         };
-        let result = result.unwrap_or_else(|| {
-            let per = controls.k.clamp(1, tile.max(1)).div_ceil(threads);
-            let zero = self.thread_data_n::<K>(per);
-            for i in 0..per {
-                self.set_item(&zero, i, Expr::lit(K::zero()));
-            }
-            (zero, None)
-        });
         for op in &mut self.ir.ops[first_op..] {
             op.loc = loc;
         }
         result
     }
 
-    /// The selection passes over sort bits of type `B`, the compaction and the sort of the
-    /// selected keys; `None` where a rank's counters do not fit (its problem recorded).
+    /// The selection passes over sort bits of type `B`, the compaction and the order of the
+    /// selected keys.
     fn top_k_ops<K: Element, B: IntElement, V: Element>(
         &mut self,
         group: Group,
@@ -329,7 +326,7 @@ impl KernelBuilder {
         controls: &TopK,
         end: u32,
         loc: Loc,
-    ) -> Option<(ThreadData<K>, Option<ThreadData<V>>)> {
+    ) -> (ThreadData<K>, Option<ThreadData<V>>) {
         let keys = &self.exchange(group, keys, Arrangement::Blocked, ExchangeVia::Shared);
         let values =
             values.map(|v| self.exchange(group, v, Arrangement::Blocked, ExchangeVia::Shared));
@@ -476,7 +473,7 @@ impl KernelBuilder {
             self.radix_passes::<B, B, V>(group, &picked, picked_values.as_ref(), &sort, end, loc)
         };
         let sorted = self.map(&sorted, |b| from_sort_bits::<K, B>(b, order));
-        Some((sorted, sorted_values))
+        (sorted, sorted_values)
     }
 
     /// Each selected key's place in the order: the selected keys (of `compact`, in tile
