@@ -295,15 +295,15 @@ fn equal_keys_go_in_tile_order() {
     let mut seed = 1u64;
     for (block, items) in [(4u32, 5u32), (16, 3), (32, 7), (96, 2)] {
         let tile = block * items;
-        for radix_bits in 1..=8 {
+        for radix_bits in 1..=8u32 {
             for spread in [Spread::Equal, Spread::Three] {
                 let pick = (radix_bits as usize * 3 + block as usize) % 10;
-                let k = if radix_bits % 2 == 0 {
+                let k = if radix_bits.is_multiple_of(2) {
                     tile / 3 + 1
                 } else {
                     tile - 1
                 };
-                let valid = (radix_bits % 3 == 0).then_some(tile * 2 / 3);
+                let valid = radix_bits.is_multiple_of(3).then_some(tile * 2 / 3);
                 seed = seed
                     .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                     .wrapping_add(radix_bits as u64);
@@ -311,7 +311,7 @@ fn equal_keys_go_in_tile_order() {
                     radix_bits,
                     spread,
                     valid,
-                    order: if seed % 2 == 0 {
+                    order: if seed.is_multiple_of(2) {
                         SortOrder::Ascending
                     } else {
                         SortOrder::Descending

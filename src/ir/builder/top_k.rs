@@ -489,7 +489,7 @@ impl KernelBuilder {
         let out = picked.items;
         let mask = Expr::lit(B::from_bits(ones(end - begin)));
         let digit = |b: Expr<B>| (b >> begin) & mask.clone();
-        let mine = self.map(picked, |b| digit(b));
+        let mine = self.map(picked, digit);
         let places = self.map(picked, |_| Expr::lit(0u32));
         let loc = Loc::caller();
         self.counted_loop(loc, Expr::lit(0u32), wanted, None, |k, i| {
