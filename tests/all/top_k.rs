@@ -210,7 +210,7 @@ proptest! {
 
     #[test]
     fn top_k_agrees_with_a_stable_cpu_sort(
-        block in prop::sample::select(vec![4u32, 16, 32, 96, 160]),
+        block in prop::sample::select(vec![1u32, 2, 4, 16, 32, 96, 160]),
         items in 1u32..9,
         k in any::<u32>(),
         pick in 0usize..10,
@@ -287,13 +287,13 @@ fn every_dtype_at_both_ends() {
 }
 
 /// Ties: every key equal (the result is the first `k` positions of the tile), and keys from a
-/// set of three (runs of equal keys straddle `k`), at every digit width, over blocks of 4, 16,
-/// 32 and 96 threads, with `k` small (placed by counting) and large (sorted), whole and
+/// set of three (runs of equal keys straddle `k`), at every digit width, over blocks of 1, 2,
+/// 4, 16, 32 and 96 threads (below 8 threads the digits narrow), with `k` small (placed by counting) and large (sorted), whole and
 /// partial tiles, both ends, for keys of every width.
 #[test]
 fn equal_keys_go_in_tile_order() {
     let mut seed = 1u64;
-    for (block, items) in [(4u32, 5u32), (16, 3), (32, 7), (96, 2)] {
+    for (block, items) in [(1u32, 9u32), (2, 7), (4, 5), (16, 3), (32, 7), (96, 2)] {
         let tile = block * items;
         for radix_bits in 1..=8u32 {
             for spread in [Spread::Equal, Spread::Three] {

@@ -107,7 +107,8 @@ impl TopK {
 
     /// Digits of `bits` bits per selection pass (1..=8; default 8): each pass counts the
     /// candidates into `2^bits` bins (`ceil((end - begin) / bits)` passes, one histogram of
-    /// at least 32 words each in shared memory).
+    /// at least 32 words each in shared memory). Blocks of fewer than 8 threads take at most
+    /// `5 + log2(threads)` bits.
     ///
     /// ```
     /// use coopgraph::ir::TopK;
@@ -355,9 +356,12 @@ impl KernelBuilder {
         // One histogram per pass, zeroed once: lane `l` of every warp reads the digits
         // `l * per .. (l + 1) * per` (digit `d` at `(d % per) * lanes + d / per`, so that a
         // warp's reads fall in distinct banks).
+        // A warp's lanes read at most 32 bins each: blocks of fewer than 8 threads take
+        // narrower digits.
+        let lanes = threads.min(32);
+        let r = r.min(5 + lanes.ilog2());
         let passes = (end - begin).div_ceil(r);
         let radix = 1u32 << r;
-        let lanes = threads.min(32);
         let per = radix.div_ceil(lanes);
         let words = per * lanes;
         let hist = self.shared_array::<u32>(passes * words);
