@@ -325,42 +325,42 @@ fn equal_keys_go_in_tile_order() {
     }
 }
 
+/// Runs `case` under the race checker, then without each barrier in turn (the planner's and
+/// the top-k's own: the histograms' zeroing, each pass's counts, the compaction, and the
+/// placing by counting where it is used), each reported as a race.
+fn assert_every_barrier_necessary<K: DeviceElement, V: DeviceElement>(case: &Case) {
+    let checked = race_checker();
+    let kernel = top_k_kernel::<K, V>(case);
+    run_case::<K, V>(&checked, &kernel, case).expect("race-free");
+    super::common::assert_barriers_necessary(&kernel, |k| run_case::<K, V>(&checked, k, case));
+    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
+        run_case::<K, V>(&checked, k, case)
+    });
+    assert!(syncs >= 3, "the top-k records {syncs} barriers");
+}
+
 /// Every barrier the top-k records and every one the planner placed is needed: leaving one
 /// out makes the race checker report a race.
 #[test]
 fn every_barrier_is_necessary() {
-    let checked = race_checker();
     let case = Case {
         valid: Some(150),
         ..full(64, 3, 20, 32)
     };
-    let kernel = top_k_kernel::<u32, u32>(&case);
-    run_case::<u32, u32>(&checked, &kernel, &case).expect("race-free");
-    super::common::assert_barriers_necessary(&kernel, |k| run_case::<u32, u32>(&checked, k, &case));
-    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
-        run_case::<u32, u32>(&checked, k, &case)
-    });
-    assert!(syncs > 0, "the top-k records barriers");
+    assert_every_barrier_necessary::<u32, u32>(&case);
 }
 
 /// As [`every_barrier_is_necessary`], with a `k` whose selected keys the block radix sort
 /// orders (too many to place by counting) and 8-bit digits.
 #[test]
 fn every_barrier_is_necessary_before_a_sort() {
-    let checked = race_checker();
     let case = Case {
         valid: Some(170),
         radix_bits: 8,
         order: SortOrder::Descending,
         ..full(64, 3, 150, 32)
     };
-    let kernel = top_k_kernel::<f32, u32>(&case);
-    run_case::<f32, u32>(&checked, &kernel, &case).expect("race-free");
-    super::common::assert_barriers_necessary(&kernel, |k| run_case::<f32, u32>(&checked, k, &case));
-    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
-        run_case::<f32, u32>(&checked, k, &case)
-    });
-    assert!(syncs > 0, "the top-k records barriers");
+    assert_every_barrier_necessary::<f32, u32>(&case);
 }
 
 /// The verifier's errors for what a top-k cannot do, each at the user's line.

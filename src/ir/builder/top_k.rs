@@ -5,7 +5,8 @@
 //! - keys become the sort bits the block radix sort orders them by (`sort.rs`), inverted for
 //!   the largest keys, so that the top-k is always the `k` smallest sort bits;
 //! - every valid key starts as a *candidate*; one histogram per digit (of `radix_bits` bits,
-//!   8 by default: 4 passes for 32-bit keys) is zeroed up front, behind one block barrier;
+//!   8 by default: 4 passes for 32-bit keys; at most 32 bins per lane, so narrower in blocks
+//!   of fewer than 8 threads) is zeroed up front, behind one block barrier;
 //! - one pass per digit, from the most significant: each candidate adds one to its digit's
 //!   bin (a shared atomic), a block barrier, then every warp reads the whole histogram (lane
 //!   `l` the bins `l * J .. (l + 1) * J`, laid out so that a warp's reads take distinct banks)
