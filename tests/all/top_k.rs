@@ -1,7 +1,8 @@
 //! Block top-k: keys and pairs of every dtype against the first `k` of a stable CPU sort of the
 //! keys' sort bits, over random block sizes (not only multiples of 32), items per thread, `k`,
-//! bit ranges, digit widths, both ends and partial tiles; every barrier shown necessary; every
-//! typed error.
+//! bit ranges, digit widths (1 to 8 bits), both ends and partial tiles; runs of equal keys
+//! (all equal, and straddling `k`); every barrier shown necessary, before the selected keys are
+//! placed by counting and before they are sorted; every typed error.
 
 use super::common::{Rng, assert_same, compiled, device, race_checker};
 use super::radix_sort::{bits_of, keys, sort_bits};
@@ -26,7 +27,20 @@ struct Case {
     /// Keys loaded striped (exchanged into blocked order by the top-k: the tile's positions
     /// stay its memory order).
     striped_in: bool,
+    /// What the keys are.
+    spread: Spread,
     seed: u64,
+}
+
+/// The keys a case draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Spread {
+    /// Random keys with special values and repeats ([`keys`]).
+    Random,
+    /// Every key the same.
+    Equal,
+    /// Keys from a set of three, so that runs of equal keys straddle `k`.
+    Three,
 }
 
 impl Case {
@@ -117,7 +131,16 @@ fn run_case<K: DeviceElement, V: DeviceElement>(
     let (tile, out) = (case.tile(), case.out_tile());
     let blocks = 2usize;
     let mut rng = Rng::new(case.seed);
-    let xs: Vec<K> = keys(&mut rng, tile * blocks);
+    let xs: Vec<K> = match case.spread {
+        Spread::Random => keys(&mut rng, tile * blocks),
+        Spread::Equal => vec![K::from_bits(case.seed); tile * blocks],
+        Spread::Three => {
+            let set: Vec<K> = keys(&mut rng, 3);
+            (0..tile * blocks)
+                .map(|_| set[(rng.next() % 3) as usize])
+                .collect()
+        }
+    };
     let vs: Vec<V> = (0..tile * blocks)
         .map(|i| V::from_bits(i as u64 % (1u64 << (V::DTYPE.bytes() * 8 - 1).min(62))))
         .collect();
@@ -187,12 +210,12 @@ proptest! {
 
     #[test]
     fn top_k_agrees_with_a_stable_cpu_sort(
-        block in prop::sample::select(vec![4u32, 16, 32, 96, 160]),
+        block in prop::sample::select(vec![1u32, 2, 4, 16, 32, 96, 160]),
         items in 1u32..9,
         k in any::<u32>(),
         pick in 0usize..10,
         range in (0u32..64, 1u32..65),
-        radix_bits in 1u32..8,
+        radix_bits in 1u32..9,
         largest in any::<bool>(),
         partial in prop::option::of(0u32..2048),
         pairs in any::<bool>(),
@@ -220,6 +243,7 @@ proptest! {
             valid: partial.map(|n| n % (tile + 1)),
             pairs,
             striped_in,
+            spread: Spread::Random,
             seed,
         };
         run_any(&case, pick);
@@ -238,6 +262,7 @@ fn full(block: u32, items: u32, k: u32, bits: u32) -> Case {
         valid: None,
         pairs: true,
         striped_in: false,
+        spread: Spread::Random,
         seed: 7,
     }
 }
@@ -261,22 +286,81 @@ fn every_dtype_at_both_ends() {
     }
 }
 
+/// Ties: every key equal (the result is the first `k` positions of the tile), and keys from a
+/// set of three (runs of equal keys straddle `k`), at every digit width, over blocks of 1, 2,
+/// 4, 16, 32 and 96 threads (below 8 threads the digits narrow), with `k` small (placed by counting) and large (sorted), whole and
+/// partial tiles, both ends, for keys of every width.
+#[test]
+fn equal_keys_go_in_tile_order() {
+    let mut seed = 1u64;
+    for (block, items) in [(1u32, 9u32), (2, 7), (4, 5), (16, 3), (32, 7), (96, 2)] {
+        let tile = block * items;
+        for radix_bits in 1..=8u32 {
+            for spread in [Spread::Equal, Spread::Three] {
+                let pick = (radix_bits as usize * 3 + block as usize) % 10;
+                let k = if radix_bits.is_multiple_of(2) {
+                    tile / 3 + 1
+                } else {
+                    tile - 1
+                };
+                let valid = radix_bits.is_multiple_of(3).then_some(tile * 2 / 3);
+                seed = seed
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .wrapping_add(radix_bits as u64);
+                let case = Case {
+                    radix_bits,
+                    spread,
+                    valid,
+                    order: if seed.is_multiple_of(2) {
+                        SortOrder::Ascending
+                    } else {
+                        SortOrder::Descending
+                    },
+                    seed,
+                    ..full(block, items, k, bits_of(pick))
+                };
+                run_any(&case, pick);
+            }
+        }
+    }
+}
+
+/// Runs `case` under the race checker, then without each barrier in turn (the planner's and
+/// the top-k's own: the histograms' zeroing, each pass's counts, the compaction, and the
+/// placing by counting where it is used), each reported as a race.
+fn assert_every_barrier_necessary<K: DeviceElement, V: DeviceElement>(case: &Case) {
+    let checked = race_checker();
+    let kernel = top_k_kernel::<K, V>(case);
+    run_case::<K, V>(&checked, &kernel, case).expect("race-free");
+    super::common::assert_barriers_necessary(&kernel, |k| run_case::<K, V>(&checked, k, case));
+    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
+        run_case::<K, V>(&checked, k, case)
+    });
+    assert!(syncs >= 3, "the top-k records {syncs} barriers");
+}
+
 /// Every barrier the top-k records and every one the planner placed is needed: leaving one
 /// out makes the race checker report a race.
 #[test]
 fn every_barrier_is_necessary() {
-    let checked = race_checker();
     let case = Case {
         valid: Some(150),
         ..full(64, 3, 20, 32)
     };
-    let kernel = top_k_kernel::<u32, u32>(&case);
-    run_case::<u32, u32>(&checked, &kernel, &case).expect("race-free");
-    super::common::assert_barriers_necessary(&kernel, |k| run_case::<u32, u32>(&checked, k, &case));
-    let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
-        run_case::<u32, u32>(&checked, k, &case)
-    });
-    assert!(syncs > 0, "the top-k records barriers");
+    assert_every_barrier_necessary::<u32, u32>(&case);
+}
+
+/// As [`every_barrier_is_necessary`], with a `k` whose selected keys the block radix sort
+/// orders (too many to place by counting) and 8-bit digits.
+#[test]
+fn every_barrier_is_necessary_before_a_sort() {
+    let case = Case {
+        valid: Some(170),
+        radix_bits: 8,
+        order: SortOrder::Descending,
+        ..full(64, 3, 150, 32)
+    };
+    assert_every_barrier_necessary::<f32, u32>(&case);
 }
 
 /// The verifier's errors for what a top-k cannot do, each at the user's line.
@@ -307,7 +391,7 @@ fn typed_errors_name_the_line() {
         assert_eq!(p, RadixSortProblem::TopK { k, tile: 128 });
         assert_eq!(line, line!() - 3);
     }
-    for bits in [0, 8] {
+    for bits in [0, 9] {
         let (p, _) = error_of(|b| {
             let x = b.input::<u16>("x");
             let t = b.load_from(b.this_block(), &x, Load::direct());

@@ -221,7 +221,12 @@ impl KernelBuilder {
     }
 
     /// Zeroes `counters[0..bins]`, bin `j` by thread `j % threads`.
-    fn zero_bins<C: Element>(&mut self, counters: &SharedArray<C>, bins: u32, threads: u32) {
+    pub(super) fn zero_bins<C: Element>(
+        &mut self,
+        counters: &SharedArray<C>,
+        bins: u32,
+        threads: u32,
+    ) {
         let zero = Expr::lit(C::cast_from_i64(0));
         if bins <= threads {
             let t = index::thread_rank();

@@ -1,32 +1,41 @@
 //! Block top-k: the `k` smallest or largest keys of the block's tile (with their values), in
-//! order, found by radix selection over the block's radix rank and sorted by its radix sort.
+//! order, found by radix selection over shared-memory histograms of the candidates' digits.
 //!
 //! The selection is recorded as the builder's own ops:
 //! - keys become the sort bits the block radix sort orders them by (`sort.rs`), inverted for
 //!   the largest keys, so that the top-k is always the `k` smallest sort bits;
-//! - every valid key starts as a *candidate*; one pass per digit, from the most significant,
-//!   ranks the candidates' digits with the block's memoized radix rank and its digit counts
-//!   ([`KernelBuilder::radix_rank_with_counts`]), the keys out of the running taking one
-//!   digit past every candidate's (so the rank's digits are one bit wider than the top-k's);
-//! - the thread holding the digit whose bucket holds the next key to select (the digit `d`
-//!   with `prefix(d) < remaining <= prefix(d) + count(d)`) writes it and its prefix to shared
-//!   memory; after a barrier every thread reads them: candidates that rank below the prefix
-//!   are selected, those of the digit stay candidates, the others drop out, and `remaining`
-//!   falls by the prefix. After the last digit the candidates left all have the same bits, and
-//!   the first of them in tile order (by rank, which is stable) are selected;
-//! - the selected keys (and values) are compacted in tile order through shared memory (an
-//!   exclusive scan of the selection flags gives each its place) into `ceil(k / threads)`
-//!   items per thread, and sorted by the block radix sort over those items only.
+//! - every valid key starts as a *candidate*; one histogram per digit (of `radix_bits` bits,
+//!   8 by default: 4 passes for 32-bit keys; at most 32 bins per lane, so narrower in blocks
+//!   of fewer than 8 threads) is zeroed up front, behind one block barrier;
+//! - one pass per digit, from the most significant: each candidate adds one to its digit's
+//!   bin (a shared atomic), a block barrier, then every warp reads the whole histogram (lane
+//!   `l` the bins `l * J .. (l + 1) * J`, laid out so that a warp's reads take distinct banks)
+//!   and scans it, and the lane holding the digit `d` with
+//!   `below(d) < remaining <= below(d) + count(d)` hands `d` and `below(d)` to its warp (a
+//!   ballot and two shuffles). Candidates with a smaller digit are selected, those of `d`
+//!   stay candidates, the others drop out, and `remaining` falls by `below(d)`. No pass ranks
+//!   the tile or needs a second barrier: the next pass counts into its own histogram;
+//! - after the last digit the candidates left all have the same bits: the first `remaining`
+//!   of them in tile order are selected too. One block scan of the selection and tie flags
+//!   (a `u64`, one count in each half) gives every selected key its place in tile order; the
+//!   keys (and values) are compacted there through shared memory, behind a barrier, into
+//!   `ceil(k / threads)` items per thread;
+//! - the compacted keys are put in order: where `k` times those items is at most 128, each
+//!   key's place is counted (the compacted keys before it in the order, equal keys by their
+//!   place in the tile) and it is written there, behind one more barrier; otherwise the block
+//!   radix sort sorts them (4-bit digits at most).
 //!
-//! The selection ranks the whole tile once per digit, as a sort would, but moves no key: the
-//! one sort afterwards is over `k` keys, not the tile. Every op carries the caller's line.
+//! Each barrier is a block barrier the ops record, beside the ones the planner places for the
+//! scan and the sort; a test removes each in turn and the race checker reports the race.
+//! Every op carries the caller's line.
 
 use super::sort::{from_sort_bits, ones, range_and_values_problem, to_sort_bits};
-use super::{DEFAULT_RADIX_BITS, KernelBuilder, RadixRank, RadixSort, Scan, SortOrder};
+use super::{DEFAULT_RADIX_BITS, KernelBuilder, RadixSort, Scan, SortOrder};
+use crate::ir::Atomic;
 use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, IntElement, index};
-use crate::ir::handles::{Group, ThreadData};
+use crate::ir::handles::{Group, SharedArray, ThreadData};
 use crate::ir::ops::*;
 
 /// The controls of a block top-k ([`KernelBuilder::top_k`]): which end of the order, how
@@ -64,7 +73,7 @@ impl TopK {
             k,
             begin_bit: 0,
             end_bit: None,
-            radix_bits: DEFAULT_RADIX_BITS,
+            radix_bits: SELECT_BITS,
             valid: None,
         }
     }
@@ -97,8 +106,10 @@ impl TopK {
         self
     }
 
-    /// Digits of `bits` bits per pass (1..=7; default 4). The selection's rank takes digits
-    /// one bit wider (`2^bits + 1` counter words per thread).
+    /// Digits of `bits` bits per selection pass (1..=8; default 8): each pass counts the
+    /// candidates into `2^bits` bins (`ceil((end - begin) / bits)` passes, one histogram of
+    /// at least 32 words each in shared memory). Blocks of fewer than 8 threads take at most
+    /// `5 + log2(threads)` bits.
     ///
     /// ```
     /// use coopgraph::ir::TopK;
@@ -148,6 +159,16 @@ impl TopK {
         self.radix_bits
     }
 }
+
+/// The digit width a top-k's selection takes by default.
+const SELECT_BITS: u32 = 8;
+
+/// The widest digits of the sort of the selected keys.
+const SORT_BITS: u32 = DEFAULT_RADIX_BITS;
+
+/// The most comparisons per thread (`k` times the selected keys each thread holds) for which
+/// the selected keys are placed by counting rather than sorted by the radix sort.
+const COUNTED_SORT_MAX: u32 = 128;
 
 /// A selection state: out of the running.
 const OUT: u32 = 0;
@@ -266,7 +287,7 @@ impl KernelBuilder {
                 k: controls.k,
                 tile,
             })
-        } else if !(1..=7).contains(&controls.radix_bits) {
+        } else if !(1..=8).contains(&controls.radix_bits) {
             Some(RadixSortProblem::SelectBits {
                 bits: controls.radix_bits,
             })
@@ -279,29 +300,26 @@ impl KernelBuilder {
                 self.ir
                     .issues
                     .push(BuilderIssue::RadixSort { problem, loc });
-                None
+                let per = controls.k.clamp(1, tile.max(1)).div_ceil(threads);
+                let zero = self.thread_data_n::<K>(per);
+                for i in 0..per {
+                    self.set_item(&zero, i, Expr::lit(K::zero()));
+                }
+                (zero, None)
             }
             None if key_bits <= 32 => {
                 self.top_k_ops::<K, u32, V>(group, keys, values, &controls, end, loc)
             }
             None => self.top_k_ops::<K, u64, V>(group, keys, values, &controls, end, loc),
         };
-        let result = result.unwrap_or_else(|| {
-            let per = controls.k.clamp(1, tile.max(1)).div_ceil(threads);
-            let zero = self.thread_data_n::<K>(per);
-            for i in 0..per {
-                self.set_item(&zero, i, Expr::lit(K::zero()));
-            }
-            (zero, None)
-        });
         for op in &mut self.ir.ops[first_op..] {
             op.loc = loc;
         }
         result
     }
 
-    /// The selection passes over sort bits of type `B`, the compaction and the sort of the
-    /// selected keys; `None` where a rank's counters do not fit (its problem recorded).
+    /// The selection passes over sort bits of type `B`, the compaction and the order of the
+    /// selected keys.
     fn top_k_ops<K: Element, B: IntElement, V: Element>(
         &mut self,
         group: Group,
@@ -310,7 +328,7 @@ impl KernelBuilder {
         controls: &TopK,
         end: u32,
         loc: Loc,
-    ) -> Option<(ThreadData<K>, Option<ThreadData<V>>)> {
+    ) -> (ThreadData<K>, Option<ThreadData<V>>) {
         let keys = &self.exchange(group, keys, Arrangement::Blocked, ExchangeVia::Shared);
         let values =
             values.map(|v| self.exchange(group, v, Arrangement::Blocked, ExchangeVia::Shared));
@@ -335,64 +353,99 @@ impl KernelBuilder {
             }),
             None => self.map(keys, |_| Expr::lit(CANDIDATE)),
         };
-        let ranker = self.ranker(group, RadixRank::memoize(r + 1), loc)?;
         let remaining = self.var(wanted.get());
-        // The digit whose bucket holds the next key to select, and the candidates below it.
-        let chosen = self.shared_array::<u32>(2);
+        // One histogram per pass, zeroed once: lane `l` of every warp reads the digits
+        // `l * per .. (l + 1) * per` (digit `d` at `(d % per) * lanes + d / per`, so that a
+        // warp's reads fall in distinct banks).
+        // A warp's lanes read at most 32 bins each: blocks of fewer than 8 threads take
+        // narrower digits.
+        let lanes = threads.min(32);
+        let r = r.min(5 + lanes.ilog2());
         let passes = (end - begin).div_ceil(r);
         let radix = 1u32 << r;
-        let per = (2 * radix).div_ceil(threads);
+        let per = radix.div_ceil(lanes);
+        let words = per * lanes;
+        let hist = self.shared_array::<u32>(passes * words);
+        self.zero_bins(&hist, passes * words, threads);
+        self.sync_block();
+        let warp = self.this_warp();
+        let lane = index::thread_rank() % lanes;
         self.counted_loop(loc, Expr::lit(0u32), Expr::lit(passes), None, |k, p| {
             // Bits lo..hi: the digit `p` places below the top, the last one narrower.
             let hi = Expr::lit(end) - p.clone() * r;
             let lo = k.var(hi.clone().max(begin + r) - r);
             let mask = (Expr::lit(1u32) << (hi - lo.get())) - 1u32;
-            let digits = k.map2(&bits, &state, |b, s| {
-                s.eq(CANDIDATE)
-                    .select((b >> lo.get()).cast::<u32>() & mask, Expr::lit(radix))
-            });
-            let (ranks, counted) = k.rank(&ranker, &digits, true);
-            let Some((prefix, counts)) = counted else {
-                return;
-            };
-            for j in 0..per {
-                let d = index::thread_rank() * per + j;
-                let (p, c) = (prefix.item(j), counts.item(j));
-                let holds = p.clone().lt(remaining.get()) & remaining.get().le(p.clone() + c);
-                let none_left = remaining.get().eq(0u32) & d.clone().eq(0u32);
-                let found = d.clone().lt(radix) & (holds | none_left);
-                k.if_(found, |k| {
-                    k.shared_write(&chosen, Expr::lit(0u32), d);
-                    k.shared_write(&chosen, Expr::lit(1u32), p);
+            let digits = k.map(&bits, |b| (b >> lo.get()).cast::<u32>() & mask);
+            let base = k.var(p * words);
+            for i in 0..items {
+                let d = digits.item(i);
+                let at = base.get() + (d.clone() % per) * lanes + d / per;
+                k.if_(state.item(i).eq(CANDIDATE), |k| {
+                    k.atomic(&hist, at, Atomic::add(1u32));
                 });
             }
             k.sync_block();
-            let digit = k.var(chosen.read(Expr::lit(0u32)));
-            let below = k.var(chosen.read(Expr::lit(1u32)));
-            let last = p.eq(passes - 1);
+            // Every warp finds the digit whose bucket holds the next key to select (the
+            // digit `d` with `below(d) < remaining <= below(d) + count(d)`) and the
+            // candidates below it.
+            let counts = k.thread_data_n::<u32>(per);
+            for j in 0..per {
+                k.set_item(&counts, j, hist.read(base.get() + j * lanes + lane.clone()));
+            }
+            let below = if threads <= 32 {
+                k.scan(group, &counts, Scan::exclusive_sum())
+            } else {
+                k.scan(warp, &counts, Scan::exclusive_sum())
+            };
+            let (found, digit, under) = (k.var(0u32), k.var(0u32), k.var(0u32));
+            for j in 0..per {
+                let (b, c) = (below.item(j), counts.item(j));
+                let holds = b.clone().lt(remaining.get()) & remaining.get().le(b.clone() + c);
+                k.if_(holds, |k| {
+                    k.set(&found, Expr::lit(1u32));
+                    k.set(&digit, lane.clone() * per + j);
+                    k.set(&under, b);
+                });
+            }
+            let from = Expr::lit(31u32) - k.ballot(warp, found.get().ne(0u32)).clz();
+            let digit = k.shfl(warp, digit.get(), from.clone());
+            let digit = k.var(digit);
+            let under = k.shfl(warp, under.get(), from);
             for i in 0..items {
-                let (s, rank, d) = (state.item(i), ranks.item(i), digits.item(i));
-                let taken =
-                    rank.clone().lt(below.get()) | (last.clone() & rank.lt(remaining.get()));
-                let stays = !last.clone() & d.eq(digit.get());
-                let next = taken.select(
+                let (s, d) = (state.item(i), digits.item(i));
+                let next = d.clone().lt(digit.get()).select(
                     Expr::lit(SELECTED),
-                    stays.select(Expr::lit(CANDIDATE), Expr::lit(OUT)),
+                    d.eq(digit.get())
+                        .select(Expr::lit(CANDIDATE), Expr::lit(OUT)),
                 );
                 k.set_item(&state, i, s.clone().eq(CANDIDATE).select(next, s));
             }
-            k.set(&remaining, remaining.get() - below.get());
+            k.set(&remaining, remaining.get() - under);
         });
-        // The selected keys in tile order: each at its place among them.
-        let flags = self.map(&state, |s| s.eq(SELECTED).select(1u32, 0u32));
-        let places = self.scan(group, &flags, Scan::exclusive_sum());
+        // The selected keys in tile order, each at its place among them: the keys below the
+        // last digit chosen, and the first `remaining` candidates left (all with the same
+        // bits) in tile order. The scan counts the first in the low half, the second in the
+        // high half.
+        let flags = self.map(&state, |s| {
+            s.clone().eq(SELECTED).select(
+                Expr::lit(1u64),
+                s.eq(CANDIDATE)
+                    .select(Expr::lit(1u64 << 32), Expr::lit(0u64)),
+            )
+        });
+        let before = self.scan(group, &flags, Scan::exclusive_sum());
         let k = controls.k;
         let compact_bits = self.shared_array::<B>(k);
         let compact_values = values.as_ref().map(|_| self.shared_array::<V>(k));
         for i in 0..items {
-            let (place, selected) = (places.item(i), state.item(i).eq(SELECTED));
+            let (s, b) = (state.item(i), before.item(i));
+            let ties = (b.clone() >> 32u32).cast::<u32>();
+            let taken =
+                s.clone().eq(SELECTED) | (s.eq(CANDIDATE) & ties.clone().lt(remaining.get()));
+            let place =
+                (b & Expr::lit(u64::from(u32::MAX))).cast::<u32>() + ties.min(remaining.get());
             let (key, value) = (bits.item(i), values.as_ref().map(|v| v.item(i)));
-            self.if_(selected, |b| {
+            self.if_(taken, |b| {
                 b.shared_write(&compact_bits, place.clone(), key);
                 if let (Some(array), Some(v)) = (&compact_values, value) {
                     b.shared_write(array, place, v);
@@ -401,28 +454,98 @@ impl KernelBuilder {
         }
         self.sync_block();
         let out = k.div_ceil(threads);
-        let at = |j: u32| index::thread_rank() * out + j;
-        let picked = self.thread_data_n::<B>(out);
-        let picked_values = compact_values.map(|_| self.thread_data_n::<V>(out));
-        for j in 0..out {
-            self.set_item(&picked, j, Expr::lit(B::from_bits(ones(64))));
-            if let Some(v) = &picked_values {
-                self.set_item(v, j, Expr::lit(V::zero()));
+        // Keys past `wanted` are the largest sort bits.
+        let none = || Expr::lit(B::from_bits(ones(64)));
+        let picked = self.read_selected(&compact_bits, out, wanted.get(), none());
+        let picked_values = (compact_values.as_ref())
+            .map(|a| self.read_selected(a, out, wanted.get(), Expr::lit(V::zero())));
+        let (sorted, sorted_values) = if k * out <= COUNTED_SORT_MAX {
+            let n = wanted.get();
+            let places = self.places_by_counting(&picked, &compact_bits, n.clone(), begin, end);
+            let keys = self.permute_selected(&picked, &places, n.clone(), k);
+            let values =
+                (picked_values.as_ref()).map(|v| self.permute_selected(v, &places, n.clone(), k));
+            self.sync_block();
+            let keys = self.read_selected(&keys, out, n.clone(), none());
+            let values =
+                values.map(|a| self.read_selected(&a, out, n.clone(), Expr::lit(V::zero())));
+            (keys, values)
+        } else {
+            let sort = RadixSort::ascending()
+                .bits(begin, end)
+                .radix_bits(SORT_BITS.min(r))
+                .valid_items(wanted.get());
+            self.radix_passes::<B, B, V>(group, &picked, picked_values.as_ref(), &sort, end, loc)
+        };
+        let sorted = self.map(&sorted, |b| from_sort_bits::<K, B>(b, order));
+        (sorted, sorted_values)
+    }
+
+    /// Each selected key's place in the order: the selected keys (of `compact`, in tile
+    /// order) that go before it, by bits `begin..end`, equal ones by their place in the tile.
+    fn places_by_counting<B: IntElement>(
+        &mut self,
+        picked: &ThreadData<B>,
+        compact: &SharedArray<B>,
+        wanted: Expr<u32>,
+        begin: u32,
+        end: u32,
+    ) -> ThreadData<u32> {
+        let out = picked.items;
+        let mask = Expr::lit(B::from_bits(ones(end - begin)));
+        let digit = |b: Expr<B>| (b >> begin) & mask.clone();
+        let mine = self.map(picked, digit);
+        let places = self.map(picked, |_| Expr::lit(0u32));
+        let loc = Loc::caller();
+        self.counted_loop(loc, Expr::lit(0u32), wanted, None, |k, i| {
+            let other = k.var(digit(compact.read(i.clone())));
+            for j in 0..out {
+                let (o, m) = (other.get(), mine.item(j));
+                let at = index::thread_rank() * out + j;
+                let before = o.clone().lt(m.clone()) | (o.eq(m) & i.clone().lt(at));
+                k.set_item(&places, j, places.item(j) + before.select(1u32, 0u32));
             }
-            self.if_(at(j).lt(wanted.get()), |b| {
-                b.set_item(&picked, j, compact_bits.read(at(j)));
-                if let (Some(array), Some(v)) = (&compact_values, &picked_values) {
-                    b.set_item(v, j, array.read(at(j)));
-                }
+        });
+        places
+    }
+
+    /// Writes each of the thread's selected items (places `thread * J + j` below `wanted`)
+    /// to its place in a shared array of `k`.
+    fn permute_selected<T: Element>(
+        &mut self,
+        items: &ThreadData<T>,
+        places: &ThreadData<u32>,
+        wanted: Expr<u32>,
+        k: u32,
+    ) -> SharedArray<T> {
+        let out = items.items;
+        let array = self.shared_array::<T>(k);
+        for j in 0..out {
+            let at = index::thread_rank() * out + j;
+            self.if_(at.lt(wanted.clone()), |b| {
+                b.shared_write(&array, places.item(j), items.item(j));
             });
         }
-        let sort = RadixSort::ascending()
-            .bits(begin, end)
-            .radix_bits(r)
-            .valid_items(wanted.get());
-        let (sorted, sorted_values) =
-            self.radix_passes::<B, B, V>(group, &picked, picked_values.as_ref(), &sort, end, loc);
-        let sorted = self.map(&sorted, |b| from_sort_bits::<K, B>(b, order));
-        Some((sorted, sorted_values))
+        array
+    }
+
+    /// Places `thread * J .. (thread + 1) * J` of a shared array of selected items, `none`
+    /// at places from `wanted` on.
+    fn read_selected<T: Element>(
+        &mut self,
+        array: &SharedArray<T>,
+        out: u32,
+        wanted: Expr<u32>,
+        none: Expr<T>,
+    ) -> ThreadData<T> {
+        let items = self.thread_data_n::<T>(out);
+        for j in 0..out {
+            let at = index::thread_rank() * out + j;
+            self.set_item(&items, j, none.clone());
+            self.if_(at.clone().lt(wanted.clone()), |b| {
+                b.set_item(&items, j, array.read(at));
+            });
+        }
+        items
     }
 }

@@ -66,8 +66,7 @@ pub enum RadixSortProblem {
         /// The keys of the tile.
         tile: u32,
     },
-    /// A top-k with digits outside `1..=7` bits (its rank takes one digit more for the keys
-    /// out of the running).
+    /// A top-k with digits outside `1..=8` bits.
     SelectBits {
         /// The width asked for.
         bits: u32,
@@ -125,7 +124,7 @@ impl fmt::Display for RadixSortProblem {
             }
             RadixSortProblem::SelectBits { bits } => write!(
                 f,
-                "top-k with {bits}-bit digits: a top-k's digits take 1..=7 bits"
+                "top-k with {bits}-bit digits: a top-k's digits take 1..=8 bits"
             ),
         }
     }

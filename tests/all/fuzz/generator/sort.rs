@@ -155,14 +155,10 @@ impl Gen {
         } else {
             TopK::largest(top)
         };
-        // The selection's counters (2^bits + 1 words per thread) of at most 4096 words.
-        let widest = (1..=7u32)
-            .filter(|b| ((1u32 << b) | 1) * t <= 4096)
-            .max()
-            .unwrap_or(1);
+        // Digits of 1 to 8 bits (8 the default).
         controls = controls
             .bits(begin, end)
-            .radix_bits((1 + self.rng.below(7) as u32).min(widest));
+            .radix_bits(1 + self.rng.below(8) as u32);
         if self.rng.pct(30) {
             controls = controls.valid_items(self.rng.below(u64::from(tile) + 1) as u32);
         }
