@@ -295,6 +295,31 @@ pub fn assert_sync_blocks_necessary<R: std::fmt::Debug>(
     i
 }
 
+/// Asserts that leaving out each group barrier of `kernel` (a logical warp's, a warp's or a
+/// group of whole warps' `sync`, its own or a composite op's) makes `run` report a race: every
+/// one is needed. Returns how many there are.
+pub fn assert_group_syncs_necessary<R: std::fmt::Debug>(
+    kernel: &coopgraph::Kernel,
+    run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
+) -> usize {
+    let mut i = 0;
+    while let Some(without) = kernel.without_group_sync(i) {
+        let result = run(&without);
+        assert!(
+            matches!(
+                result,
+                Err(coopgraph::runtime::RuntimeError::Sim(
+                    coopgraph::sim::SimError::Race(_)
+                ))
+            ),
+            "{}: without group barrier {i} the race checker says {result:?}",
+            kernel.name()
+        );
+        i += 1;
+    }
+    i
+}
+
 /// Asserts that leaving out each barrier the planner placed in `kernel` makes `run` report a
 /// race: every barrier is needed.
 pub fn assert_barriers_necessary<R: std::fmt::Debug>(
