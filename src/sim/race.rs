@@ -415,7 +415,7 @@ mod tests {
                  ret;"
             ),
         );
-        let mut sim = Simulator::new(SimOptions::default());
+        let sim = Simulator::new(SimOptions::default());
         let m = sim.load_module(&text)?;
         sim.launch(&m, "xchg", [1, 1, 1], [32, 1, 1], 0, &[])?;
         Ok(())
