@@ -10,6 +10,10 @@
 //! access of another thread is ordered after it when an epoch passed between, or when it has
 //! seen a later count of the first thread.
 //!
+//! Atomics find the accesses unordered with them by block barriers alone (`atomic.rs`), which
+//! is exact for the generator's: its shared atomics run in a phase of their own between block
+//! barriers.
+//!
 //! Each element keeps its last write and the reads since then. Where the kernel has no group
 //! barrier, reads by several threads in one epoch need not be told apart (no write of the
 //! epoch is ordered after all of them), so the list of them is kept only where it has.
