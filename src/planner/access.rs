@@ -55,7 +55,7 @@ impl Owners {
 
     /// How a later access `other` conflicts with this earlier one: `None` where no byte both
     /// touch is touched by two different threads (or every such pair lies in one group of
-    /// `ordered`, a scope a barrier or warp collective since ordered this access within);
+    /// `ordered`, a scope a barrier since ordered this access within);
     /// else the index of the first of `scopes` that spans every conflicting pair (the last
     /// one where none does).
     pub(super) fn conflict(

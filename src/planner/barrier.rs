@@ -78,7 +78,7 @@ struct Access {
     /// The scopes a barrier before its step may take (an index into the distinct lists).
     scopes: u32,
     /// While pending: later accesses by threads in one group of this scope are ordered after
-    /// this one (a group barrier or warp collective since).
+    /// this one (a group barrier since).
     ordered: Option<SyncScope>,
     /// The slice of the temp storage without auto-sync the access is to: the user orders
     /// that storage's users, not another's (which may share its bytes).
@@ -149,7 +149,7 @@ impl<'a> Barriers<'a> {
                         at: step.id,
                         write: a.write,
                         scopes: ladder,
-                        ordered: a.then_synced,
+                        ordered: None,
                     });
                 }
             }

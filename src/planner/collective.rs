@@ -30,7 +30,6 @@ use super::error::PlanError;
 use super::form::{PositionForm, layout_of, padded_slot, padding_pays};
 use super::ids::{IdVec, SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
-use super::scope::SyncScope;
 use super::scratch::{Context, Scratch};
 use crate::ir::ops::{NeighborKind, OpKind, ReduceAlgorithm, ScanAlgorithm};
 use crate::ir::{Arrangement, DataId, GroupId, Ir, Loc, OpId};
@@ -344,7 +343,6 @@ impl Build<'_> {
             elem_bytes: self.c.elem_bytes,
             padding: self.c.padding,
             touch,
-            then_synced: None,
         }
     }
 
@@ -393,7 +391,7 @@ impl Build<'_> {
 
     fn reduce(&self, algorithm: ReduceAlgorithm) -> Result<Vec<Vec<Access>>, PlanError> {
         let c = self.c;
-        let (share, mut fold) = match (algorithm, c.raking) {
+        let (share, fold) = match (algorithm, c.raking) {
             (ReduceAlgorithm::WarpReductions, _) | (_, None) => (
                 self.access(true, Touch::WarpLane { lane: 0 }),
                 self.access(false, self.own(0, c.entries)?),
@@ -404,9 +402,8 @@ impl Build<'_> {
             ),
         };
         // The first warp reduces what it read with a full-warp shuffle tree (or
-        // `redux.sync`), whose sources are the values read: every lane's read is performed
-        // before any lane passes it.
-        fold.then_synced = Some(SyncScope::Group { threads: 32 });
+        // `redux.sync`), which orders no memory: a later write to what a lane read needs a
+        // barrier as any other does.
         let mut steps = vec![vec![share], vec![fold]];
         if c.broadcast {
             steps.extend(self.broadcast(c.slot(c.entries)));

@@ -415,7 +415,6 @@ fn add_steps(
             items: e.items,
             below: None,
         }),
-        then_synced: None,
     };
     let mut out = Vec::new();
     for turn in 0..turns.unwrap_or(1) {

@@ -40,10 +40,6 @@ pub struct Access {
     pub padding: Option<u32>,
     /// Who touches which positions.
     pub touch: Touch,
-    /// Right after the access, the threads of each group of this scope run a warp collective
-    /// on the values they read, before touching shared memory again: their later accesses
-    /// are ordered after every lane's access.
-    pub then_synced: Option<SyncScope>,
 }
 
 impl Access {

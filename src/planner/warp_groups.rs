@@ -71,7 +71,6 @@ pub(super) fn plan(
         elem_bytes,
         padding: None,
         touch,
-        then_synced: None,
     };
     // Lane `lane` of each warp of a group writes its warp's entry.
     let share = |lane: u32| {
@@ -100,7 +99,7 @@ pub(super) fn plan(
                 reason: format!("Blocked over {threads} threads x 1 item"),
             }
         })?;
-        let mut fold = access(
+        let fold = access(
             false,
             Touch::Positions(Positions {
                 first: 0,
@@ -112,8 +111,8 @@ pub(super) fn plan(
                 below: Some(warps),
             }),
         );
-        // The first warp reduces what it read with a full-warp shuffle tree.
-        fold.then_synced = Some(SyncScope::Group { threads: 32 });
+        // The first warp reduces what it read with a full-warp shuffle tree, which orders no
+        // memory.
         vec![vec![share(0)], vec![fold]]
     };
     if group_slot {

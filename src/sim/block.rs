@@ -760,12 +760,15 @@ impl<'a> BlockRun<'a> {
             }
             Coll::WarpSync { .. } | Coll::Bar { .. } => {}
         }
-        let syncs = !matches!(kind, Coll::Activemask { .. });
-        if syncs {
-            if let Some(r) = self.shared.race.as_mut() {
-                r.warp_sync(w, group);
-            }
+        if !matches!(kind, Coll::Activemask { .. }) {
             self.counts.warp_collectives += 1;
+        }
+        // Only `bar.warp.sync` orders memory among its lanes: the PTX ISA promises no memory
+        // ordering for `shfl`, `vote`, `match` or `redux`, which only exchange registers.
+        if matches!(kind, Coll::WarpSync { .. })
+            && let Some(r) = self.shared.race.as_mut()
+        {
+            r.warp_sync(w, group);
         }
         for &t in &members {
             self.pc[t] += 1;

@@ -123,9 +123,10 @@
 //! - **races**: reports two accesses to the same shared-memory byte by different threads, at
 //!   least one a write and not both atomic, that nothing orders. Orderings: program order in
 //!   a thread; a completed `bar.sync` orders what its participating threads did before it
-//!   with what they do after it; a completed warp collective (`bar.warp.sync`, `shfl.sync`,
-//!   `vote.sync`, `match.sync`, `redux.sync`) does the same for its lanes; orderings compose.
-//!   `membar` and `activemask` order nothing. Every such pair in the run's schedule is found.
+//!   with what they do after it; a completed `bar.warp.sync` does the same for its lanes;
+//!   orderings compose. `membar`, `activemask` and the other warp collectives (`shfl.sync`,
+//!   `vote.sync`, `match.sync`, `redux.sync`) order nothing: they make lanes meet, but the PTX
+//!   ISA promises memory ordering among lanes only for `bar.warp.sync`. Every such pair in the run's schedule is found.
 //!   Global memory is checked in cooperative launches, between blocks: a plain write and
 //!   another block's plain read or write of the same byte race unless a release (an atomic
 //!   with `.release` or `.acq_rel`) and an acquire of the value it published (an atomic with

@@ -1,4 +1,4 @@
-//! The shared-memory race detector: happens-before from barriers and warp collectives, and a
+//! The shared-memory race detector: happens-before from block and warp barriers, and a
 //! shadow record per shared byte.
 //!
 //! What orders what:
@@ -6,20 +6,23 @@
 //! - a completed `bar.sync` orders everything its participating threads did before it with
 //!   everything they do after it (barriers complete for whole warps, so every lane of a
 //!   participating warp is ordered);
-//! - a completed warp collective (`bar.warp.sync`, `shfl.sync`, `vote.sync`, `match.sync`,
-//!   `redux.sync`) does the same for its participating lanes;
+//! - a completed `bar.warp.sync` does the same for its participating lanes;
 //! - orderings compose transitively.
 //!
 //! `atom`/`red` never race with each other; `membar` and `activemask` order nothing (a fence
 //! without a flag protocol is not synchronization, and the flag protocols themselves are races
-//! this checker reports).
+//! this checker reports). Neither do `shfl.sync`, `vote.sync`, `match.sync` and `redux.sync`:
+//! they wait for their lanes, but the PTX ISA promises memory ordering among the lanes of a
+//! warp only for `bar.warp.sync` (as the CUDA guide does for `__syncwarp` and not for
+//! `__shfl_sync`), so a lane that reads what another wrote needs a warp barrier between them
+//! even when a shuffle already made them meet.
 //!
 //! Clocks are kept at two granularities, which is exact because barriers always take whole
 //! warps: a barrier generation per warp with a vector clock over warps (`bvc`), and a
-//! collective count per thread with a vector clock over the lanes of its own warp (`lvc`).
-//! An access by thread `t` records `(t, pc, generation of t's warp, collective count of t)`;
+//! warp-barrier count per thread with a vector clock over the lanes of its own warp (`lvc`).
+//! An access by thread `t` records `(t, pc, generation of t's warp, warp-barrier count of t)`;
 //! a later access by `u` is ordered after it when `u`'s warp has seen a later generation of
-//! `t`'s warp, or when `u` is in `t`'s warp and has seen a later collective count of `t`.
+//! `t`'s warp, or when `u` is in `t`'s warp and has seen a later warp-barrier count of `t`.
 //!
 //! Each shared byte keeps its last write (or atomic) and the reads since then that are not
 //! ordered before one another; a read that is ordered after an earlier recorded read replaces
@@ -302,7 +305,7 @@ impl RaceState {
         }
     }
 
-    /// Lanes `lanes` (a bit mask) of warp `w` completed a warp collective together.
+    /// Lanes `lanes` (a bit mask) of warp `w` completed a `bar.warp.sync` together.
     pub(crate) fn warp_sync(&mut self, w: usize, lanes: u32) {
         let mut join = [0u32; 32];
         for l in 0..32 {
@@ -383,13 +386,47 @@ mod tests {
     }
 
     #[test]
-    fn warp_collective_orders_its_lanes_only() {
+    fn warp_barrier_orders_its_lanes_only() {
         let mut r = RaceState::new();
         r.reset(32, 4);
         r.write(0, 0, 1).unwrap();
         r.warp_sync(0, 0b11);
         r.read(0, 1, 2).unwrap();
         assert!(r.read(0, 2, 2).is_err(), "lane 2 was not in the collective");
+    }
+
+    /// Lane `l` writes `s[l]`, then `between` runs, then lane `l` reads `s[l ^ 1]`.
+    fn neighbour_exchange(between: &str) -> Result<(), crate::sim::SimError> {
+        use crate::sim::{SimOptions, Simulator, entry_text};
+        let text = entry_text(
+            "xchg",
+            &[],
+            &[".shared .align 4 .b8 s[128];"],
+            &format!(
+                "mov.u32 %r0, %tid.x;
+                 mov.u32 %r1, s;
+                 shl.b32 %r2, %r0, 2;
+                 add.u32 %r3, %r1, %r2;
+                 st.shared.u32 [%r3], %r0;
+                 {between}
+                 xor.b32 %r4, %r2, 4;
+                 add.u32 %r5, %r1, %r4;
+                 ld.shared.u32 %r6, [%r5];
+                 ret;"
+            ),
+        );
+        let sim = Simulator::new(SimOptions::default());
+        let m = sim.load_module(&text)?;
+        sim.launch(&m, "xchg", [1, 1, 1], [32, 1, 1], 0, &[])?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_shuffle_orders_no_memory_and_a_warp_barrier_does() {
+        let e = neighbour_exchange("shfl.sync.bfly.b32 %r7, %r0, 1, 31, -1;").unwrap_err();
+        assert!(matches!(e, crate::sim::SimError::Race(_)), "{e}");
+        neighbour_exchange("bar.warp.sync -1;").unwrap();
+        neighbour_exchange("shfl.sync.bfly.b32 %r7, %r0, 1, 31, -1;\nbar.warp.sync -1;").unwrap();
     }
 
     #[test]

@@ -277,9 +277,35 @@ pub fn assert_sync_blocks_necessary<R: std::fmt::Debug>(
     kernel: &coopgraph::Kernel,
     run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
 ) -> usize {
+    assert_each_removal_races(kernel, "sync_block", |i| kernel.without_sync_block(i), run)
+}
+
+/// Asserts that leaving out each group barrier of `kernel` (a logical warp's, a warp's or a
+/// group of whole warps' `sync`, its own or a composite op's) makes `run` report a race: every
+/// one is needed. Returns how many there are.
+pub fn assert_group_syncs_necessary<R: std::fmt::Debug>(
+    kernel: &coopgraph::Kernel,
+    run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
+) -> usize {
+    assert_each_removal_races(
+        kernel,
+        "group barrier",
+        |i| kernel.without_group_sync(i),
+        run,
+    )
+}
+
+/// Asserts that each kernel `without(i)` gives (`i` from 0 to the first `None`: `kernel`
+/// without its barrier `i` of kind `what`) makes `run` report a race; returns how many.
+fn assert_each_removal_races<R: std::fmt::Debug>(
+    kernel: &coopgraph::Kernel,
+    what: &str,
+    without: impl Fn(usize) -> Option<coopgraph::Kernel>,
+    run: impl Fn(&coopgraph::Kernel) -> Result<R, coopgraph::runtime::RuntimeError>,
+) -> usize {
     let mut i = 0;
-    while let Some(without) = kernel.without_sync_block(i) {
-        let result = run(&without);
+    while let Some(k) = without(i) {
+        let result = run(&k);
         assert!(
             matches!(
                 result,
@@ -287,7 +313,7 @@ pub fn assert_sync_blocks_necessary<R: std::fmt::Debug>(
                     coopgraph::sim::SimError::Race(_)
                 ))
             ),
-            "{}: without sync_block {i} the race checker says {result:?}",
+            "{}: without {what} {i} the race checker says {result:?}",
             kernel.name()
         );
         i += 1;

@@ -23,6 +23,8 @@ struct Case {
     /// Ranked by `radix_rank_by` over keys shifted 8 bits up, the digit an expression of the
     /// key, instead of by a payload of digits.
     by_key: bool,
+    /// Times the kernel loads, ranks and stores (each round alike).
+    rounds: u32,
     seed: u64,
 }
 
@@ -82,6 +84,38 @@ fn rank_kernel(case: &Case) -> Kernel {
     k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
     k.store_to(b, &p, &r.prefix, Store::direct().offset(0u32));
     k.build().expect("builds")
+}
+
+/// Ranks warp-striped digits of `x` (the match rank's own arrangement: no exchange) `rounds`
+/// times in a loop and stores the ranks warp-striped to `y`: nothing but the rank touches
+/// shared memory, so only the rank's own barriers order a round's reads of its counters
+/// before the next round zeroes them.
+fn looped_rank_kernel(case: &Case) -> Kernel {
+    let mut k = KernelBuilder::new("rank_loop")
+        .block(case.block)
+        .items_per_thread(case.items);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let b = k.this_block();
+    k.for_range(0u32, case.rounds, |k, _| {
+        let digits = k.load_from(b, &x, Load::warp_striped());
+        let ranks = if case.by_key {
+            let keys = k.map(&digits, |v| v << 8u32);
+            k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(None))
+                .ranks
+        } else {
+            k.radix_rank(b, &digits, case.controls(None))
+        };
+        k.store_to(b, &y, &ranks, Store::warp_striped());
+    });
+    k.build().expect("builds")
+}
+
+/// Runs the looped rank on `dev`: each position's rank.
+fn run_looped(dev: &Device, kernel: &Kernel, case: &Case) -> Result<Vec<u32>, RuntimeError> {
+    let xb = dev.upload(&values(case))?;
+    let mut yb = dev.alloc_zeroed::<u32>(case.tile())?;
+    compiled(dev, kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    yb.to_vec()
 }
 
 /// The tile's values (digit in the low bits, the position above them).
@@ -175,6 +209,7 @@ proptest! {
             valid: partial.map(|v| v % (block * items + 1)),
             striped_in,
             by_key,
+            rounds: 1,
             seed,
         };
         check(&case);
@@ -195,6 +230,7 @@ fn every_algorithm_at_every_width() {
                         valid,
                         striped_in: false,
                         by_key,
+                        rounds: 1,
                         seed: 7 + bits as u64,
                     };
                     check(&case);
@@ -217,6 +253,7 @@ fn every_barrier_is_necessary() {
             valid: Some(150),
             striped_in: false,
             by_key: false,
+            rounds: 1,
             seed: 11,
         };
         let kernel = rank_kernel(&case);
@@ -225,15 +262,53 @@ fn every_barrier_is_necessary() {
         let syncs =
             super::common::assert_sync_blocks_necessary(&kernel, |k| run_case(&checked, k, &case));
         assert!(syncs > 0, "the rank records barriers");
-        if algorithm == RankAlgorithm::Match {
-            // The match rank's warp barriers: one before its warp zeroes its row (for a rank
-            // repeated in a loop, after the last round's reads), one after, and one after each
-            // item ordering the counter's bumps. The race checker takes a completed
-            // `match.sync` or `shfl.sync` as ordering its lanes, which the ISA does not
-            // promise, so it cannot show these necessary; the count pins them.
-            assert_eq!(kernel.group_syncs(), case.items as usize + 2);
-        }
     }
+}
+
+/// Every warp barrier of the match rank is needed, in a rank repeated in a loop with nothing
+/// else touching shared memory: one before its warp zeroes its row (after the last round's
+/// reads of it), one after, and one after each item but the last, ordering the counters'
+/// bumps (the shuffle handing out a bump's old value orders no memory; the block barrier
+/// after the last item does).
+#[test]
+fn every_match_rank_warp_barrier_is_necessary() {
+    for by_key in [false, true] {
+        match_rank_warp_barriers(by_key);
+    }
+}
+
+/// [`every_match_rank_warp_barrier_is_necessary`] of a rank of digits, or of keys by a digit
+/// expression.
+fn match_rank_warp_barriers(by_key: bool) {
+    let checked = race_checker();
+    let case = Case {
+        algorithm: RankAlgorithm::Match,
+        block: 64,
+        items: 3,
+        bits: 5,
+        valid: None,
+        striped_in: false,
+        by_key,
+        rounds: 2,
+        seed: 11,
+    };
+    let kernel = looped_rank_kernel(&case);
+    let ranks = run_looped(&checked, &kernel, &case).expect("race-free");
+    // Position p's rank: the positions before it in a stable sort by digit.
+    let mask = (1u32 << case.bits) - 1;
+    let xs = values(&case);
+    let want: Vec<u32> = (0..xs.len())
+        .map(|p| {
+            let d = xs[p] & mask;
+            (0..xs.len())
+                .filter(|&q| (xs[q] & mask, q) < (d, p))
+                .count() as u32
+        })
+        .collect();
+    assert_eq!(ranks, want);
+    let groups =
+        super::common::assert_group_syncs_necessary(&kernel, |k| run_looped(&checked, k, &case));
+    assert_eq!(groups, case.items as usize + 1);
 }
 
 #[test]

@@ -251,18 +251,9 @@ fn every_barrier_is_necessary() {
         let syncs = super::common::assert_sync_blocks_necessary(&kernel, |k| {
             run_case::<u32, u32>(&checked, k, &case)
         });
-        let mut groups = 0;
-        while let Some(without) = kernel.without_group_sync(groups) {
-            let result = run_case::<u32, u32>(&checked, &without, &case);
-            assert!(
-                matches!(
-                    result,
-                    Err(RuntimeError::Sim(coopgraph::sim::SimError::Race(_)))
-                ),
-                "{case:?}: without group barrier {groups}: {result:?}"
-            );
-            groups += 1;
-        }
+        let groups = super::common::assert_group_syncs_necessary(&kernel, |k| {
+            run_case::<u32, u32>(&checked, k, &case)
+        });
         assert!(syncs + groups >= 3, "{case:?}: {syncs} + {groups} barriers");
     }
 }

@@ -669,7 +669,8 @@ impl KernelBuilder {
             let peers = self.var(matched);
             let earlier = (peers.get() & lower.clone()).popc();
             // The lowest lane of the digit's peers bumps the counter and hands out its old
-            // value; the warp barrier orders the bump before the next item's.
+            // value; a warp barrier orders the bump before the next item's (the shuffle
+            // orders no memory), the block barrier after the last item before the scan.
             let lowest = peers.get() & (Expr::lit(0u32) - peers.get());
             let leader = Expr::lit(31u32) - lowest.clz();
             let old = self.var(0u32);
@@ -679,7 +680,9 @@ impl KernelBuilder {
                 k.set(&old, c.get());
             });
             let first = self.shfl(warp, old.get(), leader);
-            self.sync(warp);
+            if i + 1 < items {
+                self.sync(warp);
+            }
             self.set_item(&before, i, (first + earlier) | (d << 16u32));
         }
         self.sync_block();

@@ -265,10 +265,11 @@ fn missing_barrier_between_write_and_read_is_a_race() {
 
 #[test]
 fn warp_sync_orders_lanes_of_one_warp_only() {
-    // Within one warp, bar.warp.sync (or a shuffle) orders the exchange.
-    run_exchange("bar.warp.sync -1;", 1, 32, SimOptions::default()).unwrap();
+    // Within one warp, bar.warp.sync orders the exchange, also after a shuffle.
+    let v = run_exchange("bar.warp.sync -1;", 1, 32, SimOptions::default()).unwrap();
+    assert_eq!(v, (0..32).map(|t| (t + 1) % 32).collect::<Vec<u32>>());
     run_exchange(
-        "shfl.sync.bfly.b32 %r9, %r0, 1, 31, -1;",
+        "shfl.sync.bfly.b32 %r9, %r0, 1, 31, -1;\n bar.warp.sync -1;",
         1,
         32,
         SimOptions::default(),
@@ -276,6 +277,23 @@ fn warp_sync_orders_lanes_of_one_warp_only() {
     .unwrap();
     let e = run_exchange("", 1, 32, SimOptions::default()).unwrap_err();
     assert!(matches!(e, SimError::Race(_)), "{e}");
+    // The other warp collectives make the lanes meet but order no memory (the PTX ISA
+    // promises that only for bar.warp.sync): each alone leaves the exchange a race.
+    for sync in [
+        "shfl.sync.bfly.b32 %r9, %r0, 1, 31, -1;",
+        "setp.ne.u32 %p1, %r0, 99;\n vote.sync.ballot.b32 %r9, %p1, -1;",
+        "match.any.sync.b32 %r9, %r0, -1;",
+        "redux.sync.add.u32 %r9, %r0, -1;",
+    ] {
+        let text = exchange_kernel(sync, 1, 32);
+        let e = run_exchange(sync, 1, 32, SimOptions::default()).unwrap_err();
+        let SimError::Race(r) = &e else {
+            panic!("{sync}: {e}")
+        };
+        assert_eq!(r.first.kind, AccessKind::Write, "{sync}");
+        assert_eq!(r.first.at.line, line_of(&text, "st.shared", 0), "{sync}");
+        assert_eq!(r.second.at.line, line_of(&text, "ld.shared", 0), "{sync}");
+    }
     // Across warps it does not: thread 31 reads what thread 32 wrote.
     let e = run_exchange("bar.warp.sync -1;", 1, 64, SimOptions::default()).unwrap_err();
     assert!(

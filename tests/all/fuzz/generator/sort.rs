@@ -1,19 +1,54 @@
-//! Block radix sorts and top-k: keys or pairs (values of the keys' dtype), over random bit
-//! ranges, digit widths, orders, output arrangements, `k` and partial tiles, composed with
-//! what came before and after.
+//! Radix sorts over the block, logical warps, warps and groups of whole warps, block radix
+//! ranks (basic, memoized and by warp matches) and block top-k: keys or pairs (values of the
+//! keys' dtype), over random bit ranges, digit widths, orders, output arrangements, `k` and
+//! partial tiles, composed with what came before and after.
 
 use super::Gen;
 use super::ops::handle;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
-use coopgraph::ir::{Arrangement, DType, RadixRank, RadixSort, SortOutput, ThreadData, TopK};
+use coopgraph::ir::ops::LOGICAL_WARP_WIDTHS;
+use coopgraph::ir::{
+    Arrangement, DType, Group, GroupKind, RadixRank, RadixSort, RankAlgorithm, SortOutput,
+    ThreadData, TopK,
+};
 
 impl Gen {
+    /// A radix sort over the block, or (in blocks of whole warps, half the time) over
+    /// logical warps, warps or groups of whole warps, each group sorting its own tile.
     pub fn op_radix_sort(&mut self, k: &mut KernelBuilder) -> bool {
-        if !self.block_uniform() || self.cx().callback || !self.block_reduce_ok() {
+        if !self.block_uniform() || self.cx().callback {
             return false;
         }
-        // Keys in blocked position order (the sort's valid count counts positions so).
+        if self.warps_ok() && self.rng.pct(50) {
+            let block_warps = self.t / 32;
+            let mut groups: Vec<Group> = (LOGICAL_WARP_WIDTHS.iter())
+                .map(|&w| k.this_warp().group_by(w))
+                .collect();
+            groups.push(k.this_warp().into());
+            // Groups of whole warps that tile the block, whose barriers fit beside those the
+            // kernel's groups already take.
+            groups.extend(
+                (self.warp_group_sizes(k).into_iter())
+                    .filter(|&n| block_warps.is_multiple_of(n))
+                    .map(|n| k.this_block().group_by_warps(n)),
+            );
+            let g = self.rng.pick(&groups);
+            return self.radix_sort_over(k, g);
+        }
+        if !self.block_reduce_ok() {
+            return false;
+        }
+        let b = k.this_block();
+        self.radix_sort_over(k, b)
+    }
+
+    /// A radix sort of a blocked payload (with values of its dtype, or not) over the groups
+    /// of `g`, each of its own tile: of a random bit range, digit width, order, output
+    /// arrangement and valid count.
+    fn radix_sort_over(&mut self, k: &mut KernelBuilder, g: Group) -> bool {
+        // Keys in blocked position order (the sort's valid count counts positions so; blocked
+        // over the block is blocked within each group's tile).
         let blocked = |d: &super::DInfo| {
             d.arr
                 .is_some_and(|a| a.same_positions(Arrangement::Blocked, d.k))
@@ -24,8 +59,8 @@ impl Gen {
         }
         let d = self.datas[self.rng.pick(&keys)].clone();
         let items = d.k;
-        let t = self.t;
-        let tile = t * items;
+        let (t, gt) = (self.t, self.group_threads(&g));
+        let tile = gt * items;
         let values: Vec<usize> = self.full(|v| blocked(v) && v.dt == d.dt && v.k == items);
         let pair = (!values.is_empty() && self.rng.pct(50)).then(|| self.rng.pick(&values));
         let bits = d.dt.bytes() * 8;
@@ -44,9 +79,16 @@ impl Gen {
         controls = controls
             .bits(begin, end)
             .radix_bits((1 + self.rng.below(8) as u32).min(widest));
-        let arr = if self.rng.pct(40) && self.exchange_ok(t) {
+        // A striped result is striped over each group: the block's where an exchange over it
+        // can run, a power of two's (as the groups' exchanges) otherwise.
+        let striped_ok = if g.kind() == GroupKind::Block {
+            self.exchange_ok(t)
+        } else {
+            gt.is_power_of_two() && (gt > 32 || self.exchange_ok(gt))
+        };
+        let arr = if self.rng.pct(40) && striped_ok {
             controls = controls.output(SortOutput::Striped);
-            Arrangement::Striped { threads: t }
+            Arrangement::Striped { threads: gt }
         } else {
             Arrangement::Blocked
         };
@@ -59,16 +101,15 @@ impl Gen {
             x.used |= used.contains(&Some(x.h.id()));
         }
         with_dtype!(d.dt, T => {
-            let b = k.this_block();
             let src = handle::<T>(&d);
             match &vd {
                 Some(v) => {
-                    let (sk, sv) = k.radix_sort_pairs(b, &src, &handle::<T>(v), controls);
+                    let (sk, sv) = k.radix_sort_pairs(g, &src, &handle::<T>(v), controls);
                     self.add(T::data(sk), d.dt, items, Some(arr));
                     self.add(T::data(sv), d.dt, items, Some(arr));
                 }
                 None => {
-                    let sk = k.radix_sort(b, &src, controls);
+                    let sk = k.radix_sort(g, &src, controls);
                     self.add(T::data(sk), d.dt, items, Some(arr));
                 }
             }
@@ -78,10 +119,9 @@ impl Gen {
 }
 
 impl Gen {
-    /// A block radix rank (basic or memoized) of a `u32` payload's low bits; its ranks join
-    /// the payloads, blocked. (Match ranking synchronizes warps around shared counters, which
-    /// the interpreter's race model, block barriers only, cannot follow: its own tests cover
-    /// it.)
+    /// A block radix rank (basic, memoized, or by warp matches in blocks of whole warps) of a
+    /// `u32` payload's low bits; its ranks join the payloads, blocked (the match rank's,
+    /// striped over each warp).
     pub fn op_radix_rank(&mut self, k: &mut KernelBuilder) -> bool {
         if !self.block_uniform() || self.cx().callback || !self.block_reduce_ok() {
             return false;
@@ -99,7 +139,10 @@ impl Gen {
             .max()
             .unwrap_or(1);
         let bits = (1 + self.rng.below(8) as u32).min(widest);
-        let mut controls = if self.rng.pct(50) {
+        // Match ranks (blocks of whole warps only) half the time they can run.
+        let mut controls = if self.warps_ok() && self.rng.pct(50) {
+            RadixRank::match_any(bits)
+        } else if self.rng.pct(50) {
             RadixRank::basic(bits)
         } else {
             RadixRank::memoize(bits)
@@ -112,13 +155,13 @@ impl Gen {
         }
         let b = k.this_block();
         let src: ThreadData<u32> = handle::<u32>(&d);
+        // The match rank ranks each warp's items striped over it.
+        let arr = match controls.algorithm() {
+            RankAlgorithm::Match => Arrangement::Striped { threads: 32 },
+            _ => Arrangement::Blocked,
+        };
         let ranks = k.radix_rank(b, &src, controls);
-        self.add(
-            u32::data(ranks),
-            DType::U32,
-            d.k,
-            Some(Arrangement::Blocked),
-        );
+        self.add(u32::data(ranks), DType::U32, d.k, Some(arr));
         true
     }
 }
@@ -194,7 +237,7 @@ impl Gen {
 fn generated_kernels_hold_radix_sorts() {
     use coopgraph::ir::ops::OpKind;
     let mut sorts = 0;
-    for i in 0..400u64 {
+    for i in 0..1000u64 {
         let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
         let ir = &case.ir;
         let holds = |r: &[coopgraph::ir::OpId], f: fn(&OpKind) -> bool| {
@@ -216,7 +259,7 @@ fn generated_kernels_hold_radix_sorts() {
     }
     assert!(
         sorts >= 3,
-        "only {sorts} radix sorts in 400 generated kernels"
+        "only {sorts} radix sorts in 1000 generated kernels"
     );
 }
 
@@ -250,5 +293,50 @@ fn generated_kernels_hold_top_k() {
     assert!(
         selections >= 3,
         "only {selections} top-k selections in 1500 generated kernels"
+    );
+}
+
+/// The generator composes radix sorts over logical warps, warps and groups of whole warps, and
+/// match ranks, with its other ops: some of its kernels hold a loop whose body writes shared
+/// memory and synchronizes such a group (a group sort's passes, scattering through shared
+/// arrays), some a region that matches, shuffles and synchronizes lanes before a block barrier
+/// (a match rank's items).
+#[test]
+fn generated_kernels_hold_group_radix_sorts_and_match_ranks() {
+    use coopgraph::ir::ops::{LaneOp, OpKind};
+    let (mut sorts, mut matches) = (0, 0);
+    for i in 0..5000u64 {
+        let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let ir = &case.ir;
+        let lanes = |r: &[coopgraph::ir::OpId], op: LaneOp| {
+            (r.iter()).any(|&o| matches!(&ir.op(o).kind, OpKind::Lanes(l) if l.op == op))
+        };
+        for op in &ir.ops {
+            let body = match &op.kind {
+                OpKind::For { body, .. } => *body,
+                _ => continue,
+            };
+            let r = ir.region(body);
+            sorts += usize::from(
+                lanes(r, LaneOp::Sync)
+                    && (r.iter()).any(|&o| matches!(ir.op(o).kind, OpKind::SharedWrite { .. })),
+            );
+        }
+        for r in &ir.regions {
+            matches += usize::from(
+                lanes(r, LaneOp::MatchAny)
+                    && lanes(r, LaneOp::Shfl)
+                    && lanes(r, LaneOp::Sync)
+                    && (r.iter()).any(|&o| matches!(ir.op(o).kind, OpKind::SyncBlock)),
+            );
+        }
+    }
+    assert!(
+        sorts >= 3,
+        "only {sorts} group radix sorts in 5000 generated kernels"
+    );
+    assert!(
+        matches >= 3,
+        "only {matches} match ranks in 5000 generated kernels"
     );
 }

@@ -19,17 +19,7 @@ impl Gen {
         if !self.warps_ok() || !self.block_uniform() || self.cx().callback {
             return false;
         }
-        let block_warps = self.t / 32;
-        // Sizes whose barriers fit beside those the kernel's groups already take.
-        let sizes: Vec<u32> = (1..=block_warps.min(4))
-            .filter(|&n| {
-                let mut parts = k.ir().warp_partitions();
-                if n > 1 && n < block_warps && !parts.iter().any(|&(w, _)| w == n) {
-                    parts.push((n, block_warps / n));
-                }
-                parts.iter().map(|&(_, g)| g).sum::<u32>() <= NAMED_BARRIERS
-            })
-            .collect();
+        let sizes = self.warp_group_sizes(k);
         let srcs = self.full(|_| true);
         if sizes.is_empty() || srcs.is_empty() {
             return false;
@@ -75,6 +65,21 @@ impl Gen {
             });
         });
         true
+    }
+
+    /// Sizes of groups of 1 to 4 whole warps whose barriers fit beside those the kernel's
+    /// groups already take.
+    pub(super) fn warp_group_sizes(&self, k: &KernelBuilder) -> Vec<u32> {
+        let block_warps = self.t / 32;
+        (1..=block_warps.min(4))
+            .filter(|&n| {
+                let mut parts = k.ir().warp_partitions();
+                if n > 1 && n < block_warps && !parts.iter().any(|&(w, _)| w == n) {
+                    parts.push((n, block_warps / n));
+                }
+                parts.iter().map(|&(_, g)| g).sum::<u32>() <= NAMED_BARRIERS
+            })
+            .collect()
     }
 
     /// A load of each group's tile by the groups of `g`: a new payload (its index).

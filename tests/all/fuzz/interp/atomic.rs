@@ -363,10 +363,10 @@ impl Block<'_> {
                     self.put_element(p.index(), i.bits, t as u32, new, epoch);
                 }
                 AtomicMemory::Shared(arr) => {
-                    let epoch = self.epoch;
+                    let me = self.order.rec(t, self.epoch);
                     let c = &mut self.arrays[arr.index()][i.bits as usize];
                     c.v = new;
-                    c.writer = Some((t as u32, epoch));
+                    c.writer = Some(me);
                 }
             }
         }

@@ -5,9 +5,10 @@
 //! lanes, but lanes that arrive apart (after a loop some ran longer, as the simulator and the
 //! GPU schedule them) make groups of their own, so its lanes, and everything computed over a
 //! partition made from them, are unspecified and scheduling-dependent. Labeled and binary
-//! partitions give the lanes of the group with the same key or predicate. A tile barrier orders
-//! nothing the interpreter tracks (its races are the block's, between block barriers), so it
-//! only checks participation.
+//! partitions give the lanes of the group with the same key or predicate. A barrier of a tile,
+//! a partition or a group of whole warps orders its threads' shared accesses ([`super::order`]);
+//! the other lane ops order none (`shfl.sync`, `vote.sync` and `match.sync` promise no memory
+//! ordering).
 
 use super::value::{NONDET, UNSPEC, V, derive, mask};
 use super::{Block, Event};
@@ -18,9 +19,12 @@ impl Block<'_> {
     pub(super) fn lanes(&mut self, l: &LaneSpec, active: &[bool]) {
         let w = match self.ir.groups[l.group.index()].kind {
             GroupKind::LogicalWarp { width } => width.max(1) as usize,
-            // A group of whole warps's barrier: run by whole groups.
+            // A group of whole warps's barrier: run by whole groups, ordering each's threads.
             GroupKind::Warps { .. } if l.op == LaneOp::Sync => {
-                self.groups(l.group, active);
+                let sets: Vec<Vec<usize>> = (self.groups(l.group, active).into_iter())
+                    .map(|(g0, n)| (g0..g0 + n).collect())
+                    .collect();
+                self.group_barrier(&sets);
                 return;
             }
             GroupKind::Block | GroupKind::Warps { .. } => return,
@@ -61,6 +65,9 @@ impl Block<'_> {
             sets = (self.groups(l.group, active).into_iter())
                 .map(|(g0, n)| (g0..g0 + n).collect())
                 .collect();
+        }
+        if l.op == LaneOp::Sync {
+            self.group_barrier(&sets);
         }
         let Some(out) = l.out else {
             return;

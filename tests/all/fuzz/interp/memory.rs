@@ -39,8 +39,7 @@ impl Block<'_> {
             });
             return V::with(0, UNSPEC);
         };
-        let (t32, e) = (t as u32, self.epoch);
-        let other = |who: Option<(u32, u32)>| who.is_some_and(|(w, we)| we == e && w != t32);
+        let e = self.epoch;
         let key = atomic::CellKey::Shared {
             array: a,
             index: idx,
@@ -54,11 +53,10 @@ impl Block<'_> {
         // A plain access unordered with an atomic of the element races with it.
         let with_atomic = (self.access(key, t, what).iter())
             .any(|o| matches!(o.what, atomic::What::Atomic { .. }));
+        let order = &self.order;
         let race = with_atomic
-            || match write {
-                Some(_) => other(cell.writer) || other(cell.reader),
-                None => other(cell.writer),
-            };
+            || order.write_unordered(cell.writer, t, e)
+            || (write.is_some() && order.reads_unordered(cell.reader, (a, idx), t, e));
         if race {
             self.event(if maybe {
                 Event::Uncertain { op }
@@ -70,21 +68,17 @@ impl Block<'_> {
                 }
             });
         }
+        let me = self.order.rec(t, e);
         let c = &mut self.arrays[a][idx as usize];
         match write {
             Some(v) => {
                 c.v = v;
-                c.writer = Some((t32, e));
-                cell.v
+                c.writer = Some(me);
+                self.order.written(&mut c.reader, (a, idx));
             }
-            None => {
-                c.reader = match c.reader {
-                    Some((r, re)) if re == e && r != t32 => Some((u32::MAX, e)),
-                    _ => Some((t32, e)),
-                };
-                cell.v
-            }
+            None => self.order.read(&mut c.reader, (a, idx), me),
         }
+        cell.v
     }
 
     /// Thread `t`'s element `i` of local array `a`, or `None` past its end (an out-of-bounds

@@ -38,8 +38,9 @@
 //!
 //! Every value carries flags ([`value`]): undefined (never written), unspecified, approximate.
 //! The interpreter reports [`Event`]s: out-of-bounds accesses, undefined values reaching a
-//! store, a branch or a collective, races on shared arrays (accesses by different threads with
-//! no `sync_block` between), scatters of two items to one position.
+//! store, a branch or a collective, races on shared arrays (accesses by different threads that
+//! no barrier orders: `sync_block`, or a group's `sync` between threads of the group, see
+//! [`order`]), scatters of two items to one position.
 
 // Threads index several tables at once (masks, slots, loop counters): plain index loops read
 // best here.
@@ -51,6 +52,7 @@ mod collective;
 mod flow;
 mod lanes;
 mod memory;
+mod order;
 mod print;
 pub mod value;
 
@@ -357,13 +359,13 @@ impl Cx<'_> {
     }
 }
 
-/// An element of a shared array: its value, its last writer and the epoch of the write, and
-/// who read it in which epoch (`u32::MAX`: several threads).
+/// An element of a shared array: its value, its last write, and its reads since (one, or
+/// [`order::SEVERAL`] threads in an epoch).
 #[derive(Clone, Copy)]
 struct SCell {
     v: V,
-    writer: Option<(u32, u32)>,
-    reader: Option<(u32, u32)>,
+    writer: Option<order::Rec>,
+    reader: Option<order::Rec>,
 }
 
 /// One block's run.
@@ -385,6 +387,8 @@ struct Block<'a> {
     /// Per local array, `threads * len` elements (each thread's own).
     locals: Vec<Vec<V>>,
     epoch: u32,
+    /// What the group barriers ordered.
+    order: order::Order,
     /// Cluster barriers the block has passed.
     cluster_barriers: u32,
     /// Threads running under a branch whose condition was unspecified: what they write is.
@@ -439,6 +443,7 @@ impl<'a> Block<'a> {
                 .map(|a| vec![V::UNDEF; threads * a.len as usize])
                 .collect(),
             epoch: 0,
+            order: order::Order::new(ir, threads),
             cluster_barriers: 0,
             taint: vec![0; threads],
             gone: vec![flow::Gone::No; threads],
@@ -691,7 +696,10 @@ impl<'a> Block<'a> {
             OpKind::Lanes(l) => self.lanes(l, active),
             // Orders the block's own accesses as a block barrier does; the generator puts grid
             // barriers only where no block reads what another wrote before it.
-            OpKind::SyncBlock | OpKind::SyncGrid => self.epoch += 1,
+            OpKind::SyncBlock | OpKind::SyncGrid => {
+                self.epoch += 1;
+                self.order.block_barrier();
+            }
             // A pause: it changes no value and orders nothing.
             OpKind::Nanosleep { .. } => {}
             OpKind::Cluster(c) => self.cluster(op, c, active),

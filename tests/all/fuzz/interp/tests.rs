@@ -92,3 +92,58 @@ fn exchanges_of_unknown_values_do_not_commute() {
         v
     );
 }
+
+/// A group's barrier orders the shared accesses of its own threads and no others'; a shuffle
+/// orders none (only `bar.warp.sync` and the block's and groups' barriers order memory).
+#[test]
+fn group_barriers_order_their_own_threads_only() {
+    // Each thread writes its element, then `sync` runs, then each reads its partner's.
+    let races = |sync: &str, partner: u32| {
+        let mut k = KernelBuilder::new("group_exchange").block(64);
+        let y = k.output::<u32>("y");
+        let s = k.shared_array::<u32>(64);
+        k.shared_write(&s, index::thread_rank(), index::thread_rank());
+        match sync {
+            "tile" => {
+                let tile = k.this_warp().group_by(8);
+                k.sync(tile);
+            }
+            "warps" => {
+                let pair = k.this_block().group_by_warps(2);
+                k.sync(pair);
+            }
+            "shfl" => {
+                let warp = k.this_warp();
+                let v = k.shfl(warp, index::thread_rank(), 0u32);
+                k.write(&y, index::thread_rank() + 64u32, v);
+            }
+            _ => {}
+        }
+        k.write(
+            &y,
+            index::thread_rank(),
+            s.read(index::thread_rank() ^ partner),
+        );
+        let kernel = k.build().expect("builds");
+        let zero = |_: u64| 0u64;
+        let launch = Launch {
+            grid: [1, 1, 1],
+            cluster: None,
+            dyn_len: None,
+            args: vec![Arg::Output {
+                len: Some(128),
+                before: &zero,
+            }],
+        };
+        let events = run(kernel.ir(), &launch).events;
+        (events.iter()).any(|e| matches!(e, super::Event::SharedRace { .. }))
+    };
+    assert!(races("none", 1));
+    assert!(!races("tile", 1), "a tile's barrier orders its lanes");
+    assert!(races("tile", 8), "but not another tile's");
+    assert!(
+        !races("warps", 32),
+        "a group of two warps' barrier orders both"
+    );
+    assert!(races("shfl", 1), "a shuffle orders no memory");
+}
