@@ -309,7 +309,11 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
         let both = from_thread0(k, b, pair);
         let heads_before = (both.clone() >> 32u32).cast::<u32>();
         let heads_total = both.cast::<u32>();
-        // Read by every thread after the hand-off's barrier.
+        // Read by every thread after the hand-off's barrier. A block of one warp hands off
+        // by shuffles alone, which order no memory: a barrier orders thread 0's write first.
+        if threads <= 32 {
+            k.sync_block();
+        }
         let start_before = k.var(slot.read(0u32).cast::<u32>()).get();
         let last = tile.eq(tiles - 1u32).and(&first);
         k.if_(last, |k| {
