@@ -441,6 +441,31 @@ macro_rules! every_dtype {
     }};
 }
 
+/// Calls `$go!(K, V)` for the key dtype `$pick` names (0..10, the last for any larger) and
+/// a value dtype: `u32`, or for the even picks with `$pairs` another of each width, so the
+/// sorts' tests cover values of every size.
+macro_rules! key_value_dtypes {
+    ($pick:expr, $pairs:expr, $go:ident) => {
+        match ($pick, $pairs && $pick.is_multiple_of(2)) {
+            (0, false) => $go!(u8, u32),
+            (0, true) => $go!(u8, f64),
+            (1, _) => $go!(i8, u32),
+            (2, false) => $go!(u16, u32),
+            (2, true) => $go!(u16, i16),
+            (3, _) => $go!(i16, u32),
+            (4, false) => $go!(u32, u32),
+            (4, true) => $go!(u32, u8),
+            (5, _) => $go!(i32, u32),
+            (6, false) => $go!(u64, u32),
+            (6, true) => $go!(u64, i64),
+            (7, _) => $go!(i64, u32),
+            (8, false) => $go!(f32, u32),
+            (8, true) => $go!(f32, f32),
+            _ => $go!(f64, u32),
+        }
+    };
+}
+
 /// The [`PrimitiveProblem`](coopgraph::ir::PrimitiveProblem) the verifier reports for `k`
 /// (which must fail to build), checked to name the user's `line`.
 pub fn primitive_problem(

@@ -223,7 +223,7 @@ fn run_case<K: DeviceElement, V: DeviceElement>(
     Ok(())
 }
 
-/// Runs `case` with keys of the dtype `pick` names (0..10) and `u32` or `f64` values.
+/// Runs `case` with keys of the dtype `pick` names (0..10) and the values `key_value_dtypes!` pairs them with.
 fn run_any(case: &Case, pick: usize) {
     macro_rules! go {
         ($k:ty, $v:ty) => {{
@@ -231,23 +231,7 @@ fn run_any(case: &Case, pick: usize) {
             run_case::<$k, $v>(device(), &kernel, case).expect("runs")
         }};
     }
-    match (pick, case.pairs && pick.is_multiple_of(2)) {
-        (0, false) => go!(u8, u32),
-        (0, true) => go!(u8, f64),
-        (1, _) => go!(i8, u32),
-        (2, false) => go!(u16, u32),
-        (2, true) => go!(u16, i16),
-        (3, _) => go!(i16, u32),
-        (4, false) => go!(u32, u32),
-        (4, true) => go!(u32, u8),
-        (5, _) => go!(i32, u32),
-        (6, false) => go!(u64, u32),
-        (6, true) => go!(u64, i64),
-        (7, _) => go!(i64, u32),
-        (8, false) => go!(f32, u32),
-        (8, true) => go!(f32, f32),
-        _ => go!(f64, u32),
-    }
+    key_value_dtypes!(pick, case.pairs, go)
 }
 
 /// The bits of the dtype `pick` names.
