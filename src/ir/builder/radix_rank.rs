@@ -163,6 +163,16 @@ pub(super) struct Ranker {
 }
 
 impl Ranker {
+    /// The digit `d` counts as: modulo `2^bits`, and the last digit for an item at
+    /// `position` past the valid count.
+    fn counted(&self, d: Expr<u32>, position: Expr<u32>) -> Expr<u32> {
+        let last = (1u32 << self.controls.bits) - 1;
+        match &self.controls.valid {
+            Some(n) => position.lt(n.clone()).select(d & last, Expr::lit(last)),
+            None => d & last,
+        }
+    }
+
     /// Word `at` of the thread's group's counters: each group of a logical warp or of whole
     /// warps counts in its own `lanes * threads` words (the block's are all of them).
     fn word(&self, at: Expr<u32>) -> Expr<u32> {
@@ -460,16 +470,7 @@ impl KernelBuilder {
         digits: &ThreadData<u32>,
         position: impl Fn() -> Expr<u32>,
     ) -> ThreadData<u32> {
-        let last = (1u32 << ranker.controls.bits) - 1;
-        match &ranker.controls.valid {
-            Some(n) => {
-                let n = n.clone();
-                self.map(digits, |d| {
-                    position().lt(n).select(d & last, Expr::lit(last))
-                })
-            }
-            None => self.map(digits, |d| d & last),
-        }
+        self.map(digits, |d| ranker.counted(d, position()))
     }
 
     /// Basic and memoized ranking over per-thread packed counters.
@@ -618,18 +619,10 @@ impl KernelBuilder {
         let warped = Arrangement::Striped { threads: 32 };
         let keys = self.exchange(ranker.group, keys, warped, ExchangeVia::Shared);
         let items = keys.items;
-        let last = (1u32 << ranker.controls.bits) - 1;
-        let valid = ranker.controls.valid.clone();
-        // Item `i`'s counted digit: past the valid count, the last digit.
-        let counted = move |key: Expr<K>, i: u32| {
-            let d = digit(key) & last;
-            match &valid {
-                Some(n) => {
-                    let position = (index::warp_rank() * items + i) * 32u32 + index::lane();
-                    position.lt(n.clone()).select(d, Expr::lit(last))
-                }
-                None => d,
-            }
+        // Item `i`'s counted digit, at its warp-striped position.
+        let counted = |key: Expr<K>, i: u32| {
+            let position = (index::warp_rank() * items + i) * 32u32 + index::lane();
+            ranker.counted(digit(key), position)
         };
         let digit_i = |i: u32| counted(keys.item(i), i);
         self.rank_match_items(ranker, &keys, &digit_i, with_counts)
