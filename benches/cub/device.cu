@@ -24,12 +24,14 @@
 // algorithm call itself is timed. Every configuration is validated against a
 // host reference before it is timed. Output: CSV on stdout (see README.md).
 //
-// Usage: cub_device [n]   (default n = 2^28 elements)
+// Usage: cub_device [n]   (default n = 2^28 elements; CUB_DEVICE_ONLY=sort,scan
+// runs only those families)
 #include "common.cuh"
 
 #include <cuda/functional>
 
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 using namespace cubbench;
@@ -759,6 +761,20 @@ void bench_reduce_sum(std::size_t n)
   print_csv_row("device_reduce", dtype_name<T>(), "sum", 0, 0, gbps(double(n) * sizeof(T), ms));
 }
 
+// True when `family` is to run: every family unless CUB_DEVICE_ONLY names a
+// comma-separated list of them (histogram, select, sort, run_length_encode,
+// segmented_reduce, scan, reduce), as a profiling run of one algorithm wants.
+bool wanted(const char* family)
+{
+  const char* only = std::getenv("CUB_DEVICE_ONLY");
+  if (only == nullptr || *only == '\0')
+  {
+    return true;
+  }
+  const std::string list = std::string(",") + only + ",";
+  return list.find(std::string(",") + family + ",") != std::string::npos;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -767,27 +783,45 @@ int main(int argc, char** argv)
   print_device_info(n);
   print_csv_header();
 
-  bench_histogram<std::uint8_t>(n, RandomBits<std::uint8_t>{kSeedHistogramU8});
-  bench_histogram<float>(n, Pattern<float>{kSeedHistogramF32, 0});
-
-  bench_select_partition<std::uint32_t>(n, RandomBits<std::uint32_t>{kSeedSelectU32}, IsEven{});
-  bench_select_partition<float>(n, Pattern<float>{kSeedSelectF32, 0}, AboveHalf{});
-
-  bench_sort_u32(n);
-  bench_sort<std::uint64_t>(n, RandomBits<std::uint64_t>{kSeedSortU64});
-  bench_sort<float>(n, Pattern<float>{kSeedSortF32, 0});
-
-  bench_run_length_encode(n);
-  bench_segmented_reduce(n);
-  bench_exclusive_sum(n);
-  bench_inclusive_max(n);
-  bench_inclusive_sum<int>(n);
-  bench_inclusive_sum<std::uint32_t>(n);
-  bench_inclusive_sum<float>(n);
-  bench_inclusive_sum<std::uint64_t>(n);
-  bench_reduce_sum<int>(n);
-  bench_reduce_sum<std::uint32_t>(n);
-  bench_reduce_sum<float>(n);
-  bench_reduce_sum<std::uint64_t>(n);
+  if (wanted("histogram"))
+  {
+    bench_histogram<std::uint8_t>(n, RandomBits<std::uint8_t>{kSeedHistogramU8});
+    bench_histogram<float>(n, Pattern<float>{kSeedHistogramF32, 0});
+  }
+  if (wanted("select"))
+  {
+    bench_select_partition<std::uint32_t>(n, RandomBits<std::uint32_t>{kSeedSelectU32}, IsEven{});
+    bench_select_partition<float>(n, Pattern<float>{kSeedSelectF32, 0}, AboveHalf{});
+  }
+  if (wanted("sort"))
+  {
+    bench_sort_u32(n);
+    bench_sort<std::uint64_t>(n, RandomBits<std::uint64_t>{kSeedSortU64});
+    bench_sort<float>(n, Pattern<float>{kSeedSortF32, 0});
+  }
+  if (wanted("run_length_encode"))
+  {
+    bench_run_length_encode(n);
+  }
+  if (wanted("segmented_reduce"))
+  {
+    bench_segmented_reduce(n);
+  }
+  if (wanted("scan"))
+  {
+    bench_exclusive_sum(n);
+    bench_inclusive_max(n);
+    bench_inclusive_sum<int>(n);
+    bench_inclusive_sum<std::uint32_t>(n);
+    bench_inclusive_sum<float>(n);
+    bench_inclusive_sum<std::uint64_t>(n);
+  }
+  if (wanted("reduce"))
+  {
+    bench_reduce_sum<int>(n);
+    bench_reduce_sum<std::uint32_t>(n);
+    bench_reduce_sum<float>(n);
+    bench_reduce_sum<std::uint64_t>(n);
+  }
   return EXIT_SUCCESS;
 }

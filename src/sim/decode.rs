@@ -26,7 +26,9 @@ use std::collections::HashMap;
 /// No slot (no base register, no guard, no predicate output).
 pub(crate) const NONE: u32 = u32::MAX;
 /// The most slots a thread may have: registers, special registers and immediates together.
-pub(crate) const MAX_SLOTS: usize = 1 << 14;
+/// A group radix sort of 8-bit digits over key-value pairs unrolls to some 16,600 (each
+/// thread's slots are 8 bytes: 256 KiB a thread at the limit).
+pub(crate) const MAX_SLOTS: usize = 1 << 15;
 
 /// How a loaded element widens into its register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,7 +39,7 @@ use super::{KernelBuilder, Scan};
 use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, index};
-use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::handles::{Group, SharedArray, ThreadData, Var, Warp};
 use crate::ir::ops::*;
 
 /// How a block ranks digits ([`RadixRank`]).
@@ -628,6 +628,30 @@ impl KernelBuilder {
         self.rank_match_items(ranker, &keys, &digit_i, with_counts)
     }
 
+    /// The lanes of the warp (of `members`, its lanes) whose digit of `bits` bits equals this
+    /// lane's, as bits: what `match.any` gives, by one ballot per bit. On sm_90 `match.any`
+    /// issues to the address-divergence unit, whose rate bounded the match rank of 8-bit
+    /// digits (that unit 87% busy in the Onesweep pass, the ALU a third); ballots and the
+    /// logic that folds them run on the ALU.
+    fn match_by_ballots(
+        &mut self,
+        warp: Warp,
+        members: &Var<u32>,
+        d: Expr<u32>,
+        bits: u32,
+    ) -> Var<u32> {
+        let digit = self.var(d);
+        let peers = self.var(members.get());
+        for b in 0..bits {
+            // One logic op with a predicate out: no shift, no compare.
+            let set = (digit.get() & (1u32 << b)).ne(0u32);
+            let voted = self.ballot(warp, set.clone());
+            // The lanes whose bit `b` agrees with this lane's.
+            self.set(&peers, peers.get() & set.select(voted.clone(), !voted));
+        }
+        peers
+    }
+
     /// The match rank of the warp-striped items of `shape` (whose arrangement the ranks
     /// take), item `i`'s counted digit `digit(i)`.
     ///
@@ -656,10 +680,11 @@ impl KernelBuilder {
         self.sync(warp);
         let before = self.thread_data_n::<u32>(items);
         let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
+        let members = self.ballot(warp, Expr::lit(0u32).eq(0u32));
+        let members = self.var(members);
         for i in 0..items {
             let d = digit(i);
-            let matched = self.match_any(warp, d.clone());
-            let peers = self.var(matched);
+            let peers = self.match_by_ballots(warp, &members, d.clone(), ranker.controls.bits);
             let earlier = (peers.get() & lower.clone()).popc();
             // The lowest lane of the digit's peers bumps the counter and hands out its old
             // value; a warp barrier orders the bump before the next item's (the shuffle

@@ -299,8 +299,8 @@ fn generated_kernels_hold_top_k() {
 /// The generator composes radix sorts over logical warps, warps and groups of whole warps, and
 /// match ranks, with its other ops: some of its kernels hold a loop whose body writes shared
 /// memory and synchronizes such a group (a group sort's passes, scattering through shared
-/// arrays), some a region that matches, shuffles and synchronizes lanes before a block barrier
-/// (a match rank's items).
+/// arrays), some a region that ballots, shuffles and synchronizes lanes before a block barrier
+/// (a match rank's items, matched by ballots).
 #[test]
 fn generated_kernels_hold_group_radix_sorts_and_match_ranks() {
     use coopgraph::ir::ops::{LaneOp, OpKind};
@@ -322,9 +322,15 @@ fn generated_kernels_hold_group_radix_sorts_and_match_ranks() {
                     && (r.iter()).any(|&o| matches!(ir.op(o).kind, OpKind::SharedWrite { .. })),
             );
         }
+        // A match rank matches its lanes' digits with a ballot a bit.
+        let ballots = |r: &[coopgraph::ir::OpId]| {
+            (r.iter())
+                .filter(|&&o| matches!(&ir.op(o).kind, OpKind::Lanes(l) if l.op == LaneOp::Ballot))
+                .count()
+        };
         for r in &ir.regions {
             matches += usize::from(
-                lanes(r, LaneOp::MatchAny)
+                ballots(r) >= 2
                     && lanes(r, LaneOp::Shfl)
                     && lanes(r, LaneOp::Sync)
                     && (r.iter()).any(|&o| matches!(ir.op(o).kind, OpKind::SyncBlock)),
