@@ -65,7 +65,7 @@ pub use radix::{
 pub use sort_key::SortKey;
 
 pub use crate::error::AlgorithmError;
-pub use autotune::{Tuned, tuning_space};
+pub use autotune::{Tuned, sort_tuning_space, tuning_space};
 pub use element::ScanElement;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};

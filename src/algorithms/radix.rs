@@ -106,7 +106,7 @@ pub fn default_pairs_tuning(key: DType, value: DType) -> Tuning {
 /// # Ok::<(), coopgraph::Error>(())
 /// ```
 pub struct DeviceRadixSort<K, V = ()> {
-    order: SortOrder,
+    pub(super) order: SortOrder,
     bits: Option<(u32, u32)>,
     tuning: Option<Tuning>,
     types: PhantomData<fn() -> (K, V)>,
@@ -176,7 +176,7 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
         self
     }
 
-    fn bit_range(&self) -> (u32, u32) {
+    pub(super) fn bit_range(&self) -> (u32, u32) {
         self.bits.unwrap_or((0, K::DTYPE.bytes() * 8))
     }
 
@@ -212,7 +212,10 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
 
     /// The histogram and offsets kernels and one kernel per digit pass, built (values of
     /// type `W`).
-    fn build<W: DeviceElement>(&self, pairs: bool) -> Result<(Plan, Vec<Kernel>), Error> {
+    pub(super) fn build<W: DeviceElement>(
+        &self,
+        pairs: bool,
+    ) -> Result<(Plan, Vec<Kernel>), Error> {
         let plan = self.plan(pairs.then_some(W::DTYPE))?;
         let mut kernels = vec![
             radix_kernels::histogram::<K>(&plan)?,
@@ -224,7 +227,7 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
         Ok((plan, kernels))
     }
 
-    fn load<W: DeviceElement, V2>(
+    pub(super) fn load<W: DeviceElement, V2>(
         &self,
         device: &Device,
         pairs: bool,
@@ -425,7 +428,7 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
             .chain(&self.passes)
     }
 
-    fn sort<W: DeviceElement>(
+    pub(super) fn sort<W: DeviceElement>(
         &self,
         keys_in: &Buffer<K>,
         keys_out: &mut Buffer<K>,

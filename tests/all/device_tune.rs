@@ -1,10 +1,13 @@
-//! The device-wide scan picking its tuning through the autotuner: every candidate checked
-//! against the first one's result and timed, the winner stored in the disk cache and read back
-//! by the next tune; families told apart by what the scan computes.
+//! The device-wide scan and radix sort picking their tunings through the autotuner: every
+//! candidate checked against the first one's result and timed, the winner stored in the disk
+//! cache and read back by the next tune; families told apart by what the algorithm computes.
 
 use crate::common::device;
 use coopgraph::Error;
-use coopgraph::algorithms::{AlgorithmError, DeviceScan, Op, Tuning, Workspace, tuning_space};
+use coopgraph::algorithms::{
+    AlgorithmError, DeviceRadixSort, DeviceScan, Op, SortWorkspace, Tuning, Workspace,
+    default_pairs_tuning, default_sort_tuning, sort_tuning_space, tuning_space,
+};
 use coopgraph::ir::DType;
 use coopgraph::runtime::{Bench, Device, DiskCache, TuneSource};
 
@@ -134,4 +137,165 @@ fn the_default_space_holds_the_default_tunings() {
         assert!(space.iter().all(|t| t.tile_items() * bytes <= 64 * 1024));
         assert!(space.iter().all(|t| t.threads % 32 == 0));
     }
+}
+
+/// Candidates for the radix sort: small tiles (the simulator sorts several of them), one of
+/// them not a whole number of warps.
+const SORT_SPACE: [Tuning; 3] = [
+    Tuning {
+        threads: 64,
+        items: 3,
+    },
+    Tuning {
+        threads: 96,
+        items: 2,
+    },
+    Tuning {
+        threads: 32,
+        items: 5,
+    },
+];
+
+/// f32 keys with both zeros, NaNs and infinities among ordinary ones.
+fn awkward_floats(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| match i % 11 {
+            0 => f32::NAN,
+            1 => -0.0,
+            2 => 0.0,
+            3 => f32::NEG_INFINITY,
+            4 => f32::INFINITY,
+            _ => ((i as u32).wrapping_mul(2_654_435_761) >> 9) as f32 * 0.37 - 1.0e6,
+        })
+        .collect()
+}
+
+#[test]
+fn sorts_tune_keys_and_pairs_and_read_the_winner_back() {
+    let dev = device();
+    let dir = TempDir::new("sort-tune");
+    // Keys alone: f32 with NaNs (candidates compared by their bits), a partial last tile.
+    let xs = awkward_floats(1000);
+    let keys = dev.upload(&xs).expect("upload");
+    let sort = DeviceRadixSort::keys::<f32>().descending();
+    let tuner = (sort.tuner(dev).expect("tuner"))
+        .with_cache(DiskCache::new(&dir.0))
+        .with_bench(Bench::ms(0, 1));
+    let tuned = sort.tune(&tuner, &keys, &SORT_SPACE).expect("tunes");
+    assert_eq!(tuned.source, TuneSource::Measured);
+    let mut out = dev.alloc_zeroed::<f32>(xs.len()).expect("alloc");
+    let mut ws = SortWorkspace::new(dev).expect("workspace");
+    tuned.prepared.run(&keys, &mut out, &mut ws).expect("runs");
+    let out = out.to_vec().expect("download");
+    // Descending as CUB orders floats: NaNs (positive ones) first, then +inf, ..., -inf;
+    // the two zeros alike.
+    let order = |v: f32| {
+        let b = if v == 0.0 { 0 } else { v.to_bits() };
+        if b >> 31 == 1 { !b } else { b | 1 << 31 }
+    };
+    assert!(out.windows(2).all(|w| order(w[0]) >= order(w[1])));
+    let mut want: Vec<u32> = xs.iter().map(|v| v.to_bits()).collect();
+    let mut got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, want, "the sorted keys are the input's");
+    let again = sort.tune(&tuner, &keys, &SORT_SPACE).expect("reads back");
+    assert_eq!(again.source, TuneSource::Stored);
+    assert_eq!(again.prepared.tile_items(), tuned.prepared.tile_items());
+
+    // Pairs: u64 keys by bits 8..40 with u16 values, their positions.
+    let ks: Vec<u64> = (0..700u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .collect();
+    let vs: Vec<u16> = (0..700u16).collect();
+    let (keys, values) = (
+        dev.upload(&ks).expect("upload"),
+        dev.upload(&vs).expect("upload"),
+    );
+    let sort = DeviceRadixSort::pairs::<u64, u16>().bits(8, 40);
+    let tuner = (sort.tuner(dev).expect("tuner"))
+        .without_cache()
+        .with_bench(Bench::ms(0, 1));
+    let tuned = sort
+        .tune(&tuner, &keys, &values, &SORT_SPACE)
+        .expect("tunes");
+    let mut k = dev.alloc_zeroed::<u64>(ks.len()).expect("alloc");
+    let mut v = dev.alloc_zeroed::<u16>(vs.len()).expect("alloc");
+    (tuned.prepared)
+        .run(&keys, &mut k, &values, &mut v, &mut ws)
+        .expect("runs");
+    let digit = |x: u64| (x >> 8) & 0xFFFF_FFFF;
+    let mut want: Vec<usize> = (0..ks.len()).collect();
+    want.sort_by_key(|&i| digit(ks[i]));
+    let want_v: Vec<u16> = want.iter().map(|&i| vs[i]).collect();
+    assert_eq!(
+        v.to_vec().expect("download"),
+        want_v,
+        "stable by bits 8..40"
+    );
+}
+
+#[test]
+fn sort_families_name_keys_values_order_and_bits() {
+    let dev = device();
+    let keys = |s: &DeviceRadixSort<u32>| s.tuner(dev).expect("tuner").family().to_string();
+    let asc = DeviceRadixSort::keys::<u32>();
+    assert_eq!(keys(&asc), keys(&asc.clone().tuning(SORT_SPACE[1])));
+    assert_ne!(keys(&asc), keys(&asc.clone().descending()));
+    assert_ne!(keys(&asc), keys(&asc.clone().bits(0, 16)));
+    let signed = DeviceRadixSort::keys::<i32>().tuner(dev).expect("tuner");
+    assert_ne!(keys(&asc), signed.family());
+    let pairs = DeviceRadixSort::pairs::<u32, u32>();
+    let pair_family = pairs.tuner(dev).expect("tuner").family().to_string();
+    assert_ne!(keys(&asc), pair_family);
+    let other = DeviceRadixSort::pairs::<u32, f64>();
+    assert_ne!(pair_family, other.tuner(dev).expect("tuner").family());
+}
+
+#[test]
+fn sort_tunes_refuse_bad_buffers_and_skip_bad_candidates() {
+    let dev = device();
+    let keys = dev.upload(&[5u32, 1, 4, 2, 3]).expect("upload");
+    let sort = DeviceRadixSort::pairs::<u32, u32>();
+    let tuner = (sort.tuner(dev).expect("tuner"))
+        .without_cache()
+        .with_bench(Bench::ms(0, 1));
+    let short = dev.upload(&[0u32; 4]).expect("upload");
+    match sort.tune(&tuner, &keys, &short, &SORT_SPACE) {
+        Err(Error::Algorithm(AlgorithmError::ValuesLength { keys: 5, values: 4 })) => {}
+        other => panic!("expected a values-length error, got {other:?}"),
+    }
+    let elsewhere = Device::sim().upload(&[0u32; 5]).expect("upload");
+    match sort.tune(&tuner, &keys, &elsewhere, &SORT_SPACE) {
+        Err(Error::Algorithm(AlgorithmError::WrongDevice { .. })) => {}
+        other => panic!("expected a wrong-device error, got {other:?}"),
+    }
+    // A candidate that cannot be built (no threads) is rejected; the others still tune.
+    let bad = Tuning {
+        threads: 0,
+        items: 4,
+    };
+    let values = dev.upload(&[0u32, 1, 2, 3, 4]).expect("upload");
+    let keys_only = DeviceRadixSort::keys::<u32>();
+    let tuner = (keys_only.tuner(dev).expect("tuner"))
+        .without_cache()
+        .with_bench(Bench::ms(0, 1));
+    let tuned = keys_only
+        .tune(&tuner, &keys, &[bad, SORT_SPACE[0]])
+        .expect("the good candidate wins");
+    assert_eq!(tuned.prepared.tile_items(), SORT_SPACE[0].tile_items());
+    let tuned = sort
+        .tune(&tuner, &keys, &values, &[SORT_SPACE[2], bad])
+        .expect("the good candidate wins");
+    assert_eq!(tuned.prepared.tile_items(), SORT_SPACE[2].tile_items());
+}
+
+#[test]
+fn the_default_sort_space_holds_the_default_sort_tunings() {
+    let space = sort_tuning_space();
+    for dtype in [DType::U8, DType::U32, DType::F32, DType::U64, DType::F64] {
+        assert!(space.contains(&default_sort_tuning(dtype)));
+        assert!(space.contains(&default_pairs_tuning(dtype, DType::U32)));
+    }
+    assert!(space.iter().all(|t| t.threads % 32 == 0));
 }

@@ -7,6 +7,7 @@ use super::common::{Rng, compiled, device, race_checker};
 use coopgraph::ir::{
     Arrangement, ExchangeVia, RadixRank, RadixSortProblem, RankAlgorithm, Scatter, VerifyErrorKind,
 };
+use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Device, RuntimeError};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 use proptest::prelude::*;
@@ -235,6 +236,37 @@ fn every_algorithm_at_every_width() {
                     };
                     check(&case);
                 }
+            }
+        }
+    }
+}
+
+/// The match rank matches its lanes' digits by ballots, never by `match.any.sync` (on sm_90
+/// that instruction issues to the address-divergence unit, whose rate bounded the device radix
+/// sort's digit pass): one ballot a digit bit and item, and one for the warp's lanes, on every
+/// arch. The ranks themselves are checked by the tests above.
+#[test]
+fn match_rank_matches_by_ballots() {
+    for bits in [1, 5, 8] {
+        for by_key in [false, true] {
+            let case = Case {
+                algorithm: RankAlgorithm::Match,
+                block: 96,
+                items: 3,
+                bits,
+                valid: Some(200),
+                striped_in: false,
+                by_key,
+                rounds: 1,
+                seed: 3,
+            };
+            let kernel = rank_kernel(&case);
+            for arch in Arch::ALL {
+                let ptx = kernel.ptx(arch).expect("ptx");
+                let what = format!("{bits}-bit match rank (by key: {by_key}) on {arch:?}");
+                assert!(!ptx.contains("match.any"), "{what} uses match.any");
+                let ballots = ptx.matches("vote.sync.ballot").count();
+                assert_eq!(ballots, (bits * case.items + 1) as usize, "{what}: ballots");
             }
         }
     }
