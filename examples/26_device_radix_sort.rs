@@ -11,7 +11,10 @@
 //! the keys; for pairs, every value a distinct position holding its key, in input order among
 //! equal keys); the process exits non-zero when any is wrong. `COOPGRAPH_SORT_TUNINGS`
 //! (e.g. `256x16,384x12`) runs each of these tunings (threads x items per thread) in turn
-//! instead of the default one.
+//! instead of the default one; `COOPGRAPH_SORT_TUNE=1` has the autotuner choose each sort's
+//! tuning on the run's own keys first ([`DeviceRadixSort::tune`] over
+//! [`sort_tuning_space`](coopgraph::algorithms::sort_tuning_space); two small tunings on the
+//! simulator), prints its choice, and runs that.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -20,6 +23,7 @@ mod bench;
 use bench::OrExit;
 use coopgraph::algorithms::{
     DeviceRadixSort, SortKey, SortWorkspace, Tuning, default_pairs_tuning, default_sort_tuning,
+    sort_tuning_space,
 };
 use coopgraph::ir::Element;
 use coopgraph::runtime::Device;
@@ -150,6 +154,50 @@ fn sort<K: SortKey>(
     Ok(Some(n as f64 / t.as_secs_f64() / 1e9))
 }
 
+/// The tuning the autotuner picks for sorting `n` random keys of `K` (with positions as
+/// values when `pairs`) on `device`, printed with where it came from.
+fn autotuned<K: SortKey>(
+    device: &Device,
+    n: usize,
+    pairs: bool,
+) -> Result<Tuning, Box<dyn std::error::Error>> {
+    let keys = device.upload(&input::<K>(n))?;
+    let space = if device.is_cuda() {
+        sort_tuning_space()
+    } else {
+        vec![
+            Tuning {
+                threads: 64,
+                items: 3,
+            },
+            Tuning {
+                threads: 96,
+                items: 2,
+            },
+        ]
+    };
+    let (tuning, source, median) = if pairs {
+        let positions: Vec<u32> = (0..n as u32).collect();
+        let values = device.upload(&positions)?;
+        let sort = DeviceRadixSort::pairs::<K, u32>();
+        let tuned = sort.tune(&sort.tuner(device)?, &keys, &values, &space)?;
+        (tuned.prepared.tuning(), tuned.source, tuned.median)
+    } else {
+        let sort = DeviceRadixSort::keys::<K>();
+        let tuned = sort.tune(&sort.tuner(device)?, &keys, &space)?;
+        (tuned.prepared.tuning(), tuned.source, tuned.median)
+    };
+    let what = if pairs { "pairs" } else { "keys" };
+    let Tuning { threads, items } = tuning;
+    println!(
+        "autotuned {} {what}: {threads}x{items} of {} candidates ({source:?}, {:.3} ms)",
+        K::DTYPE,
+        space.len(),
+        median.as_secs_f64() * 1e3
+    );
+    Ok(tuning)
+}
+
 /// Runs the example; an error is printed with its `Display` text (each cause once).
 fn main() -> std::process::ExitCode {
     match run() {
@@ -187,7 +235,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             DType::U32
         };
-        let chosen = if pairs {
+        let chosen = if std::env::var("COOPGRAPH_SORT_TUNE").is_ok_and(|v| v == "1") {
+            match dtype {
+                "u64" => autotuned::<u64>(&device, n, pairs)?,
+                _ => autotuned::<u32>(&device, n, pairs)?,
+            }
+        } else if pairs {
             default_pairs_tuning(key_dtype, DType::U32)
         } else {
             default_sort_tuning(key_dtype)

@@ -416,6 +416,25 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
         self.plan.tuning.tile_items()
     }
 
+    /// The tuning the sort's kernels were built with (the one set, the default, or the one
+    /// [`DeviceRadixSort::tune`] chose).
+    ///
+    /// ```
+    /// use coopgraph::algorithms::{DeviceRadixSort, Tuning, default_sort_tuning};
+    /// use coopgraph::ir::DType;
+    /// use coopgraph::runtime::Device;
+    ///
+    /// let device = Device::sim();
+    /// let sort = DeviceRadixSort::keys::<u64>().prepare(&device)?;
+    /// assert_eq!(sort.tuning(), default_sort_tuning(DType::U64));
+    /// let t = Tuning { threads: 64, items: 3 };
+    /// assert_eq!(DeviceRadixSort::keys::<u8>().tuning(t).prepare(&device)?.tuning(), t);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn tuning(&self) -> Tuning {
+        self.plan.tuning
+    }
+
     /// Digit passes per sort (one launch each, after the histogram's and the offsets').
     pub fn passes(&self) -> u32 {
         self.plan.passes()
