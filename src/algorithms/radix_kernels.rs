@@ -13,8 +13,9 @@
 //!    predecessors were taken by blocks already running); a broadcast sum hands it out;
 //! 2. the block loads its tile warp-striped (coalesced, no shared memory), computes each
 //!    key's digit, and ranks the digits with the block's match rank (one pass over all 8
-//!    bits: per-warp counters, `match.any.sync`; the padding of a partial tile ranks last and
-//!    counts in no digit), which also gives each digit's count in the tile and its first rank;
+//!    bits: per-warp counters, lanes matched by ballots; the padding of a partial tile ranks
+//!    last and counts in no digit), which also gives each digit's count in the tile and its
+//!    first rank;
 //! 3. the thread of digit `d` publishes the tile's count of `d` at once (`AGGREGATE`; tile 0
 //!    publishes `INCLUSIVE`), so that the tiles after can go on while this one moves its keys;
 //! 4. keys (and values) are scattered by rank through shared memory, striped: consecutive

@@ -210,7 +210,10 @@ impl KernelBuilder {
     }
 
     /// The ranks of the tile `g` whose `value` has the same bits as this thread's, as bits
-    /// (bit `i` for rank `i`; CG's `match_any`, PTX's `match.any.sync`).
+    /// (bit `i` for rank `i`; CG's `match_any`, PTX's `match.any.sync`). On sm_90 the
+    /// instruction issues to the address-divergence unit at a fraction of a ballot's rate:
+    /// for values of a few bits, one [`ballot`](Self::ballot) a bit is faster (the radix
+    /// rank matches its digits so).
     ///
     /// ```
     /// use coopgraph::ir::index;

@@ -14,8 +14,10 @@
 //!   allow), for segments of up to [`MEMO_WORDS`] words (digits of up to 6 bits); wider
 //!   digits are ranked as basic ranks them.
 //! - [`RankAlgorithm::Match`]: each warp counts the digits of its own items in its own row of
-//!   counters, item by item: the lanes holding one digit find each other with
-//!   `match.any.sync`, the first of them adds their number to the counter, and each takes the
+//!   counters, item by item: the lanes holding one digit find each other with one ballot a
+//!   digit bit (as CUB's `MatchAny`: `match.any.sync` issues to sm_90's address-divergence
+//!   unit, whose rate bounded the rank), the first of them adds their number to the counter,
+//!   and each takes the
 //!   counter's old value plus its peers before it. One block-wide scan over the digits (each
 //!   digit's warps in order) makes the counters prefixes. All digits of up to 8 bits are
 //!   counted in one pass, with one shared access per item and warp-synchronous steps only.
@@ -51,8 +53,8 @@ pub enum RankAlgorithm {
     /// As basic, each thread's scan segment kept in registers (CUB's `RADIX_RANK_MEMOIZE`);
     /// on the blocked arrangement.
     Memoize,
-    /// Per-warp counters with `match.any.sync` (CUB's `RADIX_RANK_MATCH`); on the
-    /// warp-striped arrangement; whole warps only.
+    /// Per-warp counters, the lanes of one digit matched by ballots (CUB's
+    /// `RADIX_RANK_MATCH`); on the warp-striped arrangement; whole warps only.
     Match,
 }
 
