@@ -17,10 +17,10 @@
 //!   counters, item by item: the lanes holding one digit find each other with one ballot a
 //!   digit bit (as CUB's `MatchAny`: `match.any.sync` issues to sm_90's address-divergence
 //!   unit, whose rate bounded the rank), the first of them adds their number to the counter,
-//!   and each takes the
-//!   counter's old value plus its peers before it. One block-wide scan over the digits (each
-//!   digit's warps in order) makes the counters prefixes. All digits of up to 8 bits are
-//!   counted in one pass, with one shared access per item and warp-synchronous steps only.
+//!   and each takes the counter's old value plus its peers before it. One block-wide scan
+//!   over the digits (each digit's warps in order) makes the counters prefixes. All digits of
+//!   up to 8 bits are counted in one pass, with one shared access per item and
+//!   warp-synchronous steps only.
 //!   It works on the warp-striped arrangement (thread `lane` of warp `w` holding positions
 //!   `w * 32 * K + i * 32 + lane`), as CUB's does, so that the order it counts in is the
 //!   positions' order, and needs whole warps.
@@ -682,6 +682,7 @@ impl KernelBuilder {
         self.sync(warp);
         let before = self.thread_data_n::<u32>(items);
         let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
+        // The warp's lanes: a ballot of `true`.
         let members = self.ballot(warp, Expr::lit(0u32).eq(0u32));
         let members = self.var(members);
         for i in 0..items {
