@@ -37,6 +37,15 @@ pub fn tuning_space(dtype: DType) -> Vec<Tuning> {
         .collect()
 }
 
+/// The candidates given, or the algorithm's default space where none are.
+fn or_default(space: &[Tuning], default: impl FnOnce() -> Vec<Tuning>) -> Vec<Tuning> {
+    if space.is_empty() {
+        default()
+    } else {
+        space.to_vec()
+    }
+}
+
 /// An algorithm prepared with the tuning the autotuner chose.
 #[derive(Debug, Clone)]
 pub struct Tuned<P> {
@@ -102,11 +111,7 @@ impl<T: ScanElement> DeviceScan<T> {
         x: &Buffer<T>,
         space: &[Tuning],
     ) -> Result<Tuned<PreparedScan<T>>, Error> {
-        let space = if space.is_empty() {
-            tuning_space(T::DTYPE)
-        } else {
-            space.to_vec()
-        };
+        let space = or_default(space, || tuning_space(T::DTYPE));
         let device = tuner.device().clone();
         if !x.is_on(&device) {
             return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
@@ -208,11 +213,7 @@ impl<T: ScanElement> DeviceReduce<T> {
         x: &Buffer<T>,
         space: &[Tuning],
     ) -> Result<Tuned<PreparedReduce<T>>, Error> {
-        let space = if space.is_empty() {
-            tuning_space(T::DTYPE)
-        } else {
-            space.to_vec()
-        };
+        let space = or_default(space, || tuning_space(T::DTYPE));
         let device = tuner.device().clone();
         if !x.is_on(&device) {
             return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());
@@ -316,11 +317,7 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
         values: Option<&Buffer<W>>,
         space: &[Tuning],
     ) -> Result<Tuned<PreparedRadixSort<K, V>>, Error> {
-        let space = if space.is_empty() {
-            sort_tuning_space()
-        } else {
-            space.to_vec()
-        };
+        let space = or_default(space, sort_tuning_space);
         let device = tuner.device().clone();
         if !keys.is_on(&device) || values.is_some_and(|v| !v.is_on(&device)) {
             return Err(AlgorithmError::WrongDevice { what: "buffer" }.into());

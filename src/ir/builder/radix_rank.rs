@@ -682,8 +682,8 @@ impl KernelBuilder {
         self.sync(warp);
         let before = self.thread_data_n::<u32>(items);
         let lower = (Expr::lit(1u32) << index::lane()) - 1u32;
-        // The warp's lanes: a ballot of `true`.
-        let members = self.ballot(warp, Expr::lit(0u32).eq(0u32));
+        // The warp's lanes.
+        let members = self.ballot(warp, true);
         let members = self.var(members);
         for i in 0..items {
             let d = digit(i);
