@@ -277,7 +277,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     report(
         "select_if u32 (x % 10 < 3, 30% kept)",
         g,
-        Some(("device_select", "u32", "if")),
+        Some(("device_select", "u32", "if_30pct")),
     );
 
     let fs = select_f32(n);

@@ -3,7 +3,8 @@
 //   device_histogram          cub::DeviceHistogram::HistogramEven, 256 bins,
 //                             u8 and f32 samples
 //   device_select             cub::DeviceSelect::If, u32 (x % 2 == 0) and
-//                             f32 (x > 0.5)
+//                             f32 (x > 0.5); algorithm "if_30pct": u32
+//                             (x % 10 < 3, about 30% kept)
 //   device_partition          cub::DevicePartition::If, same inputs and
 //                             predicates
 //   device_radix_sort         cub::DeviceRadixSort::SortKeys (u32, u64, f32)
@@ -329,6 +330,15 @@ struct IsEven
   }
 };
 
+// Keeps about 30% of uniformly random words.
+struct Below3Mod10
+{
+  __host__ __device__ bool operator()(std::uint32_t x) const
+  {
+    return x % 10 < 3;
+  }
+};
+
 struct AboveHalf
 {
   __host__ __device__ bool operator()(float x) const
@@ -341,8 +351,9 @@ struct AboveHalf
 // the selected elements, in input order, at the front of its output;
 // partition does the same and puts the rejected ones at the back in reverse
 // input order (CUB's documented layout). Both write the number selected.
+// `alg` names the rows' predicate column ("if" for the original rows).
 template <typename T, typename Gen, typename Pred>
-void bench_select_partition(std::size_t n, Gen gen, Pred pred)
+void bench_select_partition(std::size_t n, Gen gen, Pred pred, const char* alg = "if")
 {
   DeviceBuffer<T> in(n);
   DeviceBuffer<T> out(n);
@@ -365,7 +376,7 @@ void bench_select_partition(std::size_t n, Gen gen, Pred pred)
     auto call = device_call("cub::DeviceSelect::If", [&](void* temp, std::size_t& bytes) {
       return cub::DeviceSelect::If(temp, bytes, in.get(), out.get(), count.get(), num_items, pred);
     });
-    const std::string what = label<T>("device_select", "if");
+    const std::string what = label<T>("device_select", alg);
     out.poison();
     count.poison();
     run_once(call);
@@ -377,13 +388,13 @@ void bench_select_partition(std::size_t n, Gen gen, Pred pred)
 
     const double ms    = time_call(call);
     const double bytes = double(n) * sizeof(T) + double(k) * sizeof(T) + sizeof(int);
-    print_csv_row("device_select", dtype_name<T>(), "if", 0, 0, gbps(bytes, ms));
+    print_csv_row("device_select", dtype_name<T>(), alg, 0, 0, gbps(bytes, ms));
   }
   {
     auto call = device_call("cub::DevicePartition::If", [&](void* temp, std::size_t& bytes) {
       return cub::DevicePartition::If(temp, bytes, in.get(), out.get(), count.get(), num_items, pred);
     });
-    const std::string what = label<T>("device_partition", "if");
+    const std::string what = label<T>("device_partition", alg);
     out.poison();
     count.poison();
     run_once(call);
@@ -395,7 +406,7 @@ void bench_select_partition(std::size_t n, Gen gen, Pred pred)
 
     const double ms    = time_call(call);
     const double bytes = 2.0 * double(n) * sizeof(T) + sizeof(int);
-    print_csv_row("device_partition", dtype_name<T>(), "if", 0, 0, gbps(bytes, ms));
+    print_csv_row("device_partition", dtype_name<T>(), alg, 0, 0, gbps(bytes, ms));
   }
 }
 
@@ -791,6 +802,8 @@ int main(int argc, char** argv)
   if (wanted("select"))
   {
     bench_select_partition<std::uint32_t>(n, RandomBits<std::uint32_t>{kSeedSelectU32}, IsEven{});
+    bench_select_partition<std::uint32_t>(
+      n, RandomBits<std::uint32_t>{kSeedSelectU32}, Below3Mod10{}, "if_30pct");
     bench_select_partition<float>(n, Pattern<float>{kSeedSelectF32, 0}, AboveHalf{});
   }
   if (wanted("sort"))

@@ -1,26 +1,26 @@
 //! Device-wide run-length encoding, single pass with decoupled look-back.
 //!
 //! A run is a maximal stretch of equal consecutive elements (`==`: a NaN is a run of its
-//! own). One block per tile, from the workspace's counter. The block loads its tile and
-//! flags in registers each run's head (compared with the element before, the one before the
-//! tile read from global memory) and tail (compared with the element after). Two block scans
-//! with their aggregates give each head its rank among the tile's heads, and each position
-//! the start of its run in the tile (an inclusive maximum of the heads' positions, plus one,
-//! 0 before the tile's first head).
+//! own). One block per tile, from the workspace's counter. The block loads its tile, shifts
+//! it up by one position (the tile's first position gets the element before the tile, read
+//! from global memory) and flags in registers each run's head: a position whose element
+//! differs from the one before it. One block scan of `(heads, run start + 1)` pairs (sums of
+//! the one, maxima of the other) gives each position the heads before it in the tile and the
+//! start of the tile's last run before it.
 //!
-//! What crosses tiles is the pair (heads before the tile, the start of the last run before
-//! it, plus one), packed in 64 bits (heads above): sums of the one, maxima of the other. The
-//! look-back of `lookback.rs` finds the tile's exclusive pair. Then each head's value goes
-//! to `unique[heads before + rank]` and each tail's run length (its position + 1 less the
-//! start of its run, in this tile or before it) to `counts[run]`, both scattered to their
-//! ranks in shared memory and written striped (coalesced). The last tile writes the number
-//! of runs.
+//! The same pair, the tile's aggregate, is what crosses tiles (64 bits, heads above): the
+//! look-back of `lookback.rs` finds the tile's exclusive pair. Each head then closes the run
+//! before it, as `cub::DeviceRunLengthEncode::Encode`'s reduce-by-key does: that run's value
+//! is the element before the head (the shifted tile holds it) and its length the head's
+//! position less the run's start. Values and lengths are scattered to their ranks in shared
+//! memory and written striped (coalesced). The last tile closes the last run and writes the
+//! number of runs.
 
 use super::lookback::{LookBack, take_tile};
 use super::scan::check_tuning;
 use super::select::{CountTo, counted_launch, from_thread0};
 use super::{Op, Tuning, Workspace, chosen};
-use crate::ir::{Expr, Flags, Reduce, Scan, Scatter, StorageSpec, index};
+use crate::ir::{Expr, Reduce, Scan, Scatter, Shuffle, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
 
@@ -212,8 +212,8 @@ impl<T: DeviceElement> PreparedRunLengthEncode<T> {
     }
 }
 
-/// The pair carried from tile to tile: heads (high half) add, run starts (low half) take
-/// the maximum.
+/// The pair carried from tile to tile and scanned within one: heads (high half) add, run
+/// starts plus one (low half) take the maximum. 0 is its identity.
 fn join(a: Expr<u64>, b: Expr<u64>) -> Expr<u64> {
     let heads = (a.clone() >> 32u32) + (b.clone() >> 32u32);
     let start = a.cast::<u32>().max(b.cast::<u32>());
@@ -251,7 +251,7 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
     k.if_(tile.lt(tiles.clone()), |k| {
         let start = tile.clone() * tile_items;
         let valid = (n.expr() - start.clone()).min(tile_items);
-        let end = start.clone() + valid.clone();
+        let tile0 = tile.eq(0u32);
         let staging = k.temp_storage(StorageSpec::default());
         let load = Load::warp_transpose()
             .offset(start.clone())
@@ -259,53 +259,32 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
             .oob_default(T::default())
             .temp_storage(&staging);
         let loaded = k.load_from(b, &x, load);
-        // The elements beside the tile, from global memory: the one before (a tile's first
-        // position starts a run where it differs), the one after a full tile, and whether
-        // the tile's first position starts a run and its last valid one ends one.
-        let not_first = tile.ne(0u32);
+        // Each position's element before it: the tile's first gets the last element of the
+        // tile before (tile 0's first position starts a run whatever it gets).
         let before = k.var(Expr::lit(T::default()));
-        let head0 = k.var(1u32);
-        k.if_(not_first.clone(), |k| {
-            k.set(&before, x.at(start.clone() - 1u32));
-            k.set(
-                &head0,
-                x.at(start.clone()).ne(before.get()).select(1u32, 0u32),
-            );
+        k.if_(!tile0.clone(), |k| {
+            k.set(&before, x.at(start.clone() - 1u32))
         });
-        let after = k.var(Expr::lit(T::default()));
-        let tail_last = k.var(1u32);
-        k.if_(end.lt(n.expr()), |k| {
-            k.set(&after, x.at(end.clone()));
-            let last = x.at(end.clone() - 1u32);
-            k.set(&tail_last, last.ne(after.get()).select(1u32, 0u32));
-        });
+        let prev = k.shuffle_up(b, &loaded, Shuffle::new().edge(before.get()));
         let pos = index::thread_rank() * items + index::item();
-        let heads = k.flag_heads(b, &loaded, Flags::inequality().edge(before.get()));
-        let heads = k.map(&heads, |h| {
-            let first_head = pos.eq(0u32).select(head0.get(), h);
-            pos.lt(valid.clone()).select(first_head, 0u32)
+        let heads = k.map2(&loaded, &prev, |v, p| {
+            let head = v.ne(p).or(&pos.eq(0u32).and(&tile0));
+            pos.lt(valid.clone()).and(&head).select(1u32, 0u32)
         });
-        let tails = k.flag_tails(b, &loaded, Flags::inequality().edge(after.get()));
-        let tails = k.map(&tails, |t| {
-            let last = valid.clone() - 1u32;
-            let at_last = pos.eq(last.clone()).select(tail_last.get(), 0u32);
-            pos.lt(last).select(t, at_last)
+        // One scan of (heads, run start + 1) pairs: before each position, the tile's heads
+        // and the start of the tile's last run (0 before its first head).
+        let pairs = k.map(&heads, |h| {
+            let at = (start.clone() + pos.clone() + 1u32).cast::<u64>() | (1u64 << 32);
+            h.eq(1u32).select(at, 0u64)
         });
-        // Each head's rank and the tile's heads; each position's run start (plus one) in
-        // the tile, 0 before its first head.
-        let (rank, heads_total) = k.scan_with_aggregate(b, &heads, Scan::exclusive_sum());
-        let starts = k.map(&heads, |h| {
-            h.eq(1u32).select(start.clone() + pos.clone() + 1u32, 0u32)
-        });
-        let max = Scan::inclusive(Reduce::max());
-        let (run_start, last_start) = k.scan_with_aggregate(b, &starts, max);
-        let heads_total = heads_total.item(0);
-        let total = (heads_total.clone().cast::<u64>() << 32u32) | last_start.item(0).cast::<u64>();
+        let scan = Scan::exclusive(Reduce::custom(true, join)).initial_value(0u64);
+        let (scanned, total) = k.scan_with_aggregate(b, &pairs, scan);
         let slot = k.shared_array::<u64>(1);
-        look.prefix(k, total, Some(Expr::lit(0u64)), &slot);
+        look.prefix(k, total.item(0), Some(Expr::lit(0u64)), &slot);
         // Thread 0 (which wrote the slot) hands the heads before the tile and the tile's
         // own to the block (uniform, as the stores' offsets and counts must be).
-        let pair = ((slot.read(0u32) >> 32u32) << 32u32) | heads_total.clone().cast::<u64>();
+        let heads_total = (total.item(0) >> 32u32).cast::<u32>();
+        let pair = ((slot.read(0u32) >> 32u32) << 32u32) | heads_total.cast::<u64>();
         let both = from_thread0(k, b, pair);
         let heads_before = (both.clone() >> 32u32).cast::<u32>();
         let heads_total = both.cast::<u32>();
@@ -314,33 +293,41 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
         if threads <= 32 {
             k.sync_block();
         }
-        let start_before = k.var(slot.read(0u32).cast::<u32>()).get();
+        let prefix = k.var(slot.read(0u32)).get();
+        // Each head closes the run before it (the first head of all closes none): that
+        // run's value is the element before the head, its length the head's position less
+        // the run's start. The closed runs of the tile go to their ranks, from
+        // `heads_before - 1` on (tile 0 closes one run fewer).
+        let closes = k.map(&heads, |h| {
+            let opens_all = pos.eq(0u32).and(&tile0);
+            h.eq(1u32).and(&!opens_all).select(1u32, 0u32)
+        });
+        let skip = tile0.select(1u32, 0u32);
+        let rank = k.map(&scanned, |s| (s >> 32u32).cast::<u32>() - skip.clone());
+        let lengths = k.map(&scanned, |s| {
+            let run_start = s.cast::<u32>().max(prefix.clone().cast::<u32>());
+            start.clone() + pos.clone() + 1u32 - run_start
+        });
+        let closed = heads_total.clone() - skip.clone();
+        let to = heads_before.clone() + skip.clone() - 1u32;
+        let u = k.scatter(b, &prev, &rank, Scatter::striped(threads).flags(&closes));
+        let store = Store::striped()
+            .offset(to.clone())
+            .valid_items(closed.clone());
+        k.store_to(b, &unique, &u, store);
+        let c = k.scatter(b, &lengths, &rank, Scatter::striped(threads).flags(&closes));
+        let store = Store::striped().offset(to).valid_items(closed);
+        k.store_to(b, &counts, &c, store);
+        // The last tile closes the last run and writes the number of runs.
         let last = tile.eq(tiles - 1u32).and(&first);
         k.if_(last, |k| {
-            k.write(&runs, 0u32, heads_before.clone() + heads_total.clone())
+            let all = join(prefix.clone(), total.item(0));
+            let runs_total = (all.clone() >> 32u32).cast::<u32>();
+            k.write(&runs, 0u32, runs_total.clone());
+            let at = runs_total - 1u32;
+            k.write(&unique, at.clone(), x.at(n.expr() - 1u32));
+            k.write(&counts, at, n.expr() + 1u32 - all.cast::<u32>());
         });
-        let u = k.scatter(b, &loaded, &rank, Scatter::striped(threads).flags(&heads));
-        let store = Store::striped()
-            .offset(heads_before.clone())
-            .valid_items(heads_total.clone());
-        k.store_to(b, &unique, &u, store);
-        // A tail's run: the heads up to it, less one; its rank among the tile's tails: the
-        // same less the run continued from before the tile.
-        let tail_rank = k.map2(&rank, &heads, |r, h| r + h - head0.get());
-        let lengths = k.map(&run_start, |s| {
-            start.clone() + pos.clone() + 2u32 - s.max(start_before.clone())
-        });
-        let c = k.scatter(
-            b,
-            &lengths,
-            &tail_rank,
-            Scatter::striped(threads).flags(&tails),
-        );
-        let tails_total = heads_total.clone() - head0.get() + tail_last.get();
-        let store = Store::striped()
-            .offset(heads_before + head0.get() - 1u32)
-            .valid_items(tails_total);
-        k.store_to(b, &counts, &c, store);
     });
     k.build()
 }
