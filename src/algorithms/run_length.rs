@@ -18,11 +18,11 @@
 
 use super::lookback::{LookBack, take_tile};
 use super::scan::check_tuning;
-use super::select::{CountTo, counted_launch, from_thread0};
+use super::select::{CountTo, counted_launch};
 use super::{Op, Tuning, Workspace, chosen};
-use crate::ir::{Expr, Reduce, Scan, Scatter, Shuffle, StorageSpec, index};
+use crate::ir::{Expr, Scan, Shuffle, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
-use crate::{Error, Kernel, KernelBuilder, Load, Store};
+use crate::{Error, Kernel, KernelBuilder, Load};
 
 /// A device-wide run-length encoding to prepare (`cub::DeviceRunLengthEncode::Encode`):
 /// each run's value and length, runs in input order. Its tuning is
@@ -262,66 +262,55 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
         // Each position's element before it: the tile's first gets the last element of the
         // tile before (tile 0's first position starts a run whatever it gets).
         let before = k.var(Expr::lit(T::default()));
-        k.if_(!tile0.clone(), |k| {
-            k.set(&before, x.at(start.clone() - 1u32))
-        });
+        k.if_(!tile0.clone(), |k| k.set(&before, x.at(start.clone() - 1u32)));
         let prev = k.shuffle_up(b, &loaded, Shuffle::new().edge(before.get()));
         let pos = index::thread_rank() * items + index::item();
         let heads = k.map2(&loaded, &prev, |v, p| {
             let head = v.ne(p).or(&pos.eq(0u32).and(&tile0));
             pos.lt(valid.clone()).and(&head).select(1u32, 0u32)
         });
-        // One scan of (heads, run start + 1) pairs: before each position, the tile's heads
-        // and the start of the tile's last run (0 before its first head).
-        let pairs = k.map(&heads, |h| {
-            let at = (start.clone() + pos.clone() + 1u32).cast::<u64>() | (1u64 << 32);
-            h.eq(1u32).select(at, 0u64)
-        });
-        let scan = Scan::exclusive(Reduce::custom(true, join)).initial_value(0u64);
-        let (scanned, total) = k.scan_with_aggregate(b, &pairs, scan);
-        let slot = k.shared_array::<u64>(1);
-        look.prefix(k, total.item(0), Some(Expr::lit(0u64)), &slot);
-        // Thread 0 (which wrote the slot) hands the heads before the tile and the tile's
-        // own to the block (uniform, as the stores' offsets and counts must be).
-        let heads_total = (total.item(0) >> 32u32).cast::<u32>();
-        let pair = ((slot.read(0u32) >> 32u32) << 32u32) | heads_total.cast::<u64>();
-        let both = from_thread0(k, b, pair);
-        let heads_before = (both.clone() >> 32u32).cast::<u32>();
-        let heads_total = both.cast::<u32>();
-        // Read by every thread after the hand-off's barrier. A block of one warp hands off
-        // by shuffles alone, which order no memory: a barrier orders thread 0's write first.
-        if threads <= 32 {
-            k.sync_block();
+        // Each head's rank among the tile's, and the heads' positions in the tile, in order.
+        let (rank, total) = k.scan_with_aggregate(b, &heads, Scan::exclusive_sum());
+        let at = k.shared_array::<u32>(tile_items);
+        for j in 0..items {
+            let p = index::thread_rank() * items + j;
+            k.if_(heads.item(j).ne(0u32), |k| {
+                k.shared_write(&at, rank.item(j), p);
+            });
         }
+        k.sync_block();
+        // The tile's pair: its heads, and the start of its last run plus one (0 if none).
+        let heads_total = total.item(0);
+        let last = heads_total.eq(0u32).select(
+            0u32,
+            start.clone() + at.read(heads_total.clone() - 1u32) + 1u32,
+        );
+        let pair = (heads_total.clone().cast::<u64>() << 32u32) | last.cast::<u64>();
+        let slot = k.shared_array::<u64>(1);
+        look.prefix(k, pair.clone(), Some(Expr::lit(0u64)), &slot);
+        k.sync_block();
         let prefix = k.var(slot.read(0u32)).get();
-        // Each head closes the run before it (the first head of all closes none): that
-        // run's value is the element before the head, its length the head's position less
-        // the run's start. The closed runs of the tile go to their ranks, from
-        // `heads_before - 1` on (tile 0 closes one run fewer).
-        let closes = k.map(&heads, |h| {
-            let opens_all = pos.eq(0u32).and(&tile0);
-            h.eq(1u32).and(&!opens_all).select(1u32, 0u32)
-        });
+        let heads_before = (prefix.clone() >> 32u32).cast::<u32>();
+        // Head `i` of the tile closes the run before it (tile 0's first head, the first of
+        // all, closes none): run `heads_before + i - 1`, whose value is the element before
+        // the head and whose length is the head's position less the run's start (the head
+        // before it, or the last start before the tile).
         let skip = tile0.select(1u32, 0u32);
-        let rank = k.map(&scanned, |s| (s >> 32u32).cast::<u32>() - skip.clone());
-        let lengths = k.map(&scanned, |s| {
-            let run_start = s.cast::<u32>().max(prefix.clone().cast::<u32>());
-            start.clone() + pos.clone() + 1u32 - run_start
+        let first_i = index::thread_rank() + skip;
+        k.for_range_step(first_i, heads_total.clone(), threads, |k, i| {
+            let head = start.clone() + at.read(i.clone());
+            let run_start = i.eq(0u32).select(
+                prefix.clone().cast::<u32>() - 1u32,
+                start.clone() + at.read(i.clone() - 1u32),
+            );
+            let run = heads_before.clone() + i - 1u32;
+            k.write(&unique, run.clone(), x.at(head.clone() - 1u32));
+            k.write(&counts, run, head - run_start);
         });
-        let closed = heads_total.clone() - skip.clone();
-        let to = heads_before.clone() + skip.clone() - 1u32;
-        let u = k.scatter(b, &prev, &rank, Scatter::striped(threads).flags(&closes));
-        let store = Store::striped()
-            .offset(to.clone())
-            .valid_items(closed.clone());
-        k.store_to(b, &unique, &u, store);
-        let c = k.scatter(b, &lengths, &rank, Scatter::striped(threads).flags(&closes));
-        let store = Store::striped().offset(to).valid_items(closed);
-        k.store_to(b, &counts, &c, store);
         // The last tile closes the last run and writes the number of runs.
-        let last = tile.eq(tiles - 1u32).and(&first);
-        k.if_(last, |k| {
-            let all = join(prefix.clone(), total.item(0));
+        let closing = tile.eq(tiles - 1u32).and(&first);
+        k.if_(closing, |k| {
+            let all = join(prefix.clone(), pair);
             let runs_total = (all.clone() >> 32u32).cast::<u32>();
             k.write(&runs, 0u32, runs_total.clone());
             let at = runs_total - 1u32;

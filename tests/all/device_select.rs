@@ -575,8 +575,8 @@ fn every_barrier_is_needed() {
     crate::common::assert_barriers_necessary(&kernel, run);
     assert_eq!(
         kernel.sync_blocks(),
-        0,
-        "the prefix's hand-off is a broadcast sum"
+        2,
+        "one barrier after the heads' positions are written, one after the prefix"
     );
 }
 
