@@ -24,16 +24,17 @@ use std::marker::PhantomData;
 /// The most blocks of the histogram's launch: each counts a run of consecutive tiles.
 const HISTOGRAM_BLOCKS: usize = 1024;
 
-/// The default tuning of a sort of keys of `dtype` alone: 384 threads × 16 items for keys of
-/// up to 4 bytes, 384 × 20 for 8-byte keys. On the H200 at 2^26 keys these were the fastest
-/// of 256×16, 256×20, 384×12, 384×16, 384×20, 512×12 and 512×16 (u32 keys: 34.5 G keys/s,
-/// 512×16 34.3, 256×16 31.3; u64 keys: 15.0, 256×20 14.5, 384×12 14.2).
+/// The default tuning of a sort of keys of `dtype` alone: 512 threads × 20 items for keys of
+/// up to 4 bytes, 384 × 20 for 8-byte keys. On the H200 at 2^28 keys, in one run beside CUB:
+/// u32 keys 44.2 G keys/s at 512×20 against 40.2 at 384×16 (CUB 42.3); u64 keys 15.5 at
+/// 384×16 against 13.9 at 512×20 (one block an SM), and 384×20 the fastest of seven tunings
+/// at 2^26 (15.0 G keys/s).
 ///
 /// ```
 /// use coopgraph::algorithms::{Tuning, default_sort_tuning};
 /// use coopgraph::ir::DType;
 ///
-/// assert_eq!(default_sort_tuning(DType::U32), Tuning { threads: 384, items: 16 });
+/// assert_eq!(default_sort_tuning(DType::U32), Tuning { threads: 512, items: 20 });
 /// assert_eq!(default_sort_tuning(DType::F64), Tuning { threads: 384, items: 20 });
 /// ```
 pub fn default_sort_tuning(dtype: DType) -> Tuning {
@@ -43,30 +44,29 @@ pub fn default_sort_tuning(dtype: DType) -> Tuning {
             items: 20,
         },
         _ => Tuning {
-            threads: 384,
-            items: 16,
+            threads: 512,
+            items: 20,
         },
     }
 }
 
-/// The default tuning of a sort of keys of `key` with values of `value`: 384 threads × 16
-/// items where both are of up to 4 bytes (on the H200 at 2^26 u32 pairs, 29.4 G keys/s, the
-/// fastest of the seven tunings [`default_sort_tuning`] lists; 512×16 29.2, 256×16 26.2),
-/// otherwise 384 × 12, which keeps the shared memory of a tile of 8-byte keys or values
-/// within three blocks an SM.
+/// The default tuning of a sort of keys of `key` with values of `value`: 512 threads × 20
+/// items where both are of up to 4 bytes (on the H200 at 2^28 u32 pairs, in one run beside
+/// CUB: 35.5 G keys/s against 31.8 at 384×16; CUB 36.0), otherwise 384 × 12, which keeps the
+/// shared memory of a tile of 8-byte keys or values within three blocks an SM.
 ///
 /// ```
 /// use coopgraph::algorithms::{Tuning, default_pairs_tuning};
 /// use coopgraph::ir::DType;
 ///
-/// assert_eq!(default_pairs_tuning(DType::U32, DType::F32), Tuning { threads: 384, items: 16 });
+/// assert_eq!(default_pairs_tuning(DType::U32, DType::F32), Tuning { threads: 512, items: 20 });
 /// assert_eq!(default_pairs_tuning(DType::U64, DType::U32), Tuning { threads: 384, items: 12 });
 /// ```
 pub fn default_pairs_tuning(key: DType, value: DType) -> Tuning {
     if key.bytes() <= 4 && value.bytes() <= 4 {
         Tuning {
-            threads: 384,
-            items: 16,
+            threads: 512,
+            items: 20,
         }
     } else {
         Tuning {

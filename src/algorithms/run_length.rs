@@ -262,7 +262,9 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
         // Each position's element before it: the tile's first gets the last element of the
         // tile before (tile 0's first position starts a run whatever it gets).
         let before = k.var(Expr::lit(T::default()));
-        k.if_(!tile0.clone(), |k| k.set(&before, x.at(start.clone() - 1u32)));
+        k.if_(!tile0.clone(), |k| {
+            k.set(&before, x.at(start.clone() - 1u32))
+        });
         let prev = k.shuffle_up(b, &loaded, Shuffle::new().edge(before.get()));
         let pos = index::thread_rank() * items + index::item();
         let heads = k.map2(&loaded, &prev, |v, p| {

@@ -578,6 +578,7 @@ fn every_barrier_is_needed() {
         2,
         "one barrier after the heads' positions are written, one after the prefix"
     );
+    crate::common::assert_sync_blocks_necessary(&kernel, run);
 }
 
 proptest::proptest! {
