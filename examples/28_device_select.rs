@@ -15,7 +15,8 @@
 //! read, each run's value and length and the count written), beside CUB's rows when
 //! `COOPGRAPH_CUB_CSV` names the CSV of `benches/cub/device.cu` from the same run. The counts
 //! stay on the device while timing, as CUB's do. With the argument `sweep` it also times (and
-//! checks) the `u32` selection, partition and encoding at several tunings. The process exits non-zero
+//! checks) the `u32` selection, partition and encoding at several tunings; `sweep-encode`
+//! sweeps the encoding alone. The process exits non-zero
 //! when any result is wrong.
 
 #[path = "support/bench.rs"]
@@ -24,7 +25,8 @@ mod bench;
 
 use bench::OrExit;
 use coopgraph::algorithms::{
-    DeviceRunLengthEncode, DeviceSelect, PredicateFn, Tuning, Workspace, default_tuning,
+    DeviceRunLengthEncode, DeviceSelect, PredicateFn, Tuning, Workspace, default_run_length_tuning,
+    default_tuning,
 };
 use coopgraph::ir::{DType, Expr};
 use coopgraph::runtime::{Buffer, Device, DeviceElement};
@@ -304,32 +306,37 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let rs = runs_u32(n);
-    let g = encode(&device, reps, &rs, wide)?;
+    let g = encode(&device, reps, &rs, default_run_length_tuning(DType::U32))?;
     report(
         "run_length_encode u32 (runs of 1..16)",
         g,
         Some(("device_run_length_encode", "u32", "encode")),
     );
 
-    if std::env::args().any(|a| a == "sweep") {
+    let sweep = std::env::args().any(|a| a == "sweep");
+    let sweep_encode = std::env::args().any(|a| a == "sweep-encode");
+    if sweep || sweep_encode {
         for (threads, items) in [
             (128, 16),
             (256, 8),
             (256, 12),
             (256, 16),
             (256, 24),
+            (256, 32),
             (512, 8),
             (512, 16),
         ] {
             let t = Tuning { threads, items };
-            let g = select(&thirty, false, below3.clone(), t)?;
-            report(
-                &format!("sweep: select_if u32 30% {threads}x{items}"),
-                g,
-                None,
-            );
-            let g = select(&case, true, even.clone(), t)?;
-            report(&format!("sweep: partition u32 {threads}x{items}"), g, None);
+            if sweep {
+                let g = select(&thirty, false, below3.clone(), t)?;
+                report(
+                    &format!("sweep: select_if u32 30% {threads}x{items}"),
+                    g,
+                    None,
+                );
+                let g = select(&case, true, even.clone(), t)?;
+                report(&format!("sweep: partition u32 {threads}x{items}"), g, None);
+            }
             let g = encode(&device, reps, &rs, t)?;
             report(
                 &format!("sweep: run_length_encode u32 {threads}x{items}"),

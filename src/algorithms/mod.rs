@@ -69,7 +69,7 @@ pub use autotune::{Tuned, sort_tuning_space, tuning_space};
 pub use element::ScanElement;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
-pub use run_length::{DeviceRunLengthEncode, PreparedRunLengthEncode};
+pub use run_length::{DeviceRunLengthEncode, PreparedRunLengthEncode, default_run_length_tuning};
 pub use scan::{DeviceScan, PreparedScan, ScanForm};
 pub use select::{DeviceSelect, PredicateFn, PreparedSelect, SelectKind};
 use tuning::chosen;

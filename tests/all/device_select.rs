@@ -365,6 +365,21 @@ fn default_tunings() {
         want_c[..],
         "default encode counts"
     );
+    // 32-bit elements encode in tiles of 512 × 16.
+    let zs = runs::<u32>(&mut rng, n, 40);
+    let z = dev.upload(&zs).expect("upload");
+    let (mut u, mut c) = (
+        dev.alloc_zeroed::<u32>(n).expect("alloc"),
+        dev.alloc_zeroed(n).expect("alloc"),
+    );
+    let r = coopgraph::algorithms::run_length_encode(dev, &z, &mut u, &mut c).expect("runs");
+    let (want_u, want_c) = encode_ref(&zs);
+    assert_same(
+        &u.to_vec().expect("read")[..r],
+        &want_u,
+        "default u32 encode",
+    );
+    assert_eq!(c.to_vec().expect("read")[..r], want_c[..], "u32 counts");
 }
 
 /// An empty input writes a count of 0 on the device too.
