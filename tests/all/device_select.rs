@@ -484,6 +484,28 @@ fn typed_errors() {
             items: 2
         }))
     ));
+    // A tile whose shared memory passes the block's limit is a typed error naming the source
+    // line when the kernel is built, not a failed launch.
+    let huge = Tuning {
+        threads: 1024,
+        items: 64,
+    };
+    let too_big = |e: Result<(), Error>| {
+        let text = e.expect_err("too much shared memory").to_string();
+        assert!(text.contains("shared") && text.contains(".rs:"), "{text}");
+    };
+    too_big(
+        DeviceRunLengthEncode::<u64>::new()
+            .tuning(huge)
+            .prepare(dev)
+            .map(drop),
+    );
+    too_big(
+        DeviceSelect::new(below::<u64>(3))
+            .tuning(huge)
+            .prepare(dev)
+            .map(drop),
+    );
 }
 
 /// Every kernel variant assembles for every arch.
