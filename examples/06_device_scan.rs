@@ -11,9 +11,14 @@
 //! and prints GB/s (2 · n · element bytes per scan) of both forms for `u32`, and of the
 //! single pass for `i32`, `u32`, `f32` and `u64`, beside `cub::DeviceScan::InclusiveSum` when
 //! `COOPGRAPH_CUB_CSV` names the CSV of `benches/cub/device.cu` from the same run, and beside
-//! the device-to-device copy. `COOPGRAPH_SCAN_SWEEP=1` also times (and checks) the single
-//! pass of `u32` at several tunings (threads × items), `COOPGRAPH_SCAN_SWEEP=64` that of
-//! `u64`. The process exits non-zero when any result is wrong.
+//! the device-to-device copy. It also runs a fused chain, `x * 3 + 1`, inclusive sum,
+//! `y * 2 + 1` on `u32` ([`DeviceScan::map_input`] and [`DeviceScan::map_output`]: one kernel,
+//! each element read once and written once), beside the same chain as CUB calls and map
+//! kernels and as CUB's scan through transform iterators (`benches/cub/fused_scan.cu`, whose
+//! CSV may be appended to device.cu's: `COOPGRAPH_CUB_CSV` reads every row of one file).
+//! `COOPGRAPH_SCAN_SWEEP=1` also times (and checks) the single pass of `u32` at several
+//! tunings (threads × items), `COOPGRAPH_SCAN_SWEEP=64` that of `u64`. The process exits
+//! non-zero when any result is wrong.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -208,6 +213,57 @@ fn single_pass<T: ScanElement>(
     Ok(Some(bench::gbps(2 * n * T::DTYPE.bytes() as usize, t)))
 }
 
+/// The fused chain's maps, as `benches/cub/fused_scan.cu` has them (wrapping).
+fn chain_in(v: u32) -> u32 {
+    v.wrapping_mul(3).wrapping_add(1)
+}
+
+fn chain_out(s: u32) -> u32 {
+    s.wrapping_mul(2).wrapping_add(1)
+}
+
+/// Runs `x * 3 + 1`, inclusive sum, `y * 2 + 1` on `u32` as one single-pass scan with both
+/// maps fused, checks it against the CPU's chain, and on a GPU returns its GB/s (each element
+/// read once and written once).
+fn fused_chain(
+    device: &Device,
+    n: usize,
+    reps: usize,
+) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    let (xs, _) = input::<u32>(n);
+    let x = device.upload(&xs)?;
+    let mut y = device.alloc_zeroed::<u32>(n)?;
+    let scan = DeviceScan::inclusive(Op::<u32>::sum())
+        .map_input(|v| v * 3u32 + 1u32)
+        .map_output(|s| s * 2u32 + 1u32)
+        .prepare(device)?;
+    let mut ws = Workspace::new(device)?;
+    let check = |y: &Buffer<u32>| -> Result<(), String> {
+        let got = y.to_vec().map_err(|e| e.to_string())?;
+        let mut acc = 0u32;
+        for (i, (&v, &g)) in xs.iter().zip(&got).enumerate() {
+            acc = acc.wrapping_add(chain_in(v));
+            if g != chain_out(acc) {
+                return Err(format!(
+                    "fused map->scan->map u32: element {i} is {g} instead of {}",
+                    chain_out(acc)
+                ));
+            }
+        }
+        Ok(())
+    };
+    scan.run(&x, &mut y, &mut ws)?;
+    check(&y)?;
+    if !device.is_cuda() {
+        return Ok(None);
+    }
+    let t = bench::time(device, reps, || {
+        scan.run(&x, &mut y, &mut ws).or_exit("fused scan")
+    });
+    check(&y)?;
+    Ok(Some(bench::gbps(2 * n * 4, t)))
+}
+
 /// Runs the example; an error is printed with its `Display` text (each cause once).
 fn main() -> std::process::ExitCode {
     match run() {
@@ -278,6 +334,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "single pass u64 {}x{}: {g:.0} GB/s; cub::DeviceScan::InclusiveSum u64: {c} GB/s; ratio {ratio}",
             wide.threads, wide.items
+        );
+    }
+
+    if let Some(g) = fused_chain(&device, n, reps)? {
+        let fused_key = |alg: &str| ("device_scan".into(), "u32".into(), alg.into(), 0, 0);
+        let (c3, r3) = bench::versus(g, cub.get(&fused_key("fused_map_scan_map_3calls")));
+        let (ci, ri) = bench::versus(g, cub.get(&fused_key("fused_map_scan_map_iterators")));
+        println!(
+            "fused map->scan->map u32: {g:.0} GB/s; CUB calls and map kernels: {c3} GB/s; ratio {r3}; CUB's scan through transform iterators: {ci} GB/s; ratio {ri}"
         );
     }
 

@@ -3,7 +3,7 @@
 #
 #   bash benches/cub/run.sh OUTDIR [n]
 #
-# Compiles copy.cu, reduce_scan.cu, device.cu and saxpy.cu into OUTDIR, runs them (n
+# Compiles each program below (copy.cu, reduce_scan.cu, device.cu, ...) into OUTDIR, runs them (n
 # elements, default 2^28), writes OUTDIR/cub_copy.csv,
 # OUTDIR/cub_reduce_scan.csv, OUTDIR/cub_device.csv and OUTDIR/cub_saxpy.csv, then prints them. Any
 # failure (nvcc missing, a compile error, a failed validation or CUDA error in
@@ -22,7 +22,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
   echo "error: nvcc not found on PATH" >&2
   exit 1
 fi
-progs=(copy reduce_scan device saxpy math compact sort merge_sort)
+progs=(copy reduce_scan device saxpy math compact sort merge_sort fused_scan)
 mkdir -p "$outdir"
 # Remove results of an earlier run first: if this run fails, no stale CSV
 # is left behind to be read as if it were fresh.
