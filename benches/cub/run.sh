@@ -22,7 +22,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
   echo "error: nvcc not found on PATH" >&2
   exit 1
 fi
-progs=(copy reduce_scan device saxpy math compact sort merge_sort fused_scan)
+progs=(copy reduce_scan device saxpy math compact sort merge_sort fused_scan run_length_decode)
 mkdir -p "$outdir"
 # Remove results of an earlier run first: if this run fails, no stale CSV
 # is left behind to be read as if it were fresh.

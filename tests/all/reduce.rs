@@ -487,3 +487,67 @@ fn inclusive(xs: &[u32]) -> Vec<u32> {
         })
         .collect()
 }
+
+/// A scan's aggregate under a built-in operator is the same at every rank of its group (a
+/// block's and a logical warp's), so a loop over it may hold the group's collectives; a user
+/// operator's aggregate may not steer one.
+#[test]
+fn scan_aggregates_of_built_in_operators_are_uniform_across_their_group() {
+    let build = |custom: bool, width: Option<u32>| {
+        let mut k = KernelBuilder::new("windows").block(64).items_per_thread(2);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let g: coopgraph::ir::Group = match width {
+            None => k.this_block(),
+            Some(w) => k.this_warp().group_by(w),
+        };
+        let t = k.load_from(g, &x, Load::direct());
+        let op = if custom {
+            coopgraph::ir::Scan::inclusive(Reduce::custom(true, |a, b| a + b))
+        } else {
+            coopgraph::ir::Scan::inclusive_sum()
+        };
+        let (_, total) = k.scan_with_aggregate(g, &t, op);
+        // One round per 4 of the group's total, each a collective over the group.
+        let acc = k.fill(0u32);
+        k.for_range_step(0u32, total.item(0), 4u32, |k, _| {
+            let s = k.scan(g, &t, coopgraph::ir::Scan::inclusive_sum());
+            let next = k.map2(&acc, &s, |a, s| a + s);
+            k.assign(&acc, &next);
+        });
+        k.store_to(g, &y, &acc, Store::direct());
+        k.build()
+    };
+    for width in [None, Some(16)] {
+        let Err(coopgraph::Error::Verify(e)) = build(true, width) else {
+            panic!("a user operator's aggregate steered a collective ({width:?})")
+        };
+        assert!(
+            e.errors.iter().any(|e| matches!(
+                e.kind,
+                coopgraph::ir::VerifyErrorKind::NonUniformCollective { .. }
+            )),
+            "{e}"
+        );
+        let kernel = build(false, width).expect("builds");
+        let dev = device();
+        let xs: Vec<u32> = (0..128).map(|i| i % 3).collect();
+        let x = dev.upload(&xs).expect("upload");
+        let mut y = dev.alloc_zeroed::<u32>(128).expect("alloc");
+        dev.compile(&kernel)
+            .expect("compiles")
+            .launch_grid(1, (&x, &mut y))
+            .expect("runs");
+        let got = y.to_vec().expect("read");
+        let group = width.map_or(128, |w| 2 * w as usize);
+        for (gi, chunk) in xs.chunks(group).enumerate() {
+            let total: u32 = chunk.iter().sum();
+            let rounds = total.div_ceil(4);
+            let want: Vec<u32> = inclusive(chunk).iter().map(|s| s * rounds).collect();
+            assert_eq!(
+                &got[gi * group..(gi + 1) * group],
+                &want[..],
+                "{width:?} group {gi}"
+            );
+        }
+    }
+}

@@ -321,6 +321,20 @@ fn uniformity(
         {
             *slot = Some(Uniformity(width.clamp(1, 32)));
         }
+        // So does a scan's aggregate (the group's total at every rank) under a built-in
+        // operator: every rank folds the same totals in the same order, or takes the total
+        // from one lane or one shared slot. A user operator may read thread-varying values
+        // beside its operands, so its aggregate is taken as varying.
+        if let OpKind::Scan(s) = &op.kind
+            && !matches!(s.op, ReduceOp::Custom { .. })
+            && let Some(slot) = s.aggregate.and_then(|d| voted.get_mut(d.index()))
+        {
+            *slot = match ir.groups.get(s.group.index()).map(|g| g.kind) {
+                Some(GroupKind::Block) => Some(Uniformity::BLOCK),
+                Some(GroupKind::LogicalWarp { width }) => Some(Uniformity(width.clamp(1, 32))),
+                _ => None,
+            };
+        }
         // A broadcast reduction gives every rank of its group the same result.
         if let OpKind::Reduce(r) = &op.kind
             && r.broadcast
