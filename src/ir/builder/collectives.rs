@@ -409,7 +409,9 @@ impl KernelBuilder {
     }
 
     /// As [`scan`](Self::scan), also returning the group's total (without the initial value)
-    /// at every rank, as a one-item payload.
+    /// at every rank, as a one-item payload. Under a built-in operator the verifier takes the
+    /// total as uniform across the group, so a branch or a loop on it may hold the group's
+    /// collectives (a user operator's total may not steer one).
     ///
     /// ```
     /// use coopgraph::ir::Scan;
