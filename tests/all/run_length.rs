@@ -304,3 +304,63 @@ fn controls_that_do_not_fit_are_reported_at_the_users_line() {
     });
     assert_eq!(p, PrimitiveProblem::DecodedItems { items: 0, max: 64 });
 }
+
+/// The whole decoded sequence, window after window until the runs' total (a loop bounded by
+/// the block scan's aggregate, which the verifier takes as uniform, holding the decodes), in
+/// blocks of several sizes: every item against the CPU's expansion, race-free, and assembled
+/// for every arch.
+#[test]
+fn decoding_window_after_window_until_the_total() {
+    let checked = race_checker();
+    let mut batch = Batch::default();
+    let mut rng = Rng::new(0x7d1);
+    for (block, runs, items) in [(16u32, 3u32, 2u32), (64, 2, 5), (96, 4, 3)] {
+        let mut k = KernelBuilder::new(format!("rld_until_total_{block}_{runs}_{items}"))
+            .block(block)
+            .items_per_thread(runs);
+        let (v, l) = (k.input::<u32>("values"), k.input::<u32>("lengths"));
+        let y = k.output::<u32>("y");
+        let b = k.this_block();
+        let values = k.load_from(b, &v, Load::direct());
+        let lengths = k.load_from(b, &l, Load::direct());
+        let decoder = k.run_lengths(b, &values, &lengths);
+        let total = decoder.total();
+        let window = block * items;
+        k.for_range_step(0u32, total.clone(), window, |k, from| {
+            let d = k.run_length_decode(&decoder, items, from.clone());
+            let store = Store::direct()
+                .offset(from.clone())
+                .valid_items(total.clone() - from);
+            k.store_to(b, &y, &d.items, store);
+        });
+        let kernel = k.build().expect("builds");
+        batch.add(&kernel);
+        let n = (block * runs) as usize;
+        let ls: Vec<u32> = (0..n).map(|_| (rng.next() % 9) as u32).collect();
+        let vs: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+        let want: Vec<u32> = vs
+            .iter()
+            .zip(&ls)
+            .flat_map(|(&v, &l)| std::iter::repeat_n(v, l as usize))
+            .collect();
+        let (vb, lb) = (
+            checked.upload(&vs).expect("upload"),
+            checked.upload(&ls).expect("upload"),
+        );
+        let mut yb = checked
+            .alloc_zeroed::<u32>(want.len().max(1))
+            .expect("alloc");
+        checked
+            .compile(&kernel)
+            .expect("compiles")
+            .launch_grid(1, (&vb, &lb, &mut yb))
+            .expect("race-free");
+        assert_eq!(
+            yb.to_vec().expect("read")[..want.len()],
+            want[..],
+            "{}",
+            kernel.name()
+        );
+    }
+    batch.finish();
+}
