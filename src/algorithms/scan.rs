@@ -291,7 +291,14 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
         ScanForm::Inclusive => "inclusive",
         ScanForm::Exclusive { .. } => "exclusive",
     };
-    let name = format!("device_scan_{form}_{}_{threads}x{items}", T::DTYPE);
+    // Fused maps show in the name, so a profiler tells the kernel from the plain scan's.
+    let maps = match (scan.map_in.is_some(), scan.map_out.is_some()) {
+        (false, false) => "",
+        (true, false) => "_map_in",
+        (false, true) => "_map_out",
+        (true, true) => "_map_in_out",
+    };
+    let name = format!("device_scan_{form}{maps}_{}_{threads}x{items}", T::DTYPE);
     let mut k = KernelBuilder::new(name)
         .block(threads)
         .items_per_thread(items);
