@@ -4,17 +4,18 @@
 //! own). One block per tile, from the workspace's counter. The block loads its tile, shifts
 //! it up by one position (the tile's first position gets the element before the tile, read
 //! from global memory) and flags in registers each run's head: a position whose element
-//! differs from the one before it. One block scan of `(heads, run start + 1)` pairs (sums of
-//! the one, maxima of the other) gives each position the heads before it in the tile and the
-//! start of the tile's last run before it.
+//! differs from the one before it. One block sum scan ranks the heads, and each head writes
+//! its position to its rank in shared memory.
 //!
-//! The same pair, the tile's aggregate, is what crosses tiles (64 bits, heads above): the
-//! look-back of `lookback.rs` finds the tile's exclusive pair. Each head then closes the run
-//! before it, as `cub::DeviceRunLengthEncode::Encode`'s reduce-by-key does: that run's value
-//! is the element before the head (the shifted tile holds it) and its length the head's
-//! position less the run's start. Values and lengths are scattered to their ranks in shared
-//! memory and written striped (coalesced). The last tile closes the last run and writes the
-//! number of runs.
+//! What crosses tiles is the pair (heads, start of the last run plus one), the tile's own
+//! read from the positions: 64 bits, heads above, sums of the one and maxima of the other.
+//! The look-back of `lookback.rs` finds the tile's exclusive pair. The threads then take the
+//! tile's heads in turn, and each head closes the run before it, as
+//! `cub::DeviceRunLengthEncode::Encode`'s reduce-by-key does: that run's value is the element
+//! before the head (read back from the input) and its length the head's position less the
+//! position before it (or the last run start before the tile). Only the tile's runs are
+//! touched after the scan, not every slot of it. The last tile closes the last run and
+//! writes the number of runs.
 
 use super::lookback::{LookBack, take_tile};
 use super::scan::check_tuning;
@@ -235,8 +236,8 @@ impl<T: DeviceElement> PreparedRunLengthEncode<T> {
     }
 }
 
-/// The pair carried from tile to tile and scanned within one: heads (high half) add, run
-/// starts plus one (low half) take the maximum. 0 is its identity.
+/// The pair carried from tile to tile: heads (high half) add, run starts plus one (low half)
+/// take the maximum. 0 is its identity.
 fn join(a: Expr<u64>, b: Expr<u64>) -> Expr<u64> {
     let heads = (a.clone() >> 32u32) + (b.clone() >> 32u32);
     let start = a.cast::<u32>().max(b.cast::<u32>());

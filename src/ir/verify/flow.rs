@@ -306,7 +306,7 @@ fn uniformity(
 ) -> Vec<Uniformity> {
     let nodes = ir.exprs.nodes();
     // A tile's vote (and `match_all`) gives every thread of the tile the same result: the
-    // verifier has every thread of the tile run it. So does a broadcast reduction.
+    // verifier has every thread of the tile run it.
     let mut voted = vec![None; ir.datas.len()];
     for op in &ir.ops {
         if let OpKind::Lanes(l) = &op.kind
@@ -321,26 +321,22 @@ fn uniformity(
         {
             *slot = Some(Uniformity(width.clamp(1, 32)));
         }
-        // So does a scan's aggregate (the group's total at every rank) under a built-in
-        // operator: every rank folds the same totals in the same order, or takes the total
-        // from one lane or one shared slot. A user operator may read thread-varying values
-        // beside its operands, so its aggregate is taken as varying.
-        if let OpKind::Scan(s) = &op.kind
-            && !matches!(s.op, ReduceOp::Custom { .. })
-            && let Some(slot) = s.aggregate.and_then(|d| voted.get_mut(d.index()))
+        // A broadcast reduction gives every rank of its group the same result; so does a
+        // scan's aggregate (the group's total at every rank) under a built-in operator:
+        // every rank folds the same totals in the same order, or takes the total from one
+        // lane or one shared slot. A user operator may read thread-varying values beside its
+        // operands, so its aggregate is taken as varying.
+        let whole_group = match &op.kind {
+            OpKind::Reduce(r) if r.broadcast => Some((r.group, r.dst)),
+            OpKind::Scan(s) if !matches!(s.op, ReduceOp::Custom { .. }) => {
+                s.aggregate.map(|a| (s.group, a))
+            }
+            _ => None,
+        };
+        if let Some((group, data)) = whole_group
+            && let Some(slot) = voted.get_mut(data.index())
         {
-            *slot = match ir.groups.get(s.group.index()).map(|g| g.kind) {
-                Some(GroupKind::Block) => Some(Uniformity::BLOCK),
-                Some(GroupKind::LogicalWarp { width }) => Some(Uniformity(width.clamp(1, 32))),
-                _ => None,
-            };
-        }
-        // A broadcast reduction gives every rank of its group the same result.
-        if let OpKind::Reduce(r) = &op.kind
-            && r.broadcast
-            && let Some(slot) = voted.get_mut(r.dst.index())
-        {
-            *slot = match ir.groups.get(r.group.index()).map(|g| g.kind) {
+            *slot = match ir.groups.get(group.index()).map(|g| g.kind) {
                 Some(GroupKind::Block) => Some(Uniformity::BLOCK),
                 Some(GroupKind::LogicalWarp { width }) => Some(Uniformity(width.clamp(1, 32))),
                 _ => None,
