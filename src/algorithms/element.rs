@@ -8,8 +8,8 @@ mod sealed {
 }
 
 /// An element type the device-wide algorithms take: `u32`, `i32`, `f32` (whose values share a
-/// 64-bit tile status word with the status) and `u64`, `i64`, `f64` (whose values are kept
-/// beside the status word, written before it with release and read after it with acquire).
+/// 64-bit tile status word with the status) and `u64`, `i64`, `f64` (whose values are published
+/// in two halves, each in a word of its own beside a copy of the status).
 ///
 /// ```
 /// use coopgraph::algorithms::ScanElement;

@@ -5,25 +5,36 @@
 //! aggregate, looks back for the nearest predecessor that has published an inclusive prefix
 //! (folding the aggregates in between), and publishes its own inclusive prefix.
 //!
-//! Status words: `(epoch << 2) | kind` in 32 bits. For 32-bit elements the status is the high
-//! half of one 64-bit word whose low half is the value, written and read by single atomics
-//! (relaxed: the value travels in the same word). For 64-bit elements the status is a word of
-//! its own and the values sit in two slots per tile (aggregate, inclusive), each written
-//! before its status is exchanged with release and read after the status is read with
-//! acquire. Status words are read with atomic loads (`ld.relaxed`, or `ld.acquire` where the
-//! value sits apart), which spare the look-back's reads the trip through the L2's atomic
-//! units an `add` of 0 would take.
+//! Every published word carries its own flag, `(epoch << 2) | kind` in its high 32 bits, so a
+//! word read whole is its own proof of what it holds, and no release or acquire orders a value
+//! against a status. For 32-bit elements the low half is the value: tile `t`'s word is word
+//! `1 + t` of the status buffer, written and read by single relaxed atomics. A 64-bit value
+//! does not fit beside its flag, so it is published in halves: tile `t` has four words from
+//! word `1 + 4t` (the aggregate's low and high halves, then the inclusive prefix's), each
+//! `(flag << 32) | half`. A reader takes all four with independent relaxed loads — one trip
+//! through the L2, where a status read then a dependent value read took two — and takes a value
+//! only when both its halves carry this call's flag of that kind (a value half written reads
+//! as not yet published, and the next poll sees it whole). The status buffer holds nothing but
+//! such flagged words (and the counter), so no other call's data can pass for a status. Words
+//! are read with atomic loads (`ld.relaxed`), which spare the look-back's reads the trip
+//! through the L2's atomic units an `add` of 0 would take.
 
 use super::{Op, ScanElement};
 use crate::KernelBuilder;
-use crate::ir::{
-    Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, SharedArray, Var, index,
-};
+use crate::ir::{Atomic, Buffer as IrBuffer, Expr, Reduce, Scalar, SharedArray, Var, index};
 
 /// A tile that has published its aggregate only.
 pub(super) const AGGREGATE: u32 = 1;
 /// A tile that has published its inclusive prefix.
 pub(super) const INCLUSIVE: u32 = 2;
+/// Status words a tile of 64-bit elements takes: an aggregate and an inclusive prefix, each
+/// in two halves.
+pub(super) const WIDE_WORDS: usize = 4;
+
+/// Status words (less the counter) the look-back of `tiles` tiles of `T` takes.
+pub(super) fn status_words<T: ScanElement>(tiles: usize) -> usize {
+    if T::WIDE { WIDE_WORDS * tiles } else { tiles }
+}
 /// The back-off of warp 0 while a predecessor in its window has not published, in ns.
 pub(super) const BACKOFF_NS: u32 = 100;
 
@@ -44,12 +55,10 @@ pub(super) fn take_tile(
     k.reduce(b, &ticket, Reduce::sum().broadcast()).item(0)
 }
 
-/// What the look-back needs: the operator, the status and value words, the call's epoch and
-/// the tile.
+/// What the look-back needs: the operator, the status words, the call's epoch and the tile.
 pub(super) struct LookBack<'a, T: ScanElement> {
     pub(super) op: &'a Op<T>,
     pub(super) status: &'a IrBuffer<u64>,
-    pub(super) values: Option<&'a IrBuffer<u64>>,
     pub(super) epoch: &'a Scalar<u32>,
     pub(super) tile: Expr<u32>,
 }
@@ -58,26 +67,47 @@ impl<T: ScanElement> LookBack<'_, T> {
     /// Tile `tile` publishes `value` as `kind` (from one thread).
     pub(super) fn publish(&self, k: &mut KernelBuilder, kind: u32, value: Expr<T>) {
         let flag = (self.epoch.expr() << 2u32) | kind;
-        let at = self.tile.clone() + 1u32;
-        match self.values {
-            None => {
-                let word = (flag.cast::<u64>() << 32u32) | T::pack(&value);
-                k.atomic(self.status, at, Atomic::exch(word));
-            }
-            Some(values) => {
-                let slot = self.tile.clone() * 2u32 + (kind - 1);
-                k.write(values, slot, T::pack(&value));
-                let release = Atomic::exch(flag.cast::<u64>()).order(MemoryOrder::Release);
-                k.atomic(self.status, at, release);
-            }
+        let flag = flag.cast::<u64>() << 32u32;
+        if T::WIDE {
+            let bits = T::pack(&value);
+            let slot = self.tile.clone() * WIDE_WORDS as u32 + (1 + (kind - 1) * 2);
+            let low = flag.clone() | (bits.clone() & 0xffff_ffffu64);
+            let high = flag | (bits >> 32u32);
+            k.atomic(self.status, slot.clone(), Atomic::exch(low));
+            k.atomic(self.status, slot + 1u32, Atomic::exch(high));
+        } else {
+            let word = flag | T::pack(&value);
+            k.atomic(self.status, self.tile.clone() + 1u32, Atomic::exch(word));
         }
     }
 
-    /// The status half of a status word.
-    fn status_of(&self, word: Expr<u64>) -> Expr<u32> {
-        match self.values {
-            None => (word >> 32u32).cast::<u32>(),
-            Some(_) => word.cast::<u32>(),
+    /// What lane's predecessor `pred` has published, read once: its kind (0 while it has
+    /// published nothing of this call) and its value's bits.
+    fn poll(&self, k: &mut KernelBuilder, pred: &Expr<u32>) -> (Expr<u32>, Expr<u64>) {
+        let load = |k: &mut KernelBuilder, at: Expr<u32>| k.atomic(self.status, at, Atomic::load());
+        let flag = |kind: u32| (self.epoch.expr() << 2u32) | kind;
+        let flag_of = |w: &Expr<u64>| (w.clone() >> 32u32).cast::<u32>();
+        if !T::WIDE {
+            let word = load(k, pred.clone() + 1u32);
+            let st = flag_of(&word);
+            let current = (st.clone() >> 2u32).eq(self.epoch.expr());
+            (current.select(st & 3u32, 0u32), word)
+        } else {
+            let at = pred.clone() * WIDE_WORDS as u32 + 1u32;
+            let words: Vec<Expr<u64>> = (0..WIDE_WORDS as u32)
+                .map(|w| load(k, at.clone() + w))
+                .collect();
+            let whole = |lo: &Expr<u64>, hi: &Expr<u64>, kind: u32| {
+                let ok = flag_of(lo).eq(flag(kind)).and(&flag_of(hi).eq(flag(kind)));
+                let bits = (hi.clone() << 32u32) | (lo.clone() & 0xffff_ffffu64);
+                (ok, bits)
+            };
+            let (aggregate, a) = whole(&words[0], &words[1], AGGREGATE);
+            let (inclusive, i) = whole(&words[2], &words[3], INCLUSIVE);
+            let kind = inclusive
+                .clone()
+                .select(INCLUSIVE, aggregate.select(AGGREGATE, 0u32));
+            (kind, inclusive.select(i, a))
         }
     }
 
@@ -123,10 +153,6 @@ impl<T: ScanElement> LookBack<'_, T> {
     pub(super) fn look_back(&self, k: &mut KernelBuilder, prefix: &Var<T>) {
         let warp = k.this_warp();
         let lane = index::lane();
-        let order = match self.values {
-            None => MemoryOrder::Relaxed,
-            Some(_) => MemoryOrder::Acquire,
-        };
         // The window is the 32 tiles before `end`, lane i reading tile end - 1 - i.
         let end = k.var(self.tile.clone());
         let found = k.var(0u32);
@@ -134,41 +160,26 @@ impl<T: ScanElement> LookBack<'_, T> {
         k.while_(found.get().eq(0u32), |k| {
             let in_range = lane.lt(end.get());
             let pred = end.get() - 1u32 - lane.clone();
+            let kind = k.var(0u32);
             let word = k.var(0u64);
             let pending = k.var(1u32);
             k.while_(pending.get().ne(0u32), |k| {
                 k.if_(in_range.clone(), |k| {
-                    let w = k.atomic(
-                        self.status,
-                        pred.clone() + 1u32,
-                        Atomic::load().order(order),
-                    );
-                    k.set(&word, w);
+                    let (got, bits) = self.poll(k, &pred);
+                    k.set(&kind, got);
+                    k.set(&word, bits);
                 });
-                let st = self.status_of(word.get());
-                let published = (st.clone() >> 2u32)
-                    .eq(self.epoch.expr())
-                    .and(&(st & 3u32).ne(0u32));
+                let published = kind.get().ne(0u32);
                 let waiting = k.any(warp, in_range.clone().and(&!published));
                 k.set(&pending, waiting.select(1u32, 0u32));
                 k.if_(waiting, |k| k.nanosleep(BACKOFF_NS));
             });
-            let st = self.status_of(word.get());
-            let inclusive = in_range.and(&(st.clone() & 3u32).eq(INCLUSIVE));
+            let inclusive = in_range.clone().and(&kind.get().eq(INCLUSIVE));
             let bits = k.ballot(warp, inclusive);
             let lowest = bits.clone() & (Expr::lit(0u32) - bits.clone());
             let last = bits.eq(0u32).select(31u32, Expr::lit(31u32) - lowest.clz());
             let v = k.var(Expr::lit(T::default()));
-            k.if_(in_range.clone(), |k| {
-                let value = match self.values {
-                    None => T::unpack(&word.get()),
-                    Some(values) => {
-                        let slot = pred.clone() * 2u32 + ((st & 3u32) - 1u32);
-                        T::unpack(&values.at(slot))
-                    }
-                };
-                k.set(&v, value);
-            });
+            k.if_(in_range.clone(), |k| k.set(&v, T::unpack(&word.get())));
             // Fold lanes 0..=last, higher lanes (earlier tiles) first.
             for off in [1u32, 2, 4, 8, 16] {
                 let other = k.shfl_down(warp, v.get(), off);

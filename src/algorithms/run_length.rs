@@ -17,7 +17,7 @@
 //! touched after the scan, not every slot of it. The last tile closes the last run and
 //! writes the number of runs.
 
-use super::lookback::{LookBack, take_tile};
+use super::lookback::{LookBack, WIDE_WORDS, take_tile};
 use super::scan::check_tuning;
 use super::select::{CountTo, counted_launch};
 use super::{Op, Tuning, Workspace};
@@ -216,14 +216,13 @@ impl<T: DeviceElement> PreparedRunLengthEncode<T> {
             to,
             ws,
             |ws, runs, tiles| {
-                let (ticket, status, values) = ws.begin(tiles, 2 * tiles)?;
+                let (ticket, status, _) = ws.begin(WIDE_WORDS * tiles, 1)?;
                 let mut args = ArgList::new();
                 args.push(x)
                     .push(&mut *unique)
                     .push(&mut *counts)
                     .push(n as u32)
                     .push(&mut *status)
-                    .push(&mut *values)
                     .push(ticket.epoch)
                     .push(ticket.base)
                     .push(&mut *runs);
@@ -255,7 +254,7 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
     let x = k.input::<T>("x");
     let (unique, counts) = (k.output::<T>("unique"), k.output::<u32>("counts"));
     let n = k.scalar::<u32>("n");
-    let (status, values) = (k.buffer::<u64>("status"), k.buffer::<u64>("values"));
+    let status = k.buffer::<u64>("status");
     let (epoch, base) = (k.scalar::<u32>("epoch"), k.scalar::<u64>("base"));
     let runs = k.output::<u32>("runs");
     let b = k.this_block();
@@ -268,7 +267,6 @@ fn build<T: DeviceElement>(tuning: Tuning) -> Result<Kernel, Error> {
     let look = LookBack {
         op: &op,
         status: &status,
-        values: Some(&values),
         epoch: &epoch,
         tile: tile.clone(),
     };

@@ -23,7 +23,7 @@
 //!
 //! The tile ticket, the status words and the look-back itself are in `lookback.rs`.
 
-use super::lookback::{LookBack, take_tile};
+use super::lookback::{LookBack, status_words, take_tile};
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
 use crate::ir::{Expr, Scalar, Scan, Shuffle, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, Function};
@@ -239,13 +239,9 @@ impl<T: ScanElement> PreparedScan<T> {
             return Ok(());
         }
         let tiles = n.div_ceil(tile);
-        let values = if T::WIDE { 2 * tiles } else { 1 };
-        let (ticket, status, vals) = ws.begin(tiles, values)?;
+        let (ticket, status, _) = ws.begin(status_words::<T>(tiles), 1)?;
         let mut args = ArgList::new();
         args.push(x).push(&mut *y).push(n as u32).push(&mut *status);
-        if T::WIDE {
-            args.push(&mut *vals);
-        }
         args.push(ticket.epoch).push(ticket.base);
         if let Some(initial) = self.initial {
             args.push(initial);
@@ -304,11 +300,6 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
         .items_per_thread(items);
     let (x, y, n) = (k.input::<T>("x"), k.output::<T>("y"), k.scalar::<u32>("n"));
     let status = k.buffer::<u64>("status");
-    let values = if T::WIDE {
-        Some(k.buffer::<u64>("values"))
-    } else {
-        None
-    };
     let (epoch, base) = (k.scalar::<u32>("epoch"), k.scalar::<u64>("base"));
     let initial = match scan.form {
         ScanForm::Inclusive => None,
@@ -321,7 +312,6 @@ fn build<T: ScanElement>(scan: &DeviceScan<T>, tuning: Tuning) -> Result<Kernel,
     let look = LookBack {
         op: &scan.op,
         status: &status,
-        values: values.as_ref(),
         epoch: &epoch,
         tile: tile.clone(),
     };

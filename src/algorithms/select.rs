@@ -459,7 +459,6 @@ fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kern
     let look = LookBack {
         op: &sum,
         status: &status,
-        values: None,
         epoch: &epoch,
         tile: tile.clone(),
     };

@@ -589,8 +589,8 @@ fn every_barrier_is_needed() {
         let x = dev.upload(&ys)?;
         let mut u = dev.alloc_zeroed::<u32>(n)?;
         let mut c = dev.alloc_zeroed::<u32>(n)?;
-        let mut status = dev.alloc_zeroed::<u64>(8)?;
-        let mut values = dev.alloc_zeroed::<u64>(8)?;
+        // The counter and four status words a tile (the pair is 64 bits, published in halves).
+        let mut status = dev.alloc_zeroed::<u64>(1 + 4 * 3)?;
         let mut runs = dev.alloc_zeroed::<u32>(1)?;
         let args = (
             &x,
@@ -598,7 +598,6 @@ fn every_barrier_is_needed() {
             &mut c,
             n as u32,
             &mut status,
-            &mut values,
             1u32,
             0u64,
             &mut runs,
