@@ -7,8 +7,9 @@ use crate::runtime::{Buffer, Device};
 /// The largest epoch a status word holds (30 bits); past it the status words are cleared.
 const MAX_EPOCH: u32 = (1 << 30) - 1;
 
-/// Device memory the algorithms work in: the scan's tile counter and tile status words, the
-/// values beside them for 64-bit elements, and the reduction's per-tile partials. It grows
+/// Device memory the algorithms work in: the scan's tile counter and tile status words (four a
+/// tile for 64-bit elements, whose values are published in halves beside their status), and
+/// the reduction's per-tile partials and the sort's digit counts. It grows
 /// to what a call needs and is kept for the next one; a caller running many calls keeps one
 /// and passes it each time (the convenience functions make a fresh one per call).
 ///
@@ -37,10 +38,10 @@ const MAX_EPOCH: u32 = (1 << 30) - 1;
 #[derive(Debug)]
 pub struct Workspace {
     device: Device,
-    /// Word 0: the tile counter; word `1 + t`: tile `t`'s status.
+    /// Word 0: the tile counter; then the tiles' status words (one a tile, or four for 64-bit
+    /// elements).
     status: Buffer<u64>,
-    /// Two words per tile (aggregate, inclusive prefix) for 64-bit elements; the
-    /// reduction's partials and result.
+    /// The reduction's partials and result, the sort's digit counts.
     values: Buffer<u64>,
     /// The word a call that returns a count to the host has it written to (made on first
     /// use).
@@ -98,8 +99,9 @@ impl Workspace {
     /// let mut y = device.alloc_zeroed::<u64>(9000)?;
     /// let scan = coopgraph::algorithms::DeviceScan::inclusive(coopgraph::algorithms::Op::sum());
     /// scan.prepare(&device)?.run(&x, &mut y, &mut ws)?;
-    /// // Three tiles of 4096: four status words, six value words (rounded up to powers of two).
-    /// assert_eq!(ws.bytes(), 8 * (4 + 8));
+    /// // Three tiles of 4096 64-bit elements: the counter and four status words a tile (13,
+    /// // rounded up to a power of two), and the one value word it started with.
+    /// assert_eq!(ws.bytes(), 8 * (16 + 1));
     /// # Ok::<(), coopgraph::Error>(())
     /// ```
     pub fn bytes(&self) -> usize {
