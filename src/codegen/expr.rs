@@ -382,9 +382,9 @@ impl Emitter<'_> {
                 });
             }
             ExprKind::Cmp(c, a, b) => {
-                let d = self.ir.expr(*a).ty.dtype().unwrap_or(DType::U32);
-                let ra = self.eval(*a, ctx, memo);
-                let rb = self.eval(*b, ctx, memo);
+                let (a, b, d) = self.narrowed_comparison(*a, *b);
+                let ra = self.eval(a, ctx, memo);
+                let rb = self.eval(b, ctx, memo);
                 self.compare_into(p, *c, d, ra, rb);
             }
             ExprKind::Unary(U::Not, a) => {
@@ -538,8 +538,13 @@ impl Emitter<'_> {
             }
             ExprKind::Binary(op, a, b) => {
                 let ra = self.eval(*a, ctx, memo);
-                let rb = self.eval(*b, ctx, memo);
-                self.binary(d, *op, ra, rb)
+                match self.power_of_two_divisor(d, *op, *b) {
+                    Some(n) => self.divide_by_power_of_two(d, *op, ra, n),
+                    None => {
+                        let rb = self.eval(*b, ctx, memo);
+                        self.binary(d, *op, ra, rb)
+                    }
+                }
             }
             ExprKind::Unary(op, a) => {
                 let src = self.ir.expr(*a).ty.dtype().unwrap_or(d);
@@ -673,6 +678,34 @@ impl Emitter<'_> {
         if wraps && d.is_int() {
             self.normalize(d, r);
         }
+        r
+    }
+
+    /// The divisor of an unsigned `/` or `%` by a constant power of two (`x / 32`, a logical
+    /// warp's `thread_rank() % 16`), which `divide_by_power_of_two` turns into a shift or a
+    /// mask. ptxas keeps its general division sequence (a dozen instructions, through a float
+    /// reciprocal) for a divisor it is handed in a register, even a constant one.
+    fn power_of_two_divisor(&self, d: DType, op: B, b: ExprId) -> Option<i64> {
+        if !matches!(op, B::Div | B::Rem) || !matches!(d, DType::U32 | DType::U64) {
+            return None;
+        }
+        match self.ir.expr(b).kind {
+            ExprKind::Const(c) if c.is_power_of_two() && c <= i64::MAX as u64 => Some(c as i64),
+            _ => None,
+        }
+    }
+
+    /// `a / n` or `a % n` for a power of two `n`, as the shift or mask the emitter makes of a
+    /// division by an immediate.
+    fn divide_by_power_of_two(&mut self, d: DType, op: B, a: Reg, n: i64) -> Reg {
+        let r = self.reg(class(d));
+        self.op(Op::Bin {
+            op: if op == B::Div { BinOp::Div } else { BinOp::Rem },
+            ty: arith_ty(d),
+            dst: r,
+            a: a.into(),
+            b: Operand::Imm(n),
+        });
         r
     }
 
@@ -823,6 +856,37 @@ impl Emitter<'_> {
         });
         self.normalize(d, r);
         r
+    }
+
+    /// The operands and dtype a comparison of `a` and `b` is made in. Two 64-bit integers
+    /// that are both widened from 32-bit integers of one dtype compare as the 32-bit values
+    /// (what `a.cast::<u64>().lt(b.cast::<u64>())` asks, a common way to write a key order):
+    /// one 32-bit `setp` where ptxas keeps a compare of the high halves too. Zero-extended
+    /// `u32`s order as `u32`s in `u64` and `i64` alike; sign-extended `i32`s order as `i32`s
+    /// in `i64` and, by their bits, as `u32`s in `u64` (the negative ones sit above the others
+    /// in both).
+    fn narrowed_comparison(&self, a: ExprId, b: ExprId) -> (ExprId, ExprId, DType) {
+        let d = self.ir.expr(a).ty.dtype().unwrap_or(DType::U32);
+        let widened = |e: ExprId| match &self.ir.expr(e).kind {
+            ExprKind::Cast(x) => match self.ir.expr(*x).ty {
+                VType::D(s @ (DType::U32 | DType::I32)) => Some((*x, s)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if !matches!(d, DType::U64 | DType::I64) {
+            return (a, b, d);
+        }
+        match (widened(a), widened(b)) {
+            (Some((x, s)), Some((y, t))) if s == t => {
+                let narrow = match (s, d) {
+                    (DType::I32, DType::I64) => DType::I32,
+                    _ => DType::U32,
+                };
+                (x, y, narrow)
+            }
+            _ => (a, b, d),
+        }
     }
 
     /// `p = a c b` over values of `d` (ordered for floats, but `!=`).

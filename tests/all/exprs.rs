@@ -397,3 +397,164 @@ fn item_of_converted_operand_reads_its_own_slots() {
         .collect();
     assert_same(&zb.to_vec().expect("download"), &want, "item_of_converted");
 }
+
+/// The six comparisons of `a` and `b` as one code, bit `i` for the `i`th of `==`, `!=`, `<`,
+/// `<=`, `>`, `>=`.
+fn comparison_code<T: coopgraph::ir::Element>(a: Expr<T>, b: Expr<T>) -> Expr<u32> {
+    let bits = [a.eq(&b), a.ne(&b), a.lt(&b), a.le(&b), a.gt(&b), a.ge(&b)];
+    bits.into_iter()
+        .enumerate()
+        .fold(Expr::lit(0u32), |acc, (i, p)| {
+            acc | (p.to::<u32>() << i as u32)
+        })
+}
+
+/// The same code on the host.
+fn comparison_code_ref<T: PartialOrd>(a: T, b: T) -> u32 {
+    [a == b, a != b, a < b, a <= b, a > b, a >= b]
+        .into_iter()
+        .enumerate()
+        .fold(0, |acc, (i, p)| acc | (u32::from(p) << i))
+}
+
+/// 64-bit comparisons of two widened 32-bit integers compare the 32-bit values (one 32-bit
+/// `setp`): zero-extended `u32`s and sign-extended `i32`s, as `u64` and as `i64`, give Rust's
+/// answers at the edges (0, 1, the sign boundary, the maxima, equal pairs) and at random.
+#[test]
+fn comparisons_of_widened_32_bit_integers() {
+    let mut rng = Rng::new(0xC0);
+    let edges = [
+        0u32,
+        1,
+        0x7fff_ffff,
+        0x8000_0000,
+        0x8000_0001,
+        u32::MAX,
+        u32::MAX - 1,
+    ];
+    let mut xs = inputs::<u32>(&mut rng, &edges);
+    let mut ys = inputs::<u32>(&mut rng, &edges);
+    // Every pair of edges, and equal pairs.
+    for (i, (a, b)) in edges
+        .iter()
+        .flat_map(|&a| edges.iter().map(move |&b| (a, b)))
+        .enumerate()
+    {
+        xs[100 + i] = a;
+        ys[100 + i] = b;
+    }
+    ys[200..220].copy_from_slice(&xs[200..220]);
+    let is: Vec<i32> = xs.iter().map(|&v| v as i32).collect();
+    let js: Vec<i32> = ys.iter().map(|&v| v as i32).collect();
+    let cases: [(&str, Vec<u32>, Vec<u32>); 4] = [
+        (
+            "u32_as_u64",
+            map2("cmp_u32_as_u64", &xs, &ys, |a, b| {
+                comparison_code(a.cast::<u64>(), b.cast::<u64>())
+            }),
+            xs.iter()
+                .zip(&ys)
+                .map(|(&a, &b)| comparison_code_ref(u64::from(a), u64::from(b)))
+                .collect(),
+        ),
+        (
+            "u32_as_i64",
+            map2("cmp_u32_as_i64", &xs, &ys, |a, b| {
+                comparison_code(a.cast::<i64>(), b.cast::<i64>())
+            }),
+            xs.iter()
+                .zip(&ys)
+                .map(|(&a, &b)| comparison_code_ref(i64::from(a), i64::from(b)))
+                .collect(),
+        ),
+        (
+            "i32_as_i64",
+            map2("cmp_i32_as_i64", &is, &js, |a, b| {
+                comparison_code(a.cast::<i64>(), b.cast::<i64>())
+            }),
+            is.iter()
+                .zip(&js)
+                .map(|(&a, &b)| comparison_code_ref(i64::from(a), i64::from(b)))
+                .collect(),
+        ),
+        (
+            "i32_as_u64",
+            map2("cmp_i32_as_u64", &is, &js, |a, b| {
+                comparison_code(a.cast::<u64>(), b.cast::<u64>())
+            }),
+            is.iter()
+                .zip(&js)
+                .map(|(&a, &b)| comparison_code_ref(a as u64, b as u64))
+                .collect(),
+        ),
+    ];
+    for (what, got, want) in &cases {
+        check(what, got, want);
+    }
+    flush();
+    // One 32-bit compare each: no 64-bit `setp` is left in the kernel.
+    let mut k = KernelBuilder::new("cmp_widened_ptx")
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
+    let (x, y, z) = (
+        k.input::<u32>("x"),
+        k.input::<u32>("y"),
+        k.output::<u32>("z"),
+    );
+    let block = k.this_block();
+    let (tx, ty) = (
+        k.load_from(block, &x, Load::striped()),
+        k.load_from(block, &y, Load::striped()),
+    );
+    let tz = k.map2(&tx, &ty, |a, b| {
+        a.cast::<u64>().lt(b.cast::<u64>()).to::<u32>()
+    });
+    k.store_to(block, &z, &tz, Store::striped());
+    let ptx = k
+        .build()
+        .expect("builds")
+        .ptx(coopgraph::ptx::Arch::Sm90)
+        .expect("emits");
+    assert!(ptx.contains("setp.lt.u32"), "{ptx}");
+    assert!(!ptx.contains("setp.lt.u64"), "{ptx}");
+}
+
+/// Unsigned `/` and `%` by a constant power of two (1, 2, 32, 2^31, and 2^40 for `u64`) give
+/// Rust's answers and are emitted as shifts and masks, with no `div` or `rem` left.
+#[test]
+fn divisions_by_constant_powers_of_two() {
+    let mut rng = Rng::new(0xD1);
+    let xs = inputs::<u32>(&mut rng, &[0, 1, 31, 32, 33, 0x8000_0000, u32::MAX]);
+    let ws = inputs::<u64>(&mut rng, &[0, 1, 1 << 40, (1 << 40) - 1, u64::MAX]);
+    for n in [1u32, 2, 32, 1 << 31] {
+        let got = map2(&format!("div_u32_{n}"), &xs, &xs, move |a, _| {
+            (a.clone() / n) ^ ((a % n) << 1u32)
+        });
+        let want: Vec<u32> = xs.iter().map(|&a| (a / n) ^ ((a % n) << 1)).collect();
+        check(&format!("u32 / {n}"), &got, &want);
+    }
+    for n in [1u64, 32, 1 << 40] {
+        let got = map2(&format!("div_u64_{n}"), &ws, &ws, move |a, _| {
+            (a.clone() / n) ^ ((a % n) << 1u32)
+        });
+        let want: Vec<u64> = ws.iter().map(|&a| (a / n) ^ ((a % n) << 1)).collect();
+        check(&format!("u64 / {n}"), &got, &want);
+    }
+    flush();
+    let mut k = KernelBuilder::new("div_pow2_ptx")
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
+    let (x, z) = (k.input::<u32>("x"), k.output::<u32>("z"));
+    let block = k.this_block();
+    let t = k.load_from(block, &x, Load::striped());
+    let r = k.map(&t, |a| {
+        a.clone() / 16u32 + a % 64u32 + index::thread_rank() / 32u32
+    });
+    k.store_to(block, &z, &r, Store::striped());
+    let ptx = k
+        .build()
+        .expect("builds")
+        .ptx(coopgraph::ptx::Arch::Sm90)
+        .expect("emits");
+    assert!(!ptx.contains("div.") && !ptx.contains("rem."), "{ptx}");
+}
