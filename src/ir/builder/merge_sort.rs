@@ -172,8 +172,6 @@ struct Tiles<K: Element, V: Element> {
     values: Option<SharedArray<V>>,
     /// The valid count, clamped to the tile (`None`: every position).
     valid: Option<Var<u32>>,
-    /// The caller's line.
-    loc: Loc,
 }
 
 impl<K: Element, V: Element> Tiles<K, V> {
@@ -391,7 +389,6 @@ impl KernelBuilder {
                 keys: shared,
                 values: shared_values,
                 valid,
-                loc,
             };
             let rounds = threads.trailing_zeros();
             self.counted_loop(loc, Expr::lit(0u32), Expr::lit(rounds), None, |k, round| {
@@ -480,95 +477,97 @@ impl KernelBuilder {
         let base = self.var(tiles.base());
         let start = self.var(tiles.group.rank() * items);
         for i in 0..items {
-            let at = base.get() + start.get() + i;
-            self.shared_write(&tiles.keys, at.clone(), keys.item(i));
-            if let (Some(array), Some(v)) = (&tiles.values, values) {
+            // Written from the group's index and rank themselves (not the variables), so the
+            // index is bounded inside the array and the stores need no guard: ptxas can then
+            // merge them into vector stores.
+            let at = tiles.base() + tiles.group.rank() * items + i;
+            self.shared_write(&tiles.keys, at, keys.item(i));
+        }
+        if let (Some(array), Some(v)) = (&tiles.values, values) {
+            for i in 0..items {
+                let at = tiles.base() + tiles.group.rank() * items + i;
                 self.shared_write(array, at, v.item(i));
             }
         }
         self.group_barrier(tiles.group);
         // The pair of runs the thread's outputs fall in: the first run (`a`) at `first`, the
         // second (`b`) right after it, each `run` long; the outputs start `diag` into the
-        // merged pair.
-        let run = self.var(Expr::lit(items) << round);
-        let first = self.var(start.get() / (run.get() * 2u32) * (run.get() * 2u32));
+        // merged pair. A pair of runs is the items of `2 << round` threads (a power of two),
+        // so the pair's first thread is the thread's rank with the low bits cleared.
+        let run = self.var(Expr::lit(items) << round.clone());
+        let pair_threads = Expr::lit(2u32) << round;
+        let first_rank = tiles.group.rank() & (Expr::lit(0u32) - pair_threads);
+        let first = self.var(first_rank * items);
         let diag = self.var(start.get() - first.get());
-        let a_at = base.get() + first.get();
-        let b_at = a_at.clone() + run.get();
-        let valid_of = |k: &mut Self, at: Expr<u32>| match &tiles.valid {
-            Some(n) => k.var((n.get().max(at.clone()) - at).min(run.get())),
-            None => k.var(run.get()),
+        let a_at = self.var(base.get() + first.get());
+        let b_at = self.var(a_at.get() + run.get());
+        // Where each run's valid items end in the shared array.
+        let valid_end = |k: &mut Self, at: &Var<u32>, from: Expr<u32>| match &tiles.valid {
+            Some(n) => k.var(at.get() + (n.get().max(from.clone()) - from).min(run.get())),
+            None => k.var(at.get() + run.get()),
         };
-        let a_valid = valid_of(self, first.get());
-        let b_valid = valid_of(self, first.get() + run.get());
-        // Whether b's item `j` (key `kb`) goes strictly before a's item `i` (key `ka`): an
-        // invalid item goes before nothing, and everything valid goes before it.
-        let goes = |kb: Expr<K>, ka: Expr<K>, j: Expr<u32>, i: Expr<u32>| -> Expr<bool> {
+        let a_valid = valid_end(self, &a_at, first.get());
+        let b_valid = valid_end(self, &b_at, first.get() + run.get());
+        // Whether b's item at `pb` (key `kb`) goes strictly before a's item at `pa` (key
+        // `ka`), positions in the shared array: an invalid item goes before nothing, and
+        // everything valid goes before it.
+        let goes = |kb: Expr<K>, ka: Expr<K>, pb: Expr<u32>, pa: Expr<u32>| -> Expr<bool> {
             match &tiles.valid {
-                Some(_) => j
+                Some(_) => pb
                     .lt(b_valid.get())
-                    .and(&i.ge(a_valid.get()).or(&before(kb, ka))),
+                    .and(&pa.ge(a_valid.get()).or(&before(kb, ka))),
                 None => before(kb, ka),
             }
         };
         // The merge path's binary search (CUB's `MergePath`): the number of a's items among
-        // the `diag` first of the merged pair. Each step halves `lo..hi`; `step` is 0 once
-        // the range is empty, 1 to keep its lower half, 2 its upper.
+        // the `diag` first of the merged pair, in `lo..=hi`, the range halved until empty.
+        // Every key it reads lies inside the pair's runs.
         let lo = self.var(diag.get().max(run.get()) - run.get());
         let hi = self.var(diag.get().min(run.get()));
-        let mid = self.var(0u32);
-        let step = self.var(0u32);
-        let searches = Expr::lit(32u32) - run.get().clz();
-        self.counted_loop(tiles.loc, Expr::lit(0u32), searches, None, |k, _| {
-            k.set(&mid, (lo.get() + hi.get()) >> 1u32);
-            let j = diag.get() - 1u32 - mid.get();
+        self.while_(lo.get().lt(hi.get()), |k| {
+            let mid = k.var((lo.get() + hi.get()) >> 1u32);
+            let pb = b_at.get() + diag.get() - 1u32 - mid.get();
+            let pa = a_at.get() + mid.get();
             let left = goes(
-                tiles.keys.read(b_at.clone() + j.clone()),
-                tiles.keys.read(a_at.clone() + mid.get()),
-                j,
-                mid.get(),
+                tiles.keys.read(pb.clone()),
+                tiles.keys.read(pa.clone()),
+                pb,
+                pa,
             );
-            let open = lo.get().lt(hi.get());
-            k.set(&step, open.select(left.select(1u32, 2u32), 0u32));
-            k.set(&hi, step.get().eq(1u32).select(mid.get(), hi.get()));
-            k.set(&lo, step.get().eq(2u32).select(mid.get() + 1u32, lo.get()));
+            let took = k.var(left.to::<u32>());
+            let left = took.get().ne(0u32);
+            k.set(&hi, left.clone().select(mid.get(), hi.get()));
+            k.set(&lo, left.select(lo.get(), mid.get() + 1u32));
         });
-        // The serial merge (CUB's `SerialMerge`) from a's item `ai` and b's item `bi`, with
-        // each run's next key held, so that each output reads one key.
-        let ai = self.var(lo.get());
-        let bi = self.var(diag.get() - lo.get());
-        let zero = Expr::lit(K::zero());
-        let ka = self.var(
-            ai.get()
-                .lt(run.get())
-                .select(tiles.keys.read(a_at.clone() + ai.get()), zero.clone()),
-        );
-        let kb = self.var(
-            bi.get()
-                .lt(run.get())
-                .select(tiles.keys.read(b_at.clone() + bi.get()), zero),
-        );
+        // The serial merge (CUB's `SerialMerge`) from a's item at `pa` and b's at `pb`, each
+        // run's next key held; each output reads one key, the next of the run it took from
+        // (kept inside the pair: a key read past a run's end is never used, the run is then
+        // done).
+        let pa = self.var(a_at.get() + lo.get());
+        let pb = self.var(b_at.get() + (diag.get() - lo.get()));
+        let a_end = self.var(a_at.get() + run.get());
+        let b_end = self.var(b_at.get() + run.get());
+        let ka = self.var(tiles.keys.read(pa.get()));
+        let last = self.var(b_end.get() - 1u32);
+        let kb = self.var(tiles.keys.read(pb.get().min(last.get())));
         let take_b = self.var(0u32);
         for i in 0..items {
-            let b_left = bi.get().lt(run.get());
-            let a_done = ai.get().ge(run.get());
-            let takes = b_left.and(&a_done.or(&goes(kb.get(), ka.get(), bi.get(), ai.get())));
+            let b_left = pb.get().lt(b_end.get());
+            let a_done = pa.get().ge(a_end.get());
+            let takes = b_left.and(&a_done.or(&goes(kb.get(), ka.get(), pb.get(), pa.get())));
             self.set(&take_b, takes.to::<u32>());
             let t = take_b.get().ne(0u32);
-            self.set_item(keys, i, t.select(kb.get(), ka.get()));
+            self.set_item(keys, i, t.clone().select(kb.get(), ka.get()));
+            let from = self.var(t.clone().select(pb.get(), pa.get()));
             if let (Some(array), Some(v)) = (&tiles.values, values) {
-                let from = t.select(b_at.clone() + bi.get(), a_at.clone() + ai.get());
-                self.set_item(v, i, array.read(from));
+                self.set_item(v, i, array.read(from.get()));
             }
             if i + 1 < items {
-                self.set(&bi, bi.get() + take_b.get());
-                self.set(&ai, ai.get() + (Expr::lit(1u32) - take_b.get()));
-                let reload_b = t.clone() & bi.get().lt(run.get());
-                let reload_a = !t & ai.get().lt(run.get());
-                let next_b = reload_b.select(tiles.keys.read(b_at.clone() + bi.get()), kb.get());
-                let next_a = reload_a.select(tiles.keys.read(a_at.clone() + ai.get()), ka.get());
-                self.set(&kb, next_b);
-                self.set(&ka, next_a);
+                self.set(&pb, pb.get() + take_b.get());
+                self.set(&pa, pa.get() + (Expr::lit(1u32) - take_b.get()));
+                let next = self.var(tiles.keys.read((from.get() + 1u32).min(last.get())));
+                self.set(&kb, t.clone().select(next.get(), kb.get()));
+                self.set(&ka, t.select(ka.get(), next.get()));
             }
         }
         self.group_barrier(tiles.group);
