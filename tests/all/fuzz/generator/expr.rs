@@ -105,6 +105,16 @@ impl Gen {
                     _ => a * b,
                 }
             }
+            1 if !float && self.rng.pct(25) => {
+                // By a constant power of two, which unsigned types lower to a shift or a mask.
+                let a = self.expr::<T>(lv, d);
+                let p = Expr::lit(T::small(1 << self.rng.below(5)));
+                if self.rng.pct(50) {
+                    a / p
+                } else {
+                    T::int_bin(IntBin::Rem, a, p)
+                }
+            }
             1 => {
                 let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
                 if !float && self.rng.pct(85) {
@@ -248,6 +258,44 @@ impl Gen {
     pub fn cond(&mut self, lv: &Leaves, depth: u32) -> Expr<bool> {
         let d = depth.saturating_sub(1);
         match self.rng.weighted(&[60, 15, 10, 5, 3]) {
+            0 if self.rng.pct(15) => {
+                // Two 32-bit integers widened to 64 bits, which compare as 32-bit values.
+                let cmp = self.rng.below(6);
+                let compare = |a: Expr<u64>, b: Expr<u64>| match cmp {
+                    0 => a.eq(b),
+                    1 => a.ne(b),
+                    2 => a.lt(b),
+                    3 => a.le(b),
+                    4 => a.gt(b),
+                    _ => a.ge(b),
+                };
+                let compare_signed = |a: Expr<i64>, b: Expr<i64>| match cmp {
+                    0 => a.eq(b),
+                    1 => a.ne(b),
+                    2 => a.lt(b),
+                    3 => a.le(b),
+                    4 => a.gt(b),
+                    _ => a.ge(b),
+                };
+                match self.rng.below(4) {
+                    0 => {
+                        let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
+                        compare(a.cast::<u64>(), b.cast::<u64>())
+                    }
+                    1 => {
+                        let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
+                        compare_signed(a.cast::<i64>(), b.cast::<i64>())
+                    }
+                    2 => {
+                        let (a, b) = (self.expr::<i32>(lv, d), self.expr::<i32>(lv, d));
+                        compare(a.cast::<u64>(), b.cast::<u64>())
+                    }
+                    _ => {
+                        let (a, b) = (self.expr::<i32>(lv, d), self.expr::<i32>(lv, d));
+                        compare_signed(a.cast::<i64>(), b.cast::<i64>())
+                    }
+                }
+            }
             0 => {
                 let dt = self.dtype();
                 with_dtype!(dt, T => {
