@@ -283,3 +283,39 @@ fn partial_logical_warps_are_reported() {
         other => panic!("expected a verify error, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A warp's radix sort with striped output, stored by a direct store, lands in sorted order:
+/// the planner converts the striped result to the store's blocked positions, as it does for
+/// the block's sort. Known bug: the non-block groups' read-back (`group_scatter` in
+/// `src/ir/builder/sort.rs`) is a plain payload with no arrangement the planner knows, so no
+/// conversion is made and the tile comes out in striped order. Found by the differential
+/// fuzzer (base 12, seed 0xa38a6989f272b921: "accepted a kernel invalid on purpose").
+#[test]
+#[ignore = "known bug: a group sort's striped output is not declared to the planner"]
+fn striped_output_of_a_warp_sort_stored_directly_is_sorted() {
+    let mut k = KernelBuilder::new("warp_sort_striped_direct")
+        .block(32)
+        .items_per_thread(2);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let b = k.this_block();
+    let w = k.this_warp().group_by(32);
+    let t = k.load_from(b, &x, Load::direct());
+    let s = k.radix_sort(w, &t, RadixSort::ascending().output(SortOutput::Striped));
+    k.store_to(w, &y, &s, Store::direct());
+    let kernel = k.build().expect("builds");
+    let dev = device();
+    let xs: Vec<u32> = (0..64).map(|i| (i * 37 + 11) % 101).collect();
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<u32>(64).expect("alloc");
+    compiled(dev, &kernel)
+        .expect("compiles")
+        .launch_grid(1, (&xb, &mut yb))
+        .expect("runs");
+    let mut want = xs.clone();
+    want.sort_unstable();
+    assert_same(
+        &yb.to_vec().expect("download"),
+        &want,
+        "striped sort, direct store",
+    );
+}
