@@ -286,12 +286,11 @@ fn partial_logical_warps_are_reported() {
 
 /// A warp's radix sort with striped output, stored by a direct store, lands in sorted order:
 /// the planner converts the striped result to the store's blocked positions, as it does for
-/// the block's sort. Known bug: the non-block groups' read-back (`group_scatter` in
-/// `src/ir/builder/sort.rs`) is a plain payload with no arrangement the planner knows, so no
-/// conversion is made and the tile comes out in striped order. Found by the differential
+/// the block's sort. The non-block groups' read-back (`group_scatter` in
+/// `src/ir/builder/sort.rs`) was a plain payload with no arrangement the planner knew, so no
+/// conversion was made and the tile came out in striped order. Found by the differential
 /// fuzzer (base 12, seed 0xa38a6989f272b921: "accepted a kernel invalid on purpose").
 #[test]
-#[ignore = "known bug: a group sort's striped output is not declared to the planner"]
 fn striped_output_of_a_warp_sort_stored_directly_is_sorted() {
     let mut k = KernelBuilder::new("warp_sort_striped_direct")
         .block(32)

@@ -540,15 +540,25 @@ impl KernelBuilder {
             self.shared_write(array, at, src.item(i));
         }
         self.group_barrier(group);
-        let dst = self.thread_data_n::<T>(items);
+        // Read back blocked, and declared blocked: a payload written slot by slot has no
+        // arrangement of its own (the planner would convert nothing before a store of
+        // another order), so the read-back takes the ranks' (blocked) arrangement through an
+        // element-wise op. A striped result is then an exchange the planner knows of.
+        let read = self.thread_data_n::<T>(items);
         for i in 0..items {
-            let position = match to {
-                Arrangement::Striped { .. } => group.rank() + i * threads,
-                _ => group.rank() * items + i,
-            };
-            self.set_item(&dst, i, array.read(base.clone() + position));
+            let position = group.rank() * items + i;
+            self.set_item(&read, i, array.read(base.clone() + position));
         }
-        dst
+        let dst = self.map2(ranks, &read, |_, v| v);
+        match to {
+            Arrangement::Striped { .. } => self.exchange(
+                group,
+                &dst,
+                Arrangement::Striped { threads },
+                ExchangeVia::Shared,
+            ),
+            _ => dst,
+        }
     }
 }
 
