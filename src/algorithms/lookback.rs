@@ -64,10 +64,14 @@ pub(super) struct LookBack<'a, T: ScanElement> {
 }
 
 impl<T: ScanElement> LookBack<'_, T> {
+    /// The flag of this call's words of `kind`: `(epoch << 2) | kind`.
+    fn flag(&self, kind: u32) -> Expr<u32> {
+        (self.epoch.expr() << 2u32) | kind
+    }
+
     /// Tile `tile` publishes `value` as `kind` (from one thread).
     pub(super) fn publish(&self, k: &mut KernelBuilder, kind: u32, value: Expr<T>) {
-        let flag = (self.epoch.expr() << 2u32) | kind;
-        let flag = flag.cast::<u64>() << 32u32;
+        let flag = self.flag(kind).cast::<u64>() << 32u32;
         if T::WIDE {
             let bits = T::pack(&value);
             let slot = self.tile.clone() * WIDE_WORDS as u32 + (1 + (kind - 1) * 2);
@@ -85,7 +89,6 @@ impl<T: ScanElement> LookBack<'_, T> {
     /// published nothing of this call) and its value's bits.
     fn poll(&self, k: &mut KernelBuilder, pred: &Expr<u32>) -> (Expr<u32>, Expr<u64>) {
         let load = |k: &mut KernelBuilder, at: Expr<u32>| k.atomic(self.status, at, Atomic::load());
-        let flag = |kind: u32| (self.epoch.expr() << 2u32) | kind;
         let flag_of = |w: &Expr<u64>| (w.clone() >> 32u32).cast::<u32>();
         if !T::WIDE {
             let word = load(k, pred.clone() + 1u32);
@@ -98,7 +101,9 @@ impl<T: ScanElement> LookBack<'_, T> {
                 .map(|w| load(k, at.clone() + w))
                 .collect();
             let whole = |lo: &Expr<u64>, hi: &Expr<u64>, kind: u32| {
-                let ok = flag_of(lo).eq(flag(kind)).and(&flag_of(hi).eq(flag(kind)));
+                let ok = flag_of(lo)
+                    .eq(self.flag(kind))
+                    .and(&flag_of(hi).eq(self.flag(kind)));
                 let bits = (hi.clone() << 32u32) | (lo.clone() & 0xffff_ffffu64);
                 (ok, bits)
             };

@@ -476,17 +476,16 @@ impl KernelBuilder {
         let items = tiles.items;
         let base = self.var(tiles.base());
         let start = self.var(tiles.group.rank() * items);
+        // Written from the group's index and rank themselves (not the variables), so the
+        // index is bounded inside the array and the stores need no guard; all keys before all
+        // values, so ptxas merges each run into vector stores.
+        let at = |i: u32| tiles.base() + tiles.group.rank() * items + i;
         for i in 0..items {
-            // Written from the group's index and rank themselves (not the variables), so the
-            // index is bounded inside the array and the stores need no guard: ptxas can then
-            // merge them into vector stores.
-            let at = tiles.base() + tiles.group.rank() * items + i;
-            self.shared_write(&tiles.keys, at, keys.item(i));
+            self.shared_write(&tiles.keys, at(i), keys.item(i));
         }
         if let (Some(array), Some(v)) = (&tiles.values, values) {
             for i in 0..items {
-                let at = tiles.base() + tiles.group.rank() * items + i;
-                self.shared_write(array, at, v.item(i));
+                self.shared_write(array, at(i), v.item(i));
             }
         }
         self.group_barrier(tiles.group);

@@ -261,38 +261,22 @@ impl Gen {
             0 if self.rng.pct(15) => {
                 // Two 32-bit integers widened to 64 bits, which compare as 32-bit values.
                 let cmp = self.rng.below(6);
-                let compare = |a: Expr<u64>, b: Expr<u64>| match cmp {
-                    0 => a.eq(b),
-                    1 => a.ne(b),
-                    2 => a.lt(b),
-                    3 => a.le(b),
-                    4 => a.gt(b),
-                    _ => a.ge(b),
-                };
-                let compare_signed = |a: Expr<i64>, b: Expr<i64>| match cmp {
-                    0 => a.eq(b),
-                    1 => a.ne(b),
-                    2 => a.lt(b),
-                    3 => a.le(b),
-                    4 => a.gt(b),
-                    _ => a.ge(b),
-                };
                 match self.rng.below(4) {
                     0 => {
                         let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
-                        compare(a.cast::<u64>(), b.cast::<u64>())
+                        comparison(cmp, a.cast::<u64>(), b.cast::<u64>())
                     }
                     1 => {
                         let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
-                        compare_signed(a.cast::<i64>(), b.cast::<i64>())
+                        comparison(cmp, a.cast::<i64>(), b.cast::<i64>())
                     }
                     2 => {
                         let (a, b) = (self.expr::<i32>(lv, d), self.expr::<i32>(lv, d));
-                        compare(a.cast::<u64>(), b.cast::<u64>())
+                        comparison(cmp, a.cast::<u64>(), b.cast::<u64>())
                     }
                     _ => {
                         let (a, b) = (self.expr::<i32>(lv, d), self.expr::<i32>(lv, d));
-                        compare_signed(a.cast::<i64>(), b.cast::<i64>())
+                        comparison(cmp, a.cast::<i64>(), b.cast::<i64>())
                     }
                 }
             }
@@ -300,14 +284,7 @@ impl Gen {
                 let dt = self.dtype();
                 with_dtype!(dt, T => {
                     let (a, b) = (self.expr::<T>(lv, d), self.expr::<T>(lv, d));
-                    match self.rng.below(6) {
-                        0 => a.eq(b),
-                        1 => a.ne(b),
-                        2 => a.lt(b),
-                        3 => a.le(b),
-                        4 => a.gt(b),
-                        _ => a.ge(b),
-                    }
+                    comparison(self.rng.below(6), a, b)
                 })
             }
             1 if depth > 0 => {
@@ -577,5 +554,17 @@ pub(crate) fn scalar_expr(h: &crate::fuzz::types::AnyScalar) -> AnyExpr {
         S::U64(s) => AnyExpr::U64(s.expr()),
         S::F32(s) => AnyExpr::F32(s.expr()),
         S::F64(s) => AnyExpr::F64(s.expr()),
+    }
+}
+
+/// Comparison `cmp` (0..6: `==`, `!=`, `<`, `<=`, `>`, `>=`) of `a` and `b`.
+fn comparison<T: Element>(cmp: u64, a: Expr<T>, b: Expr<T>) -> Expr<bool> {
+    match cmp {
+        0 => a.eq(b),
+        1 => a.ne(b),
+        2 => a.lt(b),
+        3 => a.le(b),
+        4 => a.gt(b),
+        _ => a.ge(b),
     }
 }
