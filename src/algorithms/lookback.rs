@@ -29,12 +29,23 @@ pub(super) const AGGREGATE: u32 = 1;
 pub(super) const INCLUSIVE: u32 = 2;
 /// Status words a tile of 64-bit elements takes: an aggregate and an inclusive prefix, each
 /// in two halves.
-pub(super) const WIDE_WORDS: usize = 4;
+const WIDE_WORDS: usize = 4;
 
 /// Status words (less the counter) the look-back of `tiles` tiles of `T` takes.
 pub(super) fn status_words<T: ScanElement>(tiles: usize) -> usize {
     if T::WIDE { WIDE_WORDS * tiles } else { tiles }
 }
+
+/// Word `offset` of tile `tile`'s status words (after the counter in word 0): its one word,
+/// or one of its four for 64-bit elements.
+fn tile_word<T: ScanElement>(tile: Expr<u32>, offset: u32) -> Expr<u32> {
+    if T::WIDE {
+        tile * WIDE_WORDS as u32 + (1 + offset)
+    } else {
+        tile + (1 + offset)
+    }
+}
+
 /// The back-off of warp 0 while a predecessor in its window has not published, in ns.
 pub(super) const BACKOFF_NS: u32 = 100;
 
@@ -74,14 +85,18 @@ impl<T: ScanElement> LookBack<'_, T> {
         let flag = self.flag(kind).cast::<u64>() << 32u32;
         if T::WIDE {
             let bits = T::pack(&value);
-            let slot = self.tile.clone() * WIDE_WORDS as u32 + (1 + (kind - 1) * 2);
+            let slot = tile_word::<T>(self.tile.clone(), (kind - 1) * 2);
             let low = flag.clone() | (bits.clone() & 0xffff_ffffu64);
             let high = flag | (bits >> 32u32);
             k.atomic(self.status, slot.clone(), Atomic::exch(low));
             k.atomic(self.status, slot + 1u32, Atomic::exch(high));
         } else {
             let word = flag | T::pack(&value);
-            k.atomic(self.status, self.tile.clone() + 1u32, Atomic::exch(word));
+            k.atomic(
+                self.status,
+                tile_word::<T>(self.tile.clone(), 0),
+                Atomic::exch(word),
+            );
         }
     }
 
@@ -91,12 +106,12 @@ impl<T: ScanElement> LookBack<'_, T> {
         let load = |k: &mut KernelBuilder, at: Expr<u32>| k.atomic(self.status, at, Atomic::load());
         let flag_of = |w: &Expr<u64>| (w.clone() >> 32u32).cast::<u32>();
         if !T::WIDE {
-            let word = load(k, pred.clone() + 1u32);
+            let word = load(k, tile_word::<T>(pred.clone(), 0));
             let st = flag_of(&word);
             let current = (st.clone() >> 2u32).eq(self.epoch.expr());
             (current.select(st & 3u32, 0u32), word)
         } else {
-            let at = pred.clone() * WIDE_WORDS as u32 + 1u32;
+            let at = tile_word::<T>(pred.clone(), 0);
             let words: Vec<Expr<u64>> = (0..WIDE_WORDS as u32)
                 .map(|w| load(k, at.clone() + w))
                 .collect();

@@ -17,7 +17,7 @@
 //! touched after the scan, not every slot of it. The last tile closes the last run and
 //! writes the number of runs.
 
-use super::lookback::{LookBack, WIDE_WORDS, take_tile};
+use super::lookback::{LookBack, status_words, take_tile};
 use super::scan::check_tuning;
 use super::select::{CountTo, counted_launch};
 use super::{Op, Tuning, Workspace};
@@ -216,7 +216,7 @@ impl<T: DeviceElement> PreparedRunLengthEncode<T> {
             to,
             ws,
             |ws, runs, tiles| {
-                let (ticket, status, _) = ws.begin(WIDE_WORDS * tiles, 1)?;
+                let (ticket, status, _) = ws.begin(status_words::<u64>(tiles), 1)?;
                 let mut args = ArgList::new();
                 args.push(x)
                     .push(&mut *unique)
