@@ -435,12 +435,14 @@ impl Canonical for ArrayDecl {
             len,
             dims,
             dynamic,
+            view_of,
             loc: _,
         } = self;
         dtype.write(w);
         w.u32(*len);
         w.seq(dims);
         w.bool(*dynamic);
+        w.opt(&view_of.map(|a| a.0));
     }
 }
 

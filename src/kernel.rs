@@ -559,6 +559,7 @@ impl Kernel {
                     let at = plan.shared.dynamic_array.map_or(0, |(_, o)| o);
                     format!("dynamic, at {at} of the dynamic shared memory, sized at launch")
                 }
+                Some(ArrayHome::View) => "the bytes of the array it is a view of".to_string(),
                 None => format!("at {}", sl.offset),
             };
             s.push_str(&format!(

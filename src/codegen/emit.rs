@@ -481,7 +481,7 @@ impl Emitter<'_> {
             } => {
                 let dtype = ir.locals[array.index()].dtype;
                 let i = self.eval(*index, &ctx, &mut memo);
-                let v = self.eval(*value, &ctx, &mut memo);
+                let v = self.eval(self.stored(*value, dtype), &ctx, &mut memo);
                 let addr = self.local_addr(*array, i);
                 let inside = self.array_inside(ArrayRef::Local(*array), *index, i, true, None);
                 self.store_at(Space::Local, dtype, addr, v, inside);
@@ -493,7 +493,7 @@ impl Emitter<'_> {
             } => {
                 let dtype = ir.arrays[array.index()].dtype;
                 let i = self.eval(*index, &ctx, &mut memo);
-                let v = self.eval(*value, &ctx, &mut memo);
+                let v = self.eval(self.stored(*value, dtype), &ctx, &mut memo);
                 let addr = self.array_addr(*array, i);
                 let inside = self.array_inside(ArrayRef::Shared(*array), *index, i, true, None);
                 self.store_at(Space::Shared, dtype, addr, v, inside);

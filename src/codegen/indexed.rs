@@ -16,13 +16,27 @@
 
 use super::builder::{Emitter, bits_or_float, is_narrow, mem_ty};
 use super::expr::Ctx;
-use crate::ir::expr::VType;
+use crate::ir::expr::{ExprKind, VType};
 use crate::ir::{CheckKind, DType, DataId, ExprId, ParamId, Role};
 use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
 
 impl Emitter<'_> {
+    /// The expression whose register a store of `value` as `dtype` writes: a store of a
+    /// 8- or 16-bit integer keeps the register's low bits, so a narrowing cast of a 32-bit
+    /// integer before it (which would clear the high bits first) is left out.
+    pub(crate) fn stored(&self, value: ExprId, dtype: DType) -> ExprId {
+        let narrow = dtype.is_int() && dtype.bytes() < 4;
+        match &self.ir.expr(value).kind {
+            ExprKind::Cast(inner) if narrow => match self.ir.expr(*inner).ty {
+                VType::D(d) if d.is_int() && d.bytes() == 4 => *inner,
+                _ => value,
+            },
+            _ => value,
+        }
+    }
+
     /// `param[index] = value`, skipped past the buffer's end where bounds are checked.
     pub(crate) fn global_write(&mut self, param: ParamId, index: ExprId, value: ExprId) {
         let mut memo = HashMap::new();
@@ -30,7 +44,7 @@ impl Emitter<'_> {
         let wide = self.ir.expr(index).ty == VType::D(DType::U64);
         let dtype = self.ir.params[param.index()].dtype;
         let i = self.eval(index, &ctx, &mut memo);
-        let v = self.eval(value, &ctx, &mut memo);
+        let v = self.eval(self.stored(value, dtype), &ctx, &mut memo);
         let addr = self.element_addr(param, i, wide);
         let inside = self.in_bounds(param, i, wide);
         self.check_index(|buffer| CheckKind::Write { buffer }, param, i, inside, None);

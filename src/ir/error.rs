@@ -238,6 +238,10 @@ pub enum VerifyErrorKind {
         /// Where the first was declared.
         first: Loc,
     },
+    /// A view of the kernel's dynamic shared array
+    /// ([`shared_view`](crate::KernelBuilder::shared_view)): its length is known only at
+    /// launch.
+    DynamicArrayView,
     /// A local or constant array of no elements.
     EmptyArray {
         /// What kind of array (`local`, `constant`).
@@ -743,6 +747,11 @@ impl fmt::Display for VerifyError {
                 f,
                 "an array index of type {found}; array indices are u32 (cast others with \
                  `.cast::<u32>()`)"
+            ),
+            DynamicArrayView => write!(
+                f,
+                "a view of the dynamic shared array, whose length is known only at launch; \
+                 view an array of a fixed length"
             ),
             EmptyArray { what } => write!(f, "a {what} array of no elements"),
             SecondDynamicArray { first } => write!(

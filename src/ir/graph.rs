@@ -294,6 +294,11 @@ impl Deps<'_> {
     }
 
     fn access(&mut self, node: NodeIndex, memory: Memory, writes: bool, state: &mut State) {
+        // A view's accesses are its array's.
+        let memory = match memory {
+            Memory::Shared(a) => Memory::Shared(self.ir.array_storage(a)),
+            m => m,
+        };
         let seen = state.accesses.entry(memory).or_default();
         for &(from, wrote) in seen.iter() {
             let hazard = match (wrote, writes) {

@@ -40,6 +40,14 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
         let _ = writeln!(out, "  d{i}: {} x {}   ; {}", d.dtype, d.items, d.loc);
     }
     for (i, a) in ir.arrays.iter().enumerate() {
+        if let Some(root) = a.view_of {
+            let _ = writeln!(
+                out,
+                "  smem{i}: shared {} x {} viewing {root}   ; {}",
+                a.dtype, a.len, a.loc
+            );
+            continue;
+        }
         let shape = if a.dynamic {
             "dynamic (sized at launch)".to_string()
         } else {

@@ -38,6 +38,9 @@ pub enum ArrayHome {
     /// The end of the dynamic shared memory: the kernel's dynamic array, sized at launch
     /// (see [`SharedLayout::dynamic_array`]).
     Dynamic,
+    /// The bytes of another array, which it is a view of
+    /// ([`ArrayDecl::view_of`](crate::ir::ops::ArrayDecl::view_of)): wherever that one lives.
+    View,
 }
 
 /// The kernel's shared-memory declarations.

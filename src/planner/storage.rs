@@ -20,28 +20,41 @@ use crate::ir::{Ir, OpId, StorageId};
 /// The slices of the shared arrays, in declaration order (those in the window requested for
 /// the whole kernel); returns where each array is declared and its `(bytes, align)`.
 pub(super) fn plan_arrays(ir: &Ir, s: &mut Scratch, end: u32) -> (Vec<ArrayHome>, Vec<(u32, u32)>) {
-    let arrays: Vec<(u32, u32)> = ir
-        .arrays
-        .iter()
-        .map(|a| {
-            (
-                a.len.saturating_mul(a.dtype.bytes()),
-                a.dtype.bytes().max(4),
-            )
-        })
+    let mut arrays: Vec<(u32, u32)> = (ir.arrays.iter())
+        .map(|a| (a.bytes(), a.dtype.bytes().max(4)))
         .collect();
+    // An array is aligned for its views' elements too.
+    for a in &ir.arrays {
+        if let Some(root) = a.view_of
+            && let Some(r) = arrays.get_mut(root.index())
+        {
+            r.1 = r.1.max(a.dtype.bytes());
+        }
+    }
     // The dynamic array (at most one) lies at the end of the dynamic part, sized at launch:
-    // the others are laid out without it.
-    let dynamic = ir.arrays.iter().position(|a| a.dynamic);
-    let statics: Vec<(u32, u32)> = (arrays.iter().enumerate())
-        .filter(|&(i, _)| Some(i) != dynamic)
-        .map(|(_, &a)| a)
+    // the others are laid out without it. Views have no bytes of their own.
+    let home_of = |a: &crate::ir::ops::ArrayDecl| match (a.view_of, a.dynamic) {
+        (Some(_), _) => Some(ArrayHome::View),
+        (None, true) => Some(ArrayHome::Dynamic),
+        (None, false) => None,
+    };
+    let statics: Vec<(u32, u32)> = (arrays.iter().zip(&ir.arrays))
+        .filter(|(_, a)| home_of(a).is_none())
+        .map(|(&b, _)| b)
         .collect();
     let mut homes = shared::array_homes(&statics);
-    if let Some(i) = dynamic {
-        homes.insert(i, ArrayHome::Dynamic);
+    for (i, a) in ir.arrays.iter().enumerate() {
+        if let Some(home) = home_of(a) {
+            homes.insert(i, home);
+        }
     }
     for (i, &(bytes, align)) in arrays.iter().enumerate() {
+        if let Some(root) = ir.arrays[i].view_of {
+            // The view's accesses are its array's.
+            let slice = s.arrays[root];
+            s.arrays.push(slice);
+            continue;
+        }
         let mut slice = Slice::new(format!("shared array smem{i}"), OpId(0), bytes, align);
         slice.live = (0, end);
         let slice = s.slices.push(slice);

@@ -28,6 +28,8 @@ struct Knobs {
     exclusive: bool,
     array_len: u32,
     array_f32: bool,
+    /// The array's view reads bytes (else 16-bit halves).
+    view_u8: bool,
     local_len: u32,
     table_last: u32,
     factor: u32,
@@ -60,6 +62,7 @@ const BASE: Knobs = Knobs {
     exclusive: false,
     array_len: 16,
     array_f32: false,
+    view_u8: false,
     local_len: 4,
     table_last: 3,
     factor: 2,
@@ -114,6 +117,14 @@ fn build(k: &Knobs) -> Kernel {
     } else {
         let arr = b.shared_array::<u32>(k.array_len);
         b.shared_write(&arr, coopgraph::ir::index::thread_rank(), 1u32);
+        b.sync_block();
+        if k.view_u8 {
+            let v = b.shared_view::<u8, _>(&arr);
+            b.shared_write(&v, 1u32, 2u8);
+        } else {
+            let v = b.shared_view::<u16, _>(&arr);
+            b.shared_write(&v, 1u32, 2u16);
+        }
     }
     let table = b.const_array(&[1u32, 2, k.table_last]);
     let scratch = b.local_array::<u32>(k.local_len);
@@ -297,6 +308,14 @@ fn every_ir_field_is_in_the_key() {
             "array dtype",
             Knobs {
                 array_f32: true,
+                ..BASE
+            },
+            true,
+        ),
+        (
+            "array view dtype",
+            Knobs {
+                view_u8: true,
                 ..BASE
             },
             true,

@@ -57,6 +57,7 @@ mod runtime;
 mod scan;
 mod shared_bounds;
 mod shared_nd;
+mod shared_view;
 mod sim;
 mod sim_control;
 mod smem;

@@ -90,6 +90,11 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
             .ok_or_else(|| missing("slice"))?;
         let home = layout.arrays.get(i).ok_or_else(|| missing("home"))?;
         arrays.push(match home {
+            // Its array is declared before it.
+            ArrayHome::View => {
+                let root = a.view_of.ok_or_else(|| missing("array"))?;
+                *arrays.get(root.index()).ok_or_else(|| missing("array"))?
+            }
             ArrayHome::Own => {
                 let shape: Vec<String> = a.dims.iter().map(u32::to_string).collect();
                 decls.push(SharedDecl {

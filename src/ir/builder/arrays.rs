@@ -180,9 +180,72 @@ impl KernelBuilder {
             len,
             dims: extents,
             dynamic,
+            view_of: None,
             loc,
         });
         SharedArray::new(id, dims, dynamic, self.lineage.id())
+    }
+
+    /// The bytes of shared array `array` seen as elements of `U` (C++'s `union` of shared
+    /// storage, CUB's aliased temp storage): as many as fit in its bytes, in one dimension,
+    /// element `i` at byte `i * size_of::<U>()` of the array. Reads and writes through either
+    /// handle reach the same memory (little-endian, as the GPU lays it out), and the planner
+    /// orders them as accesses of one array; the threads order their own accesses with
+    /// [`sync_block`](Self::sync_block), as for any shared array. An array of two or three
+    /// dimensions is viewed through its [`flat`](SharedArray::flat) handle; a view of a view
+    /// is a view of the first array; a view of the kernel's dynamic array is refused by
+    /// [`build`](Self::build) ([`VerifyErrorKind::DynamicArrayView`]).
+    ///
+    /// [`VerifyErrorKind::DynamicArrayView`]: crate::ir::VerifyErrorKind::DynamicArrayView
+    ///
+    /// ```
+    /// use coopgraph::ir::index;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // 16-bit counters, two in each 32-bit word: each thread bumps its own two halves,
+    /// // then reads back whole words.
+    /// let mut k = KernelBuilder::new("halves").block(32);
+    /// let y = k.output::<u32>("y");
+    /// let t = index::thread_rank();
+    /// let words = k.shared_array::<u32>(32);
+    /// let halves = k.shared_view::<u16, _>(&words);
+    /// assert_eq!(halves.len(), 64);
+    /// k.shared_write(&words, t.clone(), 0u32);
+    /// let low = t.clone() * 2u32;
+    /// k.shared_write(&halves, low.clone(), halves.read(low) + t.cast::<u16>());
+    /// k.shared_write(&halves, t.clone() * 2u32 + 1u32, 7u16);
+    /// k.sync_block();
+    /// k.write(&y, t.clone(), words.read((t + 1u32) % 32u32));
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let mut yb = dev.alloc_zeroed::<u32>(32)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&mut yb,))?;
+    /// let want: Vec<u32> = (0..32).map(|t| (7 << 16) | ((t + 1) % 32)).collect();
+    /// assert_eq!(yb.to_vec()?, want);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shared_view<U: Element, T: Element>(
+        &mut self,
+        array: &SharedArray<T>,
+    ) -> SharedArray<U> {
+        let loc = Loc::caller();
+        let root = self.array_id(array);
+        self.flush_foreign(loc);
+        let root = self.ir.array_storage(root);
+        let len = (self.ir.arrays.get(root.index())).map_or(0, |a| a.bytes() / U::DTYPE.bytes());
+        let id = ArrayId(self.ir.arrays.len() as u32);
+        self.ir.arrays.push(ArrayDecl {
+            dtype: U::DTYPE,
+            len,
+            dims: vec![len],
+            dynamic: false,
+            view_of: Some(root),
+            loc,
+        });
+        SharedArray::new(id, [len], false, self.lineage.id())
     }
 
     /// `array[index] = value` (each thread that runs it writes one element); `index` has one

@@ -5,7 +5,8 @@
 //! Three algorithms, as CUB's:
 //! - [`RankAlgorithm::Basic`]: each thread counts its items' digits in its own column of a
 //!   shared array of counters (two 16-bit counters a 32-bit word: the low halves hold the lower
-//!   half of the digits, the high halves the upper), one block-wide exclusive scan over the
+//!   half of the digits, the high halves the upper; each item loads and stores its 16-bit
+//!   counter through a view of the words), one block-wide exclusive scan over the
 //!   counters (each thread scanning a consecutive segment, which it reads twice), and each
 //!   item's rank is its column's prefix plus its count before it. Works on the blocked
 //!   arrangement.
@@ -160,6 +161,9 @@ pub(super) struct Ranker {
     group: Group,
     controls: RadixRank,
     counters: SharedArray<u32>,
+    /// The counters' 16-bit halves (basic and memoize count in them, as CUB's do: a load
+    /// and a store of the half, no shifts).
+    halves: SharedArray<u16>,
     /// The group's threads.
     threads: u32,
 }
@@ -423,10 +427,12 @@ impl KernelBuilder {
             return None;
         }
         let counters = self.shared_array(words);
+        let halves = self.shared_view(&counters);
         Some(Ranker {
             group,
             controls,
             counters,
+            halves,
             threads: group_threads.unwrap_or(threads).max(1),
         })
     }
@@ -484,6 +490,7 @@ impl KernelBuilder {
         with_counts: bool,
     ) -> (ThreadData<u32>, Counted) {
         let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
+        let halves = ranker.halves;
         let bits = ranker.controls.bits;
         let digits = &self.exchange(group, digits, Arrangement::Blocked, ExchangeVia::Shared);
         let items = digits.items;
@@ -493,21 +500,26 @@ impl KernelBuilder {
         let lanes = 1u32 << log_lanes;
         let padded_lanes = counter_lanes(bits);
         // Digit d counts in word (d mod lanes) of the thread's column, in the half
-        // d / lanes; `half` is that half's shift.
-        let column = |d: Expr<u32>, t: Expr<u32>| (d & (lanes - 1)) * threads + t;
-        let word = |d: Expr<u32>| ranker.word(column(d, group.rank()));
-        let half = |d: Expr<u32>| (d >> log_lanes) << 4u32;
+        // d / lanes (the high half for the upper digits): half `2 * word + d / lanes`, the
+        // thread's part `2 * word(t)` apart (the same for every item).
+        // (`& 1` bounds the half for the bounds analysis, which cannot see that the digits
+        // are below `2 * lanes`: the accesses need no guard.)
+        let half_of = |d: Expr<u32>, twice_t: Expr<u32>| {
+            (d.clone() & (lanes - 1)) * (2 * threads) + ((d >> log_lanes) & 1u32) + twice_t
+        };
+        let twice_t = ranker.word(group.rank()) * 2u32;
+        let half = |d: Expr<u32>| half_of(d, twice_t.clone());
         for lane in 0..padded_lanes {
             self.shared_write(&counters, ranker.word(tid.clone() + lane * threads), 0u32);
         }
-        // Each item's column word before its own count (its count of equal digits before it
-        // in the thread sits in its half).
+        // Each item's count of equal digits before it in the thread: its half before its own
+        // count.
         let before = self.thread_data_n::<u32>(items);
         for i in 0..items {
             let d = digits.item(i);
-            self.set_item(&before, i, counters.read(word(d.clone())));
-            let bumped = before.item(i) + (Expr::lit(1u32) << half(d.clone()));
-            self.shared_write(&counters, word(d), bumped);
+            self.set_item(&before, i, halves.read(half(d.clone())).cast::<u32>());
+            let bumped = (before.item(i) + 1u32).cast::<u16>();
+            self.shared_write(&halves, half(d), bumped);
         }
         self.group_barrier(group);
         // The block-wide exclusive scan of the counter words (CUB's raking over them): thread
@@ -541,15 +553,11 @@ impl KernelBuilder {
         }
         self.group_barrier(group);
         let ranks = self.map2(&digits, &before, |d, b| {
-            let h = half(d.clone());
-            let own = (b >> h.clone()) & 0xffffu32;
-            own + ((counters.read(word(d)) >> h) & 0xffffu32)
+            b + halves.read(half(d)).cast::<u32>()
         });
         let counted = with_counts.then(|| {
-            // A digit's first rank: its column's word of thread 0, in its half.
-            let first = |d: Expr<u32>| {
-                (counters.read(column(d.clone(), Expr::lit(0u32))) >> half(d)) & 0xffffu32
-            };
+            // A digit's first rank: its column's half of thread 0.
+            let first = |d: Expr<u32>| halves.read(half_of(d, Expr::lit(0u32))).cast::<u32>();
             self.digit_counts(ranker, items, first)
         });
         (ranks, counted)

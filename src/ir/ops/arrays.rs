@@ -1,10 +1,11 @@
 //! User-declared arrays: shared (static or the dynamic one), per-thread local and constant,
 //! and the per-kernel limits on them.
 
-use crate::ir::{DType, Loc};
+use crate::ir::{ArrayId, DType, Loc};
 
 /// A user-declared shared array of `len` elements: of one to three dimensions, or the
-/// kernel's dynamic array, sized at launch.
+/// kernel's dynamic array, sized at launch; or a view of another array's bytes as elements
+/// of another type ([`view_of`](Self::view_of)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ArrayDecl {
     /// Element type.
@@ -20,8 +21,30 @@ pub struct ArrayDecl {
     ///
     /// [`LaunchConfig::with_dynamic_array_len`]: crate::runtime::LaunchConfig::with_dynamic_array_len
     pub dynamic: bool,
+    /// The array whose bytes this one is (see
+    /// [`KernelBuilder::shared_view`](crate::KernelBuilder::shared_view)): then it has no
+    /// storage of its own, `len` is as many of its elements as fit in that array's bytes, and
+    /// its one dimension is `[len]`. Always an array with storage of its own, never a view.
+    pub view_of: Option<ArrayId>,
     /// Where it was declared.
     pub loc: Loc,
+}
+
+impl ArrayDecl {
+    /// Bytes of its elements (0 for the dynamic array, sized at launch).
+    pub fn bytes(&self) -> u32 {
+        self.len.saturating_mul(self.dtype.bytes())
+    }
+}
+
+impl super::Ir {
+    /// The array whose bytes shared array `a` reads and writes: `a` itself, or the array it
+    /// is a view of.
+    pub fn array_storage(&self, a: ArrayId) -> ArrayId {
+        (self.arrays.get(a.index()))
+            .and_then(|d| d.view_of)
+            .unwrap_or(a)
+    }
 }
 
 /// A user-declared per-thread array of `len` elements (PTX `.local`): each thread has its own,

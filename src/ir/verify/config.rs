@@ -172,6 +172,15 @@ impl Verifier<'_> {
         }
         let mut dynamic: Option<Loc> = None;
         for a in &ir.arrays {
+            if let Some(root) = a.view_of {
+                // Its bytes are its array's, checked there; as many elements as fit them.
+                if (ir.arrays.get(root.index())).is_some_and(|r| r.dynamic) {
+                    self.push(K::DynamicArrayView, a.loc, None);
+                } else if a.len == 0 {
+                    self.push(K::ArraySize { len: a.len }, a.loc, None);
+                }
+                continue;
+            }
             if a.dynamic {
                 match dynamic {
                     Some(first) => self.push(K::SecondDynamicArray { first }, a.loc, None),

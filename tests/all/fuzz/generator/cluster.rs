@@ -128,6 +128,8 @@ impl Gen {
             past_end: 0,
             ready: true,
             nd: None,
+            view: None,
+            full: false,
         });
         self.arrays.len() - 1
     }

@@ -529,6 +529,14 @@ impl Gen {
             index::thread_rank()
         };
         let w = (base + c) % writers;
+        if let Some(view) = a.view.as_ref().filter(|_| a.full && self.rng.pct(60)) {
+            // Every byte below `len` elements is written: any element of the view there.
+            let within = a.len * a.dt.bytes() / view.dt.bytes();
+            return Some(with_dtype!(view.dt, V => {
+                let v = V::of_array(&view.h)?;
+                V::expr(v.read((w * mul + add) % within))
+            }));
+        }
         let mut idx = (w * mul + add) % a.len;
         if self.rng.pct(3) && self.unchecked && self.feature(Defect::SharedArrayOverflow) {
             idx = idx + a.past_end;

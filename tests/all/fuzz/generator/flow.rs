@@ -3,11 +3,11 @@
 //! last tiles, shared arrays written in phases between barriers, and block barriers.
 
 use super::expr::{Leaves, to};
-use super::{ArrInfo, BLOCK, Gen, NdAccess, THREAD, WARP};
+use super::{ArrInfo, BLOCK, Gen, NdAccess, THREAD, ViewInfo, WARP};
 use crate::common::Rng;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
-use coopgraph::ir::{Expr, index};
+use coopgraph::ir::{DType, Expr, index};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -98,6 +98,23 @@ impl Gen {
             }
         };
         let add = self.rng.below(u64::from(len)) as u32;
+        // A view of an integer array's bytes as another integer type that divides them
+        // (whichever length the twins declare).
+        let size = dt.bytes();
+        let fits = |v: DType| {
+            (len * size).is_multiple_of(v.bytes()) && (longer * size).is_multiple_of(v.bytes())
+        };
+        let views: Vec<DType> = (DType::ALL.into_iter())
+            .filter(|&v| v.is_int() && v != dt && fits(v))
+            .collect();
+        let view = (!dynamic && dt.is_int() && !views.is_empty() && self.rng.pct(50)).then(|| {
+            let vdt = self.rng.pick(&views);
+            let h = with_dtype!(dt, T => {
+                let root = T::of_array(&h).expect("the array's dtype");
+                with_dtype!(vdt, V => V::array(k.shared_view::<V, T>(&root)))
+            });
+            ViewInfo { h, dt: vdt }
+        });
         self.arrays.push(ArrInfo {
             h,
             dt,
@@ -106,6 +123,8 @@ impl Gen {
             past_end: longer,
             ready: false,
             nd,
+            view,
+            full: false,
         });
     }
 
@@ -235,6 +254,7 @@ impl Gen {
         f: impl FnOnce(&mut Self, &mut KernelBuilder),
     ) {
         let ready: Vec<bool> = self.arrays.iter().map(|a| a.ready).collect();
+        let full: Vec<bool> = self.arrays.iter().map(|a| a.full).collect();
         let filled: Vec<bool> = self.locals.iter().map(|a| a.ready).collect();
         self.enter(c);
         let start = self.datas.len();
@@ -247,8 +267,9 @@ impl Gen {
         }
         self.observe_vars(k);
         self.leave();
-        for (a, r) in self.arrays.iter_mut().zip(ready) {
+        for ((a, r), f) in self.arrays.iter_mut().zip(ready).zip(full) {
             a.ready = r;
+            a.full = f;
         }
         for (a, r) in self.locals.iter_mut().zip(filled) {
             a.ready = r;
@@ -371,13 +392,23 @@ impl Gen {
         }
         let ai = self.rng.below(self.arrays.len() as u64) as usize;
         let a = self.arrays[ai].clone();
+        if a.view.is_some() && self.rng.pct(60) {
+            self.view_phase(k, ai);
+            return true;
+        }
         let (mul, add, writers) = a.pattern;
         k.sync_block();
         // The array is not read while it is written.
         self.arrays[ai].ready = false;
         let mut idx = (index::thread_rank() * mul + add) % a.len;
+        let mut stray = false;
         if self.rng.pct(3) && self.unchecked && self.feature(super::Defect::SharedArrayOverflow) {
             idx = idx + a.past_end;
+            stray = true;
+        }
+        // With as many writers as elements, the pattern writes each of them.
+        if writers >= a.len && !stray {
+            self.arrays[ai].full = true;
         }
         let lv = Leaves::varying();
         with_dtype!(a.dt, T => {
@@ -400,6 +431,95 @@ impl Gen {
     }
 }
 
+impl Gen {
+    /// A write phase through array `ai`'s view that writes every byte of the array: barrier,
+    /// then the threads take the array's elements in turn (`t`, `t + T`, ...) and write each
+    /// through the view (a view narrower than the elements writes all of one element's parts
+    /// in one thread; a wider one, whole view elements), barrier.
+    fn view_phase(&mut self, k: &mut KernelBuilder, ai: usize) {
+        let a = self.arrays[ai].clone();
+        let Some(view) = a.view.clone() else {
+            return;
+        };
+        k.sync_block();
+        self.arrays[ai].ready = false;
+        let lv = Leaves::varying();
+        let threads = self.t;
+        let (size, vsize) = (a.dt.bytes(), view.dt.bytes());
+        let elements = with_dtype!(a.dt, T => T::of_array(&a.h).expect("the array's dtype").len());
+        with_dtype!(view.dt, V => {
+            let v = V::of_array(&view.h).expect("the view's dtype");
+            let value = self.expr::<V>(&lv, 2);
+            let t = index::thread_rank();
+            if vsize <= size {
+                let parts = size / vsize;
+                k.for_range_step(t, elements, threads, |k, e| {
+                    for j in 0..parts {
+                        let at = e.clone() * parts + j;
+                        k.shared_write(&v, at.clone(), value.clone() + at.cast::<V>());
+                    }
+                });
+            } else {
+                k.for_range_step(t, v.len(), threads, |k, i| {
+                    k.shared_write(&v, i.clone(), value.clone() + i.cast::<V>());
+                });
+            }
+        });
+        k.sync_block();
+        self.arrays[ai].ready = true;
+        self.arrays[ai].full = true;
+        // Most of the time, each thread's items read elements back through the view or the
+        // array (the bytes the other threads wrote).
+        if self.rng.pct(70) {
+            let (mul, add, _) = a.pattern;
+            let at = (index::thread_rank() + index::item()) * mul + add;
+            let through_view = self.rng.pct(60);
+            let dt = if through_view { view.dt } else { a.dt };
+            let d = with_dtype!(dt, V => {
+                let e = if through_view {
+                    let v = V::of_array(&view.h).expect("the view's dtype");
+                    v.read(at % (a.len * size / vsize))
+                } else {
+                    V::of_array(&a.h).expect("the array's dtype").read(at % a.len)
+                };
+                let h = k.fill::<V>(e);
+                (V::data(h), h.items())
+            });
+            self.add(d.0, dt, d.1, None);
+        }
+    }
+}
+
 fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The generator views the bytes of its shared arrays as other integer types: some of its
+/// kernels write an array through a view (a phase of its own) and read elements of a view
+/// (views it declares, at this file's lines, besides those the radix ranks declare).
+#[test]
+fn generated_kernels_write_and_read_arrays_through_views() {
+    use coopgraph::ir::expr::ExprKind;
+    use coopgraph::ir::ops::OpKind;
+    let (mut writes, mut reads) = (0, 0);
+    for i in 0..1500u64 {
+        let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let ir = &case.ir;
+        let ours = |a: coopgraph::ir::ArrayId| {
+            let d = &ir.arrays[a.index()];
+            d.view_of.is_some() && d.loc.file.ends_with("generator/flow.rs")
+        };
+        writes += usize::from(
+            (ir.ops.iter())
+                .any(|op| matches!(op.kind, OpKind::SharedWrite { array, .. } if ours(array))),
+        );
+        reads += usize::from(
+            (ir.exprs.nodes().iter())
+                .any(|n| matches!(n.kind, ExprKind::SharedRead(a, _) if ours(a))),
+        );
+    }
+    assert!(
+        writes >= 10 && reads >= 5,
+        "{writes} kernels writing and {reads} reading through views in 1500"
+    );
 }

@@ -403,6 +403,18 @@ pub(crate) struct ArrInfo {
     /// For an array of two or three dimensions, its accesses through its own handle (so the
     /// builder's row-major indexing runs), at a linear index; `h` is its flat view.
     pub nd: Option<NdAccess>,
+    /// A view of its bytes as elements of another integer type, if it has one.
+    pub view: Option<ViewInfo>,
+    /// A write phase wrote every byte of the elements below `len` (on every path here): any
+    /// element of the view within them may be read while the array is ready.
+    pub full: bool,
+}
+
+/// A view of a shared array ([`KernelBuilder::shared_view`]).
+#[derive(Clone)]
+pub(crate) struct ViewInfo {
+    pub h: super::types::AnyArray,
+    pub dt: DType,
 }
 
 /// Reads and writes of an array of two or three dimensions at a linear index `i`, through

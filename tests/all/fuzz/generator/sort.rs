@@ -305,7 +305,8 @@ fn generated_kernels_hold_top_k() {
 fn generated_kernels_hold_group_radix_sorts_and_match_ranks() {
     use coopgraph::ir::ops::{LaneOp, OpKind};
     let (mut sorts, mut matches) = (0, 0);
-    for i in 0..5000u64 {
+    // Match ranks are rare (a few in 5000 kernels): enough kernels that a handful are made.
+    for i in 0..12_000u64 {
         let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
         let ir = &case.ir;
         let lanes = |r: &[coopgraph::ir::OpId], op: LaneOp| {
@@ -339,10 +340,10 @@ fn generated_kernels_hold_group_radix_sorts_and_match_ranks() {
     }
     assert!(
         sorts >= 3,
-        "only {sorts} group radix sorts in 5000 generated kernels"
+        "only {sorts} group radix sorts in 12000 generated kernels"
     );
     assert!(
-        matches >= 3,
-        "only {matches} match ranks in 5000 generated kernels"
+        matches >= 4,
+        "only {matches} match ranks in 12000 generated kernels"
     );
 }

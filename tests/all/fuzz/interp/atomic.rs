@@ -272,6 +272,12 @@ impl Block<'_> {
                 }
                 AtomicMemory::Shared(arr) => {
                     let arr = arr.index();
+                    if ir.arrays[arr].view_of.is_some() {
+                        // Not modelled (the generator makes no atomic through a view).
+                        self.event(Event::Uncertain { op });
+                        self.set(a.old, t, 0, V::with(0, UNSPEC));
+                        continue;
+                    }
                     let Some(cell) = self.arrays[arr].get(i.bits as usize).copied() else {
                         if ir.bounds == Bounds::Checked {
                             // Skipped by the array's guard: the old value is 0.
@@ -365,7 +371,7 @@ impl Block<'_> {
                 AtomicMemory::Shared(arr) => {
                     let me = self.order.rec(t, self.epoch);
                     let c = &mut self.arrays[arr.index()][i.bits as usize];
-                    c.v = new;
+                    c.set(new);
                     c.writer = Some(me);
                 }
             }

@@ -43,6 +43,13 @@ pub struct Record {
 
 impl Block<'_> {
     pub(super) fn cluster(&mut self, op: OpId, c: &ClusterOp, active: &[bool]) {
+        if c.array()
+            .is_some_and(|a| self.ir.arrays[a.index()].view_of.is_some())
+        {
+            // Not modelled (the generator makes no remote access through a view).
+            self.event(Event::Uncertain { op });
+            return;
+        }
         match c {
             ClusterOp::Sync | ClusterOp::Wait => {
                 self.epoch += 1;
@@ -166,7 +173,7 @@ impl Block<'_> {
             let old = self.arrays[a][i].v;
             let new = landed(old, &ps);
             let cell = &mut self.arrays[a][i];
-            cell.v = new;
+            cell.set(new);
             cell.writer = None;
             cell.reader = None;
         }

@@ -2,14 +2,46 @@
 //! and global elements read and written by index, with who wrote each element last and
 //! whether that write is ordered before a later access.
 
-use super::value::{self, NONDET, UNSPEC, V};
+use super::value::{self, NONDET, UNDEF, UNSPEC, V};
 use super::*;
 
 impl Block<'_> {
+    /// Where element `idx` of shared array `a` lies, or `None` past the array's end: in the
+    /// array that holds its bytes (`a`, or the array it views), from element `first` for
+    /// `cells` elements, at bit `shift` of the first (a view narrower than those elements
+    /// shares one; a wider one spans several).
+    fn span(&self, a: usize, idx: u64) -> Option<Span> {
+        let decl = &self.ir.arrays[a];
+        let Some(root) = decl.view_of.map(|r| r.index()) else {
+            return (idx < self.arrays[a].len() as u64).then_some(Span {
+                root: a,
+                first: idx as usize,
+                cells: 1,
+                shift: 0,
+            });
+        };
+        if idx >= u64::from(decl.len) {
+            return None;
+        }
+        let (size, cell) = (
+            u64::from(decl.dtype.bytes()),
+            u64::from(self.ir.arrays[root].dtype.bytes()),
+        );
+        let byte = idx * size;
+        Some(Span {
+            root,
+            first: (byte / cell) as usize,
+            cells: size.div_ceil(cell) as usize,
+            shift: (byte % cell * 8) as u32,
+        })
+    }
+
     /// Reads (`write: None`) or writes element `i` of shared array `a` by thread `t`, checking
     /// bounds and races (a read that may not happen, `maybe`, reports either as uncertain).
     /// Past the end, a checked kernel's guard reads 0 and skips the write; an unchecked one
-    /// faults.
+    /// faults. Through a view, races are those of the elements of the viewed array it
+    /// touches: writes by two threads to two parts of one element count as a race (the
+    /// generator makes none; the simulator checks bytes).
     pub(super) fn shared_access(
         &mut self,
         a: usize,
@@ -20,7 +52,7 @@ impl Block<'_> {
     ) -> V {
         let op = self.op;
         let idx = i.bits;
-        let Some(cell) = self.arrays[a].get(idx as usize).copied() else {
+        let Some(span) = self.span(a, idx) else {
             if self.ir.bounds == Bounds::Checked {
                 return if i.known() {
                     V::exact(0)
@@ -40,45 +72,102 @@ impl Block<'_> {
             return V::with(0, UNSPEC);
         };
         let e = self.epoch;
-        let key = atomic::CellKey::Shared {
-            array: a,
-            index: idx,
-            block: self.b,
-        };
-        let what = if write.is_some() {
-            atomic::What::Write
-        } else {
-            atomic::What::Read
-        };
-        // A plain access unordered with an atomic of the element races with it.
-        let with_atomic = (self.access(key, t, what).iter())
-            .any(|o| matches!(o.what, atomic::What::Atomic { .. }));
-        let order = &self.order;
-        let race = with_atomic
-            || order.write_unordered(cell.writer, t, e)
-            || (write.is_some() && order.reads_unordered(cell.reader, (a, idx), t, e));
-        if race {
-            self.event(if maybe {
-                Event::Uncertain { op }
+        let root = span.root;
+        let mut raced = false;
+        for c in span.first..span.first + span.cells {
+            let key = atomic::CellKey::Shared {
+                array: root,
+                index: c as u64,
+                block: self.b,
+            };
+            let what = if write.is_some() {
+                atomic::What::Write
             } else {
-                Event::SharedRace {
-                    op,
-                    array: a,
-                    index: idx,
-                }
-            });
-        }
-        let me = self.order.rec(t, e);
-        let c = &mut self.arrays[a][idx as usize];
-        match write {
-            Some(v) => {
-                c.v = v;
-                c.writer = Some(me);
-                self.order.written(&mut c.reader, (a, idx));
+                atomic::What::Read
+            };
+            let cell = self.arrays[root][c];
+            // A plain access unordered with an atomic of the element races with it.
+            let with_atomic = (self.access(key, t, what).iter())
+                .any(|o| matches!(o.what, atomic::What::Atomic { .. }));
+            let order = &self.order;
+            let cell_key = (root, c as u64);
+            let race = with_atomic
+                || order.write_unordered(cell.writer, t, e)
+                || (write.is_some() && order.reads_unordered(cell.reader, cell_key, t, e));
+            if race && !raced {
+                raced = true;
+                self.event(if maybe {
+                    Event::Uncertain { op }
+                } else {
+                    Event::SharedRace {
+                        op,
+                        array: a,
+                        index: idx,
+                    }
+                });
             }
-            None => self.order.read(&mut c.reader, (a, idx), me),
+            let me = self.order.rec(t, e);
+            let c = &mut self.arrays[root][c];
+            match write {
+                Some(_) => {
+                    c.writer = Some(me);
+                    self.order.written(&mut c.reader, cell_key);
+                }
+                None => self.order.read(&mut c.reader, cell_key, me),
+            }
         }
-        cell.v
+        let size = self.ir.arrays[a].dtype.bytes();
+        let cell_bytes = self.ir.arrays[root].dtype.bytes();
+        let cells = &mut self.arrays[root][span.first..span.first + span.cells];
+        match write {
+            Some(v) if size == cell_bytes => cells[0].set(v),
+            Some(v) if size < cell_bytes => {
+                // A part of one element: its bytes and their definedness.
+                let c = &mut cells[0];
+                let mask = value::mask(self.ir.arrays[a].dtype) << span.shift;
+                let bytes = ((1u32 << size) - 1) << (span.shift / 8);
+                c.v.bits = (c.v.bits & !mask) | ((v.bits << span.shift) & mask);
+                c.undef = if v.undef() {
+                    c.undef | bytes as u8
+                } else {
+                    c.undef & !(bytes as u8)
+                };
+                let undef = if c.undef & element_bytes(cell_bytes) != 0 {
+                    UNDEF
+                } else {
+                    0
+                };
+                c.v.flags = ((c.v.flags | v.flags) & !UNDEF) | undef;
+                c.v.bits &= value::mask(self.ir.arrays[root].dtype);
+            }
+            Some(v) => {
+                // Several whole elements, low bytes first.
+                let w = cell_bytes * 8;
+                let cell_mask = value::mask(self.ir.arrays[root].dtype);
+                for (j, c) in cells.iter_mut().enumerate() {
+                    c.set(V::with((v.bits >> (j as u32 * w)) & cell_mask, v.flags));
+                }
+            }
+            None => {}
+        }
+        let cells = &self.arrays[root][span.first..span.first + span.cells];
+        if size == cell_bytes {
+            return cells[0].v;
+        }
+        if size < cell_bytes {
+            let c = cells[0];
+            let bits = (c.v.bits >> span.shift) & value::mask(self.ir.arrays[a].dtype);
+            let bytes = ((((1u32 << size) - 1) << (span.shift / 8)) & 0xff) as u8;
+            let undef = if c.undef & bytes != 0 { UNDEF } else { 0 };
+            return V::with(bits, (c.v.flags & !UNDEF) | undef);
+        }
+        let w = cell_bytes * 8;
+        cells.iter().enumerate().fold(V::exact(0), |acc, (j, c)| {
+            V::with(
+                acc.bits | (c.v.bits << (j as u32 * w)),
+                acc.flags | c.v.flags,
+            )
+        })
     }
 
     /// Thread `t`'s element `i` of local array `a`, or `None` past its end (an out-of-bounds
@@ -478,4 +567,18 @@ impl Block<'_> {
             }
         }
     }
+}
+
+/// Where an element of a shared array lies in the array holding its bytes.
+struct Span {
+    root: usize,
+    first: usize,
+    cells: usize,
+    /// The element's first bit in the first cell (within one cell only).
+    shift: u32,
+}
+
+/// The mask of an element's bytes in [`SCell::undef`].
+fn element_bytes(bytes: u32) -> u8 {
+    ((1u32 << bytes) - 1) as u8
 }

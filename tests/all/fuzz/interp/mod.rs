@@ -360,12 +360,23 @@ impl Cx<'_> {
 }
 
 /// An element of a shared array: its value, its last write, and its reads since (one, or
-/// [`order::SEVERAL`] threads in an epoch).
+/// [`order::SEVERAL`] threads in an epoch). A view's accesses reach the elements of the array
+/// it views (`memory.rs`), whose bytes a narrower view writes in part: `undef` marks the
+/// bytes never written (`v` is undefined while any is).
 #[derive(Clone, Copy)]
 struct SCell {
     v: V,
+    undef: u8,
     writer: Option<order::Rec>,
     reader: Option<order::Rec>,
+}
+
+impl SCell {
+    /// The cell after a write of its whole element, `v`.
+    fn set(&mut self, v: V) {
+        self.v = v;
+        self.undef = if v.undef() { u8::MAX } else { 0 };
+    }
 }
 
 /// One block's run.
@@ -429,12 +440,15 @@ impl<'a> Block<'a> {
                 .map(|a| {
                     let cell = SCell {
                         v: V::UNDEF,
+                        undef: u8::MAX,
                         writer: None,
                         reader: None,
                     };
-                    let len = match a.dynamic {
-                        true => launch.dyn_len.unwrap_or(0),
-                        false => a.len,
+                    // A view has no elements of its own.
+                    let len = match (a.view_of, a.dynamic) {
+                        (Some(_), _) => 0,
+                        (None, true) => launch.dyn_len.unwrap_or(0),
+                        (None, false) => a.len,
                     };
                     vec![cell; len as usize]
                 })
