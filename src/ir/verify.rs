@@ -189,10 +189,11 @@ fn check_handles(ir: &Ir, errors: &mut Vec<VerifyError>) {
             errors.push(err(k, ir_loc, None));
         }
     }
-    for a in &ir.arrays {
-        // A view's array holds storage of its own: it is no view itself.
+    for (i, a) in ir.arrays.iter().enumerate() {
+        // A view's array is declared before it and holds storage of its own: it is no view
+        // itself.
         if let Some(root) = a.view_of
-            && (ir.arrays.get(root.index())).is_none_or(|r| r.view_of.is_some())
+            && (root.index() >= i || ir.arrays[root.index()].view_of.is_some())
         {
             errors.push(err(unknown("shared array", root.0), a.loc, None));
         }

@@ -183,6 +183,49 @@ fn ids_past_the_tables_are_errors() {
     )));
 }
 
+/// A view must view an array declared before it that is no view itself: an edited IR whose
+/// view names itself, a later array, a view or no array is refused, never planned.
+#[test]
+fn an_edited_view_of_a_view_or_a_later_array_is_an_error() {
+    let mut k = KernelBuilder::new("viewed").block(32);
+    let y = k.output::<u16>("y");
+    let a = k.shared_array::<u32>(16);
+    let v = k.shared_view::<u16, _>(&a);
+    let w = k.shared_view::<u8, _>(&a);
+    let b = k.shared_array::<u32>(4);
+    k.shared_write(&v, index::thread_rank(), 1u16);
+    k.shared_write(&b, 0u32, 1u32);
+    k.sync_block();
+    k.write(
+        &y,
+        index::thread_rank(),
+        v.read(index::thread_rank()) + w.read(0u32).cast(),
+    );
+    let viewed = k.ir().clone();
+    assert!(verify_small(viewed.clone()).is_ok());
+    // An id past this kernel's arrays: another kernel's fifth.
+    let mut other = KernelBuilder::new("other").block(32);
+    let far = (0..5)
+        .map(|_| other.shared_array::<u32>(1))
+        .last()
+        .expect("arrays");
+    for root in [v.id(), w.id(), b.id(), far.id()] {
+        let mut ir = viewed.clone();
+        ir.arrays[v.id().index()].view_of = Some(root);
+        let e = verify_small(ir).expect_err("verified");
+        assert!(
+            e.has(|k| matches!(
+                k,
+                VerifyErrorKind::UnknownHandle {
+                    what: "shared array",
+                    ..
+                }
+            )),
+            "{root}: {e}"
+        );
+    }
+}
+
 /// The id of op `i` of `ir`, as the regions hold it.
 fn op_id(ir: &Ir, i: usize) -> coopgraph::ir::OpId {
     let mut found = None;
