@@ -710,9 +710,11 @@ pub fn op_kinds(k: &Kernel) -> BTreeMap<&'static str, u64> {
     let mut m = BTreeMap::new();
     k.ir()
         .walk(|op, _| *m.entry(k.ir().op(op).kind.name()).or_insert(0) += 1);
-    // Arrays of several dimensions and the dynamic one, by declaration.
+    // Arrays of several dimensions, the dynamic one and views (the generator's and the radix
+    // ranks'), by declaration.
     for a in &k.ir().arrays {
         let name = match a.dims.len() {
+            _ if a.view_of.is_some() => "shared_view",
             _ if a.dynamic => "dynamic_array",
             2 => "shared_2d",
             3 => "shared_3d",
