@@ -46,7 +46,6 @@ fn words_as<U: Element>(name: &str, words: u32) -> Kernel {
 
 #[test]
 fn views_read_the_bytes_of_their_array_as_the_cpu_lays_them_out() {
-    let dev = device();
     let xs: Vec<u32> = (0..64u32)
         .map(|i| i.wrapping_mul(0x9e37_79b9) ^ 0x0102_0304)
         .collect();
@@ -71,7 +70,6 @@ fn views_read_the_bytes_of_their_array_as_the_cpu_lays_them_out() {
     // An odd number of words: the wider view holds as many whole elements as fit.
     check::<u64>(&xs, 33, "as_u64_odd");
     assert_eq!(words_as::<u64>("len", 33).ir().arrays[1].len, 16);
-    let _ = dev;
 }
 
 /// Thread `t` writes the two halves of word `t` through a 16-bit view, each with its own
@@ -322,7 +320,6 @@ fn the_views_type_is_part_of_the_cache_key() {
     fb.launch_grid(1, (&xb, &mut yb)).expect("launch");
     assert_eq!(ya.to_vec().expect("download")[1], 0xffff);
     assert_eq!(yb.to_vec().expect("download")[1], -1);
-    let _ = LaunchConfig::blocks(1);
 }
 
 /// A narrowing cast before a store of a narrow element is left to the store (which keeps the

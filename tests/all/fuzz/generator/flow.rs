@@ -429,9 +429,7 @@ impl Gen {
         self.arrays[ai].ready = true;
         true
     }
-}
 
-impl Gen {
     /// A write phase through array `ai`'s view that writes every byte of the array: barrier,
     /// then the threads take the array's elements in turn (`t`, `t + T`, ...) and write each
     /// through the view (a view narrower than the elements writes all of one element's parts

@@ -116,36 +116,20 @@ impl Block<'_> {
                 None => self.order.read(&mut c.reader, cell_key, me),
             }
         }
-        let size = self.ir.arrays[a].dtype.bytes();
-        let cell_bytes = self.ir.arrays[root].dtype.bytes();
+        let (dt, cell_dt) = (self.ir.arrays[a].dtype, self.ir.arrays[root].dtype);
+        let (size, cell_bytes) = (dt.bytes(), cell_dt.bytes());
         let cells = &mut self.arrays[root][span.first..span.first + span.cells];
         match write {
             Some(v) if size == cell_bytes => cells[0].set(v),
-            Some(v) if size < cell_bytes => {
-                // A part of one element: its bytes and their definedness.
-                let c = &mut cells[0];
-                let mask = value::mask(self.ir.arrays[a].dtype) << span.shift;
-                let bytes = ((1u32 << size) - 1) << (span.shift / 8);
-                c.v.bits = (c.v.bits & !mask) | ((v.bits << span.shift) & mask);
-                c.undef = if v.undef() {
-                    c.undef | bytes as u8
-                } else {
-                    c.undef & !(bytes as u8)
-                };
-                let undef = if c.undef & element_bytes(cell_bytes) != 0 {
-                    UNDEF
-                } else {
-                    0
-                };
-                c.v.flags = ((c.v.flags | v.flags) & !UNDEF) | undef;
-                c.v.bits &= value::mask(self.ir.arrays[root].dtype);
-            }
+            Some(v) if size < cell_bytes => cells[0].set_part(v, span.shift, dt, cell_dt),
             Some(v) => {
                 // Several whole elements, low bytes first.
                 let w = cell_bytes * 8;
-                let cell_mask = value::mask(self.ir.arrays[root].dtype);
                 for (j, c) in cells.iter_mut().enumerate() {
-                    c.set(V::with((v.bits >> (j as u32 * w)) & cell_mask, v.flags));
+                    c.set(V::with(
+                        (v.bits >> (j as u32 * w)) & value::mask(cell_dt),
+                        v.flags,
+                    ));
                 }
             }
             None => {}
@@ -155,11 +139,7 @@ impl Block<'_> {
             return cells[0].v;
         }
         if size < cell_bytes {
-            let c = cells[0];
-            let bits = (c.v.bits >> span.shift) & value::mask(self.ir.arrays[a].dtype);
-            let bytes = ((((1u32 << size) - 1) << (span.shift / 8)) & 0xff) as u8;
-            let undef = if c.undef & bytes != 0 { UNDEF } else { 0 };
-            return V::with(bits, (c.v.flags & !UNDEF) | undef);
+            return cells[0].part(span.shift, dt);
         }
         let w = cell_bytes * 8;
         cells.iter().enumerate().fold(V::exact(0), |acc, (j, c)| {
@@ -578,7 +558,41 @@ struct Span {
     shift: u32,
 }
 
-/// The mask of an element's bytes in [`SCell::undef`].
-fn element_bytes(bytes: u32) -> u8 {
-    ((1u32 << bytes) - 1) as u8
+impl SCell {
+    /// Its part of `dt` at bit `shift` (a narrower view's element): undefined while any of
+    /// its bytes is.
+    fn part(&self, shift: u32, dt: DType) -> V {
+        let bits = (self.v.bits >> shift) & value::mask(dt);
+        let undef = if self.undef & bytes_of(shift, dt.bytes()) != 0 {
+            UNDEF
+        } else {
+            0
+        };
+        V::with(bits, (self.v.flags & !UNDEF) | undef)
+    }
+
+    /// Writes its part of `dt` at bit `shift` with `v`; `cell` is its own dtype. The other
+    /// bytes keep their bits and definedness; what is known of the whole gathers the flags
+    /// of both.
+    fn set_part(&mut self, v: V, shift: u32, dt: DType, cell: DType) {
+        let mask = value::mask(dt) << shift;
+        self.v.bits = ((self.v.bits & !mask) | ((v.bits << shift) & mask)) & value::mask(cell);
+        let bytes = bytes_of(shift, dt.bytes());
+        self.undef = if v.undef() {
+            self.undef | bytes
+        } else {
+            self.undef & !bytes
+        };
+        let undef = if self.undef & bytes_of(0, cell.bytes()) != 0 {
+            UNDEF
+        } else {
+            0
+        };
+        self.v.flags = ((self.v.flags | v.flags) & !UNDEF) | undef;
+    }
+}
+
+/// The bits of [`SCell::undef`] for `size` bytes from bit `shift` of an element.
+fn bytes_of(shift: u32, size: u32) -> u8 {
+    (((1u32 << size) - 1) << (shift / 8)) as u8
 }
