@@ -1,7 +1,7 @@
 // CUB reference: cub::BlockRunLengthDecode.
 //
 //   block_run_length_decode u32 runs{R}, block B, items D
-//       each block takes B * R runs (a u32 value and a u32 length in [0, 7]
+//       each block takes B * R runs (a u32 value and a u32 length in [1, 7]
 //       each, blocked: thread t holds runs t * R .. t * R + R - 1), and decodes
 //       them window by window, B * D decoded items at a time
 //       (RunLengthDecode(items, from)), into its part of the output, blocked
@@ -62,8 +62,9 @@ __global__ void decode_kernel(const std::uint32_t* __restrict__ values,
   }
 }
 
-// The runs: hashed values, lengths uniform in [0, kMaxLength] (xorshift, the
-// stream example 33 draws).
+// The runs: hashed values, lengths uniform in [1, kMaxLength] (xorshift, the
+// stream example 33 draws). cub::BlockRunLengthDecode takes runs of length 0
+// only at the end of a block's runs: with them inside, its decoding is wrong.
 void make_runs(std::vector<std::uint32_t>& values, std::vector<std::uint32_t>& lengths, std::size_t n)
 {
   std::uint64_t state = 0x2545F4914F6CDD1Dull;
@@ -75,7 +76,7 @@ void make_runs(std::vector<std::uint32_t>& values, std::vector<std::uint32_t>& l
     state ^= state >> 7;
     state ^= state << 17;
     values[i]  = static_cast<std::uint32_t>(state >> 32);
-    lengths[i] = static_cast<std::uint32_t>(state % (kMaxLength + 1));
+    lengths[i] = static_cast<std::uint32_t>(1 + state % kMaxLength);
   }
 }
 
