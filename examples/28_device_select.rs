@@ -26,7 +26,7 @@ mod bench;
 use bench::OrExit;
 use coopgraph::algorithms::{
     DeviceRunLengthEncode, DeviceSelect, PredicateFn, Tuning, Workspace, default_run_length_tuning,
-    default_tuning,
+    default_select_tuning,
 };
 use coopgraph::ir::{DType, Expr};
 use coopgraph::runtime::{Buffer, Device, DeviceElement};
@@ -242,7 +242,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             println!("{what}: {g:.0} GB/s; CUB: {c} GB/s; ratio {ratio}");
         }
     };
-    let wide = default_tuning(DType::U32);
+    let wide = default_select_tuning(DType::U32);
 
     let xs = select_u32(n);
     let x = device.upload(&xs)?;

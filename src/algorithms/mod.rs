@@ -71,7 +71,7 @@ pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
 pub use run_length::{DeviceRunLengthEncode, PreparedRunLengthEncode, default_run_length_tuning};
 pub use scan::{DeviceScan, PreparedScan, ScanForm};
-pub use select::{DeviceSelect, PredicateFn, PreparedSelect, SelectKind};
+pub use select::{DeviceSelect, PredicateFn, PreparedSelect, SelectKind, default_select_tuning};
 use tuning::chosen;
 pub use tuning::{Tuning, default_tuning};
 pub use workspace::Workspace;

@@ -335,7 +335,8 @@ fn look_back_in_any_block_order() {
     }
 }
 
-/// The convenience functions at the default tunings (tiles of 8192 and 4096).
+/// The convenience functions at the default tunings (tiles of 7680 for the 4-byte selection,
+/// 4096 for the 8-byte encoding, 8192 for the 4-byte one).
 #[test]
 fn default_tunings() {
     let dev = device();
