@@ -12,7 +12,7 @@
 //! 16 items per thread, the block's sort and the warps' (tiles of 32 x items), over 2^28 keys
 //! (`COOPGRAPH_BENCH_N` overrides), each checked (every tile sorted, every 97th against the
 //! CPU) and timed; keys/s counts the keys sorted, GB/s the keys (and values) read and written.
-//! Without a GPU but with `COOPGRAPH_DUMP_PTX` set, the `u32` configurations' kernels are built
+//! Without a GPU but with `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are built
 //! (their PTX written there) and not run.
 //! With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/run.sh` wrote for `merge_sort.cu`,
 //! each row shows CUB's figure and the ratio beside ours. Exits non-zero on any wrong result.
@@ -64,6 +64,21 @@ impl Key for f32 {
         negative
             .select(!b.clone(), b | 0x8000_0000u32)
             .cast::<u64>()
+    }
+}
+
+/// Builds (and so, with `COOPGRAPH_DUMP_PTX` set, writes) the timed configurations' kernels
+/// of key type `K`.
+fn build_timed<K: Key>(dev: &Device) {
+    for block in [128u32, 256] {
+        for items in [4u32, 8, 16] {
+            for lanes in [None, Some(32)] {
+                for pairs in [false, true] {
+                    let k = kernel::<K>(block, lanes, items, pairs);
+                    dev.compile(&k).or_exit("compiles");
+                }
+            }
+        }
     }
 }
 
@@ -196,17 +211,11 @@ fn main() {
         // With `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are still built
         // (and so written there), for reading their SASS beside CUB's without a GPU.
         if std::env::var_os("COOPGRAPH_DUMP_PTX").is_some() {
-            for block in [128u32, 256] {
-                for items in [4u32, 8, 16] {
-                    for lanes in [None, Some(32)] {
-                        for pairs in [false, true] {
-                            let k = kernel::<u32>(block, lanes, items, pairs);
-                            dev.compile(&k).or_exit("compiles");
-                        }
-                    }
-                }
-            }
-            println!("(no GPU: the u32 timed configurations were built, not run)");
+            build_timed::<u32>(&dev);
+            build_timed::<i32>(&dev);
+            build_timed::<f32>(&dev);
+            build_timed::<u64>(&dev);
+            println!("(no GPU: the timed configurations were built, not run)");
             return;
         }
         println!("(no GPU: the timed configurations run only there)");

@@ -874,17 +874,37 @@ impl Emitter<'_> {
             },
             _ => None,
         };
-        if !matches!(d, DType::U64 | DType::I64) {
-            return (a, b, d);
-        }
-        match (widened(a), widened(b)) {
-            (Some((x, s)), Some((y, t))) if s == t => {
+        let (a, b, d) = match (widened(a), widened(b)) {
+            (Some((x, s)), Some((y, t))) if s == t && matches!(d, DType::U64 | DType::I64) => {
                 let narrow = match (s, d) {
                     (DType::I32, DType::I64) => DType::I32,
                     _ => DType::U32,
                 };
                 (x, y, narrow)
             }
+            _ => (a, b, d),
+        };
+        self.sign_flipped_comparison(a, b, d)
+    }
+
+    /// Two 32-bit integers whose sign bits are both flipped (`x ^ 0x8000_0000`, how an `i32`
+    /// is ordered by its bits as a `u32`) compare as the unflipped values in the other
+    /// signedness, in one `setp` without the two `xor`s: flipping the sign bit maps the
+    /// signed order onto the unsigned one and back, and keeps equality.
+    fn sign_flipped_comparison(&self, a: ExprId, b: ExprId, d: DType) -> (ExprId, ExprId, DType) {
+        let other = match d {
+            DType::U32 => DType::I32,
+            DType::I32 => DType::U32,
+            _ => return (a, b, d),
+        };
+        let sign = |e: ExprId| matches!(self.ir.expr(e).kind, ExprKind::Const(0x8000_0000));
+        let unflipped = |e: ExprId| match self.ir.expr(e).kind {
+            ExprKind::Binary(B::Xor, x, k) if sign(k) => Some(x),
+            ExprKind::Binary(B::Xor, k, x) if sign(k) => Some(x),
+            _ => None,
+        };
+        match (unflipped(a), unflipped(b)) {
+            (Some(x), Some(y)) => (x, y, other),
             _ => (a, b, d),
         }
     }

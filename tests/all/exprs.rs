@@ -417,12 +417,10 @@ fn comparison_code_ref<T: PartialOrd>(a: T, b: T) -> u32 {
         .fold(0, |acc, (i, p)| acc | (u32::from(p) << i))
 }
 
-/// 64-bit comparisons of two widened 32-bit integers compare the 32-bit values (one 32-bit
-/// `setp`): zero-extended `u32`s and sign-extended `i32`s, as `u64` and as `i64`, give Rust's
-/// answers at the edges (0, 1, the sign boundary, the maxima, equal pairs) and at random.
-#[test]
-fn comparisons_of_widened_32_bit_integers() {
-    let mut rng = Rng::new(0xC0);
+/// Operands for comparisons of 32-bit integers: random, every pair of edge values (0, 1, both
+/// sides of the sign boundary, the maxima), and equal pairs.
+fn edge_pairs(seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let mut rng = Rng::new(seed);
     let edges = [
         0u32,
         1,
@@ -434,7 +432,6 @@ fn comparisons_of_widened_32_bit_integers() {
     ];
     let mut xs = inputs::<u32>(&mut rng, &edges);
     let mut ys = inputs::<u32>(&mut rng, &edges);
-    // Every pair of edges, and equal pairs.
     for (i, (a, b)) in edges
         .iter()
         .flat_map(|&a| edges.iter().map(move |&b| (a, b)))
@@ -444,6 +441,83 @@ fn comparisons_of_widened_32_bit_integers() {
         ys[100 + i] = b;
     }
     ys[200..220].copy_from_slice(&xs[200..220]);
+    (xs, ys)
+}
+
+/// Comparisons of two 32-bit integers with their sign bits flipped (`x ^ 0x8000_0000`, an
+/// `i32` ordered by its bits as a `u32`) compare the unflipped values in the other
+/// signedness: Rust's answers for `u32` and `i32`, the constant on either side, widened to
+/// `u64` after the flip (the merge sort's key order), and for a flip of another bit (no
+/// rewrite). The `u32` comparison's PTX has no `xor` left.
+#[test]
+fn comparisons_of_sign_flipped_integers() {
+    const SIGN: u32 = 0x8000_0000;
+    let (xs, ys) = edge_pairs(0xC1);
+    let is: Vec<i32> = xs.iter().map(|&v| v as i32).collect();
+    let js: Vec<i32> = ys.iter().map(|&v| v as i32).collect();
+    let want_u = |flip: u32| -> Vec<u32> {
+        (xs.iter().zip(&ys))
+            .map(|(&a, &b)| comparison_code_ref(a ^ flip, b ^ flip))
+            .collect()
+    };
+    let got = map2("cmp_flipped_u32", &xs, &ys, |a, b| {
+        comparison_code(a ^ SIGN, b ^ SIGN)
+    });
+    check("u32 ^ sign", &got, &want_u(SIGN));
+    let got = map2("cmp_flipped_u32_left", &xs, &ys, |a, b| {
+        comparison_code(Expr::lit(SIGN) ^ a, b ^ SIGN)
+    });
+    check("sign ^ u32", &got, &want_u(SIGN));
+    let got = map2("cmp_flipped_other_bit", &xs, &ys, |a, b| {
+        comparison_code(a ^ 0x4000_0000u32, b ^ 0x4000_0000u32)
+    });
+    check("u32 ^ another bit", &got, &want_u(0x4000_0000));
+    let got = map2("cmp_flipped_i32", &is, &js, |a, b| {
+        comparison_code(a ^ i32::MIN, b ^ i32::MIN)
+    });
+    let want: Vec<u32> = (is.iter().zip(&js))
+        .map(|(&a, &b)| comparison_code_ref(a ^ i32::MIN, b ^ i32::MIN))
+        .collect();
+    check("i32 ^ sign", &got, &want);
+    let got = map2("cmp_flipped_i32_as_u64", &is, &js, |a, b| {
+        let key = |v: Expr<i32>| (v.cast::<u32>() ^ SIGN).cast::<u64>();
+        comparison_code(key(a), key(b))
+    });
+    let want: Vec<u32> = (xs.iter().zip(&ys))
+        .map(|(&a, &b)| comparison_code_ref(u64::from(a ^ SIGN), u64::from(b ^ SIGN)))
+        .collect();
+    check("i32 bits ^ sign as u64", &got, &want);
+    flush();
+    let mut k = KernelBuilder::new("cmp_flipped_ptx")
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
+    let (x, y, z) = (
+        k.input::<u32>("x"),
+        k.input::<u32>("y"),
+        k.output::<u32>("z"),
+    );
+    let block = k.this_block();
+    let (tx, ty) = (
+        k.load_from(block, &x, Load::striped()),
+        k.load_from(block, &y, Load::striped()),
+    );
+    let tz = k.map2(&tx, &ty, |a, b| (a ^ SIGN).lt(b ^ SIGN).to::<u32>());
+    k.store_to(block, &z, &tz, Store::striped());
+    let ptx = k
+        .build()
+        .expect("builds")
+        .ptx(coopgraph::ptx::Arch::Sm90)
+        .expect("emits");
+    assert!(ptx.contains("setp.lt.s32"), "{ptx}");
+    assert!(!ptx.contains("xor"), "{ptx}");
+}
+
+/// 64-bit comparisons of two widened 32-bit integers compare the 32-bit values (one 32-bit
+/// `setp`): zero-extended `u32`s and sign-extended `i32`s, as `u64` and as `i64`, give Rust's
+/// answers at the edges (0, 1, the sign boundary, the maxima, equal pairs) and at random.
+#[test]
+fn comparisons_of_widened_32_bit_integers() {
+    let (xs, ys) = edge_pairs(0xC0);
     let is: Vec<i32> = xs.iter().map(|&v| v as i32).collect();
     let js: Vec<i32> = ys.iter().map(|&v| v as i32).collect();
     let cases: [(&str, Vec<u32>, Vec<u32>); 4] = [

@@ -259,9 +259,23 @@ impl Gen {
         let d = depth.saturating_sub(1);
         match self.rng.weighted(&[60, 15, 10, 5, 3]) {
             0 if self.rng.pct(15) => {
-                // Two 32-bit integers widened to 64 bits, which compare as 32-bit values.
+                // Two 32-bit integers widened to 64 bits, which compare as 32-bit values, or
+                // with their sign bits flipped, which compare in the other signedness.
                 let cmp = self.rng.below(6);
-                match self.rng.below(4) {
+                match self.rng.below(6) {
+                    4 => {
+                        let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
+                        let (a, b) = (a ^ 0x8000_0000u32, b ^ 0x8000_0000u32);
+                        if self.rng.pct(50) {
+                            comparison(cmp, a.cast::<u64>(), b.cast::<u64>())
+                        } else {
+                            comparison(cmp, a, b)
+                        }
+                    }
+                    5 => {
+                        let (a, b) = (self.expr::<i32>(lv, d), self.expr::<i32>(lv, d));
+                        comparison(cmp, a ^ i32::MIN, b ^ i32::MIN)
+                    }
                     0 => {
                         let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
                         comparison(cmp, a.cast::<u64>(), b.cast::<u64>())
