@@ -65,7 +65,7 @@ impl SelectKind {
 }
 
 /// The default tuning of a selection or partition of `dtype`: 384 threads × 20 items for
-/// 4-byte elements (on the H200 at 2^28 `u32`, keeping 30%: 2381 GB/s, the fastest of eleven
+/// 4-byte elements (on the H200 at 2^28 `u32`, keeping 30%: 2381 GB/s, the fastest of ten
 /// tunings: 256 × 24 2216, 256 × 16 2212, 256 × 32 2129, 512 × 16 2068, 384 × 16 1762; the
 /// partition's fastest too, 2876 against 2570 at 256 × 32),
 /// [`default_tuning`](super::default_tuning)'s for elements of other sizes.
