@@ -6,7 +6,7 @@ use super::Gen;
 use super::ops::handle;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
-use coopgraph::ir::{DType, Element};
+use coopgraph::ir::{Arrangement, DType, Element};
 
 impl Gen {
     pub fn op_run_length(&mut self, k: &mut KernelBuilder) -> bool {
@@ -25,6 +25,10 @@ impl Gen {
         for x in &mut self.datas {
             x.used |= x.h.id() == l.h.id() || x.h.id() == v.h.id();
         }
+        // The runs are taken blocked: a payload in another arrangement is converted (which
+        // strict mode refuses).
+        self.note_conv(l.arr, Arrangement::Blocked, l.k);
+        self.note_conv(v.arr, Arrangement::Blocked, v.k);
         let b = k.this_block();
         let raw = handle::<u32>(&l);
         let lens = k.map(&raw, |x| x % 5u32);
