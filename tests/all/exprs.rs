@@ -417,6 +417,29 @@ fn comparison_code_ref<T: PartialOrd>(a: T, b: T) -> u32 {
         .fold(0, |acc, (i, p)| acc | (u32::from(p) << i))
 }
 
+/// The sm_90 PTX of a kernel storing `cmp(x, y)` of two `u32` inputs as 0 or 1.
+fn compare_ptx(name: &str, cmp: impl Fn(Expr<u32>, Expr<u32>) -> Expr<bool>) -> String {
+    let mut k = KernelBuilder::new(name)
+        .block(BLOCK)
+        .items_per_thread(ITEMS);
+    let (x, y, z) = (
+        k.input::<u32>("x"),
+        k.input::<u32>("y"),
+        k.output::<u32>("z"),
+    );
+    let block = k.this_block();
+    let (tx, ty) = (
+        k.load_from(block, &x, Load::striped()),
+        k.load_from(block, &y, Load::striped()),
+    );
+    let tz = k.map2(&tx, &ty, |a, b| cmp(a, b).to::<u32>());
+    k.store_to(block, &z, &tz, Store::striped());
+    k.build()
+        .expect("builds")
+        .ptx(coopgraph::ptx::Arch::Sm90)
+        .expect("emits")
+}
+
 /// Operands for comparisons of 32-bit integers: random, every pair of edge values (0, 1, both
 /// sides of the sign boundary, the maxima), and equal pairs.
 fn edge_pairs(seed: u64) -> (Vec<u32>, Vec<u32>) {
@@ -488,26 +511,7 @@ fn comparisons_of_sign_flipped_integers() {
         .collect();
     check("i32 bits ^ sign as u64", &got, &want);
     flush();
-    let mut k = KernelBuilder::new("cmp_flipped_ptx")
-        .block(BLOCK)
-        .items_per_thread(ITEMS);
-    let (x, y, z) = (
-        k.input::<u32>("x"),
-        k.input::<u32>("y"),
-        k.output::<u32>("z"),
-    );
-    let block = k.this_block();
-    let (tx, ty) = (
-        k.load_from(block, &x, Load::striped()),
-        k.load_from(block, &y, Load::striped()),
-    );
-    let tz = k.map2(&tx, &ty, |a, b| (a ^ SIGN).lt(b ^ SIGN).to::<u32>());
-    k.store_to(block, &z, &tz, Store::striped());
-    let ptx = k
-        .build()
-        .expect("builds")
-        .ptx(coopgraph::ptx::Arch::Sm90)
-        .expect("emits");
+    let ptx = compare_ptx("cmp_flipped_ptx", |a, b| (a ^ SIGN).lt(b ^ SIGN));
     assert!(ptx.contains("setp.lt.s32"), "{ptx}");
     assert!(!ptx.contains("xor"), "{ptx}");
 }
@@ -567,28 +571,9 @@ fn comparisons_of_widened_32_bit_integers() {
     }
     flush();
     // One 32-bit compare each: no 64-bit `setp` is left in the kernel.
-    let mut k = KernelBuilder::new("cmp_widened_ptx")
-        .block(BLOCK)
-        .items_per_thread(ITEMS);
-    let (x, y, z) = (
-        k.input::<u32>("x"),
-        k.input::<u32>("y"),
-        k.output::<u32>("z"),
-    );
-    let block = k.this_block();
-    let (tx, ty) = (
-        k.load_from(block, &x, Load::striped()),
-        k.load_from(block, &y, Load::striped()),
-    );
-    let tz = k.map2(&tx, &ty, |a, b| {
-        a.cast::<u64>().lt(b.cast::<u64>()).to::<u32>()
+    let ptx = compare_ptx("cmp_widened_ptx", |a, b| {
+        a.cast::<u64>().lt(b.cast::<u64>())
     });
-    k.store_to(block, &z, &tz, Store::striped());
-    let ptx = k
-        .build()
-        .expect("builds")
-        .ptx(coopgraph::ptx::Arch::Sm90)
-        .expect("emits");
     assert!(ptx.contains("setp.lt.u32"), "{ptx}");
     assert!(!ptx.contains("setp.lt.u64"), "{ptx}");
 }
