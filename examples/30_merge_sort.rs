@@ -12,6 +12,7 @@
 //! 16 items per thread, the block's sort and the warps' (tiles of 32 x items), over 2^28 keys
 //! (`COOPGRAPH_BENCH_N` overrides), each checked (every tile sorted, every 97th against the
 //! CPU) and timed; keys/s counts the keys sorted, GB/s the keys (and values) read and written.
+//! `COOPGRAPH_SORT_DTYPES` (say `i32,f32`) keeps the timed rows of those key types.
 //! Without a GPU but with `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are built
 //! (their PTX written there) and not run.
 //! With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/run.sh` wrote for `merge_sort.cu`,
@@ -223,7 +224,11 @@ fn main() {
     }
     let cub = bench::cub_figures();
     println!("kind                    dtype block items Gkeys/s   GB/s    CUB  ours/CUB");
+    let dtypes = std::env::var("COOPGRAPH_SORT_DTYPES").unwrap_or_default();
     for (dtype, k) in [("u32", 0), ("i32", 1), ("f32", 2), ("u64", 3)] {
+        if !dtypes.is_empty() && !dtypes.split(',').any(|d| d.trim() == dtype) {
+            continue;
+        }
         for block in [128u32, 256] {
             for items in [4u32, 8, 16] {
                 for (lanes, form, alg) in [(None, "block", "merge"), (Some(32), "warp", "warp32")] {

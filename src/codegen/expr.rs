@@ -382,10 +382,21 @@ impl Emitter<'_> {
                 });
             }
             ExprKind::Cmp(c, a, b) => {
-                let (a, b, d) = self.narrowed_comparison(*a, *b);
-                let ra = self.eval(a, ctx, memo);
-                let rb = self.eval(b, ctx, memo);
-                self.compare_into(p, *c, d, ra, rb);
+                if let Some((x, signed, negative)) = self.sign_test(*c, *a, *b) {
+                    let rx = self.eval(x, ctx, memo);
+                    self.op(Op::Setp {
+                        cmp: if negative { Cmp::Lt } else { Cmp::Ge },
+                        ty: arith_ty(signed),
+                        dst: p,
+                        a: rx.into(),
+                        b: Operand::Imm(0),
+                    });
+                } else {
+                    let (a, b, d) = self.narrowed_comparison(*a, *b);
+                    let ra = self.eval(a, ctx, memo);
+                    let rb = self.eval(b, ctx, memo);
+                    self.compare_into(p, *c, d, ra, rb);
+                }
             }
             ExprKind::Unary(U::Not, a) => {
                 let ra = self.eval(*a, ctx, memo);
@@ -907,6 +918,53 @@ impl Emitter<'_> {
             (Some(x), Some(y)) => (x, y, other),
             _ => (a, b, d),
         }
+    }
+
+    /// A test of an unsigned integer's top bit written as a shift and a comparison with 0 or 1
+    /// (`(x >> 31).eq(1)`, how a float's sign is read from its bits): `x`, the signed dtype of
+    /// its width and whether the test holds for the values negative in it. One `setp` of `x`
+    /// against zero, where ptxas keeps the shift and compares its result. Tests that hold
+    /// always or never (`(x >> 31).le(1)`) are left as written.
+    fn sign_test(&self, c: CmpOp, a: ExprId, b: ExprId) -> Option<(ExprId, DType, bool)> {
+        let top_bit = |e: ExprId| match self.ir.expr(e).kind {
+            ExprKind::Binary(B::Shr, x, k) => {
+                let signed = match self.ir.expr(x).ty.dtype()? {
+                    DType::U32 => DType::I32,
+                    DType::U64 => DType::I64,
+                    _ => return None,
+                };
+                let last = signed.bytes() as u64 * 8 - 1;
+                matches!(self.ir.expr(k).kind, ExprKind::Const(s) if s == last)
+                    .then_some((x, signed))
+            }
+            _ => None,
+        };
+        let bit = |e: ExprId| match self.ir.expr(e).kind {
+            ExprKind::Const(v @ (0 | 1)) => Some(v),
+            _ => None,
+        };
+        // The comparison as `(x >> last) c v`, the constant moved to the right.
+        let (x, signed, c, v) = match (top_bit(a), bit(b), bit(a), top_bit(b)) {
+            (Some((x, s)), Some(v), ..) => (x, s, c, v),
+            (.., Some(v), Some((x, s))) => {
+                let mirrored = match c {
+                    CmpOp::Lt => CmpOp::Gt,
+                    CmpOp::Le => CmpOp::Ge,
+                    CmpOp::Gt => CmpOp::Lt,
+                    CmpOp::Ge => CmpOp::Le,
+                    same => same,
+                };
+                (x, s, mirrored, v)
+            }
+            _ => return None,
+        };
+        // `x >> last` is 1 for the negative values and 0 for the others.
+        let negative = match (c, v) {
+            (CmpOp::Eq, 1) | (CmpOp::Ne, 0) | (CmpOp::Gt, 0) | (CmpOp::Ge, 1) => true,
+            (CmpOp::Eq, 0) | (CmpOp::Ne, 1) | (CmpOp::Lt, 1) | (CmpOp::Le, 0) => false,
+            _ => return None,
+        };
+        Some((x, signed, negative))
     }
 
     /// `p = a c b` over values of `d` (ordered for floats, but `!=`).

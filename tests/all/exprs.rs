@@ -516,6 +516,59 @@ fn comparisons_of_sign_flipped_integers() {
     assert!(!ptx.contains("xor"), "{ptx}");
 }
 
+/// Every comparison of `x >> (bits - 1)` with `v`, for `v` = 0, 1 and 2 on the right and
+/// on the left, as bits of one code (the six comparisons of each pair in turn).
+fn top_bit_code<T: coopgraph::ir::Element>(
+    top: Expr<T>,
+    lit: impl Fn(u32) -> Expr<T>,
+) -> Expr<u32> {
+    (0..3u32).fold(Expr::lit(0u32), |acc, v| {
+        let right = comparison_code(top.clone(), lit(v));
+        let left = comparison_code(lit(v), top.clone());
+        acc | (right << (12 * v)) | (left << (12 * v + 6))
+    })
+}
+
+/// The same code on the host, from the top bit `top` (0 or 1).
+fn top_bit_code_ref(top: u64) -> u32 {
+    (0..3u64).fold(0, |acc, v| {
+        acc | (comparison_code_ref(top, v) << (12 * v))
+            | (comparison_code_ref(v, top) << (12 * v + 6))
+    })
+}
+
+/// Tests of an unsigned integer's top bit written as a shift and a comparison
+/// (`(x >> 31).eq(1)`, how a float's sign is read from its bits) compare the integer with zero
+/// as a signed one: every comparison with 0, 1 and 2, the constant on either side, gives
+/// Rust's answers for `u32` and `u64` at the edges and at random. In PTX, `(x >> 31).eq(1)`
+/// is one `setp.lt.s32` against zero and leaves no shift behind.
+#[test]
+fn comparisons_of_top_bits() {
+    let (xs, ys) = edge_pairs(0xC2);
+    let got = map2("cmp_top_bit_u32", &xs, &ys, |a, _| {
+        top_bit_code(a >> 31u32, Expr::lit)
+    });
+    let want: Vec<u32> = xs
+        .iter()
+        .map(|&a| top_bit_code_ref(u64::from(a >> 31)))
+        .collect();
+    check("u32 top bit", &got, &want);
+    let wide: Vec<u64> = (xs.iter().zip(&ys))
+        .map(|(&a, &b)| (u64::from(a) << 32) | u64::from(b))
+        .collect();
+    let got = map2("cmp_top_bit_u64", &wide, &ys, |a, _| {
+        top_bit_code(a >> 63u32, |v| Expr::lit(u64::from(v)))
+    });
+    let want: Vec<u32> = wide.iter().map(|&a| top_bit_code_ref(a >> 63)).collect();
+    check("u64 top bit", &got, &want);
+    flush();
+    let shifts = |ptx: &str| ptx.matches("shr.").count();
+    let plain = compare_ptx("cmp_top_bit_plain_ptx", |a, b| a.lt(b));
+    let ptx = compare_ptx("cmp_top_bit_ptx", |a, _| (a >> 31u32).eq(1u32));
+    assert!(ptx.contains(", 0;") && ptx.contains("setp.lt.s32"), "{ptx}");
+    assert_eq!(shifts(&ptx), shifts(&plain), "{ptx}");
+}
+
 /// 64-bit comparisons of two widened 32-bit integers compare the 32-bit values (one 32-bit
 /// `setp`): zero-extended `u32`s and sign-extended `i32`s, as `u64` and as `i64`, give Rust's
 /// answers at the edges (0, 1, the sign boundary, the maxima, equal pairs) and at random.

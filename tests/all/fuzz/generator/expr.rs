@@ -260,9 +260,32 @@ impl Gen {
         match self.rng.weighted(&[60, 15, 10, 5, 3]) {
             0 if self.rng.pct(15) => {
                 // Two 32-bit integers widened to 64 bits, which compare as 32-bit values, or
-                // with their sign bits flipped, which compare in the other signedness.
+                // with their sign bits flipped, which compare in the other signedness; or an
+                // unsigned integer's top bit shifted down and compared with 0, 1 or 2 (on
+                // either side), which compares the integer with zero as a signed one.
                 let cmp = self.rng.below(6);
-                match self.rng.below(6) {
+                match self.rng.below(8) {
+                    6 | 7 => {
+                        let v = self.rng.below(3) as u32;
+                        let swap = self.rng.pct(50);
+                        if self.rng.pct(50) {
+                            let top = self.expr::<u32>(lv, d) >> 31u32;
+                            let v = Expr::lit(v);
+                            if swap {
+                                comparison(cmp, v, top)
+                            } else {
+                                comparison(cmp, top, v)
+                            }
+                        } else {
+                            let top = self.expr::<u64>(lv, d) >> 63u32;
+                            let v = Expr::lit(u64::from(v));
+                            if swap {
+                                comparison(cmp, v, top)
+                            } else {
+                                comparison(cmp, top, v)
+                            }
+                        }
+                    }
                     4 => {
                         let (a, b) = (self.expr::<u32>(lv, d), self.expr::<u32>(lv, d));
                         let (a, b) = (a ^ 0x8000_0000u32, b ^ 0x8000_0000u32);
