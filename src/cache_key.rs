@@ -792,6 +792,7 @@ impl Canonical for OpData {
                 to,
                 holes,
                 permutation,
+                inside,
             } => {
                 w.tag(12);
                 group.write(w);
@@ -802,6 +803,7 @@ impl Canonical for OpData {
                 to.write(w);
                 w.opt(holes);
                 w.bool(*permutation);
+                w.bool(*inside);
             }
             OpKind::Exchange {
                 group,

@@ -271,7 +271,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         }
         // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
         let striped = Arrangement::Striped { threads };
-        let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).permutation());
+        let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).inside());
         let bases = k.shared_array::<u32>(RADIX);
         for j in 0..per {
             k.if_(digit_of(j).lt(RADIX), |k| {
@@ -314,7 +314,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                 .valid_items(valid.clone())
                 .oob_default(V::default());
             let vals = k.load_from(b, vsrc, load);
-            let sorted = k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).permutation());
+            let sorted = k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).inside());
             for i in 0..items {
                 let rank = tid.clone() + i * threads;
                 k.if_(rank.lt(valid.clone()), |k| {

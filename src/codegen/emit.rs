@@ -464,8 +464,9 @@ impl Emitter<'_> {
                 flags,
                 dst,
                 holes,
+                inside,
                 ..
-            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes)?,
+            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes, *inside)?,
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

@@ -10,6 +10,7 @@ use super::builder::{Emitter, Lowered, Steps, bits_or_float, class, segment_clam
 use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
+use crate::planner::padded_slot;
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -286,7 +287,8 @@ impl Emitter<'_> {
 
 impl Emitter<'_> {
     /// Lowers a scatter of `[src, ranks, dst]`: with a hole value, each thread first writes it
-    /// at the positions it reads back; the items go to their ranked tile positions; then the
+    /// at the positions it reads back; the items go to their ranked tile positions (ranks past
+    /// the tile skipped, unless the op says they are `inside` it by construction); then the
     /// tile is read back in the result's arrangement (the plan's `read_back` form).
     pub(crate) fn scatter(
         &mut self,
@@ -294,6 +296,7 @@ impl Emitter<'_> {
         [src, ranks, dst]: [crate::ir::DataId; 3],
         flags: Option<crate::ir::DataId>,
         holes: Option<u64>,
+        inside: bool,
     ) -> Lowered {
         let d = self.ir.datas[src.index()].dtype;
         let x = self.data_regs(src).to_vec();
@@ -305,14 +308,32 @@ impl Emitter<'_> {
         let tile = cp.entries as i64;
         let out = self.data_regs(dst).to_vec();
         // Where each result slot reads: position = the rank's digit terms + i * item stride.
+        // Where the padded slots of a thread's positions lie at the same distances from its
+        // first for every rank (a blocked tile whose items fit between two pads, a striped
+        // one whose rows are whole pad periods), one address and immediate offsets serve
+        // every item, as in an exchange.
+        let items = out.len() as u32;
+        let scope = (cp.entries / items.max(1)).max(1);
+        let slot = |p: u32| i64::from(padded_slot(p, cp.padding));
+        let delta = |i: u32, r: u32| slot(form.position(i, r)) - slot(form.position(0, r));
+        let deltas: Vec<i64> = (0..items).map(|i| delta(i, 0)).collect();
+        let separable = (1..scope).all(|r| (0..items).all(|i| delta(i, r) == deltas[i as usize]));
         let tid = self.tid();
         let mut back = Vec::with_capacity(out.len());
-        for i in 0..out.len() {
+        let mut first = None;
+        for i in 0..items {
+            if let (true, Some(a0)) = (separable, first) {
+                back.push(Address {
+                    base: AddrBase::Reg(a0),
+                    offset: deltas[i as usize] * i64::from(cp.elem_bytes),
+                });
+                continue;
+            }
             let pos = self.reg(RegClass::B32);
             self.op(Op::Mov {
                 ty: Ty::U32,
                 dst: pos,
-                src: Operand::Imm(i as i64 * form.item_stride as i64),
+                src: Operand::Imm(i64::from(i) * form.item_stride as i64),
             });
             for &(extent, divisor, stride) in &form.thread_terms {
                 let q = self.u32op(BinOp::Div, tid.into(), Operand::Imm(divisor.max(1) as i64));
@@ -325,18 +346,29 @@ impl Emitter<'_> {
                     c: pos.into(),
                 });
             }
-            back.push(self.collective_addr(&cp, pos.into()));
+            let a = self.collective_addr(&cp, pos.into());
+            first.get_or_insert(a);
+            back.push(Address {
+                base: AddrBase::Reg(a),
+                offset: 0,
+            });
         }
         let mut steps = Steps::new(op, &cp.steps);
         if let Some(bits) = holes {
             self.enter_step(&mut steps)?;
             let hole = self.constant(d, bits);
-            for &a in &back {
-                self.shared_value(false, d, a, hole);
+            for a in &back {
+                self.shared_access(false, d, a.clone(), hole);
             }
         }
         self.enter_step(&mut steps)?;
         for (i, (&v, &rank)) in x.iter().zip(&r).enumerate() {
+            if inside && fl.is_none() {
+                // The library's own ranks, each inside the tile by construction.
+                let a = self.collective_addr(&cp, rank.into());
+                self.shared_value(false, d, a, v);
+                continue;
+            }
             let ok = self.setp(Cmp::Lt, Ty::U32, rank.into(), Operand::Imm(tile));
             if let Some(f) = fl.as_ref().and_then(|f| f.get(i)) {
                 let set = self.setp(Cmp::Ne, Ty::U32, (*f).into(), Operand::Imm(0));
@@ -351,8 +383,8 @@ impl Emitter<'_> {
             self.shared_access_if(ok, false, d, a, v);
         }
         self.enter_step(&mut steps)?;
-        for (&o, &a) in out.iter().zip(&back) {
-            self.shared_value(true, d, a, o);
+        for (&o, a) in out.iter().zip(back) {
+            self.shared_access(true, d, a, o);
         }
         Ok(())
     }

@@ -646,17 +646,16 @@ pub enum OpKind {
         /// The values, in order.
         args: SmallVec<[ExprId; 4]>,
     },
-    /// Reduces every item of the group's threads with `op` into `dst` (one item): the result
-    /// is at rank 0, or at every rank with `broadcast`.
+    /// Reduces every item of the group's threads with `op` into `dst` (one item), at rank 0
+    /// or, with `broadcast`, at every rank.
     Reduce(Reduction),
     /// Scans the group's items in position order (a blocked payload) into `dst`.
     Scan(ScanSpec),
     /// Each item combined with its neighbour in position order (adjacent difference,
     /// discontinuity flags, block shuffles).
     Neighbor(NeighborSpec),
-    /// Each item of `src` goes to tile position `ranks` (same slot), then `dst` reads the
-    /// tile in arrangement `to`. Ranks past the tile, and items whose flag is 0, are skipped;
-    /// positions nothing went to read `holes`, or hold no value without it.
+    /// Each item of `src` goes to tile position `ranks` (same slot), then `dst` reads the tile
+    /// in arrangement `to`. Ranks past the tile and items flagged 0 are skipped.
     Scatter {
         /// The group (the block).
         group: GroupId,
@@ -670,12 +669,13 @@ pub enum OpKind {
         dst: DataId,
         /// The arrangement of the result.
         to: Arrangement,
-        /// The value (bits) of positions nothing was scattered to; `None` leaves them
-        /// without a value.
+        /// The value (bits) of positions nothing was scattered to (`None`: no value).
         holes: Option<u64>,
-        /// The ranks are a permutation of the tile's positions (the builder's promise): every
-        /// position receives an item, so the result holds a value everywhere without holes.
+        /// The ranks are a permutation of the tile (the builder's promise): no holes.
         permutation: bool,
+        /// The ranks lie inside the tile by construction (a library sort's own), so the
+        /// writes go unguarded; never set by the public controls, whose ranks are checked.
+        inside: bool,
     },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).

@@ -306,12 +306,14 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             to,
             holes,
             permutation,
+            inside,
             ..
         } => format!(
-            "{dst} = scatter {src} by {ranks}{} to {to:?}{}{}",
+            "{dst} = scatter {src} by {ranks}{} to {to:?}{}{}{}",
             flags.map(|f| format!(" where {f}")).unwrap_or_default(),
             holes.map(|h| format!(" holes={h:#x}")).unwrap_or_default(),
-            if *permutation { " permutation" } else { "" }
+            if *permutation { " permutation" } else { "" },
+            if *inside { " inside" } else { "" }
         ),
         OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),

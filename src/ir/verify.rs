@@ -894,6 +894,7 @@ impl Verifier<'_> {
                 to,
                 holes,
                 permutation,
+                inside: _,
             } => {
                 self.striped_group(*to, ir.groups[group.index()].kind, loc, op);
                 let items = ir.datas[src.index()].items;

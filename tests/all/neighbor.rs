@@ -281,7 +281,8 @@ fn scatter_by_rank() {
 /// A scatter's tile is padded (one slot per 32 positions) where its read-back meets bank
 /// conflicts unpadded: a blocked read-back of 2 or more 32-bit items per thread (lane `t` reads
 /// `t * k + i`, a `k`-way conflict at 16 items); not a striped one, nor one item per thread.
-/// Each shape scatters a permutation (`p -> 7p + 3 mod n`) and is checked against the CPU.
+/// Each shape scatters a permutation (`p -> 7p + 3 mod n`) and is checked against the CPU;
+/// each reads back from one address with immediate offsets.
 #[test]
 fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
     use coopgraph::ir::{Algorithm, Arrangement, Scatter};
@@ -340,6 +341,14 @@ fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
         let mut yb = dev.alloc_filled(n, u32::MAX).expect("alloc");
         f.launch_grid(1, (&xb, &mut yb)).expect("launch");
         assert_same(&yb.to_vec().expect("download"), &want, kernel.name());
+        // Each thread's padded slots lie at the same distances from its first for every
+        // rank (the items fit between two pads, or nothing is padded): the read-back takes
+        // one address and an immediate offset for every other item.
+        let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+        let loads: Vec<&str> = ptx.lines().filter(|l| l.contains("ld.shared")).collect();
+        assert_eq!(loads.len(), items as usize, "{ptx}");
+        let offset = loads.iter().filter(|l| l.contains('+')).count();
+        assert_eq!(offset, items as usize - 1, "{}: {loads:?}", kernel.name());
     }
 }
 

@@ -563,3 +563,40 @@ fn partial_warp_blocks_are_rejected_at_the_sort() {
         other => panic!("expected a verify error, got {other:?}"),
     }
 }
+
+/// The sort scatters by its own ranks, inside the tile by construction, so its scatters write
+/// unguarded: no compare of a rank with the tile's size in its PTX, for keys and pairs. A
+/// user's scatter of the same tile by ranks only promised a permutation keeps one such guard
+/// per item (a rank past the tile is skipped, never written).
+#[test]
+fn the_sort_scatters_its_own_ranks_unguarded() {
+    use coopgraph::ir::{Scatter, index};
+    let (block, items) = (256u32, 16u32);
+    let tile = block * items;
+    let guards = |k: &Kernel| {
+        let ptx = k.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+        let bound = format!(", {tile};");
+        ptx.lines()
+            .filter(|l| l.contains("setp.lt.u32") && l.trim_end().ends_with(&bound))
+            .count()
+    };
+    for pairs in [false, true] {
+        let sort = sort_kernel::<u32, u32>(&Case {
+            pairs,
+            ..full(block, items, 32)
+        });
+        assert_eq!(guards(&sort), 0, "pairs {pairs}");
+    }
+    let mut k = KernelBuilder::new("user_scatter")
+        .block(block)
+        .items_per_thread(items);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let p = index::thread_rank() * items + index::item();
+    let r = k.fill((p * 7u32 + 3u32) % tile);
+    let s = k.scatter(b, &t, &r, Scatter::blocked().permutation());
+    k.store_to(b, &y, &s, Store::direct());
+    let user = k.build().expect("builds");
+    assert_eq!(guards(&user), items as usize);
+}

@@ -635,6 +635,7 @@ pub struct Scatter<T: Element> {
     flags: Option<ThreadData<u32>>,
     holes: Option<T>,
     permutation: bool,
+    inside: bool,
 }
 
 impl<T: Element> Scatter<T> {
@@ -645,6 +646,7 @@ impl<T: Element> Scatter<T> {
             flags: None,
             holes: None,
             permutation: false,
+            inside: false,
         }
     }
 
@@ -704,6 +706,15 @@ impl<T: Element> Scatter<T> {
     /// ```
     pub fn permutation(mut self) -> Self {
         self.permutation = true;
+        self
+    }
+
+    /// Marks the ranks as the library's own permutation of the tile (a radix sort's), each
+    /// inside it by construction, so the scatter's writes go unguarded: for the library's
+    /// sorts only, whose ranks come from their own counters.
+    pub(crate) fn inside(mut self) -> Self {
+        self.permutation = true;
+        self.inside = true;
         self
     }
 }
@@ -766,6 +777,7 @@ impl KernelBuilder {
                 to: controls.to,
                 holes: controls.holes.map(|v| v.to_bits()),
                 permutation: controls.permutation,
+                inside: controls.inside,
             },
             loc,
         );

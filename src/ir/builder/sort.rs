@@ -513,9 +513,9 @@ impl KernelBuilder {
             };
             return (bits, values);
         }
-        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).permutation());
+        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).inside());
         let values = match values {
-            Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).permutation())),
+            Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).inside())),
             None => None,
         };
         (bits, values)

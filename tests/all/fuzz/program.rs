@@ -788,6 +788,8 @@ impl Printer<'_> {
                 to,
                 holes,
                 permutation,
+                // Set only inside the library's sorts; the public controls cannot ask for it.
+                inside: _,
             } => {
                 self.declare(*src);
                 self.declare(*ranks);

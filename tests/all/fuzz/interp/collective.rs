@@ -156,6 +156,9 @@ pub(super) struct ScatterOp {
     pub holes: Option<u64>,
     /// The ranks are promised a permutation of the tile's positions.
     pub permutation: bool,
+    /// The library marks the ranks inside the tile by construction (its sorts' own): the
+    /// kernel writes them unguarded, so one past the tile is a library bug.
+    pub inside: bool,
 }
 
 impl Block<'_> {
@@ -520,6 +523,7 @@ impl Block<'_> {
             to,
             holes,
             permutation,
+            inside,
         } = *s;
         if self.groups(group, active).is_empty() {
             return;
@@ -547,6 +551,12 @@ impl Block<'_> {
                 let r = ranks_v[idx];
                 self.check_defined(f, "a scatter flag");
                 self.check_defined(r, "a scatter rank");
+                if inside && f.bits != 0 && r.known() && r.bits >= u64::from(tile) {
+                    self.event(Event::ScatterOutside {
+                        op: self.op,
+                        rank: r.bits,
+                    });
+                }
                 if f.bits == 0 || r.bits >= u64::from(tile) {
                     continue;
                 }

@@ -125,6 +125,9 @@ pub enum Event {
     SharedRace { op: OpId, array: usize, index: u64 },
     /// Two items scattered to one position.
     ScatterCollision { op: OpId, position: u32 },
+    /// A rank past the tile in a scatter the library marks inside it (its sorts' own ranks,
+    /// written unguarded).
+    ScatterOutside { op: OpId, rank: u64 },
     /// A collective some but not all threads of a group reach, or whose uniform operands
     /// differ within the group.
     Participation { op: OpId },
@@ -745,6 +748,7 @@ impl<'a> Block<'a> {
                 to,
                 holes,
                 permutation,
+                inside,
             } => {
                 let c = collective::ScatterOp {
                     group: *group,
@@ -755,6 +759,7 @@ impl<'a> Block<'a> {
                     to: *to,
                     holes: *holes,
                     permutation: *permutation,
+                    inside: *inside,
                 };
                 self.scatter(&c, active)
             }
