@@ -220,29 +220,36 @@ impl<T: HistogramSample> DeviceHistogram<T> {
                 Some(f) => k.map(&t, |v| f(v)),
                 None => t,
             };
-            for i in 0..items {
-                let here = (rank.clone() * items + i).lt(tile.valid.clone());
-                let v = t.item(i);
-                match &private {
-                    Some((_, local)) if raw => {
-                        k.if_(here, |k| {
-                            k.atomic(local, v.cast::<u32>(), Atomic::add(1u32));
-                        });
-                    }
-                    Some((_, local)) => {
-                        let (inside, bin) = levels.bin::<T>(k, &v, bins);
-                        k.if_(here & inside, |k| {
+            // A full tile counts every sample without testing its position: one branch per
+            // tile, not one per sample.
+            let count = |k: &mut KernelBuilder, partial: bool| {
+                for i in 0..items {
+                    let here = partial.then(|| (rank.clone() * items + i).lt(tile.valid.clone()));
+                    let v = t.item(i);
+                    let (inside, bin) = match &private {
+                        Some(_) if raw => (None, v.cast::<u32>()),
+                        _ => {
+                            let (inside, bin) = levels.bin::<T>(k, &v, bins);
+                            (Some(inside), bin)
+                        }
+                    };
+                    let add = |k: &mut KernelBuilder| match &private {
+                        Some((_, local)) => {
                             k.atomic(local, bin, Atomic::add(1u32));
-                        });
-                    }
-                    None => {
-                        let (inside, bin) = levels.bin::<T>(k, &v, bins);
-                        k.if_(here & inside, |k| {
+                        }
+                        None => {
                             k.atomic(&counts, bin, Atomic::add(1u32));
-                        });
+                        }
+                    };
+                    match (here, inside) {
+                        (Some(h), Some(b)) => k.if_(h & b, add),
+                        (Some(c), None) | (None, Some(c)) => k.if_(c, add),
+                        (None, None) => add(k),
                     }
                 }
-            }
+            };
+            let full = tile.valid.clone().ge(threads * items);
+            k.if_else(full, |k| count(k, false), |k| count(k, true));
         });
         if let Some((len, local)) = &private {
             k.sync_block();

@@ -600,6 +600,55 @@ fn site_decl(what: &CheckKind) -> Option<(coopgraph::ir::ArrayMemory, u32, bool)
     }
 }
 
+/// A `u8` or `u16` widened to `u32` stays below its dtype's range: a widened `u8` indexes a
+/// 256-element shared array with no guard (a byte histogram's counters). A shorter array keeps
+/// the guard, and so do a widened `i8` (a negative one wraps past every array) and a `u16`
+/// into 256 elements; each reads what Rust would, 0 past the array.
+#[test]
+fn widened_narrow_indices_need_no_guard() {
+    use coopgraph::runtime::DeviceElement;
+    fn run<S: DeviceElement + Copy>(len: u32, xs: &[S], wide: impl Fn(S) -> i64) -> usize {
+        let name = format!("widened_{:?}_{len}", S::DTYPE).to_lowercase();
+        let mut k = KernelBuilder::new(name).block(256);
+        let (x, y) = (k.input::<S>("x"), k.output::<u32>("y"));
+        let table = k.shared_array::<u32>(len);
+        let t = index::thread_rank();
+        k.if_(t.clone().lt(len), |k| {
+            k.shared_write(&table, t.clone(), t.clone() + 1u32)
+        });
+        k.sync_block();
+        let v = table.read(x.at(t.clone()).cast::<u32>());
+        k.write(&y, &t, v);
+        let kernel = k.build().expect("builds");
+        assemble_all(&kernel);
+        let dev = device();
+        let xb = dev.upload(xs).expect("upload");
+        let mut yb = dev.alloc_zeroed::<u32>(256).expect("alloc");
+        dev.compile(&kernel)
+            .expect("compiles")
+            .launch_grid(1, (&xb, &mut yb))
+            .expect("runs");
+        let want: Vec<u32> = (xs.iter())
+            .map(|&v| match u32::try_from(wide(v)) {
+                Ok(i) if i < len => i + 1,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(yb.to_vec().expect("download"), want, "{}", kernel.name());
+        let ptx = kernel.ptx(Arch::Sm90).expect("emits");
+        ptx.lines()
+            .filter(|l| l.contains("ld.shared") && l.trim_start().starts_with('@'))
+            .count()
+    }
+    let bytes: Vec<u8> = (0..=255).rev().collect();
+    let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+    let wide: Vec<u16> = (0..256u32).map(|i| (i * 257) as u16).collect();
+    assert_eq!(run(256, &bytes, i64::from), 0);
+    assert_eq!(run(255, &bytes, i64::from), 1);
+    assert_eq!(run(256, &signed, |v: i8| i64::from(v as u32)), 1);
+    assert_eq!(run(256, &wide, i64::from), 1);
+}
+
 /// An array index that interval reasoning bounds inside the array (the thread's position,
 /// a `for_range` variable, `%` by a constant, products and sums of such) needs no guard: the
 /// tiled loop's shared reads are plain loads. An index it cannot bound keeps its guard.

@@ -200,8 +200,9 @@ impl Emitter<'_> {
 
 /// The largest value a `u32` index expression can take in the kernel, where simple interval
 /// reasoning bounds it (`None` otherwise): constants, the thread's position in the block
-/// (bounded by the block's shape), a `for_range` variable (below its end), and `+`, `*`, `/`
-/// and `%` by constants, `&`, `>>`, `min`, `max` and selects of such. An access whose index is
+/// (bounded by the block's shape), a `for_range` variable (below its end), a `u8` or `u16`
+/// widened, and `+`, `*`, `/` and `%` by constants, `&`, `>>`, `min`, `max` and selects of
+/// such. An access whose index is
 /// bounded inside its array needs no guard: a tile's `a[ty][k]` with `k` the loop variable of
 /// `0..TILE` costs nothing.
 pub(crate) fn index_max(ir: &Ir, e: ExprId, depth: u32) -> Option<u64> {
@@ -261,6 +262,12 @@ pub(crate) fn index_max(ir: &Ir, e: ExprId, depth: u32) -> Option<u64> {
             _ => return None,
         },
         ExprKind::Select(_, a, b) => max(*a)?.max(max(*b)?),
+        // A narrower unsigned value widened: below its dtype's range.
+        ExprKind::Cast(x) => match ir.exprs.get(*x)?.ty {
+            crate::ir::expr::VType::D(DType::U8) => u64::from(u8::MAX),
+            crate::ir::expr::VType::D(DType::U16) => u64::from(u16::MAX),
+            _ => return None,
+        },
         _ => return None,
     };
     // A u32 expression wraps past u32::MAX: no bound then.

@@ -160,9 +160,19 @@ impl KernelBuilder {
         let threads = self.ir.block_threads().max(1);
         let items = samples.items;
         let valid = controls.valid.clone();
-        let counted = |p: Expr<u32>, v: Expr<u32>| match &valid {
-            Some(n) => p.lt(n.clone()) & v.lt(bins),
-            None => v.lt(bins),
+        // Where the bins cover the samples' range (256 bins of `u8` samples) every sample
+        // names a bin: no test of it then.
+        let all_bins = sample_bits < 32 && u64::from(bins) >= 1u64 << sample_bits;
+        let in_bins = |v: Expr<u32>| (!all_bins).then(|| v.lt(bins));
+        // Whether the sample at `p` is counted (`None`: always).
+        let counted = |p: Expr<u32>, v: Expr<u32>| match (&valid, in_bins(v)) {
+            (Some(n), Some(b)) => Some(p.lt(n.clone()) & b),
+            (Some(n), None) => Some(p.lt(n.clone())),
+            (None, b) => b,
+        };
+        let flagged = |flags: &ThreadData<u32>, i: u32, v: Expr<u32>| match in_bins(v) {
+            Some(b) => flags.item(i).ne(0u32) & b,
+            None => flags.item(i).ne(0u32),
         };
         let position = |i: u32| index::thread_rank() * items + i;
         let zero = || Expr::lit(C::cast_from_i64(0));
@@ -176,10 +186,15 @@ impl KernelBuilder {
                 self.sync_block();
                 for i in 0..items {
                     let v = samples.item(i).cast::<u32>();
-                    let take = counted(position(i), v.clone());
-                    self.if_(take, |k| {
-                        k.atomic(counters, v, Atomic::add(C::cast_from_i64(1)));
-                    });
+                    let one = Atomic::add(C::cast_from_i64(1));
+                    match counted(position(i), v.clone()) {
+                        Some(take) => self.if_(take, |k| {
+                            k.atomic(counters, v, one);
+                        }),
+                        None => {
+                            self.atomic(counters, v, one);
+                        }
+                    }
                 }
                 self.sync_block();
             }
@@ -202,14 +217,14 @@ impl KernelBuilder {
                 // the head writes `-start`, the tail adds `end`.
                 for i in 0..items {
                     let v = sorted.item(i).cast::<u32>();
-                    let take = heads.item(i).ne(0u32) & v.clone().lt(bins);
+                    let take = flagged(&heads, i, v.clone());
                     let start = position(i).min(n.clone()).cast::<C>();
                     self.if_(take, |k| k.shared_write(counters, v, zero() - start));
                 }
                 self.sync_block();
                 for i in 0..items {
                     let v = sorted.item(i).cast::<u32>();
-                    let take = tails.item(i).ne(0u32) & v.clone().lt(bins);
+                    let take = flagged(&tails, i, v.clone());
                     let end = (position(i) + 1u32).min(n.clone()).cast::<C>();
                     let sum = counters.read(v.clone()) + end;
                     self.if_(take, |k| k.shared_write(counters, v, sum));
