@@ -8,8 +8,9 @@
 //! and 16 items per thread, over 2^28 keys (`COOPGRAPH_BENCH_N` overrides), each checked (every
 //! tile sorted, every 97th against the CPU) and timed; GB/s counts the keys (and values) read
 //! and written. With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/run.sh` wrote for
-//! `sort.cu`, each row shows CUB's figure and the ratio beside ours. Exits non-zero on any
-//! wrong result.
+//! `sort.cu`, each row shows CUB's figure and the ratio beside ours. Without a GPU but with
+//! `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are built (their PTX written
+//! there) and not run. Exits non-zero on any wrong result.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -48,6 +49,19 @@ fn kernel<K: Element>(block: u32, items: u32, pairs: bool) -> Kernel {
         k.store_to(b, &y, &sk, Store::striped());
     }
     k.build().or_exit("builds")
+}
+
+/// Builds (and so, with `COOPGRAPH_DUMP_PTX` set, writes) the timed configurations' kernels
+/// of key type `K`.
+fn build_timed<K: Element>(dev: &Device) {
+    for block in [128u32, 256] {
+        for items in [4u32, 8, 16] {
+            for pairs in [false, true] {
+                dev.compile(&kernel::<K>(block, items, pairs))
+                    .or_exit("compiles");
+            }
+        }
+    }
 }
 
 /// Sorts `n` keys of `K` in tiles of `block x items` (with values when `pairs`), checks the
@@ -108,6 +122,16 @@ fn main() {
         println!("{check_n} u32 {kind} sorted in tiles of 256 x 16: every tile correct");
     }
     if !on_gpu {
+        // With `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are still built
+        // (and so written there), for reading their SASS beside CUB's without a GPU.
+        if std::env::var_os("COOPGRAPH_DUMP_PTX").is_some() {
+            build_timed::<u32>(&dev);
+            build_timed::<i32>(&dev);
+            build_timed::<f32>(&dev);
+            build_timed::<u64>(&dev);
+            println!("(no GPU: the timed configurations were built, not run)");
+            return;
+        }
         println!("(no GPU: the timed configurations run only there)");
         return;
     }
