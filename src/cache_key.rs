@@ -436,6 +436,7 @@ impl Canonical for ArrayDecl {
             dims,
             dynamic,
             view_of,
+            inside,
             loc: _,
         } = self;
         dtype.write(w);
@@ -443,6 +444,7 @@ impl Canonical for ArrayDecl {
         w.seq(dims);
         w.bool(*dynamic);
         w.opt(&view_of.map(|a| a.0));
+        w.bool(*inside);
     }
 }
 

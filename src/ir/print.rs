@@ -55,7 +55,12 @@ pub fn listing(ir: &Ir, errors: &[VerifyError]) -> String {
                 .collect::<Vec<_>>()
                 .join(" x ")
         };
-        let _ = writeln!(out, "  smem{i}: shared {} x {shape}   ; {}", a.dtype, a.loc);
+        let inside = if a.inside { " (indices inside)" } else { "" };
+        let _ = writeln!(
+            out,
+            "  smem{i}: shared {} x {shape}{inside}   ; {}",
+            a.dtype, a.loc
+        );
     }
     for (i, a) in ir.locals.iter().enumerate() {
         let _ = writeln!(

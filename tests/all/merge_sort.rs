@@ -500,3 +500,47 @@ fn logical_warps_need_whole_warps() {
         other => panic!("expected a verify error, got {other:?}"),
     }
 }
+
+/// The sort's own shared arrays hold every index its rounds use (inside the pair of runs each
+/// thread merges), so their reads go unguarded: no predicated shared load in the PTX of a
+/// full-tile sort loaded directly, for the block and for logical warps, keys and pairs; the
+/// listing marks the arrays. A read of a user's array of the same length at a
+/// data-dependent index keeps its guard.
+#[test]
+fn the_sort_reads_its_own_runs_unguarded() {
+    use coopgraph::ir::index;
+    let (block, items) = (128u32, 4u32);
+    let len = block * items;
+    let guards = |k: &Kernel| {
+        let ptx = k.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+        ptx.lines()
+            .filter(|l| l.trim_start().starts_with('@') && l.contains("ld.shared"))
+            .count()
+    };
+    for (group, pairs) in [
+        (GroupOf::Block, false),
+        (GroupOf::Block, true),
+        (GroupOf::Tile(16), true),
+    ] {
+        let case = Case {
+            pairs,
+            ..full(group, block, items)
+        };
+        let sort = sort_kernel::<u32, u32>(&case);
+        assert_eq!(guards(&sort), 0, "{case:?}");
+        let listing = coopgraph::ir::print::listing(sort.ir(), &[]);
+        assert!(listing.contains("(indices inside)"), "{listing}");
+    }
+    let mut k = KernelBuilder::new("user_array")
+        .block(block)
+        .items_per_thread(items);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let table = k.shared_array::<u32>(len);
+    let t = index::thread_rank();
+    k.shared_write(&table, t.clone(), t.clone());
+    k.sync_block();
+    k.write(&y, t.clone(), table.read(x.at(t)));
+    let user = k.build().expect("builds");
+    assert_eq!(guards(&user), 1);
+    assert!(!coopgraph::ir::print::listing(user.ir(), &[]).contains("(indices inside)"));
+}

@@ -83,6 +83,8 @@ impl Emitter<'_> {
             return None;
         }
         let (memory, declared, len) = match array {
+            // The library's own array, every index inside it by construction.
+            ArrayRef::Shared(a) if self.ir.arrays[a.index()].inside => return None,
             ArrayRef::Shared(a) => {
                 let d = &self.ir.arrays[a.index()];
                 (ArrayMemory::Shared, d.loc, (!d.dynamic).then_some(d.len))

@@ -181,9 +181,22 @@ impl KernelBuilder {
             dims: extents,
             dynamic,
             view_of: None,
+            inside: false,
             loc,
         });
         SharedArray::new(id, dims, dynamic, self.lineage.id())
+    }
+
+    /// A shared array of `len` elements for the library's own algorithm, whose every access
+    /// it proves inside the array by construction: the accesses go unguarded (see
+    /// [`ArrayDecl::inside`](crate::ir::ArrayDecl::inside)).
+    #[track_caller]
+    pub(crate) fn shared_array_inside<T: Element>(&mut self, len: u32) -> SharedArray<T> {
+        let a = self.declare_shared([len], false, Loc::caller());
+        if let Some(decl) = self.ir.arrays.last_mut() {
+            decl.inside = true;
+        }
+        a
     }
 
     /// The bytes of shared array `array` seen as elements of `U` (C++'s `union` of shared
@@ -243,6 +256,7 @@ impl KernelBuilder {
             dims: vec![len],
             dynamic: false,
             view_of: Some(root),
+            inside: false,
             loc,
         });
         SharedArray::new(id, [len], false, self.lineage.id())

@@ -379,9 +379,10 @@ impl KernelBuilder {
         let start = group.rank() * items;
         self.sort_own_items(&keys, values.as_ref(), &before, valid.as_ref(), start);
         if threads > 1 {
-            let shared = self.shared_array::<K>(self.ir.block_threads() * items);
+            // Every index the rounds use lies inside the group's runs (see `merge_round`).
+            let shared = self.shared_array_inside::<K>(self.ir.block_threads() * items);
             let shared_values =
-                values.map(|_| self.shared_array::<V>(self.ir.block_threads() * items));
+                values.map(|_| self.shared_array_inside::<V>(self.ir.block_threads() * items));
             let tiles = Tiles {
                 group,
                 threads,

@@ -26,6 +26,10 @@ pub struct ArrayDecl {
     /// storage of its own, `len` is as many of its elements as fit in that array's bytes, and
     /// its one dimension is `[len]`. Always an array with storage of its own, never a view.
     pub view_of: Option<ArrayId>,
+    /// Every index its accesses use lies inside it by construction: an array the library
+    /// declares for its own algorithm (a merge sort's runs), accessed unguarded. Never set on
+    /// an array the user declares, whose accesses are guarded where no bound is proven.
+    pub inside: bool,
     /// Where it was declared.
     pub loc: Loc,
 }

@@ -53,6 +53,15 @@ impl Block<'_> {
         let op = self.op;
         let idx = i.bits;
         let Some(span) = self.span(a, idx) else {
+            // The library's own array is accessed unguarded: an index past it is its bug,
+            // whatever the kernel's bounds mode.
+            if self.ir.arrays[a].inside && i.known() {
+                self.event(Event::InsideArrayOob {
+                    op,
+                    array: a,
+                    index: idx,
+                });
+            }
             if self.ir.bounds == Bounds::Checked {
                 return if i.known() {
                     V::exact(0)

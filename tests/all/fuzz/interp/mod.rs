@@ -128,6 +128,9 @@ pub enum Event {
     /// A rank past the tile in a scatter the library marks inside it (its sorts' own ranks,
     /// written unguarded).
     ScatterOutside { op: OpId, rank: u64 },
+    /// An access past the end of a shared array the library marks inside by construction
+    /// (a merge sort's runs, accessed unguarded).
+    InsideArrayOob { op: OpId, array: usize, index: u64 },
     /// A collective some but not all threads of a group reach, or whose uniform operands
     /// differ within the group.
     Participation { op: OpId },
