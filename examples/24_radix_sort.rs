@@ -122,17 +122,12 @@ fn main() {
         println!("{check_n} u32 {kind} sorted in tiles of 256 x 16: every tile correct");
     }
     if !on_gpu {
-        // With `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are still built
-        // (and so written there), for reading their SASS beside CUB's without a GPU.
-        if std::env::var_os("COOPGRAPH_DUMP_PTX").is_some() {
+        sorting::without_gpu(|| {
             build_timed::<u32>(&dev);
             build_timed::<i32>(&dev);
             build_timed::<f32>(&dev);
             build_timed::<u64>(&dev);
-            println!("(no GPU: the timed configurations were built, not run)");
-            return;
-        }
-        println!("(no GPU: the timed configurations run only there)");
+        });
         return;
     }
     let cub = bench::cub_figures();

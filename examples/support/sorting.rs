@@ -68,3 +68,15 @@ pub fn check<K: Element>(
         }
     }
 }
+
+/// Without a GPU the timed configurations do not run. With `COOPGRAPH_DUMP_PTX` set, `build`
+/// builds their kernels (and so writes their PTX there), for reading their SASS beside CUB's;
+/// says which happened.
+pub fn without_gpu(build: impl FnOnce()) {
+    if std::env::var_os("COOPGRAPH_DUMP_PTX").is_some() {
+        build();
+        println!("(no GPU: the timed configurations were built, not run)");
+    } else {
+        println!("(no GPU: the timed configurations run only there)");
+    }
+}
