@@ -88,6 +88,14 @@ pub(crate) enum Inst {
         a: u32,
         b: u32,
     },
+    /// `and.pred` (`or: false`) or `or.pred`: an operand that decides the result alone
+    /// (a false one for `and`, a true one for `or`) makes it defined whatever the other is.
+    PredLogic {
+        or: bool,
+        dst: u32,
+        a: u32,
+        b: u32,
+    },
     Tri {
         f: Fn3,
         dst: u32,
@@ -926,9 +934,20 @@ impl Decoder<'_> {
                     dst: self.dst(*dst, *ty)?,
                 }
             }
+            Op::PredBin {
+                op: op @ (BinOp::And | BinOp::Or),
+                dst,
+                a,
+                b,
+            } => Inst::PredLogic {
+                or: *op == BinOp::Or,
+                a: self.pred(*a)?,
+                b: self.pred(*b)?,
+                dst: self.pred(*dst)?,
+            },
             Op::PredBin { op, dst, a, b } => Inst::Bin {
                 f: match op {
-                    BinOp::And | BinOp::Or | BinOp::Xor => alu::bin(*op, Ty::Pred),
+                    BinOp::Xor => alu::bin(*op, Ty::Pred),
                     _ => None,
                 }
                 .ok_or(InvalidReason::BadType)?,

@@ -175,6 +175,24 @@ pub(crate) fn run<const U: bool>(env: &mut Env<'_>, pc: &mut u32, budget: u64) -
                     env.origin[dst as usize] = join(env.origin[a as usize], env.origin[b as usize]);
                 }
             }
+            Inst::PredLogic { or, dst, a, b } => {
+                let (x, y) = (env.regs[a as usize], env.regs[b as usize]);
+                env.regs[dst as usize] = u64::from(if or {
+                    x != 0 || y != 0
+                } else {
+                    x != 0 && y != 0
+                });
+                if U {
+                    let (oa, ob) = (env.origin[a as usize], env.origin[b as usize]);
+                    // A defined operand that decides the result alone makes it defined.
+                    let decides = |v: u64, o: u32| o == 0 && (v != 0) == or;
+                    env.origin[dst as usize] = if decides(x, oa) || decides(y, ob) {
+                        0
+                    } else {
+                        join(oa, ob)
+                    };
+                }
+            }
             Inst::Tri { f, dst, a, b, c } => {
                 let r = &env.regs;
                 env.regs[dst as usize] = f(r[a as usize], r[b as usize], r[c as usize]);

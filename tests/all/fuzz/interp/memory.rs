@@ -143,20 +143,31 @@ impl Block<'_> {
             }
             None => {}
         }
+        if write.is_some() && !i.known() {
+            self.unsure[root] = true;
+        }
         let cells = &self.arrays[root][span.first..span.first + span.cells];
-        if size == cell_bytes {
-            return cells[0].v;
+        let v = if size == cell_bytes {
+            cells[0].v
+        } else if size < cell_bytes {
+            cells[0].part(span.shift, dt)
+        } else {
+            let w = cell_bytes * 8;
+            cells.iter().enumerate().fold(V::exact(0), |acc, (j, c)| {
+                V::with(
+                    acc.bits | (c.v.bits << (j as u32 * w)),
+                    acc.flags | c.v.flags,
+                )
+            })
+        };
+        // After a write at an index the interpreter does not know (one computed from an
+        // unspecified value: a sort's digit of a NaN whose sign it does not know), that write
+        // may have landed on any element: every element read is unspecified (one that seems
+        // unwritten included), as a scatter by unknown ranks leaves its tile.
+        if write.is_none() && self.unsure[root] {
+            return V::with(v.bits, (v.flags & !UNDEF) | UNSPEC);
         }
-        if size < cell_bytes {
-            return cells[0].part(span.shift, dt);
-        }
-        let w = cell_bytes * 8;
-        cells.iter().enumerate().fold(V::exact(0), |acc, (j, c)| {
-            V::with(
-                acc.bits | (c.v.bits << (j as u32 * w)),
-                acc.flags | c.v.flags,
-            )
-        })
+        v
     }
 
     /// Thread `t`'s element `i` of local array `a`, or `None` past its end (an out-of-bounds

@@ -401,6 +401,9 @@ struct Block<'a> {
     loops: HashMap<OpId, Vec<[u64; 3]>>,
     tiles: Vec<OpId>,
     arrays: Vec<Vec<SCell>>,
+    /// Per shared array with storage: whether a thread wrote it at an index the interpreter
+    /// does not know, so that no element read from it is known.
+    unsure: Vec<bool>,
     /// Per local array, `threads * len` elements (each thread's own).
     locals: Vec<Vec<V>>,
     epoch: u32,
@@ -459,6 +462,7 @@ impl<'a> Block<'a> {
                     vec![cell; len as usize]
                 })
                 .collect(),
+            unsure: vec![false; ir.arrays.len()],
             locals: (ir.locals.iter())
                 .map(|a| vec![V::UNDEF; threads * a.len as usize])
                 .collect(),
