@@ -635,10 +635,7 @@ fn widened_narrow_indices_need_no_guard() {
             })
             .collect();
         assert_eq!(yb.to_vec().expect("download"), want, "{}", kernel.name());
-        let ptx = kernel.ptx(Arch::Sm90).expect("emits");
-        ptx.lines()
-            .filter(|l| l.contains("ld.shared") && l.trim_start().starts_with('@'))
-            .count()
+        super::common::ptx_lines(&kernel, super::common::guarded_shared_load)
     }
     let bytes: Vec<u8> = (0..=255).rev().collect();
     let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();

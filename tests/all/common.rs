@@ -76,6 +76,18 @@ pub fn assemble_all(kernel: &coopgraph::Kernel) {
     }
 }
 
+/// The lines of a built kernel's sm_90 PTX that `keep` keeps, counted: how tests see whether
+/// a lowering left a guard or an instruction out.
+pub fn ptx_lines(kernel: &coopgraph::Kernel, keep: impl Fn(&str) -> bool) -> usize {
+    let ptx = kernel.ptx(Arch::Sm90).expect("emits");
+    ptx.lines().filter(|l| keep(l)).count()
+}
+
+/// A predicated shared-memory load (`@%p ld.shared...`): an array guard.
+pub fn guarded_shared_load(line: &str) -> bool {
+    line.trim_start().starts_with('@') && line.contains("ld.shared")
+}
+
 /// Collects kernels and assembles them together, one ptxas run per arch (a module may hold
 /// many entries), when dropped or on [`Batch::finish`]. Entry names must differ.
 #[derive(Default)]

@@ -511,12 +511,7 @@ fn the_sort_reads_its_own_runs_unguarded() {
     use coopgraph::ir::index;
     let (block, items) = (128u32, 4u32);
     let len = block * items;
-    let guards = |k: &Kernel| {
-        let ptx = k.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
-        ptx.lines()
-            .filter(|l| l.trim_start().starts_with('@') && l.contains("ld.shared"))
-            .count()
-    };
+    let guards = |k: &Kernel| super::common::ptx_lines(k, super::common::guarded_shared_load);
     for (group, pairs) in [
         (GroupOf::Block, false),
         (GroupOf::Block, true),

@@ -573,12 +573,11 @@ fn the_sort_scatters_its_own_ranks_unguarded() {
     use coopgraph::ir::{Scatter, index};
     let (block, items) = (256u32, 16u32);
     let tile = block * items;
+    let bound = format!(", {tile};");
     let guards = |k: &Kernel| {
-        let ptx = k.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
-        let bound = format!(", {tile};");
-        ptx.lines()
-            .filter(|l| l.contains("setp.lt.u32") && l.trim_end().ends_with(&bound))
-            .count()
+        super::common::ptx_lines(k, |l| {
+            l.contains("setp.lt.u32") && l.trim_end().ends_with(&bound)
+        })
     };
     for pairs in [false, true] {
         let sort = sort_kernel::<u32, u32>(&Case {
