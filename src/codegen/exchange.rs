@@ -295,17 +295,7 @@ impl Emitter<'_> {
         } = *g;
         let es = e.elem_bytes as i64;
         let stride = a.item_stride;
-        let part = |r: u32| a.thread_part(r);
-        // Whether slot(part(r) + i * stride) - slot(part(r)) is the same for every rank, so
-        // items can use immediate offsets from one address.
-        let deltas: Vec<i64> = (0..e.items)
-            .map(|i| e.slot(part(0) + i * stride) as i64 - e.slot(part(0)) as i64)
-            .collect();
-        let separable = (0..e.scope).all(|r| {
-            (0..e.items).all(|i| {
-                e.slot(part(r) + i * stride) as i64 - e.slot(part(r)) as i64 == deltas[i as usize]
-            })
-        });
+        let offsets = a.uniform_slot_offsets(e.scope, e.items, e.padding());
         // p0 = part(rank), computed from the rank.
         let p0 = self.thread_part(a, e.scope, rank);
         let slot0 = self.padded_slot(p0.into(), e.padding());
@@ -318,8 +308,8 @@ impl Emitter<'_> {
             c: region.into(),
         });
         for (i, &r) in regs.iter().enumerate() {
-            let (addr, off) = if separable {
-                (addr0, deltas[i] * es)
+            let (addr, off) = if let Some(offsets) = &offsets {
+                (addr0, offsets[i] * es)
             } else {
                 let p = self.reg(RegClass::B32);
                 self.op(Op::Bin {

@@ -10,7 +10,6 @@ use super::builder::{Emitter, Lowered, Steps, bits_or_float, class, segment_clam
 use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
-use crate::planner::padded_slot;
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -308,24 +307,19 @@ impl Emitter<'_> {
         let tile = cp.entries as i64;
         let out = self.data_regs(dst).to_vec();
         // Where each result slot reads: position = the rank's digit terms + i * item stride.
-        // Where the padded slots of a thread's positions lie at the same distances from its
-        // first for every rank (a blocked tile whose items fit between two pads, a striped
-        // one whose rows are whole pad periods), one address and immediate offsets serve
-        // every item, as in an exchange.
+        // One address and immediate offsets serve every item where the padded slots keep
+        // the same distances for every rank.
         let items = out.len() as u32;
         let scope = (cp.entries / items.max(1)).max(1);
-        let slot = |p: u32| i64::from(padded_slot(p, cp.padding));
-        let delta = |i: u32, r: u32| slot(form.position(i, r)) - slot(form.position(0, r));
-        let deltas: Vec<i64> = (0..items).map(|i| delta(i, 0)).collect();
-        let separable = (1..scope).all(|r| (0..items).all(|i| delta(i, r) == deltas[i as usize]));
+        let offsets = form.uniform_slot_offsets(scope, items, cp.padding);
         let tid = self.tid();
         let mut back = Vec::with_capacity(out.len());
         let mut first = None;
         for i in 0..items {
-            if let (true, Some(a0)) = (separable, first) {
+            if let (Some(offsets), Some(a0)) = (&offsets, first) {
                 back.push(Address {
                     base: AddrBase::Reg(a0),
-                    offset: deltas[i as usize] * i64::from(cp.elem_bytes),
+                    offset: offsets[i as usize] * i64::from(cp.elem_bytes),
                 });
                 continue;
             }

@@ -74,6 +74,27 @@ impl PositionForm {
     pub fn position(&self, item: u32, rank: u32) -> u32 {
         item * self.item_stride + self.thread_part(rank)
     }
+
+    /// How far each item's padded slot lies from item 0's (`padding`: one pad slot after
+    /// every that many, as [`padded_slot`] places them), where those distances are the same
+    /// for every rank of a group of `scope` threads with `items` items each; `None` where
+    /// they differ. Where they agree, a thread addresses all its items from one address
+    /// with immediate offsets: a blocked tile whose items fit between two pads, a striped
+    /// one whose rows are whole pad periods.
+    pub fn uniform_slot_offsets(
+        &self,
+        scope: u32,
+        items: u32,
+        padding: Option<u32>,
+    ) -> Option<Vec<i64>> {
+        let slot = |p: u32| i64::from(padded_slot(p, padding));
+        let offsets_of =
+            |r: u32| (0..items).map(move |i| slot(self.position(i, r)) - slot(self.position(0, r)));
+        let offsets: Vec<i64> = offsets_of(0).collect();
+        (1..scope)
+            .all(|r| offsets_of(r).eq(offsets.iter().copied()))
+            .then_some(offsets)
+    }
 }
 
 /// Which rank of a group holds each position of its tile under an arrangement, and in which
@@ -261,6 +282,31 @@ mod tests {
                 assert_eq!(warps.position(i, r), (r / 32) * 128 + i * 32 + r % 32);
             }
         }
+    }
+
+    #[test]
+    fn slot_offsets_are_uniform_where_pads_fall_alike_for_every_rank() {
+        let blocked = |items| PositionForm::of(Arrangement::Blocked, 64, items).expect("form");
+        // Four items fit between two pads (every 32 slots) at every rank.
+        assert_eq!(
+            blocked(4).uniform_slot_offsets(64, 4, Some(32)),
+            Some(vec![0, 1, 2, 3])
+        );
+        // Three items straddle a pad at rank 10 (positions 30, 31, 32) but not at rank 0.
+        assert_eq!(blocked(3).uniform_slot_offsets(64, 3, Some(32)), None);
+        assert_eq!(
+            blocked(3).uniform_slot_offsets(64, 3, None),
+            Some(vec![0, 1, 2])
+        );
+        // A striped tile's rows of 64 are two whole pad periods: 66 slots apart.
+        let striped = PositionForm::of(Arrangement::Striped { threads: 64 }, 64, 4).expect("form");
+        assert_eq!(
+            striped.uniform_slot_offsets(64, 4, Some(32)),
+            Some(vec![0, 66, 132, 198])
+        );
+        // Rows of 48 are not whole periods.
+        let rows = PositionForm::of(Arrangement::Striped { threads: 48 }, 48, 2).expect("form");
+        assert_eq!(rows.uniform_slot_offsets(48, 2, Some(32)), None);
     }
 
     #[test]
