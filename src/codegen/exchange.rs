@@ -35,13 +35,15 @@ pub(crate) struct ExchangeSite<'a> {
 }
 
 /// The shared region of this thread's exchange group: the plan, the thread's rank in the
-/// group, the region's address and the slots' memory type.
+/// group, the region's address and what it is known to be aligned to (a power of two up
+/// to 16 bytes), and the slots' dtype.
 #[derive(Clone, Copy)]
 struct Region<'a> {
     e: &'a ExchangePlan,
     rank: Reg,
     base: Reg,
-    mty: Ty,
+    align: u32,
+    dtype: DType,
 }
 
 impl Emitter<'_> {
@@ -131,7 +133,6 @@ impl Emitter<'_> {
             }
             c
         });
-        let mty = mem_ty(dtype);
         // Time-sliced, the turns exchange one copy of the slots in place, so that one set of
         // registers is live across them (not the source and the result); the result takes
         // the valid slots after the last turn.
@@ -142,11 +143,18 @@ impl Emitter<'_> {
             Some(w) => (w.as_slice(), w.as_slice()),
             None => (src, dst),
         };
+        // The window is aligned to 16 bytes; the slice's offset and the groups' regions keep
+        // whatever of that their sizes allow (a temp storage may be aligned to less).
+        let group_bytes = match (gi, e.time_sliced) {
+            (Some(_), false) => e.group_elems * e.elem_bytes,
+            _ => 0,
+        };
         let group = Region {
             e,
             rank,
             base: region,
-            mty,
+            align: 1 << (slice.offset | group_bytes | 16).trailing_zeros(),
+            dtype,
         };
         for (turn, steps) in e.turns.iter().enumerate() {
             self.sync_point(steps.write);
@@ -291,11 +299,11 @@ impl Emitter<'_> {
             e,
             rank,
             base: region,
-            mty,
+            align,
+            dtype,
         } = *g;
-        let es = e.elem_bytes as i64;
+        let (es, mty) = (e.elem_bytes as i64, mem_ty(dtype));
         let stride = a.item_stride;
-        let offsets = a.uniform_slot_offsets(e.scope, e.items, e.padding());
         // p0 = part(rank), computed from the rank.
         let p0 = self.thread_part(a, e.scope, rank);
         let slot0 = self.padded_slot(p0.into(), e.padding());
@@ -307,6 +315,16 @@ impl Emitter<'_> {
             b: Operand::Imm(es),
             c: region.into(),
         });
+        // Unpadded, a thread's items in one 8- or 16-byte run move as one vector (the planner
+        // left the region unpadded for it): the run starts at a multiple of its length from
+        // the region's start, so it is aligned where the region is.
+        let vector = (a.vector_width(e.items, e.elem_bytes))
+            .filter(|&w| vrem.is_none() && e.padding().is_none() && w * e.elem_bytes <= align);
+        if let Some(width) = vector {
+            self.vectors(!write, Space::Shared, dtype, addr0, regs, width as usize);
+            return;
+        }
+        let offsets = a.uniform_slot_offsets(e.scope, e.items, e.padding());
         for (i, &r) in regs.iter().enumerate() {
             let (addr, off) = if let Some(offsets) = &offsets {
                 (addr0, offsets[i] * es)

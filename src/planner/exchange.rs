@@ -22,7 +22,7 @@ use super::alloc::{Request, Slice};
 use super::arrangement::{Arrangements, Conversion, of_algorithm};
 use super::error::PlanError;
 use super::form::{
-    InverseForm, PositionForm, layout_of, padded_slot, padding_pays, striped_threads,
+    InverseForm, PositionForm, layout_of, padded_slot, padding_pays_over, striped_threads,
 };
 use super::ids::{SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
@@ -428,14 +428,25 @@ fn add_steps(
     out
 }
 
-/// Whether padding lowers the bank conflicts of writing `from` and reading `to`.
+/// Whether padding lowers the bank conflicts of writing `from` and reading `to`. Unpadded, a
+/// side whose thread's items are one 8- or 16-byte vector ([`PositionForm::vector_width`])
+/// moves as one vector access per thread, without conflicts; padded, item by item.
 fn choose_padding(from: Arrangement, to: Arrangement, scope: u32, items: u32, bytes: u32) -> bool {
-    let layouts = [from, to].map(|a| layout_of(a, scope, items));
-    let Some(layouts) = layouts.into_iter().collect::<Option<Vec<_>>>() else {
+    let sides = [from, to];
+    let layouts = sides.map(|a| layout_of(a, scope, items));
+    let Some(padded) = layouts.into_iter().collect::<Option<Vec<_>>>() else {
         return false;
     };
-    padding_pays(
-        &layouts,
+    let vector = |a: Arrangement| {
+        PositionForm::of(a, scope, items).and_then(|f| f.vector_width(items, bytes))
+    };
+    let plain: Vec<_> = (sides.iter().zip(&padded))
+        .filter(|(a, _)| vector(**a).is_none())
+        .map(|(_, l)| l.clone())
+        .collect();
+    padding_pays_over(
+        &plain,
+        &padded,
         bytes,
         scope.min(32),
         SmemTransform::Pad { every: 32, pad: 1 },

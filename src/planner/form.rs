@@ -75,6 +75,20 @@ impl PositionForm {
         item * self.item_stride + self.thread_part(rank)
     }
 
+    /// The width of the one vector access each thread can make of its items, unpadded: its
+    /// items lie in consecutive slots (`item_stride` 1), start at a multiple of the run
+    /// (every rank's term a multiple of `items`, so a region aligned to 16 bytes keeps the
+    /// vector aligned), and make one 8- or 16-byte run of 4- or 8-byte elements. Such a
+    /// side (a blocked arrangement of 2 or 4 words per thread, or 2 doublewords) takes the
+    /// least wavefronts a warp's run of that many bytes can take: each quarter (16 bytes
+    /// each) or half (8 bytes each) warp reads 128 contiguous bytes. `None` otherwise.
+    pub fn vector_width(&self, items: u32, bytes: u32) -> Option<u32> {
+        let run = items.checked_mul(bytes)?;
+        let fits = matches!(bytes, 4 | 8) && items >= 2 && matches!(run, 8 | 16);
+        let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
+        (fits && self.item_stride == 1 && aligned).then_some(items)
+    }
+
     /// How far each item's padded slot lies from item 0's (`padding`: one pad slot after
     /// every that many, as [`padded_slot`] places them), where those distances are the same
     /// for every rank of a group of `scope` threads with `items` items each; `None` where
@@ -250,7 +264,20 @@ pub(super) fn padding_pays(
     lanes: u32,
     padding: SmemTransform,
 ) -> bool {
-    let cost = |t: SmemTransform| -> Option<u32> {
+    padding_pays_over(accesses, accesses, bytes, lanes, padding)
+}
+
+/// As [`padding_pays`], where the accesses made element by element differ with the padding:
+/// `plain` unpadded, `padded` padded (an access made as one vector per thread unpadded,
+/// without conflicts, is made element by element padded).
+pub(super) fn padding_pays_over(
+    plain: &[Layout],
+    padded: &[Layout],
+    bytes: u32,
+    lanes: u32,
+    padding: SmemTransform,
+) -> bool {
+    let cost = |accesses: &[Layout], t: SmemTransform| -> Option<u32> {
         accesses
             .iter()
             .map(|l| {
@@ -261,7 +288,7 @@ pub(super) fn padding_pays(
             .sum()
     };
     matches!(
-        (cost(SmemTransform::Identity), cost(padding)),
+        (cost(plain, SmemTransform::Identity), cost(padded, padding)),
         (Some(plain), Some(padded)) if padded < plain
     )
 }
@@ -307,6 +334,31 @@ mod tests {
         // Rows of 48 are not whole periods.
         let rows = PositionForm::of(Arrangement::Striped { threads: 48 }, 48, 2).expect("form");
         assert_eq!(rows.uniform_slot_offsets(48, 2, Some(32)), None);
+    }
+
+    #[test]
+    fn blocked_runs_of_8_or_16_bytes_are_one_vector() {
+        let blocked = |scope, items| PositionForm::of(Arrangement::Blocked, scope, items);
+        let width = |scope, items, bytes| blocked(scope, items)?.vector_width(items, bytes);
+        assert_eq!(width(32, 4, 4), Some(4));
+        assert_eq!(width(256, 2, 4), Some(2));
+        assert_eq!(width(64, 2, 8), Some(2));
+        // 32 bytes a thread: two vectors whose quarter warps conflict two ways; 4 bytes: no
+        // vector; narrow elements are packed, not moved as vectors here.
+        assert_eq!(width(32, 8, 4), None);
+        assert_eq!(width(32, 4, 8), None);
+        assert_eq!(width(32, 1, 4), None);
+        assert_eq!(width(32, 4, 2), None);
+        assert_eq!(width(32, 3, 4), None);
+        let striped = PositionForm::of(Arrangement::Striped { threads: 32 }, 32, 4).expect("form");
+        assert_eq!(striped.vector_width(4, 4), None);
+        // A thread's run must start at a multiple of its length: not so when the ranks' term
+        // strides by less.
+        let odd = PositionForm {
+            item_stride: 1,
+            thread_terms: vec![(32, 1, 6)],
+        };
+        assert_eq!(odd.vector_width(4, 4), None);
     }
 
     #[test]

@@ -789,7 +789,7 @@ impl KernelBuilder {
     ///
     /// // One storage serves the load's transpose and then the store's.
     /// let through = |spec: StorageSpec| {
-    ///     let mut k = KernelBuilder::new("through").block(32).items_per_thread(4);
+    ///     let mut k = KernelBuilder::new("through").block(32).items_per_thread(8);
     ///     let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
     ///     let b = k.this_block();
     ///     let s = k.temp_storage(spec);
@@ -797,18 +797,18 @@ impl KernelBuilder {
     ///     k.store_to(b, &y, &t, Store::transpose().temp_storage(&s));
     ///     k.build()
     /// };
-    /// // 128 items of 4 bytes, padded against bank conflicts, do not fit in 512 bytes.
-    /// let small = through(StorageSpec::default().size_in_bytes(512));
+    /// // 256 items of 4 bytes, padded against bank conflicts, do not fit in 1024 bytes.
+    /// let small = through(StorageSpec::default().size_in_bytes(1024));
     /// let Err(Error::Plan(PlanError::TempStorageTooSmall { need, .. })) = small else {
     ///     panic!("{small:?}")
     /// };
-    /// assert_eq!(need, 528);
+    /// assert_eq!(need, 1056);
     /// let kernel = through(StorageSpec::default())?;
     ///
     /// let dev = Device::sim();
-    /// let xs: Vec<u32> = (0..128).collect();
+    /// let xs: Vec<u32> = (0..256).collect();
     /// let xb = dev.upload(&xs)?;
-    /// let mut yb = dev.alloc_zeroed::<u32>(128)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(256)?;
     /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
     /// assert_eq!(yb.to_vec()?, xs);
     /// # Ok::<(), coopgraph::Error>(())
