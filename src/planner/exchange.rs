@@ -16,7 +16,8 @@
 //!   the arrangements' layouts), and that a barrier before them may order only the exchange
 //!   groups that lie inside warps (else the block);
 //! - padding (one slot per 32 elements) is chosen where the layout algebra's bank-conflict
-//!   count says it removes conflicts.
+//!   count says it removes conflicts; a side whose thread's items are one 8- or 16-byte run
+//!   counts as conflict-free unpadded, where codegen moves it as one vector access.
 
 use super::alloc::{Request, Slice};
 use super::arrangement::{Arrangements, Conversion, of_algorithm};

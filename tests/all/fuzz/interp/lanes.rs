@@ -96,6 +96,14 @@ impl Block<'_> {
             return;
         };
         let vals: Vec<V> = set.iter().map(|&t| self.eval(value, self.cx(t))).collect();
+        // A vote or match reads every member's operand (the simulator faults on an undefined
+        // one, as on any collective's); a shuffle's value only where a lane takes it.
+        if !l.op.takes_lane() && vals.iter().any(|v| v.undef()) {
+            self.event(Event::Undefined {
+                op: self.op,
+                what: "a vote's or match's operand",
+            });
+        }
         let dt = match self.ir.expr(value).ty {
             coopgraph::ir::expr::VType::D(d) => d,
             coopgraph::ir::expr::VType::Bool => DType::U32,
