@@ -558,12 +558,18 @@ fn gpu_failures(st: &Stats) -> String {
 /// faulted on the undefined operand, where the interpreter took the match as unspecified and
 /// so kept the short buffer. The interpreter now reports a vote's or match's undefined
 /// operand, as the simulator does, and the run goes back to whole buffers.
+/// 0xab5b8b29d74647d4 (base 29): an unchecked kernel, one buffer an element short, writing
+/// past it under a branch on integers made from a float `pow` (approximate to the
+/// interpreter, so the branch unknown): the interpreter ran both arms and called the writes
+/// faults the device must report, where it never took that arm. An access past a buffer by
+/// a thread under an unknown branch is now uncertain (the case is skipped), as a read was.
 #[test]
 fn seeds_found_failing_run_and_agree() {
     for (seed, tweak) in [
         (0xd42c_34fd_d1b3_d012u64, Some(0)),
         (0x788e_dc9c_ce81_fca4, None),
         (0x9f39_9f42_1f7c_6ca0, None),
+        (0xab5b_8b29_d746_47d4, Some(0)),
     ] {
         let spec = Spec {
             tweak,

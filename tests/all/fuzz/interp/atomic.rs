@@ -254,11 +254,7 @@ impl Block<'_> {
                     self.note_index(p, i.bits);
                     if self.past_end(p, i.bits) {
                         if ir.bounds == Bounds::Unchecked {
-                            self.event(Event::GlobalOob {
-                                op,
-                                param: p,
-                                index: i.bits,
-                            });
+                            self.global_oob(op, t, p, i.bits);
                         }
                         // Skipped: the old value is 0.
                         self.set(a.old, t, 0, V::exact(0));

@@ -297,11 +297,7 @@ impl Block<'_> {
                     match self.global_value(p, e, th as usize, dtype) {
                         Some(v) => Some(v),
                         None => {
-                            self.event(Event::GlobalOob {
-                                op,
-                                param: p,
-                                index: e,
-                            });
+                            self.global_oob(op, th as usize, p, e);
                             Some(V::with(0, UNSPEC))
                         }
                     }
@@ -339,11 +335,7 @@ impl Block<'_> {
             }
             self.note_index(p, e);
             if self.past_end(p, e) {
-                self.event(Event::GlobalOob {
-                    op,
-                    param: p,
-                    index: e,
-                });
+                self.global_oob(op, th as usize, p, e);
                 continue;
             }
             v.flags |= self.taint[th as usize];
@@ -473,11 +465,7 @@ impl Block<'_> {
             self.note_index(param, i.bits);
             if self.past_end(param, i.bits) {
                 if !checked {
-                    self.event(Event::GlobalOob {
-                        op,
-                        param,
-                        index: i.bits,
-                    });
+                    self.global_oob(op, t, param, i.bits);
                 }
                 continue;
             }
@@ -528,11 +516,7 @@ impl Block<'_> {
                 self.note_index(param, e);
                 if self.past_end(param, e) {
                     if !checked {
-                        self.event(Event::GlobalOob {
-                            op,
-                            param,
-                            index: e,
-                        });
+                        self.global_oob(op, t, param, e);
                     }
                     continue;
                 }
@@ -552,20 +536,26 @@ impl Block<'_> {
         match self.global_value(p, i.bits, t, dtype) {
             Some(v) => v,
             None if self.ir.bounds == Bounds::Checked => V::exact(0),
+            None if maybe => {
+                self.event(Event::Uncertain { op: self.op });
+                V::with(0, UNSPEC)
+            }
             None => {
-                let op = self.op;
-                self.event(if maybe {
-                    Event::Uncertain { op }
-                } else {
-                    Event::GlobalOob {
-                        op,
-                        param: p,
-                        index: i.bits,
-                    }
-                });
+                self.global_oob(self.op, t, p, i.bits);
                 V::with(0, UNSPEC)
             }
         }
+    }
+
+    /// An access by thread `t` of element `index` past the end of buffer `param` in an
+    /// unchecked kernel: a fault the device must report, unless the thread runs under a
+    /// branch whose condition is unspecified, where the access may not happen (uncertain).
+    pub(super) fn global_oob(&mut self, op: OpId, t: usize, param: usize, index: u64) {
+        self.event(if self.taint[t] & UNSPEC != 0 {
+            Event::Uncertain { op }
+        } else {
+            Event::GlobalOob { op, param, index }
+        });
     }
 }
 
