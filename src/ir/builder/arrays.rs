@@ -193,9 +193,7 @@ impl KernelBuilder {
     #[track_caller]
     pub(crate) fn shared_array_inside<T: Element>(&mut self, len: u32) -> SharedArray<T> {
         let a = self.declare_shared([len], false, Loc::caller());
-        if let Some(decl) = self.ir.arrays.last_mut() {
-            decl.inside = true;
-        }
+        self.ir.arrays[a.id.index()].inside = true;
         a
     }
 
