@@ -227,7 +227,17 @@ fn plan_one(
     };
     let warp_group = warp_group(cx, op, scope);
     check_groups(cx, op, scope, turns.is_some(), via_shuffles, warp_group)?;
-    let padded = !via_shuffles && choose_padding(from, to, scope, items, elem_bytes);
+    let forms = PositionForm::of(from, scope, items).zip(PositionForm::of(to, scope, items));
+    let holder = via_shuffles.then(|| InverseForm::of(from, scope, items));
+    let (Some((write, read)), None | Some(Some(_))) = (forms, &holder) else {
+        return Err(PlanError::Layout {
+            op,
+            loc: data.loc,
+            reason: format!("{from:?} -> {to:?} over {scope} threads x {items} items"),
+        });
+    };
+    let padded =
+        !via_shuffles && choose_padding([from, to], [&write, &read], scope, items, elem_bytes);
     let elems = scope * items;
     let group_elems = if padded { elems + elems / 32 } else { elems };
     let groups = match turns {
@@ -256,15 +266,6 @@ fn plan_one(
             });
             slice
         }
-    };
-    let forms = PositionForm::of(from, scope, items).zip(PositionForm::of(to, scope, items));
-    let holder = via_shuffles.then(|| InverseForm::of(from, scope, items));
-    let (Some((write, read)), None | Some(Some(_))) = (forms, &holder) else {
-        return Err(PlanError::Layout {
-            op,
-            loc: data.loc,
-            reason: format!("{from:?} -> {to:?} over {scope} threads x {items} items"),
-        });
     };
     let mut e = ExchangePlan {
         data: need.data,
@@ -429,20 +430,23 @@ fn add_steps(
     out
 }
 
-/// Whether padding lowers the bank conflicts of writing `from` and reading `to`. Unpadded, a
-/// side whose thread's items are one 8- or 16-byte vector ([`PositionForm::vector_width`])
-/// moves as one vector access per thread, without conflicts; padded, item by item.
-fn choose_padding(from: Arrangement, to: Arrangement, scope: u32, items: u32, bytes: u32) -> bool {
-    let sides = [from, to];
+/// Whether padding lowers the bank conflicts of writing `sides[0]` and reading `sides[1]`,
+/// whose positions `forms` hold. Unpadded, a side whose thread's items are one 8- or 16-byte
+/// vector ([`PositionForm::vector_width`]) moves as one vector access per thread, without
+/// conflicts; padded, item by item.
+fn choose_padding(
+    sides: [Arrangement; 2],
+    forms: [&PositionForm; 2],
+    scope: u32,
+    items: u32,
+    bytes: u32,
+) -> bool {
     let layouts = sides.map(|a| layout_of(a, scope, items));
     let Some(padded) = layouts.into_iter().collect::<Option<Vec<_>>>() else {
         return false;
     };
-    let vector = |a: Arrangement| {
-        PositionForm::of(a, scope, items).and_then(|f| f.vector_width(items, bytes))
-    };
-    let plain: Vec<_> = (sides.iter().zip(&padded))
-        .filter(|(a, _)| vector(**a).is_none())
+    let plain: Vec<_> = (forms.iter().zip(&padded))
+        .filter(|(f, _)| f.vector_width(items, bytes).is_none())
         .map(|(_, l)| l.clone())
         .collect();
     padding_pays_over(
