@@ -95,6 +95,22 @@ impl<T: Element> Op<T> {
         }
     }
 
+    /// Where the operator's result does not depend on the order it combines values in, its
+    /// identity: sums (of floats up to rounding; `-0.0`, which leaves every float as it is,
+    /// `+0.0` included) and the minimum and maximum of integers. `None` for a custom
+    /// operator, and for the minimum and maximum of floats (which of two zeros or NaNs
+    /// comes out may depend on the order).
+    pub(crate) fn any_order_identity(&self) -> Option<T> {
+        let float = T::DTYPE.is_float();
+        match &self.kind {
+            Kind::Sum if float => Some(T::from_bits(1u64 << (T::DTYPE.bytes() * 8 - 1))),
+            Kind::Sum => Some(T::zero()),
+            Kind::Min if !float => Some(T::max_value()),
+            Kind::Max if !float => Some(T::min_value()),
+            _ => None,
+        }
+    }
+
     /// The block collective's operator.
     pub(crate) fn reduce(&self) -> Reduce<T> {
         match &self.kind {

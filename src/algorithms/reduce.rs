@@ -1,8 +1,13 @@
-//! The device-wide reduction: each block folds a contiguous run of tiles, each tile in element
-//! order and the tiles in order, into one partial; then one block folds the partials in
-//! block order. Two launches, deterministic for any operator: the same length, tuning and
-//! device (its SM count sets the grid) give the same tree of operations, so floats come out
-//! bit for bit the same on every run.
+//! The device-wide reduction: each block folds a contiguous run of tiles into one partial;
+//! then one block folds the partials in block order. Two launches, deterministic for any
+//! operator: the same length, tuning and device (its SM count sets the grid) give the same
+//! tree of operations, so floats come out bit for bit the same on every run.
+//!
+//! A custom operator, and the minimum and maximum of floats, fold each tile in element order
+//! and the tiles in order, through a tile loaded blocked (a warp transpose). Sums, and the
+//! minimum and maximum of integers, do not depend on the order (float sums up to their
+//! rounding, as CUB's): each thread folds its share of the block's tiles, read in 16-byte
+//! runs with the threads side by side, and the block combines the threads' values once.
 //!
 //! A grid of a few blocks per SM keeps the partials few (hundreds), so the second launch is
 //! one tile of one block.
@@ -111,8 +116,12 @@ impl<T: ScanElement> DeviceReduce<T> {
     }
 
     /// `partials[b]` = the fold of block `b`'s tiles `b * per .. (b + 1) * per` (packed in 64
-    /// bits), each tile in element order and the tiles in order.
+    /// bits): each tile in element order and the tiles in order, or in any order where the
+    /// operator allows it ([`any_order_tiles_kernel`](Self::any_order_tiles_kernel)).
     pub(super) fn tiles_kernel(&self, tuning: Tuning) -> Result<Kernel, Error> {
+        if let Some(identity) = self.op.any_order_identity() {
+            return self.any_order_tiles_kernel(tuning, identity);
+        }
         let Tuning { threads, items } = tuning;
         let tile_items = tuning.tile_items();
         let name = format!("device_reduce_tiles_{}_{threads}x{items}", T::DTYPE);
@@ -150,6 +159,78 @@ impl<T: ScanElement> DeviceReduce<T> {
         });
         k.if_(first_thread, |k| {
             k.write(&partials, index::block_index(), T::pack(&carry.get()));
+        });
+        k.build()
+    }
+
+    /// The first launch for an operator whose result does not depend on the order it
+    /// combines in ([`Op::any_order_identity`]), as CUB's: each thread folds its part of the
+    /// block's whole run of tiles into one value, starting from the identity, and the block
+    /// combines its threads' values once, at the end. A tile is read in runs of `v`
+    /// consecutive elements (one 16-byte load where `items` allows), the block's threads
+    /// side by side: thread `t`'s `i`-th run starts at `(i * threads + t) * v`, so each
+    /// warp's load is one contiguous stretch (CUB's striped vectors). Every run's read is
+    /// issued before the fold, so they are in flight together.
+    fn any_order_tiles_kernel(&self, tuning: Tuning, identity: T) -> Result<Kernel, Error> {
+        let Tuning { threads, items } = tuning;
+        let tile_items = tuning.tile_items();
+        let mut v = (16 / T::DTYPE.bytes()).max(1);
+        while items % v != 0 {
+            v /= 2;
+        }
+        let name = format!(
+            "device_reduce_tiles_any_order_{}_{threads}x{items}",
+            T::DTYPE
+        );
+        let mut k = KernelBuilder::new(name)
+            .block(threads)
+            .items_per_thread(items);
+        let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
+        let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
+        let b = k.this_block();
+        let t = index::thread_rank();
+        let tiles = (n.expr() + (tile_items - 1)) / tile_items;
+        let first = index::block_index() * per.expr();
+        let end = (first.clone() + per.expr()).min(tiles);
+        // The block's full tiles end here; a partial one (the input's last) may follow.
+        let full_end = end.clone().min(n.expr() / tile_items);
+        let acc = k.var(Expr::lit(identity));
+        // Folds the tile at `start`; `rest`: the elements it holds, where it is partial.
+        let fold_tile = |k: &mut KernelBuilder, start: Expr<u32>, rest: Option<Expr<u32>>| {
+            let runs: Vec<_> = (0..items / v)
+                .map(|i| {
+                    let at = (t.clone() + i * threads) * v;
+                    (at.clone(), k.read_run(&x, start.clone() + at, v))
+                })
+                .collect();
+            for (at, run) in runs {
+                let run = match &self.map_in {
+                    Some(f) => k.map(&run, |e| f(e)),
+                    None => run,
+                };
+                for j in 0..v {
+                    // Past a partial tile's end: zeros read past the input, or their map.
+                    let joined = self.op.apply(acc.get(), run.item(j));
+                    let next = match &rest {
+                        Some(rest) => (at.clone() + j).lt(rest.clone()).select(joined, acc.get()),
+                        None => joined,
+                    };
+                    k.set(&acc, next);
+                }
+            }
+        };
+        k.for_range(first, full_end.clone(), |k, tile| {
+            fold_tile(k, tile * tile_items, None);
+        });
+        k.if_(full_end.clone().lt(end), |k| {
+            let start = full_end.clone() * tile_items;
+            fold_tile(k, start.clone(), Some(n.expr() - start));
+        });
+        let part = k.thread_data_n::<T>(1);
+        k.set_item(&part, 0, acc.get());
+        let r = k.reduce(b, &part, self.op.reduce());
+        k.if_(t.eq(0u32), |k| {
+            k.write(&partials, index::block_index(), T::pack(&r.item(0)));
         });
         k.build()
     }

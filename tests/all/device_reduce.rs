@@ -78,3 +78,92 @@ fn fused_map_and_repeatable_floats() {
     let rel = ((f64::from(first) - want) / want).abs();
     assert!(rel < 1e-4, "sum of squares {first}, expected about {want}");
 }
+
+/// Sums, and the minimum and maximum of integers, fold in any order (each thread its share of
+/// the block's tiles in 16-byte runs, one block reduction at the end); custom operators and
+/// float minima keep the ordered fold. Checked at vector widths 4, 2 and 1 (items that 4 or 2
+/// do not divide), at partial tiles, and past 4 blocks per SM of tiles, where each block
+/// folds several.
+#[test]
+fn any_order_operators_at_every_vector_width() {
+    fn case<T: ScanElement>(op: Op<T>, f: impl Fn(T, T) -> T, tuning: Tuning, seed: u64) {
+        let dev = device();
+        let r = DeviceReduce::new(op).tuning(tuning);
+        let tiles = r.kernels().expect("builds")[0].name().to_string();
+        assert!(tiles.contains("any_order"), "{tiles}");
+        let r = r.prepare(dev).expect("prepares");
+        let mut ws = Workspace::new(dev).expect("ws");
+        let mut rng = Rng::new(seed);
+        let tile = tuning.tile_items() as usize;
+        // 4 blocks per SM take at most one tile each below the last size.
+        let blocks = 4 * dev.limits().sm_count as usize;
+        for n in [
+            1,
+            tile - 1,
+            tile,
+            tile + 1,
+            2 * tile + 3,
+            (2 * blocks + 3) * tile + 5,
+        ] {
+            let xs: Vec<T> = (0..n)
+                .map(|_| T::cast_from_i64((rng.next() % 2001) as i64 - 1000))
+                .collect();
+            let want = xs.iter().copied().reduce(&f).expect("not empty");
+            let x = dev.upload(&xs).expect("upload");
+            let got = r.run(&x, &mut ws).expect("runs").expect("not empty");
+            assert!(
+                same(got, want),
+                "{} {tuning:?} n={n}: {got:?}, expected {want:?}",
+                T::DTYPE
+            );
+        }
+    }
+    let at = |threads, items| Tuning { threads, items };
+    case::<u32>(Op::sum(), u32::wrapping_add, at(32, 4), 11);
+    case::<i32>(Op::max(), i32::max, at(64, 8), 12);
+    case::<f32>(Op::sum(), |a, b| a + b, at(32, 6), 13);
+    case::<u64>(Op::min(), u64::min, at(32, 2), 14);
+    case::<i64>(Op::sum(), i64::wrapping_add, at(32, 3), 15);
+    case::<f64>(Op::sum(), |a, b| a + b, at(64, 5), 16);
+    for ordered in [
+        DeviceReduce::new(Op::<f32>::min()).kernels(),
+        DeviceReduce::new(Op::custom(|a, b: Expr<u32>| a + b)).kernels(),
+    ] {
+        let name = ordered.expect("builds")[0].name().to_string();
+        assert!(!name.contains("any_order"), "{name}");
+    }
+}
+
+/// The any-order sum starts from `-0.0`, the identity of float addition: a sum of negative
+/// zeros is `-0.0`, as the ordered fold gives. A fused map is not applied to the positions
+/// past the input that fill a partial tile.
+#[test]
+fn any_order_sums_keep_negative_zero_and_skip_the_tile_s_padding() {
+    let dev = device();
+    let mut ws = Workspace::new(dev).expect("ws");
+    let tuning = Tuning {
+        threads: 32,
+        items: 4,
+    };
+    let r = DeviceReduce::new(Op::<f32>::sum())
+        .tuning(tuning)
+        .prepare(dev)
+        .expect("prepares");
+    for n in [1, 127, 129] {
+        let x = dev.upload(&vec![-0.0f32; n]).expect("upload");
+        let got = r.run(&x, &mut ws).expect("runs").expect("not empty");
+        assert_eq!(got.to_bits(), (-0.0f32).to_bits(), "n={n}: {got}");
+    }
+    let plus_one = DeviceReduce::new(Op::<u64>::sum())
+        .map_input(|v| v + 1u64)
+        .tuning(tuning)
+        .prepare(dev)
+        .expect("prepares");
+    for n in [1usize, 7, 127, 128, 129, 1000] {
+        let xs: Vec<u64> = (0..n as u64).collect();
+        let want = xs.iter().map(|v| v + 1).sum::<u64>();
+        let x = dev.upload(&xs).expect("upload");
+        let got = plus_one.run(&x, &mut ws).expect("runs");
+        assert_eq!(got, Some(want), "n={n}");
+    }
+}
