@@ -14,7 +14,7 @@
 
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
-use crate::ir::{Element, Expr, Group, ThreadData, index};
+use crate::ir::{Element, Expr, Group, Input, Scalar, ThreadData, index};
 use crate::runtime::{Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load};
 use std::fmt;
@@ -122,19 +122,17 @@ impl<T: ScanElement> DeviceReduce<T> {
         if let Some(identity) = self.op.any_order_identity() {
             return self.any_order_tiles_kernel(tuning, identity);
         }
-        let Tuning { threads, items } = tuning;
         let tile_items = tuning.tile_items();
-        let name = format!("device_reduce_tiles_{}_{threads}x{items}", T::DTYPE);
-        let mut k = KernelBuilder::new(name)
-            .block(threads)
-            .items_per_thread(items);
-        let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
-        let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
-        let b = k.this_block();
+        let TilesHead {
+            mut k,
+            x,
+            partials,
+            n,
+            b,
+            first,
+            end,
+        } = TilesHead::<T>::new("", tuning, tuning.items);
         let first_thread = index::thread_rank().eq(0u32);
-        let tiles = (n.expr() + (tile_items - 1)) / tile_items;
-        let first = index::block_index() * per.expr();
-        let end = (first.clone() + per.expr()).min(tiles);
         let carry = k.var(Expr::lit(T::default()));
         k.for_range(first.clone(), end, |k, tile| {
             let start = tile.clone() * tile_items;
@@ -178,20 +176,16 @@ impl<T: ScanElement> DeviceReduce<T> {
         while items % v != 0 {
             v /= 2;
         }
-        let name = format!(
-            "device_reduce_tiles_any_order_{}_{threads}x{items}",
-            T::DTYPE
-        );
-        let mut k = KernelBuilder::new(name)
-            .block(threads)
-            .items_per_thread(items);
-        let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
-        let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
-        let b = k.this_block();
+        let TilesHead {
+            mut k,
+            x,
+            partials,
+            n,
+            b,
+            first,
+            end,
+        } = TilesHead::<T>::new("any_order_", tuning, items);
         let t = index::thread_rank();
-        let tiles = (n.expr() + (tile_items - 1)) / tile_items;
-        let first = index::block_index() * per.expr();
-        let end = (first.clone() + per.expr()).min(tiles);
         // The block's full tiles end here; a partial one (the input's last) may follow.
         let full_end = end.clone().min(n.expr() / tile_items);
         let acc = k.var(Expr::lit(identity));
@@ -264,6 +258,50 @@ impl<T: ScanElement> DeviceReduce<T> {
         });
         k.if_(first, |k| k.write(&out, 0u32, carry.get()));
         k.build()
+    }
+}
+
+/// What both first-launch kernels begin with: their parameters (`x`, `partials`, `n`,
+/// `per`, in that order) and the tiles `first .. end` of the block's run.
+struct TilesHead<T: Element> {
+    k: KernelBuilder,
+    x: Input<T>,
+    partials: crate::ir::Buffer<u64>,
+    n: Scalar<u32>,
+    b: Group,
+    first: Expr<u32>,
+    end: Expr<u32>,
+}
+
+impl<T: Element> TilesHead<T> {
+    /// The kernel `device_reduce_tiles_{form}{dtype}_{threads}x{items}`, whose payloads
+    /// hold `items` items.
+    fn new(form: &str, tuning: Tuning, items: u32) -> Self {
+        let Tuning { threads, .. } = tuning;
+        let tile_items = tuning.tile_items();
+        let name = format!(
+            "device_reduce_tiles_{form}{}_{threads}x{}",
+            T::DTYPE,
+            tuning.items
+        );
+        let mut k = KernelBuilder::new(name)
+            .block(threads)
+            .items_per_thread(items);
+        let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
+        let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
+        let b = k.this_block();
+        let tiles = (n.expr() + (tile_items - 1)) / tile_items;
+        let first = index::block_index() * per.expr();
+        let end = (first.clone() + per.expr()).min(tiles);
+        TilesHead {
+            k,
+            x,
+            partials,
+            n,
+            b,
+            first,
+            end,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! a non-commutative operator, a fused map, partial tiles, and bit-for-bit repeatability.
 
 use crate::common::{Rng, device, same};
-use coopgraph::algorithms::{DeviceReduce, Op, ScanElement, Tuning, Workspace};
+use coopgraph::algorithms::{DeviceReduce, Op, PreparedReduce, ScanElement, Tuning, Workspace};
 use coopgraph::ir::Expr;
 
 const SMALL: Tuning = Tuning {
@@ -23,21 +23,35 @@ fn check<T: ScanElement>(op: Op<T>, f: impl Fn(T, T) -> T, seed: u64) {
         .prepare(dev)
         .expect("prepares");
     let mut ws = Workspace::new(dev).expect("ws");
-    for n in sizes() {
-        let xs: Vec<T> = (0..n)
-            .map(|_| T::cast_from_i64((rng.next() % 201) as i64 - 100))
-            .collect();
-        let want = xs.iter().copied().reduce(&f).expect("not empty");
-        let x = dev.upload(&xs).expect("upload");
-        let got = r.run(&x, &mut ws).expect("runs").expect("not empty");
-        assert!(
-            same(got, want),
-            "{} n={n}: {got:?}, expected {want:?}",
-            T::DTYPE
-        );
-    }
+    against_the_cpu(&r, &mut ws, &sizes(), 100, &f, &mut rng);
     let empty = dev.alloc_zeroed::<T>(0).expect("alloc");
     assert_eq!(r.run(&empty, &mut ws).expect("runs"), None);
+}
+
+/// Runs `r` over random inputs of each length in `sizes` (values in `-spread ..= spread`) and
+/// checks each result against the CPU's fold by `f`, in element order.
+fn against_the_cpu<T: ScanElement>(
+    r: &PreparedReduce<T>,
+    ws: &mut Workspace,
+    sizes: &[usize],
+    spread: i64,
+    f: impl Fn(T, T) -> T,
+    rng: &mut Rng,
+) {
+    for &n in sizes {
+        let xs: Vec<T> = (0..n)
+            .map(|_| T::cast_from_i64((rng.next() % (2 * spread as u64 + 1)) as i64 - spread))
+            .collect();
+        let want = xs.iter().copied().reduce(&f).expect("not empty");
+        let x = device().upload(&xs).expect("upload");
+        let got = r.run(&x, ws).expect("runs").expect("not empty");
+        assert!(
+            same(got, want),
+            "{} (tiles of {}) n={n}: {got:?}, expected {want:?}",
+            T::DTYPE,
+            r.tile_items()
+        );
+    }
 }
 
 #[test]
@@ -97,26 +111,15 @@ fn any_order_operators_at_every_vector_width() {
         let tile = tuning.tile_items() as usize;
         // 4 blocks per SM take at most one tile each below the last size.
         let blocks = 4 * dev.limits().sm_count as usize;
-        for n in [
+        let sizes = [
             1,
             tile - 1,
             tile,
             tile + 1,
             2 * tile + 3,
             (2 * blocks + 3) * tile + 5,
-        ] {
-            let xs: Vec<T> = (0..n)
-                .map(|_| T::cast_from_i64((rng.next() % 2001) as i64 - 1000))
-                .collect();
-            let want = xs.iter().copied().reduce(&f).expect("not empty");
-            let x = dev.upload(&xs).expect("upload");
-            let got = r.run(&x, &mut ws).expect("runs").expect("not empty");
-            assert!(
-                same(got, want),
-                "{} {tuning:?} n={n}: {got:?}, expected {want:?}",
-                T::DTYPE
-            );
-        }
+        ];
+        against_the_cpu(&r, &mut ws, &sizes, 1000, &f, &mut rng);
     }
     let at = |threads, items| Tuning { threads, items };
     case::<u32>(Op::sum(), u32::wrapping_add, at(32, 4), 11);
