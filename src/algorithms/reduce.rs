@@ -131,7 +131,7 @@ impl<T: ScanElement> DeviceReduce<T> {
             b,
             first,
             end,
-        } = TilesHead::<T>::new("", tuning, tuning.items);
+        } = TilesHead::<T>::new("", tuning);
         let first_thread = index::thread_rank().eq(0u32);
         let carry = k.var(Expr::lit(T::default()));
         k.for_range(first.clone(), end, |k, tile| {
@@ -184,7 +184,7 @@ impl<T: ScanElement> DeviceReduce<T> {
             b,
             first,
             end,
-        } = TilesHead::<T>::new("any_order_", tuning, items);
+        } = TilesHead::<T>::new("any_order_", tuning);
         let t = index::thread_rank();
         // The block's full tiles end here; a partial one (the input's last) may follow.
         let full_end = end.clone().min(n.expr() / tile_items);
@@ -274,16 +274,11 @@ struct TilesHead<T: Element> {
 }
 
 impl<T: Element> TilesHead<T> {
-    /// The kernel `device_reduce_tiles_{form}{dtype}_{threads}x{items}`, whose payloads
-    /// hold `items` items.
-    fn new(form: &str, tuning: Tuning, items: u32) -> Self {
-        let Tuning { threads, .. } = tuning;
+    /// The kernel `device_reduce_tiles_{form}{dtype}_{threads}x{items}`.
+    fn new(form: &str, tuning: Tuning) -> Self {
+        let Tuning { threads, items } = tuning;
         let tile_items = tuning.tile_items();
-        let name = format!(
-            "device_reduce_tiles_{form}{}_{threads}x{}",
-            T::DTYPE,
-            tuning.items
-        );
+        let name = format!("device_reduce_tiles_{form}{}_{threads}x{items}", T::DTYPE);
         let mut k = KernelBuilder::new(name)
             .block(threads)
             .items_per_thread(items);
