@@ -334,7 +334,7 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         .any(|e| matches!(e, Event::Uncertain { .. }))
     {
         return Err(Verdict::Skipped(
-            "a memory access under an unspecified condition",
+            "a memory access under an unspecified condition, or a value that may be undefined",
         ));
     }
     let expect_oob = expect.events.iter().any(Event::is_oob);

@@ -386,6 +386,13 @@ impl Block<'_> {
                     acc = Some(next);
                     out
                 } else {
+                    // Past the valid count the lowering passes on one of the thread's own
+                    // items (its last valid one, or its first): where any is undefined, the
+                    // output may be, and a store of it may fault or not.
+                    let own = (g0 + p / k) * k;
+                    if vals[own..own + k].iter().any(|v| v.undef()) {
+                        self.event(Event::Uncertain { op: self.op });
+                    }
                     V::with(0, UNSPEC)
                 };
                 let mut out = out;

@@ -137,7 +137,9 @@ pub enum Event {
     /// Loops ran longer than the interpreter allows.
     StepLimit,
     /// A memory access that may or may not happen (under a select or `and`/`or` whose
-    /// condition is unspecified) would be out of bounds or race: the case says nothing sure.
+    /// condition is unspecified) would be out of bounds or race, or a value the lowering
+    /// leaves unspecified may be undefined (a scan's output past its valid count, where the
+    /// thread's items are not all defined): the case says nothing sure.
     Uncertain { op: OpId },
 }
 
