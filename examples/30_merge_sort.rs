@@ -1,7 +1,8 @@
 //! Merge sort by a comparator: each block, or each logical warp, sorts its tile of keys, or of
 //! keys with a `u32` value each (CUB's `BlockMergeSort` and `WarpMergeSort`), by the keys' bit
 //! order (a total order: floats with NaNs and infinities included, as the radix sort orders
-//! them), written as an expression. Tiles are loaded blocked through a warp transpose, sorted
+//! them), written as an expression (`f32` keys by the built-in `MergeSort::total_order`, the
+//! same order). Tiles are loaded blocked through a warp transpose, sorted
 //! to a striped result and stored striped.
 //!
 //! First, 2^20 `u32` keys (2^14 on the simulator; `COOPGRAPH_SORT_CHECK_N` overrides) in tiles
@@ -29,7 +30,7 @@ mod sorting;
 
 use sorting::{check, inputs};
 
-use coopgraph::ir::{Expr, Group, MergeSort, SortOutput};
+use coopgraph::ir::{Expr, Group, MergeSort, SortOrder, SortOutput};
 use coopgraph::runtime::{Device, DeviceElement};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
@@ -38,6 +39,11 @@ use coopgraph::{Kernel, KernelBuilder, Load, Store};
 trait Key: DeviceElement {
     /// The key's place in the order, as an expression.
     fn ordered(e: Expr<Self>) -> Expr<u64>;
+
+    /// The sort's controls: by [`Key::ordered`].
+    fn controls() -> MergeSort<Self> {
+        MergeSort::by(|a: Expr<Self>, b: Expr<Self>| Self::ordered(a).lt(Self::ordered(b)))
+    }
 }
 
 impl Key for u32 {
@@ -65,6 +71,12 @@ impl Key for f32 {
         negative
             .select(!b.clone(), b | 0x8000_0000u32)
             .cast::<u64>()
+    }
+
+    /// The same order, built in: each key made into its ordered bits once, not at every
+    /// compare.
+    fn controls() -> MergeSort<f32> {
+        MergeSort::total_order(SortOrder::Ascending)
     }
 }
 
@@ -99,8 +111,7 @@ fn kernel<K: Key>(block: u32, lanes: Option<u32>, items: u32, pairs: bool) -> Ke
         None => b,
     };
     let keys = k.load_from(b, &x, Load::warp_transpose());
-    let controls = MergeSort::by(|a: Expr<K>, b: Expr<K>| K::ordered(a).lt(K::ordered(b)))
-        .output(SortOutput::Striped);
+    let controls = K::controls().output(SortOutput::Striped);
     if pairs {
         let (v, w) = (k.input::<u32>("values"), k.output::<u32>("moved"));
         let values = k.load_from(b, &v, Load::warp_transpose());

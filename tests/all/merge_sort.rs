@@ -1,12 +1,13 @@
 //! Merge sort over the block, warps, logical warps and groups of whole warps: keys and pairs
 //! of several dtypes against a stable CPU sort (`slice::sort_by`), over random group sizes,
 //! items per thread, comparators (native, a total order, descending, by the low byte so that
-//! stability shows), both output arrangements and partial tiles whose default key the
-//! comparator would put first; every barrier shown necessary; every typed error.
+//! stability shows, the built-in total order over floats with NaNs and both zeros), both
+//! output arrangements and partial tiles whose default key the comparator would put first;
+//! every barrier shown necessary; every typed error.
 
 use super::common::{Rng, assert_same, compiled, device, race_checker};
 use coopgraph::ir::{
-    Element, Expr, Group, MergeSort, MergeSortProblem, SortOutput, VerifyErrorKind,
+    Element, Expr, Group, MergeSort, MergeSortProblem, SortOrder, SortOutput, VerifyErrorKind,
 };
 use coopgraph::runtime::{Device, DeviceElement, RuntimeError};
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
@@ -20,6 +21,11 @@ pub trait Key: DeviceElement + PartialOrd + for<'a> coopgraph::runtime::Arg<'a> 
     fn ord(self) -> u64;
     /// [`Key::ord`] as an expression.
     fn ord_expr(e: Expr<Self>) -> Expr<u64>;
+    /// Keys `lt` does not order (NaNs) and keys it takes as equal with other bits (the two
+    /// zeros): what the total order must place.
+    fn unordered() -> Vec<Self> {
+        Vec::new()
+    }
 }
 
 macro_rules! unsigned_key {
@@ -62,6 +68,43 @@ impl Key for f32 {
             .select(!b.clone(), b | 0x8000_0000u32)
             .cast::<u64>()
     }
+    fn unordered() -> Vec<Self> {
+        let quiet = f32::from_bits(0x7fc0_0001);
+        vec![
+            f32::NAN,
+            -f32::NAN,
+            quiet,
+            -0.0,
+            0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ]
+    }
+}
+
+impl Key for f64 {
+    fn ord(self) -> u64 {
+        let b = self.to_bits();
+        if b >> 63 == 1 { !b } else { b | (1 << 63) }
+    }
+    fn ord_expr(e: Expr<Self>) -> Expr<u64> {
+        let b = e.to_bits();
+        (b.clone() >> 63u32)
+            .eq(1u64)
+            .select(!b.clone(), b | (1u64 << 63))
+    }
+    fn unordered() -> Vec<Self> {
+        let quiet = f64::from_bits(0x7ff8_0000_0000_0001);
+        vec![
+            f64::NAN,
+            -f64::NAN,
+            quiet,
+            -0.0,
+            0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ]
+    }
 }
 
 /// The comparator of a case.
@@ -75,6 +118,9 @@ pub enum Cmp {
     Total,
     /// Ascending by the low byte of [`Key::ord`] only: many ties, so stability shows.
     LowByte,
+    /// `MergeSort::total_order(order)`: the order of [`Key::ord`], NaNs and both zeros among
+    /// the keys.
+    TotalOrder(SortOrder),
 }
 
 impl Cmp {
@@ -86,6 +132,7 @@ impl Cmp {
             Cmp::LowByte => {
                 MergeSort::by(|a, b| (K::ord_expr(a) & 0xffu64).lt(K::ord_expr(b) & 0xffu64))
             }
+            Cmp::TotalOrder(order) => MergeSort::total_order(order),
         }
     }
 
@@ -96,6 +143,8 @@ impl Cmp {
             Cmp::Descending => b.partial_cmp(&a).unwrap_or(Ordering::Equal),
             Cmp::Total => a.ord().cmp(&b.ord()),
             Cmp::LowByte => (a.ord() & 0xff).cmp(&(b.ord() & 0xff)),
+            Cmp::TotalOrder(SortOrder::Ascending) => a.ord().cmp(&b.ord()),
+            Cmp::TotalOrder(SortOrder::Descending) => b.ord().cmp(&a.ord()),
         }
     }
 }
@@ -185,13 +234,17 @@ fn sort_kernel<K: Key, V: Element>(case: &Case) -> Kernel {
     k.build().unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// Keys with many repeats and the extremes (no NaN: `lt` orders none).
-fn keys<K: Key>(rng: &mut Rng, n: usize) -> Vec<K> {
-    let specials = [K::min_value(), K::max_value(), K::zero()];
+/// Keys with many repeats and the extremes (no NaN, unless the comparator is the total
+/// order: `lt` orders none).
+fn keys<K: Key>(rng: &mut Rng, n: usize, cmp: Cmp) -> Vec<K> {
+    let mut specials = vec![K::min_value(), K::max_value(), K::zero()];
+    if matches!(cmp, Cmp::TotalOrder(_)) {
+        specials.extend(K::unordered());
+    }
     let pool: Vec<K> = rng.vec(8);
     (0..n)
         .map(|_| match rng.next() % 8 {
-            0 => specials[(rng.next() % 3) as usize],
+            0 => specials[(rng.next() % specials.len() as u64) as usize],
             1..=3 => pool[(rng.next() % 8) as usize],
             _ => rng.value(),
         })
@@ -208,12 +261,12 @@ fn run_case<K: Key, V: DeviceElement>(
     let tile = case.tile();
     let whole = (case.block * case.items) as usize * 2;
     let mut rng = Rng::new(case.seed);
-    let xs: Vec<K> = keys(&mut rng, whole);
+    let xs: Vec<K> = keys(&mut rng, whole, case.cmp);
     let vs: Vec<V> = (0..whole).map(|i| V::cast_from_i64(i as i64)).collect();
     let n = case.valid.unwrap_or(tile as u32);
     // The default key the comparator puts first: it must sort last all the same.
     let oob = match case.cmp {
-        Cmp::Descending => K::max_value(),
+        Cmp::Descending | Cmp::TotalOrder(SortOrder::Descending) => K::max_value(),
         _ => K::min_value(),
     };
     let f = compiled(dev, kernel)?;
@@ -234,6 +287,9 @@ fn run_case<K: Key, V: DeviceElement>(
         let (got_k, got_v) = (&ys[at..at + tile], &ws[at..at + tile]);
         let what = format!("{case:?} {:?} tile at {at}", K::DTYPE);
         assert_same(got_k, &want_k, &what);
+        // NaNs of either sign are the same to `assert_same`; their places are not.
+        let bits = |v: &[K]| v.iter().map(|k| k.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(got_k), bits(&want_k), "{what}: bits");
         if case.pairs {
             assert_same(got_v, &want_v, &format!("{what} values"));
         }
@@ -241,7 +297,7 @@ fn run_case<K: Key, V: DeviceElement>(
     Ok(())
 }
 
-/// Runs `case` with keys of the dtype `pick` names (0..6) and values of `u32` (or another
+/// Runs `case` with keys of the dtype `pick` names (0..7) and values of `u32` (or another
 /// dtype for some keys).
 fn run_any(case: &Case, pick: usize) {
     macro_rules! go {
@@ -256,7 +312,8 @@ fn run_any(case: &Case, pick: usize) {
         2 => go!(f32, u32),
         3 => go!(u64, u32),
         4 => go!(i8, u64),
-        _ => go!(i64, i32),
+        5 => go!(i64, i32),
+        _ => go!(f64, u8),
     }
 }
 
@@ -284,15 +341,22 @@ proptest! {
         group in 0u32..4,
         block_log in 1u32..9,
         items in 1u32..10,
-        pick in 0usize..6,
-        cmp in 0usize..4,
+        pick in 0usize..7,
+        cmp in 0usize..6,
         striped in any::<bool>(),
         partial in prop::option::of(0u32..4096),
         pairs in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let (group, block) = group_of(group, block_log);
-        let cmp = [Cmp::Ascending, Cmp::Descending, Cmp::Total, Cmp::LowByte][cmp];
+        let cmp = [
+            Cmp::Ascending,
+            Cmp::Descending,
+            Cmp::Total,
+            Cmp::LowByte,
+            Cmp::TotalOrder(SortOrder::Ascending),
+            Cmp::TotalOrder(SortOrder::Descending),
+        ][cmp];
         let case = Case {
             group,
             block,
@@ -344,6 +408,65 @@ fn every_group_and_width() {
             run_case::<i32, u32>(device(), &kernel, &case).expect("runs");
         }
     }
+}
+
+/// The total order of floats, both ways: NaNs of both signs, both zeros and the infinities
+/// among the keys (each placed as `f32::total_cmp`/`f64::total_cmp` places them, bit for
+/// bit), keys alone and pairs, full and partial tiles (their default key the order puts
+/// first), blocked and striped, over the block, warps and logical warps.
+#[test]
+fn total_order_places_nans_and_zeros() {
+    let shapes = [
+        (GroupOf::Block, 64, 3),
+        (GroupOf::Block, 8, 1),
+        (GroupOf::Warp, 96, 4),
+        (GroupOf::Tile(8), 32, 5),
+    ];
+    for (i, (group, block, items)) in shapes.into_iter().enumerate() {
+        for order in [SortOrder::Ascending, SortOrder::Descending] {
+            for valid in [None, Some(block * items / 3 + 1)] {
+                let case = Case {
+                    cmp: Cmp::TotalOrder(order),
+                    output: if i % 2 == 0 {
+                        SortOutput::Blocked
+                    } else {
+                        SortOutput::Striped
+                    },
+                    valid: valid.map(|v| v.min(group.threads(block) * items - 1)),
+                    pairs: valid.is_none(),
+                    seed: 40 + i as u64,
+                    ..full(group, block, items)
+                };
+                let kernel = sort_kernel::<f32, u32>(&case);
+                run_case::<f32, u32>(device(), &kernel, &case).expect("runs");
+                let kernel = sort_kernel::<f64, i8>(&case);
+                run_case::<f64, i8>(device(), &kernel, &case).expect("runs");
+            }
+        }
+    }
+}
+
+/// Over integers the total order is the keys' order: the same kernel as `ascending` and
+/// `descending`.
+#[test]
+fn total_order_of_integers_is_their_order() {
+    let build = |controls: MergeSort<i32>| {
+        let mut k = KernelBuilder::new("t").block(32).items_per_thread(3);
+        let (x, y) = (k.input::<i32>("x"), k.output::<i32>("y"));
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let s = k.merge_sort(b, &t, controls);
+        k.store_to(b, &y, &s, Store::direct());
+        k.build()
+            .expect("builds")
+            .ptx(coopgraph::ptx::Arch::Sm80)
+            .expect("plans")
+    };
+    let same = |o: SortOrder, plain: MergeSort<i32>| {
+        assert_eq!(build(MergeSort::total_order(o)), build(plain), "{o:?}");
+    };
+    same(SortOrder::Ascending, MergeSort::ascending());
+    same(SortOrder::Descending, MergeSort::descending());
 }
 
 /// The striped result of a block and of logical warps.

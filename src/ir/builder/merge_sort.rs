@@ -19,10 +19,11 @@
 //! group of whole warps, and the lanes' warp barrier for a logical warp. Every op the sort
 //! records carries the caller's line, so errors name the user's call.
 
-use super::{KernelBuilder, SortOutput};
-use crate::ir::dtype::Element;
+use super::sort::{from_sort_bits, to_sort_bits};
+use super::{KernelBuilder, SortOrder, SortOutput};
+use crate::ir::dtype::{DType, Element};
 use crate::ir::entities::Loc;
-use crate::ir::expr::{Expr, index};
+use crate::ir::expr::{Expr, IntElement, index};
 use crate::ir::handles::{Group, SharedArray, ThreadData, Var};
 use crate::ir::ops::*;
 use std::fmt;
@@ -36,8 +37,9 @@ type Before<K> = Arc<dyn Fn(Expr<K>, Expr<K>) -> Expr<bool>>;
 ///
 /// The comparator says whether `a` goes strictly before `b` (a strict weak order: `lt` sorts
 /// ascending, `gt` descending); keys that go neither way keep their order. Floats under `lt`
-/// are no such order where NaNs are: compare their bits (see the example of
-/// [`KernelBuilder::merge_sort_pairs`]) for a total one.
+/// are no such order where NaNs are: [`total_order`](Self::total_order) sorts them by IEEE's
+/// total order (as `f32::total_cmp`), and a comparator may order by the keys' bits (see the
+/// example of [`KernelBuilder::merge_sort_pairs`]).
 ///
 /// ```
 /// use coopgraph::ir::{Expr, MergeSort, SortOutput};
@@ -55,6 +57,8 @@ pub struct MergeSort<K: Element> {
     output: SortOutput,
     valid: Option<Expr<u32>>,
     oob_default: Option<Expr<K>>,
+    /// Float keys sorted by their total order, through their sort bits.
+    total: Option<SortOrder>,
 }
 
 impl<K: Element> fmt::Debug for MergeSort<K> {
@@ -63,6 +67,7 @@ impl<K: Element> fmt::Debug for MergeSort<K> {
             .field("output", &self.output)
             .field("valid", &self.valid)
             .field("oob_default", &self.oob_default)
+            .field("total", &self.total)
             .finish_non_exhaustive()
     }
 }
@@ -104,7 +109,54 @@ impl<K: Element> MergeSort<K> {
             output: SortOutput::Blocked,
             valid: None,
             oob_default: None,
+            total: None,
         }
+    }
+
+    /// Sorts by the keys' total order in `order`: for integers their order (as
+    /// [`ascending`](Self::ascending) and [`descending`](Self::descending)); for floats IEEE
+    /// 754's total order, as Rust's `f32::total_cmp` ranks them: a NaN with the sign bit set
+    /// first, then `-inf`, the negative numbers, `-0.0`, `+0.0`, the positive numbers,
+    /// `+inf`, and a NaN without the sign bit last (ascending). Equal keys keep their order.
+    ///
+    /// Float keys are sorted as their order-preserving bits (the block radix sort's), each
+    /// key made into them once on the way in and back on the way out, so every compare of
+    /// the sort is one integer compare where a comparator written on the bits would
+    /// transform both keys at every compare.
+    ///
+    /// ```
+    /// use coopgraph::ir::{MergeSort, SortOrder};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{KernelBuilder, Load, Store};
+    ///
+    /// let mut k = KernelBuilder::new("total").block(4).items_per_thread(2);
+    /// let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    /// let b = k.this_block();
+    /// let t = k.load_from(b, &x, Load::direct());
+    /// let s = k.merge_sort(b, &t, MergeSort::total_order(SortOrder::Ascending));
+    /// k.store_to(b, &y, &s, Store::direct());
+    /// let kernel = k.build()?;
+    ///
+    /// let dev = Device::sim();
+    /// let xs = [f32::NAN, 2.0, -1.0, 0.0, -0.0, f32::NEG_INFINITY, -f32::NAN, 7.5];
+    /// let xb = dev.upload(&xs)?;
+    /// let mut yb = dev.alloc_zeroed::<f32>(8)?;
+    /// dev.compile(&kernel)?.launch_grid(1, (&xb, &mut yb))?;
+    /// let mut want = xs;
+    /// want.sort_by(f32::total_cmp);
+    /// let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    /// assert_eq!(bits(&yb.to_vec()?), bits(&want));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn total_order(order: SortOrder) -> Self {
+        let mut sort = match order {
+            SortOrder::Ascending => Self::ascending(),
+            SortOrder::Descending => Self::descending(),
+        };
+        if matches!(K::DTYPE, DType::F32 | DType::F64) {
+            sort.total = Some(order);
+        }
+        sort
     }
 
     /// The arrangement of the result (default blocked).
@@ -333,11 +385,58 @@ impl KernelBuilder {
             }
         };
         let first_op = self.ir.ops.len();
-        let sorted = self.merge_sort_ops(group, threads, keys, values, &controls, loc);
+        let sorted = match controls.total {
+            Some(order) if K::DTYPE.bytes() == 8 => self.merge_sort_bits::<K, u64, V>(
+                group,
+                threads,
+                keys,
+                values,
+                &controls,
+                (order, loc),
+            ),
+            Some(order) => self.merge_sort_bits::<K, u32, V>(
+                group,
+                threads,
+                keys,
+                values,
+                &controls,
+                (order, loc),
+            ),
+            None => self.merge_sort_ops(group, threads, keys, values, &controls, loc),
+        };
         for op in &mut self.ir.ops[first_op..] {
             op.loc = loc;
         }
         sorted
+    }
+
+    /// The sort by the keys' total order: the keys made into their sort bits `B`, those
+    /// sorted ascending (the default key past the valid count made into them too), and made
+    /// back into keys.
+    fn merge_sort_bits<K: Element, B: IntElement, V: Element>(
+        &mut self,
+        group: Group,
+        threads: u32,
+        keys: &ThreadData<K>,
+        values: Option<&ThreadData<V>>,
+        controls: &MergeSort<K>,
+        (order, loc): (SortOrder, Loc),
+    ) -> (ThreadData<K>, Option<ThreadData<V>>) {
+        let bits = self.map(keys, |v| to_sort_bits::<K, B>(v, order));
+        let oob = controls
+            .oob_default
+            .clone()
+            .unwrap_or_else(|| Expr::lit(K::zero()));
+        let by_bits = MergeSort::<B> {
+            valid: controls.valid.clone(),
+            oob_default: Some(to_sort_bits::<K, B>(oob, order)),
+            ..MergeSort::ascending().output(controls.output)
+        };
+        let (sorted, values) = self.merge_sort_ops(group, threads, &bits, values, &by_bits, loc);
+        (
+            self.map(&sorted, |b| from_sort_bits::<K, B>(b, order)),
+            values,
+        )
     }
 
     /// The sort's ops: the keys (and values) exchanged into blocked order and copied, the

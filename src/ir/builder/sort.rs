@@ -164,6 +164,17 @@ fn bitcast<A: Element, B: Element>(v: Expr<A>) -> Expr<B> {
     Expr::new(ExprKind::Unary(UnaryOp::Bitcast, v.node))
 }
 
+/// Every bit set where the top bit of `b` (a float's bits, `u32` or `u64`) is set, none
+/// where clear: an arithmetic shift, two instructions with the flip that uses it where a
+/// compare and a select take three.
+fn sign_mask<B: IntElement>(b: Expr<B>) -> Expr<B> {
+    if B::DTYPE.bytes() == 8 {
+        bitcast(bitcast::<B, i64>(b) >> 63u32)
+    } else {
+        bitcast(bitcast::<B, i32>(b) >> 31u32)
+    }
+}
+
 fn is_float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64)
 }
@@ -178,9 +189,9 @@ pub(super) fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrd
     let w = K::DTYPE.bytes() * 8;
     let sign = lit::<B>(1u64 << (w - 1));
     let bits: Expr<B> = if is_float(K::DTYPE) {
+        // Every bit flipped where the sign is set, the sign alone where not.
         let raw: Expr<B> = bitcast(v);
-        let negative = (raw.clone() & sign.clone()).ne(lit::<B>(0));
-        raw ^ negative.select(lit::<B>(ones(w)), sign)
+        raw.clone() ^ (sign_mask(raw) | sign)
     } else if is_signed(K::DTYPE) {
         let b = v.cast::<B>();
         let b = if w < B::DTYPE.bytes() * 8 {
@@ -207,8 +218,9 @@ pub(super) fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortO
         SortOrder::Descending => b ^ lit::<B>(ones(w)),
     };
     if is_float(K::DTYPE) {
-        let positive = (b.clone() & sign.clone()).ne(lit::<B>(0));
-        bitcast(b ^ positive.select(sign, lit::<B>(ones(w))))
+        // A set top bit was a positive key's (its sign alone flipped); a clear one a
+        // negative key's (every bit flipped).
+        bitcast(b.clone() ^ (!sign_mask(b) | sign))
     } else if is_signed(K::DTYPE) {
         (b ^ sign).cast::<K>()
     } else {

@@ -1,5 +1,6 @@
 //! Merge sorts over the block: keys or pairs (values of any payload with the
-//! keys' items), by `lt`, `gt` or the low bits of the keys, over both output arrangements and
+//! keys' items), by `lt`, `gt`, the low bits of the keys or their total order (floats sorted
+//! as their order-preserving bits), over both output arrangements and
 //! partial tiles with a default key, composed with what came before and after.
 
 use super::Gen;
@@ -7,7 +8,7 @@ use super::expr::constant;
 use super::ops::handle;
 use crate::fuzz::types::{Fz, with_dtype};
 use coopgraph::KernelBuilder;
-use coopgraph::ir::{Arrangement, Expr, MergeSort, SortOutput};
+use coopgraph::ir::{Arrangement, Expr, MergeSort, SortOrder, SortOutput};
 
 impl Gen {
     pub fn op_merge_sort(&mut self, k: &mut KernelBuilder) -> bool {
@@ -43,7 +44,12 @@ impl Gen {
         } else {
             Arrangement::Blocked
         };
-        let how = self.rng.below(3);
+        let how = self.rng.below(4);
+        let order = if how == 3 && self.rng.pct(50) {
+            SortOrder::Ascending
+        } else {
+            SortOrder::Descending
+        };
         let valid = self
             .rng
             .pct(35)
@@ -56,9 +62,10 @@ impl Gen {
             let mut controls = match how {
                 0 => MergeSort::<T>::ascending(),
                 1 => MergeSort::<T>::descending(),
-                _ => MergeSort::by(|a: Expr<T>, b: Expr<T>| {
+                2 => MergeSort::by(|a: Expr<T>, b: Expr<T>| {
                     (a.cast::<u32>() & 3u32).lt(b.cast::<u32>() & 3u32)
                 }),
+                _ => MergeSort::<T>::total_order(order),
             };
             if striped {
                 controls = controls.output(SortOutput::Striped);
