@@ -67,6 +67,7 @@ pub use sort_key::SortKey;
 pub use crate::error::AlgorithmError;
 pub use autotune::{Tuned, sort_tuning_space, tuning_space};
 pub use element::ScanElement;
+pub(crate) use op::sum_identity;
 pub use op::{MapFn, Op};
 pub use reduce::{DeviceReduce, PreparedReduce};
 pub use run_length::{DeviceRunLengthEncode, PreparedRunLengthEncode, default_run_length_tuning};

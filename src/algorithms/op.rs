@@ -103,8 +103,7 @@ impl<T: Element> Op<T> {
     pub(crate) fn any_order_identity(&self) -> Option<T> {
         let float = T::DTYPE.is_float();
         match &self.kind {
-            Kind::Sum if float => Some(T::from_bits(1u64 << (T::DTYPE.bytes() * 8 - 1))),
-            Kind::Sum => Some(T::zero()),
+            Kind::Sum => Some(sum_identity()),
             Kind::Min if !float => Some(T::max_value()),
             Kind::Max if !float => Some(T::min_value()),
             _ => None,
@@ -122,5 +121,17 @@ impl<T: Element> Op<T> {
                 Reduce::custom(false, move |a, b| f(a, b))
             }
         }
+    }
+}
+
+/// The identity of a sum of `T`: `0` for integers, `-0.0` for floats (`+0.0` is none:
+/// `-0.0 + +0.0` is `+0.0`, where `-0.0` leaves every float as it is). Every fold that starts
+/// from a sum's identity (the device reduce's any-order fold, what an empty rank contributes
+/// to a reduce across ranks) takes it from here.
+pub(crate) fn sum_identity<T: Element>() -> T {
+    if T::DTYPE.is_float() {
+        T::from_bits(1u64 << (T::DTYPE.bytes() * 8 - 1))
+    } else {
+        T::zero()
     }
 }

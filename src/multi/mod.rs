@@ -95,13 +95,15 @@ mod sealed {
 
 /// An element type collectives reduce: the [`ScanElement`]s (`u32`, `i32`, `u64`, `i64`,
 /// `f32`, `f64`), each with the identity of every [`ReduceOp`] (what a rank of no elements
-/// contributes).
+/// contributes): a float sum's is `-0.0`, which leaves every float as it is (`+0.0` would make
+/// a sum of negative zeros positive).
 ///
 /// ```
 /// use coopgraph::multi::{CommElement, ReduceOp};
 ///
 /// assert_eq!(<i32 as CommElement>::identity(ReduceOp::Min), i32::MAX);
 /// assert_eq!(<f32 as CommElement>::identity(ReduceOp::Max), f32::NEG_INFINITY);
+/// assert_eq!(<f64 as CommElement>::identity(ReduceOp::Sum).to_bits(), (-0.0f64).to_bits());
 /// ```
 pub trait CommElement: ScanElement + sealed::Sealed {
     /// `e` with `e op x == x` for every `x`.
@@ -114,7 +116,7 @@ macro_rules! comm_element {
         impl CommElement for $t {
             fn identity(op: ReduceOp) -> Self {
                 match op {
-                    ReduceOp::Sum => 0 as $t,
+                    ReduceOp::Sum => crate::algorithms::sum_identity(),
                     ReduceOp::Prod => 1 as $t,
                     ReduceOp::Min => $max,
                     ReduceOp::Max => $min,

@@ -643,3 +643,28 @@ fn nccl_collectives_and_algorithms_match_the_host() {
     let want = data.concat().iter().fold(0u32, |a, &v| a.wrapping_add(v));
     assert_eq!(multi::reduce(&comm, &x, ReduceOp::Sum).unwrap(), Some(want));
 }
+
+/// Sums of negative zeros stay negative zeros across ranks (an empty rank contributes the
+/// float sum's identity, `-0.0`, which leaves every float as it is), in the reduce and in
+/// the carries of the scans, as on one device.
+#[test]
+fn sums_of_negative_zeros_across_ranks() {
+    fn check<T: CommElement>(neg: T) {
+        let comm = SimCommunicator::new(3).unwrap();
+        let data = vec![vec![neg, neg], Vec::new(), vec![neg]];
+        let x = upload(&comm, &data);
+        let bits = |v: &[T]| v.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
+        let got = multi::reduce(&comm, &x, ReduceOp::Sum).unwrap().unwrap();
+        assert_eq!(bits(&[got]), bits(&[neg]), "reduce of {}", T::DTYPE);
+        let mut y = zeros::<T>(&comm, &[2, 0, 1]);
+        multi::inclusive_scan(&comm, &x, &mut y).unwrap();
+        assert_eq!(
+            bits(&download(&y).concat()),
+            bits(&[neg; 3]),
+            "scan {}",
+            T::DTYPE
+        );
+    }
+    check(-0.0f32);
+    check(-0.0f64);
+}
