@@ -21,7 +21,7 @@ use crate::ir::entities::{
     ArrayId, ConstId, DataId, ExprId, GroupId, LocalId, OpId, ParamId, RegionId, StorageId,
 };
 use crate::ir::ops::*;
-use crate::ir::options::{Checks, CompileOptions, LineInfo, MathMode, MaxRegisters};
+use crate::ir::options::{Checks, CompileOptions, LineInfo, MathMode, MaxRegisters, MinBlocks};
 
 mod expr;
 mod key;
@@ -303,6 +303,7 @@ impl Canonical for CompileOptions {
     fn write(&self, w: &mut Writer) {
         let CompileOptions {
             max_registers,
+            min_blocks,
             line_info,
             math,
             checks,
@@ -310,6 +311,13 @@ impl Canonical for CompileOptions {
         match max_registers {
             None => w.tag(0),
             Some(MaxRegisters { count, loc: _ }) => {
+                w.tag(1);
+                w.u32(*count);
+            }
+        }
+        match min_blocks {
+            None => w.tag(0),
+            Some(MinBlocks { count, loc: _ }) => {
                 w.tag(1);
                 w.u32(*count);
             }

@@ -452,6 +452,12 @@ impl Kernel {
         if let Some(m) = options.max_registers {
             s.push_str(&format!("  at most {} registers per thread\n", m.count));
         }
+        if let Some(m) = options.min_blocks {
+            s.push_str(&format!(
+                "  at least {} blocks per SM asked of ptxas\n",
+                m.count
+            ));
+        }
         if options.line_info == crate::ir::LineInfo::RustLines {
             s.push_str("  line information: each op's instructions carry its Rust line\n");
         }

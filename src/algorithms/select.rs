@@ -17,6 +17,7 @@
 use super::lookback::{LookBack, take_tile};
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, Tuning, Workspace};
+use crate::ir::options::REGISTER_FILE;
 use crate::ir::{DType, Expr, Group, Reduce, Scan, Scatter, StorageSpec, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
@@ -456,6 +457,28 @@ pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) ->
     k.reduce(b, &d, Reduce::sum().broadcast()).item(0)
 }
 
+/// Warps a selection's kernel asks each SM to hold at once: 36, as CUB's selection on the
+/// H200 runs (three blocks of 384 threads at 56 registers). Left to itself, ptxas gave the
+/// 384 × 20 kernel of some predicates 58 registers, two blocks an SM (Nsight Compute: 36%
+/// of the warps resident against CUB's 54%).
+const RESIDENT_WARPS: u32 = 36;
+
+/// Registers a selection's thread needs beside its items' (the flags, ranks, offsets and
+/// addresses; ptxas gave the 4-byte kernels 56–64 at 16–24 items without spilling).
+const SELECT_OVERHEAD_REGISTERS: u32 = 36;
+
+/// The blocks per SM a selection's kernel asks ptxas for
+/// ([`KernelBuilder::min_blocks_per_sm`]): [`RESIDENT_WARPS`] worth, but no more than leave
+/// each thread its items' registers and [`SELECT_OVERHEAD_REGISTERS`] (so a tile of many
+/// items is not made to spill); `None` where that is fewer than two.
+fn blocks_per_sm(tuning: Tuning, bytes: u32) -> Option<u32> {
+    let Tuning { threads, items } = tuning;
+    let per_thread = (items * bytes.div_ceil(4) + SELECT_OVERHEAD_REGISTERS).next_multiple_of(8);
+    let by_registers = REGISTER_FILE / threads.max(1).saturating_mul(per_thread);
+    let blocks = (RESIDENT_WARPS * 32 / threads.max(1)).min(by_registers);
+    (blocks >= 2).then_some(blocks)
+}
+
 /// The kernel of a selection or partition.
 fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kernel, Error> {
     let Tuning { threads, items } = tuning;
@@ -464,6 +487,9 @@ fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kern
     let mut k = KernelBuilder::new(name)
         .block(threads)
         .items_per_thread(items);
+    if let Some(blocks) = blocks_per_sm(tuning, T::DTYPE.bytes()) {
+        k = k.min_blocks_per_sm(blocks);
+    }
     let x = k.input::<T>("x");
     let flags = match sel.kind {
         SelectKind::Flagged => Some(k.input::<u8>("flags")),

@@ -392,6 +392,7 @@ impl<'a> Emitter<'a> {
                 reqnctapercluster: self.ir.cluster.and_then(|c| c.dims),
                 explicitcluster: self.ir.cluster.is_some_and(|c| c.dims.is_none()),
                 maxnreg: self.ir.options.max_registers.map(|m| m.count),
+                minnctapersm: self.ir.options.min_blocks.map(|m| m.count),
                 shared: std::mem::take(&mut self.shared.decls),
                 local,
                 consts,

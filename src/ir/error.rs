@@ -49,6 +49,15 @@ pub enum VerifyErrorKind {
         /// The most ([`super::options::MAX_MAX_REGISTERS`]).
         max: u32,
     },
+    /// Blocks per SM that are none, or more than one SM holds.
+    MinBlocks {
+        /// The blocks asked for.
+        count: u32,
+        /// Threads of the block.
+        threads: u64,
+        /// Threads an SM holds ([`super::options::SM_THREADS`]).
+        sm_threads: u32,
+    },
     /// A register limit that the block's threads cannot all have at once on one SM.
     RegistersPastFile {
         /// The limit asked for.
@@ -537,6 +546,15 @@ impl fmt::Display for VerifyError {
             MaxRegisters { count, min, max } => write!(
                 f,
                 "a limit of {count} registers per thread; it must be {min}..={max}"
+            ),
+            MinBlocks {
+                count,
+                threads,
+                sm_threads,
+            } => write!(
+                f,
+                "at least {count} blocks per SM of {threads} threads: it must be 1 or more, and \
+                 that many blocks must fit the {sm_threads} threads of an SM"
             ),
             RegistersPastFile {
                 count,

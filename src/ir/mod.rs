@@ -55,5 +55,6 @@ pub use ops::{
 };
 pub use options::{
     ArrayMemory, CheckKind, CheckSite, Checks, CompileOptions, LineInfo, MathMode, MaxRegisters,
+    MinBlocks,
 };
 pub use verify::{Info, Uniformity};

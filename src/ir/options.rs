@@ -18,11 +18,20 @@ pub const MAX_MAX_REGISTERS: u32 = 255;
 /// Registers of one SM's register file: a block's threads times its register limit must fit.
 pub const REGISTER_FILE: u32 = 65536;
 
+/// The most threads one SM holds at once (sm_80 and sm_90; sm_75 holds 1024, and ptxas leaves
+/// a [`KernelBuilder::min_blocks_per_sm`] it cannot meet unmet there).
+///
+/// [`KernelBuilder::min_blocks_per_sm`]: super::KernelBuilder::min_blocks_per_sm
+pub const SM_THREADS: u32 = 2048;
+
 /// The compile options of a kernel, set by the builder's option methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CompileOptions {
     /// A limit on registers per thread (PTX `.maxnreg`); `None` leaves the choice to ptxas.
     pub max_registers: Option<MaxRegisters>,
+    /// The blocks each SM should hold at once (PTX `.minnctapersm`): ptxas keeps the kernel's
+    /// registers within what that many blocks share. `None` leaves the choice to ptxas.
+    pub min_blocks: Option<MinBlocks>,
     /// Whether the PTX carries the user's source lines.
     pub line_info: LineInfo,
     /// How float functions and arithmetic are computed.
@@ -35,6 +44,15 @@ pub struct CompileOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MaxRegisters {
     /// Registers per thread, at most.
+    pub count: u32,
+    /// Where it was set.
+    pub loc: Loc,
+}
+
+/// The blocks per SM a kernel asks for and where it was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MinBlocks {
+    /// Blocks per SM, at least.
     pub count: u32,
     /// Where it was set.
     pub loc: Loc,

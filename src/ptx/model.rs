@@ -44,6 +44,7 @@ impl Module {
     ///     reqnctapercluster: None,
     ///     explicitcluster: false,
     ///     maxnreg: None,
+    ///     minnctapersm: None,
     ///     shared: Vec::new(),
     ///     local: Vec::new(),
     ///     consts: Vec::new(),
@@ -99,6 +100,9 @@ pub struct Function {
     pub reqntid: Option<[u32; 3]>,
     /// `.maxnreg n`.
     pub maxnreg: Option<u32>,
+    /// `.minnctapersm n`: the blocks each SM should hold at once (with `.reqntid`, ptxas
+    /// bounds the registers by it).
+    pub minnctapersm: Option<u32>,
     /// `.reqnctapercluster x, y, z`: the kernel runs in thread-block clusters of this shape
     /// (sm_90); every launch's grid is a multiple of it.
     pub reqnctapercluster: Option<[u32; 3]>,

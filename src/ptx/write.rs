@@ -87,6 +87,9 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     if let Some(n) = f.maxnreg {
         writeln!(out, ".maxnreg {n}")?;
     }
+    if let Some(n) = f.minnctapersm {
+        writeln!(out, ".minnctapersm {n}")?;
+    }
     if let Some([x, y, z]) = f.reqnctapercluster {
         writeln!(out, ".reqnctapercluster {x}, {y}, {z}")?;
     }

@@ -756,6 +756,7 @@ fn every_form_module() -> Module {
         reqnctapercluster: Some([2, 1, 1]),
         explicitcluster: false,
         maxnreg: Some(64),
+        minnctapersm: None,
         shared: vec![
             SharedDecl {
                 name: "s0".into(),
@@ -807,6 +808,7 @@ fn every_form_module() -> Module {
         reqnctapercluster: None,
         explicitcluster: true,
         maxnreg: None,
+        minnctapersm: None,
         shared: vec![],
         local: vec![],
         consts: vec![],
@@ -861,6 +863,7 @@ fn every_form_module() -> Module {
         reqnctapercluster: None,
         explicitcluster: false,
         maxnreg: None,
+        minnctapersm: None,
         shared: vec![],
         local: vec![
             LocalDecl {

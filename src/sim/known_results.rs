@@ -94,6 +94,7 @@ fn eval(
             reqnctapercluster: None,
             explicitcluster: false,
             maxnreg: None,
+            minnctapersm: None,
             shared: vec![],
             local: vec![],
             consts: vec![],
@@ -458,6 +459,7 @@ fn printf_module() -> Module {
             reqnctapercluster: None,
             explicitcluster: false,
             maxnreg: None,
+            minnctapersm: None,
             shared: vec![],
             local: vec![LocalDecl {
                 name: "print0".into(),

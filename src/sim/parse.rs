@@ -143,6 +143,7 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                             reqnctapercluster: None,
                             explicitcluster: false,
                             maxnreg: None,
+                            minnctapersm: None,
                             shared: std::mem::take(&mut dynamic),
                             local: Vec::new(),
                             consts: std::mem::take(&mut consts),
@@ -196,6 +197,12 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                         return Err(cx.err(ParseReason::BadDeclaration));
                     };
                     f.maxnreg = Some(n);
+                } else if let Some(rest) = line.strip_prefix(".minnctapersm") {
+                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
+                    let [n] = v[..] else {
+                        return Err(cx.err(ParseReason::BadDeclaration));
+                    };
+                    f.minnctapersm = Some(n);
                 } else if let Some(rest) = line.strip_prefix(".reqnctapercluster") {
                     let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
                     let [x, y, z] = v[..] else {
@@ -1156,6 +1163,7 @@ mod tests {
             reqnctapercluster: None,
             explicitcluster: false,
             maxnreg: None,
+            minnctapersm: None,
             shared: vec![SharedDecl {
                 name: "s".into(),
                 align: 4,

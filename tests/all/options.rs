@@ -1,4 +1,5 @@
-//! Compile options: the register limit (`.maxnreg`) and line information (`.file`/`.loc`
+//! Compile options: the register limit (`.maxnreg`), blocks per SM (`.minnctapersm`) and line
+//! information (`.file`/`.loc`
 //! naming the Rust lines that recorded each op). Every kernel runs on the default device and
 //! is assembled by ptxas for each arch (with `-lineinfo` where it carries line information).
 
@@ -78,6 +79,85 @@ fn register_limits_out_of_range_name_their_line() {
         }
     );
     assert!(scale(|k| k.block(1024).max_registers(64)).build().is_ok());
+}
+
+/// `.minnctapersm` reaches the PTX of every arch (sm_75's SMs hold 1024 threads, so three
+/// blocks of 384 are more than they hold: ptxas leaves the wish unmet there, and the kernel
+/// still assembles and runs), is part of the key, and the selection's kernels carry it.
+#[test]
+fn min_blocks_reaches_ptx_and_the_device() {
+    let kernel = scale(|k| k.block(384).min_blocks_per_sm(3))
+        .build()
+        .expect("builds");
+    for arch in Arch::ALL {
+        let ptx = kernel.ptx(arch).expect("emits");
+        assert!(
+            ptx.contains("\n.reqntid 384, 1, 1\n.minnctapersm 3\n"),
+            "{ptx}"
+        );
+    }
+    assemble_all(&kernel);
+    run_scale(&kernel);
+    assert!(kernel.explain().contains("at least 3 blocks per SM"));
+    let plain = scale(|k| k.block(384)).build().expect("builds");
+    assert!(
+        !plain
+            .ptx(Arch::Sm90)
+            .expect("emits")
+            .contains(".minnctapersm")
+    );
+    assert_ne!(kernel.key(), plain.key());
+    let other = scale(|k| k.block(384).min_blocks_per_sm(2))
+        .build()
+        .expect("builds");
+    assert_ne!(kernel.key(), other.key());
+    // With a register limit as well, both reach the PTX.
+    let both = scale(|k| k.block(384).max_registers(40).min_blocks_per_sm(3))
+        .build()
+        .expect("builds");
+    assert!(
+        both.ptx(Arch::Sm90)
+            .expect("emits")
+            .contains(".maxnreg 40\n.minnctapersm 3\n")
+    );
+    assemble_all(&both);
+
+    let select =
+        coopgraph::algorithms::DeviceSelect::new(|v: coopgraph::ir::Expr<u32>| (v % 2u32).eq(0u32))
+            .kernel()
+            .expect("builds");
+    let ptx = select.ptx(Arch::Sm90).expect("emits");
+    assert!(
+        ptx.contains(".reqntid 384, 1, 1\n.minnctapersm 3\n"),
+        "{ptx}"
+    );
+    assemble_all(&select);
+}
+
+#[test]
+fn blocks_per_sm_out_of_range_name_their_line() {
+    for (blocks, threads) in [(0u32, 128u64), (6, 384), (3, 1024)] {
+        let line = line!() + 1;
+        let built = scale(|k| k.block(threads as u32).min_blocks_per_sm(blocks)).build();
+        let Err(Error::Verify(e)) = built else {
+            panic!("{blocks} x {threads} built")
+        };
+        let [err] = &e.errors[..] else { panic!("{e}") };
+        assert_eq!(
+            err.kind,
+            VerifyErrorKind::MinBlocks {
+                count: blocks,
+                threads,
+                sm_threads: 2048
+            }
+        );
+        assert_eq!((err.loc.file, err.loc.line), (file!(), line));
+    }
+    assert!(
+        scale(|k| k.block(1024).min_blocks_per_sm(2))
+            .build()
+            .is_ok()
+    );
 }
 
 /// A kernel with a loop and a branch, built with line information: each op's `.loc` names

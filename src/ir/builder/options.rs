@@ -4,7 +4,7 @@
 use super::KernelBuilder;
 use crate::ir::entities::Loc;
 use crate::ir::ops::{BlockShape, Bounds};
-use crate::ir::options::{Checks, LineInfo, MathMode, MaxRegisters};
+use crate::ir::options::{Checks, LineInfo, MathMode, MaxRegisters, MinBlocks};
 
 impl KernelBuilder {
     /// Sets a 1-D block of `threads` threads.
@@ -209,6 +209,54 @@ impl KernelBuilder {
     #[track_caller]
     pub fn max_registers(mut self, count: u32) -> Self {
         self.ir.options.max_registers = Some(MaxRegisters {
+            count,
+            loc: Loc::caller(),
+        });
+        self
+    }
+
+    /// Asks that each SM hold at least `count` of the kernel's blocks at once (PTX
+    /// `.minnctapersm`, the second argument of CUDA's `__launch_bounds__`): ptxas keeps the
+    /// registers per thread within what `count` blocks share ([`REGISTER_FILE`] over
+    /// `count` times the block's threads, in the allocation's steps), spilling where the
+    /// kernel needs more. Where registers bound the blocks an SM holds, one more block can
+    /// hide memory latency a kernel waits on. `count` must be at least 1, and `count` blocks
+    /// must fit one SM's [`SM_THREADS`]; the verifier reports others at this line. Part of
+    /// the cache key.
+    ///
+    /// [`REGISTER_FILE`]: crate::ir::options::REGISTER_FILE
+    /// [`SM_THREADS`]: crate::ir::options::SM_THREADS
+    ///
+    /// ```
+    /// use coopgraph::ir::VerifyErrorKind;
+    /// use coopgraph::ptx::Arch;
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::{Error, KernelBuilder, Load, Store};
+    ///
+    /// let copy = |blocks: u32| {
+    ///     let mut k = KernelBuilder::new("copy").block(384).min_blocks_per_sm(blocks);
+    ///     let (x, y) = (k.input::<f32>("x"), k.output::<f32>("y"));
+    ///     let b = k.this_block();
+    ///     let t = k.load_from(b, &x, Load::direct());
+    ///     k.store_to(b, &y, &t, Store::direct());
+    ///     k.build()
+    /// };
+    /// let kernel = copy(3)?;
+    /// assert!(kernel.ptx(Arch::Sm90)?.contains(".minnctapersm 3"));
+    /// let dev = Device::sim();
+    /// let xb = dev.upload(&[1.5f32; 1000])?;
+    /// let mut yb = dev.alloc_zeroed::<f32>(1000)?;
+    /// dev.compile(&kernel)?.launch_over(1000, (&xb, &mut yb))?;
+    /// assert_eq!(yb.to_vec()?, [1.5f32; 1000]);
+    ///
+    /// // Six blocks of 384 threads are more than an SM's 2048.
+    /// let Err(Error::Verify(e)) = copy(6) else { panic!("built") };
+    /// assert!(matches!(e.errors[0].kind, VerifyErrorKind::MinBlocks { count: 6, .. }));
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn min_blocks_per_sm(mut self, count: u32) -> Self {
+        self.ir.options.min_blocks = Some(MinBlocks {
             count,
             loc: Loc::caller(),
         });

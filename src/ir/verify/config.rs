@@ -11,7 +11,8 @@ use super::super::error::VerifyErrorKind as K;
 use super::super::expr::{Axis, ExprKind};
 use super::super::ops::*;
 use super::super::options::{
-    Checks, MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, REGISTER_FILE,
+    Checks, MAX_MAX_REGISTERS, MIN_MAX_REGISTERS, MaxRegisters, MinBlocks, REGISTER_FILE,
+    SM_THREADS,
 };
 use super::{Uniformity, Verifier};
 use std::collections::HashSet;
@@ -53,6 +54,27 @@ impl Verifier<'_> {
         }
     }
 
+    /// Blocks per SM: at least one, and that many blocks within an SM's threads.
+    fn check_min_blocks(&mut self, m: MinBlocks) {
+        let threads = self
+            .ir
+            .block
+            .dims
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(d.into()));
+        if m.count == 0 || threads.saturating_mul(m.count.into()) > u64::from(SM_THREADS) {
+            self.push(
+                K::MinBlocks {
+                    count: m.count,
+                    threads,
+                    sm_threads: SM_THREADS,
+                },
+                m.loc,
+                None,
+            );
+        }
+    }
+
     /// The kernel's configuration: block shape, items per thread, name, the builder's
     /// issues, parameter space, temp storages, and the sizes of its arrays.
     pub(super) fn check_config(&mut self) {
@@ -85,6 +107,9 @@ impl Verifier<'_> {
         }
         if let Some(m) = ir.options.max_registers {
             self.check_max_registers(m);
+        }
+        if let Some(m) = ir.options.min_blocks {
+            self.check_min_blocks(m);
         }
         if ir.options.checks == Checks::Debug && ir.bounds == Bounds::Unchecked {
             self.push(K::ChecksWithoutBounds, b.loc, None);
