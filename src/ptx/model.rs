@@ -89,8 +89,9 @@ impl Module {
     }
 }
 
-/// One `.entry` (kernel) function.
-#[derive(Debug, Clone, PartialEq)]
+/// One `.entry` (kernel) function. [`Default`] is a function of no name, parameters,
+/// directives, declarations or body.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Function {
     /// The symbol name.
     pub name: String,

@@ -756,7 +756,7 @@ fn every_form_module() -> Module {
         reqnctapercluster: Some([2, 1, 1]),
         explicitcluster: false,
         maxnreg: Some(64),
-        minnctapersm: None,
+        minnctapersm: Some(3),
         shared: vec![
             SharedDecl {
                 name: "s0".into(),
@@ -803,18 +803,9 @@ fn every_form_module() -> Module {
     };
     let empty = Function {
         name: "empty".into(),
-        params: vec![],
-        reqntid: None,
-        reqnctapercluster: None,
         explicitcluster: true,
-        maxnreg: None,
-        minnctapersm: None,
-        shared: vec![],
-        local: vec![],
-        consts: vec![],
-        strings: vec![],
-        regs: RegCounts::default(),
         body: vec![i(Op::Ret)],
+        ..Function::default()
     };
     // Dynamic shared memory: `.extern .shared` before the entry, listed first.
     let dynamic = Function {

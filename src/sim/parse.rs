@@ -138,18 +138,10 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                     cur = Some((
                         Function {
                             name,
-                            params: Vec::new(),
-                            reqntid: None,
-                            reqnctapercluster: None,
-                            explicitcluster: false,
-                            maxnreg: None,
-                            minnctapersm: None,
                             shared: std::mem::take(&mut dynamic),
-                            local: Vec::new(),
                             consts: std::mem::take(&mut consts),
                             strings: std::mem::take(&mut strings),
-                            regs: RegCounts::default(),
-                            body: Vec::new(),
+                            ..Function::default()
                         },
                         FnLines {
                             body: Vec::new(),
@@ -186,29 +178,13 @@ pub(crate) fn parse_with_lines(text: &str) -> Result<Parsed, ParseError> {
                 if line == "{" {
                     state = State::Body;
                 } else if let Some(rest) = line.strip_prefix(".reqntid") {
-                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
-                    let [x, y, z] = v[..] else {
-                        return Err(cx.err(ParseReason::BadDeclaration));
-                    };
-                    f.reqntid = Some([x, y, z]);
+                    f.reqntid = Some(directive_values(rest).map_err(|r| cx.err(r))?);
                 } else if let Some(rest) = line.strip_prefix(".maxnreg") {
-                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
-                    let [n] = v[..] else {
-                        return Err(cx.err(ParseReason::BadDeclaration));
-                    };
-                    f.maxnreg = Some(n);
+                    f.maxnreg = Some(directive_values::<1>(rest).map_err(|r| cx.err(r))?[0]);
                 } else if let Some(rest) = line.strip_prefix(".minnctapersm") {
-                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
-                    let [n] = v[..] else {
-                        return Err(cx.err(ParseReason::BadDeclaration));
-                    };
-                    f.minnctapersm = Some(n);
+                    f.minnctapersm = Some(directive_values::<1>(rest).map_err(|r| cx.err(r))?[0]);
                 } else if let Some(rest) = line.strip_prefix(".reqnctapercluster") {
-                    let v = parse_u32_list(rest).map_err(|r| cx.err(r))?;
-                    let [x, y, z] = v[..] else {
-                        return Err(cx.err(ParseReason::BadDeclaration));
-                    };
-                    f.reqnctapercluster = Some([x, y, z]);
+                    f.reqnctapercluster = Some(directive_values(rest).map_err(|r| cx.err(r))?);
                 } else if line == ".explicitcluster" {
                     f.explicitcluster = true;
                 } else {
@@ -365,6 +341,13 @@ fn parse_param(line: &str) -> R<Param> {
         name: name.to_string(),
         ty,
     })
+}
+
+/// The `N` numbers of a directive such as `.reqntid 128, 1, 1`.
+fn directive_values<const N: usize>(rest: &str) -> R<[u32; N]> {
+    parse_u32_list(rest)?
+        .try_into()
+        .map_err(|_| ParseReason::BadDeclaration)
 }
 
 fn parse_u32_list(s: &str) -> R<Vec<u32>> {
