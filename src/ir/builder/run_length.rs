@@ -14,7 +14,7 @@ use super::{KernelBuilder, Scan};
 use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, index};
-use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::handles::{Group, SharedArray, ThreadData, Var};
 use crate::ir::ops::*;
 
 /// The block's runs, ready to decode ([`KernelBuilder::run_lengths`]).
@@ -176,26 +176,44 @@ impl KernelBuilder {
         }
         let first = self.ir.ops.len();
         let n = runs.runs;
-        let top = 1u32 << (31 - n.leading_zeros());
+        // The run holding the thread's first position, by a binary search; from there the
+        // thread walks onward, run by run, as CUB's decode does: each next position is in the
+        // same run or a later one (the next, unless runs of length 0 lie between). `r` is the
+        // last run starting at or before `p` (run 0 starts at 0), `start` where it starts.
+        let r = self.var(0u32);
+        let start = self.var(0u32);
         for i in 0..items {
             let p = self.var(from.clone() + index::thread_rank() * items + i);
-            // The last run starting at or before p (run 0 starts at 0), by binary lifting.
-            let r = self.var(0u32);
-            let mut step = top;
-            while step > 0 {
-                let cand = r.get() + step;
-                let start = runs.offsets.read(cand.clone().min(n - 1));
-                let take = cand.clone().lt(n) & start.le(p.get());
-                self.set(&r, take.select(cand, r.get()));
-                step /= 2;
+            if i == 0 {
+                self.last_run_at_or_before(runs, &r, &p);
+            } else {
+                // Onward while the next run starts at or before p (once per new run).
+                let next = r.get() + 1u32;
+                let onward = next.clone().lt(n) & runs.offsets.read(next.min(n - 1)).le(p.get());
+                self.while_(onward, |k| k.set(&r, r.get() + 1u32));
             }
+            self.set(&start, runs.offsets.read(r.get()));
             self.set_item(&decoded, i, runs.values.read(r.get()));
-            self.set_item(&offsets, i, p.get() - runs.offsets.read(r.get()));
+            self.set_item(&offsets, i, p.get() - start.get());
         }
         self.at_line(first, loc);
         Decoded {
             items: decoded,
             offsets,
+        }
+    }
+
+    /// Moves `r` (a run starting at or before position `p`) to the last run starting at or
+    /// before `p`, by binary lifting over the runs' offsets in shared memory.
+    fn last_run_at_or_before<T: Element>(&mut self, runs: &Runs<T>, r: &Var<u32>, p: &Var<u32>) {
+        let n = runs.runs;
+        let mut step = 1u32 << (31 - n.leading_zeros());
+        while step > 0 {
+            let cand = r.get() + step;
+            let start = runs.offsets.read(cand.clone().min(n - 1));
+            let take = cand.clone().lt(n) & start.le(p.get());
+            self.set(r, take.select(cand, r.get()));
+            step /= 2;
         }
     }
 }
