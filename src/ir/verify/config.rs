@@ -18,6 +18,12 @@ use super::{Uniformity, Verifier};
 use std::collections::HashSet;
 
 impl Verifier<'_> {
+    /// The block's threads, without overflow whatever its dimensions.
+    fn block_threads_wide(&self) -> u64 {
+        let dims = self.ir.block.dims;
+        dims.iter().fold(1u64, |n, &d| n.saturating_mul(d.into()))
+    }
+
     /// A register limit: within what ptxas honours, and within one SM's registers for the
     /// whole block.
     fn check_max_registers(&mut self, m: MaxRegisters) {
@@ -34,12 +40,7 @@ impl Verifier<'_> {
             );
             return;
         }
-        let threads = self
-            .ir
-            .block
-            .dims
-            .iter()
-            .fold(1u64, |n, &d| n.saturating_mul(d.into()));
+        let threads = self.block_threads_wide();
         if threads.saturating_mul(m.count.into()) > u64::from(REGISTER_FILE) {
             let file = REGISTER_FILE;
             self.push(
@@ -56,12 +57,7 @@ impl Verifier<'_> {
 
     /// Blocks per SM: at least one, and that many blocks within an SM's threads.
     fn check_min_blocks(&mut self, m: MinBlocks) {
-        let threads = self
-            .ir
-            .block
-            .dims
-            .iter()
-            .fold(1u64, |n, &d| n.saturating_mul(d.into()));
+        let threads = self.block_threads_wide();
         if m.count == 0 || threads.saturating_mul(m.count.into()) > u64::from(SM_THREADS) {
             self.push(
                 K::MinBlocks {
@@ -83,7 +79,7 @@ impl Verifier<'_> {
         if b.dims.contains(&0) {
             self.push(K::EmptyBlock, b.loc, None);
         } else {
-            let threads = b.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d.into()));
+            let threads = self.block_threads_wide();
             if threads > MAX_BLOCK_THREADS as u64 {
                 self.push(K::BlockTooLarge { threads }, b.loc, None);
             }
