@@ -65,27 +65,24 @@ impl SelectKind {
     }
 }
 
-/// The default tuning of a selection or partition of `dtype`: 384 threads × 20 items for
-/// 4-byte elements (on the H200 at 2^28 `u32`, keeping 30%: 2381 GB/s, the fastest of ten
-/// tunings: 256 × 24 2216, 256 × 16 2212, 256 × 32 2129, 512 × 16 2068, 384 × 16 1762; the
-/// partition's fastest too, 2876 against 2570 at 256 × 32),
-/// [`default_tuning`](super::default_tuning)'s for elements of other sizes.
+/// The default tuning of a selection or partition of `dtype`: [`default_tuning`]'s (256
+/// threads × 32 items for 4-byte elements). With three blocks an SM (the kernel asks for
+/// them, see [`KernelBuilder::min_blocks_per_sm`]) 256 × 32 is the fastest measured on the
+/// H200 at 2^28 `u32`, in one run beside CUB: the even selection 2889 GB/s (1.12× CUB),
+/// keeping 30% 2574 (1.05×), `f32` above 0.5 2874 (1.07×), the even partition 3020 (1.27×);
+/// at 384 × 20, the default before, 2654, 2420, 2658 and 2886; at 256 × 24 between the two.
+///
+/// [`default_tuning`]: super::default_tuning
 ///
 /// ```
 /// use coopgraph::algorithms::{Tuning, default_select_tuning};
 /// use coopgraph::ir::DType;
 ///
-/// assert_eq!(default_select_tuning(DType::F32), Tuning { threads: 384, items: 20 });
+/// assert_eq!(default_select_tuning(DType::F32), Tuning { threads: 256, items: 32 });
 /// assert_eq!(default_select_tuning(DType::U64).tile_items(), 4096);
 /// ```
 pub fn default_select_tuning(dtype: DType) -> Tuning {
-    match dtype.bytes() {
-        4 => Tuning {
-            threads: 384,
-            items: 20,
-        },
-        _ => super::default_tuning(dtype),
-    }
+    super::default_tuning(dtype)
 }
 
 /// A device-wide selection or partition to prepare: its kind and predicate, an optional
@@ -460,7 +457,8 @@ pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) ->
 /// Warps a selection's kernel asks each SM to hold at once: 36, as CUB's selection on the
 /// H200 runs (three blocks of 384 threads at 56 registers). Left to itself, ptxas gave the
 /// 384 × 20 kernel of some predicates 58 registers, two blocks an SM (Nsight Compute: 36%
-/// of the warps resident against CUB's 54%).
+/// of the warps resident against CUB's 54%). At the default 256 × 32 the items' registers
+/// hold it to three blocks (80 registers, where ptxas alone gave 127 and two blocks).
 const RESIDENT_WARPS: u32 = 36;
 
 /// Registers a selection's thread needs beside its items' (the flags, ranks, offsets and

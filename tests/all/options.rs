@@ -128,7 +128,7 @@ fn min_blocks_reaches_ptx_and_the_device() {
             .expect("builds");
     let ptx = select.ptx(Arch::Sm90).expect("emits");
     assert!(
-        ptx.contains(".reqntid 384, 1, 1\n.minnctapersm 3\n"),
+        ptx.contains(".reqntid 256, 1, 1\n.minnctapersm 3\n"),
         "{ptx}"
     );
     assemble_all(&select);
