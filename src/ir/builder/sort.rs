@@ -189,7 +189,13 @@ pub(super) fn to_sort_bits<K: Element, B: IntElement>(v: Expr<K>, order: SortOrd
     let w = K::DTYPE.bytes() * 8;
     let sign = lit::<B>(1u64 << (w - 1));
     let bits: Expr<B> = if is_float(K::DTYPE) {
-        // Every bit flipped where the sign is set, the sign alone where not.
+        // Every bit flipped where the sign is set, the sign alone where not (the float's
+        // bits themselves: the sort bits are as wide as the key).
+        debug_assert_eq!(
+            K::DTYPE.bytes(),
+            B::DTYPE.bytes(),
+            "float sort bits of another width"
+        );
         let raw: Expr<B> = bitcast(v);
         raw.clone() ^ (sign_mask(raw) | sign)
     } else if is_signed(K::DTYPE) {
@@ -218,6 +224,11 @@ pub(super) fn from_sort_bits<K: Element, B: IntElement>(b: Expr<B>, order: SortO
         SortOrder::Descending => b ^ lit::<B>(ones(w)),
     };
     if is_float(K::DTYPE) {
+        debug_assert_eq!(
+            K::DTYPE.bytes(),
+            B::DTYPE.bytes(),
+            "float sort bits of another width"
+        );
         // A set top bit was a positive key's (its sign alone flipped); a clear one a
         // negative key's (every bit flipped).
         bitcast(b.clone() ^ (!sign_mask(b) | sign))
