@@ -458,7 +458,7 @@ pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) ->
 /// H200 runs (three blocks of 384 threads at 56 registers). Left to itself, ptxas gave the
 /// 384 × 20 kernel of some predicates 58 registers, two blocks an SM (Nsight Compute: 36%
 /// of the warps resident against CUB's 54%). At the default 256 × 32 the items' registers
-/// hold it to three blocks (80 registers, where ptxas alone gave 127 and two blocks).
+/// hold it to three blocks (80 registers, where ptxas alone gave 128 and two blocks).
 const RESIDENT_WARPS: u32 = 36;
 
 /// Registers a selection's thread needs beside its items' (the flags, ranks, offsets and
