@@ -152,6 +152,7 @@ pub(super) fn plan(
         read_back: None,
         holes: false,
         prefix_slot,
+        every_warp_folds: false,
         steps: ids,
     })
 }

@@ -268,7 +268,18 @@ fn scan_barriers_are_necessary() {
             acc += v;
         }
         assert_eq!(run(&kernel).expect("race-free"), want);
-        assert!(kernel.plan().barriers().len() >= 3, "{}", kernel.explain());
+        // Warp scans' totals (one per warp) have bytes of their own, raking's (one per
+        // thread) are reused: the second scan's writes wait for the first's reads.
+        let least = if alg == ScanAlgorithm::WarpScans {
+            2
+        } else {
+            3
+        };
+        assert!(
+            kernel.plan().barriers().len() >= least,
+            "{}",
+            kernel.explain()
+        );
         super::common::assert_barriers_necessary(&kernel, run);
     }
 }

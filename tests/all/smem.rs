@@ -996,3 +996,85 @@ fn blocked_runs_move_as_one_vector() {
     case::<i32>(&mut batch, (64, 3), block, None, false);
     batch.finish();
 }
+
+/// A reduction, a scan and a second reduction in sequence, the reductions broadcast: their
+/// partials are small, so each gets bytes of its own, and no collective waits for the one
+/// before it to finish reading (no write-after-read barrier). Every barrier left is
+/// necessary, and the results are right.
+#[test]
+fn small_collectives_in_sequence_share_no_bytes() {
+    use coopgraph::ir::{Reduce, Scan};
+    for block in [256u32, 96] {
+        let mut k = KernelBuilder::new(format!("in_sequence_{block}"))
+            .block(block)
+            .items_per_thread(2);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct());
+        let total = k.reduce(b, &t, Reduce::sum().broadcast());
+        let scanned = k.scan(b, &t, Scan::inclusive_sum());
+        let most = k.reduce(b, &scanned, Reduce::max().broadcast());
+        let out = k.map(&scanned, |v| v ^ (total.item(0) * 3u32 + most.item(0)));
+        k.store_to(b, &y, &out, Store::direct());
+        let kernel = k.build().expect("builds");
+        super::common::assemble_all(&kernel);
+        let plan = kernel.plan();
+        let small: Vec<_> = plan.slices().values().collect();
+        assert_eq!(small.len(), 3, "{}", kernel.explain());
+        for (i, a) in small.iter().enumerate() {
+            for c in &small[i + 1..] {
+                let apart = a.offset + a.bytes <= c.offset || c.offset + c.bytes <= a.offset;
+                assert!(apart, "{}", kernel.explain());
+            }
+        }
+        let reuse = plan
+            .barriers()
+            .iter()
+            .any(|b| b.hazard != Hazard::ReadAfterWrite);
+        assert!(!reuse, "{}", kernel.explain());
+        let n = block as usize * 2;
+        let xs: Vec<u32> = (0..n as u32).map(|i| i * 7919 % 1000).collect();
+        let sum: u32 = xs.iter().sum();
+        let scanned: Vec<u32> = (xs.iter())
+            .scan(0u32, |run, v| {
+                *run += v;
+                Some(*run)
+            })
+            .collect();
+        let most = scanned.iter().copied().max().unwrap_or(0);
+        let want: Vec<u32> = scanned.iter().map(|v| v ^ (sum * 3 + most)).collect();
+        let go = |dev: &Device, k: &Kernel| -> Result<Vec<u32>, RuntimeError> {
+            let f = compiled(dev, k)?;
+            let xb = dev.upload(&xs)?;
+            let mut yb = dev.alloc_zeroed::<u32>(n)?;
+            f.launch_grid(1, (&xb, &mut yb))?;
+            yb.to_vec()
+        };
+        let got = go(device(), &kernel).expect("runs");
+        assert_same(&got, &want, kernel.name());
+        let sim = Device::sim();
+        super::common::assert_barriers_necessary(&kernel, |k| go(&sim, k));
+    }
+}
+
+/// Past 48 KiB of shared memory small slices share bytes as before, so a kernel near a
+/// device's limit is not pushed over it: the kernel needs its largest slice, not the sum.
+#[test]
+fn small_collectives_share_bytes_past_48k() {
+    use coopgraph::ir::{Reduce, Scan};
+    let mut k = KernelBuilder::new("past_48k")
+        .block(1024)
+        .items_per_thread(12);
+    let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::transpose());
+    let total = k.reduce(b, &t, Reduce::sum().broadcast());
+    let scanned = k.scan(b, &t, Scan::inclusive_sum());
+    let out = k.map(&scanned, |v| v + total.item(0));
+    k.store_to(b, &y, &out, Store::transpose());
+    let kernel = k.build().expect("builds");
+    let plan = kernel.plan();
+    let largest = plan.slices().values().map(|s| s.bytes).max().unwrap_or(0);
+    assert!(largest > 48 * 1024, "{}", kernel.explain());
+    assert_eq!(plan.shared_bytes(), largest, "{}", kernel.explain());
+}
