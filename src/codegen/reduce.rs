@@ -105,6 +105,16 @@ impl Emitter<'_> {
         acc
     }
 
+    /// Every warp but warp 0 (`warp` holds the thread's warp index) branches to `target`.
+    fn skip_other_warps(&mut self, warp: Reg, target: &str) {
+        let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
+        let skip = Op::Bra {
+            target: target.to_string(),
+            uni: true,
+        };
+        self.guarded(not_first, false, skip);
+    }
+
     /// A predicate `a < b` (unsigned).
     fn below(&mut self, a: Operand, b: Operand) -> Reg {
         self.setp(Cmp::Lt, Ty::U32, a, b)
@@ -365,15 +375,7 @@ impl Emitter<'_> {
                 };
                 // Or, where the plan says, every warp does, in the same order.
                 if !c.every_warp_folds {
-                    let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
-                    self.guarded(
-                        not_first,
-                        false,
-                        Op::Bra {
-                            target: after_raking.clone(),
-                            uni: true,
-                        },
-                    );
+                    self.skip_other_warps(warp, &after_raking);
                 }
                 let bound = count
                     .map(Operand::from)
@@ -433,15 +435,7 @@ impl Emitter<'_> {
                 let a = self.collective_addr(c, idx.into());
                 self.shared_access_if(writes, false, d, a, acc);
                 self.enter_step(&mut steps)?;
-                let not_first = self.setp(Cmp::Ne, Ty::U32, warp.into(), Operand::Imm(0));
-                self.guarded(
-                    not_first,
-                    false,
-                    Op::Bra {
-                        target: after_raking.clone(),
-                        uni: true,
-                    },
-                );
+                self.skip_other_warps(warp, &after_raking);
                 // Lane l folds shared entries [l * seg, (l + 1) * seg) in order.
                 let seg = raking.segment.max(1);
                 let mut have = if commutative_only {

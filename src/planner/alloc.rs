@@ -11,7 +11,7 @@
 //! memory stays within [`APART_LIMIT`]. Sharing bytes costs a barrier wherever one collective
 //! writes what the one before it read (the barrier pass places one for every such pair), and
 //! saves a few bytes no occupancy notices: a device-wide selection's tile passes through five
-//! collectives, and their own bytes for the three small ones took three of its eight barriers.
+//! collectives, and their own bytes for the three small ones took four of its eight barriers.
 //! Disjoint bytes never add a barrier, since barriers follow from the bytes steps share.
 
 use super::ids::{IdVec, SliceId};
@@ -65,15 +65,15 @@ pub(super) struct Request {
 }
 
 /// The largest slice that gets bytes of its own: 32 warps' 8-byte partials and the result.
-pub(crate) const APART_MAX: u32 = 33 * 8;
+const APART_MAX: u32 = 33 * 8;
 
-/// The most bytes the slices apart take in one kernel.
-pub(crate) const APART_BUDGET: u32 = 2048;
+/// The most bytes the slices apart take in one kernel (their sizes, before alignment).
+const APART_BUDGET: u32 = 2048;
 
 /// The shared memory (the window's) within which small slices go apart: a kernel past it
 /// (up to the 48 KiB a static declaration may take) places them as it would otherwise, so
 /// a kernel near a device's limit is never pushed over it.
-pub(crate) const APART_LIMIT: u32 = 48 * 1024;
+const APART_LIMIT: u32 = 48 * 1024;
 
 /// Offsets by live range: lowest aligned offset that overlaps no placed slice whose range
 /// overlaps, then the small slices apart (see the module's documentation). Exclusive
