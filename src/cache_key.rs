@@ -21,7 +21,7 @@ use crate::ir::entities::{
     ArrayId, ConstId, DataId, ExprId, GroupId, LocalId, OpId, ParamId, RegionId, StorageId,
 };
 use crate::ir::ops::*;
-use crate::ir::options::{Checks, CompileOptions, LineInfo, MathMode, MaxRegisters, MinBlocks};
+use crate::ir::options::{Checks, CompileOptions, LineInfo, MathMode};
 
 mod expr;
 mod key;
@@ -308,20 +308,9 @@ impl Canonical for CompileOptions {
             math,
             checks,
         } = self;
-        match max_registers {
-            None => w.tag(0),
-            Some(MaxRegisters { count, loc: _ }) => {
-                w.tag(1);
-                w.u32(*count);
-            }
-        }
-        match min_blocks {
-            None => w.tag(0),
-            Some(MinBlocks { count, loc: _ }) => {
-                w.tag(1);
-                w.u32(*count);
-            }
-        }
+        // The counts, not where they were set.
+        w.opt(&max_registers.map(|m| m.count));
+        w.opt(&min_blocks.map(|m| m.count));
         w.tag(match line_info {
             LineInfo::Off => 0,
             LineInfo::RustLines => 1,

@@ -179,9 +179,8 @@ impl KernelBuilder {
         // The run holding the thread's first position, by a binary search; from there the
         // thread walks onward, run by run, as CUB's decode does: each next position is in the
         // same run or a later one (the next, unless runs of length 0 lie between). `r` is the
-        // last run starting at or before `p` (run 0 starts at 0), `start` where it starts.
+        // last run starting at or before `p` (run 0 starts at 0).
         let r = self.var(0u32);
-        let start = self.var(0u32);
         for i in 0..items {
             let p = self.var(from.clone() + index::thread_rank() * items + i);
             if i == 0 {
@@ -192,9 +191,8 @@ impl KernelBuilder {
                 let onward = next.clone().lt(n) & runs.offsets.read(next.min(n - 1)).le(p.get());
                 self.while_(onward, |k| k.set(&r, r.get() + 1u32));
             }
-            self.set(&start, runs.offsets.read(r.get()));
             self.set_item(&decoded, i, runs.values.read(r.get()));
-            self.set_item(&offsets, i, p.get() - start.get());
+            self.set_item(&offsets, i, p.get() - runs.offsets.read(r.get()));
         }
         self.at_line(first, loc);
         Decoded {
