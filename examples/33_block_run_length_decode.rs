@@ -49,7 +49,8 @@ fn kernel(threads: u32, runs: u32, items: u32) -> Kernel {
     let lengths = k.load_from(b, &l, Load::direct().offset(first_run));
     let decoder = k.run_lengths(b, &values, &lengths);
     let total = decoder.total();
-    let out = offsets.at(index::block_index());
+    // Read once: the loop below would otherwise load it again for every window.
+    let out = k.var(offsets.at(index::block_index())).get();
     let window = threads * items;
     k.for_range_step(0u32, total.clone(), window, |k, from| {
         let d = k.run_length_decode(&decoder, items, from.clone());

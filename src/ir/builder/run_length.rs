@@ -205,7 +205,13 @@ impl KernelBuilder {
     /// before `p`, by binary lifting over the runs' offsets in shared memory.
     fn last_run_at_or_before<T: Element>(&mut self, runs: &Runs<T>, r: &Var<u32>, p: &Var<u32>) {
         let n = runs.runs;
-        let mut step = 1u32 << (31 - n.leading_zeros());
+        // The largest power of two below `n`: the steps then sum to at least `n - 1`, the
+        // last run's index, and a power-of-two `n` takes one step fewer than lifting from `n`.
+        let mut step = if n > 1 {
+            1u32 << (31 - (n - 1).leading_zeros())
+        } else {
+            0
+        };
         while step > 0 {
             let cand = r.get() + step;
             let start = runs.offsets.read(cand.clone().min(n - 1));
