@@ -178,6 +178,24 @@ pub struct Outcome {
     cluster_seen: Option<cluster::Record>,
 }
 
+/// Per expression node, whether it or a node below it reads memory (a shared, local or
+/// constant array, or a buffer): the sides of a select that hold such a read are evaluated
+/// only where taken. Nodes come after their operands in the arena.
+fn memory_readers(ir: &Ir) -> Vec<bool> {
+    let nodes = ir.exprs.nodes();
+    let mut reads = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        reads[i] = matches!(
+            n.kind,
+            ExprKind::SharedRead(..)
+                | ExprKind::LocalRead(..)
+                | ExprKind::ConstRead(..)
+                | ExprKind::GlobalRead(..)
+        ) || n.kind.children().any(|c| reads[c.index()]);
+    }
+    reads
+}
+
 /// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
 /// program order fixes it; maps carry their first arranged operand's; assignments into a free
 /// payload the source's. Repeated to a fixed point for loops.
@@ -306,6 +324,7 @@ fn pass(
     cluster: Option<cluster::Record>,
 ) -> Outcome {
     let arr = arrangements(ir);
+    let reads = memory_readers(ir);
     let mut out = Outcome {
         outputs: vec![HashMap::new(); ir.params.len()],
         max_index: vec![None; ir.params.len()],
@@ -325,7 +344,7 @@ fn pass(
     let [gx, gy, gz] = launch.grid;
     for b in 0..gx * gy * gz {
         let at = [b % gx, b / gx % gy, b / (gx * gy)];
-        let mut blk = Block::new(ir, launch, &arr, (b, at), &mut out);
+        let mut blk = Block::new(ir, launch, (&arr, &reads), (b, at), &mut out);
         let body = ir.body;
         let all = vec![true; blk.threads];
         blk.region(body, &all);
@@ -392,6 +411,8 @@ struct Block<'a> {
     ir: &'a Ir,
     launch: &'a Launch<'a>,
     arr: &'a [Option<Arrangement>],
+    /// Per expression node, whether it or a node below it reads memory.
+    reads: &'a [bool],
     out: &'a mut Outcome,
     /// The block's linear index (what tells writers apart) and its coordinates in the grid.
     b: u32,
@@ -425,7 +446,7 @@ impl<'a> Block<'a> {
     fn new(
         ir: &'a Ir,
         launch: &'a Launch<'a>,
-        arr: &'a [Option<Arrangement>],
+        (arr, reads): (&'a [Option<Arrangement>], &'a [bool]),
         (b, at): (u32, [u32; 3]),
         out: &'a mut Outcome,
     ) -> Self {
@@ -434,6 +455,7 @@ impl<'a> Block<'a> {
             ir,
             launch,
             arr,
+            reads,
             out,
             b,
             at,
@@ -549,6 +571,15 @@ impl<'a> Block<'a> {
     fn check_defined(&mut self, v: V, what: &'static str) {
         if v.undef() {
             self.event(Event::Undefined { op: self.op, what });
+        }
+    }
+
+    /// A select's condition (or the left operand of an `and`/`or` of predicates) where the
+    /// side it decides reads memory: the read is guarded by it, so it must be defined where
+    /// the select runs at all.
+    fn check_guard(&mut self, cond: V, sides: &[ExprId], cx: Cx<'_>) {
+        if cx.mode != Mode::Dead && sides.iter().any(|s| self.reads[s.index()]) {
+            self.check_defined(cond, "a condition guarding a memory read");
         }
     }
 
@@ -909,9 +940,11 @@ impl<'a> Block<'a> {
                 // not decide (as `&&` and `||`).
                 let right = match (dt, op) {
                     (None, coopgraph::ir::expr::BinaryOp::And) => {
+                        self.check_guard(x, &[*b], cx);
                         cx.side(x.known().then_some(x.bits & 1 == 1))
                     }
                     (None, coopgraph::ir::expr::BinaryOp::Or) => {
+                        self.check_guard(x, &[*b], cx);
                         cx.side(x.known().then_some(x.bits & 1 == 0))
                     }
                     _ => cx,
@@ -937,6 +970,7 @@ impl<'a> Block<'a> {
             }
             ExprKind::Select(c, a, b) => {
                 let cv = self.eval(*c, cx);
+                self.check_guard(cv, &[*a, *b], cx);
                 // Only the side taken reads memory.
                 let first = cv.known().then_some(cv.bits & 1 == 1);
                 let x = self.eval(*a, cx.side(first));

@@ -1,8 +1,8 @@
 //! The interpreter's own tests: orderings it must not assume.
 
 use super::{Arg, Launch, run, value};
-use coopgraph::KernelBuilder;
 use coopgraph::ir::{Atomic, Expr, index};
+use coopgraph::{KernelBuilder, Load};
 
 /// A parameter of a test launch: a zeroed output of this many elements, or a scalar's bits.
 enum P {
@@ -146,4 +146,55 @@ fn group_barriers_order_their_own_threads_only() {
         "a group of two warps' barrier orders both"
     );
     assert!(races("shfl", 1), "a shuffle orders no memory");
+}
+
+/// A select whose side reads memory is lowered to a read guarded by its condition: an
+/// undefined condition there is an undefined predicate (as the simulator reports it), while
+/// the same select of plain values only carries the undefined value on.
+#[test]
+fn undefined_conditions_guarding_reads_are_reported() {
+    let events = |reads: bool| {
+        let mut k = KernelBuilder::new("guarded_read")
+            .block(1)
+            .items_per_thread(2);
+        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
+        let valid = k.scalar::<u32>("valid");
+        let table = k.const_array(&[7u32, 8]);
+        // One valid item: item 1 is never written.
+        let b = k.this_block();
+        let d = k.load_from(b, &x, Load::direct().valid_items(valid.expr()));
+        let taken = if reads {
+            table.read(d.item(0))
+        } else {
+            d.item(0) + 7u32
+        };
+        k.write(&y, Expr::lit(0u32), d.item(1).gt(0u32).select(taken, 1u32));
+        let kernel = k.build().expect("builds");
+        let zero = |_: u64| 0u64;
+        let launch = Launch {
+            grid: [1, 1, 1],
+            cluster: None,
+            dyn_len: None,
+            args: vec![
+                Arg::Input {
+                    len: Some(2),
+                    value: &zero,
+                },
+                Arg::Output {
+                    len: Some(1),
+                    before: &zero,
+                },
+                Arg::Scalar(1),
+            ],
+        };
+        run(kernel.ir(), &launch).events
+    };
+    let guarded = |e: &[super::Event]| {
+        e.iter().any(|e| {
+            matches!(e, super::Event::Undefined { what, .. }
+                if *what == "a condition guarding a memory read")
+        })
+    };
+    assert!(guarded(&events(true)), "{:?}", events(true));
+    assert!(!guarded(&events(false)), "{:?}", events(false));
 }
