@@ -5,10 +5,10 @@
 //! in rank order and non-commutative operators stay correct), or with one `redux.sync` for 32-bit
 //! integer operators on sm_80+. A block combines its warps' results through the shared memory
 //! the plan gives it, at the steps the plan numbers, with the barriers the plan places:
-//! warp reductions (lane 0 of each warp shares its warp's value, warp 0 reduces them, or every
-//! warp does where the result is broadcast), raking (every thread shares, warp 0 folds
-//! consecutive segments in order, then reduces), and raking for commutative operators
-//! (threads past the first warp share, warp 0 folds them into its own values).
+//! warp reductions (lane 0 of each warp shares its warp's value, warp 0 reduces them), raking
+//! (every thread shares, warp 0 folds consecutive segments in order, then reduces), and
+//! raking for commutative operators (threads past the first warp share, warp 0 folds them
+//! into its own values).
 
 use super::builder::{
     Collective, Emitter, Lowered, Steps, WarpGroupPlace, bits_or_float, class, mem_ty,
@@ -373,10 +373,7 @@ impl Emitter<'_> {
                         Some(self.u32op(BinOp::Min, n.into(), Operand::Imm(warps as i64)))
                     }
                 };
-                // Or, where the plan says, every warp does, in the same order.
-                if !c.every_warp_folds {
-                    self.skip_other_warps(warp, &after_raking);
-                }
+                self.skip_other_warps(warp, &after_raking);
                 let bound = count
                     .map(Operand::from)
                     .unwrap_or(Operand::Imm(warps as i64));
@@ -584,17 +581,6 @@ impl Emitter<'_> {
         self.op(Op::Label(after_raking));
         if !r.broadcast {
             return Ok(result);
-        }
-        if c.every_warp_folds {
-            // Each warp's lane 0 holds the result: a shuffle hands it to the warp's lanes.
-            let all = self.shuffle_value(
-                ShflMode::Idx,
-                result,
-                Operand::Imm(0),
-                segment_clamp(32),
-                full,
-            );
-            return Ok(all);
         }
         // Thread 0 shares the result; every thread reads it.
         self.enter_step(&mut steps)?;

@@ -9,9 +9,7 @@
 //!   them (and reduces them with a warp collective); raking: the sharing threads (every
 //!   thread, or those past the first warp for commutative-only raking: the [`Raking`] split)
 //!   write their values; the first warp's lanes read their segments (and reduce); with
-//!   broadcast, thread 0 writes the result, every thread reads it (by warp reductions, every
-//!   warp instead reads the warps' values and folds them as the first warp would:
-//!   [`CollectivePlan::every_warp_folds`]);
+//!   broadcast, thread 0 writes the result, every thread reads it;
 //! - scan by warp scans: the last lane of each warp writes its total; every thread reads all
 //!   totals; raking: every thread writes its total; the first warp reads its segments, writes
 //!   each entry's prefix back and the total after them (one step: a branch only the first warp
@@ -66,11 +64,6 @@ pub struct CollectivePlan {
     /// A scan with a prefix callback: rank 0's prefix goes through the slot after the result
     /// slot, so the whole group starts from it.
     pub prefix_slot: bool,
-    /// A broadcast reduction by warp reductions over the block: every warp (not the first
-    /// alone) reads the warps' values and folds them in the same order, and hands its lane 0's
-    /// result to its lanes with a shuffle; no thread writes the result to shared memory, and
-    /// no barrier waits for it.
-    pub every_warp_folds: bool,
     /// The steps, in the order the lowering takes them.
     pub steps: Vec<StepId>,
 }
@@ -207,8 +200,6 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
             read_back,
             holes: matches!(&data.kind, OpKind::Scatter { holes: Some(_), .. }),
             prefix_slot,
-            every_warp_folds: matches!(&data.kind, OpKind::Reduce(r)
-                if r.broadcast && r.algorithm == ReduceAlgorithm::WarpReductions),
             steps: Vec::new(),
         };
         c.steps = add_steps(cx, s, op, &c, src.items)?;
@@ -413,11 +404,6 @@ impl Build<'_> {
         // The first warp reduces what it read with a full-warp shuffle tree (or
         // `redux.sync`), which orders no memory: a later write to what a lane read needs a
         // barrier as any other does.
-        if c.every_warp_folds {
-            // Lane `l` of every warp reads entry `l`.
-            let all = Touch::AllPositions { count: c.entries };
-            return Ok(vec![vec![share], vec![self.access(false, all)]]);
-        }
         let mut steps = vec![vec![share], vec![fold]];
         if c.broadcast {
             steps.extend(self.broadcast(c.slot(c.entries)));

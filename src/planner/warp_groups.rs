@@ -152,7 +152,6 @@ pub(super) fn plan(
         read_back: None,
         holes: false,
         prefix_slot,
-        every_warp_folds: false,
         steps: ids,
     })
 }

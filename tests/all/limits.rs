@@ -349,7 +349,7 @@ fn run_one_block(kernel: &Kernel) -> Vec<u32> {
 
 #[test]
 fn many_shared_memory_ops_in_sequence_build_quickly() {
-    // 12,000 ops touching shared memory, about 15,000 barriers: about half a second on one
+    // 12,000 ops touching shared memory, about 18,000 barriers: about half a second on one
     // core.
     // Finding each op's barriers, conversions and slice used to scan every one placed.
     let n = 3000u32;
@@ -376,11 +376,12 @@ fn many_shared_memory_ops_in_sequence_build_quickly() {
     let took = start.elapsed();
     eprintln!("{} ops: built and emitted in {took:?}", 4 * n);
     assert!(took < 10 * QUICK, "took {took:?}");
-    // Five barriers an iteration (the reduction's own, each exchange's, and the writes over
-    // what the op before read), four where the reduction's partials have bytes of their own.
+    // Six barriers an iteration (the reduction's two, each exchange's, and the writes over
+    // what the op before read), five where the reduction's partials have bytes of their own
+    // (while the 2 KiB such partials may take lasts).
     let barriers = kernel.plan().barriers().len();
     assert!(
-        (4 * n as usize..=5 * n as usize + 2).contains(&barriers),
+        (5 * n as usize..=6 * n as usize + 2).contains(&barriers),
         "{barriers}"
     );
     assert!(ptx.len() > 1 << 20);
