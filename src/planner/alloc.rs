@@ -11,7 +11,7 @@
 //! memory stays within [`APART_LIMIT`]. Sharing bytes costs a barrier wherever one collective
 //! writes what the one before it read (the barrier pass places one for every such pair), and
 //! saves a few bytes no occupancy notices: a device-wide selection's tile passes through five
-//! collectives, and their own bytes for the three small ones took four of its eight barriers.
+//! collectives, and their own bytes for the three small ones took four of its ten barriers.
 //! Disjoint bytes never add a barrier, since barriers follow from the bytes steps share.
 
 use super::ids::{IdVec, SliceId};
