@@ -24,13 +24,17 @@ fn element_zero(k: KernelBuilder, blocks: u32, params: &[P]) -> value::V {
             P::Scalar(bits) => Arg::Scalar(bits),
         })
         .collect();
-    let launch = Launch {
+    run(kernel.ir(), &launch(blocks, args)).outputs[0][&0].v
+}
+
+/// A launch of `blocks` blocks in a row, with no cluster and no dynamic shared memory.
+fn launch(blocks: u32, args: Vec<Arg<'_>>) -> Launch<'_> {
+    Launch {
         grid: [blocks, 1, 1],
         cluster: None,
         dyn_len: None,
         args,
-    };
-    run(kernel.ir(), &launch).outputs[0][&0].v
+    }
 }
 
 /// Blocks never wait for each other: once two blocks wrote an element unordered, a later
@@ -126,16 +130,11 @@ fn group_barriers_order_their_own_threads_only() {
         );
         let kernel = k.build().expect("builds");
         let zero = |_: u64| 0u64;
-        let launch = Launch {
-            grid: [1, 1, 1],
-            cluster: None,
-            dyn_len: None,
-            args: vec![Arg::Output {
-                len: Some(128),
-                before: &zero,
-            }],
-        };
-        let events = run(kernel.ir(), &launch).events;
+        let args = vec![Arg::Output {
+            len: Some(128),
+            before: &zero,
+        }];
+        let events = run(kernel.ir(), &launch(1, args)).events;
         (events.iter()).any(|e| matches!(e, super::Event::SharedRace { .. }))
     };
     assert!(races("none", 1));
@@ -171,23 +170,18 @@ fn undefined_conditions_guarding_reads_are_reported() {
         k.write(&y, Expr::lit(0u32), d.item(1).gt(0u32).select(taken, 1u32));
         let kernel = k.build().expect("builds");
         let zero = |_: u64| 0u64;
-        let launch = Launch {
-            grid: [1, 1, 1],
-            cluster: None,
-            dyn_len: None,
-            args: vec![
-                Arg::Input {
-                    len: Some(2),
-                    value: &zero,
-                },
-                Arg::Output {
-                    len: Some(1),
-                    before: &zero,
-                },
-                Arg::Scalar(1),
-            ],
-        };
-        run(kernel.ir(), &launch).events
+        let args = vec![
+            Arg::Input {
+                len: Some(2),
+                value: &zero,
+            },
+            Arg::Output {
+                len: Some(1),
+                before: &zero,
+            },
+            Arg::Scalar(1),
+        ];
+        run(kernel.ir(), &launch(1, args)).events
     };
     let guarded = |e: &[super::Event]| {
         e.iter().any(|e| {
