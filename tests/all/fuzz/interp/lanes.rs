@@ -116,6 +116,9 @@ impl Block<'_> {
                 let Some(lane) = l.lane else { continue };
                 let lane = self.eval(lane, self.cx(t));
                 self.check_defined(lane, "a shuffle's lane");
+                // A lane the interpreter does not know (a remainder by zero, say) takes a
+                // value from a lane it does not know either.
+                let from_unknown = derive(lane.flags);
                 let lane = lane.bits as u32 as usize;
                 let w = width.min(u32::MAX as usize);
                 let src = match l.op {
@@ -130,7 +133,7 @@ impl Block<'_> {
                     Some(j) if j < n => vals[j],
                     _ => vals[r],
                 };
-                got.flags |= unknown_lanes;
+                got.flags |= unknown_lanes | from_unknown;
                 got
             } else {
                 let key = |v: V| v.bits & mask(dt);

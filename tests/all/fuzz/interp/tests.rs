@@ -192,3 +192,22 @@ fn undefined_conditions_guarding_reads_are_reported() {
     assert!(guarded(&events(true)), "{:?}", events(true));
     assert!(!guarded(&events(false)), "{:?}", events(false));
 }
+
+/// A shuffle from a lane the interpreter does not know (here a quotient by zero, which PTX
+/// leaves unspecified) takes a value it does not know either, however well known the values
+/// of every lane are.
+#[test]
+fn shuffles_from_unknown_lanes_are_unknown() {
+    let mut k = KernelBuilder::new("unknown_lane").block(32);
+    let y = k.output::<u32>("y");
+    let d = k.scalar::<u32>("d");
+    let warp = k.this_warp();
+    let got = k.shfl(
+        warp,
+        index::thread_rank() * 3u32,
+        Expr::lit(5u32) / d.expr(),
+    );
+    k.write(&y, index::thread_rank(), got);
+    let v = element_zero(k, 1, &[P::Out(32), P::Scalar(0)]);
+    assert!(!v.known(), "the lane is unspecified: {v:?}");
+}
