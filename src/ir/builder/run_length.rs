@@ -207,11 +207,7 @@ impl KernelBuilder {
         let n = runs.runs;
         // The largest power of two below `n`: the steps then sum to at least `n - 1`, the
         // last run's index, and a power-of-two `n` takes one step fewer than lifting from `n`.
-        let mut step = if n > 1 {
-            1u32 << (31 - (n - 1).leading_zeros())
-        } else {
-            0
-        };
+        let mut step = n.saturating_sub(1).checked_ilog2().map_or(0, |b| 1u32 << b);
         while step > 0 {
             let cand = r.get() + step;
             let start = runs.offsets.read(cand.clone().min(n - 1));
