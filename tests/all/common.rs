@@ -3,7 +3,7 @@
 use coopgraph::ir::Element;
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::Device;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
@@ -136,6 +136,20 @@ impl Drop for Batch {
             self.finish();
         }
     }
+}
+
+/// The package root, where the tests that read the source tree look: the working directory,
+/// where `cargo test` runs them and the GPU machine's runner runs the staged binaries beside a
+/// copy of the tree. Never the build machine's path (`CARGO_MANIFEST_DIR`), which a binary
+/// run elsewhere does not have. Panics, naming the directory, where no `Cargo.toml` is.
+pub fn package_root() -> &'static Path {
+    let root = Path::new("");
+    assert!(
+        root.join("Cargo.toml").is_file(),
+        "tests that read the source tree run from the package root, not {:?}",
+        std::env::current_dir()
+    );
+    root
 }
 
 /// Compares `actual` with the golden file `tests/golden/<name>`; with `BLESS=1` rewrites it.

@@ -35,7 +35,7 @@ fn names_in(dir: &Path, out: &mut Vec<String>) {
 
 #[test]
 fn the_readme_table_names_every_environment_variable() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::common::package_root();
     let mut names = Vec::new();
     for dir in ["src", "examples", "benches", "tests/all", "tools"] {
         names_in(&root.join(dir), &mut names);

@@ -56,13 +56,13 @@ const MAX_LINES: usize = 1200;
 
 /// The crate's source directory.
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    crate::common::package_root().join("src")
 }
 
 /// A source file's path under the package root, with `/` separators (`src/ir/mod.rs`).
 fn shown(path: &Path) -> String {
     let rel = path
-        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .strip_prefix(crate::common::package_root())
         .expect("a path under the package");
     rel.to_string_lossy().replace('\\', "/")
 }
@@ -242,7 +242,7 @@ fn imports_go_one_way() {
 /// modules in its first column and the modules they may use in its second, every name in
 /// backticks (other words are prose).
 fn documented_rules() -> BTreeMap<String, BTreeSet<String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let path = crate::common::package_root().join("ARCHITECTURE.md");
     let text = std::fs::read_to_string(&path).expect("read ARCHITECTURE.md");
     let section = text
         .split("\n## Module rules\n")
@@ -310,7 +310,7 @@ fn the_edge_reader_sees_every_form() {
 #[test]
 fn source_files_stay_short() {
     let mut files = Vec::new();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::common::package_root();
     for dir in ["src", "tests", "examples", "benches"] {
         if root.join(dir).is_dir() {
             sources(&root.join(dir), &mut files);
