@@ -153,11 +153,12 @@ pub fn package_root() -> &'static Path {
 }
 
 /// Compares `actual` with the golden file `tests/golden/<name>`; with `BLESS=1` rewrites it.
-/// Paths are relative to the package root (the working directory of `cargo test`).
+/// Paths are relative to the [`package_root`].
 pub fn check(name: &str, actual: &str) {
-    let path = PathBuf::from("tests/golden").join(name);
+    let dir = package_root().join("tests/golden");
+    let path = dir.join(name);
     if std::env::var("BLESS").is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all("tests/golden").expect("create tests/golden");
+        std::fs::create_dir_all(&dir).expect("create tests/golden");
         std::fs::write(&path, actual).expect("write golden file");
         return;
     }
