@@ -185,31 +185,25 @@ impl KernelBuilder {
         // The run holding the thread's first position, by a binary search; from there the
         // thread walks onward, run by run, as CUB's decode does: each next position is in the
         // same run or a later one (the next, unless runs of length 0 lie between).
-        if items <= REGISTER_WALK_ITEMS {
-            self.walk_in_registers(runs, items, from, &decoded, &offsets);
-        } else {
-            self.walk_rereading(runs, items, from, &decoded, &offsets);
-        }
-        self.at_line(first, loc);
-        Decoded {
+        let out = Decoded {
             items: decoded,
             offsets,
+        };
+        if items <= REGISTER_WALK_ITEMS {
+            self.walk_in_registers(runs, from, &out);
+        } else {
+            self.walk_rereading(runs, from, &out);
         }
+        self.at_line(first, loc);
+        out
     }
 
     /// The walk for a few items a thread: the run's value, its start and the next run's start
     /// stay in registers, so a position in the same run as the one before reads no shared
     /// memory (one offset and one value read per new run). Every index it reads is a run's
     /// (clamped to the last), so the runs' arrays are marked inside and go unguarded.
-    fn walk_in_registers<T: Element>(
-        &mut self,
-        runs: &Runs<T>,
-        items: u32,
-        from: Expr<u32>,
-        decoded: &ThreadData<T>,
-        offsets: &ThreadData<u32>,
-    ) {
-        let n = runs.runs;
+    fn walk_in_registers<T: Element>(&mut self, runs: &Runs<T>, from: Expr<u32>, out: &Decoded<T>) {
+        let (n, items) = (runs.runs, out.items.items);
         for id in [runs.values.id.index(), runs.offsets.id.index()] {
             self.ir.arrays[id].inside = true;
         }
@@ -234,22 +228,15 @@ impl KernelBuilder {
                     k.set(&value, runs.values.read(r.get()));
                 });
             }
-            self.set_item(decoded, i, value.get());
-            self.set_item(offsets, i, p - start.get());
+            self.set_item(&out.items, i, value.get());
+            self.set_item(&out.offsets, i, p - start.get());
         }
     }
 
     /// The walk for many items a thread: each position reads the next run's start, its run's
     /// value and start from shared memory, keeping one register (the run) across the items.
-    fn walk_rereading<T: Element>(
-        &mut self,
-        runs: &Runs<T>,
-        items: u32,
-        from: Expr<u32>,
-        decoded: &ThreadData<T>,
-        offsets: &ThreadData<u32>,
-    ) {
-        let n = runs.runs;
+    fn walk_rereading<T: Element>(&mut self, runs: &Runs<T>, from: Expr<u32>, out: &Decoded<T>) {
+        let (n, items) = (runs.runs, out.items.items);
         // `r`: the last run starting at or before `p` (run 0 starts at 0).
         let r = self.var(0u32);
         for i in 0..items {
@@ -262,8 +249,8 @@ impl KernelBuilder {
                 let onward = next.clone().lt(n) & runs.offsets.read(next.min(n - 1)).le(p.get());
                 self.while_(onward, |k| k.set(&r, r.get() + 1u32));
             }
-            self.set_item(decoded, i, runs.values.read(r.get()));
-            self.set_item(offsets, i, p.get() - runs.offsets.read(r.get()));
+            self.set_item(&out.items, i, runs.values.read(r.get()));
+            self.set_item(&out.offsets, i, p.get() - runs.offsets.read(r.get()));
         }
     }
 
