@@ -506,3 +506,96 @@ fn fastmath_is_part_of_the_cache_key_and_flushes_subnormals() {
     assert_eq!(run(&dev, &accurate, &xs), [xs[0] * 0.5, 0.5]);
     assert_eq!(run(&dev, &fast, &xs), [0.0, 0.5]);
 }
+
+/// Sums of calls with cold paths (`exp` past 86, huge arguments of the trigonometric
+/// functions), in `f32` and `f64`, over arguments where some threads take some cold paths and
+/// others none: each sum has the bits of its calls evaluated one kernel each and summed in the
+/// same order (each call's cold branch joins only its own value).
+macro_rules! sums_of_cold_paths {
+    ($test:ident, $t:ty, $block:expr) => {
+        #[test]
+        fn $test() {
+            type Term = (&'static str, fn(Expr<$t>) -> Expr<$t>);
+            const ITEMS: usize = 3;
+            let terms: [Term; 5] = [
+                ("exp", |x| x.exp()),
+                ("sin_1e6", |x| (x * 1.0e6 as $t).sin()),
+                ("exp_8", |x| (x * 8.0 as $t).exp()),
+                ("cos_3e4", |x| (x * 3.0e4 as $t).cos()),
+                ("tan", |x| x.tan()),
+            ];
+            let kernel = |name: &str, terms: &[Term]| {
+                let terms = terms.to_vec();
+                let mut k = KernelBuilder::new(name)
+                    .block($block)
+                    .items_per_thread(ITEMS as u32);
+                let (x, y) = (k.input::<$t>("x"), k.output::<$t>("y"));
+                let b = k.this_block();
+                let t = k.load_from(b, &x, Load::direct());
+                let r = k.map(&t, move |v| {
+                    let mut s = (terms[0].1)(v.clone());
+                    for term in &terms[1..] {
+                        s = s + (term.1)(v.clone());
+                    }
+                    s
+                });
+                k.store_to(b, &y, &r, Store::direct());
+                k.build().expect("builds")
+            };
+            let dev = Device::default_device().expect("a device");
+            let mut xs: Vec<$t> = (0..3000)
+                .map(|i| (i as $t - 1500.0) * (24.0 / 1500.0))
+                .collect();
+            xs.extend([
+                0.0,
+                -0.0,
+                <$t>::NAN,
+                <$t>::INFINITY,
+                -<$t>::INFINITY,
+                1.0e30,
+                -7.5e22,
+            ]);
+            let mut batch = crate::common::Batch::default();
+            let alone: Vec<Vec<$t>> = terms
+                .iter()
+                .map(|term| {
+                    let k = kernel(&format!("alone_{}", term.0), std::slice::from_ref(term));
+                    batch.add(&k);
+                    run_any(&dev, &k, &xs)
+                })
+                .collect();
+            for n in 2..=terms.len() {
+                let k = kernel(&format!("sum_{n}"), &terms[..n]);
+                batch.add(&k);
+                let got = run_any(&dev, &k, &xs);
+                for (i, &x) in xs.iter().enumerate() {
+                    let want = (1..n).fold(alone[0][i], |s, j| s + alone[j][i]);
+                    assert!(
+                        got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+                        "{n} calls at x = {x:e}: {:e} where the calls one by one give {want:e}",
+                        got[i]
+                    );
+                }
+            }
+            batch.finish();
+        }
+    };
+}
+
+sums_of_cold_paths!(sums_of_calls_with_cold_paths_keep_their_bits_f32, f32, 100);
+sums_of_cold_paths!(sums_of_calls_with_cold_paths_keep_their_bits_f64, f64, 150);
+
+/// A kernel of one input and one output over `xs` on `dev`.
+fn run_any<T: coopgraph::runtime::DeviceElement + Copy>(
+    dev: &Device,
+    kernel: &Kernel,
+    xs: &[T],
+) -> Vec<T> {
+    let xb = dev.upload(xs).expect("upload");
+    let mut yb = dev.alloc_zeroed::<T>(xs.len()).expect("alloc");
+    dev.compile(kernel)
+        .expect("compiles")
+        .launch_over(xs.len(), (&xb, &mut yb))
+        .expect("launches");
+    yb.to_vec().expect("reads back")
+}

@@ -182,6 +182,9 @@ impl Gen {
                 }
                 let library = self.rng.pct(40);
                 let f64_lib = T::DTYPE == DType::F64;
+                if library && self.rng.pct(10) {
+                    return self.cold_sum(a);
+                }
                 if library && self.rng.pct(15) {
                     let b = self.expr::<T>(lv, d);
                     let op = if f64_lib {
@@ -247,6 +250,27 @@ impl Gen {
                 to::<T>(e)
             }
         }
+    }
+
+    /// A sum of 2 to 4 calls of functions with cold paths (`exp` past 86, huge arguments of
+    /// the trigonometric functions) of `a` scaled, so that of the threads, some take some
+    /// cold paths and others none: each call's branch around its rare side, among the others'
+    /// (and after and before every other op).
+    fn cold_sum<T: Fz>(&mut self, a: Expr<T>) -> Expr<T> {
+        let n = 2 + self.rng.below(3);
+        let mut sum: Option<Expr<T>> = None;
+        for _ in 0..n {
+            let scale = self.rng.pick(&[1i64, 16, 1000, 1 << 20, 1 << 40]);
+            let op = self
+                .rng
+                .pick(&[FloatUn::Exp, FloatUn::Sin, FloatUn::Cos, FloatUn::Tan]);
+            let term = T::float_un(op, a.clone() * T::small(scale));
+            sum = Some(match sum {
+                Some(s) => s + term,
+                None => term,
+            });
+        }
+        sum.unwrap_or(a)
     }
 
     /// A tree of dtype `dt`.
