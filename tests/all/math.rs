@@ -77,10 +77,15 @@ fn unary_kernel(name: &str, f: fn(Expr<f32>) -> Expr<f32>, mode: MathMode) -> Ke
     k.build().expect("builds")
 }
 
-/// `f` over `xs` on `dev`.
-fn run(dev: &Device, kernel: &Kernel, xs: &[f32]) -> Vec<f32> {
+/// A kernel of one input and one output (of `f32` here, of `f64` in `math64`) over `xs` on
+/// `dev`.
+pub(crate) fn run<T: coopgraph::runtime::DeviceElement + Copy>(
+    dev: &Device,
+    kernel: &Kernel,
+    xs: &[T],
+) -> Vec<T> {
     let xb = dev.upload(xs).expect("upload");
-    let mut yb = dev.alloc_zeroed::<f32>(xs.len()).expect("alloc");
+    let mut yb = dev.alloc_zeroed::<T>(xs.len()).expect("alloc");
     dev.compile(kernel)
         .expect("compiles")
         .launch_over(xs.len(), (&xb, &mut yb))
@@ -561,13 +566,13 @@ macro_rules! sums_of_cold_paths {
                 .map(|term| {
                     let k = kernel(&format!("alone_{}", term.0), std::slice::from_ref(term));
                     batch.add(&k);
-                    run_any(&dev, &k, &xs)
+                    run(&dev, &k, &xs)
                 })
                 .collect();
             for n in 2..=terms.len() {
                 let k = kernel(&format!("sum_{n}"), &terms[..n]);
                 batch.add(&k);
-                let got = run_any(&dev, &k, &xs);
+                let got = run(&dev, &k, &xs);
                 for (i, &x) in xs.iter().enumerate() {
                     let want = (1..n).fold(alone[0][i], |s, j| s + alone[j][i]);
                     assert!(
@@ -584,18 +589,3 @@ macro_rules! sums_of_cold_paths {
 
 sums_of_cold_paths!(sums_of_calls_with_cold_paths_keep_their_bits_f32, f32, 100);
 sums_of_cold_paths!(sums_of_calls_with_cold_paths_keep_their_bits_f64, f64, 150);
-
-/// A kernel of one input and one output over `xs` on `dev`.
-fn run_any<T: coopgraph::runtime::DeviceElement + Copy>(
-    dev: &Device,
-    kernel: &Kernel,
-    xs: &[T],
-) -> Vec<T> {
-    let xb = dev.upload(xs).expect("upload");
-    let mut yb = dev.alloc_zeroed::<T>(xs.len()).expect("alloc");
-    dev.compile(kernel)
-        .expect("compiles")
-        .launch_over(xs.len(), (&xb, &mut yb))
-        .expect("launches");
-    yb.to_vec().expect("reads back")
-}

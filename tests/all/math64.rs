@@ -7,6 +7,7 @@
 //! `dir/NAME.txt` (one `x [y] result` line of hexadecimal bits each), which
 //! `tools/math-ulp.py` measures against 60-digit references.
 
+use crate::math::run;
 use coopgraph::ir::Expr;
 use coopgraph::runtime::Device;
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -136,17 +137,6 @@ fn unary_kernel(name: &str, f: F64Fn) -> Kernel {
     let r = k.map(&t, f);
     k.store_to(b, &y, &r, Store::direct());
     k.build().expect("builds")
-}
-
-/// `f` over `xs` on `dev`.
-fn run(dev: &Device, kernel: &Kernel, xs: &[f64]) -> Vec<f64> {
-    let xb = dev.upload(xs).expect("upload");
-    let mut yb = dev.alloc_zeroed::<f64>(xs.len()).expect("alloc");
-    dev.compile(kernel)
-        .expect("compiles")
-        .launch_over(xs.len(), (&xb, &mut yb))
-        .expect("launches");
-    yb.to_vec().expect("reads back")
 }
 
 /// The kernel computing `f` of two inputs element by element.
