@@ -235,6 +235,9 @@ impl KernelBuilder {
 
     /// The walk for many items a thread: each position reads the next run's start, its run's
     /// value and start from shared memory, keeping one register (the run) across the items.
+    /// Its reads keep their guards, though every index is a run's: unguarded, the 8- and
+    /// 16-item kernels measured 2-13% slower on an H100 (BENCHMARKS.md, "Cold paths deferred
+    /// to one branch, tried").
     fn walk_rereading<T: Element>(&mut self, runs: &Runs<T>, from: Expr<u32>, out: &Decoded<T>) {
         let (n, items) = (runs.runs, out.items.items);
         // `r`: the last run starting at or before `p` (run 0 starts at 0).
