@@ -24,6 +24,11 @@ use crate::ir::ops::*;
 /// items 3-11% slower, at 8 items 5% faster with 128 threads and 5% slower with 256.
 const REGISTER_WALK_ITEMS: u32 = 4;
 
+/// The window position a thread decodes first: its items are the `items` positions from it.
+fn first_position(from: Expr<u32>, items: u32) -> Expr<u32> {
+    from + index::thread_rank() * items
+}
+
 /// The block's runs, ready to decode ([`KernelBuilder::run_lengths`]).
 #[derive(Debug, Clone)]
 pub struct Runs<T: Element> {
@@ -209,7 +214,7 @@ impl KernelBuilder {
         }
         // `r`: the last run starting at or before the position (run 0 starts at 0).
         let r = self.var(0u32);
-        let first_at = from + index::thread_rank() * items;
+        let first_at = first_position(from, items);
         let p0 = self.var(first_at.clone());
         self.last_run_at_or_before(runs, &r, &p0);
         let next_start = |r: Expr<u32>| runs.offsets.read((r + 1u32).min(n - 1));
@@ -236,14 +241,14 @@ impl KernelBuilder {
     /// The walk for many items a thread: each position reads the next run's start, its run's
     /// value and start from shared memory, keeping one register (the run) across the items.
     /// Its reads keep their guards, though every index is a run's: unguarded, the 8- and
-    /// 16-item kernels measured 2-13% slower on an H100 (BENCHMARKS.md, "Cold paths deferred
-    /// to one branch, tried").
+    /// 16-item kernels measured 2-13% slower on an H100 (BENCHMARKS.md, "The rereading walk's
+    /// arrays unguarded, tried", 2026-12-06).
     fn walk_rereading<T: Element>(&mut self, runs: &Runs<T>, from: Expr<u32>, out: &Decoded<T>) {
         let (n, items) = (runs.runs, out.items.items);
         // `r`: the last run starting at or before `p` (run 0 starts at 0).
         let r = self.var(0u32);
         for i in 0..items {
-            let p = self.var(from.clone() + index::thread_rank() * items + i);
+            let p = self.var(first_position(from.clone(), items) + i);
             if i == 0 {
                 self.last_run_at_or_before(runs, &r, &p);
             } else {
