@@ -2,10 +2,12 @@
 //! shared array, by shared-memory atomics or by sorting the samples and measuring the runs.
 //!
 //! Both are recorded as the builder's own ops:
-//! - *atomic*: a block barrier (so that earlier accesses of the counters, such as reads of the
-//!   last histogram round a loop, finish first), the threads zero the counters (bin `j` by
-//!   thread `j % T`), a block barrier, one shared atomic add per counted sample, a block
-//!   barrier;
+//! - *atomic*: a block barrier where the counters may have been accessed before (an op
+//!   recorded earlier reads or writes their bytes, or the histogram is inside a branch or a
+//!   loop, whose last round may have read them), so that those accesses finish first; the
+//!   threads zero the counters (bin `j` by thread `j % T`), a block barrier, one shared atomic
+//!   add per counted sample, a block barrier. A histogram that is the kernel's first access of
+//!   its counters needs no leading barrier: no thread has touched them;
 //! - *sort*: a block radix sort of the samples (blocked), head and tail flags of the sorted
 //!   tile, the counters zeroed, a barrier, each run's head writes `-start` into its bin, a
 //!   barrier, each run's tail adds its end (`start` and `end` clamped to the valid count, so
@@ -179,9 +181,13 @@ impl KernelBuilder {
         match controls.algorithm {
             HistogramAlgorithm::Atomic => {
                 // Whatever the kernel did with the counters before (read last time round a
-                // loop, say) finishes before they are zeroed. The sort's passes hold barriers
-                // of their own before its zeroing.
-                self.sync_block();
+                // loop, say) finishes before they are zeroed: a barrier where an op before
+                // touched them, or where the histogram is inside a region (a loop's body
+                // runs again after the ops it holds). Else no thread has touched them yet.
+                // The sort's passes hold barriers of their own before its zeroing.
+                if self.cursor.len() > 1 || self.ir.shared_bytes_used(counters.id()) {
+                    self.sync_block();
+                }
                 self.zero_bins(counters, bins, threads);
                 self.sync_block();
                 for i in 0..items {

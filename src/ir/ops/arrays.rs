@@ -49,6 +49,25 @@ impl super::Ir {
             .and_then(|d| d.view_of)
             .unwrap_or(a)
     }
+
+    /// Whether an op recorded so far reads or writes the bytes of shared array `a` (through
+    /// it or a view sharing its storage): a write, an atomic or a cluster access naming it,
+    /// or an interned expression reading it. Conservative: an expression interned and never
+    /// evaluated counts too.
+    pub fn shared_bytes_used(&self, a: ArrayId) -> bool {
+        use super::{AtomicMemory, OpKind};
+        use crate::ir::expr::ExprKind;
+        let storage = self.array_storage(a);
+        let ours = |x: ArrayId| self.array_storage(x) == storage;
+        let read = (self.exprs.nodes().iter())
+            .any(|n| matches!(n.kind, ExprKind::SharedRead(x, _) if ours(x)));
+        read || self.ops.iter().any(|op| match &op.kind {
+            OpKind::SharedWrite { array, .. } => ours(*array),
+            OpKind::Atomic(at) => matches!(at.memory, AtomicMemory::Shared(x) if ours(x)),
+            OpKind::Cluster(c) => c.array().is_some_and(ours),
+            _ => false,
+        })
+    }
 }
 
 /// A user-declared per-thread array of `len` elements (PTX `.local`): each thread has its own,

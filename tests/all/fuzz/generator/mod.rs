@@ -492,6 +492,9 @@ pub(crate) struct Gen {
     pub var_scopes: Vec<usize>,
     /// A thread-varying `return_if` ran: no collective may follow.
     pub exited: bool,
+    /// Histogram counters an earlier histogram counted into (and read back), kept for a later
+    /// one to count into again: `u32` and `u64` ones, each with its length.
+    pub counters: histogram::Counters,
     next_name: u32,
 }
 
@@ -653,6 +656,7 @@ impl Gen {
             vars: Vec::new(),
             var_scopes: Vec::new(),
             exited: false,
+            counters: histogram::Counters::default(),
             next_name: 0,
         }
     }
