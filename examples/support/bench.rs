@@ -48,6 +48,20 @@ pub fn time(dev: &Device, reps: usize, mut f: impl FnMut()) -> Duration {
     v[v.len() / 2]
 }
 
+/// The reference harness's hash (`mix64` of `benches/cub/common.cuh`).
+pub fn mix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Element `i` of the harness's `fill_pattern(buf, seed, 255)` of bytes (`pattern_value`): a
+/// uniform byte, so a benchmark counting these counts what CUB's counts.
+pub fn pattern_byte(i: u64, seed: u64) -> u8 {
+    (mix64(i ^ (seed << 40)) % 256) as u8
+}
+
 /// GB/s (10^9 bytes per second).
 pub fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9
