@@ -13,7 +13,8 @@
 //! Where bounds are checked ([`Bounds::Checked`](crate::ir::Bounds)), the buffer's length (a
 //! hidden parameter) joins the count there: positions at or past `len - offset` are past the
 //! valid items. So a tile wholly inside the buffer still takes the unguarded (or vector) path
-//! after one comparison per thread, and the transposing algorithms' exchanges skip the same
+//! after one comparison per thread (a scalar load of a few items guards each item instead, on
+//! every tile: `scalar_moves` says why), and the transposing algorithms' exchanges skip the same
 //! positions the global accesses skip. Indices are 32-bit: the runtime passes a longer buffer's
 //! length as `u32::MAX`, and no valid position's index wraps, since each is below the length.
 
@@ -25,6 +26,10 @@ use crate::planner::TransferPlan;
 use crate::ptx::*;
 use smallvec::smallvec;
 use std::collections::HashMap;
+
+/// The most items a scalar load guards item by item on every tile, full or not (see
+/// `Emitter::scalar_moves`).
+const PREDICATED_LOAD_ITEMS: usize = 4;
 
 /// Where one thread's accesses go.
 struct Access {
@@ -417,11 +422,17 @@ impl Emitter<'_> {
     /// Scalar global accesses of every slot. With a valid count and several items, a thread
     /// whose every item is valid (all but the last tile's) takes an unguarded copy of the
     /// moves, the others one guarded item by item: no per-item predicate stays live across
-    /// what runs between a load and a store of the same tile.
+    /// what runs between a load and a store of the same tile. A load of at most
+    /// [`PREDICATED_LOAD_ITEMS`] items is guarded item by item on every tile instead: its
+    /// predicates die at its loads, their comparisons cost no more than the branch, and the
+    /// branch's join let ptxas hoist the loaded values' first uses (a shared atomic's address)
+    /// above a barrier that follows, so every warp waited for its loads before arriving there
+    /// (BENCHMARKS, "The block histogram's loads predicated").
     fn scalar_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
         let (plan, a) = (m.plan, m.a);
+        let few = m.is_load && regs.len() <= PREDICATED_LOAD_ITEMS;
         let rem = match a.valid {
-            Valid::Rem(rem) if regs.len() > 1 => rem,
+            Valid::Rem(rem) if regs.len() > 1 && !few => rem,
             _ => {
                 self.guarded_moves(m, regs, oob);
                 return;
