@@ -54,7 +54,7 @@ impl super::Ir {
     /// it or a view sharing its storage): a write, an atomic or a cluster access naming it,
     /// or an interned expression reading it. Conservative: an expression interned and never
     /// evaluated counts too.
-    pub fn shared_bytes_used(&self, a: ArrayId) -> bool {
+    pub(crate) fn shared_bytes_used(&self, a: ArrayId) -> bool {
         use super::{AtomicMemory, OpKind};
         use crate::ir::expr::ExprKind;
         let storage = self.array_storage(a);
