@@ -37,14 +37,6 @@ trait Sample: Element + DeviceElement {
     fn make(i: u64) -> Self;
 }
 
-/// `benches/cub/common.cuh`'s `mix64`.
-fn mix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 impl Sample for u8 {
     const ITEMS: u32 = 16;
     fn bin(x: Expr<u8>) -> Expr<u32> {
@@ -54,7 +46,7 @@ impl Sample for u8 {
         Some(self as usize)
     }
     fn make(i: u64) -> u8 {
-        mix64(i ^ (0xD1 << 40)) as u8
+        bench::mix64(i ^ (0xD1 << 40)) as u8
     }
 }
 
@@ -70,7 +62,7 @@ impl Sample for f32 {
             .then_some((self * BINS as f32) as usize)
     }
     fn make(i: u64) -> f32 {
-        (mix64(i ^ (0xD2 << 40)) >> 40) as f32 / 16_777_216.0
+        (bench::mix64(i ^ (0xD2 << 40)) >> 40) as f32 / 16_777_216.0
     }
 }
 

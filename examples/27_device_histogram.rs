@@ -32,22 +32,14 @@ const SEED_HISTOGRAM_U8: u64 = 0xD1;
 const SEED_HISTOGRAM_F32: u64 = 0xD2;
 const SEED_SEGMENTS: u64 = 0xD9;
 
-/// The harness's hash (`mix64` of `benches/cub/common.cuh`).
-fn mix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 /// The harness's `RandomBits<u8>`.
 fn random_byte(i: u64, seed: u64) -> u8 {
-    mix64(i ^ (seed << 40)) as u8
+    bench::mix64(i ^ (seed << 40)) as u8
 }
 
 /// The harness's `Pattern<float>`: 24 random bits scaled into [0, 1).
 fn pattern_f32(i: u64, seed: u64) -> f32 {
-    (mix64(i ^ (seed << 40)) >> 40) as f32 * (1.0 / 16_777_216.0) as f32
+    (bench::mix64(i ^ (seed << 40)) >> 40) as f32 * (1.0 / 16_777_216.0) as f32
 }
 
 /// Runs one histogram at `tuning`, checks it against `want`, and on a GPU returns its GB/s.

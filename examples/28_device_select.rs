@@ -32,25 +32,17 @@ use coopgraph::ir::{DType, Expr};
 use coopgraph::runtime::{Buffer, Device, DeviceElement};
 use std::sync::Arc;
 
-/// `benches/cub/common.cuh`'s `mix64`.
-fn mix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 /// device.cu's `RandomBits<u32>{kSeedSelectU32}`.
 fn select_u32(n: usize) -> Vec<u32> {
     (0..n as u64)
-        .map(|i| mix64(i ^ (0xD3 << 40)) as u32)
+        .map(|i| bench::mix64(i ^ (0xD3 << 40)) as u32)
         .collect()
 }
 
 /// device.cu's `Pattern<float>{kSeedSelectF32, 0}`.
 fn select_f32(n: usize) -> Vec<f32> {
     (0..n as u64)
-        .map(|i| (mix64(i ^ (0xD4 << 40)) >> 40) as f32 * (1.0 / 16_777_216.0))
+        .map(|i| (bench::mix64(i ^ (0xD4 << 40)) >> 40) as f32 * (1.0 / 16_777_216.0))
         .collect()
 }
 
@@ -61,7 +53,7 @@ fn runs_u32(n: usize) -> Vec<u32> {
     let mut previous = 0u32;
     let mut r = 0u64;
     while xs.len() < n {
-        let h = mix64(r ^ (0xD8 << 40));
+        let h = bench::mix64(r ^ (0xD8 << 40));
         let mut value = (h >> 32) as u32;
         if r > 0 && value == previous {
             value ^= 1;
