@@ -204,6 +204,53 @@ fn counts_and_tiles_past_the_end_stop_at_the_buffer() {
     );
 }
 
+/// A bounds-checked scalar load of at most four items a thread guards each item on every
+/// tile (one predicated load an item, no branch); one of more items branches between an
+/// unguarded copy for whole tiles and a guarded one. Either way a partial last tile moves only
+/// the elements the buffers hold (the simulator faults any access past them).
+#[test]
+fn loads_of_a_few_items_are_predicated_and_longer_ones_branch() {
+    let dev = device();
+    let mut batch = Batch::default();
+    for items in [2u32, 4, 5, 8] {
+        let mut k = KernelBuilder::new(format!("few_items_{items}"))
+            .block(48)
+            .items_per_thread(items);
+        let x = k.input::<u16>("x");
+        let y = k.output::<u32>("y");
+        let b = k.this_block();
+        let t = k.load_from(b, &x, Load::direct().oob_default(7));
+        let u = k.map(&t, |v| v.cast::<u32>() + 1u32);
+        k.store_to(b, &y, &u, Store::direct());
+        let kernel = k.build().expect("builds");
+        batch.add(&kernel);
+        let ptx = kernel.ptx(Arch::Sm90).expect("ptx");
+        let loads: Vec<&str> = (ptx.lines().map(str::trim))
+            .filter(|l| l.contains("ld.global"))
+            .collect();
+        let what = format!("{items} items: {loads:?}");
+        if items <= 4 {
+            assert_eq!(loads.len(), items as usize, "{what}");
+            assert!(loads.iter().all(|l| l.starts_with("@%p")), "{what}");
+        } else {
+            assert_eq!(loads.len(), 2 * items as usize, "{what}");
+            let guarded = loads.iter().filter(|l| l.starts_with("@%p")).count();
+            assert_eq!(guarded, items as usize, "{what}");
+        }
+        // Two blocks, the second's tile cut 5 items short by the input's end.
+        let tile = 48 * items as usize;
+        let n = 2 * tile - 5;
+        let xs: Vec<u16> = (0..n).map(|i| (i * 37 % 1000) as u16).collect();
+        let f = dev.compile(&kernel).expect("compile");
+        let x = dev.upload(&xs).expect("upload");
+        let mut y = dev.alloc_filled(n, SENTINEL as u32).expect("alloc");
+        f.launch_grid(2, (&x, &mut y)).expect("launch");
+        let want: Vec<u32> = xs.iter().map(|&v| u32::from(v) + 1).collect();
+        assert_same(&y.to_vec().expect("download"), &want, &what);
+    }
+    batch.finish();
+}
+
 /// Misaligned vector accesses fall back to scalar ones, which the length guards as well.
 #[test]
 fn vector_accesses_stop_at_the_end() {
