@@ -259,6 +259,13 @@ impl KernelBuilder {
         id
     }
 
+    /// Whether the next op goes inside a region (a branch, a loop, a tile loop, a scan's
+    /// callback) rather than the kernel body: there it may run again after the ops recorded
+    /// after it, so shared memory it overwrites may still be read by them.
+    fn inside_region(&self) -> bool {
+        self.cursor.len() > 1
+    }
+
     fn new_region(&mut self) -> RegionId {
         let id = RegionId(self.ir.regions.len() as u32);
         self.ir.regions.push(Vec::new());

@@ -185,7 +185,7 @@ impl KernelBuilder {
                 // touched them, or where the histogram is inside a region (a loop's body
                 // runs again after the ops it holds). Else no thread has touched them yet.
                 // The sort's passes hold barriers of their own before its zeroing.
-                if self.cursor.len() > 1 || self.ir.shared_bytes_used(counters.id()) {
+                if self.inside_region() || self.ir.shared_bytes_used(counters.id()) {
                     self.sync_block();
                 }
                 self.zero_bins(counters, bins, threads);

@@ -138,7 +138,7 @@ impl KernelBuilder {
             };
         }
         let (starts, total) = self.scan_with_aggregate(group, lengths, Scan::exclusive_sum());
-        if self.cursor.len() > 1 {
+        if self.inside_region() {
             // Inside a loop (or any region) the arrays may still be read by the decodes of
             // the last time round: they finish before the runs are overwritten. (The scan's
             // own barriers, where it has any, are the planner's to place or drop.)

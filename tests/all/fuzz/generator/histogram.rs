@@ -47,8 +47,8 @@ impl Gen {
             }
             let mut cap = if d.dt == DType::U8 { 256 } else { MOST_BINS };
             let again = round > 0 && kept.is_some();
-            if again {
-                cap = cap.min(kept.unwrap_or(cap));
+            if let (true, Some(len)) = (again, kept) {
+                cap = cap.min(len);
             }
             let bins = 1 + self.rng.below(u64::from(cap)) as u32;
             self.datas
