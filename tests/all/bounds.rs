@@ -204,7 +204,7 @@ fn counts_and_tiles_past_the_end_stop_at_the_buffer() {
     );
 }
 
-/// A bounds-checked scalar load of at most four items a thread guards each item on every
+/// A bounds-checked scalar load of at most sixteen items a thread guards each item on every
 /// tile (one predicated load an item, no branch); one of more items branches between an
 /// unguarded copy for whole tiles and a guarded one. Either way a partial last tile moves only
 /// the elements the buffers hold (the simulator faults any access past them).
@@ -212,7 +212,7 @@ fn counts_and_tiles_past_the_end_stop_at_the_buffer() {
 fn loads_of_a_few_items_are_predicated_and_longer_ones_branch() {
     let dev = device();
     let mut batch = Batch::default();
-    for items in [2u32, 4, 5, 8] {
+    for items in [2u32, 8, 16, 17, 20] {
         let mut k = KernelBuilder::new(format!("few_items_{items}"))
             .block(48)
             .items_per_thread(items);
@@ -229,7 +229,7 @@ fn loads_of_a_few_items_are_predicated_and_longer_ones_branch() {
             .filter(|l| l.contains("ld.global"))
             .collect();
         let what = format!("{items} items: {loads:?}");
-        if items <= 4 {
+        if items <= 16 {
             assert_eq!(loads.len(), items as usize, "{what}");
             assert!(loads.iter().all(|l| l.starts_with("@%p")), "{what}");
         } else {
