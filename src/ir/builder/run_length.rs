@@ -204,9 +204,9 @@ impl KernelBuilder {
     }
 
     /// The walk for a few items a thread: the run's value, its start and the next run's start
-    /// stay in registers, so a position in the same run as the one before reads no shared
-    /// memory (one offset and one value read per new run). Every index it reads is a run's
-    /// (clamped to the last), so the runs' arrays are marked inside and go unguarded.
+    /// stay in registers, each position stepping to the next run by selects (two shared reads
+    /// a position, no branch) and looping only past runs of length 0. Every index it reads is
+    /// a run's (clamped to the last), so the runs' arrays are marked inside and go unguarded.
     fn walk_in_registers<T: Element>(&mut self, runs: &Runs<T>, from: Expr<u32>, out: &Decoded<T>) {
         let (n, items) = (runs.runs, out.items.items);
         for id in [runs.values.id.index(), runs.offsets.id.index()] {
@@ -223,9 +223,19 @@ impl KernelBuilder {
         for i in 0..items {
             let p = first_at.clone() + i;
             if i > 0 {
-                // Onward while the next run starts at or before p (once per new run).
-                let onward = (r.get() + 1u32).lt(n) & end.get().le(p.clone());
-                self.while_(onward, |k| {
+                // Onward while the next run starts at or before p. The first step is taken
+                // by selects, its reads made whether it moves or not: a warp's lanes
+                // between them start a new run at nearly every position, so a branch would
+                // be taken anyway. Only runs of length 0 loop.
+                let onward = |r: &Var<u32>, end: &Var<u32>, p: &Expr<u32>| {
+                    (r.get() + 1u32).lt(n) & end.get().le(p.clone())
+                };
+                let moves = onward(&r, &end, &p);
+                self.set(&start, moves.clone().select(end.get(), start.get()));
+                self.set(&r, r.get() + moves.select(1u32, 0u32));
+                self.set(&end, next_start(r.get()));
+                self.set(&value, runs.values.read(r.get()));
+                self.while_(onward(&r, &end, &p), |k| {
                     k.set(&r, r.get() + 1u32);
                     k.set(&start, end.get());
                     k.set(&end, next_start(r.get()));
