@@ -20,8 +20,9 @@ use crate::ir::ops::*;
 
 /// Items a thread decodes at most for the walk that keeps its run in registers
 /// ([`KernelBuilder::run_length_decode`]); above it the walk rereads shared memory. Measured
-/// on an H100 (example 33, BENCHMARKS): at 4 items the register walk is 4-5% faster, at 16
-/// items 3-11% slower, at 8 items 5% faster with 128 threads and 5% slower with 256.
+/// on an H100 (example 33, BENCHMARKS): at 4 items the register walk is 4-5% faster; with
+/// its step by selects, 9-15% slower at 8 items and 12-20% at 16 ("The decode's search
+/// unclamped, its walk by selects").
 const REGISTER_WALK_ITEMS: u32 = 4;
 
 /// The window position a thread decodes first: its items are the `items` positions from it.
