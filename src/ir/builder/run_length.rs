@@ -229,15 +229,13 @@ impl KernelBuilder {
                 // items long, some lane of a warp starts a new run at nearly every position,
                 // so a branch round them would be taken anyway (runs of a hundred items would
                 // skip it three times in four; not measured). Only runs of length 0 loop.
-                let onward = |r: &Var<u32>, end: &Var<u32>, p: &Expr<u32>| {
-                    (r.get() + 1u32).lt(n) & end.get().le(p.clone())
-                };
-                let moves = onward(&r, &end, &p);
+                let onward = || (r.get() + 1u32).lt(n) & end.get().le(p.clone());
+                let moves = onward();
                 self.set(&start, moves.clone().select(end.get(), start.get()));
                 self.set(&r, r.get() + moves.select(1u32, 0u32));
                 self.set(&end, next_start(r.get()));
                 self.set(&value, runs.values.read(r.get()));
-                self.while_(onward(&r, &end, &p), |k| {
+                self.while_(onward(), |k| {
                     k.set(&r, r.get() + 1u32);
                     k.set(&start, end.get());
                     k.set(&end, next_start(r.get()));

@@ -123,7 +123,6 @@ const MOST_BINS: u32 = 600;
 
 /// One histogram the generator records: its bins and controls, whether its counters are
 /// `u64`, and whether it counts into the kept counters.
-#[derive(Clone)]
 struct Hist {
     bins: u32,
     controls: Histogram,
