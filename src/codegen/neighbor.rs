@@ -288,7 +288,8 @@ impl Emitter<'_> {
     /// Lowers a scatter of `[src, ranks, dst]`: with a hole value, each thread first writes it
     /// at the positions it reads back; the items go to their ranked tile positions (ranks past
     /// the tile skipped, unless the op says they are `inside` it by construction); then the
-    /// tile is read back in the result's arrangement (the plan's `read_back` form).
+    /// tile is read back in the result's arrangement (the plan's `read_back` form): item by
+    /// item, or, unpadded, a thread's run of 4 to 16 bytes as one vector access.
     pub(crate) fn scatter(
         &mut self,
         op: OpId,
@@ -347,12 +348,25 @@ impl Emitter<'_> {
                 offset: 0,
             });
         }
+        // The planner leaves the tile unpadded where a thread's read-back run is one vector
+        // (`PositionForm::vector_width`), which starts at a multiple of its length.
+        let vector = (form.vector_width(items, cp.elem_bytes))
+            .filter(|&w| cp.padding.is_none() && w * cp.elem_bytes <= cp.align())
+            .zip(first)
+            .map(|(w, a0)| (w as usize, a0));
         let mut steps = Steps::new(op, &cp.steps);
         if let Some(bits) = holes {
             self.enter_step(&mut steps)?;
             let hole = self.constant(d, bits);
-            for a in &back {
-                self.shared_access(false, d, a.clone(), hole);
+            match vector {
+                Some((w, a0)) => {
+                    self.vectors(false, Space::Shared, d, a0, &vec![hole; out.len()], w)
+                }
+                None => {
+                    for a in &back {
+                        self.shared_access(false, d, a.clone(), hole);
+                    }
+                }
             }
         }
         self.enter_step(&mut steps)?;
@@ -377,8 +391,13 @@ impl Emitter<'_> {
             self.shared_access_if(ok, false, d, a, v);
         }
         self.enter_step(&mut steps)?;
-        for (&o, a) in out.iter().zip(back) {
-            self.shared_access(true, d, a, o);
+        match vector {
+            Some((w, a0)) => self.vectors(true, Space::Shared, d, a0, &out, w),
+            None => {
+                for (&o, a) in out.iter().zip(back) {
+                    self.shared_access(true, d, a, o);
+                }
+            }
         }
         Ok(())
     }

@@ -272,9 +272,14 @@ fn choose_segment_padding(r: Raking, elem_bytes: u32) -> bool {
 /// read-back in the result's arrangement `to` (CUB's `BlockExchange::ScatterToBlocked` pads the
 /// same way): unpadded, a blocked read-back of `k` 32-bit items per thread meets `k`-way
 /// conflicts, as lane `t` reads position `t * k + i`. The writes by rank go anywhere and are
-/// not counted.
+/// not counted. A read-back whose thread's items make one vector access
+/// ([`PositionForm::vector_width`]) stays unpadded: its quarter, half or whole warps read
+/// 128 contiguous bytes each.
 fn scatter_padding(to: Arrangement, threads: u32, items: u32, elem_bytes: u32) -> bool {
-    let Some(layout) = layout_of(to, threads, items) else {
+    let vector = PositionForm::of(to, threads, items)
+        .and_then(|f| f.vector_width(items, elem_bytes))
+        .is_some();
+    let Some(layout) = layout_of(to, threads, items).filter(|_| !vector) else {
         return false;
     };
     let padded = SmemTransform::Pad { every: 32, pad: 1 };

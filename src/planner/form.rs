@@ -78,13 +78,20 @@ impl PositionForm {
     /// The width of the one vector access each thread can make of its items, unpadded: its
     /// items lie in consecutive slots (`item_stride` 1), start at a multiple of the run
     /// (every rank's term a multiple of `items`, so a region aligned to 16 bytes keeps the
-    /// vector aligned), and make one 8- or 16-byte run of 4- or 8-byte elements. Such a
-    /// side (a blocked arrangement of 2 or 4 words per thread, or 2 doublewords) takes the
-    /// least wavefronts a warp's run of that many bytes can take: each quarter (16 bytes
-    /// each) or half (8 bytes each) warp reads 128 contiguous bytes. `None` otherwise.
+    /// vector aligned), and make one 8- or 16-byte run of 4- or 8-byte elements, or one 4-,
+    /// 8- or 16-byte run of 1- or 2-byte elements (moved as 32-bit words, each element
+    /// unpacked or packed in registers). Such a side (a blocked arrangement
+    /// of 2 or 4 words per thread, 2 doublewords, or 4 to 16 bytes) takes the least
+    /// wavefronts a warp's run of that many bytes can take: each quarter (16 bytes each),
+    /// half (8 bytes each) or whole (4 bytes each) warp reads 128 contiguous bytes. `None`
+    /// otherwise.
     pub fn vector_width(&self, items: u32, bytes: u32) -> Option<u32> {
         let run = items.checked_mul(bytes)?;
-        let fits = matches!(bytes, 4 | 8) && items >= 2 && matches!(run, 8 | 16);
+        let fits = match bytes {
+            4 | 8 => items >= 2 && matches!(run, 8 | 16),
+            1 | 2 => matches!(run, 4 | 8 | 16),
+            _ => false,
+        };
         let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
         (fits && self.item_stride == 1 && aligned).then_some(items)
     }
@@ -337,19 +344,26 @@ mod tests {
     }
 
     #[test]
-    fn blocked_runs_of_8_or_16_bytes_are_one_vector() {
+    fn blocked_runs_of_8_or_16_bytes_or_packed_narrow_runs_are_one_vector() {
         let blocked = |scope, items| PositionForm::of(Arrangement::Blocked, scope, items);
         let width = |scope, items, bytes| blocked(scope, items)?.vector_width(items, bytes);
         assert_eq!(width(32, 4, 4), Some(4));
         assert_eq!(width(256, 2, 4), Some(2));
         assert_eq!(width(64, 2, 8), Some(2));
-        // 32 bytes a thread: two vectors whose quarter warps conflict two ways; 4 bytes: no
-        // vector; narrow elements are packed, not moved as vectors here.
+        // 32 bytes a thread: two vectors whose quarter warps conflict two ways; one word of
+        // a 4-byte element is no vector.
         assert_eq!(width(32, 8, 4), None);
         assert_eq!(width(32, 4, 8), None);
         assert_eq!(width(32, 1, 4), None);
-        assert_eq!(width(32, 4, 2), None);
         assert_eq!(width(32, 3, 4), None);
+        // Narrow elements move packed in words: 4, 8 or 16 bytes a thread.
+        assert_eq!(width(32, 4, 2), Some(4));
+        assert_eq!(width(32, 2, 2), Some(2));
+        assert_eq!(width(256, 16, 1), Some(16));
+        assert_eq!(width(96, 4, 1), Some(4));
+        assert_eq!(width(32, 2, 1), None);
+        assert_eq!(width(32, 32, 1), None);
+        assert_eq!(width(32, 6, 1), None);
         let striped = PositionForm::of(Arrangement::Striped { threads: 32 }, 32, 4).expect("form");
         assert_eq!(striped.vector_width(4, 4), None);
         // A thread's run must start at a multiple of its length: not so when the ranks' term

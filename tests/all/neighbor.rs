@@ -279,77 +279,118 @@ fn scatter_by_rank() {
 }
 
 /// A scatter's tile is padded (one slot per 32 positions) where its read-back meets bank
-/// conflicts unpadded: a blocked read-back of 2 or more 32-bit items per thread (lane `t` reads
-/// `t * k + i`, a `k`-way conflict at 16 items); not a striped one, nor one item per thread.
+/// conflicts unpadded: a blocked read-back of 32-bit items per thread that is no one vector
+/// (lane `t` reads `t * k + i`, a `k`-way conflict at 16 items); not a striped one, nor one
+/// item per thread. A blocked read-back of one 4-, 8- or 16-byte run a thread (2 or 4 words,
+/// 4 to 16 bytes, 2 to 8 halfwords) stays unpadded and reads its run as one vector access.
 /// Each shape scatters a permutation (`p -> 7p + 3 mod n`) and is checked against the CPU;
-/// each reads back from one address with immediate offsets.
+/// item by item, each reads back from one address with immediate offsets.
 #[test]
 fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
-    use coopgraph::ir::{Algorithm, Arrangement, Scatter};
     let mut batch = Batch::default();
-    let dev = device();
-    for (block, items, striped, padded) in [
-        (256u32, 16u32, false, true),
-        (256, 8, false, true),
-        (96, 4, false, true),
-        (64, 2, false, true),
-        (256, 1, false, false),
-        (256, 16, true, false),
-        (96, 4, true, false),
+    // (block, items, striped, padded, one vector)
+    for (block, items, striped, padded, vector) in [
+        (256u32, 16u32, false, true, false),
+        (256, 8, false, true, false),
+        (96, 4, false, false, true),
+        (64, 2, false, false, true),
+        (256, 1, false, false, false),
+        (256, 16, true, false, false),
+        (96, 4, true, false, false),
     ] {
-        let n = (block * items) as usize;
-        let to = if striped {
-            Arrangement::Striped { threads: block }
-        } else {
-            Arrangement::Blocked
-        };
-        let mut k = KernelBuilder::new(format!("scatter_pad_{block}x{items}_{striped}"))
-            .block(block)
-            .items_per_thread(items);
-        let (x, y) = (k.input::<u32>("x"), k.output::<u32>("y"));
-        let b = k.this_block();
-        let t = k.load_from(b, &x, Load::direct());
-        let position = coopgraph::ir::index::thread_rank() * items + coopgraph::ir::index::item();
-        let ranks = k.fill((position * 7u32 + 3u32) % n as u32);
-        let s = k.scatter(b, &t, &ranks, Scatter::to(to).permutation());
-        let alg = if striped {
-            Algorithm::Striped
-        } else {
-            Algorithm::Direct
-        };
-        k.store_to(b, &y, &s, Store::default().algorithm(alg));
-        let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
-        let c = kernel
-            .plan()
-            .collectives()
-            .values()
-            .flatten()
-            .next()
-            .cloned()
-            .expect("the scatter's plan");
-        assert_eq!(c.padding, padded.then_some(32), "{}", kernel.name());
-        batch.add(&kernel);
-        let xs: Vec<u32> = (0..n as u32)
-            .map(|i| i.wrapping_mul(2_654_435_761))
-            .collect();
-        let mut want = vec![0u32; n];
-        for (p, &v) in xs.iter().enumerate() {
-            want[(p * 7 + 3) % n] = v;
-        }
-        let f = dev.compile(&kernel).expect("compile");
-        let xb = dev.upload(&xs).expect("upload");
-        let mut yb = dev.alloc_filled(n, u32::MAX).expect("alloc");
-        f.launch_grid(1, (&xb, &mut yb)).expect("launch");
-        assert_same(&yb.to_vec().expect("download"), &want, kernel.name());
-        // Each thread's padded slots lie at the same distances from its first for every
-        // rank (the items fit between two pads, or nothing is padded): the read-back takes
-        // one address and an immediate offset for every other item.
-        let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
-        let loads: Vec<&str> = ptx.lines().filter(|l| l.contains("ld.shared")).collect();
-        assert_eq!(loads.len(), items as usize, "{ptx}");
-        let offset = loads.iter().filter(|l| l.contains('+')).count();
-        assert_eq!(offset, items as usize - 1, "{}: {loads:?}", kernel.name());
+        scatter_case::<u32>(&mut batch, block, items, striped, padded, vector);
     }
+    // Narrow items: a thread's 4, 8 or 16 bytes read back as one word or vector and
+    // unpacked, sign-extended where signed; 2 bytes a thread share words without conflict
+    // (no padding, item by item); 32 bytes a thread conflict unpadded.
+    for (block, items, striped, padded, vector) in [
+        (256u32, 16u32, false, false, true),
+        (96, 8, false, false, true),
+        (48, 4, false, false, true),
+        (256, 32, false, true, false),
+        (96, 2, false, false, false),
+        (96, 16, true, false, false),
+    ] {
+        scatter_case::<u8>(&mut batch, block, items, striped, padded, vector);
+        scatter_case::<i8>(&mut batch, block, items, striped, padded, vector);
+    }
+    for (block, items, vector) in [(160u32, 8u32, true), (96, 2, true), (64, 16, false)] {
+        scatter_case::<i16>(&mut batch, block, items, false, !vector, vector);
+    }
+}
+
+/// One shape of [`scatter_tiles_are_padded_where_the_read_back_conflicts`] with items of
+/// type `T`.
+fn scatter_case<T: coopgraph::runtime::DeviceElement>(
+    batch: &mut Batch,
+    block: u32,
+    items: u32,
+    striped: bool,
+    padded: bool,
+    vector: bool,
+) {
+    use coopgraph::ir::{Algorithm, Arrangement, Scatter};
+    let dev = device();
+    let n = (block * items) as usize;
+    let to = if striped {
+        Arrangement::Striped { threads: block }
+    } else {
+        Arrangement::Blocked
+    };
+    let mut k = KernelBuilder::new(format!(
+        "scatter_pad_{block}x{items}_{striped}_{:?}",
+        T::DTYPE
+    ))
+    .block(block)
+    .items_per_thread(items);
+    let (x, y) = (k.input::<T>("x"), k.output::<T>("y"));
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    let position = coopgraph::ir::index::thread_rank() * items + coopgraph::ir::index::item();
+    let ranks = k.fill((position * 7u32 + 3u32) % n as u32);
+    let s = k.scatter(b, &t, &ranks, Scatter::to(to).permutation());
+    let alg = if striped {
+        Algorithm::Striped
+    } else {
+        Algorithm::Direct
+    };
+    k.store_to(b, &y, &s, Store::default().algorithm(alg));
+    let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
+    let c = kernel
+        .plan()
+        .collectives()
+        .values()
+        .flatten()
+        .next()
+        .cloned()
+        .expect("the scatter's plan");
+    assert_eq!(c.padding, padded.then_some(32), "{}", kernel.name());
+    batch.add(&kernel);
+    let xs: Vec<T> = (0..n as u64)
+        .map(|i| T::from_bits(i.wrapping_mul(2_654_435_761) >> 3))
+        .collect();
+    let mut want = vec![T::from_bits(0); n];
+    for (p, &v) in xs.iter().enumerate() {
+        want[(p * 7 + 3) % n] = v;
+    }
+    let f = dev.compile(&kernel).expect("compile");
+    let xb = dev.upload(&xs).expect("upload");
+    let mut yb = dev.alloc_filled(n, T::from_bits(!0)).expect("alloc");
+    f.launch_grid(1, (&xb, &mut yb)).expect("launch");
+    assert_same(&yb.to_vec().expect("download"), &want, kernel.name());
+    let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+    let loads: Vec<&str> = ptx.lines().filter(|l| l.contains("ld.shared")).collect();
+    if vector {
+        // One access of the thread's whole run.
+        assert_eq!(loads.len(), 1, "{}: {loads:?}", kernel.name());
+        return;
+    }
+    // Each thread's padded slots lie at the same distances from its first for every rank
+    // (the items fit between two pads, or nothing is padded): the read-back takes one
+    // address and an immediate offset for every other item.
+    assert_eq!(loads.len(), items as usize, "{ptx}");
+    let offset = loads.iter().filter(|l| l.contains('+')).count();
+    assert_eq!(offset, items as usize - 1, "{}: {loads:?}", kernel.name());
 }
 
 /// Block shuffles also hand every rank the item shifted out of the tile.

@@ -142,6 +142,14 @@ pub(crate) struct Collective {
     offset: u32,
 }
 
+impl Collective {
+    /// What the slice's first byte is known to be aligned to: the window's 16 bytes, or
+    /// less where the slice's offset allows less.
+    pub(crate) fn align(&self) -> u32 {
+        1 << (self.offset | 16).trailing_zeros()
+    }
+}
+
 impl std::ops::Deref for Collective {
     type Target = CollectivePlan;
 

@@ -409,7 +409,12 @@ impl KernelBuilder {
                 .push(BuilderIssue::RadixSort { problem, loc });
             return (self.map(keys, |v| v), None);
         }
-        if key_bits <= 32 {
+        // Sort bits as wide as the key: narrow keys scatter through narrow shared words.
+        if key_bits <= 8 {
+            self.radix_passes::<K, u8, V>(group, keys, values, &controls, end, loc)
+        } else if key_bits <= 16 {
+            self.radix_passes::<K, u16, V>(group, keys, values, &controls, end, loc)
+        } else if key_bits <= 32 {
             self.radix_passes::<K, u32, V>(group, keys, values, &controls, end, loc)
         } else {
             self.radix_passes::<K, u64, V>(group, keys, values, &controls, end, loc)
