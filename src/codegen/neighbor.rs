@@ -10,6 +10,7 @@ use super::builder::{Emitter, Lowered, Steps, bits_or_float, class, segment_clam
 use super::expr::Ctx;
 use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
+use crate::planner::scatter_read_width;
 use crate::ptx::*;
 use std::collections::HashMap;
 
@@ -349,8 +350,8 @@ impl Emitter<'_> {
             });
         }
         // The planner leaves the tile unpadded where a thread's read-back run is one vector
-        // (`PositionForm::vector_width`), which starts at a multiple of its length.
-        let vector = (form.vector_width(items, cp.elem_bytes))
+        // (`scatter_read_width`), which starts at a multiple of its length.
+        let vector = scatter_read_width(&form, items, cp.elem_bytes, inside)
             .filter(|&w| cp.padding.is_none() && w * cp.elem_bytes <= cp.align())
             .zip(first)
             .map(|(w, a0)| (w as usize, a0));

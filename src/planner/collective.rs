@@ -169,8 +169,8 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
         };
         let raking = raking(&data.kind, threads);
         let padding = match &data.kind {
-            OpKind::Scatter { to, .. } => {
-                scatter_padding(*to, threads, src.items, elem_bytes).then_some(32)
+            OpKind::Scatter { to, inside, .. } => {
+                scatter_padding(*to, threads, src.items, elem_bytes, *inside).then_some(32)
             }
             _ => raking
                 .filter(|&r| choose_segment_padding(r, elem_bytes))
@@ -273,17 +273,41 @@ fn choose_segment_padding(r: Raking, elem_bytes: u32) -> bool {
 /// same way): unpadded, a blocked read-back of `k` 32-bit items per thread meets `k`-way
 /// conflicts, as lane `t` reads position `t * k + i`. The writes by rank go anywhere and are
 /// not counted. A read-back whose thread's items make one vector access
-/// ([`PositionForm::vector_width`]) stays unpadded: its quarter, half or whole warps read
-/// 128 contiguous bytes each.
-fn scatter_padding(to: Arrangement, threads: u32, items: u32, elem_bytes: u32) -> bool {
+/// ([`scatter_read_width`]) stays unpadded: its quarter, half or whole warps read 128
+/// contiguous bytes each.
+fn scatter_padding(
+    to: Arrangement,
+    threads: u32,
+    items: u32,
+    elem_bytes: u32,
+    inside: bool,
+) -> bool {
     let vector = PositionForm::of(to, threads, items)
-        .and_then(|f| f.vector_width(items, elem_bytes))
+        .and_then(|f| scatter_read_width(&f, items, elem_bytes, inside))
         .is_some();
     let Some(layout) = layout_of(to, threads, items).filter(|_| !vector) else {
         return false;
     };
     let padded = SmemTransform::Pad { every: 32, pad: 1 };
     padding_pays(&[layout], elem_bytes, 32, padded)
+}
+
+/// The width of the one vector access a scatter's read-back (of form `form`) makes of each
+/// thread's items, if it makes one: [`PositionForm::vector_width`], or, for a library sort's
+/// scatter (`inside`: every slot written, with defined values), narrow items packed in words
+/// ([`PositionForm::packed_width`]). The planner leaves such a tile unpadded and the lowering
+/// reads it so.
+pub(crate) fn scatter_read_width(
+    form: &PositionForm,
+    items: u32,
+    elem_bytes: u32,
+    inside: bool,
+) -> Option<u32> {
+    if inside {
+        form.packed_width(items, elem_bytes)
+    } else {
+        form.vector_width(items, elem_bytes)
+    }
 }
 
 /// A scatter's read-back form: the result's arrangement over the group.

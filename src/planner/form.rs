@@ -78,22 +78,31 @@ impl PositionForm {
     /// The width of the one vector access each thread can make of its items, unpadded: its
     /// items lie in consecutive slots (`item_stride` 1), start at a multiple of the run
     /// (every rank's term a multiple of `items`, so a region aligned to 16 bytes keeps the
-    /// vector aligned), and make one 8- or 16-byte run of 4- or 8-byte elements, or one 4-,
-    /// 8- or 16-byte run of 1- or 2-byte elements (moved as 32-bit words, each element
-    /// unpacked or packed in registers). Such a side (a blocked arrangement
-    /// of 2 or 4 words per thread, 2 doublewords, or 4 to 16 bytes) takes the least
-    /// wavefronts a warp's run of that many bytes can take: each quarter (16 bytes each),
-    /// half (8 bytes each) or whole (4 bytes each) warp reads 128 contiguous bytes. `None`
-    /// otherwise.
+    /// vector aligned), and make one 8- or 16-byte run of 4- or 8-byte elements. Such a
+    /// side (a blocked arrangement of 2 or 4 words per thread, or 2 doublewords) takes the
+    /// least wavefronts a warp's run of that many bytes can take: each quarter (16 bytes
+    /// each) or half (8 bytes each) warp reads 128 contiguous bytes. `None` otherwise.
     pub fn vector_width(&self, items: u32, bytes: u32) -> Option<u32> {
         let run = items.checked_mul(bytes)?;
-        let fits = match bytes {
-            4 | 8 => items >= 2 && matches!(run, 8 | 16),
-            1 | 2 => matches!(run, 4 | 8 | 16),
-            _ => false,
-        };
+        let fits = matches!(bytes, 4 | 8) && items >= 2 && matches!(run, 8 | 16);
         let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
         (fits && self.item_stride == 1 && aligned).then_some(items)
+    }
+
+    /// [`vector_width`](Self::vector_width), or for 1- and 2-byte elements the width of one
+    /// 4-, 8- or 16-byte run a thread moved as 32-bit words, each element unpacked from or
+    /// packed into its word in registers. A packed read takes whole words, so it suits only
+    /// tiles whose every slot was written with a defined value (a library sort's scatter):
+    /// the simulator tracks definedness by register, and a word with one undefined element
+    /// would make its neighbours read undefined.
+    pub fn packed_width(&self, items: u32, bytes: u32) -> Option<u32> {
+        let run = items.checked_mul(bytes)?;
+        let narrow = matches!(bytes, 1 | 2) && matches!(run, 4 | 8 | 16);
+        let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
+        if narrow && self.item_stride == 1 && aligned {
+            return Some(items);
+        }
+        self.vector_width(items, bytes)
     }
 
     /// How far each item's padded slot lies from item 0's (`padding`: one pad slot after
@@ -344,26 +353,19 @@ mod tests {
     }
 
     #[test]
-    fn blocked_runs_of_8_or_16_bytes_or_packed_narrow_runs_are_one_vector() {
+    fn blocked_runs_of_8_or_16_bytes_are_one_vector() {
         let blocked = |scope, items| PositionForm::of(Arrangement::Blocked, scope, items);
         let width = |scope, items, bytes| blocked(scope, items)?.vector_width(items, bytes);
         assert_eq!(width(32, 4, 4), Some(4));
         assert_eq!(width(256, 2, 4), Some(2));
         assert_eq!(width(64, 2, 8), Some(2));
-        // 32 bytes a thread: two vectors whose quarter warps conflict two ways; one word of
-        // a 4-byte element is no vector.
+        // 32 bytes a thread: two vectors whose quarter warps conflict two ways; 4 bytes: no
+        // vector; narrow elements are packed, not moved as vectors here.
         assert_eq!(width(32, 8, 4), None);
         assert_eq!(width(32, 4, 8), None);
         assert_eq!(width(32, 1, 4), None);
+        assert_eq!(width(32, 4, 2), None);
         assert_eq!(width(32, 3, 4), None);
-        // Narrow elements move packed in words: 4, 8 or 16 bytes a thread.
-        assert_eq!(width(32, 4, 2), Some(4));
-        assert_eq!(width(32, 2, 2), Some(2));
-        assert_eq!(width(256, 16, 1), Some(16));
-        assert_eq!(width(96, 4, 1), Some(4));
-        assert_eq!(width(32, 2, 1), None);
-        assert_eq!(width(32, 32, 1), None);
-        assert_eq!(width(32, 6, 1), None);
         let striped = PositionForm::of(Arrangement::Striped { threads: 32 }, 32, 4).expect("form");
         assert_eq!(striped.vector_width(4, 4), None);
         // A thread's run must start at a multiple of its length: not so when the ranks' term
@@ -373,6 +375,28 @@ mod tests {
             thread_terms: vec![(32, 1, 6)],
         };
         assert_eq!(odd.vector_width(4, 4), None);
+    }
+
+    #[test]
+    fn packed_runs_of_narrow_elements_are_one_word_or_vector() {
+        let blocked = |scope, items| PositionForm::of(Arrangement::Blocked, scope, items);
+        let width = |scope, items, bytes| blocked(scope, items)?.packed_width(items, bytes);
+        assert_eq!(width(256, 16, 1), Some(16));
+        assert_eq!(width(96, 8, 1), Some(8));
+        assert_eq!(width(48, 4, 1), Some(4));
+        assert_eq!(width(32, 4, 2), Some(4));
+        assert_eq!(width(32, 2, 2), Some(2));
+        assert_eq!(width(32, 8, 2), Some(8));
+        // 2 or 32 bytes, or a run of no power of two: item by item.
+        assert_eq!(width(32, 2, 1), None);
+        assert_eq!(width(32, 32, 1), None);
+        assert_eq!(width(32, 6, 1), None);
+        assert_eq!(width(32, 16, 2), None);
+        // Wide elements as `vector_width` has them.
+        assert_eq!(width(32, 4, 4), Some(4));
+        assert_eq!(width(32, 8, 4), None);
+        let striped = PositionForm::of(Arrangement::Striped { threads: 32 }, 32, 16).expect("form");
+        assert_eq!(striped.packed_width(16, 1), None);
     }
 
     #[test]

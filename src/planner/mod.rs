@@ -42,6 +42,7 @@ mod warp_groups;
 
 pub use alloc::Slice;
 pub use barrier::{Barrier, Hazard};
+pub(crate) use collective::scatter_read_width;
 pub use collective::{CollectivePlan, Raking};
 pub use error::PlanError;
 pub use exchange::{ExchangePlan, Turn};

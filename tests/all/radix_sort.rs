@@ -319,6 +319,55 @@ fn every_dtype_in_both_orders() {
     }
 }
 
+/// Keys of 8 and 16 bits sort through shared words of their own width, and each pass reads a
+/// thread's 4 to 16 bytes of keys back as one packed word or vector (the tile unpadded); at
+/// 32 bytes a thread, item by item from a padded tile. Each sorts correctly (blocks not
+/// multiples of 32, partial tiles, pairs) and assembles for every arch.
+#[test]
+fn narrow_keys_read_back_packed() {
+    // (block, items, key bits, what each pass's read-back of the keys looks like)
+    let cases: [(u32, u32, u32, &str); 6] = [
+        (256, 16, 8, "ld.shared.v4.b32"),
+        (96, 8, 8, "ld.shared.v2.b32"),
+        (160, 4, 8, "ld.shared.b32"),
+        (160, 8, 16, "ld.shared.v4.b32"),
+        (96, 2, 16, "ld.shared.b32"),
+        (64, 32, 8, "ld.shared.u8"),
+    ];
+    for (block, items, bits, read) in cases {
+        let case = Case {
+            valid: Some(block * items - 5),
+            ..full(block, items, bits)
+        };
+        let kernel = if bits == 8 {
+            sort_kernel::<u8, u32>(&case)
+        } else {
+            sort_kernel::<i16, u32>(&case)
+        };
+        let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+        assert!(ptx.contains(read), "{}: no {read}", kernel.name());
+        let bytes = match bits {
+            8 => "u8",
+            _ => "s16",
+        };
+        let narrow = ptx
+            .lines()
+            .filter(|l| l.contains(&format!("ld.shared.{bytes}")))
+            .count();
+        if read.ends_with("b32") {
+            assert_eq!(narrow, 0, "{}: keys read item by item", kernel.name());
+        } else {
+            assert!(narrow >= items as usize, "{}", kernel.name());
+        }
+        super::common::assemble_all(&kernel);
+        if bits == 8 {
+            run_case::<u8, u32>(device(), &kernel, &case).expect("runs");
+        } else {
+            run_case::<i16, u32>(device(), &kernel, &case).expect("runs");
+        }
+    }
+}
+
 /// Keys that do not arrive blocked (striped over the block, or within pairs of threads) are
 /// exchanged into blocked order before the passes: every pass ranks blocked positions. Keys with few distinct values show a pass that is not
 /// stable.
