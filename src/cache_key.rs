@@ -792,6 +792,7 @@ impl Canonical for OpData {
                 holes,
                 permutation,
                 inside,
+                defined,
             } => {
                 w.tag(12);
                 group.write(w);
@@ -803,6 +804,7 @@ impl Canonical for OpData {
                 w.opt(holes);
                 w.bool(*permutation);
                 w.bool(*inside);
+                w.bool(*defined);
             }
             OpKind::Exchange {
                 group,

@@ -11,6 +11,12 @@
 //! For `u8` samples each block counts the 256 raw values instead (no binning in the loop),
 //! and maps each raw value to its bin once, when it adds its counts: the bins come out the
 //! same, the formula applied to the value.
+//!
+//! Where a block counts at most [`LANE_COPIES_BINS`] counters, it keeps one copy of them per
+//! lane, interleaved (counter `c` of lane `l` at `c * 32 + l`): each of a warp's atomics
+//! then lands in its lane's own bank, where one copy would take a wavefront for every
+//! distinct counter sharing a bank (about 3.5 for random bytes). The copies are summed once,
+//! when the block adds its counts.
 
 use super::scan::check_tuning;
 use super::{AlgorithmError, HistogramBinning, HistogramSample, MapFn, Tuning};
@@ -24,6 +30,10 @@ use std::sync::Arc;
 /// blocks of 256 threads share an SM's shared memory with room to spare); beyond it the
 /// samples are counted straight into the counts by global atomics.
 pub const SHARED_BINS: u32 = 4096;
+
+/// The most counters a block keeps one copy of per lane (32 KiB of them): past it, one
+/// copy.
+pub const LANE_COPIES_BINS: u32 = 256;
 
 /// Threads of the kernel that zeroes the counts.
 const ZERO_THREADS: u32 = 256;
@@ -201,11 +211,19 @@ impl<T: HistogramSample> DeviceHistogram<T> {
         };
         let b = k.this_block();
         let rank = index::thread_rank();
-        let private = self
-            .privatized()
-            .map(|len| (len, k.shared_array::<u32>(len)));
+        let private = self.privatized();
+        let copies = match private {
+            Some(len) if len <= LANE_COPIES_BINS => 32,
+            _ => 1,
+        };
+        let private = private.map(|len| (len, k.shared_array::<u32>(len * copies)));
+        // Counter `c` of this thread's copy.
+        let slot = |c: Expr<u32>| match copies {
+            1 => c,
+            _ => c * copies + index::lane(),
+        };
         if let Some((len, local)) = &private {
-            k.for_range_step(rank.clone(), *len, threads, |k, j| {
+            k.for_range_step(rank.clone(), *len * copies, threads, |k, j| {
                 k.shared_write(local, j, 0u32)
             });
             k.sync_block();
@@ -235,7 +253,7 @@ impl<T: HistogramSample> DeviceHistogram<T> {
                     };
                     let add = |k: &mut KernelBuilder| match &private {
                         Some((_, local)) => {
-                            k.atomic(local, bin, Atomic::add(1u32));
+                            k.atomic(local, slot(bin), Atomic::add(1u32));
                         }
                         None => {
                             k.atomic(&counts, bin, Atomic::add(1u32));
@@ -254,7 +272,15 @@ impl<T: HistogramSample> DeviceHistogram<T> {
         if let Some((len, local)) = &private {
             k.sync_block();
             k.for_range_step(rank, *len, threads, |k, j| {
-                let c = local.read(j.clone());
+                // The copies of counter `j`, each thread starting at its own lane's so that
+                // a warp's reads fall in distinct banks.
+                let c = (0..copies)
+                    .map(|l| match copies {
+                        1 => local.read(j.clone()),
+                        _ => local.read(j.clone() * copies + ((j.clone() + l) & (copies - 1))),
+                    })
+                    .reduce(|a, b| a + b)
+                    .expect("at least one copy");
                 let (inside, bin) = if raw {
                     levels.bin::<T>(k, &T::from_raw(&j), bins)
                 } else {
@@ -459,13 +485,15 @@ impl<T: HistogramSample> PreparedHistogram<T> {
         Ok(())
     }
 
-    /// Counts `n` samples with `args`: a few blocks per SM, at most one per tile.
+    /// Counts `n` samples with `args`: as many blocks as the SMs hold at once (at most 2048
+    /// threads an SM, and as many as their shared counters allow), at most one per tile.
     fn sweep(&self, n: usize, args: ArgList<'_>) -> Result<(), Error> {
         if n == 0 {
             return Ok(());
         }
         let tiles = n.div_ceil(self.tile_items() as usize);
-        let per_sm = (2048 / self.tuning.threads).max(1) as usize;
+        let resident = self.count.max_active_blocks_per_sm()?;
+        let per_sm = (2048 / self.tuning.threads).min(resident).max(1) as usize;
         let sms = self.count.device().sm_count().max(1) as usize;
         self.count
             .launch_grid(tiles.min(sms * per_sm) as u32, args)?;

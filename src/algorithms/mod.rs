@@ -81,7 +81,9 @@ mod histogram;
 mod sample;
 mod segmented;
 pub use crate::error::HistogramBinning;
-pub use histogram::{DeviceHistogram, PreparedHistogram, SHARED_BINS, default_histogram_tuning};
+pub use histogram::{
+    DeviceHistogram, LANE_COPIES_BINS, PreparedHistogram, SHARED_BINS, default_histogram_tuning,
+};
 pub use sample::HistogramSample;
 pub use segmented::{DeviceSegmentedReduce, PreparedSegmentedReduce, default_segmented_tuning};
 

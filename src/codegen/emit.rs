@@ -465,8 +465,9 @@ impl Emitter<'_> {
                 dst,
                 holes,
                 inside,
+                defined,
                 ..
-            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes, *inside)?,
+            } => self.scatter(op, [*src, *ranks, *dst], *flags, *holes, *inside, *defined)?,
             OpKind::Exchange { src, dst, .. } => {
                 // The planned conversion of `src` already ran; its registers stand for `src`.
                 let dtype = ir.datas[dst.index()].dtype;

@@ -298,6 +298,7 @@ impl Emitter<'_> {
         flags: Option<crate::ir::DataId>,
         holes: Option<u64>,
         inside: bool,
+        defined: bool,
     ) -> Lowered {
         let d = self.ir.datas[src.index()].dtype;
         let x = self.data_regs(src).to_vec();
@@ -351,7 +352,7 @@ impl Emitter<'_> {
         }
         // The planner leaves the tile unpadded where a thread's read-back run is one vector
         // (`scatter_read_width`), which starts at a multiple of its length.
-        let vector = scatter_read_width(&form, items, cp.elem_bytes, inside)
+        let vector = scatter_read_width(&form, items, cp.elem_bytes, defined)
             .filter(|&w| cp.padding.is_none() && w * cp.elem_bytes <= cp.align())
             .zip(first)
             .map(|(w, a0)| (w as usize, a0));

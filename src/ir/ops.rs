@@ -676,6 +676,10 @@ pub enum OpKind {
         /// The ranks lie inside the tile by construction (a library sort's own), so the
         /// writes go unguarded; never set by the public controls, whose ranks are checked.
         inside: bool,
+        /// Every item holds a defined value (a library sort's sort bits), so a read-back may
+        /// take narrow items packed in words; never set by the public controls (a user's
+        /// partial tile may hold undefined items).
+        defined: bool,
     },
     /// `dst` holds `src`'s tile positions in arrangement `to` (through shared memory when the
     /// arrangements differ).

@@ -312,13 +312,15 @@ pub fn describe(ir: &Ir, op: OpId) -> String {
             holes,
             permutation,
             inside,
+            defined,
             ..
         } => format!(
-            "{dst} = scatter {src} by {ranks}{} to {to:?}{}{}{}",
+            "{dst} = scatter {src} by {ranks}{} to {to:?}{}{}{}{}",
             flags.map(|f| format!(" where {f}")).unwrap_or_default(),
             holes.map(|h| format!(" holes={h:#x}")).unwrap_or_default(),
             if *permutation { " permutation" } else { "" },
-            if *inside { " inside" } else { "" }
+            if *inside { " inside" } else { "" },
+            if *defined { " defined" } else { "" }
         ),
         OpKind::Neighbor(nb) => format!("{} = {:?} {}", nb.dst, nb.kind, nb.src),
         OpKind::Exchange { src, dst, to, .. } => format!("{dst} = exchange {src} to {to:?}"),

@@ -895,6 +895,7 @@ impl Verifier<'_> {
                 holes,
                 permutation,
                 inside: _,
+                defined: _,
             } => {
                 self.striped_group(*to, ir.groups[group.index()].kind, loc, op);
                 let items = ir.datas[src.index()].items;

@@ -169,8 +169,8 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
         };
         let raking = raking(&data.kind, threads);
         let padding = match &data.kind {
-            OpKind::Scatter { to, inside, .. } => {
-                scatter_padding(*to, threads, src.items, elem_bytes, *inside).then_some(32)
+            OpKind::Scatter { to, defined, .. } => {
+                scatter_padding(*to, threads, src.items, elem_bytes, *defined).then_some(32)
             }
             _ => raking
                 .filter(|&r| choose_segment_padding(r, elem_bytes))
@@ -280,10 +280,10 @@ fn scatter_padding(
     threads: u32,
     items: u32,
     elem_bytes: u32,
-    inside: bool,
+    defined: bool,
 ) -> bool {
     let vector = PositionForm::of(to, threads, items)
-        .and_then(|f| scatter_read_width(&f, items, elem_bytes, inside))
+        .and_then(|f| scatter_read_width(&f, items, elem_bytes, defined))
         .is_some();
     let Some(layout) = layout_of(to, threads, items).filter(|_| !vector) else {
         return false;
@@ -294,16 +294,16 @@ fn scatter_padding(
 
 /// The width of the one vector access a scatter's read-back (of form `form`) makes of each
 /// thread's items, if it makes one: [`PositionForm::vector_width`], or, for a library sort's
-/// scatter (`inside`: every slot written, with defined values), narrow items packed in words
+/// sort bits (`defined`: every slot written, with a defined value), narrow items packed in words
 /// ([`PositionForm::packed_width`]). The planner leaves such a tile unpadded and the lowering
 /// reads it so.
 pub(crate) fn scatter_read_width(
     form: &PositionForm,
     items: u32,
     elem_bytes: u32,
-    inside: bool,
+    defined: bool,
 ) -> Option<u32> {
-    if inside {
+    if defined {
         form.packed_width(items, elem_bytes)
     } else {
         form.vector_width(items, elem_bytes)

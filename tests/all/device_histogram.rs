@@ -327,3 +327,58 @@ fn both_barriers_are_needed() {
     let floats: Vec<f32> = (0..600).map(|i| (i % 97) as f32).collect();
     run_for::<f32, f32>(&floats, 0.0, 97.0, 97);
 }
+
+/// Counters kept one copy per lane (at most [`algorithms::LANE_COPIES_BINS`] of them) and one
+/// copy past that, at blocks of one warp, of three, and of 1024 threads (whose counters'
+/// sum takes one thread a counter, some threads none): the counts agree with the host's on
+/// tiles full and partial.
+#[test]
+fn lane_copies_at_any_block() {
+    let dev = device();
+    let mut rng = Rng::new(41);
+    for tuning in [
+        Tuning {
+            threads: 32,
+            items: 4,
+        },
+        Tuning {
+            threads: 96,
+            items: 32,
+        },
+        Tuning {
+            threads: 1024,
+            items: 1,
+        },
+    ] {
+        let tile = tuning.tile_items() as usize;
+        for bins in [
+            7,
+            algorithms::LANE_COPIES_BINS,
+            algorithms::LANE_COPIES_BINS + 1,
+        ] {
+            let even = DeviceHistogram::<i32>::even(bins)
+                .tuning(tuning)
+                .prepare(dev)
+                .expect("prepares");
+            let raw = DeviceHistogram::<u8>::even(bins)
+                .tuning(tuning)
+                .prepare(dev)
+                .expect("prepares");
+            for n in [tile - 1, 4 * tile + 3] {
+                let xs: Vec<i32> = (0..n).map(|_| (rng.next() % 1100) as i32 - 50).collect();
+                let x = dev.upload(&xs).expect("upload");
+                let mut counts = dev.upload(&vec![3u32; bins as usize]).expect("upload");
+                even.run_even(&x, &mut counts, 0, 1000).expect("runs");
+                let want = reference(&xs, bins, |v| i32::host_bin(v, 0, 1000, bins));
+                let what = format!("i32 {tuning:?} bins={bins} n={n}");
+                assert_eq!(counts.to_vec().expect("read"), want, "{what}");
+                let bytes: Vec<u8> = rng.vec(n);
+                let x = dev.upload(&bytes).expect("upload");
+                raw.run_even(&x, &mut counts, 0, 256).expect("runs");
+                let want = reference(&bytes, bins, |v| u8::host_bin(v, 0, 256, bins));
+                let what = format!("u8 {tuning:?} bins={bins} n={n}");
+                assert_eq!(counts.to_vec().expect("read"), want, "{what}");
+            }
+        }
+    }
+}

@@ -636,6 +636,7 @@ pub struct Scatter<T: Element> {
     holes: Option<T>,
     permutation: bool,
     inside: bool,
+    defined: bool,
 }
 
 impl<T: Element> Scatter<T> {
@@ -647,6 +648,7 @@ impl<T: Element> Scatter<T> {
             holes: None,
             permutation: false,
             inside: false,
+            defined: false,
         }
     }
 
@@ -717,6 +719,13 @@ impl<T: Element> Scatter<T> {
         self.inside = true;
         self
     }
+
+    /// Marks every item as holding a defined value (a library sort's sort bits, padding
+    /// included), so the read-back may take narrow items packed in words.
+    pub(crate) fn defined(mut self) -> Self {
+        self.defined = true;
+        self
+    }
 }
 
 impl KernelBuilder {
@@ -778,6 +787,7 @@ impl KernelBuilder {
                 holes: controls.holes.map(|v| v.to_bits()),
                 permutation: controls.permutation,
                 inside: controls.inside,
+                defined: controls.defined,
             },
             loc,
         );

@@ -541,7 +541,9 @@ impl KernelBuilder {
             };
             return (bits, values);
         }
-        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).inside());
+        // The sort bits are defined at every position (padding included); the values may
+        // not be, past a valid count.
+        let bits = self.scatter(group, bits, &ranks, Scatter::to(to).inside().defined());
         let values = match values {
             Some(v) => Some(self.scatter(group, v, &ranks, Scatter::to(to).inside())),
             None => None,

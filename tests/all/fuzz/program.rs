@@ -788,8 +788,9 @@ impl Printer<'_> {
                 to,
                 holes,
                 permutation,
-                // Set only inside the library's sorts; the public controls cannot ask for it.
+                // Set only inside the library's sorts; the public controls cannot ask for them.
                 inside: _,
+                defined: _,
             } => {
                 self.declare(*src);
                 self.declare(*ranks);

@@ -789,6 +789,8 @@ impl<'a> Block<'a> {
                 holes,
                 permutation,
                 inside,
+                // How the read-back moves the items, not what it reads.
+                defined: _,
             } => {
                 let c = collective::ScatterOp {
                     group: *group,
