@@ -145,6 +145,16 @@ impl RadixSort {
     }
 }
 
+/// The most keys a thread may hold for a sort of 8- or 16-bit keys to scatter its sort bits
+/// at the key's width (and read them back packed in words); more keys a thread scatter them
+/// as 32-bit words. Measured on an H100 with the sort-form block histogram of bytes (GB/s,
+/// byte sort bits against 32-bit ones, two runs each): 4 items a thread 176 -> 189 (128
+/// threads) and 188 -> 194 (256), but 16 items 273 -> 259 and 249 -> 235, and 8 items
+/// 241 -> 247 and 239 -> 231 (not profiled: likely the byte stores of one digit's keys,
+/// which neighbouring lanes hold at neighbouring ranks when a thread holds many, share
+/// words).
+const NARROW_SORT_BITS_ITEMS: u32 = 4;
+
 /// A literal of the sort-bits type from the low bits of `v`.
 pub(super) fn lit<B: Element>(v: u64) -> Expr<B> {
     Expr::lit(B::from_bits(v))
@@ -409,10 +419,12 @@ impl KernelBuilder {
                 .push(BuilderIssue::RadixSort { problem, loc });
             return (self.map(keys, |v| v), None);
         }
-        // Sort bits as wide as the key: narrow keys scatter through narrow shared words.
-        if key_bits <= 8 {
+        // Sort bits as wide as the key where a thread holds few keys: narrow keys scatter
+        // through narrow shared words and read back packed.
+        let narrow = keys.items <= NARROW_SORT_BITS_ITEMS;
+        if key_bits <= 8 && narrow {
             self.radix_passes::<K, u8, V>(group, keys, values, &controls, end, loc)
-        } else if key_bits <= 16 {
+        } else if key_bits <= 16 && narrow {
             self.radix_passes::<K, u16, V>(group, keys, values, &controls, end, loc)
         } else if key_bits <= 32 {
             self.radix_passes::<K, u32, V>(group, keys, values, &controls, end, loc)
