@@ -274,13 +274,11 @@ impl<T: HistogramSample> DeviceHistogram<T> {
             k.for_range_step(rank, *len, threads, |k, j| {
                 // The copies of counter `j`, each thread starting at its own lane's so that
                 // a warp's reads fall in distinct banks.
-                let c = (0..copies)
-                    .map(|l| match copies {
-                        1 => local.read(j.clone()),
-                        _ => local.read(j.clone() * copies + ((j.clone() + l) & (copies - 1))),
-                    })
-                    .reduce(|a, b| a + b)
-                    .expect("at least one copy");
+                let copy = |l: u32| match copies {
+                    1 => local.read(j.clone()),
+                    _ => local.read(j.clone() * copies + ((j.clone() + l) & (copies - 1))),
+                };
+                let c = (1..copies).fold(copy(0), |sum, l| sum + copy(l));
                 let (inside, bin) = if raw {
                     levels.bin::<T>(k, &T::from_raw(&j), bins)
                 } else {

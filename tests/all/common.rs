@@ -247,6 +247,15 @@ pub fn same<T: Element>(a: T, b: T) -> bool {
     a.to_bits() == b.to_bits() || (is_nan(a) && is_nan(b))
 }
 
+/// The plan of `kernel`'s first block-wide collective (panics when it has none).
+pub fn first_collective(kernel: &coopgraph::Kernel) -> coopgraph::planner::CollectivePlan {
+    let plan = kernel.plan();
+    let first = plan.collectives().values().flatten().next();
+    first
+        .cloned()
+        .unwrap_or_else(|| panic!("{}: no collective", kernel.name()))
+}
+
 /// Asserts two slices are equal element by element (see [`same`]), naming the first
 /// difference.
 pub fn assert_same<T: Element>(actual: &[T], expected: &[T], what: &str) {

@@ -1,7 +1,7 @@
 //! Adjacent differences, discontinuity flags and block shuffles over blocks, warps and
 //! logical warps, against a CPU reference in position order.
 
-use super::common::{Batch, Rng, assemble_all, assert_same, compiled, device};
+use super::common::{Batch, Rng, assemble_all, assert_same, compiled, device, first_collective};
 use coopgraph::ir::{Difference, Expr, Flags, Group, GroupKind, Shuffle};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
@@ -353,14 +353,7 @@ fn scatter_case<T: coopgraph::runtime::DeviceElement>(
     };
     k.store_to(b, &y, &s, Store::default().algorithm(alg));
     let kernel = k.build().unwrap_or_else(|e| panic!("{e}"));
-    let c = kernel
-        .plan()
-        .collectives()
-        .values()
-        .flatten()
-        .next()
-        .cloned()
-        .expect("the scatter's plan");
+    let c = first_collective(&kernel);
     assert_eq!(c.padding, padded.then_some(32), "{}", kernel.name());
     batch.add(&kernel);
     let xs: Vec<T> = (0..n as u64)

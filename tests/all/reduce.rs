@@ -1,7 +1,7 @@
 //! Reductions over blocks, warps and logical warps: every operator, block algorithm, dtype,
 //! valid count and broadcast, against a CPU fold in position order.
 
-use super::common::{Batch, Rng, assert_same, device};
+use super::common::{Batch, Rng, assert_same, device, first_collective};
 use coopgraph::ir::{Expr, Group, GroupKind, Reduce, ReduceAlgorithm};
 use coopgraph::runtime::DeviceElement;
 use coopgraph::{KernelBuilder, Load, Store};
@@ -399,14 +399,7 @@ fn raking_entries_are_padded_where_segments_conflict() {
         // A reduction's result is at rank 0 only: store the first position alone.
         k.store_to(b, &y, &r, Store::direct().offset(0u32).valid_items(1u32));
         let kernel = k.build().expect("builds");
-        let c = kernel
-            .plan()
-            .collectives()
-            .values()
-            .flatten()
-            .next()
-            .cloned()
-            .expect("a collective plan");
+        let c = first_collective(&kernel);
         assert!(kernel.explain().contains("raked in segments of"));
         let raking = c.raking.expect("a raking split");
         assert_eq!(c.padding, c.padding.and(Some(raking.segment)));
