@@ -85,8 +85,13 @@ impl PositionForm {
     pub fn vector_width(&self, items: u32, bytes: u32) -> Option<u32> {
         let run = items.checked_mul(bytes)?;
         let fits = matches!(bytes, 4 | 8) && items >= 2 && matches!(run, 8 | 16);
-        let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
-        (fits && self.item_stride == 1 && aligned).then_some(items)
+        (fits && self.one_aligned_run(items)).then_some(items)
+    }
+
+    /// Whether each thread's `items` items lie in consecutive slots starting at a multiple
+    /// of `items` (every rank's term a multiple of it).
+    fn one_aligned_run(&self, items: u32) -> bool {
+        self.item_stride == 1 && self.thread_terms.iter().all(|&(_, _, s)| s % items == 0)
     }
 
     /// [`vector_width`](Self::vector_width), or for 1- and 2-byte elements the width of one
@@ -98,8 +103,7 @@ impl PositionForm {
     pub fn packed_width(&self, items: u32, bytes: u32) -> Option<u32> {
         let run = items.checked_mul(bytes)?;
         let narrow = matches!(bytes, 1 | 2) && matches!(run, 4 | 8 | 16);
-        let aligned = self.thread_terms.iter().all(|&(_, _, s)| s % items == 0);
-        if narrow && self.item_stride == 1 && aligned {
+        if narrow && self.one_aligned_run(items) {
             return Some(items);
         }
         self.vector_width(items, bytes)
