@@ -221,10 +221,8 @@ impl<T: ScanElement> DeviceReduce<T> {
         for t in &space {
             super::scan::check_tuning(*t)?;
         }
-        let [_, fold] = self.kernels()?;
         let mut work = ReduceWork {
             reduce: self,
-            fold: device.compile(&fold)?,
             x,
             out: device.alloc_zeroed::<T>(1)?,
             ws: Workspace::new(&device)?,
@@ -232,17 +230,16 @@ impl<T: ScanElement> DeviceReduce<T> {
         let build = |t: &Tuning| self.tiles_kernel(*t);
         let tuned = tuner.tune(x.len() as u64, &space, build, &mut work)?;
         Ok(Tuned {
-            prepared: self.prepared_with(tuned.function, work.fold, tuned.config),
+            prepared: self.prepared_with(tuned.function, tuned.config),
             source: tuned.source,
             median: tuned.median,
         })
     }
 }
 
-/// The tuning problem of a reduction: one input, its loaded fold, a result, a workspace.
+/// The tuning problem of a reduction: one input, a result, a workspace.
 struct ReduceWork<'a, T: ScanElement> {
     reduce: &'a DeviceReduce<T>,
-    fold: Function,
     x: &'a Buffer<T>,
     out: Buffer<T>,
     ws: Workspace,
@@ -257,7 +254,7 @@ impl<T: ScanElement> Workload<Tuning> for ReduceWork<'_, T> {
     }
 
     fn launch(&mut self, function: &Function, tuning: &Tuning) -> Result<(), Error> {
-        let r = (self.reduce).prepared_with(function.clone(), self.fold.clone(), *tuning);
+        let r = (self.reduce).prepared_with(function.clone(), *tuning);
         r.run_into(self.x, &mut self.out, &mut self.ws).map(|_| ())
     }
 

@@ -1,7 +1,10 @@
-//! The device-wide reduction: each block folds a contiguous run of tiles into one partial;
-//! then one block folds the partials in block order. Two launches, deterministic for any
-//! operator: the same length, tuning and device (its SM count sets the grid) give the same
-//! tree of operations, so floats come out bit for bit the same on every run.
+//! The device-wide reduction, in one launch: each block folds a contiguous run of tiles into
+//! one partial and writes it; then it takes a ticket from the workspace's counter (an atomic
+//! add with acquire-release order, after its partial), and the block whose ticket is the
+//! grid's last folds every block's partial, in block order, and writes the result. No second
+//! launch waits for the first to drain. Deterministic for any operator: the same length,
+//! tuning and device (its SM count sets the grid) give the same tree of operations, so floats
+//! come out bit for bit the same on every run, whichever block finishes last.
 //!
 //! A custom operator, and the minimum and maximum of floats, fold each tile in element order
 //! and the tiles in order, through a tile loaded blocked (a warp transpose). Sums, and the
@@ -9,22 +12,18 @@
 //! rounding, as CUB's): each thread folds its share of the block's tiles, read in 16-byte
 //! runs with the threads side by side, and the block combines the threads' values once.
 //!
-//! A grid of a few blocks per SM keeps the partials few (hundreds), so the second launch is
-//! one tile of one block.
+//! A grid of a few blocks per SM keeps the partials few (hundreds): the last block's fold
+//! reads a handful a thread.
 
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
-use crate::ir::{Element, Expr, Group, Input, Scalar, ThreadData, index};
+use crate::ir::{
+    Atomic, Element, Expr, Group, Input, MemoryOrder, Output, Reduce, Scalar, ThreadData, index,
+};
 use crate::runtime::{Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load};
 use std::fmt;
 use std::sync::Arc;
-
-/// Threads and items per thread of the kernel that folds the partials.
-const FOLD: Tuning = Tuning {
-    threads: 256,
-    items: 4,
-};
 
 /// Blocks per SM of the kernel that reads the input.
 const BLOCKS_PER_SM: usize = 4;
@@ -86,30 +85,23 @@ impl<T: ScanElement> DeviceReduce<T> {
         chosen::<T>(self.tuning)
     }
 
-    /// The two kernels, built: the tiles' partials, and the fold of the partials.
-    pub fn kernels(&self) -> Result<[Kernel; 2], Error> {
+    /// The kernels it launches, built: one, which reads the tiles and folds the partials.
+    pub fn kernels(&self) -> Result<[Kernel; 1], Error> {
         let tuning = self.chosen();
         check_tuning(tuning)?;
-        Ok([self.tiles_kernel(tuning)?, self.fold_kernel()?])
+        Ok([self.tiles_kernel(tuning)?])
     }
 
-    /// Builds both kernels and loads them on `device` (from its cache when loaded before).
+    /// Builds the kernel and loads it on `device` (from its cache when loaded before).
     pub fn prepare(&self, device: &Device) -> Result<PreparedReduce<T>, Error> {
-        let [tiles, fold] = self.kernels()?;
-        let fold = device.compile(&fold)?;
-        Ok(self.prepared_with(device.compile(&tiles)?, fold, self.chosen()))
+        let [tiles] = self.kernels()?;
+        Ok(self.prepared_with(device.compile(&tiles)?, self.chosen()))
     }
 
-    /// The reduction prepared from its two loaded kernels, the first built with `tuning`.
-    pub(super) fn prepared_with(
-        &self,
-        tiles: Function,
-        fold: Function,
-        tuning: Tuning,
-    ) -> PreparedReduce<T> {
+    /// The reduction prepared from its loaded kernel, built with `tuning`.
+    pub(super) fn prepared_with(&self, tiles: Function, tuning: Tuning) -> PreparedReduce<T> {
         PreparedReduce {
             tiles,
-            fold,
             tuning,
             _t: std::marker::PhantomData,
         }
@@ -117,21 +109,17 @@ impl<T: ScanElement> DeviceReduce<T> {
 
     /// `partials[b]` = the fold of block `b`'s tiles `b * per .. (b + 1) * per` (packed in 64
     /// bits): each tile in element order and the tiles in order, or in any order where the
-    /// operator allows it ([`any_order_tiles_kernel`](Self::any_order_tiles_kernel)).
+    /// operator allows it ([`any_order_tiles_kernel`](Self::any_order_tiles_kernel)); then
+    /// the last block to finish writes the fold of the partials to `out[0]` ([`TilesHead::finish`]).
     pub(super) fn tiles_kernel(&self, tuning: Tuning) -> Result<Kernel, Error> {
         if let Some(identity) = self.op.any_order_identity() {
             return self.any_order_tiles_kernel(tuning, identity);
         }
         let tile_items = tuning.tile_items();
-        let TilesHead {
-            mut k,
-            x,
-            partials,
-            n,
-            b,
-            first,
-            end,
-        } = TilesHead::<T>::new("", tuning);
+        let mut head = TilesHead::<T>::new("", tuning);
+        let (x, n, b) = (head.x, head.n, head.b);
+        let (first, end) = (head.first.clone(), head.end.clone());
+        let k = &mut head.k;
         let first_thread = index::thread_rank().eq(0u32);
         let carry = k.var(Expr::lit(T::default()));
         k.for_range(first.clone(), end, |k, tile| {
@@ -155,10 +143,7 @@ impl<T: ScanElement> DeviceReduce<T> {
                 );
             });
         });
-        k.if_(first_thread, |k| {
-            k.write(&partials, index::block_index(), T::pack(&carry.get()));
-        });
-        k.build()
+        head.finish(&self.op, carry.get())
     }
 
     /// The first launch for an operator whose result does not depend on the order it
@@ -176,15 +161,10 @@ impl<T: ScanElement> DeviceReduce<T> {
         while items % v != 0 {
             v /= 2;
         }
-        let TilesHead {
-            mut k,
-            x,
-            partials,
-            n,
-            b,
-            first,
-            end,
-        } = TilesHead::<T>::new("any_order_", tuning);
+        let mut head = TilesHead::<T>::new("any_order_", tuning);
+        let (x, n, b) = (head.x, head.n, head.b);
+        let (first, end) = (head.first.clone(), head.end.clone());
+        let k = &mut head.k;
         let t = index::thread_rank();
         // The block's full tiles end here; a partial one (the input's last) may follow.
         let full_end = end.clone().min(n.expr() / tile_items);
@@ -223,57 +203,28 @@ impl<T: ScanElement> DeviceReduce<T> {
         let part = k.thread_data_n::<T>(1);
         k.set_item(&part, 0, acc.get());
         let r = k.reduce(b, &part, self.op.reduce());
-        k.if_(t.eq(0u32), |k| {
-            k.write(&partials, index::block_index(), T::pack(&r.item(0)));
-        });
-        k.build()
-    }
-
-    /// `out[0]` = the fold of `words[0..m]` in order, by one block.
-    fn fold_kernel(&self) -> Result<Kernel, Error> {
-        let Tuning { threads, items } = FOLD;
-        let name = format!("device_reduce_fold_{}", T::DTYPE);
-        let mut k = KernelBuilder::new(name)
-            .block(threads)
-            .items_per_thread(items);
-        let (words, m) = (k.buffer::<u64>("words"), k.scalar::<u32>("m"));
-        let out = k.output::<T>("out");
-        let b = k.this_block();
-        let first = index::thread_rank().eq(0u32);
-        let carry = k.var(Expr::lit(T::default()));
-        k.tiles(m, |k, tile| {
-            let load = Load::warp_transpose()
-                .valid_items(tile.valid.clone())
-                .oob_default(0u64);
-            let w = k.load_from(b, &words, load);
-            let t = k.map(&w, |w| T::unpack(&w));
-            let r = fold(k, b, &self.op, &t, tile.valid.clone());
-            k.if_(first.clone(), |k| {
-                k.if_else(
-                    tile.index.eq(0u32),
-                    |k| k.set(&carry, r.item(0)),
-                    |k| k.set(&carry, self.op.apply(carry.get(), r.item(0))),
-                );
-            });
-        });
-        k.if_(first, |k| k.write(&out, 0u32, carry.get()));
-        k.build()
+        head.finish(&self.op, r.item(0))
     }
 }
 
-/// What both first-launch kernels begin with: their parameters (`x`, `partials`, `n`,
-/// `per`, in that order) and the tiles `first .. end` of the block's run.
-struct TilesHead<T: Element> {
+/// What both forms of the kernel begin and end with: their parameters (`x`, `partials`, `n`,
+/// `per`, `status`, `base`, `out`, in that order), the tiles `first .. end` of the block's run,
+/// and the fold of the blocks' partials by the last block ([`finish`](Self::finish)).
+struct TilesHead<T: ScanElement> {
     k: KernelBuilder,
     x: Input<T>,
     partials: crate::ir::Buffer<u64>,
     n: Scalar<u32>,
+    status: crate::ir::Buffer<u64>,
+    base: Scalar<u64>,
+    out: Output<T>,
     b: Group,
+    threads: u32,
     first: Expr<u32>,
     end: Expr<u32>,
 }
 
-impl<T: Element> TilesHead<T> {
+impl<T: ScanElement> TilesHead<T> {
     /// The kernel `device_reduce_tiles_{form}{dtype}_{threads}x{items}`.
     fn new(form: &str, tuning: Tuning) -> Self {
         let Tuning { threads, items } = tuning;
@@ -284,6 +235,8 @@ impl<T: Element> TilesHead<T> {
             .items_per_thread(items);
         let (x, partials) = (k.input::<T>("x"), k.buffer::<u64>("partials"));
         let (n, per) = (k.scalar::<u32>("n"), k.scalar::<u32>("per"));
+        let (status, base) = (k.buffer::<u64>("status"), k.scalar::<u64>("base"));
+        let out = k.output::<T>("out");
         let b = k.this_block();
         let tiles = (n.expr() + (tile_items - 1)) / tile_items;
         let first = index::block_index() * per.expr();
@@ -293,10 +246,56 @@ impl<T: Element> TilesHead<T> {
             x,
             partials,
             n,
+            status,
+            base,
+            out,
             b,
+            threads,
             first,
             end,
         }
+    }
+
+    /// Ends the kernel: thread 0 writes `partial` (the block's fold, valid at thread 0) to
+    /// `partials[block]` and takes a ticket from the counter in word 0 of `status`, with
+    /// acquire-release order (the write happens before the ticket; every partial whose ticket
+    /// came earlier is visible after it). The block that takes the grid's last ticket (less
+    /// `base`, where this call's tickets start) folds the partials in block order: thread `t`
+    /// folds its run of consecutive partials (plain reads, ordered after the other blocks'
+    /// writes by thread 0's acquire and the block barrier of the broadcast), and the block
+    /// folds the threads' values in rank order into `out[0]`.
+    fn finish(mut self, op: &Op<T>, partial: Expr<T>) -> Result<Kernel, Error> {
+        let k = &mut self.k;
+        let t = index::thread_rank();
+        let blocks = index::grid_blocks();
+        let last = k.thread_data_n::<u32>(1);
+        k.set_item(&last, 0, 0u32);
+        k.if_(t.eq(0u32), |k| {
+            k.write(&self.partials, index::block_index(), T::pack(&partial));
+            let ticket = Atomic::add(1u64).order(MemoryOrder::AcqRel);
+            let taken = k.atomic(&self.status, 0u32, ticket);
+            let rank = (taken - self.base.expr()).cast::<u32>();
+            k.set_item(&last, 0, rank.eq(blocks.clone() - 1u32).select(1u32, 0u32));
+        });
+        let last = k.reduce(self.b, &last, Reduce::sum().broadcast()).item(0);
+        let threads = self.threads;
+        k.if_(last.eq(1u32), |k| {
+            let run = (blocks.clone() + (threads - 1)) / threads;
+            let start = t.clone() * run.clone();
+            let mine = (blocks.clone() - blocks.clone().min(start.clone())).min(run.clone());
+            let acc = k.var(Expr::lit(T::default()));
+            k.for_range(0u32, mine, |k, j| {
+                let v = T::unpack(&self.partials.at(start.clone() + j.clone()));
+                let joined = op.apply(acc.get(), v.clone());
+                k.set(&acc, j.eq(0u32).select(v, joined));
+            });
+            let part = k.thread_data_n::<T>(1);
+            k.set_item(&part, 0, acc.get());
+            let holders = (blocks.clone() + (run.clone() - 1u32)) / run;
+            let r = k.reduce(self.b, &part, op.reduce().valid_items(holders));
+            k.if_(t.eq(0u32), |k| k.write(&self.out, 0u32, r.item(0)));
+        });
+        self.k.build()
     }
 }
 
@@ -334,14 +333,13 @@ pub(super) fn fold<T: Element>(
 /// use coopgraph::runtime::Device;
 ///
 /// let r = DeviceReduce::new(Op::<u64>::max());
-/// assert_eq!(r.kernels()?.len(), 2);
+/// assert_eq!(r.kernels()?.len(), 1);
 /// assert_eq!(r.prepare(&Device::sim())?.tile_items(), 4096);
 /// # Ok::<(), coopgraph::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct PreparedReduce<T: ScanElement> {
     tiles: Function,
-    fold: Function,
     tuning: Tuning,
     _t: std::marker::PhantomData<fn() -> T>,
 }
@@ -361,8 +359,7 @@ impl<T: ScanElement> PreparedReduce<T> {
     }
 
     /// The reduction of all of `x` (`None` when it is empty), working in `ws`: one launch
-    /// for the blocks' partials, one of a single block for their fold, and a read of the
-    /// result ([`run_into`](Self::run_into) leaves it on the device).
+    /// and a read of the result ([`run_into`](Self::run_into) leaves it on the device).
     ///
     /// ```
     /// use coopgraph::algorithms::{DeviceReduce, Op, Workspace};
@@ -423,14 +420,13 @@ impl<T: ScanElement> PreparedReduce<T> {
             return Ok(false);
         }
         let (grid, per) = self.grid(n);
-        let (_, _, words) = ws.begin(0, grid)?;
-        let result = (|| -> Result<(), Error> {
-            let args = (x, &mut *words, n as u32, per as u32);
-            self.tiles.launch_grid(grid as u32, args)?;
-            self.fold
-                .launch_grid(1, (&mut *words, grid as u32, &mut *out))?;
-            Ok(())
-        })();
-        ws.finish(0, result).map(|()| true)
+        let (ticket, status, words) = ws.begin(0, grid)?;
+        let args = (x, words, n as u32, per as u32, status, ticket.base, out);
+        let result = self
+            .tiles
+            .launch_grid(grid as u32, args)
+            .map_err(Error::from);
+        // The grid took `grid` tickets from the counter.
+        ws.finish(grid, result).map(|()| true)
     }
 }

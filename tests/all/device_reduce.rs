@@ -4,6 +4,7 @@
 use crate::common::{Rng, device, same};
 use coopgraph::algorithms::{DeviceReduce, Op, PreparedReduce, ScanElement, Tuning, Workspace};
 use coopgraph::ir::Expr;
+use coopgraph::runtime::Device;
 
 const SMALL: Tuning = Tuning {
     threads: 64,
@@ -23,14 +24,15 @@ fn check<T: ScanElement>(op: Op<T>, f: impl Fn(T, T) -> T, seed: u64) {
         .prepare(dev)
         .expect("prepares");
     let mut ws = Workspace::new(dev).expect("ws");
-    against_the_cpu(&r, &mut ws, &sizes(), 100, &f, &mut rng);
+    against_the_cpu(dev, &r, &mut ws, &sizes(), 100, &f, &mut rng);
     let empty = dev.alloc_zeroed::<T>(0).expect("alloc");
     assert_eq!(r.run(&empty, &mut ws).expect("runs"), None);
 }
 
-/// Runs `r` over random inputs of each length in `sizes` (values in `-spread ..= spread`) and
+/// Runs `r` (on `dev`) over random inputs of each length in `sizes` (values in `-spread ..= spread`) and
 /// checks each result against the CPU's fold by `f`, in element order.
 fn against_the_cpu<T: ScanElement>(
+    dev: &Device,
     r: &PreparedReduce<T>,
     ws: &mut Workspace,
     sizes: &[usize],
@@ -43,7 +45,7 @@ fn against_the_cpu<T: ScanElement>(
             .map(|_| T::cast_from_i64((rng.next() % (2 * spread as u64 + 1)) as i64 - spread))
             .collect();
         let want = xs.iter().copied().reduce(&f).expect("not empty");
-        let x = device().upload(&xs).expect("upload");
+        let x = dev.upload(&xs).expect("upload");
         let got = r.run(&x, ws).expect("runs").expect("not empty");
         assert!(
             same(got, want),
@@ -119,7 +121,7 @@ fn any_order_operators_at_every_vector_width() {
             2 * tile + 3,
             (2 * blocks + 3) * tile + 5,
         ];
-        against_the_cpu(&r, &mut ws, &sizes, 1000, &f, &mut rng);
+        against_the_cpu(dev, &r, &mut ws, &sizes, 1000, &f, &mut rng);
     }
     let at = |threads, items| Tuning { threads, items };
     case::<u32>(Op::sum(), u32::wrapping_add, at(32, 4), 11);
@@ -168,5 +170,74 @@ fn any_order_sums_keep_negative_zero_and_skip_the_tile_s_padding() {
         let x = dev.upload(&xs).expect("upload");
         let got = plus_one.run(&x, &mut ws).expect("runs");
         assert_eq!(got, Some(want), "n={n}");
+    }
+}
+
+/// One launch: every block writes its partial and takes a ticket; the last folds the partials.
+/// With the blocks interleaved in every order (the race checker watching global memory between
+/// them), the result is the CPU's, and a float sum has the same bits whichever block finished
+/// last. The same workspace serves every call, so each call's tickets start where the last
+/// one's ended.
+#[test]
+fn the_last_block_folds_the_partials_in_any_block_order() {
+    let tuning = Tuning {
+        threads: 32,
+        items: 3,
+    };
+    let tile = tuning.tile_items() as usize;
+    let blocks = 4 * device().limits().sm_count as usize;
+    // One block; a few; every block one tile; every block several, the last partial.
+    let sizes = [
+        tile - 1,
+        5 * tile + 1,
+        blocks * tile,
+        (3 * blocks + 2) * tile + 7,
+    ];
+    let mut rng = Rng::new(21);
+    let floats: Vec<Vec<f32>> = sizes.iter().map(|&n| rng.vec(n)).collect();
+    let mut bits: Option<Vec<u32>> = None;
+    for order in std::iter::once(None).chain(crate::common::BLOCK_ORDERS.map(Some)) {
+        let dev = match order {
+            Some(order) => &crate::common::sim_in(order),
+            None => device(),
+        };
+        let mut ws = Workspace::new(dev).expect("ws");
+        let sum = DeviceReduce::new(Op::<u32>::sum())
+            .tuning(tuning)
+            .prepare(dev)
+            .expect("prepares");
+        // Not commutative: the last non-zero element, in order.
+        let last = DeviceReduce::new(Op::custom(|a, b: Expr<i32>| b.ne(0).select(b, a)))
+            .tuning(tuning)
+            .prepare(dev)
+            .expect("prepares");
+        let mut rng = Rng::new(22);
+        against_the_cpu(
+            dev,
+            &sum,
+            &mut ws,
+            &sizes,
+            1000,
+            u32::wrapping_add,
+            &mut rng,
+        );
+        let nonzero = |a: i32, b: i32| if b != 0 { b } else { a };
+        against_the_cpu(dev, &last, &mut ws, &sizes, 3, nonzero, &mut rng);
+        let fsum = DeviceReduce::new(Op::<f32>::sum())
+            .tuning(tuning)
+            .prepare(dev)
+            .expect("prepares");
+        let got: Vec<u32> = floats
+            .iter()
+            .map(|xs| {
+                let x = dev.upload(xs).expect("upload");
+                let s = fsum.run(&x, &mut ws).expect("runs").expect("not empty");
+                s.to_bits()
+            })
+            .collect();
+        match &bits {
+            None => bits = Some(got),
+            Some(first) => assert_eq!(&got, first, "{order:?}: the float sums' bits"),
+        }
     }
 }
