@@ -7,14 +7,15 @@ use crate::runtime::{Buffer, Device};
 /// The largest epoch a status word holds (30 bits); past it the status words are cleared.
 const MAX_EPOCH: u32 = (1 << 30) - 1;
 
-/// Device memory the algorithms work in: the scan's tile counter and tile status words (four a
-/// tile for 64-bit elements, whose values are published in halves beside their status), and
-/// the reduction's per-tile partials and the sort's digit counts. It grows
+/// Device memory the algorithms work in: the ticket counter (the scan's tiles and the
+/// reduction's blocks take tickets from it), the scan's tile status words (four a tile for
+/// 64-bit elements, whose values are published in halves beside their status), and the
+/// reduction's per-block partials and the sort's digit counts. It grows
 /// to what a call needs and is kept for the next one; a caller running many calls keeps one
 /// and passes it each time (the convenience functions make a fresh one per call).
 ///
-/// No call resets it on the device. The tile counter only grows (each call knows where its
-/// tiles start), and every status word carries the epoch of the call that wrote it — a 30-bit
+/// No call resets it on the device. The counter only grows (each call knows where its
+/// tickets start), and every status word carries the epoch of the call that wrote it — a 30-bit
 /// count of calls, bumped per call — so a status from an earlier call reads as not yet
 /// published. The words are cleared only when the workspace grows, after 2^30 − 1 calls, and
 /// after a call that failed (whose blocks may have stopped half way).
@@ -38,7 +39,7 @@ const MAX_EPOCH: u32 = (1 << 30) - 1;
 #[derive(Debug)]
 pub struct Workspace {
     device: Device,
-    /// Word 0: the tile counter; then the tiles' status words (one a tile, or four for 64-bit
+    /// Word 0: the ticket counter; then the tiles' status words (one a tile, or four for 64-bit
     /// elements).
     status: Buffer<u64>,
     /// The reduction's partials and result, the sort's digit counts.
