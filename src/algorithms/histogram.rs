@@ -168,9 +168,17 @@ impl<T: HistogramSample> DeviceHistogram<T> {
     /// Builds both kernels and loads them on `device` (from its cache when loaded before).
     pub fn prepare(&self, device: &Device) -> Result<PreparedHistogram<T>, Error> {
         let [zero, count] = self.kernels()?;
+        let count = device.compile(&count)?;
+        // As many blocks an SM as it holds at once (at most 2048 threads, and as many as
+        // their shared counters allow), asked of the driver once.
+        let threads = self.chosen().threads;
+        let per_sm = (2048 / threads)
+            .min(count.max_active_blocks_per_sm()?)
+            .max(1);
         Ok(PreparedHistogram {
             zero: device.compile(&zero)?,
-            count: device.compile(&count)?,
+            count,
+            per_sm: per_sm as usize,
             binning: self.binning,
             bins: self.bins,
             tuning: self.chosen(),
@@ -368,6 +376,8 @@ fn zero_kernel() -> Result<Kernel, Error> {
 pub struct PreparedHistogram<T: HistogramSample> {
     zero: Function,
     count: Function,
+    /// Blocks an SM of the counting kernel's grid.
+    per_sm: usize,
     binning: HistogramBinning,
     bins: u32,
     tuning: Tuning,
@@ -483,18 +493,16 @@ impl<T: HistogramSample> PreparedHistogram<T> {
         Ok(())
     }
 
-    /// Counts `n` samples with `args`: as many blocks as the SMs hold at once (at most 2048
-    /// threads an SM, and as many as their shared counters allow), at most one per tile.
+    /// Counts `n` samples with `args`: as many blocks as the SMs hold at once (`per_sm`
+    /// each), at most one per tile.
     fn sweep(&self, n: usize, args: ArgList<'_>) -> Result<(), Error> {
         if n == 0 {
             return Ok(());
         }
         let tiles = n.div_ceil(self.tile_items() as usize);
-        let resident = self.count.max_active_blocks_per_sm()?;
-        let per_sm = (2048 / self.tuning.threads).min(resident).max(1) as usize;
         let sms = self.count.device().sm_count().max(1) as usize;
         self.count
-            .launch_grid(tiles.min(sms * per_sm) as u32, args)?;
+            .launch_grid(tiles.min(sms * self.per_sm) as u32, args)?;
         Ok(())
     }
 }

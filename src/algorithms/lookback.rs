@@ -21,7 +21,9 @@
 
 use super::{Op, ScanElement};
 use crate::KernelBuilder;
-use crate::ir::{Atomic, Buffer as IrBuffer, Expr, Reduce, Scalar, SharedArray, Var, index};
+use crate::ir::{
+    Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, SharedArray, Var, index,
+};
 
 /// A tile that has published its aggregate only.
 pub(super) const AGGREGATE: u32 = 1;
@@ -56,11 +58,23 @@ pub(super) fn take_tile(
     status: &IrBuffer<u64>,
     base: &Scalar<u64>,
 ) -> Expr<u32> {
+    take_ticket(k, status, base, MemoryOrder::Relaxed)
+}
+
+/// The block's ticket from the counter in word 0 of `status` (less `base`), taken by thread 0
+/// with `order` (acquire-release orders thread 0's accesses before it against other blocks'
+/// before theirs) and handed to every thread by a broadcast sum.
+pub(super) fn take_ticket(
+    k: &mut KernelBuilder,
+    status: &IrBuffer<u64>,
+    base: &Scalar<u64>,
+    order: MemoryOrder,
+) -> Expr<u32> {
     let b = k.this_block();
     let ticket = k.thread_data_n::<u32>(1);
     k.set_item(&ticket, 0, 0u32);
     k.if_(index::thread_rank().eq(0u32), |k| {
-        let taken = k.atomic(status, 0u32, Atomic::add(1u64));
+        let taken = k.atomic(status, 0u32, Atomic::add(1u64).order(order));
         k.set_item(&ticket, 0, (taken - base.expr()).cast::<u32>());
     });
     k.reduce(b, &ticket, Reduce::sum().broadcast()).item(0)

@@ -15,11 +15,10 @@
 //! A grid of a few blocks per SM keeps the partials few (hundreds): the last block's fold
 //! reads a handful a thread.
 
+use super::lookback::take_ticket;
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, ScanElement, Tuning, Workspace, chosen};
-use crate::ir::{
-    Atomic, Element, Expr, Group, Input, MemoryOrder, Output, Reduce, Scalar, ThreadData, index,
-};
+use crate::ir::{Element, Expr, Group, Input, MemoryOrder, Output, Scalar, ThreadData, index};
 use crate::runtime::{Buffer, Device, Function};
 use crate::{Error, Kernel, KernelBuilder, Load};
 use std::fmt;
@@ -268,18 +267,12 @@ impl<T: ScanElement> TilesHead<T> {
         let k = &mut self.k;
         let t = index::thread_rank();
         let blocks = index::grid_blocks();
-        let last = k.thread_data_n::<u32>(1);
-        k.set_item(&last, 0, 0u32);
         k.if_(t.eq(0u32), |k| {
             k.write(&self.partials, index::block_index(), T::pack(&partial));
-            let ticket = Atomic::add(1u64).order(MemoryOrder::AcqRel);
-            let taken = k.atomic(&self.status, 0u32, ticket);
-            let rank = (taken - self.base.expr()).cast::<u32>();
-            k.set_item(&last, 0, rank.eq(blocks.clone() - 1u32).select(1u32, 0u32));
         });
-        let last = k.reduce(self.b, &last, Reduce::sum().broadcast()).item(0);
+        let ticket = take_ticket(k, &self.status, &self.base, MemoryOrder::AcqRel);
         let threads = self.threads;
-        k.if_(last.eq(1u32), |k| {
+        k.if_(ticket.eq(blocks.clone() - 1u32), |k| {
             let run = (blocks.clone() + (threads - 1)) / threads;
             let start = t.clone() * run.clone();
             let mine = (blocks.clone() - blocks.clone().min(start.clone())).min(run.clone());
