@@ -10,7 +10,9 @@
 //! and written. With `COOPGRAPH_CUB_CSV` naming the CSV `benches/cub/run.sh` wrote for
 //! `sort.cu`, each row shows CUB's figure and the ratio beside ours. Without a GPU but with
 //! `COOPGRAPH_DUMP_PTX` set, the timed configurations' kernels are built (their PTX written
-//! there) and not run. Exits non-zero on any wrong result.
+//! there) and not run. `COOPGRAPH_SORT_MIN_BLOCKS=n` asks for `n` blocks an SM in every timed
+//! kernel ([`KernelBuilder::min_blocks_per_sm`], CUDA's second `__launch_bounds__` argument), to
+//! weigh registers against occupancy. Exits non-zero on any wrong result.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -27,6 +29,13 @@ use coopgraph::ir::{Element, RadixSort, SortOutput};
 use coopgraph::runtime::{Device, DeviceElement};
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
 
+/// The blocks an SM the timed kernels ask for (`COOPGRAPH_SORT_MIN_BLOCKS`), if any.
+fn min_blocks() -> Option<u32> {
+    std::env::var("COOPGRAPH_SORT_MIN_BLOCKS")
+        .ok()
+        .map(|v| v.parse().or_exit("COOPGRAPH_SORT_MIN_BLOCKS is a count"))
+}
+
 /// A kernel sorting one tile per block of `keys` into `sorted` (with `values` into `moved`).
 fn kernel<K: Element>(block: u32, items: u32, pairs: bool) -> Kernel {
     let kind = if pairs { "pairs" } else { "keys" };
@@ -34,6 +43,9 @@ fn kernel<K: Element>(block: u32, items: u32, pairs: bool) -> Kernel {
     let mut k = KernelBuilder::new(name)
         .block(block)
         .items_per_thread(items);
+    if let Some(count) = min_blocks() {
+        k = k.min_blocks_per_sm(count);
+    }
     let (x, y) = (k.input::<K>("keys"), k.output::<K>("sorted"));
     let b = k.this_block();
     let keys = k.load_from(b, &x, Load::warp_transpose());
@@ -131,6 +143,9 @@ fn main() {
         return;
     }
     let cub = bench::cub_figures();
+    if let Some(count) = min_blocks() {
+        println!("every kernel asks for {count} blocks an SM");
+    }
     println!("kind                    dtype block items   GB/s    CUB  ours/CUB");
     for (dtype, k) in [("u32", 0), ("i32", 1), ("f32", 2), ("u64", 3)] {
         for block in [128u32, 256] {
