@@ -26,6 +26,7 @@
 //! before a step may order warps alone where the block has only whole warps.
 
 use super::alloc::{Request, Slice};
+use super::arrangement::Arrangements;
 use super::error::PlanError;
 use super::form::{PositionForm, layout_of, padded_slot, padding_pays};
 use super::ids::{IdVec, SliceId, StepId};
@@ -140,7 +141,11 @@ fn shape(kind: &OpKind) -> Option<Shape> {
 }
 
 /// Plans the shared memory and steps of every block-wide collective, in program order.
-pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), PlanError> {
+pub(super) fn plan_collectives(
+    cx: &Context,
+    arr: &Arrangements,
+    s: &mut Scratch,
+) -> Result<(), PlanError> {
     let ir = cx.ir;
     for (point, &op) in cx.order.iter().enumerate() {
         let data = ir.op(op);
@@ -169,8 +174,14 @@ pub(super) fn plan_collectives(cx: &Context, s: &mut Scratch) -> Result<(), Plan
         };
         let raking = raking(&data.kind, threads);
         let padding = match &data.kind {
-            OpKind::Scatter { to, defined, .. } => {
-                scatter_padding(*to, threads, src.items, elem_bytes, *defined).then_some(32)
+            OpKind::Scatter {
+                src: items,
+                to,
+                defined,
+                ..
+            } => {
+                let from = arr.of[items.index()];
+                scatter_padding(from, *to, threads, src.items, elem_bytes, *defined).then_some(32)
             }
             _ => raking
                 .filter(|&r| choose_segment_padding(r, elem_bytes))
@@ -268,14 +279,18 @@ fn choose_segment_padding(r: Raking, elem_bytes: u32) -> bool {
     padding_pays(&layouts, elem_bytes, 32, padded)
 }
 
-/// Whether one padding slot per 32 tile positions lowers the bank conflicts of a scatter's
-/// read-back in the result's arrangement `to` (CUB's `BlockExchange::ScatterToBlocked` pads the
-/// same way): unpadded, a blocked read-back of `k` 32-bit items per thread meets `k`-way
-/// conflicts, as lane `t` reads position `t * k + i`. The writes by rank go anywhere and are
-/// not counted. A read-back whose thread's items make one vector access
-/// ([`scatter_read_width`]) stays unpadded: its quarter, half or whole warps read 128
-/// contiguous bytes each.
+/// Whether one padding slot per 32 tile positions lowers the bank conflicts of a scatter whose
+/// items are in arrangement `from` and whose result is read back in arrangement `to` (CUB's
+/// `BlockExchange::ScatterToBlocked` and `ScatterToStriped` pad the same way). Two accesses
+/// count: the read-back (unpadded, a blocked one of `k` 32-bit items per thread meets `k`-way
+/// conflicts, as lane `t` reads position `t * k + i`), and the writes in their common case,
+/// where the ranks follow the items' own positions in `from` (a warp whose keys share a radix
+/// digit, equal keys, a sorted run, a scatter by identity): from blocked items those writes
+/// make the same `k`-way conflicts, which the padding removes whatever the read-back. A
+/// read-back whose thread's items make one vector access ([`scatter_read_width`]) stays
+/// unpadded: its quarter, half or whole warps read 128 contiguous bytes each.
 fn scatter_padding(
+    from: Option<Arrangement>,
     to: Arrangement,
     threads: u32,
     items: u32,
@@ -285,11 +300,13 @@ fn scatter_padding(
     let vector = PositionForm::of(to, threads, items)
         .and_then(|f| scatter_read_width(&f, items, elem_bytes, defined))
         .is_some();
-    let Some(layout) = layout_of(to, threads, items).filter(|_| !vector) else {
+    let Some(read) = layout_of(to, threads, items).filter(|_| !vector) else {
         return false;
     };
+    let writes = from.and_then(|a| layout_of(a, threads, items));
+    let accesses: Vec<_> = std::iter::once(read).chain(writes).collect();
     let padded = SmemTransform::Pad { every: 32, pad: 1 };
-    padding_pays(&[layout], elem_bytes, 32, padded)
+    padding_pays(&accesses, elem_bytes, 32, padded)
 }
 
 /// The width of the one vector access a scatter's read-back (of form `form`) makes of each

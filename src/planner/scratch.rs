@@ -103,7 +103,7 @@ pub fn plan_scratch(ir: &Ir, info: &Info, arr: &Arrangements) -> Result<Scratch,
     let (homes, arrays) = storage::plan_arrays(ir, &mut s, end);
     let mut storages = Storages::new(ir);
     exchange::plan_exchanges(&cx, arr, &mut s, &mut storages)?;
-    collective::plan_collectives(&cx, &mut s)?;
+    collective::plan_collectives(&cx, arr, &mut s)?;
     storages.finish(ir, &mut s);
     // Stable: requests at one point keep the order they were made in.
     s.requests.sort_by_key(|r| r.at);

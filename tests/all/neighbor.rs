@@ -278,15 +278,16 @@ fn scatter_by_rank() {
     }
 }
 
-/// A scatter's tile is padded (one slot per 32 positions) where its read-back meets bank
-/// conflicts unpadded: a blocked read-back of items per thread that are no one vector (lane
-/// `t` reads `t * k + i`, a `k`-way conflict at 16 32-bit items); not a striped one, nor one
-/// item per thread. A blocked read-back of one 8- or 16-byte run of 32-bit items a thread
-/// stays unpadded and reads its run as one vector access.
+/// A scatter's tile is padded (one slot per 32 positions) where its read-back or its writes
+/// meet bank conflicts unpadded: a blocked read-back of items per thread that are no one vector
+/// (lane `t` reads `t * k + i`, a `k`-way conflict at 16 32-bit items), and writes from
+/// blocked items whose ranks follow their positions (the same `k`-way conflict, whatever the
+/// read-back: a striped one too); not one item per thread. A blocked read-back of one 8- or
+/// 16-byte run of 32-bit items a thread stays unpadded and reads its run as one vector access.
 /// Each shape scatters a permutation (`p -> 7p + 3 mod n`) and is checked against the CPU;
 /// item by item, each reads back from one address with immediate offsets.
 #[test]
-fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
+fn scatter_tiles_are_padded_where_the_read_back_or_the_writes_conflict() {
     let mut batch = Batch::default();
     // (block, items, striped, padded, one vector)
     for (block, items, striped, padded, vector) in [
@@ -295,20 +296,20 @@ fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
         (96, 4, false, false, true),
         (64, 2, false, false, true),
         (256, 1, false, false, false),
-        (256, 16, true, false, false),
-        (96, 4, true, false, false),
+        (256, 16, true, true, false),
+        (96, 4, true, true, false),
     ] {
         scatter_case::<u32>(&mut batch, block, items, striped, padded, vector);
     }
     // Narrow items read back item by item (only a library sort's scatter, whose every slot
     // holds a defined value, reads them packed in words): 2 bytes a thread share words
     // without conflict, 8 bytes a thread conflict two ways (too few for a pad to pay), 16
-    // bytes a thread conflict four ways unpadded.
+    // bytes a thread conflict four ways unpadded, read back blocked or written from blocked.
     for (block, items, striped, padded) in [
         (256u32, 16u32, false, true),
         (96, 8, false, false),
         (96, 2, false, false),
-        (96, 16, true, false),
+        (96, 16, true, true),
     ] {
         scatter_case::<u8>(&mut batch, block, items, striped, padded, false);
         scatter_case::<i8>(&mut batch, block, items, striped, padded, false);
@@ -316,7 +317,7 @@ fn scatter_tiles_are_padded_where_the_read_back_conflicts() {
     scatter_case::<i16>(&mut batch, 160, 8, false, true, false);
 }
 
-/// One shape of [`scatter_tiles_are_padded_where_the_read_back_conflicts`] with items of
+/// One shape of [`scatter_tiles_are_padded_where_the_read_back_or_the_writes_conflict`] with items of
 /// type `T`.
 fn scatter_case<T: coopgraph::runtime::DeviceElement>(
     batch: &mut Batch,
