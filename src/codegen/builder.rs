@@ -189,6 +189,12 @@ pub struct Emitter<'a> {
     /// Per payload, whether anything reads it (an expression's slot, an op's operand): an
     /// atomic whose old value nobody reads is a `red`.
     read_payloads: Vec<bool>,
+    /// The op after the one being lowered in its region, set as each is lowered (see
+    /// [`Emitter::transfer`]: a load issues the next load's global reads before its exchange).
+    pub(crate) successor: Option<OpId>,
+    /// Loads whose global reads an earlier load issued: their staged registers and the bound
+    /// their exchange takes.
+    pub(crate) prefetched: HashMap<OpId, (Vec<Reg>, Option<Reg>)>,
     /// The expression nodes evaluated under each open guard, innermost last: their registers
     /// hold their values only where the guard holds, so they leave the memo when it closes.
     pub(crate) guarded_evals: Vec<Vec<ExprId>>,
@@ -240,6 +246,8 @@ impl<'a> Emitter<'a> {
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
             read_payloads: read_payloads(ir),
+            successor: None,
+            prefetched: HashMap::new(),
             guarded_evals: Vec::new(),
             guarded_steps: 0,
             guarded_limit: GUARDED_STEPS_PER_NODE * ir.exprs.nodes().len() as u64

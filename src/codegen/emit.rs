@@ -8,6 +8,7 @@
 use super::builder::{ArrayRef, Emitter, Lowered};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
+use crate::ir::expr::ExprKind;
 use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{CheckKind, CheckSite, DType, ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
@@ -81,7 +82,9 @@ pub fn emit_with_checks(
 
 impl Emitter<'_> {
     fn region(&mut self, r: RegionId) -> Lowered {
-        for &op in self.ir.region(r) {
+        let ops = self.ir.region(r);
+        for (i, &op) in ops.iter().enumerate() {
+            self.successor = ops.get(i + 1).copied();
             self.lower(op)?;
         }
         Ok(())
@@ -340,10 +343,11 @@ impl Emitter<'_> {
     /// load's own after its moves; a store's conversions of its payload, then its own,
     /// before them).
     fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) -> Lowered {
+        let next = self.successor.take();
         let exchanges = self.exchanges_of(op)?;
-        let mut g = self.global_side(op, t, is_load, !exchanges.is_empty())?;
         let dtype = self.ir.params[t.param.index()].dtype;
-        let valid = g.exchange_bound;
+        let own = exchanges.iter().find(|e| e.data.is_none()).cloned();
+        let data_regs = self.data_regs(t.data).to_vec();
         let site = |plan, valid, keep_invalid| ExchangeSite {
             op,
             plan,
@@ -351,21 +355,32 @@ impl Emitter<'_> {
             valid,
             keep_invalid,
         };
-        let own = exchanges.iter().find(|e| e.data.is_none()).cloned();
-        let data_regs = self.data_regs(t.data).to_vec();
         if is_load {
-            // With a default for invalid slots every slot is written, so the exchange needs
-            // no guards; without one, invalid slots stay unwritten on both sides.
-            let guard = if t.oob_default.is_some() { None } else { valid };
-            let staged = match &own {
-                Some(_) => self.fresh_like(&data_regs),
-                None => data_regs.clone(),
+            let (staged, valid) = match self.prefetched.remove(&op) {
+                Some(read) => read,
+                None => self.global_reads(op, t, !exchanges.is_empty(), own.is_some())?,
             };
-            self.global_moves(&mut g, &staged, t.oob_default);
             if let Some(e) = own {
+                // The next load's global reads go before this load's exchange, so the two
+                // loads' memory latencies overlap (the exchange's barrier would otherwise
+                // hold the next reads back).
+                if let Some(n) = next.filter(|&n| self.prefetchable(op, t, n)) {
+                    let OpKind::Load(nt) = &self.ir.op(n).kind else {
+                        unreachable!("prefetchable ops are loads")
+                    };
+                    self.source_line(self.ir.op(n).loc);
+                    let read = self.global_reads(n, nt, true, true)?;
+                    self.source_line(self.ir.op(op).loc);
+                    self.prefetched.insert(n, read);
+                }
+                // With a default for invalid slots every slot is written, so the exchange needs
+                // no guards; without one, invalid slots stay unwritten on both sides.
+                let guard = if t.oob_default.is_some() { None } else { valid };
                 self.exchange(&site(&e, guard, true), &staged, &data_regs)?;
             }
         } else {
+            let mut g = self.global_side(op, t, is_load, !exchanges.is_empty())?;
+            let valid = g.exchange_bound;
             let mut regs = data_regs;
             for e in exchanges.iter().filter(|e| e.data == Some(t.data)) {
                 let out = self.fresh_like(&regs);
@@ -380,6 +395,61 @@ impl Emitter<'_> {
             self.global_moves(&mut g, &regs, None);
         }
         Ok(())
+    }
+
+    /// A load's global reads (its plan gives it exchanges where `exchanged`): into fresh
+    /// registers where it is `staged` (its own exchange moves them into the payload's), else
+    /// into the payload's own; with the bound its exchange takes.
+    fn global_reads(
+        &mut self,
+        op: OpId,
+        t: &Transfer,
+        exchanged: bool,
+        staged: bool,
+    ) -> Lowered<(Vec<Reg>, Option<Reg>)> {
+        let mut g = self.global_side(op, t, true, exchanged)?;
+        let data_regs = self.data_regs(t.data).to_vec();
+        let staged = if staged {
+            self.fresh_like(&data_regs)
+        } else {
+            data_regs
+        };
+        self.global_moves(&mut g, &staged, t.oob_default);
+        Ok((staged, g.exchange_bound))
+    }
+
+    /// Whether load `next`, the op right after load `op` (transfer `t`) in its region, may
+    /// issue its global reads before `op`'s exchange: it exchanges its own tile and converts
+    /// nothing before it, and its offset and valid count read no payload or array (`op`'s
+    /// payload is not yet in place, and its exchange writes shared memory).
+    fn prefetchable(&self, op: OpId, t: &Transfer, next: OpId) -> bool {
+        let OpKind::Load(nt) = &self.ir.op(next).kind else {
+            return false;
+        };
+        let Ok(exchanges) = self.exchanges_of(next) else {
+            return false;
+        };
+        let own_only = !exchanges.is_empty() && exchanges.iter().all(|e| e.data.is_none());
+        let exprs = nt.offset.into_iter().chain(nt.valid.map(|v| v.count));
+        own_only
+            && nt.data != t.data
+            && op != next
+            && exprs.into_iter().all(|e| self.reads_nothing(e))
+    }
+
+    /// Whether expression `e` reads no payload and no memory.
+    fn reads_nothing(&self, e: ExprId) -> bool {
+        let mut stack = vec![e];
+        while let Some(id) = stack.pop() {
+            let Some(n) = self.ir.exprs.get(id) else {
+                return false;
+            };
+            if matches!(n.kind, ExprKind::Item { .. }) || self.reads_memory[id.index()] {
+                return false;
+            }
+            stack.extend(n.kind.children().copied());
+        }
+        true
     }
 
     /// Lowers an op that holds no region.
