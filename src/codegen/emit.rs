@@ -341,7 +341,8 @@ impl Emitter<'_> {
 
     /// Lowers a load or store: its global moves and the exchanges the plan gives it (a
     /// load's own after its moves; a store's conversions of its payload, then its own,
-    /// before them).
+    /// before them). A load with its own exchange issues the global moves of the next op
+    /// first, where that is a load [`Emitter::prefetchable`] after it.
     fn transfer(&mut self, op: OpId, t: &Transfer, is_load: bool) -> Lowered {
         let next = self.successor.take();
         let exchanges = self.exchanges_of(op)?;
@@ -364,7 +365,7 @@ impl Emitter<'_> {
                 // The next load's global reads go before this load's exchange, so the two
                 // loads' memory latencies overlap (the exchange's barrier would otherwise
                 // hold the next reads back).
-                if let Some(n) = next.filter(|&n| self.prefetchable(op, t, n)) {
+                if let Some(n) = next.filter(|&n| self.prefetchable(n)) {
                     let OpKind::Load(nt) = &self.ir.op(n).kind else {
                         unreachable!("prefetchable ops are loads")
                     };
@@ -418,11 +419,11 @@ impl Emitter<'_> {
         Ok((staged, g.exchange_bound))
     }
 
-    /// Whether load `next`, the op right after load `op` (transfer `t`) in its region, may
-    /// issue its global reads before `op`'s exchange: it exchanges its own tile and converts
-    /// nothing before it, and its offset and valid count read no payload or array (`op`'s
-    /// payload is not yet in place, and its exchange writes shared memory).
-    fn prefetchable(&self, op: OpId, t: &Transfer, next: OpId) -> bool {
+    /// Whether `next`, the op right after an exchanged load in its region, is a load that may
+    /// issue its global reads before that load's exchange: it exchanges its own tile and
+    /// converts nothing before it, and its offset and valid count read no payload or array
+    /// (the first load's payload is not yet in place, and its exchange writes shared memory).
+    fn prefetchable(&self, next: OpId) -> bool {
         let OpKind::Load(nt) = &self.ir.op(next).kind else {
             return false;
         };
@@ -431,10 +432,7 @@ impl Emitter<'_> {
         };
         let own_only = !exchanges.is_empty() && exchanges.iter().all(|e| e.data.is_none());
         let exprs = nt.offset.into_iter().chain(nt.valid.map(|v| v.count));
-        own_only
-            && nt.data != t.data
-            && op != next
-            && exprs.into_iter().all(|e| self.reads_nothing(e))
+        own_only && exprs.into_iter().all(|e| self.reads_nothing(e))
     }
 
     /// Whether expression `e` reads no payload and no memory.
