@@ -169,10 +169,10 @@ impl<T: HistogramSample> DeviceHistogram<T> {
     pub fn prepare(&self, device: &Device) -> Result<PreparedHistogram<T>, Error> {
         let [zero, count] = self.kernels()?;
         let count = device.compile(&count)?;
-        // As many blocks an SM as it holds at once (at most 2048 threads, and as many as
-        // their shared counters allow), asked of the driver once.
+        // As many blocks an SM as it holds at once (at most `SM_THREADS` threads, and as many
+        // as their shared counters allow), asked of the driver once.
         let threads = self.chosen().threads;
-        let per_sm = (2048 / threads)
+        let per_sm = (crate::ir::options::SM_THREADS / threads)
             .min(count.max_active_blocks_per_sm()?)
             .max(1);
         Ok(PreparedHistogram {

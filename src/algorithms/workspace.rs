@@ -42,7 +42,7 @@ pub struct Workspace {
     /// Word 0: the ticket counter; then the tiles' status words (one a tile, or four for 64-bit
     /// elements).
     status: Buffer<u64>,
-    /// The reduction's partials and result, the sort's digit counts.
+    /// The reduction's per-block partials, the sort's digit counts.
     values: Buffer<u64>,
     /// The word a call that returns a count to the host has it written to (made on first
     /// use).
