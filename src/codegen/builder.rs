@@ -132,22 +132,34 @@ fn read_payloads(ir: &Ir) -> Vec<bool> {
 
 /// Per expression node, whether its subtree reads memory (a shared array or a buffer).
 fn reads_memory(ir: &Ir) -> Vec<bool> {
-    let mut reads: Vec<bool> = Vec::with_capacity(ir.exprs.nodes().len());
-    for n in ir.exprs.nodes() {
-        let own = matches!(
-            n.kind,
+    subtree_has(ir, |k| {
+        matches!(
+            k,
             ExprKind::SharedRead(..)
                 | ExprKind::LocalRead(..)
                 | ExprKind::ConstRead(..)
                 | ExprKind::GlobalRead(..)
-        );
+        )
+    })
+}
+
+/// Per expression node, whether its subtree reads a payload's slot.
+fn reads_items(ir: &Ir) -> Vec<bool> {
+    subtree_has(ir, |k| matches!(k, ExprKind::Item { .. }))
+}
+
+/// Per expression node, whether a node of its subtree is `own`: one pass over the nodes,
+/// children before parents, so a subtree shared many times is looked at once.
+fn subtree_has(ir: &Ir, own: impl Fn(&ExprKind<ExprId>) -> bool) -> Vec<bool> {
+    let mut has: Vec<bool> = Vec::with_capacity(ir.exprs.nodes().len());
+    for n in ir.exprs.nodes() {
         let below = n
             .kind
             .children()
-            .any(|c| reads.get(c.index()).copied().unwrap_or(false));
-        reads.push(own || below);
+            .any(|c| has.get(c.index()).copied().unwrap_or(false));
+        has.push(own(&n.kind) || below);
     }
-    reads
+    has
 }
 
 /// The state of lowering one kernel: the stages' outputs it reads, the registers and code
@@ -186,6 +198,8 @@ pub struct Emitter<'a> {
     /// Whether each expression node reads memory (a shared array or a buffer) in its subtree:
     /// such a node evaluated on a side of a select is evaluated under the side's guard.
     pub(crate) reads_memory: Vec<bool>,
+    /// Per expression node, whether its subtree reads a payload's slot.
+    pub(crate) reads_items: Vec<bool>,
     /// Per payload, whether anything reads it (an expression's slot, an op's operand): an
     /// atomic whose old value nobody reads is a `red`.
     read_payloads: Vec<bool>,
@@ -245,6 +259,7 @@ impl<'a> Emitter<'a> {
             overrides: HashMap::new(),
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
+            reads_items: reads_items(ir),
             read_payloads: read_payloads(ir),
             successor: None,
             prefetched: HashMap::new(),

@@ -8,7 +8,6 @@
 use super::builder::{ArrayRef, Emitter, Lowered};
 use super::exchange::ExchangeSite;
 use super::expr::Ctx;
-use crate::ir::expr::ExprKind;
 use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{CheckKind, CheckSite, DType, ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
@@ -437,17 +436,8 @@ impl Emitter<'_> {
 
     /// Whether expression `e` reads no payload and no memory.
     fn reads_nothing(&self, e: ExprId) -> bool {
-        let mut stack = vec![e];
-        while let Some(id) = stack.pop() {
-            let Some(n) = self.ir.exprs.get(id) else {
-                return false;
-            };
-            if matches!(n.kind, ExprKind::Item { .. }) || self.reads_memory[id.index()] {
-                return false;
-            }
-            stack.extend(n.kind.children().copied());
-        }
-        true
+        let reads = |of: &[bool]| of.get(e.index()).copied().unwrap_or(true);
+        !reads(&self.reads_items) && !reads(&self.reads_memory)
     }
 
     /// Lowers an op that holds no region.

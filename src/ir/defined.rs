@@ -220,10 +220,15 @@ pub(crate) fn rank_zero_test(ir: &Ir, cond: ExprId) -> Option<RankTest> {
         },
         _ => None,
     };
-    // An explicit stack: conditions can be deep.
+    // An explicit stack: conditions can be deep; each node once, as an `and` may take one
+    // condition twice (a chain of `c.and(c)` has 2^n paths through n nodes).
     let mut stack = vec![cond];
+    let mut seen = std::collections::HashSet::new();
     let mut width: Option<u32> = None;
     while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
         match kind(e) {
             ExprKind::Cmp(CmpOp::Eq, a, b) => {
                 let w = if zero(*b) {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use coopgraph::ir::ops::{MAX_EXPR_DEPTH, MAX_NESTING};
-use coopgraph::ir::{Arrangement, ExchangeVia, Reduce, VerifyErrorKind, index};
+use coopgraph::ir::{Arrangement, ExchangeVia, Expr, Reduce, VerifyErrorKind, index};
 use coopgraph::ptx::Arch;
 use coopgraph::{Error, Kernel, KernelBuilder, Load, Store};
 
@@ -385,4 +385,84 @@ fn many_shared_memory_ops_in_sequence_build_quickly() {
         "{barriers}"
     );
     assert!(ptx.len() > 1 << 20);
+}
+
+/// `e op e` taken 48 times over: 48 nodes, 2^48 paths from the root.
+fn doubled(
+    e: coopgraph::ir::Expr<u32>,
+    op: impl Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+) -> Expr<u32> {
+    (0..48).fold(e, |e, _| op(e.clone(), e))
+}
+
+#[test]
+fn expressions_shared_many_times_over_build_quickly() {
+    // Each walk over an expression has to look at a shared node once: one that follows every
+    // path hangs here. The expressions go where the compiler judges them: a load's offset and
+    // count (whether its reads may go before the previous load's exchange), a branch's
+    // condition (whether it is a rank-0 test), a map, a store's offset and count, a shared
+    // index. `o ^ o` is 0 and `c.min(c)` is `c`, so the kernel stays a plain copy.
+    let (block, items, valid) = (96u32, 2u32, 150u32);
+    let start = Instant::now();
+    let kernel = {
+        let mut k = KernelBuilder::new("shared_exprs")
+            .block(block)
+            .items_per_thread(items);
+        let (x, v) = (k.input::<u32>("x"), k.input::<u32>("v"));
+        let (y, w) = (k.output::<u32>("y"), k.output::<u32>("w"));
+        let n = k.scalar::<u32>("n");
+        let b = k.this_block();
+        let zero = doubled(n.expr(), |a, b| a ^ b);
+        let count = doubled(n.expr(), |a, b| a.min(b));
+        let keys = k.load_from(b, &x, Load::warp_transpose().valid_items(n));
+        let load = Load::warp_transpose()
+            .offset(zero.clone())
+            .valid_items(count.clone())
+            .oob_default(9);
+        let values = k.load_from(b, &v, load);
+        let first = (0..48).fold(index::thread_rank().eq(0u32), |c, _| c.and(&c));
+        let flag = k.shared_array::<u32>(1);
+        k.if_(first, |k| k.shared_write(&flag, zero.clone(), zero.clone()));
+        k.sync_block();
+        let seen = flag.read(zero.clone());
+        let keys = k.map(&keys, move |a| a + seen.clone() + (zero.clone() & 1u32));
+        k.store_to(b, &y, &keys, Store::direct().valid_items(count.clone()));
+        k.store_to(
+            b,
+            &w,
+            &values,
+            Store::direct().offset(doubled(count, |a, b| a ^ b)),
+        );
+        built(k)
+    };
+    for arch in Arch::ALL {
+        kernel.ptx(arch).expect("emits");
+    }
+    let took = start.elapsed();
+    eprintln!("expressions of 2^48 paths: built and emitted in {took:?}");
+    assert!(took < QUICK, "took {took:?}");
+    let dev = common::device();
+    let tile = (block * items) as usize;
+    let xs: Vec<u32> = (0..tile as u32).map(|i| i * 7 + 3).collect();
+    let vs: Vec<u32> = (0..tile as u32)
+        .map(|i| i.wrapping_mul(2654435761))
+        .collect();
+    let f = dev.compile(&kernel).expect("compiles");
+    let (xb, vb) = (
+        dev.upload(&xs).expect("upload"),
+        dev.upload(&vs).expect("upload"),
+    );
+    let mut yb = dev.alloc_filled(tile, 1u32).expect("alloc");
+    let mut wb = dev.alloc_filled(tile, 1u32).expect("alloc");
+    f.launch_grid(1, (&xb, &vb, &mut yb, &mut wb, valid))
+        .expect("runs");
+    let want_y: Vec<u32> = (0..tile)
+        .map(|i| if i < valid as usize { xs[i] } else { 1 })
+        .collect();
+    let want_w: Vec<u32> = (0..tile)
+        .map(|i| if i < valid as usize { vs[i] } else { 9 })
+        .collect();
+    assert_eq!(yb.to_vec().expect("download"), want_y);
+    assert_eq!(wb.to_vec().expect("download"), want_w);
+    common::assemble_all(&kernel);
 }
