@@ -28,8 +28,10 @@ wait
 echo "--- ${#bases[@]} sequences in $(( $(date +%s) - t0 )) s"
 status=0
 for base in "${bases[@]}"; do
-  line=$(grep -a -m1 -E "^fuzz:" "$out/fuzz-$base.log" || echo "no summary (timed out?)")
+  line=$(grep -a -m1 -E "^fuzz: [0-9]+ cases" "$out/fuzz-$base.log" || echo "no summary (timed out?)")
   echo "base $base: $line"
+  # The watchdog's lines: a case that ran past its limit (a hang, or a slow case).
+  grep -a -E "^fuzz: the case of seed" "$out/fuzz-$base.log" | sed 's/^/  /'
   grep -q "test result: ok" "$out/fuzz-$base.log" || status=1
 done
 exit $status

@@ -56,6 +56,82 @@ fn fuzz_sim() -> Device {
     })
 }
 
+/// Seconds a case may take before the sweep names it (most cases take well under a second;
+/// the slowest known, seed 0x91b37495c04a5412 of base 91, spends about 45 s in the
+/// interpreter's atomics in a loop), and after which it gives up on the run: a thread stuck in
+/// a hang cannot be stopped, so the process exits, naming the case.
+const HUNG_SECS: u64 = 120;
+const HUNG_EXIT_SECS: u64 = 600;
+
+/// What each worker of a sweep is running, and since when, for the watchdog that names a
+/// case that hangs (in the compiler, the simulator or the interpreter): without it, a hang
+/// shows only as a sweep that never ends.
+struct Watch {
+    running: Vec<std::sync::Mutex<Option<(u64, Instant)>>>,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a worker as done when dropped, however it ends (a panic included).
+struct WorkerDone<'a>(&'a Watch);
+
+impl Drop for WorkerDone<'_> {
+    fn drop(&mut self) {
+        (self.0.done).fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Watch {
+    fn new(workers: usize) -> Watch {
+        Watch {
+            running: (0..workers).map(|_| std::sync::Mutex::new(None)).collect(),
+            done: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn worker_done_on_drop(&self) -> WorkerDone<'_> {
+        WorkerDone(self)
+    }
+
+    /// Worker `w` starts the case of `seed`.
+    fn start(&self, w: usize, seed: u64) {
+        let mut slot = self.running[w].lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some((seed, Instant::now()));
+    }
+
+    /// Worker `w` has finished its case.
+    fn idle(&self, w: usize) {
+        *self.running[w].lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Polls the workers until all are done: a case running past [`HUNG_SECS`] is named
+    /// once; past [`HUNG_EXIT_SECS`] the process exits with status 3.
+    fn run(&self) {
+        let mut named = std::collections::HashSet::new();
+        while self.done.load(std::sync::atomic::Ordering::SeqCst) < self.running.len() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            for slot in &self.running {
+                let Some((seed, since)) = *slot.lock().unwrap_or_else(|p| p.into_inner()) else {
+                    continue;
+                };
+                let secs = since.elapsed().as_secs();
+                if secs >= HUNG_SECS && named.insert(seed) {
+                    eprintln!(
+                        "fuzz: the case of seed {seed:#018x} has run {secs} s: a hang, or a case \
+                         too slow for a sweep (reproduce: COOPGRAPH_FUZZ_SEED={seed:#x})"
+                    );
+                }
+                if secs >= HUNG_EXIT_SECS {
+                    eprintln!(
+                        "fuzz: the case of seed {seed:#018x} hung for {secs} s; stopping \
+                         (reproduce: COOPGRAPH_FUZZ_SEED={seed:#x})"
+                    );
+                    std::process::exit(3);
+                }
+            }
+        }
+    }
+}
+
 /// A failing case: what picks it, its class, the report, the kernel if it built.
 struct Failure {
     spec: Spec,
@@ -187,16 +263,21 @@ fn sweep(base: u64, cases: u64) -> Stats {
         .map_or(2, |n| n.get())
         .clamp(1, 8) as u64;
     let mut total = Stats::default();
+    let watch = Watch::new(workers as usize);
     std::thread::scope(|s| {
+        let watch = &watch;
+        s.spawn(move || watch.run());
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 s.spawn(move || {
+                    let _done = watch.worker_done_on_drop();
                     let mut dev = fuzz_sim();
                     let mut st = Stats::default();
                     let mut asm = run::Assembler::default();
                     let mut i = w;
                     while i < cases {
                         let seed = run::seed_of(base, i);
+                        watch.start(w as usize, seed);
                         for r in run::run_guarded(&mut dev, seed, &[]) {
                             if let Some(k) = &r.kernel {
                                 asm.add(r.spec.clone(), k);
@@ -206,6 +287,7 @@ fn sweep(base: u64, cases: u64) -> Stats {
                             }
                             st.record(r.spec, r.verdict, r.kernel, r.grid);
                         }
+                        watch.idle(w as usize);
                         if asm.len() >= ASSEMBLE_BATCH {
                             st.ptxas(asm.finish());
                         }

@@ -18,9 +18,10 @@ use coopgraph::ir::{
 };
 use std::fmt::Write;
 
-/// Characters of one expression past which the rest is elided (shared subtrees are written
-/// out each time they occur).
-const EXPR_BUDGET: usize = 2000;
+/// Nodes of one expression written before the rest is elided: shared subtrees are written out
+/// each time they occur, so an expression of few nodes can have very many (`e.min(e)` over and
+/// over), and the budget keeps writing it linear in what is written.
+const EXPR_BUDGET: usize = 400;
 
 /// The builder program of `ir`, with `launch` (how the case runs it) as a comment.
 pub fn program(ir: &Ir, launch: &str) -> String {
@@ -832,20 +833,19 @@ impl Printer<'_> {
     }
 
     fn expr(&self, e: ExprId) -> String {
-        let mut s = String::new();
-        self.expr_into(e, &mut s);
-        s
+        self.expr_within(e, &std::cell::Cell::new(EXPR_BUDGET))
     }
 
-    fn expr_into(&self, e: ExprId, out: &mut String) {
-        if out.len() > EXPR_BUDGET {
-            out.push_str("/* elided */");
-            return;
+    /// Expression `e`, written with at most `left` nodes (taken from it).
+    fn expr_within(&self, e: ExprId, left: &std::cell::Cell<usize>) -> String {
+        if left.get() == 0 {
+            return "/* elided */".into();
         }
+        left.set(left.get() - 1);
         let ir = self.ir;
         let node = ir.expr(e);
-        let sub = |x: ExprId| self.expr(x);
-        let s = match &node.kind {
+        let sub = |x: ExprId| self.expr_within(x, left);
+        match &node.kind {
             ExprKind::Const(b) => match node.ty {
                 VType::Bool => format!("Expr::lit_bool({})", *b != 0),
                 VType::D(dt) => format!("Expr::lit({})", literal(dt, *b)),
@@ -994,7 +994,6 @@ impl Printer<'_> {
             ExprKind::LocalRead(arr, i) => format!("local{}.read({})", arr.index(), sub(*i)),
             ExprKind::ConstRead(arr, i) => format!("cmem{}.read({})", arr.index(), sub(*i)),
             ExprKind::GlobalRead(p, i) => format!("{}.at({})", self.param(*p), sub(*i)),
-        };
-        out.push_str(&s);
+        }
     }
 }

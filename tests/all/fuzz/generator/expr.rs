@@ -76,8 +76,15 @@ pub(crate) fn constant<T: Fz>(g: &mut Gen) -> T {
 }
 
 impl Gen {
-    /// A random tree of `T` of at most `depth` levels.
+    /// A random tree of `T` of at most `depth` levels (and, in some cases, with subtrees
+    /// shared many times over: [`Gen::shared`]).
     pub fn expr<T: Fz>(&mut self, lv: &Leaves, depth: u32) -> Expr<T> {
+        let e = self.expr_tree::<T>(lv, depth);
+        self.shared(e)
+    }
+
+    /// The tree of [`Gen::expr`] before any sharing.
+    fn expr_tree<T: Fz>(&mut self, lv: &Leaves, depth: u32) -> Expr<T> {
         if depth == 0 || self.rng.pct(25) {
             return self.leaf::<T>(lv);
         }
@@ -278,8 +285,82 @@ impl Gen {
         with_dtype!(dt, T => T::expr(self.expr::<T>(lv, depth)))
     }
 
-    /// A predicate.
+    /// A predicate (with subtrees shared as [`Gen::expr`]'s).
     pub fn cond(&mut self, lv: &Leaves, depth: u32) -> Expr<bool> {
+        let c = self.cond_tree(lv, depth);
+        self.shared_cond(c)
+    }
+
+    /// `e` as it is, or, in the cases that draw them (`shares`, about one case in eight),
+    /// sometimes `e` combined with itself 4 to 47 times over, each time as both (or all
+    /// three) operands of a node that gives `e`'s value back (`e.min(e)`, `e & e`,
+    /// `e.lt(e).select(e, e)`, `(e ^ e) | e`), with one operator all the way down or a mix.
+    /// The result has few nodes and up to 2^47 paths from its root: every walk of the builder,
+    /// verifier, planner, code generator and interpreter must judge each node once, in time
+    /// linear in the nodes, where a walk that follows every path hangs. Its value, bounds and
+    /// uniformity are `e`'s, so the kernel computes what it did without the sharing.
+    pub fn shared<T: Fz>(&mut self, e: Expr<T>) -> Expr<T> {
+        let Some(n) = self.share_count() else {
+            return e;
+        };
+        let float = T::DTYPE.is_float();
+        let weights = [20, 20, 20, if float { 0 } else { 20 }, 10];
+        let rng = self.shares.as_mut().expect("drawn by share_count");
+        // One operator all the way down in half the chains (a walk that descends through one
+        // kind of node only meets every path there), a mix in the others.
+        let one = rng.pct(50).then(|| rng.weighted(&weights));
+        let mut e = e;
+        for _ in 0..n {
+            let rng = self.shares.as_mut().expect("drawn by share_count");
+            e = match one.unwrap_or_else(|| rng.weighted(&weights)) {
+                0 => e.clone().min(e),
+                1 => e.clone().max(e),
+                2 => {
+                    let cmp = rng.below(6);
+                    comparison(cmp, e.clone(), e.clone()).select(e.clone(), e)
+                }
+                3 => {
+                    let op = rng.pick(&[IntBin::And, IntBin::Or]);
+                    T::int_bin(op, e.clone(), e)
+                }
+                _ if !float => {
+                    let zero = T::int_bin(IntBin::Xor, e.clone(), e.clone());
+                    T::int_bin(IntBin::Or, zero, e)
+                }
+                _ => e.clone().max(e.clone()).min(e),
+            };
+        }
+        e
+    }
+
+    /// [`Gen::shared`] for predicates: `c.and(&c)`, `c.or(&c)`, `(c ^ c).or(&c)`.
+    fn shared_cond(&mut self, c: Expr<bool>) -> Expr<bool> {
+        let Some(n) = self.share_count() else {
+            return c;
+        };
+        let rng = self.shares.as_mut().expect("drawn by share_count");
+        let one = rng.pct(50).then(|| rng.below(3));
+        let mut c = c;
+        for _ in 0..n {
+            let rng = self.shares.as_mut().expect("drawn by share_count");
+            c = match one.unwrap_or_else(|| rng.below(3)) {
+                0 => c.and(&c),
+                1 => c.or(&c),
+                _ => (c.clone() ^ c.clone()).or(&c),
+            };
+        }
+        c
+    }
+
+    /// How many times [`Gen::shared`] combines an expression with itself, if it does: in one
+    /// expression in ten of the cases that draw sharing.
+    fn share_count(&mut self) -> Option<u32> {
+        let rng = self.shares.as_mut()?;
+        rng.pct(10).then(|| 4 + rng.below(44) as u32)
+    }
+
+    /// The predicate of [`Gen::cond`] before any sharing.
+    fn cond_tree(&mut self, lv: &Leaves, depth: u32) -> Expr<bool> {
         let d = depth.saturating_sub(1);
         match self.rng.weighted(&[60, 15, 10, 5, 3]) {
             0 if self.rng.pct(15) => {
@@ -501,7 +582,7 @@ impl Gen {
             .map(|(e, _)| e.clone())
             .collect();
         let var = self.uniform_u32_var();
-        match self.rng.weighted(&[
+        let e = match self.rng.weighted(&[
             30,
             30,
             20,
@@ -516,11 +597,20 @@ impl Gen {
             2 => index::block_index() % (max.max(1)),
             3 => loops[self.rng.below(loops.len() as u64) as usize].clone() % max.max(1),
             _ => var.unwrap_or_else(|| Expr::lit(0)) % max.max(1),
-        }
+        };
+        // Shared nodes keep the value (and so the bound) and the uniformity.
+        self.shared(e)
     }
 
     /// A condition and its uniformity, at least `level` (the verifier's count).
     pub fn uniform_cond(&mut self, k: &mut KernelBuilder, level: u32) -> (Expr<bool>, u32) {
+        let (c, u) = self.uniform_cond_tree(k, level);
+        // `and`, `or` and `^` of one predicate agree where it does.
+        (self.shared_cond(c), u)
+    }
+
+    /// The condition of [`Gen::uniform_cond`] before any sharing.
+    fn uniform_cond_tree(&mut self, k: &mut KernelBuilder, level: u32) -> (Expr<bool>, u32) {
         let t = self.t;
         if level >= BLOCK || level >= t {
             let a = self.block_u32(k, 8);
@@ -636,4 +726,25 @@ fn comparison<T: Element>(cmp: u64, a: Expr<T>, b: Expr<T>) -> Expr<bool> {
         4 => a.gt(b),
         _ => a.ge(b),
     }
+}
+
+#[test]
+fn generated_kernels_share_subtrees_many_times_over() {
+    // Paths from each node down to the leaves: 1 for a leaf, the sum of its operands'
+    // otherwise (children come before their parents in the arena).
+    let mut many = 0;
+    for i in 0..1500u64 {
+        let case = super::generate(&super::Spec::of(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let nodes = case.ir.exprs.nodes();
+        let mut paths = vec![0u64; nodes.len()];
+        for (j, n) in nodes.iter().enumerate() {
+            let below = n.kind.children().map(|c| paths[c.index()]);
+            paths[j] = below.fold(0, u64::saturating_add).max(1);
+        }
+        many += usize::from(paths.iter().any(|&p| p >= 1 << 32));
+    }
+    assert!(
+        many >= 30,
+        "{many} kernels in 1500 hold an expression of 2^32 paths or more"
+    );
 }

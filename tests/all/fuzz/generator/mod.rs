@@ -495,6 +495,9 @@ pub(crate) struct Gen {
     /// Histogram counters an earlier histogram counted into (and read back), kept for a later
     /// one to count into again: `u32` and `u64` ones, each with its length.
     pub counters: histogram::Counters,
+    /// In the cases that draw them (from the seed): the stream that decides where an
+    /// expression is combined with itself over and over ([`Gen::shared`]).
+    pub shares: Option<Rng>,
     next_name: u32,
 }
 
@@ -657,6 +660,10 @@ impl Gen {
             var_scopes: Vec::new(),
             exited: false,
             counters: histogram::Counters::default(),
+            // From the seed, not the generator's stream, so the other seeds keep their
+            // kernels, and these keep theirs but for the shared expressions.
+            shares: (mix(spec.seed ^ 0x05ba_7ed5_u64) % 100 < 12)
+                .then(|| Rng::new(mix(spec.seed ^ 0x05ba_7ed6_u64))),
             next_name: 0,
         }
     }

@@ -61,6 +61,19 @@ impl Gen {
         group: u32,
         disjoint: bool,
     ) -> Expr<u32> {
+        let o = self.offset_tree(k, span, group, disjoint);
+        // Shared nodes keep the value and the uniformity.
+        self.shared(o)
+    }
+
+    /// The offset of [`Gen::offset`] before any sharing.
+    fn offset_tree(
+        &mut self,
+        k: &mut KernelBuilder,
+        span: u32,
+        group: u32,
+        disjoint: bool,
+    ) -> Expr<u32> {
         let pad = self.rng.below(3) as u32 * self.rng.pick(&[1, 7, 32]);
         let stride = span + pad;
         let c = self.rng.below(9) as u32;
@@ -127,6 +140,12 @@ impl Gen {
 
     /// A valid count around the edges of a tile of `extent` elements.
     fn valid(&mut self, k: &mut KernelBuilder, extent: u32) -> Expr<u32> {
+        let v = self.valid_tree(k, extent);
+        self.shared(v)
+    }
+
+    /// The count of [`Gen::valid`] before any sharing.
+    fn valid_tree(&mut self, k: &mut KernelBuilder, extent: u32) -> Expr<u32> {
         let v = match self.rng.below(7) {
             0 => 0,
             1 => 1,

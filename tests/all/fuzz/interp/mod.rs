@@ -196,6 +196,23 @@ fn memory_readers(ir: &Ir) -> Vec<bool> {
     reads
 }
 
+/// Per expression node, whether more than one operand slot of the arena names it and it has
+/// operands of its own: the nodes whose value one evaluation keeps ([`Block::eval`]), so that an
+/// expression sharing its subtrees (`e.min(e)` over and over: few nodes, 2^n paths) takes time
+/// linear in its nodes, not in its paths.
+fn shared_nodes(ir: &Ir) -> Vec<bool> {
+    let nodes = ir.exprs.nodes();
+    let mut uses = vec![0u8; nodes.len()];
+    for n in nodes {
+        for c in n.kind.children() {
+            uses[c.index()] = uses[c.index()].saturating_add(1);
+        }
+    }
+    (nodes.iter().zip(uses))
+        .map(|(n, u)| u > 1 && n.kind.children().next().is_some())
+        .collect()
+}
+
 /// Each payload's arrangement (`None`: free), by the documented rule: the first producer in
 /// program order fixes it; maps carry their first arranged operand's; assignments into a free
 /// payload the source's. Repeated to a fixed point for loops.
@@ -325,6 +342,7 @@ fn pass(
 ) -> Outcome {
     let arr = arrangements(ir);
     let reads = memory_readers(ir);
+    let shared = shared_nodes(ir);
     let mut out = Outcome {
         outputs: vec![HashMap::new(); ir.params.len()],
         max_index: vec![None; ir.params.len()],
@@ -344,7 +362,7 @@ fn pass(
     let [gx, gy, gz] = launch.grid;
     for b in 0..gx * gy * gz {
         let at = [b % gx, b / gx % gy, b / (gx * gy)];
-        let mut blk = Block::new(ir, launch, (&arr, &reads), (b, at), &mut out);
+        let mut blk = Block::new(ir, launch, (&arr, &reads, &shared), (b, at), &mut out);
         let body = ir.body;
         let all = vec![true; blk.threads];
         blk.region(body, &all);
@@ -354,7 +372,7 @@ fn pass(
 
 /// Whether an expression's memory reads happen: a select reads only the side it takes, an
 /// `and`/`or` of predicates its right operand only where the left does not decide.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Mode {
     /// They happen.
     Live,
@@ -413,6 +431,11 @@ struct Block<'a> {
     arr: &'a [Option<Arrangement>],
     /// Per expression node, whether it or a node below it reads memory.
     reads: &'a [bool],
+    /// Per expression node, whether it is shared ([`shared_nodes`]), and the values of the
+    /// shared nodes met in the evaluation under way, by node and mode (how deep it is).
+    shared: &'a [bool],
+    memo: HashMap<(ExprId, Mode), V>,
+    evaluating: u32,
     out: &'a mut Outcome,
     /// The block's linear index (what tells writers apart) and its coordinates in the grid.
     b: u32,
@@ -446,7 +469,7 @@ impl<'a> Block<'a> {
     fn new(
         ir: &'a Ir,
         launch: &'a Launch<'a>,
-        (arr, reads): (&'a [Option<Arrangement>], &'a [bool]),
+        (arr, reads, shared): (&'a [Option<Arrangement>], &'a [bool], &'a [bool]),
         (b, at): (u32, [u32; 3]),
         out: &'a mut Outcome,
     ) -> Self {
@@ -456,6 +479,9 @@ impl<'a> Block<'a> {
             launch,
             arr,
             reads,
+            shared,
+            memo: HashMap::new(),
+            evaluating: 0,
             out,
             b,
             at,
@@ -865,7 +891,27 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// The value of expression `e` in context `cx`. A shared node is evaluated once per
+    /// evaluation and mode: its value and its reads' effects (accesses recorded, events, both
+    /// kept once) are the same each time, as nothing an expression does writes memory.
     fn eval(&mut self, e: ExprId, cx: Cx<'_>) -> V {
+        if self.evaluating == 0 && !self.memo.is_empty() {
+            self.memo.clear();
+        }
+        let shared = self.shared[e.index()];
+        if shared && let Some(&v) = self.memo.get(&(e, cx.mode)) {
+            return v;
+        }
+        self.evaluating += 1;
+        let v = self.eval_node(e, cx);
+        self.evaluating -= 1;
+        if shared {
+            self.memo.insert((e, cx.mode), v);
+        }
+        v
+    }
+
+    fn eval_node(&mut self, e: ExprId, cx: Cx<'_>) -> V {
         let ir = self.ir;
         let node = ir.expr(e);
         let dt = node.ty.dtype();
