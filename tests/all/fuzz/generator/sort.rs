@@ -76,9 +76,13 @@ impl Gen {
             .filter(|b| (1u32 << (b - 1)) * t <= 4096)
             .max()
             .unwrap_or(1);
-        controls = controls
-            .bits(begin, end)
-            .radix_bits((1 + self.rng.below(8) as u32).min(widest));
+        let radix = (1 + self.rng.below(8) as u32).min(widest);
+        // The simulator stops a block past 2^26 thread-instructions, and a pass costs a few
+        // hundred a thread: at most 2^14 thread-passes (2^12 in a loop, which repeats them),
+        // the bit range cut short where it would take more.
+        let budget = if self.cx().in_loop { 1 << 12 } else { 1 << 14 };
+        let end = end.min(begin + radix * (budget / t).max(1));
+        controls = controls.bits(begin, end).radix_bits(radix);
         // A striped result is striped over each group: the block's where an exchange over it
         // can run, a power of two's (as the groups' exchanges) otherwise.
         let striped_ok = if g.kind() == GroupKind::Block {
