@@ -228,8 +228,16 @@ fn every_barrier_is_necessary() {
                 algorithm,
                 valid: Some(150),
             };
-            // Three values in long runs across threads, and bins no thread zeroes for itself.
-            let xs: Vec<u8> = (0..192u32).map(|i| ((i / 50 + 1) % 3) as u8 + 2).collect();
+            // Three values in long runs across threads, and bins no thread zeroes for itself;
+            // every fifth sample past the bins with a high nibble of its own, so that the sort
+            // form's second 4-bit pass moves keys between threads as its first does (and each
+            // pass's barriers, where the passes are written out, are shown necessary).
+            let xs: Vec<u8> = (0..192u32)
+                .map(|i| match i % 5 {
+                    4 => (0x10 * (1 + i % 7)) as u8 | 2,
+                    _ => ((i / 50 + 1) % 3) as u8 + 2,
+                })
+                .collect();
             let kernel = kernel_placed::<u8, u32>(case, placement);
             let got = run::<u8, u32>(&checked, &kernel, 1, case, &xs).expect("race-free");
             assert_same(
