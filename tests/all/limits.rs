@@ -388,10 +388,7 @@ fn many_shared_memory_ops_in_sequence_build_quickly() {
 }
 
 /// `e op e` taken 48 times over: 48 nodes, 2^48 paths from the root.
-fn doubled(
-    e: coopgraph::ir::Expr<u32>,
-    op: impl Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
-) -> Expr<u32> {
+fn doubled(e: Expr<u32>, op: impl Fn(Expr<u32>, Expr<u32>) -> Expr<u32>) -> Expr<u32> {
     (0..48).fold(e, |e, _| op(e.clone(), e))
 }
 

@@ -311,7 +311,6 @@ impl Gen {
         let one = rng.pct(50).then(|| rng.weighted(&weights));
         let mut e = e;
         for _ in 0..n {
-            let rng = self.shares.as_mut().expect("drawn by share_count");
             e = match one.unwrap_or_else(|| rng.weighted(&weights)) {
                 0 => e.clone().min(e),
                 1 => e.clone().max(e),
@@ -342,7 +341,6 @@ impl Gen {
         let one = rng.pct(50).then(|| rng.below(3));
         let mut c = c;
         for _ in 0..n {
-            let rng = self.shares.as_mut().expect("drawn by share_count");
             c = match one.unwrap_or_else(|| rng.below(3)) {
                 0 => c.and(&c),
                 1 => c.or(&c),
