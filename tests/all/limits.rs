@@ -398,7 +398,8 @@ fn expressions_shared_many_times_over_build_quickly() {
     // path hangs here. The expressions go where the compiler judges them: a load's offset and
     // count (whether its reads may go before the previous load's exchange), a branch's
     // condition (whether it is a rank-0 test), a map, a store's offset and count, a shared
-    // index. `o ^ o` is 0 and `c.min(c)` is `c`, so the kernel stays a plain copy.
+    // index, a local array's index (whether it needs a guard). `o ^ o` is 0 and `c.min(c)` is
+    // `c`, so the kernel stays a plain copy.
     let (block, items, valid) = (96u32, 2u32, 150u32);
     let start = Instant::now();
     let kernel = {
@@ -422,7 +423,14 @@ fn expressions_shared_many_times_over_build_quickly() {
         k.if_(first, |k| k.shared_write(&flag, zero.clone(), zero.clone()));
         k.sync_block();
         let seen = flag.read(zero.clone());
-        let keys = k.map(&keys, move |a| a + seen.clone() + (zero.clone() & 1u32));
+        // An index the compiler bounds (to leave its guard out): the lane, 2^48 times over.
+        let lane = doubled(index::lane(), |a, b| a.min(b));
+        let own = k.local_array::<u32>(32);
+        k.local_write(&own, lane.clone(), zero.clone());
+        let mine = own.read(lane);
+        let keys = k.map(&keys, move |a| {
+            a + seen.clone() + mine.clone() + (zero.clone() & 1u32)
+        });
         k.store_to(b, &y, &keys, Store::direct().valid_items(count.clone()));
         k.store_to(
             b,

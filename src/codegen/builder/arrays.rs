@@ -99,7 +99,7 @@ impl Emitter<'_> {
             }
         };
         if let Some(len) = len
-            && index_max(self.ir, index_expr, 0).is_some_and(|m| m < u64::from(len))
+            && index_max(self.ir, index_expr).is_some_and(|m| m < u64::from(len))
         {
             return None;
         }
@@ -207,7 +207,33 @@ impl Emitter<'_> {
 /// such. An access whose index is
 /// bounded inside its array needs no guard: a tile's `a[ty][k]` with `k` the loop variable of
 /// `0..TILE` costs nothing.
-pub(crate) fn index_max(ir: &Ir, e: ExprId, depth: u32) -> Option<u64> {
+pub(crate) fn index_max(ir: &Ir, e: ExprId) -> Option<u64> {
+    bound_of(ir, e, 0, &mut HashMap::new())
+}
+
+/// [`index_max`] of node `e` at `depth`, each node judged once (`seen`): an expression may
+/// share its subtrees, and one of 48 nodes has 2^48 paths. A bound found at any depth bounds
+/// the node, and `None` only leaves a guard in place, so the first judgement stands.
+fn bound_of(
+    ir: &Ir,
+    e: ExprId,
+    depth: u32,
+    seen: &mut HashMap<ExprId, Option<u64>>,
+) -> Option<u64> {
+    if let Some(&known) = seen.get(&e) {
+        return known;
+    }
+    let bound = node_bound(ir, e, depth, seen);
+    seen.insert(e, bound);
+    bound
+}
+
+fn node_bound(
+    ir: &Ir,
+    e: ExprId,
+    depth: u32,
+    seen: &mut HashMap<ExprId, Option<u64>>,
+) -> Option<u64> {
     use crate::ir::expr::{Axis, BinaryOp as B, IndexKind as I};
     if depth > 32 {
         return None;
@@ -216,7 +242,7 @@ pub(crate) fn index_max(ir: &Ir, e: ExprId, depth: u32) -> Option<u64> {
     if node.ty != crate::ir::expr::VType::D(DType::U32) {
         return None;
     }
-    let max = |x: ExprId| index_max(ir, x, depth + 1);
+    let mut max = |x: ExprId| bound_of(ir, x, depth + 1, seen);
     let konst = |x: ExprId| match ir.exprs.get(x).map(|n| &n.kind) {
         Some(ExprKind::Const(c)) => Some(*c),
         _ => None,
