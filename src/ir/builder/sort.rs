@@ -14,7 +14,10 @@
 //!   written first) moves keys (and values) to their places, read back blocked, or in the
 //!   asked arrangement after the last pass.
 //!
-//! The passes but a striped last one run in a loop (as CUB's do), each with the rank's two
+//! The passes but a striped last one run in a loop (as CUB's do) where there are more than
+//! `UNROLLED_PASSES` (two); fewer are written out one after another, so each pass's shift and digit
+//! mask are constants (a byte's two 4-bit digits, the block histogram's sort form: nvcc writes
+//! CUB's two passes out the same way). Each pass has the rank's two
 //! barriers (after the counting, after the scan's write-back) beside the block scan's and the
 //! scatters', which the planner places. A group other than the block ranks in its own part of
 //! the counters with its own scan, and scatters through its own part of a shared array behind
@@ -154,6 +157,10 @@ impl RadixSort {
 /// which neighbouring lanes hold at neighbouring ranks when a thread holds many, share
 /// words).
 const NARROW_SORT_BITS_ITEMS: u32 = 4;
+
+/// Passes (before a striped last one) written out one after another rather than looped: each
+/// has constant shifts and masks, at the cost of the pass's code repeated.
+const UNROLLED_PASSES: u32 = 2;
 
 /// A literal of the sort-bits type from the low bits of `v`.
 pub(super) fn lit<B: Element>(v: u64) -> Expr<B> {
@@ -495,13 +502,21 @@ impl KernelBuilder {
             SortOutput::Blocked => passes,
             SortOutput::Striped => passes - 1,
         };
-        if looped > 0 {
+        let (mut bits, mut values) = (bits, values);
+        if looped <= UNROLLED_PASSES {
+            // Written out: each pass's shift and digit mask are constants.
+            for p in 0..looped {
+                let blocked = Arrangement::Blocked;
+                let p = Expr::lit(p);
+                (bits, values) = self.radix_pass(&pass, &tiles, p, &bits, values.as_ref(), blocked);
+            }
+        } else {
             self.counted_loop(loc, Expr::lit(0u32), Expr::lit(looped), None, |k, p| {
                 let blocked = Arrangement::Blocked;
                 let (b, v) = k.radix_pass(&pass, &tiles, p, &bits, values.as_ref(), blocked);
                 k.assign(&bits, &b);
-                if let (Some(v), Some(dst)) = (v, values) {
-                    k.assign(&dst, &v);
+                if let (Some(v), Some(dst)) = (v, &values) {
+                    k.assign(dst, &v);
                 }
             });
         }
