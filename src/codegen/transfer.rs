@@ -35,6 +35,8 @@ const PREDICATED_LOAD_ITEMS: usize = 16;
 struct Access {
     /// Byte address of this thread's item 0.
     addr: Reg,
+    /// This thread's rank in its access group.
+    rank: Reg,
     /// Which of its items are valid.
     valid: Valid,
 }
@@ -329,11 +331,12 @@ impl Emitter<'_> {
         });
         if plan.items == 1 {
             let valid = g.only.map_or(Valid::All, Valid::Only);
-            return Access { addr, valid };
+            return Access { addr, rank, valid };
         }
         let Some(b) = g.bounds.as_mut() else {
             return Access {
                 addr,
+                rank,
                 valid: Valid::All,
             };
         };
@@ -354,6 +357,7 @@ impl Emitter<'_> {
         });
         Access {
             addr,
+            rank,
             valid: Valid::Rem(rem),
         }
     }
@@ -443,8 +447,8 @@ impl Emitter<'_> {
         let last = (regs.len() as i64 - 1) * plan.item_stride as i64;
         let partial = self.setp(Cmp::Le, Ty::S32, rem.into(), Operand::Imm(last));
         let every = Access {
-            addr: a.addr,
             valid: Valid::All,
+            ..*a
         };
         let all_valid = Moves { a: &every, ..*m };
         self.split(
@@ -507,7 +511,11 @@ impl Emitter<'_> {
     }
 
     /// Vector accesses where the address is aligned and (with a valid count) the thread's
-    /// whole run is valid; the scalar path otherwise, chosen at run time.
+    /// whole run is valid; the scalar path otherwise, chosen at run time. Where the plan pairs
+    /// the runs, a warp takes the vector path only where all its threads can: the pairs'
+    /// shuffles then run over the warp's lanes that exist, a constant mask in blocks of whole
+    /// warps (a mask of only the pair's two lanes made ptxas fence every shuffle as a
+    /// collective of its own).
     fn vector_moves(&mut self, m: &Moves, regs: &[Reg], oob: Option<u64>) {
         let Moves {
             is_load,
@@ -536,8 +544,132 @@ impl Emitter<'_> {
                 b: full,
             });
         }
-        let vectors = |me: &mut Self| me.vectors(is_load, space, dtype, a.addr, regs, v);
+        let pairs = plan.paired.then(|| {
+            let mask = self.group_mask(32);
+            self.op(Op::Vote {
+                mode: VoteMode::All,
+                dst: fast,
+                src: fast,
+                negate: false,
+                mask,
+            });
+            let bit = self.u32op(BinOp::And, a.rank.into(), Operand::Imm(1));
+            let odd = self.setp(Cmp::Ne, Ty::U32, bit.into(), Operand::Imm(0));
+            (odd, mask)
+        });
+        let vectors = |me: &mut Self| match pairs {
+            Some(pairs) => me.paired_vectors(m, regs, pairs),
+            None => me.vectors(is_load, space, dtype, a.addr, regs, v),
+        };
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
+    }
+
+    /// The vector accesses of a pair of ranks (see [`paired_vectors`]): with `n` vectors a run,
+    /// the pair's `2n` vectors are the first rank's run then the second's, and access `j`
+    /// moves the pair's vectors `2j` (first rank) and `2j + 1` (second rank), 32 bytes from the
+    /// first run's start apart. So the first rank moves its own even vectors, then the second
+    /// rank's; the second rank the first rank's odd vectors, then its own: each sends the other
+    /// the half of its run it does not move itself (`n / 2` vectors, one shuffle an element).
+    ///
+    /// [`paired_vectors`]: crate::planner::transfer::paired_vectors
+    /// `pairs`: whether this thread is a pair's second rank, and the warp's member mask.
+    fn paired_vectors(&mut self, m: &Moves, regs: &[Reg], pairs: (Reg, Operand)) {
+        let (odd, mask) = pairs;
+        let Moves {
+            is_load,
+            space,
+            dtype,
+            plan,
+            a,
+        } = *m;
+        let runs: Vec<&[Reg]> = regs.chunks(plan.vector as usize).collect();
+        let (n, half) = (runs.len(), runs.len() / 2);
+        // The first rank's run: the second rank's own, less one run, plus the half vector it
+        // moves of each sector.
+        let back = self.reg(RegClass::B64);
+        self.op(Op::Bin {
+            op: BinOp::Add,
+            ty: Ty::S64,
+            dst: back,
+            a: a.addr.into(),
+            b: Operand::Imm(16 - 16 * n as i64),
+        });
+        let base = self.reg(RegClass::B64);
+        self.op(Op::Selp {
+            ty: Ty::B64,
+            dst: base,
+            a: back.into(),
+            b: a.addr.into(),
+            p: odd,
+        });
+        let at = |j: usize| Address {
+            base: AddrBase::Reg(base),
+            offset: 32 * j as i64,
+        };
+        let swap = |me: &mut Self, vals: Vec<Reg>| -> Vec<Reg> {
+            let one = Operand::Imm(1);
+            (vals.into_iter())
+                .map(|x| me.shuffle_value(ShflMode::Bfly, x, one, 0x1f, mask))
+                .collect()
+        };
+        let ty = mem_ty(dtype);
+        if is_load {
+            let got: Vec<Vec<Reg>> = (0..n)
+                .map(|j| {
+                    let dst = self.fresh_like(runs[j]);
+                    let addr = at(j);
+                    self.op(Op::Ld {
+                        space,
+                        ty,
+                        dst: dst.iter().copied().collect(),
+                        addr,
+                    });
+                    dst
+                })
+                .collect();
+            // The first rank holds its even vectors, then the second's; the second rank the
+            // first's odd vectors, then its own odd ones.
+            for s in 0..half {
+                let (mine, theirs) = (&got[s], &got[s + half]);
+                let send = (0..mine.len())
+                    .map(|c| self.pick(dtype, odd, mine[c], theirs[c]))
+                    .collect();
+                let came = swap(self, send);
+                for c in 0..came.len() {
+                    self.pick_into(dtype, runs[2 * s][c], odd, came[c], mine[c]);
+                    self.pick_into(dtype, runs[2 * s + 1][c], odd, theirs[c], came[c]);
+                }
+            }
+        } else {
+            let came: Vec<Vec<Reg>> = (0..half)
+                .map(|s| {
+                    let (even, odd_run) = (runs[2 * s], runs[2 * s + 1]);
+                    let send = (0..even.len())
+                        .map(|c| self.pick(dtype, odd, even[c], odd_run[c]))
+                        .collect();
+                    swap(self, send)
+                })
+                .collect();
+            for j in 0..n {
+                let src = (0..runs[0].len())
+                    .map(|c| {
+                        let r = if j < half {
+                            self.pick(dtype, odd, came[j][c], runs[2 * j][c])
+                        } else {
+                            let s = j - half;
+                            self.pick(dtype, odd, runs[2 * s + 1][c], came[s][c])
+                        };
+                        r.into()
+                    })
+                    .collect();
+                self.op(Op::St {
+                    space,
+                    ty,
+                    addr: at(j),
+                    src,
+                });
+            }
+        }
     }
 
     /// Prepares the global side of a load or store: the tile's offset and valid count, this

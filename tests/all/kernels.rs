@@ -386,3 +386,91 @@ fn narrow_items_move_packed() {
         }
     }
 }
+
+/// Vectorized runs of 16-byte vectors, an even number of them a thread, move in pairs of
+/// lanes (each access of a pair covers one 32-byte sector; the pair swaps half its vectors by
+/// shuffles): whole tiles and tiles cut anywhere (inside a pair's second run, at a pair's
+/// boundary, inside the first warp), misaligned offsets (every warp takes the scalar path),
+/// blocks with a partial last warp, an odd block (no pairs), and whole warps as the group.
+#[test]
+fn paired_vector_runs_round_trip() {
+    fn one<T: TestElem>(block: u32, items: u32, warps: bool, offset: u32, batch: &mut Batch) {
+        let name = format!(
+            "paired_{}_{block}x{items}_{}_{offset}",
+            T::DTYPE,
+            if warps { "warps" } else { "block" }
+        );
+        let mut k = KernelBuilder::new(&name)
+            .block(block)
+            .items_per_thread(items);
+        let (x, y) = (k.input::<T>("x"), k.output::<T>("y"));
+        let valid = k.scalar::<u32>("valid");
+        let g: Group = if warps {
+            k.this_warp().into()
+        } else {
+            k.this_block()
+        };
+        let load = Load::vectorize()
+            .offset(offset)
+            .valid_items(valid)
+            .oob_default(T::from_i64(7));
+        let t = k.load_from(g, &x, load);
+        let u = k.map(&t, |v| v * T::from_i64(3) + T::from_i64(1));
+        let store = Store::vectorize().offset(offset).valid_items(valid);
+        k.store_to(g, &y, &u, store);
+        let kernel = k.build().expect("builds");
+        let ptx = kernel.ptx(coopgraph::ptx::Arch::Sm90).expect("emits");
+        // Shuffles only where pairs are planned: an even block.
+        assert_eq!(
+            ptx.contains("shfl.sync.bfly"),
+            block.is_multiple_of(2),
+            "{name}"
+        );
+        batch.add(&kernel);
+        let dev = device();
+        let f = dev.compile(&kernel).expect("compiles");
+        let group = if warps { 32 } else { block };
+        let tile = (group * items) as usize;
+        let n = offset as usize + (block * items) as usize;
+        let xs: Vec<T> = Rng::new(u64::from(block * items + offset)).vec(n);
+        let xb = dev.upload(&xs).expect("upload");
+        let cuts = [tile, tile - 1, tile - items as usize, tile / 2 + 3, 5, 0];
+        for valid in cuts.map(|c| c as u32) {
+            let mut yb = dev.alloc_zeroed::<T>(n).expect("alloc");
+            f.launch_grid(1, (&xb, &mut yb, valid)).expect("runs");
+            let want: Vec<T> = (0..n)
+                .map(|i| {
+                    let Some(p) = i.checked_sub(offset as usize) else {
+                        return T::from_i64(0);
+                    };
+                    // Each group's tile holds its own first `valid` positions.
+                    if p % tile < valid as usize {
+                        xs[i].affine()
+                    } else {
+                        T::from_i64(0)
+                    }
+                })
+                .collect();
+            assert_same(
+                &yb.to_vec().expect("download"),
+                &want,
+                &format!("{name} valid {valid}"),
+            );
+        }
+    }
+    let mut batch = Batch::default();
+    for (block, warps) in [
+        (64u32, false),
+        (34, false),
+        (33, false),
+        (96, true),
+        (50, false),
+    ] {
+        for offset in [0u32, 1, 4] {
+            one::<f32>(block, 8, warps, offset, &mut batch);
+            one::<u32>(block, 16, warps, offset, &mut batch);
+            one::<u64>(block, 4, warps, offset, &mut batch);
+            one::<f64>(block, 8, warps, offset, &mut batch);
+        }
+    }
+}
