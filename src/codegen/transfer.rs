@@ -569,10 +569,10 @@ impl Emitter<'_> {
     /// moves the pair's vectors `2j` (first rank) and `2j + 1` (second rank), 32 bytes from the
     /// first run's start apart. So the first rank moves its own even vectors, then the second
     /// rank's; the second rank the first rank's odd vectors, then its own: each sends the other
-    /// the half of its run it does not move itself (`n / 2` vectors, one shuffle an element).
+    /// the half of its run it does not move itself (`n / 2` vectors, one shuffle a 32-bit
+    /// word). `pairs`: whether this thread is a pair's second rank, and the warp's member mask.
     ///
     /// [`paired_vectors`]: crate::planner::transfer::paired_vectors
-    /// `pairs`: whether this thread is a pair's second rank, and the warp's member mask.
     fn paired_vectors(&mut self, m: &Moves, regs: &[Reg], pairs: (Reg, Operand)) {
         let (odd, mask) = pairs;
         let Moves {
