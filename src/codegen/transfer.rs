@@ -584,6 +584,8 @@ impl Emitter<'_> {
         } = *m;
         let runs: Vec<&[Reg]> = regs.chunks(plan.vector as usize).collect();
         let (n, half) = (runs.len(), runs.len() / 2);
+        // A vector's bytes (16: the plan pairs no other), a pair's sector two of them.
+        let bytes = plan.vector as i64 * dtype.bytes() as i64;
         // The first rank's run: the second rank's own, less one run, plus the half vector it
         // moves of each sector.
         let back = self.reg(RegClass::B64);
@@ -592,7 +594,7 @@ impl Emitter<'_> {
             ty: Ty::S64,
             dst: back,
             a: a.addr.into(),
-            b: Operand::Imm(16 - 16 * n as i64),
+            b: Operand::Imm(bytes - bytes * n as i64),
         });
         let base = self.reg(RegClass::B64);
         self.op(Op::Selp {
@@ -604,7 +606,7 @@ impl Emitter<'_> {
         });
         let at = |j: usize| Address {
             base: AddrBase::Reg(base),
-            offset: 32 * j as i64,
+            offset: 2 * bytes * j as i64,
         };
         let swap = |me: &mut Self, vals: Vec<Reg>| -> Vec<Reg> {
             let one = Operand::Imm(1);
