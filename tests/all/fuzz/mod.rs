@@ -467,6 +467,35 @@ fn spec_from_env(seed: u64) -> Spec {
     }
 }
 
+/// A reproducer writes a subtree its expression uses more than once only once, bound by a
+/// `let`: the lane under 40 nested `min`s of itself (2^40 nodes, written out) binds the 39
+/// used twice, and a program whose expressions share nothing binds nothing.
+#[test]
+fn reproducers_bind_shared_subtrees_once() {
+    use coopgraph::KernelBuilder;
+    use coopgraph::ir::index;
+    let mut k = KernelBuilder::new("shared").block(40);
+    let y = k.output::<u32>("y");
+    let mut e = index::lane();
+    for _ in 0..40 {
+        e = e.clone().min(e);
+    }
+    k.write(&y, index::thread_rank(), e + index::warp_rank());
+    let p = program::program(k.build().expect("builds").ir(), "");
+    assert!(!p.contains("elided"), "{p}");
+    assert_eq!(p.matches("let e").count(), 39, "{p}");
+    assert!(p.len() < 6000, "{} bytes:\n{p}", p.len());
+    let mut k = KernelBuilder::new("plain").block(40);
+    let y = k.output::<u32>("y");
+    k.write(
+        &y,
+        index::thread_rank(),
+        index::lane() * 2u32 + index::warp_rank(),
+    );
+    let p = program::program(k.build().expect("builds").ir(), "");
+    assert!(!p.contains("let e"), "{p}");
+}
+
 /// The seeds make cluster kernels of both kinds: with their own shape, and with the shape
 /// each launch gives (then launched in that shape, the interpreter told it).
 #[test]

@@ -16,12 +16,14 @@ use coopgraph::ir::{
     Algorithm, Arrangement, DType, DataId, ExprId, GroupKind, Ir, MathMode, NeighborKind, OpId,
     PrintPiece, RegionId,
 };
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-/// Nodes of one expression written before the rest is elided: shared subtrees are written out
-/// each time they occur, so an expression of few nodes can have very many (`e.min(e)` over and
-/// over), and the budget keeps writing it linear in what is written.
-const EXPR_BUDGET: usize = 400;
+/// Nodes of one expression written before the rest is elided. A subtree the expression uses
+/// more than once is written once, bound by a `let` (`{ let e7 = ..; e7.clone().min(e7.clone()) }`),
+/// so what is written is linear in the expression's distinct nodes; the budget only bounds
+/// one expression of very many distinct nodes.
+const EXPR_BUDGET: usize = 4000;
 
 /// The builder program of `ir`, with `launch` (how the case runs it) as a comment.
 pub fn program(ir: &Ir, launch: &str) -> String {
@@ -832,19 +834,68 @@ impl Printer<'_> {
         }
     }
 
+    /// Expression `e`: a block that binds each subtree it uses more than once (a leaf aside)
+    /// before the expression, or the expression alone where it shares none.
     fn expr(&self, e: ExprId) -> String {
-        self.expr_within(e, &std::cell::Cell::new(EXPR_BUDGET))
+        let left = std::cell::Cell::new(EXPR_BUDGET);
+        let (mut uses, mut order) = (HashMap::new(), Vec::new());
+        self.uses(e, &mut uses, &mut order);
+        let shared = order.into_iter().filter(|n| {
+            uses.get(n).is_some_and(|&u| u > 1) && self.ir.expr(*n).kind.children().next().is_some()
+        });
+        let mut bound = HashSet::new();
+        let mut lets = String::new();
+        for n in shared {
+            let _ = write!(
+                lets,
+                "let e{} = {}; ",
+                n.index(),
+                self.expr_within(n, &bound, &left)
+            );
+            bound.insert(n);
+        }
+        let root = self.expr_within(e, &bound, &left);
+        if lets.is_empty() {
+            root
+        } else {
+            format!("{{ {lets}{root} }}")
+        }
     }
 
-    /// Expression `e`, written with at most `left` nodes (taken from it).
-    fn expr_within(&self, e: ExprId, left: &std::cell::Cell<usize>) -> String {
+    /// Counts in `uses` how many parents in `e`'s tree each node below it has (each parent
+    /// counted once), and lists the nodes in `order`, children before their parents.
+    fn uses(&self, e: ExprId, uses: &mut HashMap<ExprId, u32>, order: &mut Vec<ExprId>) {
+        for &c in self.ir.expr(e).kind.children() {
+            let n = uses.entry(c).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                self.uses(c, uses, order);
+            }
+        }
+        order.push(e);
+    }
+
+    /// Expression `e`, written with at most `left` nodes (taken from it), the nodes in `bound`
+    /// by the names their `let`s give them.
+    fn expr_within(
+        &self,
+        e: ExprId,
+        bound: &HashSet<ExprId>,
+        left: &std::cell::Cell<usize>,
+    ) -> String {
         if left.get() == 0 {
             return "/* elided */".into();
         }
         left.set(left.get() - 1);
         let ir = self.ir;
         let node = ir.expr(e);
-        let sub = |x: ExprId| self.expr_within(x, left);
+        let sub = |x: ExprId| {
+            if bound.contains(&x) {
+                format!("e{}.clone()", x.index())
+            } else {
+                self.expr_within(x, bound, left)
+            }
+        };
         match &node.kind {
             ExprKind::Const(b) => match node.ty {
                 VType::Bool => format!("Expr::lit_bool({})", *b != 0),
