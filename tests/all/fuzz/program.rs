@@ -917,7 +917,7 @@ impl Printer<'_> {
                 }
             }
             ExprKind::Index(k) => {
-                let axis = |a: Axis| format!("Axis::{}", a.name().to_uppercase());
+                let axis = |a: Axis| format!("index::Axis::{}", a.name().to_uppercase());
                 match k {
                     IndexKind::ThreadRank => "index::thread_rank()".into(),
                     IndexKind::Lane => "index::lane()".into(),
