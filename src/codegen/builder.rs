@@ -581,19 +581,14 @@ impl Emitter<'_> {
     /// `p ? a : b` for a value of dtype `d`.
     pub(crate) fn pick(&mut self, d: DType, p: Reg, a: Reg, b: Reg) -> Reg {
         let r = self.reg(class(d));
-        self.pick_into(d, r, p, a, b);
-        r
-    }
-
-    /// `dst = p ? a : b` for a value of dtype `d`.
-    pub(crate) fn pick_into(&mut self, d: DType, dst: Reg, p: Reg, a: Reg, b: Reg) {
         self.op(Op::Selp {
             ty: bits_or_float(d),
-            dst,
+            dst: r,
             a: a.into(),
             b: b.into(),
             p,
         });
+        r
     }
 
     /// Fresh registers of the same classes.

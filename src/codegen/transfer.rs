@@ -564,30 +564,31 @@ impl Emitter<'_> {
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
     }
 
-    /// The vector accesses of a pair of ranks (see [`paired_vectors`]): with `n` vectors a run,
-    /// the pair's `2n` vectors are the first rank's run then the second's, and access `j`
-    /// moves the pair's vectors `2j` (first rank) and `2j + 1` (second rank), 32 bytes from the
-    /// first run's start apart. So the first rank moves its own even vectors, then the second
-    /// rank's; the second rank the first rank's odd vectors, then its own: each sends the other
-    /// the half of its run it does not move itself (`n / 2` vectors, one shuffle a 32-bit
-    /// word). `pairs`: whether this thread is a pair's second rank, and the warp's member mask.
+    /// The vector stores of a pair of ranks (see [`paired_vectors`]): with `n` vectors a run,
+    /// the pair's `2n` vectors are the first rank's run then the second's, and store `j`
+    /// writes the pair's vectors `2j` (first rank) and `2j + 1` (second rank), 32 bytes from
+    /// the first run's start apart. So the first rank writes its own even vectors, then the
+    /// second rank's; the second rank the first rank's odd vectors, then its own: each sends
+    /// the other the half of its run it does not write itself (`n / 2` vectors, one shuffle a
+    /// 32-bit word). `pairs`: whether this thread is a pair's second rank, and the warp's
+    /// member mask.
     ///
     /// [`paired_vectors`]: crate::planner::transfer::paired_vectors
     fn paired_vectors(&mut self, m: &Moves, regs: &[Reg], pairs: (Reg, Operand)) {
         let (odd, mask) = pairs;
         let Moves {
-            is_load,
             space,
             dtype,
             plan,
             a,
+            ..
         } = *m;
         let runs: Vec<&[Reg]> = regs.chunks(plan.vector as usize).collect();
         let (n, half) = (runs.len(), runs.len() / 2);
         // A vector's bytes (16: the plan pairs no other), a pair's sector two of them.
         let bytes = plan.vector as i64 * dtype.bytes() as i64;
-        // The first rank's run: the second rank's own, less one run, plus the half vector it
-        // moves of each sector.
+        // The first rank's run: the second rank's own, less one run, plus the half sector the
+        // second rank writes of each.
         let back = self.reg(RegClass::B64);
         self.op(Op::Bin {
             op: BinOp::Add,
@@ -604,73 +605,38 @@ impl Emitter<'_> {
             b: a.addr.into(),
             p: odd,
         });
-        let at = |j: usize| Address {
-            base: AddrBase::Reg(base),
-            offset: 2 * bytes * j as i64,
-        };
-        let swap = |me: &mut Self, vals: Vec<Reg>| -> Vec<Reg> {
-            let one = Operand::Imm(1);
-            (vals.into_iter())
-                .map(|x| me.shuffle_value(ShflMode::Bfly, x, one, 0x1f, mask))
-                .collect()
-        };
-        let ty = mem_ty(dtype);
-        if is_load {
-            let got: Vec<Vec<Reg>> = (0..n)
-                .map(|j| {
-                    let dst = self.fresh_like(runs[j]);
-                    let addr = at(j);
-                    self.op(Op::Ld {
-                        space,
-                        ty,
-                        dst: dst.iter().copied().collect(),
-                        addr,
-                    });
-                    dst
-                })
-                .collect();
-            // The first rank holds its even vectors, then the second's; the second rank the
-            // first's odd vectors, then its own odd ones.
-            for s in 0..half {
-                let (mine, theirs) = (&got[s], &got[s + half]);
-                let send = (0..mine.len())
-                    .map(|c| self.pick(dtype, odd, mine[c], theirs[c]))
-                    .collect();
-                let came = swap(self, send);
-                for c in 0..came.len() {
-                    self.pick_into(dtype, runs[2 * s][c], odd, came[c], mine[c]);
-                    self.pick_into(dtype, runs[2 * s + 1][c], odd, theirs[c], came[c]);
-                }
-            }
-        } else {
-            let came: Vec<Vec<Reg>> = (0..half)
-                .map(|s| {
-                    let (even, odd_run) = (runs[2 * s], runs[2 * s + 1]);
-                    let send = (0..even.len())
-                        .map(|c| self.pick(dtype, odd, even[c], odd_run[c]))
-                        .collect();
-                    swap(self, send)
-                })
-                .collect();
-            for j in 0..n {
-                let src = (0..runs[0].len())
+        let came: Vec<Vec<Reg>> = (0..half)
+            .map(|s| {
+                let (even, odd_run) = (runs[2 * s], runs[2 * s + 1]);
+                (0..even.len())
                     .map(|c| {
-                        let r = if j < half {
-                            self.pick(dtype, odd, came[j][c], runs[2 * j][c])
-                        } else {
-                            let s = j - half;
-                            self.pick(dtype, odd, runs[2 * s + 1][c], came[s][c])
-                        };
-                        r.into()
+                        let send = self.pick(dtype, odd, even[c], odd_run[c]);
+                        self.shuffle_value(ShflMode::Bfly, send, Operand::Imm(1), 0x1f, mask)
                     })
-                    .collect();
-                self.op(Op::St {
-                    space,
-                    ty,
-                    addr: at(j),
-                    src,
-                });
-            }
+                    .collect()
+            })
+            .collect();
+        for j in 0..n {
+            let src = (0..runs[0].len())
+                .map(|c| {
+                    let r = if j < half {
+                        self.pick(dtype, odd, came[j][c], runs[2 * j][c])
+                    } else {
+                        let s = j - half;
+                        self.pick(dtype, odd, runs[2 * s + 1][c], came[s][c])
+                    };
+                    r.into()
+                })
+                .collect();
+            self.op(Op::St {
+                space,
+                ty: mem_ty(dtype),
+                addr: Address {
+                    base: AddrBase::Reg(base),
+                    offset: 2 * bytes * j as i64,
+                },
+                src,
+            });
         }
     }
 

@@ -55,18 +55,20 @@ pub fn vector_width(items: u32, bytes: u32) -> u32 {
 /// The fewest 16-byte vectors a thread moves for its run to go through pairs of lanes.
 pub const PAIRED_VECTORS: u32 = 2;
 
-/// Whether a vectorized transfer's runs move in pairs of lanes. Alone, thread `t`'s `j`-th
+/// Whether a vectorized store's runs move in pairs of lanes. Alone, thread `t`'s `j`-th
 /// 16-byte vector of a blocked run covers half of a 32-byte sector, and the other half comes
-/// one access later: every access writes (or reads) 32 half sectors. In pairs, ranks `2k` and
-/// `2k + 1` exchange half their vectors by shuffles and access `j` of the pair covers the
-/// pair's 32-byte sector `j` (rank `2k` its first half, rank `2k + 1` its second). That takes
-/// vectors of 16 bytes (elements of 4 or 8 bytes), an even number of them a thread (at least
+/// one access later: every access writes 32 half sectors. In pairs, ranks `2k` and `2k + 1`
+/// exchange half their vectors by shuffles and access `j` of the pair writes the pair's 32-byte
+/// sector `j` (rank `2k` its first half, rank `2k + 1` its second). That takes vectors of 16
+/// bytes (elements of 4 or 8 bytes), an even number of them a thread (at least
 /// [`PAIRED_VECTORS`]), a rank's partner in the next lane of the same warp (an even number of
 /// threads in the block), and an access group of whole warps or the block, so that a warp's
-/// lanes all take part (the lowering decides the path of each warp as one). Measured on an
-/// H100 (the f32 copy at 2^28, GB/s, two runs beside main's unpaired build): 256 x 16 2863 and
-/// 2871 against 2303 and 2301, 128 x 16 2890 and 2859 against 2309 and 2303, 256 x 8 2984 and
-/// 2987 against 2933 and 2923 (BENCHMARKS, "Vector stores in pairs of lanes").
+/// lanes all take part (the lowering decides the path of each warp as one). Loads keep their
+/// own vectors: the second half of a sector a load reads comes from L1. Measured on an H100
+/// (f32 copy at 256 x 16, 2^28, GB/s, PTX edited by hand, two runs): neither paired 2321 and
+/// 2315, loads 2490 and 2481, stores 3005 and 2996, both 2950 and 2951 (the device-to-device
+/// copy about 2980); as the emitter writes them, stores 2972 and 2974 against both 2867 and
+/// 2873, CUB's 2333 (one lease).
 pub fn paired_vectors(vector: u32, bytes: u32, items: u32, threads: u32, block: u32) -> bool {
     let vectors = items.checked_div(vector).unwrap_or(0);
     bytes >= 4
@@ -157,6 +159,7 @@ fn plan_one(
         _ => 1,
     };
     let paired = t.algorithm == Algorithm::Vectorize
+        && !is_load
         && (item_stride, thread_stride) == (1, items)
         && paired_vectors(vector, bytes, items, access_threads, ir.block_threads());
     Ok(TransferPlan {

@@ -387,9 +387,9 @@ fn narrow_items_move_packed() {
     }
 }
 
-/// Vectorized runs of 16-byte vectors, an even number of them a thread, move in pairs of
-/// lanes (each access of a pair covers one 32-byte sector; the pair swaps half its vectors by
-/// shuffles): whole tiles and tiles cut anywhere (inside a pair's second run, at a pair's
+/// Vectorized stores of runs of 16-byte vectors, an even number of them a thread, write in
+/// pairs of lanes (each store of a pair covers one 32-byte sector; the pair swaps half its
+/// vectors by shuffles): whole tiles and tiles cut anywhere (inside a pair's second run, at a pair's
 /// boundary, inside the first warp), misaligned offsets (every warp takes the scalar path),
 /// blocks with a partial last warp, an odd block (no pairs), and whole warps as the group.
 #[test]
