@@ -544,7 +544,9 @@ impl Emitter<'_> {
                 b: full,
             });
         }
-        let pairs = plan.paired.then(|| {
+        // The planner pairs stores only; the guard keeps a load's path its own whatever a plan
+        // says.
+        let pairs = (plan.paired && !is_load).then(|| {
             let mask = self.group_mask(32);
             self.op(Op::Vote {
                 mode: VoteMode::All,

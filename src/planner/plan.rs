@@ -36,9 +36,10 @@ pub struct TransferPlan {
     pub algorithm: Algorithm,
     /// For `vectorize`: elements per vector access (1: scalar only).
     pub vector: u32,
-    /// For `vectorize`: whether each pair of ranks `2k`, `2k + 1` moves its two runs together,
-    /// so that every vector access of the pair covers one whole 32-byte sector (16-byte
-    /// vectors, an even number of them a thread, in blocks of an even number of threads).
+    /// For a `vectorize` store: whether each pair of ranks `2k`, `2k + 1` writes its two runs
+    /// together, so that every vector store of the pair covers one whole 32-byte sector
+    /// (16-byte vectors, an even number of them a thread, in blocks of an even number of
+    /// threads; see [`paired_vectors`](super::transfer::paired_vectors)). Never for a load.
     pub paired: bool,
 }
 
