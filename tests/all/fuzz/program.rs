@@ -862,8 +862,9 @@ impl Printer<'_> {
         }
     }
 
-    /// Counts in `uses` how many parents in `e`'s tree each node below it has (each parent
-    /// counted once), and lists the nodes in `order`, children before their parents.
+    /// Counts in `uses` how many times the distinct nodes of `e`'s tree refer to each node
+    /// below it (`a.min(a)` refers to `a` twice), and lists the distinct nodes in `order`,
+    /// children before their parents.
     fn uses(&self, e: ExprId, uses: &mut HashMap<ExprId, u32>, order: &mut Vec<ExprId>) {
         for &c in self.ir.expr(e).kind.children() {
             let n = uses.entry(c).or_insert(0);
