@@ -560,13 +560,13 @@ impl Emitter<'_> {
             (odd, mask)
         });
         let vectors = |me: &mut Self| match pairs {
-            Some(pairs) => me.paired_vectors(m, regs, pairs),
+            Some(pairs) => me.paired_stores(m, regs, pairs),
             None => me.vectors(is_load, space, dtype, a.addr, regs, v),
         };
         self.split(fast, true, |me| me.scalar_moves(m, regs, oob), vectors);
     }
 
-    /// The vector stores of a pair of ranks (see [`paired_vectors`]): with `n` vectors a run,
+    /// The vector stores of a pair of ranks (see [`stores_in_pairs`]): with `n` vectors a run,
     /// the pair's `2n` vectors are the first rank's run then the second's, and store `j`
     /// writes the pair's vectors `2j` (first rank) and `2j + 1` (second rank), 32 bytes from
     /// the first run's start apart. So the first rank writes its own even vectors, then the
@@ -575,8 +575,8 @@ impl Emitter<'_> {
     /// 32-bit word). `pairs`: whether this thread is a pair's second rank, and the warp's
     /// member mask.
     ///
-    /// [`paired_vectors`]: crate::planner::transfer::paired_vectors
-    fn paired_vectors(&mut self, m: &Moves, regs: &[Reg], pairs: (Reg, Operand)) {
+    /// [`stores_in_pairs`]: crate::planner::transfer::stores_in_pairs
+    fn paired_stores(&mut self, m: &Moves, regs: &[Reg], pairs: (Reg, Operand)) {
         let (odd, mask) = pairs;
         let Moves {
             space,

@@ -39,7 +39,7 @@ pub struct TransferPlan {
     /// For a `vectorize` store: whether each pair of ranks `2k`, `2k + 1` writes its two runs
     /// together, so that every vector store of the pair covers one whole 32-byte sector
     /// (16-byte vectors, an even number of them a thread, in blocks of an even number of
-    /// threads; the planner's `transfer::paired_vectors` decides). Never for a load.
+    /// threads; the planner's `transfer::stores_in_pairs` decides). Never for a load.
     pub paired: bool,
 }
 

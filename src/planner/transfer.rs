@@ -69,7 +69,7 @@ pub const PAIRED_VECTORS: u32 = 2;
 /// 2315, loads 2490 and 2481, stores 3005 and 2996, both 2950 and 2951 (the device-to-device
 /// copy about 2980); as the emitter writes them, stores 2972 and 2974 against both 2867 and
 /// 2873, CUB's 2333 (one lease).
-pub fn paired_vectors(vector: u32, bytes: u32, items: u32, threads: u32, block: u32) -> bool {
+pub fn stores_in_pairs(vector: u32, bytes: u32, items: u32, threads: u32, block: u32) -> bool {
     let vectors = items.checked_div(vector).unwrap_or(0);
     bytes >= 4
         && vector * bytes == 16
@@ -161,7 +161,7 @@ fn plan_one(
     let paired = t.algorithm == Algorithm::Vectorize
         && !is_load
         && (item_stride, thread_stride) == (1, items)
-        && paired_vectors(vector, bytes, items, access_threads, ir.block_threads());
+        && stores_in_pairs(vector, bytes, items, access_threads, ir.block_threads());
     Ok(TransferPlan {
         group_threads: access_threads,
         items,
