@@ -17,8 +17,9 @@
 use super::lookback::{LookBack, take_tile};
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, Tuning, Workspace};
+use crate::ir::expr::IntElement;
 use crate::ir::options::REGISTER_FILE;
-use crate::ir::{DType, Expr, Group, Reduce, Scan, Scatter, StorageSpec, index};
+use crate::ir::{DType, Expr, Group, Reduce, Scan, Scatter, StorageSpec, ThreadData, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
 use std::fmt;
@@ -454,11 +455,45 @@ pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) ->
     k.reduce(b, &d, Reduce::sum().broadcast()).item(0)
 }
 
+/// The kept items' flags (1 or 0), their ranks among the tile's kept items and the tile's
+/// count of them, from `keep`'s flags: each thread's flags folded into one mask (`M` holds a
+/// bit an item), its count scanned across the block, an item's rank the thread's base and
+/// the count of the mask's bits below its own. Scanned item by item, the flags and ranks
+/// took two registers an item: the 256 x 32 selection needed 80 registers (three blocks an
+/// SM) where the mask leaves it 56 (four).
+fn ranks_by_mask<M: IntElement>(
+    k: &mut KernelBuilder,
+    b: Group,
+    keep: &ThreadData<u32>,
+    items: u32,
+) -> (ThreadData<u32>, ThreadData<u32>, ThreadData<u32>) {
+    let one = || Expr::lit(1u32).cast::<M>();
+    let mask = k.var(Expr::lit(0u32).cast::<M>());
+    for j in 0..items {
+        k.set(&mask, mask.get() | (keep.item(j).cast::<M>() << j));
+    }
+    let counts = k.thread_data_n::<u32>(1);
+    k.set_item(&counts, 0, mask.get().popc());
+    let (base, total) = k.scan_with_aggregate(b, &counts, Scan::exclusive_sum());
+    let m = mask.get();
+    let flag = k.map(keep, |_| {
+        ((m.clone() >> index::item()) & one()).cast::<u32>()
+    });
+    let rank = k.map(keep, |_| {
+        let below = (one() << index::item()) - one();
+        base.item(0) + (m.clone() & below).popc()
+    });
+    (flag, rank, total)
+}
+
 /// Warps a selection's kernel asks each SM to hold at once: 36, as CUB's selection on the
 /// H200 runs (three blocks of 384 threads at 56 registers). Left to itself, ptxas gave the
 /// 384 × 20 kernel of some predicates 58 registers, two blocks an SM (Nsight Compute: 36%
 /// of the warps resident against CUB's 54%). At the default 256 × 32 the items' registers
-/// hold it to three blocks (80 registers, where ptxas alone gave 128 and two blocks).
+/// hold the hint to three blocks (where ptxas alone gave 128 registers and two blocks);
+/// under it ptxas gives the partition 80 registers (three blocks an SM) and the selection,
+/// whose flags fold into a mask ([`ranks_by_mask`]), 56 (four blocks; hinted four, it
+/// spilled 40 bytes at 64).
 const RESIDENT_WARPS: u32 = 36;
 
 /// Registers a selection's thread needs beside its items' (the flags, ranks, offsets and
@@ -545,7 +580,11 @@ fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kern
         // count before the tile while the other warps wait at the barrier. Scattered after the
         // look-back, the selections ran 2.5-3.5% slower on an H100 (2^28, example 28), and
         // scattered by warps 1.. while warp 0 looks back, no faster than that.
-        let (rank, total) = k.scan_with_aggregate(b, &keep, Scan::exclusive_sum());
+        let (keep, rank, total) = if items <= 32 {
+            ranks_by_mask::<u32>(k, b, &keep, items)
+        } else {
+            ranks_by_mask::<u64>(k, b, &keep, items)
+        };
         let slot = k.shared_array::<u32>(1);
         let s = match sel.kind {
             SelectKind::If | SelectKind::Flagged => {

@@ -92,21 +92,21 @@ fn run_select<T: DeviceElement>(
 }
 
 /// Selection and partition of one element type over every size and fraction kept.
-fn select_and_partition<T: DeviceElement>() {
+fn select_and_partition<T: DeviceElement>(tuning: Tuning) {
     let dev = device();
     let mut rng = Rng::new(T::DTYPE.bytes() as u64 * 41 + 3);
     let mut ws = Workspace::new(dev).expect("workspace");
     let sentinel = T::cast_from_i64(77);
     for limit in [0, 3, 10] {
         let select = DeviceSelect::new(below::<T>(limit))
-            .tuning(SMALL)
+            .tuning(tuning)
             .prepare(dev)
             .expect("prepares");
         let part = DeviceSelect::partition(below::<T>(limit))
-            .tuning(SMALL)
+            .tuning(tuning)
             .prepare(dev)
             .expect("prepares");
-        for n in sizes(SMALL.tile_items() as usize) {
+        for n in sizes(tuning.tile_items() as usize) {
             let xs = data::<T>(&mut rng, n);
             let keep = kept_ref(&xs, limit);
             let what = format!("{} n={n} below {limit}", T::DTYPE);
@@ -142,12 +142,23 @@ fn select_and_partition<T: DeviceElement>() {
 
 #[test]
 fn select_and_partition_every_type_size_and_fraction() {
-    select_and_partition::<u8>();
-    select_and_partition::<u32>();
-    select_and_partition::<i32>();
-    select_and_partition::<f32>();
-    select_and_partition::<u64>();
-    select_and_partition::<f64>();
+    select_and_partition::<u8>(SMALL);
+    select_and_partition::<u32>(SMALL);
+    select_and_partition::<i32>(SMALL);
+    select_and_partition::<f32>(SMALL);
+    select_and_partition::<u64>(SMALL);
+    select_and_partition::<f64>(SMALL);
+}
+
+/// A thread's flags fold into a 32-bit mask up to 32 items and a 64-bit one past that: items
+/// on both sides of the switch and at each width's last bit, with none, some and all kept.
+#[test]
+fn flag_masks_of_both_widths() {
+    for items in [31, 32, 33, 64] {
+        let tuning = Tuning { threads: 32, items };
+        select_and_partition::<u32>(tuning);
+        select_and_partition::<f64>(tuning);
+    }
 }
 
 #[test]
