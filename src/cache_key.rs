@@ -535,6 +535,7 @@ impl Canonical for ReduceOp {
             ReduceOp::BitAnd => w.tag(4),
             ReduceOp::BitOr => w.tag(5),
             ReduceOp::BitXor => w.tag(6),
+            ReduceOp::First => w.tag(8),
             ReduceOp::Custom { expr, commutative } => {
                 w.tag(7);
                 expr.write(w);

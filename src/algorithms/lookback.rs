@@ -52,7 +52,7 @@ fn tile_word<T: ScanElement>(tile: Expr<u32>, offset: u32) -> Expr<u32> {
 pub(super) const BACKOFF_NS: u32 = 100;
 
 /// The block's tile, taken from the counter in word 0 of `status` (less `base`) by thread 0
-/// and handed to every thread by a broadcast sum.
+/// and handed to every thread by a broadcast of its value (one barrier).
 pub(super) fn take_tile(
     k: &mut KernelBuilder,
     status: &IrBuffer<u64>,
@@ -63,7 +63,7 @@ pub(super) fn take_tile(
 
 /// The block's ticket from the counter in word 0 of `status` (less `base`), taken by thread 0
 /// with `order` (acquire-release orders thread 0's accesses before it against other blocks'
-/// before theirs) and handed to every thread by a broadcast sum.
+/// before theirs) and handed to every thread by a broadcast of its value (one barrier).
 pub(super) fn take_ticket(
     k: &mut KernelBuilder,
     status: &IrBuffer<u64>,
@@ -77,7 +77,7 @@ pub(super) fn take_ticket(
         let taken = k.atomic(status, 0u32, Atomic::add(1u64).order(order));
         k.set_item(&ticket, 0, (taken - base.expr()).cast::<u32>());
     });
-    k.reduce(b, &ticket, Reduce::sum().broadcast()).item(0)
+    k.reduce(b, &ticket, Reduce::first().broadcast()).item(0)
 }
 
 /// What the look-back needs: the operator, the status words, the call's epoch and the tile.

@@ -10,7 +10,7 @@
 //!
 //! *Digit pass* (one launch per 8-bit digit), one block per tile:
 //! 1. thread 0 takes the tile's index from the counter in status word 0 (so tile `t`'s
-//!    predecessors were taken by blocks already running); a broadcast sum hands it out;
+//!    predecessors were taken by blocks already running); a broadcast hands it out;
 //! 2. the block loads its tile warp-striped (coalesced, no shared memory), computes each
 //!    key's digit, and ranks the digits with the block's match rank (one pass over all 8
 //!    bits: per-warp counters, lanes matched by ballots; the padding of a partial tile ranks

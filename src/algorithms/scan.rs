@@ -2,7 +2,7 @@
 //!
 //! One block per tile. Thread 0 takes the tile's index from the counter in workspace word 0
 //! (so tile `t`'s predecessors were taken by blocks already running: progress never depends
-//! on the order blocks are scheduled in); a broadcast sum hands it to the block. The block
+//! on the order blocks are scheduled in); a broadcast hands it to the block. The block
 //! loads its tile (warp-transposed: coalesced, staged per warp), scans it on its own (with its
 //! aggregate), and while the other warps wait at one barrier, warp 0 finds the tile's prefix:
 //! 1. lane 0 publishes the tile's aggregate (status `AGGREGATE`);

@@ -446,13 +446,13 @@ impl<T: DeviceElement> PreparedSelect<T> {
     }
 }
 
-/// `value` as thread 0 computes it, at every thread of the block (a broadcast sum, so
-/// block-uniform); the other threads do not evaluate it.
+/// `value` as thread 0 computes it, at every thread of the block (a broadcast of thread 0's
+/// value through one barrier, so block-uniform); the other threads do not evaluate it.
 pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) -> Expr<u64> {
     let d = k.thread_data_n::<u64>(1);
     k.set_item(&d, 0, 0u64);
     k.if_(index::thread_rank().eq(0u32), |k| k.set_item(&d, 0, value));
-    k.reduce(b, &d, Reduce::sum().broadcast()).item(0)
+    k.reduce(b, &d, Reduce::first().broadcast()).item(0)
 }
 
 /// The kept items' flags (1 or 0), their ranks among the tile's kept items and the tile's

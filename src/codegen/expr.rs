@@ -638,6 +638,7 @@ impl Emitter<'_> {
             ReduceOp::BitAnd => B::And,
             ReduceOp::BitOr => B::Or,
             ReduceOp::BitXor => B::Xor,
+            ReduceOp::First => return a,
             ReduceOp::Custom { expr, .. } => {
                 let ctx = Ctx {
                     args: vec![a, b],

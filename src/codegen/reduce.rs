@@ -130,6 +130,11 @@ impl Emitter<'_> {
         let Some(&first) = items.first() else {
             return Err(self.missing(op, "registers of the source"));
         };
+        if r.op == ReduceOp::First {
+            let result = self.first_of_group(op, r, d, first)?;
+            self.mov_into(d, r.dst, 0, result);
+            return Ok(());
+        }
         let valid_items = r.valid.map(|e| {
             let mut memo = HashMap::new();
             self.eval(e, &Ctx::default(), &mut memo)
@@ -193,6 +198,36 @@ impl Emitter<'_> {
         };
         self.mov_into(d, r.dst, 0, result);
         Ok(())
+    }
+
+    /// A [`ReduceOp::First`] reduction: `first`, the thread's first item, is the result at
+    /// rank 0; with broadcast, rank 0 hands it on (a shuffle within a warp, else through the
+    /// plan's one slot per group at the plan's two steps: one barrier), and nothing is folded.
+    fn first_of_group(&mut self, op: OpId, r: &Reduction, d: DType, first: Reg) -> Lowered<Reg> {
+        if !r.broadcast {
+            return Ok(first);
+        }
+        let threads = self.ir.group_threads(r.group);
+        if threads <= 32 {
+            let mask = self.group_mask(threads);
+            let c = segment_clamp(threads);
+            return Ok(self.shuffle_value(ShflMode::Idx, first, Operand::Imm(0), c, mask));
+        }
+        let c = self.collective(op)?;
+        let mut steps = Steps::new(op, &c.steps);
+        if let Some(warps) = self.ir.groups[r.group.index()].kind.whole_warps() {
+            let place = self.warp_group_place(warps);
+            return self.warp_group_hand_out(&c, warps, place.group, d, first, &mut steps);
+        }
+        self.enter_step(&mut steps)?;
+        let slot = self.collective_addr(&c, Operand::Imm(i64::from(c.entries)));
+        let tid = self.tid();
+        let lead = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
+        self.shared_access_if(lead, false, d, slot, first);
+        self.enter_step(&mut steps)?;
+        let all = self.reg(class(d));
+        self.shared_value(true, d, slot, all);
+        Ok(all)
     }
 
     /// The group part of a reduction over groups of `warps` whole warps, by warp reductions

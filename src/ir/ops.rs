@@ -313,6 +313,10 @@ pub enum ReduceOp {
     BitOr,
     /// Bitwise xor.
     BitXor,
+    /// The earlier value: a group's first in position order (rank 0's first item). A
+    /// broadcast reduction with it hands rank 0's value to the group through one barrier,
+    /// where the other operators fold every value first.
+    First,
     /// A user operator: an expression of `Arg(0)` (the earlier value) and `Arg(1)` (the later).
     Custom {
         /// The body.
@@ -328,6 +332,7 @@ impl ReduceOp {
     pub fn commutative(self) -> bool {
         match self {
             ReduceOp::Custom { commutative, .. } => commutative,
+            ReduceOp::First => false,
             _ => true,
         }
     }

@@ -32,7 +32,7 @@ use super::form::{PositionForm, layout_of, padded_slot, padding_pays};
 use super::ids::{IdVec, SliceId, StepId};
 use super::schedule::{Access, Positions, Touch, add_step, group_then_block};
 use super::scratch::{Context, Scratch};
-use crate::ir::ops::{NeighborKind, OpKind, ReduceAlgorithm, ScanAlgorithm};
+use crate::ir::ops::{NeighborKind, OpKind, ReduceAlgorithm, ReduceOp, ScanAlgorithm};
 use crate::ir::{Arrangement, DataId, GroupId, Ir, Loc, OpId};
 use crate::layout::{Arrangement as LArr, SmemTransform, arrangement_layout};
 
@@ -154,7 +154,9 @@ pub(super) fn plan_collectives(
         };
         let threads = ir.group_threads(sh.group);
         let is_scatter = matches!(data.kind, OpKind::Scatter { .. });
-        if threads <= 32 && !is_scatter {
+        // A first-value reduction shares nothing but its broadcast.
+        let first = is_first(&data.kind);
+        if (threads <= 32 && !is_scatter) || (first && !sh.broadcast) {
             continue;
         }
         if let Some(warps) = ir.groups[sh.group.index()].kind.whole_warps() {
@@ -167,6 +169,8 @@ pub(super) fn plan_collectives(
         let entries = if is_scatter {
             // The whole tile.
             threads * src.items
+        } else if first {
+            0
         } else if sh.per_thread {
             threads
         } else {
@@ -243,8 +247,16 @@ pub(super) fn plan_positions(ir: &Ir) -> Result<IdVec<OpId, Option<PositionForm>
     Ok(positions)
 }
 
+/// Whether `kind` is a [`ReduceOp::First`] reduction (which folds nothing).
+pub(super) fn is_first(kind: &OpKind) -> bool {
+    matches!(kind, OpKind::Reduce(r) if r.op == ReduceOp::First)
+}
+
 /// The raking split of a collective over `threads` threads, if it rakes.
 fn raking(kind: &OpKind, threads: u32) -> Option<Raking> {
+    if is_first(kind) {
+        return None;
+    }
     let first = match kind {
         OpKind::Reduce(r) if r.algorithm == ReduceAlgorithm::RakingCommutativeOnly => 32,
         OpKind::Reduce(r) if r.algorithm == ReduceAlgorithm::Raking => 0,
@@ -359,6 +371,7 @@ fn add_steps(
         loc: cx.ir.op(op).loc,
     };
     let steps = match kind {
+        OpKind::Reduce(r) if r.op == ReduceOp::First => b.broadcast(c.slot(c.entries)).into(),
         OpKind::Reduce(r) => b.reduce(r.algorithm)?,
         OpKind::Scan(sc) => b.scan(sc.algorithm)?,
         OpKind::Neighbor(nb) => b.neighbor(nb.kind, nb.shifted_out.is_some())?,

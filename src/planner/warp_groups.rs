@@ -52,7 +52,9 @@ pub(super) fn plan(
     let threads = warps * 32;
     let groups = cx.block / threads;
     let elem_bytes = ir.datas[src.index()].dtype.bytes();
-    let entries = groups * warps;
+    // A first-value reduction shares nothing but its broadcast.
+    let first = super::collective::is_first(&data.kind);
+    let entries = if first { 0 } else { groups * warps };
     // One slot per group after the entries: a broadcast result or rank 0's prefix.
     let group_slot = broadcast || prefix_slot;
     let slots = entries + if group_slot { groups } else { 0 };
@@ -82,7 +84,9 @@ pub(super) fn plan(
         };
         access(true, touch)
     };
-    let mut steps = if let OpKind::Scan(_) = &data.kind {
+    let mut steps = if first {
+        Vec::new()
+    } else if let OpKind::Scan(_) = &data.kind {
         // Every thread of a group reads its group's entries.
         let read = Touch::GroupSlot {
             group: threads,

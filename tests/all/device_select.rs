@@ -563,7 +563,7 @@ fn launch_select(
 
 /// Every barrier the planner placed in the selection's, partition's and encoding's kernels is
 /// needed: without any one of them the race checker reports a race. The kernels add no
-/// `sync_block` of their own (thread 0 hands the look-back's result on by a broadcast sum).
+/// `sync_block` of their own (thread 0 hands the look-back's result on by a broadcast).
 #[test]
 fn every_barrier_is_needed() {
     let tuning = Tuning {
@@ -588,7 +588,7 @@ fn every_barrier_is_needed() {
         assert_eq!(
             kernel.sync_blocks(),
             0,
-            "the count's hand-off is a broadcast sum"
+            "the count's hand-off is a broadcast reduction"
         );
     }
     let kernel = DeviceRunLengthEncode::<u32>::new()

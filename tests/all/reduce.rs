@@ -14,6 +14,8 @@ enum Op {
     Max,
     First,
     Last,
+    /// `Reduce::first()`: `First` handed on without folding.
+    Head,
 }
 
 trait Val: DeviceElement + PartialOrd {
@@ -30,7 +32,7 @@ macro_rules! int_val {
                     Op::Product => a.wrapping_mul(b),
                     Op::Min => a.min(b),
                     Op::Max => a.max(b),
-                    Op::First => a,
+                    Op::First | Op::Head => a,
                     Op::Last => b,
                 }
             }
@@ -51,7 +53,7 @@ macro_rules! float_val {
                     Op::Product => a * b,
                     Op::Min => a.min(b),
                     Op::Max => a.max(b),
-                    Op::First => a,
+                    Op::First | Op::Head => a,
                     Op::Last => b,
                 }
             }
@@ -76,6 +78,7 @@ fn controls<T: Val>(op: Op) -> Reduce<T> {
         Op::Max => Reduce::max(),
         Op::First => Reduce::custom(false, |a: Expr<T>, _b| a),
         Op::Last => Reduce::custom(false, |_a, b: Expr<T>| b),
+        Op::Head => Reduce::first(),
     }
 }
 
@@ -189,7 +192,7 @@ fn sweep<T: Val>(seed: u64) {
         probe.this_warp().group_by(8),
         probe.this_warp().group_by(1),
     ];
-    for op in [Op::Sum, Op::Min, Op::Max, Op::Product, Op::Last] {
+    for op in [Op::Sum, Op::Min, Op::Max, Op::Product, Op::Last, Op::Head] {
         for &g in &groups {
             let algs: &[ReduceAlgorithm] = if g.kind() == GroupKind::Block {
                 &[
@@ -201,7 +204,9 @@ fn sweep<T: Val>(seed: u64) {
                 &[ReduceAlgorithm::WarpReductions]
             };
             for &alg in algs {
-                if alg == ReduceAlgorithm::RakingCommutativeOnly && op == Op::Last {
+                if alg == ReduceAlgorithm::RakingCommutativeOnly
+                    && matches!(op, Op::Last | Op::Head)
+                {
                     continue;
                 }
                 for (block, items) in [(128u32, 4u32), (256, 1)] {
@@ -272,6 +277,67 @@ fn reduce_first_u64() {
             check::<u64>(&mut batch, shape, Op::First, alg, true, None, 9);
         }
     }
+}
+
+/// `Reduce::first()` hands each group's rank 0 value on over every kind of group (the block
+/// at whole-warp sizes, logical warps, groups of whole warps), at one and several items, with
+/// and without broadcast and valid counts, against the CPU's first value.
+#[test]
+fn first_values_over_every_group() {
+    let mut batch = Batch::default();
+    let probe = KernelBuilder::new("probe");
+    let groups = [
+        probe.this_block(),
+        probe.this_warp().into(),
+        probe.this_warp().group_by(4),
+        probe.this_block().group_by_warps(2),
+        probe.this_block().group_by_warps(3),
+    ];
+    for (i, &g) in groups.iter().enumerate() {
+        for block in [192u32, 384] {
+            for items in [1u32, 3] {
+                let shape = Shape {
+                    block,
+                    items,
+                    group: g,
+                };
+                let seed = 40 + i as u64;
+                let alg = ReduceAlgorithm::WarpReductions;
+                check::<u32>(&mut batch, shape, Op::Head, alg, false, None, seed);
+                check::<f64>(&mut batch, shape, Op::Head, alg, true, None, seed);
+                check::<i8>(&mut batch, shape, Op::Head, alg, true, Some(7), seed);
+            }
+        }
+    }
+}
+
+/// A broadcast first value takes one barrier, and needs it: thread 0 writes the block's slot
+/// and every thread reads it after the barrier (the race checker reports the read without).
+#[test]
+fn a_first_value_is_handed_on_through_one_barrier() {
+    let sim = super::common::race_checker();
+    let mut k = KernelBuilder::new("first_twice").block(96);
+    let x = k.input::<i32>("x");
+    let y = k.output::<i32>("y");
+    let b = k.this_block();
+    let t = k.load_from(b, &x, Load::direct());
+    // Twice in a row: the second's write to the slot waits for the first's reads.
+    let r1 = k.reduce(b, &t, Reduce::first().broadcast());
+    let s1 = r1.item(0);
+    let u = k.map(&t, move |v| v * 3i32 - s1.clone());
+    let r2 = k.reduce(b, &u, Reduce::first().broadcast());
+    let s2 = r2.item(0);
+    let out = k.map(&t, move |v| v + s2.clone());
+    k.store_to(b, &y, &out, Store::direct());
+    let kernel = k.build().expect("builds");
+    let barriers = kernel.plan().barriers();
+    assert!(barriers.len() <= 3, "{}", kernel.explain());
+    let xs: Vec<i32> = (0..96).map(|i| i * 7 % 31 - 9).collect();
+    let run = |kernel: &coopgraph::Kernel| super::common::run_xy(&sim, kernel, &xs, 96);
+    let first = xs[0] * 3 - xs[0];
+    let want: Vec<i32> = xs.iter().map(|v| v + first).collect();
+    assert_eq!(run(&kernel).expect("race-free"), want);
+    super::common::assert_barriers_necessary(&kernel, run);
 }
 
 /// Every barrier the planner places for a block reduction is needed: without it the

@@ -100,6 +100,50 @@ impl<T: Element> Reduce<T> {
         Reduce::fixed(ReduceOp::Max)
     }
 
+    /// The group's first value in position order: rank 0's first item. With
+    /// [`Reduce::broadcast`] it hands one thread's value to its whole group, as uniform as any
+    /// broadcast result (so it may steer a collective or a store's offset), through one
+    /// barrier: CUDA's `if (threadIdx.x == 0) s = v; __syncthreads(); v = s;`. Not commutative
+    /// (it takes a blocked payload), and under a valid count of 0 the result is unspecified.
+    ///
+    /// ```
+    /// use coopgraph::ir::{Atomic, Reduce, index};
+    /// use coopgraph::runtime::Device;
+    /// use coopgraph::KernelBuilder;
+    ///
+    /// // Thread 0 takes a ticket; the block uses it as one value.
+    /// let mut k = KernelBuilder::new("ticket").block(96);
+    /// let (counter, y) = (k.buffer::<u32>("counter"), k.output::<u32>("y"));
+    /// let b = k.this_block();
+    /// let mine = k.thread_data_n::<u32>(1);
+    /// k.set_item(&mine, 0, 0u32);
+    /// k.if_(index::thread_rank().eq(0u32), |k| {
+    ///     let t = k.atomic(&counter, 0u32, Atomic::add(1u32));
+    ///     k.set_item(&mine, 0, t);
+    /// });
+    /// let ticket = k.reduce(b, &mine, Reduce::first().broadcast()).item(0);
+    /// let at = ticket * 96u32 + index::thread_rank();
+    /// k.write(&y, at, index::block_index());
+    ///
+    /// let dev = Device::sim();
+    /// let mut c = dev.alloc_zeroed::<u32>(1)?;
+    /// let mut yb = dev.alloc_zeroed::<u32>(3 * 96)?;
+    /// dev.compile(&k.build()?)?.launch_grid(3, (&mut c, &mut yb))?;
+    /// // Each block wrote its own 96 slots, in the order its thread 0 took tickets.
+    /// let ys = yb.to_vec()?;
+    /// let mut firsts: Vec<u32> = (0..3).map(|t| ys[t * 96]).collect();
+    /// for t in 0..3 {
+    ///     assert!(ys[t * 96..(t + 1) * 96].iter().all(|&v| v == firsts[t]));
+    /// }
+    /// firsts.sort();
+    /// assert_eq!(firsts, [0, 1, 2]);
+    /// assert_eq!(c.to_vec()?, [3]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn first() -> Self {
+        Reduce::fixed(ReduceOp::First)
+    }
+
     /// A user operator, associative; `commutative` says whether `a op b == b op a` (if not,
     /// values are combined in position order, over a blocked payload).
     pub fn custom(

@@ -56,6 +56,7 @@ impl<T: Element> Combiner<T> {
             ReduceKind::Fixed(ReduceOp::BitAnd) => fixed(BinaryOp::And),
             ReduceKind::Fixed(ReduceOp::BitOr) => fixed(BinaryOp::Or),
             ReduceKind::Fixed(ReduceOp::BitXor) => fixed(BinaryOp::Xor),
+            ReduceKind::Fixed(ReduceOp::First) => Combiner::Custom(Expr::arg(0)),
             // Controls hold a user's operator as its closure (`ReduceKind::Custom`); an
             // interned body appears only once a reduction is recorded, so it never comes here.
             ReduceKind::Fixed(ReduceOp::Custom { .. }) => fixed(BinaryOp::Add),

@@ -377,6 +377,7 @@ impl Printer<'_> {
             ReduceOp::BitAnd => "Reduce::bit_and()".into(),
             ReduceOp::BitOr => "Reduce::bit_or()".into(),
             ReduceOp::BitXor => "Reduce::bit_xor()".into(),
+            ReduceOp::First => "Reduce::first()".into(),
             ReduceOp::Custom { expr, commutative } => {
                 format!(
                     "Reduce::custom({commutative}, |a0, a1| {})",

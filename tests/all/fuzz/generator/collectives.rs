@@ -68,6 +68,8 @@ enum Op {
     Min,
     Max,
     Bits(IntBin),
+    /// `Reduce::first()`: the group's first value, handed on without folding.
+    First,
     Custom(Custom, bool),
 }
 
@@ -75,6 +77,7 @@ impl Op {
     fn commutative(self) -> bool {
         match self {
             Op::Custom(_, c) => c,
+            Op::First => false,
             _ => true,
         }
     }
@@ -86,6 +89,7 @@ impl Op {
             Op::Min => Reduce::min(),
             Op::Max => Reduce::max(),
             Op::Bits(b) => T::bit_reduce(b),
+            Op::First => Reduce::first(),
             Op::Custom(c, comm) => Reduce::custom(comm, move |a, b| c.build::<T>(a, b)),
         }
     }
@@ -98,6 +102,7 @@ impl Op {
             Op::Min => a.min(b),
             Op::Max => a.max(b),
             Op::Bits(bin) => T::int_bin(bin, a, b),
+            Op::First => a,
             Op::Custom(c, _) => c.build(a, b),
         }
     }
@@ -126,13 +131,14 @@ impl Gen {
     fn pick_op(&mut self, float: bool) -> Op {
         match self
             .rng
-            .weighted(&[30, 8, 12, 12, if float { 0 } else { 12 }, 26])
+            .weighted(&[30, 8, 12, 12, if float { 0 } else { 12 }, 10, 26])
         {
             0 => Op::Sum,
             1 => Op::Product,
             2 => Op::Min,
             3 => Op::Max,
             4 => Op::Bits(self.rng.pick(&[IntBin::And, IntBin::Or, IntBin::Xor])),
+            5 => Op::First,
             _ => {
                 let c = if float {
                     self.rng.pick(&[

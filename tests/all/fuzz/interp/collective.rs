@@ -140,7 +140,7 @@ fn fixed(op: ReduceOp) -> Option<BinaryOp> {
         ReduceOp::BitAnd => BinaryOp::And,
         ReduceOp::BitOr => BinaryOp::Or,
         ReduceOp::BitXor => BinaryOp::Xor,
-        ReduceOp::Custom { .. } => return None,
+        ReduceOp::First | ReduceOp::Custom { .. } => return None,
     })
 }
 
@@ -207,6 +207,7 @@ impl Block<'_> {
                     None => V::with(0, flags | UNSPEC),
                 }
             }
+            (ReduceOp::First, None) => a,
             (ReduceOp::Custom { expr, .. }, None) => {
                 let args = [a, b];
                 let cx = Cx {
