@@ -219,12 +219,25 @@ impl Emitter<'_> {
             let place = self.warp_group_place(warps);
             return self.warp_group_hand_out(&c, warps, place.group, d, first, &mut steps);
         }
-        self.enter_step(&mut steps)?;
-        let slot = self.collective_addr(&c, Operand::Imm(i64::from(c.entries)));
+        self.block_hand_out(&c, d, first, &mut steps)
+    }
+
+    /// Hands thread 0's `value` to every thread of the block through the slot after the
+    /// collective's entries, at the plan's next two steps (thread 0 writes; every thread
+    /// reads).
+    fn block_hand_out(
+        &mut self,
+        c: &Collective,
+        d: DType,
+        value: Reg,
+        steps: &mut Steps,
+    ) -> Lowered<Reg> {
+        self.enter_step(steps)?;
+        let slot = self.collective_addr(c, Operand::Imm(i64::from(c.entries)));
         let tid = self.tid();
         let lead = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
-        self.shared_access_if(lead, false, d, slot, first);
-        self.enter_step(&mut steps)?;
+        self.shared_access_if(lead, false, d, slot, value);
+        self.enter_step(steps)?;
         let all = self.reg(class(d));
         self.shared_value(true, d, slot, all);
         Ok(all)
@@ -618,13 +631,6 @@ impl Emitter<'_> {
             return Ok(result);
         }
         // Thread 0 shares the result; every thread reads it.
-        self.enter_step(&mut steps)?;
-        let slot = self.collective_addr(c, Operand::Imm(c.entries as i64));
-        let first = self.setp(Cmp::Eq, Ty::U32, tid.into(), Operand::Imm(0));
-        self.shared_access_if(first, false, d, slot, result);
-        self.enter_step(&mut steps)?;
-        let all = self.reg(class(d));
-        self.shared_value(true, d, slot, all);
-        Ok(all)
+        self.block_hand_out(c, d, result, &mut steps)
     }
 }
