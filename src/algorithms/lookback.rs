@@ -22,7 +22,8 @@
 use super::{Op, ScanElement};
 use crate::KernelBuilder;
 use crate::ir::{
-    Atomic, Buffer as IrBuffer, Expr, MemoryOrder, Reduce, Scalar, SharedArray, Var, index,
+    Atomic, Buffer as IrBuffer, Element, Expr, Group, MemoryOrder, Reduce, Scalar, SharedArray,
+    Var, index,
 };
 
 /// A tile that has published its aggregate only.
@@ -71,13 +72,26 @@ pub(super) fn take_ticket(
     order: MemoryOrder,
 ) -> Expr<u32> {
     let b = k.this_block();
-    let ticket = k.thread_data_n::<u32>(1);
-    k.set_item(&ticket, 0, 0u32);
-    k.if_(index::thread_rank().eq(0u32), |k| {
+    from_thread0(k, b, |k| {
         let taken = k.atomic(status, 0u32, Atomic::add(1u64).order(order));
-        k.set_item(&ticket, 0, (taken - base.expr()).cast::<u32>());
+        (taken - base.expr()).cast::<u32>()
+    })
+}
+
+/// The value `f` builds in thread 0 (its ops run there alone), at every thread of block `b`:
+/// handed on by a broadcast of thread 0's value through one barrier, so block-uniform.
+pub(super) fn from_thread0<T: Element>(
+    k: &mut KernelBuilder,
+    b: Group,
+    f: impl FnOnce(&mut KernelBuilder) -> Expr<T>,
+) -> Expr<T> {
+    let d = k.thread_data_n::<T>(1);
+    k.set_item(&d, 0, Expr::lit(T::cast_from_i64(0)));
+    k.if_(index::thread_rank().eq(0u32), |k| {
+        let v = f(k);
+        k.set_item(&d, 0, v);
     });
-    k.reduce(b, &ticket, Reduce::first().broadcast()).item(0)
+    k.reduce(b, &d, Reduce::first().broadcast()).item(0)
 }
 
 /// What the look-back needs: the operator, the status words, the call's epoch and the tile.

@@ -14,12 +14,12 @@
 //! rejected item with `g` rejected ones before it goes to `n - 1 - g`, as
 //! `cub::DevicePartition::If` lays them out. The last tile writes the count.
 
-use super::lookback::{LookBack, take_tile};
+use super::lookback::{LookBack, from_thread0, take_tile};
 use super::scan::{check_lengths, check_tuning};
 use super::{AlgorithmError, MapFn, Op, Tuning, Workspace};
 use crate::ir::expr::IntElement;
 use crate::ir::options::REGISTER_FILE;
-use crate::ir::{DType, Expr, Group, Reduce, Scan, Scatter, StorageSpec, ThreadData, index};
+use crate::ir::{DType, Expr, Group, Scan, Scatter, StorageSpec, ThreadData, index};
 use crate::runtime::{ArgList, Buffer, Device, DeviceElement, Function};
 use crate::{Error, Kernel, KernelBuilder, Load, Store};
 use std::fmt;
@@ -446,15 +446,6 @@ impl<T: DeviceElement> PreparedSelect<T> {
     }
 }
 
-/// `value` as thread 0 computes it, at every thread of the block (a broadcast of thread 0's
-/// value through one barrier, so block-uniform); the other threads do not evaluate it.
-pub(super) fn from_thread0(k: &mut KernelBuilder, b: Group, value: Expr<u64>) -> Expr<u64> {
-    let d = k.thread_data_n::<u64>(1);
-    k.set_item(&d, 0, 0u64);
-    k.if_(index::thread_rank().eq(0u32), |k| k.set_item(&d, 0, value));
-    k.reduce(b, &d, Reduce::first().broadcast()).item(0)
-}
-
 /// The kept items' flags (1 or 0), their ranks among the tile's kept items and the tile's
 /// count of them, from `keep`'s flags: each thread's flags folded into one mask (`M` holds a
 /// bit an item), its count scanned across the block, an item's rank the thread's base and
@@ -607,7 +598,7 @@ fn build<T: DeviceElement>(sel: &DeviceSelect<T>, tuning: Tuning) -> Result<Kern
         // and the tile's count to the block, uniform as the stores' offsets and counts must
         // be.
         let both = (slot.read(0u32).cast::<u64>() << 32u32) | total.item(0).cast::<u64>();
-        let both = from_thread0(k, b, both);
+        let both = from_thread0(k, b, |_| both);
         let before = (both.clone() >> 32u32).cast::<u32>();
         let kept = both.cast::<u32>();
         let last = tile.eq(tiles - 1u32).and(&index::thread_rank().eq(0u32));
