@@ -14,7 +14,9 @@
 //! instead of the default one; `COOPGRAPH_SORT_TUNE=1` has the autotuner choose each sort's
 //! tuning on the run's own keys first ([`DeviceRadixSort::tune`] over
 //! [`sort_tuning_space`](coopgraph::algorithms::sort_tuning_space); two small tunings on the
-//! simulator), prints its choice, and runs that.
+//! simulator), prints its choice, and runs that. `COOPGRAPH_SORT_RUNS` (e.g.
+//! `u32_pairs,u64_keys`) runs only the sorts it names, of `u32_keys`, `u32_pairs` and
+//! `u64_keys`.
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -228,7 +230,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         ("u64", "sort_keys", false),
     ];
     let tunings = tunings()?;
+    let only = std::env::var("COOPGRAPH_SORT_RUNS").ok();
+    if let Some(list) = &only {
+        let names = ["u32_keys", "u32_pairs", "u64_keys"];
+        if let Some(bad) = list.split(',').find(|s| !names.contains(&s.trim())) {
+            return Err(format!("COOPGRAPH_SORT_RUNS: `{bad}` is none of {names:?}").into());
+        }
+    }
     for (dtype, alg, pairs) in runs {
+        let name = format!("{dtype}_{}", if pairs { "pairs" } else { "keys" });
+        if only
+            .as_ref()
+            .is_some_and(|list| !list.split(',').any(|s| s.trim() == name))
+        {
+            continue;
+        }
         use coopgraph::ir::DType;
         let key_dtype = if dtype == "u64" {
             DType::U64
