@@ -9,7 +9,7 @@
 //! the first reading the input, the last writing the output: the first pass writes the
 //! output when the passes are odd in number, the workspace's buffer when even.
 
-use super::radix_kernels::{self, Plan, RADIX};
+use super::radix_kernels::{self, LookBack, Plan, RADIX};
 use super::scan::{check_lengths, check_tuning};
 use super::sort_key::SortKey;
 use super::workspace::Ticket;
@@ -207,6 +207,7 @@ impl<K: SortKey, V> DeviceRadixSort<K, V> {
             begin,
             end,
             tuning,
+            look_back: LookBack::of(K::DTYPE, values),
         })
     }
 

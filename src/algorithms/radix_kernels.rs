@@ -16,14 +16,18 @@
 //!    bits: per-warp counters, lanes matched by ballots; the padding of a partial tile ranks
 //!    last and counts in no digit), which also gives each digit's count in the tile and its
 //!    first rank;
-//! 3. the thread of digit `d` publishes the tile's count of `d` at once (`AGGREGATE`; tile 0
-//!    publishes `INCLUSIVE`), so that the tiles after can go on while this one moves its keys;
+//! 3. the thread of digit `d` publishes the tile's count of `d` (`AGGREGATE`; tile 0
+//!    publishes `INCLUSIVE`), so that the tiles after can go on while this one moves its keys:
+//!    for keys alone as soon as the rank has counted them, before its scan (CUB's early
+//!    counts), with values once it has ranked ([`LookBack`]);
 //! 4. keys (and values) are scattered by rank through shared memory, striped: consecutive
 //!    threads hold consecutive ranks;
-//! 5. the per-digit look-back: the thread of digit `d` walks back over the tiles before, one
-//!    at a time, summing counts until it meets an `INCLUSIVE` one (backing off with
-//!    `nanosleep` while a tile has not published in this launch's epoch), and publishes the
-//!    inclusive count; then `base[d] = offset[d] + prefix[d] - first[d]` in shared memory;
+//! 5. the per-digit look-back: the thread of digit `d` walks back over the tiles before,
+//!    reading the status words of a window of them at once ([`LookBack`]: 4 tiles for keys
+//!    of up to 4 bytes alone, 2 for 8-byte keys, 1 with values) and summing counts in order
+//!    until it meets an `INCLUSIVE` one (backing off with `nanosleep` while the next tile has
+//!    not published in this launch's epoch), and publishes the inclusive count; then
+//!    `base[d] = offset[d] + prefix[d] - first[d]` in shared memory;
 //! 6. the item of rank `r` with digit `d` goes to `base[d] + r`.
 //!
 //! Status words: `(epoch << 2 | kind) << 32 | count`, word `1 + tile * 256 + d`, written by one
@@ -32,8 +36,8 @@
 use super::sort_key::SortKey;
 use super::tuning::Tuning;
 use crate::ir::{
-    Arrangement, Atomic, Buffer as IrBuffer, Expr, RadixRank, Scalar, Scan, Scatter, SortOrder,
-    index,
+    Arrangement, Atomic, Buffer as IrBuffer, DType, Expr, RadixRank, Scalar, Scan, Scatter,
+    SortOrder, ThreadData, index,
 };
 use crate::runtime::DeviceElement;
 use crate::{Error, Kernel, KernelBuilder, Load};
@@ -46,7 +50,7 @@ pub(super) const RADIX: u32 = 1 << DIGIT_BITS;
 const AGGREGATE: u32 = 1;
 /// The count of a digit over the tile and every tile before it.
 const INCLUSIVE: u32 = 2;
-/// The back-off of a digit's thread while the tile before has not published, in ns.
+/// The back-off of a digit's thread while the next tile back has not published, in ns.
 const BACKOFF_NS: u32 = 64;
 
 /// What every kernel of one sort shares.
@@ -56,6 +60,46 @@ pub(super) struct Plan {
     pub begin: u32,
     pub end: u32,
     pub tuning: Tuning,
+    pub look_back: LookBack,
+}
+
+/// How a digit pass finds its tile's place among the tiles before it: the tiles its
+/// look-back reads a step, and whether the tile's counts are published as soon as the rank
+/// has counted them (before its scan: CUB's early counts) or once it has ranked.
+///
+/// Both shorten the wait of the tiles after this one, which a pass of keys alone (bound by
+/// its own latency) gains from; a pass of pairs, which moves twice the bytes, loses by the
+/// wider step's extra reads, and by the register its early counts hold across the rank.
+/// On an H100 at 2^28 keys, the default tunings, each form run twice alternating in one
+/// lease (G keys/s), one / two / four tiles a step: `u32` keys 43.5 / 44.3 / 44.5, `u32`
+/// pairs 30.7 / 30.4 / 30.1, `u64` keys 15.7 / 16.0 / 15.9 (eight: 15.8); then, with
+/// these steps, counts published once ranked / early: `u32` keys 44.6, 44.4 / 45.1, 45.2,
+/// `u32` pairs (one tile a step) 30.8, 30.8 / 30.4, 30.5, `u64` keys 16.0, 15.9 / 16.1,
+/// 16.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct LookBack {
+    /// The tiles a step reads.
+    pub window: u32,
+    /// Whether the counts are published before the rank's scan.
+    pub early_counts: bool,
+}
+
+impl LookBack {
+    /// The look-back of a sort of keys of `key` (with values of `values`): four tiles a
+    /// step for keys of up to 4 bytes alone, two for 8-byte keys alone, both with early
+    /// counts; one a step, counts once ranked, with values.
+    pub fn of(key: DType, values: Option<DType>) -> LookBack {
+        match (values, key.bytes()) {
+            (Some(_), _) => LookBack {
+                window: 1,
+                early_counts: false,
+            },
+            (None, bytes) => LookBack {
+                window: if bytes == 8 { 2 } else { 4 },
+                early_counts: true,
+            },
+        }
+    }
 }
 
 impl Plan {
@@ -157,6 +201,8 @@ struct Look<'a> {
     status: &'a IrBuffer<u64>,
     epoch: &'a Scalar<u32>,
     tile: Expr<u32>,
+    /// The tiles a step reads.
+    window: u32,
 }
 
 impl Look<'_> {
@@ -177,31 +223,47 @@ impl Look<'_> {
     }
 
     /// The count of digit `d` over every tile before this one (0 for tile 0), walking back
-    /// one tile at a time until an inclusive count.
+    /// until an inclusive count, `window` tiles a step: the step reads the words of the
+    /// next `window` tiles back at once (clamped at tile 0, whose count is inclusive from
+    /// the start), then takes them in order up to the first one not yet published or the
+    /// first inclusive one. A step that takes none backs off.
     fn prefix(&self, k: &mut KernelBuilder, d: Expr<u32>) -> Expr<u32> {
         let prefix = k.var(0u32);
         let pred = k.var(self.tile.clone());
         let done = k.var(self.tile.eq(0u32).select(1u32, 0u32));
         k.while_(done.get().eq(0u32), |k| {
-            let at = self.word(pred.get() - 1u32, d.clone());
-            let w = k.atomic(self.status, at, Atomic::load());
-            let word = k.var(w);
-            let st = (word.get() >> 32u32).cast::<u32>();
-            let published = (st.clone() >> 2u32)
-                .eq(self.epoch.expr())
-                .and(&(st.clone() & 3u32).ne(0u32));
-            k.if_else(
-                published,
-                |k| {
-                    k.set(&prefix, prefix.get() + word.get().cast::<u32>());
+            let words: Vec<_> = (1..=self.window)
+                .map(|j| {
+                    let back = pred.get().max(j) - j;
+                    let at = self.word(back, d.clone());
+                    let w = k.atomic(self.status, at, Atomic::load());
+                    k.var(w)
+                })
+                .collect();
+            let taken = k.var(0u32);
+            let open = k.var(1u32);
+            for word in &words {
+                k.if_(open.get().ne(0u32), |k| {
+                    let st = (word.get() >> 32u32).cast::<u32>();
+                    let published = (st.clone() >> 2u32)
+                        .eq(self.epoch.expr())
+                        .and(&(st.clone() & 3u32).ne(0u32));
                     k.if_else(
-                        (st & 3u32).eq(INCLUSIVE),
-                        |k| k.set(&done, 1u32),
-                        |k| k.set(&pred, pred.get() - 1u32),
+                        published,
+                        |k| {
+                            k.set(&prefix, prefix.get() + word.get().cast::<u32>());
+                            k.set(&taken, taken.get() + 1u32);
+                            k.if_((st & 3u32).eq(INCLUSIVE), |k| {
+                                k.set(&done, 1u32);
+                                k.set(&open, 0u32);
+                            });
+                        },
+                        |k| k.set(&open, 0u32),
                     );
-                },
-                |k| k.nanosleep(BACKOFF_NS),
-            );
+                });
+            }
+            k.set(&pred, pred.get() - taken.get());
+            k.if_(taken.get().eq(0u32), |k| k.nanosleep(BACKOFF_NS));
         });
         prefix.get()
     }
@@ -230,6 +292,11 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
     let mut k = KernelBuilder::new(name)
         .block(threads)
         .items_per_thread(items);
+    if plan.look_back.early_counts {
+        // The early counts hold a register across the rank; two blocks an SM keep the
+        // default tunings' 512 threads at 64 (a 4-byte spill), where ptxas would take 72.
+        k = k.min_blocks_per_sm(2);
+    }
     let (src, dst) = (k.input::<K>("src"), k.output::<K>("dst"));
     let vbufs = pairs.then(|| (k.input::<V>("vsrc"), k.output::<V>("vdst")));
     let n = k.scalar::<u32>("n");
@@ -250,10 +317,6 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             .valid_items(valid.clone())
             .oob_default(K::default());
         let keys = k.load_from(b, &src, load);
-        // Each digit is computed where the rank needs it: no digit payload lives across it.
-        let rank = RadixRank::match_any(DIGIT_BITS).valid_items(valid.clone());
-        let digit = |v: Expr<K>| K::digit(&v, shift, width, plan.order);
-        let ranked = k.radix_rank_by(b, &keys, digit, rank);
         // Thread t handles digits t * per .. (t + 1) * per.
         let per = RADIX.div_ceil(threads);
         let digit_of = |j: u32| tid.clone() * per + j;
@@ -261,14 +324,28 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
             status: &status,
             epoch: &epoch,
             tile: tile.clone(),
+            window: plan.look_back.window,
         };
         let first = tile.eq(0u32).select(INCLUSIVE, AGGREGATE);
-        for j in 0..per {
-            k.if_(digit_of(j).lt(RADIX), |k| {
-                let count = ranked.counts.item(j);
-                look.publish(k, digit_of(j), first.clone(), count);
-            });
-        }
+        // Each digit is computed where the rank needs it: no digit payload lives across it.
+        // The tile's counts are published as the look-back says: as soon as the rank has
+        // counted them, or once it has ranked.
+        let rank = RadixRank::match_any(DIGIT_BITS).valid_items(valid.clone());
+        let digit = |v: Expr<K>| K::digit(&v, shift, width, plan.order);
+        let mut publish = |k: &mut KernelBuilder, counts: &ThreadData<u32>| {
+            for j in 0..per {
+                k.if_(digit_of(j).lt(RADIX), |k| {
+                    look.publish(k, digit_of(j), first.clone(), counts.item(j));
+                });
+            }
+        };
+        let ranked = if plan.look_back.early_counts {
+            k.radix_rank_by_early(b, &keys, digit, rank, &mut publish)
+        } else {
+            let ranked = k.radix_rank_by(b, &keys, digit, rank);
+            publish(k, &ranked.counts);
+            ranked
+        };
         // The tile sorted by digit, striped: consecutive threads hold consecutive ranks.
         let striped = Arrangement::Striped { threads };
         let sorted_keys = k.scatter(b, &keys, &ranked.ranks, Scatter::to(striped).inside());

@@ -317,7 +317,9 @@ fn default_tuning() {
 }
 
 /// Blocks interleaved in every order: tiles come from the counter in arrival order, and a
-/// digit's thread meets tiles before that have published only their count, or nothing yet.
+/// digit's thread meets tiles before that have published only their count, or nothing yet;
+/// its look-back reads 4 tiles a step (keys of up to 4 bytes alone), 2 (8-byte keys alone)
+/// or 1 (pairs: `check` sorts pairs too), over windows reaching past tile 0.
 #[test]
 fn look_back_in_any_block_order() {
     let tuning = Tuning {
@@ -332,6 +334,8 @@ fn look_back_in_any_block_order() {
         check(&dev, &xs, None, false, tuning, &mut ws);
         let ys = keys::<f32>(&mut rng, 64 * 5 + 1, true);
         check(&dev, &ys, Some((24, 32)), true, tuning, &mut ws);
+        let zs = keys::<u64>(&mut rng, 64 * 11 + 7, false);
+        check(&dev, &zs, Some((40, 64)), false, tuning, &mut ws);
     }
 }
 

@@ -156,6 +156,10 @@ pub(super) fn counter_words(algorithm: RankAlgorithm, bits: u32, threads: u32) -
 /// The digits' first ranks and counts, where asked for.
 type Counted = Option<(ThreadData<u32>, ThreadData<u32>)>;
 
+/// What a rank hands the digits' counts to as soon as it has them (thread `t`'s item `j`
+/// the count of digit `t * P + j`, as [`RankedDigits::counts`]).
+pub(crate) type OnCounts<'a> = &'a mut dyn FnMut(&mut KernelBuilder, &ThreadData<u32>);
+
 /// Shared state of a rank inside a loop: its counters are allocated once.
 pub(super) struct Ranker {
     group: Group,
@@ -320,13 +324,48 @@ impl KernelBuilder {
         controls: RadixRank,
     ) -> RankedDigits {
         let loc = Loc::caller();
+        self.rank_by_at(group.into(), keys, &digit, controls, None, loc)
+    }
+
+    /// As [`radix_rank_by`](Self::radix_rank_by), handing the digits' counts to
+    /// `on_counts` as soon as the rank has them: the match rank between its count and its
+    /// scan (where a single-pass sort publishes its tile's counts, so that the tiles after it
+    /// read them a scan and a barrier sooner: CUB's early counts), the others after the
+    /// ranks. Every op is recorded at the caller's line.
+    #[track_caller]
+    pub(crate) fn radix_rank_by_early<K: Element>(
+        &mut self,
+        group: impl Into<Group>,
+        keys: &ThreadData<K>,
+        digit: impl Fn(Expr<K>) -> Expr<u32>,
+        controls: RadixRank,
+        on_counts: OnCounts<'_>,
+    ) -> RankedDigits {
+        let loc = Loc::caller();
+        self.rank_by_at(group.into(), keys, &digit, controls, Some(on_counts), loc)
+    }
+
+    /// The rank of `keys` by `digit`, its counts handed to `on_counts` where given.
+    fn rank_by_at<K: Element>(
+        &mut self,
+        group: Group,
+        keys: &ThreadData<K>,
+        digit: &dyn Fn(Expr<K>) -> Expr<u32>,
+        controls: RadixRank,
+        mut on_counts: Option<OnCounts<'_>>,
+        loc: Loc,
+    ) -> RankedDigits {
         let zero = |k: &mut Self| k.map(keys, |_| Expr::lit(0u32));
-        self.rank_at(group.into(), controls, loc, zero, |k, ranker| {
+        self.rank_at(group, controls, loc, zero, |k, ranker| {
             if ranker.controls.algorithm == RankAlgorithm::Match {
-                k.rank_match_keys(ranker, keys, &digit, true)
+                k.rank_match_keys(ranker, keys, digit, on_counts)
             } else {
-                let digits = k.map(keys, &digit);
-                k.rank(ranker, &digits, true)
+                let digits = k.map(keys, digit);
+                let ranked = k.rank(ranker, &digits, true);
+                if let (Some(hook), Some((_, counts))) = (on_counts.as_mut(), &ranked.1) {
+                    hook(k, counts);
+                }
+                ranked
             }
         })
     }
@@ -614,7 +653,7 @@ impl KernelBuilder {
         let digits = self.counted_digits(ranker, digits, || {
             (index::warp_rank() * items + index::item()) * 32u32 + index::lane()
         });
-        self.rank_match_items(ranker, &digits, &|i| digits.item(i), with_counts)
+        self.rank_match_items(ranker, &digits, &|i| digits.item(i), with_counts, None)
     }
 
     /// [`rank_match`](Self::rank_match) over `keys`, each digit `digit(key)` computed where
@@ -624,7 +663,7 @@ impl KernelBuilder {
         ranker: &Ranker,
         keys: &ThreadData<K>,
         digit: &dyn Fn(Expr<K>) -> Expr<u32>,
-        with_counts: bool,
+        on_counts: Option<OnCounts<'_>>,
     ) -> (ThreadData<u32>, Counted) {
         let warped = Arrangement::Striped { threads: 32 };
         let keys = self.exchange(ranker.group, keys, warped, ExchangeVia::Shared);
@@ -635,7 +674,7 @@ impl KernelBuilder {
             ranker.counted(digit(key), position)
         };
         let digit_i = |i: u32| counted(keys.item(i), i);
-        self.rank_match_items(ranker, &keys, &digit_i, with_counts)
+        self.rank_match_items(ranker, &keys, &digit_i, true, on_counts)
     }
 
     /// The lanes of the warp (of `members`, its lanes) whose digit of `bits` bits equals this
@@ -674,6 +713,7 @@ impl KernelBuilder {
         shape: &ThreadData<T>,
         digit: &dyn Fn(u32) -> Expr<u32>,
         with_counts: bool,
+        on_counts: Option<OnCounts<'_>>,
     ) -> (ThreadData<u32>, Counted) {
         let (group, counters, threads) = (ranker.group, ranker.counters, ranker.threads);
         let items = shape.items;
@@ -727,6 +767,22 @@ impl KernelBuilder {
             });
             self.set_item(&totals, j, digit(j).lt(radix).select(sum, Expr::lit(0u32)));
         }
+        // Each digit's count: its total, less the items past the valid count (counted in
+        // the last digit).
+        let valid = self.valid_total(ranker, items);
+        let count_of = |j: u32| {
+            let t = totals.item(j);
+            let dropped = Expr::lit(threads * items) - valid.clone();
+            digit(j).eq(radix - 1).select(t.clone() - dropped, t)
+        };
+        let early = on_counts.map(|hook| {
+            let counts = self.thread_data_n::<u32>(per);
+            for j in 0..per {
+                self.set_item(&counts, j, count_of(j));
+            }
+            hook(self, &counts);
+            counts
+        });
         let scanned = self.scan(group, &totals, Scan::exclusive_sum());
         for j in 0..per {
             self.if_(digit(j).lt(radix), |k| {
@@ -744,19 +800,18 @@ impl KernelBuilder {
             counters.read(slot(b.clone() >> 16u32)) + (b & 0xffffu32)
         });
         let counted = with_counts.then(|| {
-            let valid = self.valid_total(ranker, items);
-            let last = radix - 1;
             let prefix = self.thread_data_n::<u32>(per);
-            let counts = self.thread_data_n::<u32>(per);
             for j in 0..per {
-                let d = digit(j);
-                let t = totals.item(j);
-                let dropped = Expr::lit(threads * items) - valid.clone();
-                let c = d.clone().eq(last).select(t.clone() - dropped, t);
-                let p = d.lt(radix).select(scanned.item(j), valid.clone());
+                let p = digit(j).lt(radix).select(scanned.item(j), valid.clone());
                 self.set_item(&prefix, j, p);
-                self.set_item(&counts, j, c);
             }
+            let counts = early.unwrap_or_else(|| {
+                let counts = self.thread_data_n::<u32>(per);
+                for j in 0..per {
+                    self.set_item(&counts, j, count_of(j));
+                }
+                counts
+            });
             (prefix, counts)
         });
         (ranks, counted)
