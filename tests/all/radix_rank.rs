@@ -343,6 +343,96 @@ fn match_rank_warp_barriers(by_key: bool) {
     assert_eq!(groups, case.items as usize + 1);
 }
 
+/// Ranks blocked digits of `x` with their counts `rounds` times in a loop, storing the
+/// ranks to `y` and each digit's count and first rank to `counts` and `prefix` every round:
+/// nothing but the rank touches shared memory, so only the rank's own barriers order a
+/// round's reads of its counters (every thread reads thread 0's column for the counts)
+/// before the next round zeroes them.
+fn looped_counts_kernel(case: &Case) -> Kernel {
+    let mut k = KernelBuilder::new("rank_counts_loop")
+        .block(case.block)
+        .items_per_thread(case.items);
+    let x = k.input::<u32>("x");
+    let (y, c, p) = (
+        k.output::<u32>("y"),
+        k.output::<u32>("counts"),
+        k.output::<u32>("prefix"),
+    );
+    let b = k.this_block();
+    k.for_range(0u32, case.rounds, |k, _| {
+        let t = k.load_from(b, &x, Load::direct());
+        let r = if case.by_key {
+            let keys = k.map(&t, |v| v << 8u32);
+            k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(None))
+        } else {
+            k.radix_rank_with_counts(b, &t, case.controls(None))
+        };
+        k.store_to(b, &y, &r.ranks, Store::direct());
+        k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
+        k.store_to(b, &p, &r.prefix, Store::direct().offset(0u32));
+    });
+    k.build().expect("builds")
+}
+
+/// A rank with counts by the counting algorithms (basic, memoize; of digits and of keys by a
+/// digit expression) repeated in a loop: race-free, right each round, and every block
+/// barrier needed, the one before the counters' zeroing among them (without it the zeroing
+/// raced with the last round's reads of thread 0's column for the counts; found by the
+/// fuzzer).
+#[test]
+fn counting_ranks_with_counts_repeat_in_a_loop() {
+    let checked = race_checker();
+    for algorithm in [RankAlgorithm::Basic, RankAlgorithm::Memoize] {
+        for by_key in [false, true] {
+            let case = Case {
+                algorithm,
+                block: 96,
+                items: 3,
+                bits: 5,
+                valid: None,
+                striped_in: false,
+                by_key,
+                rounds: 2,
+                seed: 13,
+            };
+            let kernel = looped_counts_kernel(&case);
+            let run = |k: &Kernel| -> Result<Ranked, RuntimeError> {
+                let xb = checked.upload(&values(&case))?;
+                let slots = case.per() * case.block as usize;
+                let mut yb = checked.alloc_zeroed::<u32>(case.tile())?;
+                let mut cb = checked.alloc_zeroed::<u32>(slots)?;
+                let mut pb = checked.alloc_zeroed::<u32>(slots)?;
+                compiled(&checked, k)?.launch_grid(1, (&xb, &mut yb, &mut cb, &mut pb))?;
+                Ok((yb.to_vec()?, cb.to_vec()?, pb.to_vec()?))
+            };
+            let (ranks, counts, prefix) = run(&kernel).expect("race-free");
+            let mask = (1u32 << case.bits) - 1;
+            let xs = values(&case);
+            let digit = |i: usize| xs[i] & mask;
+            let want: Vec<u32> = (0..xs.len())
+                .map(|p| {
+                    (0..xs.len())
+                        .filter(|&q| (digit(q), q) < (digit(p), p))
+                        .count() as u32
+                })
+                .collect();
+            assert_eq!(ranks, want, "{algorithm:?} by_key={by_key}");
+            let radix = 1usize << case.bits;
+            for d in 0..counts.len() {
+                let (n, first) = if d < radix {
+                    let n = (0..xs.len()).filter(|&q| digit(q) as usize == d).count();
+                    let first = (0..xs.len()).filter(|&q| (digit(q) as usize) < d).count();
+                    (n as u32, first as u32)
+                } else {
+                    (0, xs.len() as u32)
+                };
+                assert_eq!((counts[d], prefix[d]), (n, first), "digit {d}");
+            }
+            super::common::assert_sync_blocks_necessary(&kernel, run);
+        }
+    }
+}
+
 #[test]
 fn typed_errors_name_the_line() {
     fn error_of(block: u32, f: impl FnOnce(&mut KernelBuilder)) -> (RadixSortProblem, u32) {

@@ -548,6 +548,14 @@ impl KernelBuilder {
         };
         let twice_t = ranker.word(group.rank()) * 2u32;
         let half = |d: Expr<u32>| half_of(d, twice_t.clone());
+        // A thread zeroes and bumps its own column, and its ranks read only that column; but
+        // the counts read thread 0's column, which thread 0 zeroes at the next rank with
+        // these counters (the same rank, inside a loop): there every thread's reads finish
+        // before the zeroing (as the histogram's counters and the run-length decode's arrays
+        // do, inside any region).
+        if with_counts && self.inside_region() {
+            self.group_barrier(group);
+        }
         for lane in 0..padded_lanes {
             self.shared_write(&counters, ranker.word(tid.clone() + lane * threads), 0u32);
         }

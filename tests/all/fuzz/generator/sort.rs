@@ -123,14 +123,16 @@ impl Gen {
 }
 
 impl Gen {
-    /// A block radix rank (basic, memoized, or by warp matches in blocks of whole warps) of a
-    /// `u32` payload's low bits; its ranks join the payloads, blocked (the match rank's,
-    /// striped over each warp).
+    /// A block radix rank (basic, memoized, or by warp matches in blocks of whole warps) of
+    /// an integer payload's low bits (as `u32`), or (`radix_rank_by`) of the bits its shift
+    /// by 0..3 brings down; its ranks join the payloads, blocked (the match rank's, striped
+    /// over each warp), and, where counted (`radix_rank_with_counts`, `radix_rank_by`), each
+    /// digit's first rank and count, `ceil(2^bits / threads)` a thread.
     pub fn op_radix_rank(&mut self, k: &mut KernelBuilder) -> bool {
         if !self.block_uniform() || self.cx().callback || !self.block_reduce_ok() {
             return false;
         }
-        let digits = self.full(|d| d.dt == DType::U32);
+        let digits = self.full(|d| d.dt.is_int());
         if digits.is_empty() {
             return false;
         }
@@ -158,14 +160,53 @@ impl Gen {
             x.used |= x.h.id() == d.h.id();
         }
         let b = k.this_block();
-        let src: ThreadData<u32> = handle::<u32>(&d);
         // The match rank ranks each warp's items striped over it.
         let arr = match controls.algorithm() {
             RankAlgorithm::Match => Arrangement::Striped { threads: 32 },
             _ => Arrangement::Blocked,
         };
-        let ranks = k.radix_rank(b, &src, controls);
-        self.add(u32::data(ranks), DType::U32, d.k, Some(arr));
+        let (form, shift) = (self.rng.below(3), self.rng.below(4) as u32);
+        let ranked = with_dtype!(d.dt, T => {
+            let keys = handle::<T>(&d);
+            let src: ThreadData<u32> = if d.dt == DType::U32 {
+                handle::<u32>(&d)
+            } else {
+                k.map(&keys, |v| v.cast::<u32>())
+            };
+            match form {
+                0 => None,
+                1 => Some(k.radix_rank_with_counts(b, &src, controls.clone())),
+                _ => Some(k.radix_rank_by(
+                    b,
+                    &keys,
+                    move |key| key.cast::<u32>() >> shift,
+                    controls.clone(),
+                )),
+            }
+            .ok_or(src)
+        });
+        let ranked = match ranked {
+            Ok(ranked) => ranked,
+            Err(src) => {
+                let ranks = k.radix_rank(b, &src, controls);
+                self.add(u32::data(ranks), DType::U32, d.k, Some(arr));
+                return true;
+            }
+        };
+        let per = (1u32 << bits).div_ceil(t);
+        self.add(u32::data(ranked.ranks), DType::U32, d.k, Some(arr));
+        self.add(
+            u32::data(ranked.prefix),
+            DType::U32,
+            per,
+            Some(Arrangement::Blocked),
+        );
+        self.add(
+            u32::data(ranked.counts),
+            DType::U32,
+            per,
+            Some(Arrangement::Blocked),
+        );
         true
     }
 }
