@@ -5,7 +5,8 @@
 
 use super::common::{Rng, compiled, device, race_checker};
 use coopgraph::ir::{
-    Arrangement, ExchangeVia, RadixRank, RadixSortProblem, RankAlgorithm, Scatter, VerifyErrorKind,
+    Arrangement, ExchangeVia, Input, Output, RadixRank, RadixSortProblem, RankAlgorithm,
+    RankedDigits, Scatter, ThreadData, VerifyErrorKind,
 };
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::{Device, RuntimeError};
@@ -51,6 +52,33 @@ impl Case {
     }
 }
 
+/// The rank kernels' parameters: the input `x`, and the outputs `y` (ranks or the sorted
+/// tile), `counts` and `prefix`.
+fn rank_params(k: &mut KernelBuilder) -> (Input<u32>, [Output<u32>; 3]) {
+    let x = k.input::<u32>("x");
+    let outputs = ["y", "counts", "prefix"].map(|name| k.output::<u32>(name));
+    (x, outputs)
+}
+
+/// The block's rank of the blocked tile `t` (digits in its low bits) with its counts: by
+/// `radix_rank_by` over the tile shifted 8 bits up where `case.by_key`, else by
+/// `radix_rank_with_counts` of a copy of the digits.
+fn rank_with_counts(
+    k: &mut KernelBuilder,
+    t: &ThreadData<u32>,
+    case: &Case,
+    n: Option<coopgraph::ir::Scalar<u32>>,
+) -> RankedDigits {
+    let b = k.this_block();
+    if case.by_key {
+        let keys = k.map(t, |v| v << 8u32);
+        k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(n))
+    } else {
+        let digits = k.map(t, |v| v);
+        k.radix_rank_with_counts(b, &digits, case.controls(n))
+    }
+}
+
 /// Loads a tile of `x` (digits in their low bits, a tag above), ranks the digits, and writes
 /// the tile scattered by rank (blocked) to `y`, each digit's count and first rank to `counts`
 /// and `prefix` (`P` per thread, blocked).
@@ -58,12 +86,7 @@ fn rank_kernel(case: &Case) -> Kernel {
     let mut k = KernelBuilder::new("rank")
         .block(case.block)
         .items_per_thread(case.items);
-    let x = k.input::<u32>("x");
-    let (y, c, p) = (
-        k.output::<u32>("y"),
-        k.output::<u32>("counts"),
-        k.output::<u32>("prefix"),
-    );
+    let (x, [y, c, p]) = rank_params(&mut k);
     let n = case.valid.map(|_| k.scalar::<u32>("n"));
     let b = k.this_block();
     let load = if case.striped_in {
@@ -73,13 +96,7 @@ fn rank_kernel(case: &Case) -> Kernel {
     };
     let t = k.load_from(b, &x, load);
     let t = k.exchange(b, &t, Arrangement::Blocked, ExchangeVia::Shared);
-    let r = if case.by_key {
-        let keys = k.map(&t, |v| v << 8u32);
-        k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(n))
-    } else {
-        let digits = k.map(&t, |v| v);
-        k.radix_rank_with_counts(b, &digits, case.controls(n))
-    };
+    let r = rank_with_counts(&mut k, &t, case, n);
     let sorted = k.scatter(b, &t, &r.ranks, Scatter::blocked().permutation());
     k.store_to(b, &y, &sorted, Store::direct());
     k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
@@ -144,6 +161,21 @@ fn run_case(dev: &Device, kernel: &Kernel, case: &Case) -> Result<Ranked, Runtim
         None => f.launch_grid(1, (&xb, &mut yb, &mut cb, &mut pb))?,
     }
     Ok((yb.to_vec()?, cb.to_vec()?, pb.to_vec()?))
+}
+
+/// Each position's rank in the case's tile: the positions before it in a stable sort by
+/// digit.
+fn stable_ranks(case: &Case) -> Vec<u32> {
+    let mask = (1u32 << case.bits) - 1;
+    let xs = values(case);
+    let digit = |i: usize| xs[i] & mask;
+    (0..xs.len())
+        .map(|p| {
+            (0..xs.len())
+                .filter(|&q| (digit(q), q) < (digit(p), p))
+                .count() as u32
+        })
+        .collect()
 }
 
 fn check(case: &Case) {
@@ -326,18 +358,7 @@ fn match_rank_warp_barriers(by_key: bool) {
     };
     let kernel = looped_rank_kernel(&case);
     let ranks = run_looped(&checked, &kernel, &case).expect("race-free");
-    // Position p's rank: the positions before it in a stable sort by digit.
-    let mask = (1u32 << case.bits) - 1;
-    let xs = values(&case);
-    let want: Vec<u32> = (0..xs.len())
-        .map(|p| {
-            let d = xs[p] & mask;
-            (0..xs.len())
-                .filter(|&q| (xs[q] & mask, q) < (d, p))
-                .count() as u32
-        })
-        .collect();
-    assert_eq!(ranks, want);
+    assert_eq!(ranks, stable_ranks(&case));
     let groups =
         super::common::assert_group_syncs_necessary(&kernel, |k| run_looped(&checked, k, &case));
     assert_eq!(groups, case.items as usize + 1);
@@ -352,21 +373,11 @@ fn looped_counts_kernel(case: &Case) -> Kernel {
     let mut k = KernelBuilder::new("rank_counts_loop")
         .block(case.block)
         .items_per_thread(case.items);
-    let x = k.input::<u32>("x");
-    let (y, c, p) = (
-        k.output::<u32>("y"),
-        k.output::<u32>("counts"),
-        k.output::<u32>("prefix"),
-    );
+    let (x, [y, c, p]) = rank_params(&mut k);
     let b = k.this_block();
     k.for_range(0u32, case.rounds, |k, _| {
         let t = k.load_from(b, &x, Load::direct());
-        let r = if case.by_key {
-            let keys = k.map(&t, |v| v << 8u32);
-            k.radix_rank_by(b, &keys, |key| key >> 8u32, case.controls(None))
-        } else {
-            k.radix_rank_with_counts(b, &t, case.controls(None))
-        };
+        let r = rank_with_counts(k, &t, case, None);
         k.store_to(b, &y, &r.ranks, Store::direct());
         k.store_to(b, &c, &r.counts, Store::direct().offset(0u32));
         k.store_to(b, &p, &r.prefix, Store::direct().offset(0u32));
@@ -396,27 +407,12 @@ fn counting_ranks_with_counts_repeat_in_a_loop() {
                 seed: 13,
             };
             let kernel = looped_counts_kernel(&case);
-            let run = |k: &Kernel| -> Result<Ranked, RuntimeError> {
-                let xb = checked.upload(&values(&case))?;
-                let slots = case.per() * case.block as usize;
-                let mut yb = checked.alloc_zeroed::<u32>(case.tile())?;
-                let mut cb = checked.alloc_zeroed::<u32>(slots)?;
-                let mut pb = checked.alloc_zeroed::<u32>(slots)?;
-                compiled(&checked, k)?.launch_grid(1, (&xb, &mut yb, &mut cb, &mut pb))?;
-                Ok((yb.to_vec()?, cb.to_vec()?, pb.to_vec()?))
-            };
+            let run = |k: &Kernel| run_case(&checked, k, &case);
             let (ranks, counts, prefix) = run(&kernel).expect("race-free");
+            assert_eq!(ranks, stable_ranks(&case), "{algorithm:?} by_key={by_key}");
             let mask = (1u32 << case.bits) - 1;
             let xs = values(&case);
             let digit = |i: usize| xs[i] & mask;
-            let want: Vec<u32> = (0..xs.len())
-                .map(|p| {
-                    (0..xs.len())
-                        .filter(|&q| (digit(q), q) < (digit(p), p))
-                        .count() as u32
-                })
-                .collect();
-            assert_eq!(ranks, want, "{algorithm:?} by_key={by_key}");
             let radix = 1usize << case.bits;
             for d in 0..counts.len() {
                 let (n, first) = if d < radix {
