@@ -247,7 +247,9 @@ impl KernelBuilder {
 
     /// As [`radix_rank`](Self::radix_rank), with each digit's count and first rank (CUB's
     /// `exclusive_digit_prefix`): thread `t` holds those of digits `t * P .. (t + 1) * P`,
-    /// `P = ceil(2^bits / threads)`.
+    /// `P = ceil(2^bits / threads)`. Inside a loop (or any region), a basic or memoize rank
+    /// with counts begins with a barrier of its group: its counts read thread 0's counters,
+    /// which the next round zeroes.
     ///
     /// ```
     /// use coopgraph::ir::RadixRank;
@@ -783,11 +785,15 @@ impl KernelBuilder {
             let dropped = Expr::lit(threads * items) - valid.clone();
             digit(j).eq(radix - 1).select(t.clone() - dropped, t)
         };
-        let early = on_counts.map(|hook| {
-            let counts = self.thread_data_n::<u32>(per);
+        let counts_of = |k: &mut Self| {
+            let counts = k.thread_data_n::<u32>(per);
             for j in 0..per {
-                self.set_item(&counts, j, count_of(j));
+                k.set_item(&counts, j, count_of(j));
             }
+            counts
+        };
+        let early = on_counts.map(|hook| {
+            let counts = counts_of(self);
             hook(self, &counts);
             counts
         });
@@ -813,13 +819,7 @@ impl KernelBuilder {
                 let p = digit(j).lt(radix).select(scanned.item(j), valid.clone());
                 self.set_item(&prefix, j, p);
             }
-            let counts = early.unwrap_or_else(|| {
-                let counts = self.thread_data_n::<u32>(per);
-                for j in 0..per {
-                    self.set_item(&counts, j, count_of(j));
-                }
-                counts
-            });
+            let counts = early.unwrap_or_else(|| counts_of(self));
             (prefix, counts)
         });
         (ranks, counted)
