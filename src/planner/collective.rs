@@ -371,7 +371,7 @@ fn add_steps(
         loc: cx.ir.op(op).loc,
     };
     let steps = match kind {
-        OpKind::Reduce(r) if r.op == ReduceOp::First => b.broadcast(c.slot(c.entries)).into(),
+        kind if is_first(kind) => b.broadcast(c.slot(c.entries)).into(),
         OpKind::Reduce(r) => b.reduce(r.algorithm)?,
         OpKind::Scan(sc) => b.scan(sc.algorithm)?,
         OpKind::Neighbor(nb) => b.neighbor(nb.kind, nb.shifted_out.is_some())?,

@@ -31,6 +31,21 @@ struct Case {
 }
 
 impl Case {
+    /// A case of the looped kernels: 3 items a thread, 5-bit digits, a full tile, two rounds.
+    fn looped(algorithm: RankAlgorithm, block: u32, by_key: bool, seed: u64) -> Case {
+        Case {
+            algorithm,
+            block,
+            items: 3,
+            bits: 5,
+            valid: None,
+            striped_in: false,
+            by_key,
+            rounds: 2,
+            seed,
+        }
+    }
+
     fn controls(&self, n: Option<coopgraph::ir::Scalar<u32>>) -> RadixRank {
         let r = match self.algorithm {
             RankAlgorithm::Basic => RadixRank::basic(self.bits),
@@ -345,17 +360,7 @@ fn every_match_rank_warp_barrier_is_necessary() {
 /// expression.
 fn match_rank_warp_barriers(by_key: bool) {
     let checked = race_checker();
-    let case = Case {
-        algorithm: RankAlgorithm::Match,
-        block: 64,
-        items: 3,
-        bits: 5,
-        valid: None,
-        striped_in: false,
-        by_key,
-        rounds: 2,
-        seed: 11,
-    };
+    let case = Case::looped(RankAlgorithm::Match, 64, by_key, 11);
     let kernel = looped_rank_kernel(&case);
     let ranks = run_looped(&checked, &kernel, &case).expect("race-free");
     assert_eq!(ranks, stable_ranks(&case));
@@ -395,17 +400,7 @@ fn counting_ranks_with_counts_repeat_in_a_loop() {
     let checked = race_checker();
     for algorithm in [RankAlgorithm::Basic, RankAlgorithm::Memoize] {
         for by_key in [false, true] {
-            let case = Case {
-                algorithm,
-                block: 96,
-                items: 3,
-                bits: 5,
-                valid: None,
-                striped_in: false,
-                by_key,
-                rounds: 2,
-                seed: 13,
-            };
+            let case = Case::looped(algorithm, 96, by_key, 13);
             let kernel = looped_counts_kernel(&case);
             let run = |k: &Kernel| run_case(&checked, k, &case);
             let (ranks, counts, prefix) = run(&kernel).expect("race-free");
