@@ -231,12 +231,16 @@ impl Gen {
                 25 if self.rng.pct(30) => self.op_warp_segmented(k),
                 25 => self.op_lanes(k),
                 26 => self.op_warp_groups(k),
-                27 if self.rng.pct(40) => self.op_histogram(k),
-                27 if self.rng.pct(35) => self.op_run_length(k),
-                27 if self.rng.pct(40) => self.op_radix_sort(k),
-                27 if self.rng.pct(30) => self.op_radix_rank(k),
-                27 if self.rng.pct(30) => self.op_top_k(k),
-                _ => self.op_merge_sort(k),
+                // The block's sorting and counting collectives, each drawn as often as the
+                // others.
+                _ => match self.rng.below(6) {
+                    0 => self.op_histogram(k),
+                    1 => self.op_run_length(k),
+                    2 => self.op_radix_sort(k),
+                    3 => self.op_radix_rank(k),
+                    4 => self.op_top_k(k),
+                    _ => self.op_merge_sort(k),
+                },
             };
             if done {
                 return;
