@@ -247,9 +247,11 @@ impl KernelBuilder {
 
     /// As [`radix_rank`](Self::radix_rank), with each digit's count and first rank (CUB's
     /// `exclusive_digit_prefix`): thread `t` holds those of digits `t * P .. (t + 1) * P`,
-    /// `P = ceil(2^bits / threads)`. Inside a loop (or any region), a basic or memoize rank
-    /// with counts begins with a barrier of its group: its counts read thread 0's counters,
-    /// which the next round zeroes.
+    /// `P = ceil(2^bits / threads)`, at most
+    /// [`MAX_ITEMS_PER_THREAD`](crate::ir::ops::MAX_ITEMS_PER_THREAD) (more is refused at
+    /// the call: [`RadixSortProblem::Counts`](crate::ir::RadixSortProblem::Counts)). Inside
+    /// a loop (or any region), a basic or memoize rank with counts begins with a barrier of
+    /// its group: its counts read thread 0's counters, which the next round zeroes.
     ///
     /// ```
     /// use coopgraph::ir::RadixRank;
@@ -358,7 +360,7 @@ impl KernelBuilder {
         loc: Loc,
     ) -> RankedDigits {
         let zero = |k: &mut Self| k.map(keys, |_| Expr::lit(0u32));
-        self.rank_at(group, controls, loc, zero, |k, ranker| {
+        self.rank_at(group, controls, true, loc, zero, |k, ranker| {
             if ranker.controls.algorithm == RankAlgorithm::Match {
                 k.rank_match_keys(ranker, keys, digit, on_counts)
             } else {
@@ -382,7 +384,7 @@ impl KernelBuilder {
         loc: Loc,
     ) -> RankedDigits {
         let zero = |k: &mut Self| k.map(digits, |_| Expr::lit(0u32));
-        self.rank_at(group, controls, loc, zero, |k, ranker| {
+        self.rank_at(group, controls, with_counts, loc, zero, |k, ranker| {
             k.rank(ranker, digits, with_counts)
         })
     }
@@ -393,13 +395,14 @@ impl KernelBuilder {
         &mut self,
         group: Group,
         controls: RadixRank,
+        with_counts: bool,
         loc: Loc,
         zero: impl FnOnce(&mut Self) -> ThreadData<u32>,
         rank: impl FnOnce(&mut Self, &Ranker) -> (ThreadData<u32>, Counted),
     ) -> RankedDigits {
         let first_op = self.ir.ops.len();
         let ranker = if group.kind() == GroupKind::Block {
-            self.ranker(group, controls, loc)
+            self.ranker(group, controls, with_counts, loc)
         } else {
             let problem = RadixSortProblem::Group { kind: group.kind() };
             self.ir
@@ -436,10 +439,20 @@ impl KernelBuilder {
     /// A rank's counters, or `None` with the controls' problem recorded. Basic and memoize
     /// ranks rank within any group whose threads [`group_threads`](Self::group_threads)
     /// finds (each group its own tile); match ranks the block only.
-    pub(super) fn ranker(&mut self, group: Group, controls: RadixRank, loc: Loc) -> Option<Ranker> {
+    /// Where `with_counts`, the counts (`ceil(2^bits / threads)` a thread) must fit a
+    /// payload.
+    pub(super) fn ranker(
+        &mut self,
+        group: Group,
+        controls: RadixRank,
+        with_counts: bool,
+        loc: Loc,
+    ) -> Option<Ranker> {
         let threads = self.ir.block_threads();
         let words = counter_words(controls.algorithm, controls.bits, threads);
         let group_threads = self.group_threads(group);
+        let count_items =
+            |group_threads: u32| (1u32 << controls.bits).div_ceil(group_threads.max(1));
         let problem =
             if group.kind() != GroupKind::Block && controls.algorithm == RankAlgorithm::Match {
                 Some(RadixSortProblem::Group { kind: group.kind() })
@@ -457,6 +470,15 @@ impl KernelBuilder {
                     threads,
                     words,
                     max: super::MAX_COUNTER_WORDS,
+                })
+            } else if let Some(group_threads) = (group_threads.as_ref().ok())
+                .filter(|&&g| with_counts && count_items(g) > MAX_ITEMS_PER_THREAD)
+            {
+                Some(RadixSortProblem::Counts {
+                    bits: controls.bits,
+                    threads: *group_threads,
+                    items: count_items(*group_threads),
+                    max: MAX_ITEMS_PER_THREAD,
                 })
             } else {
                 None

@@ -480,7 +480,7 @@ impl KernelBuilder {
         // The loop carries its own copy of the values.
         let values = values.map(|v| self.map(&v, |x| x));
         let rank = RadixRank::memoize(controls.radix_bits);
-        let Some(ranker) = self.ranker(group, rank, loc) else {
+        let Some(ranker) = self.ranker(group, rank, false, loc) else {
             return (self.map(keys, |v| v), None);
         };
         // A group other than the block scatters through its own part of shared arrays.

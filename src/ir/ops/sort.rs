@@ -39,6 +39,19 @@ pub enum RadixSortProblem {
         /// The most a sort's counters may take.
         max: u32,
     },
+    /// A rank's counts asked for (each digit's count and first rank, `ceil(2^bits /
+    /// threads)` a thread) that would take more items a thread than a payload holds.
+    Counts {
+        /// The digit width asked for.
+        bits: u32,
+        /// Threads of the group.
+        threads: u32,
+        /// Items a thread the counts would take.
+        items: u32,
+        /// The most a payload holds
+        /// ([`MAX_ITEMS_PER_THREAD`](crate::ir::ops::MAX_ITEMS_PER_THREAD)).
+        max: u32,
+    },
     /// Ranking by warp matches in a block that is not whole warps.
     WholeWarps {
         /// Threads of the block.
@@ -103,6 +116,17 @@ impl fmt::Display for RadixSortProblem {
                 f,
                 "radix sort with {bits}-bit digits over {threads} threads: its {words} counter \
                  words exceed the {max} a sort may take; take fewer bits per digit"
+            ),
+            RadixSortProblem::Counts {
+                bits,
+                threads,
+                items,
+                max,
+            } => write!(
+                f,
+                "radix rank with counts of {bits}-bit digits over {threads} threads: the \
+                 counts take {items} items a thread, more than the {max} a payload holds; take \
+                 fewer bits per digit or more threads"
             ),
             RadixSortProblem::WholeWarps { threads } => write!(
                 f,

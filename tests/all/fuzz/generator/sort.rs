@@ -144,7 +144,13 @@ impl Gen {
             .filter(|b| ((1u32 << (b - 1)) | 1) * t <= 4096)
             .max()
             .unwrap_or(1);
-        let bits = (1 + self.rng.below(8) as u32).min(widest);
+        // Ranks alone, with counts, or by a map of the keys (with counts).
+        let (form, shift) = (self.rng.below(3), self.rng.below(4) as u32);
+        let mut bits = (1 + self.rng.below(8) as u32).min(widest);
+        // Counts of at most 64 items a thread (a payload's most).
+        while form != 0 && (1u32 << bits).div_ceil(t) > 64 {
+            bits -= 1;
+        }
         // Match ranks (blocks of whole warps only) half the time they can run.
         let mut controls = if self.warps_ok() && self.rng.pct(50) {
             RadixRank::match_any(bits)
@@ -165,7 +171,6 @@ impl Gen {
             RankAlgorithm::Match => Arrangement::Striped { threads: 32 },
             _ => Arrangement::Blocked,
         };
-        let (form, shift) = (self.rng.below(3), self.rng.below(4) as u32);
         let ranked = with_dtype!(d.dt, T => {
             let keys = handle::<T>(&d);
             let src: ThreadData<u32> = if d.dt == DType::U32 {
