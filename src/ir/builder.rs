@@ -272,6 +272,36 @@ impl KernelBuilder {
         id
     }
 
+    /// How much of the IR is recorded so far: where a collective of the library begins
+    /// (see [`Self::attribute`]).
+    pub(crate) fn recorded(&self) -> Recorded {
+        Recorded {
+            ops: self.ir.ops.len(),
+            datas: self.ir.datas.len(),
+            arrays: self.ir.arrays.len(),
+            issues: self.ir.issues.len(),
+        }
+    }
+
+    /// Attributes what was recorded since `from` (ops, payloads, shared arrays and the
+    /// problems found) to the user's call at `loc`: a collective the library writes out is
+    /// one call of the user's, so the verifier's errors and the listing name that call's
+    /// line, never one of the library's.
+    pub(crate) fn attribute(&mut self, from: Recorded, loc: Loc) {
+        for op in &mut self.ir.ops[from.ops..] {
+            op.loc = loc;
+        }
+        for d in &mut self.ir.datas[from.datas..] {
+            d.loc = loc;
+        }
+        for a in &mut self.ir.arrays[from.arrays..] {
+            a.loc = loc;
+        }
+        for issue in &mut self.ir.issues[from.issues..] {
+            issue.set_loc(loc);
+        }
+    }
+
     fn group_id(&mut self, g: Group) -> GroupId {
         let decl = GroupDecl {
             kind: g.kind,
@@ -283,4 +313,14 @@ impl KernelBuilder {
         self.ir.groups.push(decl);
         GroupId(self.ir.groups.len() as u32 - 1)
     }
+}
+
+/// How much of the IR was recorded when a collective began
+/// ([`KernelBuilder::recorded`], [`KernelBuilder::attribute`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Recorded {
+    ops: usize,
+    datas: usize,
+    arrays: usize,
+    issues: usize,
 }

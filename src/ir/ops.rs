@@ -927,6 +927,24 @@ pub enum BuilderIssue {
     },
 }
 
+impl BuilderIssue {
+    /// Points the problem at `at`: the user's call whose collective found it.
+    pub(crate) fn set_loc(&mut self, at: Loc) {
+        match self {
+            BuilderIssue::GroupWidth { loc, .. }
+            | BuilderIssue::ItemOutOfRange { loc, .. }
+            | BuilderIssue::DataAlign { loc, .. }
+            | BuilderIssue::Items { loc, .. }
+            | BuilderIssue::DuplicateParam { loc, .. }
+            | BuilderIssue::PrintFormat { loc, .. }
+            | BuilderIssue::RadixSort { loc, .. }
+            | BuilderIssue::MergeSort { loc, .. }
+            | BuilderIssue::Primitive { loc, .. }
+            | BuilderIssue::ForeignHandle { loc, .. } => *loc = at,
+        }
+    }
+}
+
 /// The kernel IR: everything the builder recorded.
 #[derive(Debug, Clone)]
 pub struct Ir {

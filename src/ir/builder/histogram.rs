@@ -158,7 +158,7 @@ impl KernelBuilder {
             self.primitive_problem(p, loc);
             return;
         }
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         let threads = self.ir.block_threads().max(1);
         let items = samples.items;
         let valid = controls.valid.clone();
@@ -238,7 +238,7 @@ impl KernelBuilder {
                 self.sync_block();
             }
         }
-        self.at_line(first, loc);
+        self.attribute(first, loc);
     }
 
     /// Zeroes `counters[0..bins]`, bin `j` by thread `j % threads`.

@@ -384,7 +384,7 @@ impl KernelBuilder {
                 return (self.map(keys, |v| v), None);
             }
         };
-        let first_op = self.ir.ops.len();
+        let first_op = self.recorded();
         let sorted = match controls.total {
             Some(order) if K::DTYPE.bytes() == 8 => self.merge_sort_bits::<K, u64, V>(
                 group,
@@ -404,9 +404,7 @@ impl KernelBuilder {
             ),
             None => self.merge_sort_ops(group, threads, keys, values, &controls, loc),
         };
-        for op in &mut self.ir.ops[first_op..] {
-            op.loc = loc;
-        }
+        self.attribute(first_op, loc);
         sorted
     }
 

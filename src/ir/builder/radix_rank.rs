@@ -400,7 +400,7 @@ impl KernelBuilder {
         zero: impl FnOnce(&mut Self) -> ThreadData<u32>,
         rank: impl FnOnce(&mut Self, &Ranker) -> (ThreadData<u32>, Counted),
     ) -> RankedDigits {
-        let first_op = self.ir.ops.len();
+        let first_op = self.recorded();
         let ranker = if group.kind() == GroupKind::Block {
             self.ranker(group, controls, with_counts, loc)
         } else {
@@ -430,9 +430,7 @@ impl KernelBuilder {
                 }
             }
         };
-        for op in &mut self.ir.ops[first_op..] {
-            op.loc = loc;
-        }
+        self.attribute(first_op, loc);
         ranked
     }
 

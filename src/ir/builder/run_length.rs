@@ -122,7 +122,7 @@ impl KernelBuilder {
         } else {
             None
         };
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         let threads = self.ir.block_threads().max(1);
         let all = (threads * runs).max(1);
         let value_array = self.shared_array::<T>(all);
@@ -151,7 +151,7 @@ impl KernelBuilder {
             self.shared_write(&value_array, r, values.item(i));
         }
         self.sync_block();
-        self.at_line(first, loc);
+        self.attribute(first, loc);
         Runs {
             values: value_array,
             offsets: offset_array,
@@ -187,7 +187,7 @@ impl KernelBuilder {
                 offsets,
             };
         }
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         // The run holding the thread's first position, by a binary search; from there the
         // thread walks onward, run by run, as CUB's decode does: each next position is in the
         // same run or a later one (the next, unless runs of length 0 lie between).
@@ -200,7 +200,7 @@ impl KernelBuilder {
         } else {
             self.walk_rereading(runs, from, &out);
         }
-        self.at_line(first, loc);
+        self.attribute(first, loc);
         out
     }
 

@@ -452,7 +452,7 @@ impl KernelBuilder {
         end: u32,
         loc: Loc,
     ) -> (ThreadData<K>, Option<ThreadData<V>>) {
-        let first_op = self.ir.ops.len();
+        let first_op = self.recorded();
         // The passes rank blocked positions and carry blocked payloads from pass to pass:
         // keys (and values) of another arrangement are exchanged into blocked order first (the
         // exchange costs nothing for blocked ones).
@@ -528,9 +528,7 @@ impl KernelBuilder {
             (bits, values)
         };
         let sorted = self.map(&bits, |b| from_sort_bits::<K, B>(b, order));
-        for op in &mut self.ir.ops[first_op..] {
-            op.loc = loc;
-        }
+        self.attribute(first_op, loc);
         (sorted, values)
     }
 

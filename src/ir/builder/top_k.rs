@@ -35,7 +35,7 @@ use crate::ir::Atomic;
 use crate::ir::dtype::Element;
 use crate::ir::entities::Loc;
 use crate::ir::expr::{Expr, IntElement, index};
-use crate::ir::handles::{Group, SharedArray, ThreadData};
+use crate::ir::handles::{Group, SharedArray, ThreadData, Warp};
 use crate::ir::ops::*;
 
 /// The controls of a block top-k ([`KernelBuilder::top_k`]): which end of the order, how
@@ -294,7 +294,7 @@ impl KernelBuilder {
         } else {
             range_and_values_problem(controls.begin_bit, end, keys, values)
         };
-        let first_op = self.ir.ops.len();
+        let first_op = self.recorded();
         let result = match problem {
             Some(problem) => {
                 self.ir
@@ -312,9 +312,7 @@ impl KernelBuilder {
             }
             None => self.top_k_ops::<K, u64, V>(group, keys, values, &controls, end, loc),
         };
-        for op in &mut self.ir.ops[first_op..] {
-            op.loc = loc;
-        }
+        self.attribute(first_op, loc);
         result
     }
 
@@ -368,7 +366,8 @@ impl KernelBuilder {
         let hist = self.shared_array::<u32>(passes * words);
         self.zero_bins(&hist, passes * words, threads);
         self.sync_block();
-        let warp = self.this_warp();
+        // The warps carry the user's line: a verifier error about them names the call.
+        let warp = Warp { loc };
         let lane = index::thread_rank() % lanes;
         self.counted_loop(loc, Expr::lit(0u32), Expr::lit(passes), None, |k, p| {
             // Bits lo..hi: the digit `p` places below the top, the last one narrower.

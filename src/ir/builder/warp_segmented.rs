@@ -119,13 +119,6 @@ impl KernelBuilder {
             .push(BuilderIssue::Primitive { problem, loc });
     }
 
-    /// Gives every op recorded since `first` the caller's line.
-    pub(super) fn at_line(&mut self, first: usize, loc: Loc) {
-        for op in &mut self.ir.ops[first..] {
-            op.loc = loc;
-        }
-    }
-
     /// Checks a segmented primitive's group and one-item inputs; the group's width.
     fn segmented_inputs<T: Element, F: Element>(
         &mut self,
@@ -210,7 +203,7 @@ impl KernelBuilder {
             self.primitive_problem(PrimitiveProblem::Control { what, control }, loc);
             return self.map(src, |v| v);
         }
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         let op = Combiner::new(op);
         let rank = group.rank();
         let last = group.num_threads() - 1u32;
@@ -234,7 +227,7 @@ impl KernelBuilder {
         }
         let out = self.thread_data_n::<T>(1);
         self.set_item(&out, 0, acc.get());
-        self.at_line(first, loc);
+        self.attribute(first, loc);
         out
     }
 
@@ -302,7 +295,7 @@ impl KernelBuilder {
             self.primitive_problem(p, loc);
             return self.map(src, |v| v);
         }
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         let op = Combiner::new(parts.op);
         let rank = group.rank();
         let bits = self.ballot(group, head_flags.item(0).ne(F::cast_from_i64(0)));
@@ -335,7 +328,7 @@ impl KernelBuilder {
         };
         let out = self.thread_data_n::<T>(1);
         self.set_item(&out, 0, value);
-        self.at_line(first, loc);
+        self.attribute(first, loc);
         out
     }
 
@@ -414,7 +407,7 @@ impl KernelBuilder {
                 return out;
             }
         };
-        let first = self.ir.ops.len();
+        let first = self.recorded();
         let op = Combiner::new(op);
         let rank = group.rank();
         let mut values: Vec<_> = (0..n).map(|i| self.var(src.item(i))).collect();
@@ -475,7 +468,7 @@ impl KernelBuilder {
             };
             self.set_item(&out, i as u32, v);
         }
-        self.at_line(first, loc);
+        self.attribute(first, loc);
         out
     }
 }

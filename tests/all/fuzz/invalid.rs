@@ -16,6 +16,10 @@ fn invalid_programs_give_typed_errors() {
         let seed = super::run::seed_of(0xBAD, i);
         let which = (i % u64::from(generator::MISTAKES)) as u32;
         match generator::generate_invalid(seed, which) {
+            Err(e) if super::run::library_line(&e).is_some() => panic!(
+                "mistake {which} (seed {seed:#x}): the error names a line of the library: {}",
+                super::run::library_line(&e).unwrap_or_default()
+            ),
             Err(coopgraph::Error::Verify(_) | coopgraph::Error::Plan(_)) => {}
             Err(e) => panic!("mistake {which} (seed {seed:#x}): unexpected error kind {e}"),
             Ok(k) => panic!(
@@ -154,8 +158,14 @@ proptest! {
         let n = k.scalar::<u32>("n");
         let mut cur = if fill { k.fill(0.25f32) } else { k.thread_data::<f32>() };
         record(&mut k, &steps, &x, &y, &n, &mut cur);
-        let Ok(kernel) = k.build() else {
-            return Ok(());
+        let kernel = match k.build() {
+            Ok(kernel) => kernel,
+            Err(e) => {
+                // A typed error names the user's line, never the library's.
+                let library = super::run::library_line(&e);
+                prop_assert!(library.is_none(), "{}", library.unwrap_or_default());
+                return Ok(());
+            }
         };
         for arch in coopgraph::ptx::Arch::ALL {
             kernel.ptx(arch).unwrap_or_else(|e| panic!("{e}"));
@@ -170,4 +180,108 @@ proptest! {
             let _ = f.launch_grid(2, (&xb, &mut yb, 300u32));
         }
     }
+}
+
+/// One collective call recorded over a payload of the tile.
+type Call = dyn Fn(&mut KernelBuilder, &coopgraph::ir::ThreadData<u32>);
+
+/// The block's sorting and counting collectives with their size controls at and past their
+/// bounds (digit widths, bit ranges, `k`, bins, decoded items) over blocks of 1 to 1024
+/// threads and 1 to 64 items: each kernel builds or gets a typed error that names the
+/// user's line, never a line of the library (as counts of 2^bits digits over too few
+/// threads once did) and never a panic.
+#[test]
+fn collective_controls_at_their_bounds_name_the_users_line() {
+    use coopgraph::ir::{Histogram, MergeSort, RadixRank, RadixSort, TopK};
+    let blocks = [1u32, 2, 3, 4, 32, 33, 64, 96, 1024];
+    let (mut built, mut refused) = (0, 0);
+    for &block in &blocks {
+        for items in [1u32, 2, 64] {
+            let tile = block * items;
+            let mut cases: Vec<Box<Call>> = Vec::new();
+            for bits in [0u32, 1, 6, 7, 8, 9] {
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.radix_rank_with_counts(b, t, RadixRank::basic(bits));
+                }));
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.radix_rank_by(b, t, |v| v >> 3u32, RadixRank::memoize(bits));
+                }));
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.radix_rank_with_counts(b, t, RadixRank::match_any(bits));
+                }));
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.radix_sort(b, t, RadixSort::ascending().radix_bits(bits));
+                }));
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.top_k(b, t, TopK::largest(tile.min(3)).radix_bits(bits));
+                }));
+            }
+            for (begin, end) in [(0u32, 32u32), (31, 32), (0, 33), (32, 32), (5, 4)] {
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.radix_sort(b, t, RadixSort::descending().bits(begin, end));
+                }));
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.top_k(b, t, TopK::smallest(1).bits(begin, end));
+                }));
+            }
+            for kk in [0u32, 1, tile, tile + 1] {
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    k.top_k(b, t, TopK::smallest(kk));
+                }));
+            }
+            for bins in [0u32, 1, 256, 4096, 1 << 16] {
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    let counters = k.shared_array::<u32>(bins.max(1));
+                    k.histogram(b, t, bins, &counters, Histogram::sort());
+                    k.histogram(b, t, bins, &counters, Histogram::atomic());
+                }));
+            }
+            for out in [0u32, 1, 64, 65] {
+                cases.push(Box::new(move |k, t| {
+                    let b = k.this_block();
+                    let runs = k.run_lengths(b, t, t);
+                    k.run_length_decode(&runs, out, 0u32);
+                }));
+            }
+            cases.push(Box::new(|k, t| {
+                let b = k.this_block();
+                k.merge_sort(b, t, MergeSort::ascending());
+            }));
+            for case in &cases {
+                let mut k = KernelBuilder::new("bounds")
+                    .block(block)
+                    .items_per_thread(items);
+                let x = k.input::<u32>("x");
+                let b = k.this_block();
+                let t = k.load_from(b, &x, Load::direct());
+                case(&mut k, &t);
+                match k.build() {
+                    Ok(_) => built += 1,
+                    Err(e) => {
+                        let library = super::run::library_line(&e);
+                        assert!(
+                            library.is_none(),
+                            "block {block}, {items} items: {}",
+                            library.unwrap_or_default()
+                        );
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Both outcomes occur: the sweep reaches past the bounds and stays within them.
+    assert!(
+        built > 100 && refused > 100,
+        "{built} built, {refused} refused"
+    );
 }

@@ -82,6 +82,17 @@ pub enum Verdict {
     Failed { class: String, report: String },
 }
 
+/// The first verifier error of `e` that names a line of the library (a file under `src/`)
+/// where every typed error must name the user's: shown as the error reads.
+pub fn library_line(e: &Error) -> Option<String> {
+    match e {
+        Error::Verify(v) => (v.errors.iter())
+            .find(|x| x.loc.file.starts_with("src/"))
+            .map(|x| x.to_string()),
+        _ => None,
+    }
+}
+
 /// The seed of case `i` of a run.
 pub fn seed_of(base: u64, i: u64) -> u64 {
     let mut x = base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -212,6 +223,14 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         let sliced = what == generator::SLICED_DIVERGENT;
         let by_planner = what == generator::ACROSS_GROUPS || sliced;
         return Err(match case.kernel {
+            Err(e) if library_line(&e).is_some() => Verdict::Failed {
+                class: format!("invalid on purpose ({what}), rejected at a library line"),
+                report: format!(
+                    "the error names a line of the library, not the user's: {}\n{}",
+                    library_line(&e).unwrap_or_default(),
+                    super::program::program(&case.ir, "")
+                ),
+            },
             Err(Error::Verify(_)) if !by_planner => Verdict::Rejected,
             Err(Error::Plan(PlanError::GroupCountAcrossGroups { .. }))
                 if what == generator::ACROSS_GROUPS =>
