@@ -370,10 +370,18 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         // exchange. A full tile writes every rank unguarded; only the last tile tests each
         // rank against its items.
         let packed = pairs.then(|| k.thread_data_n::<u32>(items.div_ceil(4)));
-        let guarded =
-            |k: &mut KernelBuilder, rank: Expr<u32>, write: &mut dyn FnMut(&mut KernelBuilder)| {
+        // `write` for the item of rank `rank`: unguarded in a full tile, under `rank < valid`
+        // in the last.
+        let at_rank = |k: &mut KernelBuilder,
+                       guard: bool,
+                       rank: Expr<u32>,
+                       write: &mut dyn FnMut(&mut KernelBuilder)| {
+            if guard {
                 k.if_(rank.lt(valid.clone()), |k| write(k));
-            };
+            } else {
+                write(k);
+            }
+        };
         let scatter_keys = |k: &mut KernelBuilder, guard: bool| {
             for i in 0..items {
                 let rank = tid.clone() + i * threads;
@@ -394,11 +402,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                         sorted_keys.item(i),
                     );
                 };
-                if guard {
-                    guarded(k, rank.clone(), &mut write);
-                } else {
-                    write(k);
-                }
+                at_rank(k, guard, rank.clone(), &mut write);
             }
         };
         let full = valid.eq(tile_items);
@@ -421,11 +425,7 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                         let d = (packed.item(i / 4) >> (8 * (i % 4))) & 255u32;
                         k.write(vdst, bases.read(d) + rank.clone(), sorted.item(i));
                     };
-                    if guard {
-                        guarded(k, rank.clone(), &mut write);
-                    } else {
-                        write(k);
-                    }
+                    at_rank(k, guard, rank.clone(), &mut write);
                 }
             };
             k.if_else(

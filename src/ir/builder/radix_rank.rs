@@ -449,8 +449,6 @@ impl KernelBuilder {
         let threads = self.ir.block_threads();
         let words = counter_words(controls.algorithm, controls.bits, threads);
         let group_threads = self.group_threads(group);
-        let count_items =
-            |group_threads: u32| (1u32 << controls.bits).div_ceil(group_threads.max(1));
         let problem =
             if group.kind() != GroupKind::Block && controls.algorithm == RankAlgorithm::Match {
                 Some(RadixSortProblem::Group { kind: group.kind() })
@@ -469,13 +467,15 @@ impl KernelBuilder {
                     words,
                     max: super::MAX_COUNTER_WORDS,
                 })
-            } else if let Some(group_threads) = (group_threads.as_ref().ok())
-                .filter(|&&g| with_counts && count_items(g) > MAX_ITEMS_PER_THREAD)
+            } else if let Ok(&group_threads) = group_threads.as_ref()
+                && let items = (1u32 << controls.bits).div_ceil(group_threads.max(1))
+                && with_counts
+                && items > MAX_ITEMS_PER_THREAD
             {
                 Some(RadixSortProblem::Counts {
                     bits: controls.bits,
-                    threads: *group_threads,
-                    items: count_items(*group_threads),
+                    threads: group_threads,
+                    items,
                     max: MAX_ITEMS_PER_THREAD,
                 })
             } else {
