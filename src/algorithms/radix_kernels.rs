@@ -367,50 +367,24 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
         // The item of rank `r` with digit `d` goes to `bases[d] + r`. The values are loaded
         // and exchanged only after the keys have gone out, each key's digit kept a byte a
         // register for its value, so no sorted payload waits in registers for another's
-        // exchange. A full tile writes every rank unguarded; only the last tile tests each
-        // rank against its items.
+        // exchange.
         let packed = pairs.then(|| k.thread_data_n::<u32>(items.div_ceil(4)));
-        // `write` for the item of rank `rank`: unguarded in a full tile, under `rank < valid`
-        // in the last.
-        let at_rank = |k: &mut KernelBuilder,
-                       guard: bool,
-                       rank: Expr<u32>,
-                       write: &mut dyn FnMut(&mut KernelBuilder)| {
-            if guard {
-                k.if_(rank.lt(valid.clone()), |k| write(k));
-            } else {
-                write(k);
-            }
-        };
-        let scatter_keys = |k: &mut KernelBuilder, guard: bool| {
-            for i in 0..items {
-                let rank = tid.clone() + i * threads;
-                let d = k.var(K::digit(&sorted_keys.item(i), shift, width, plan.order));
-                if let Some(packed) = &packed {
-                    let byte = d.get() << (8 * (i % 4));
-                    let word = if i % 4 == 0 {
-                        byte
-                    } else {
-                        packed.item(i / 4) | byte
-                    };
-                    k.set_item(packed, i / 4, word);
-                }
-                let mut write = |k: &mut KernelBuilder| {
-                    k.write(
-                        &dst,
-                        bases.read(d.get()) + rank.clone(),
-                        sorted_keys.item(i),
-                    );
+        for i in 0..items {
+            let rank = tid.clone() + i * threads;
+            let d = k.var(K::digit(&sorted_keys.item(i), shift, width, plan.order));
+            if let Some(packed) = &packed {
+                let byte = d.get() << (8 * (i % 4));
+                let word = if i % 4 == 0 {
+                    byte
+                } else {
+                    packed.item(i / 4) | byte
                 };
-                at_rank(k, guard, rank.clone(), &mut write);
+                k.set_item(packed, i / 4, word);
             }
-        };
-        let full = valid.eq(tile_items);
-        k.if_else(
-            full.clone(),
-            |k| scatter_keys(k, false),
-            |k| scatter_keys(k, true),
-        );
+            k.if_(rank.lt(valid.clone()), |k| {
+                k.write(&dst, bases.read(d.get()) + rank, sorted_keys.item(i));
+            });
+        }
         if let (Some((vsrc, vdst)), Some(packed)) = (&vbufs, &packed) {
             let load = Load::warp_striped()
                 .offset(start.clone())
@@ -418,21 +392,13 @@ pub(super) fn pass<K: SortKey, V: DeviceElement>(
                 .oob_default(V::default());
             let vals = k.load_from(b, vsrc, load);
             let sorted = k.scatter(b, &vals, &ranked.ranks, Scatter::to(striped).inside());
-            let scatter_values = |k: &mut KernelBuilder, guard: bool| {
-                for i in 0..items {
-                    let rank = tid.clone() + i * threads;
-                    let mut write = |k: &mut KernelBuilder| {
-                        let d = (packed.item(i / 4) >> (8 * (i % 4))) & 255u32;
-                        k.write(vdst, bases.read(d) + rank.clone(), sorted.item(i));
-                    };
-                    at_rank(k, guard, rank.clone(), &mut write);
-                }
-            };
-            k.if_else(
-                full,
-                |k| scatter_values(k, false),
-                |k| scatter_values(k, true),
-            );
+            for i in 0..items {
+                let rank = tid.clone() + i * threads;
+                k.if_(rank.lt(valid.clone()), |k| {
+                    let d = (packed.item(i / 4) >> (8 * (i % 4))) & 255u32;
+                    k.write(vdst, bases.read(d) + rank, sorted.item(i));
+                });
+            }
         }
     });
     k.build()
