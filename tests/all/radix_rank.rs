@@ -488,21 +488,21 @@ fn typed_errors_name_the_line() {
         k.radix_rank_by(b, &d, |v| v >> 1u32, RadixRank::memoize(8));
     });
     assert_eq!((p, line), (counts, line!() - 2));
-    let mut k = KernelBuilder::new("ranks_alone")
-        .block(2)
-        .items_per_thread(2);
-    let d = digits(&mut k);
-    let b = k.this_block();
-    k.radix_rank(b, &d, RadixRank::basic(8));
-    k.build()
-        .expect("ranks of 8-bit digits over 2 threads need no counts");
-    // A count payload of exactly 64 items a thread (256 digits over 4 threads) builds.
-    let mut k = KernelBuilder::new("counts_of_64")
-        .block(4)
-        .items_per_thread(2);
-    let d = digits(&mut k);
-    let b = k.this_block();
-    k.radix_rank_with_counts(b, &d, RadixRank::basic(8));
-    k.build()
-        .expect("counts of 64 items a thread fit a payload");
+    // The ranks alone of 8-bit digits over 2 threads, and counts of exactly 64 items a thread
+    // (8-bit digits over 4 threads), build.
+    for (block, with_counts) in [(2, false), (4, true)] {
+        let mut k = KernelBuilder::new("within")
+            .block(block)
+            .items_per_thread(2);
+        let d = digits(&mut k);
+        let b = k.this_block();
+        if with_counts {
+            k.radix_rank_with_counts(b, &d, RadixRank::basic(8));
+        } else {
+            k.radix_rank(b, &d, RadixRank::basic(8));
+        }
+        if let Err(e) = k.build() {
+            panic!("block {block}, counts {with_counts}: {e}");
+        }
+    }
 }
