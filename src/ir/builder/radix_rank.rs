@@ -467,9 +467,9 @@ impl KernelBuilder {
                     words,
                     max: super::MAX_COUNTER_WORDS,
                 })
-            } else if let Ok(&group_threads) = group_threads.as_ref()
+            } else if with_counts
+                && let Ok(&group_threads) = group_threads.as_ref()
                 && let items = (1u32 << controls.bits).div_ceil(group_threads.max(1))
-                && with_counts
                 && items > MAX_ITEMS_PER_THREAD
             {
                 Some(RadixSortProblem::Counts {

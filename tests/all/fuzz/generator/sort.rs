@@ -171,47 +171,32 @@ impl Gen {
             RankAlgorithm::Match => Arrangement::Striped { threads: 32 },
             _ => Arrangement::Blocked,
         };
-        let ranked = with_dtype!(d.dt, T => {
+        // The ranks, and each digit's first rank and count where counted.
+        let (ranks, counted) = with_dtype!(d.dt, T => {
             let keys = handle::<T>(&d);
             let src: ThreadData<u32> = if d.dt == DType::U32 {
                 handle::<u32>(&d)
             } else {
                 k.map(&keys, |v| v.cast::<u32>())
             };
-            match form {
-                0 => None,
-                1 => Some(k.radix_rank_with_counts(b, &src, controls.clone())),
-                _ => Some(k.radix_rank_by(
-                    b,
-                    &keys,
-                    move |key| key.cast::<u32>() >> shift,
-                    controls.clone(),
-                )),
+            if form == 0 {
+                (k.radix_rank(b, &src, controls.clone()), None)
+            } else {
+                let ranked = if form == 1 {
+                    k.radix_rank_with_counts(b, &src, controls.clone())
+                } else {
+                    k.radix_rank_by(b, &keys, move |v| v.cast::<u32>() >> shift, controls.clone())
+                };
+                (ranked.ranks, Some((ranked.prefix, ranked.counts)))
             }
-            .ok_or(src)
         });
-        let ranked = match ranked {
-            Ok(ranked) => ranked,
-            Err(src) => {
-                let ranks = k.radix_rank(b, &src, controls);
-                self.add(u32::data(ranks), DType::U32, d.k, Some(arr));
-                return true;
+        self.add(u32::data(ranks), DType::U32, d.k, Some(arr));
+        if let Some((prefix, counts)) = counted {
+            let per = (1u32 << bits).div_ceil(t);
+            for data in [prefix, counts] {
+                self.add(u32::data(data), DType::U32, per, Some(Arrangement::Blocked));
             }
-        };
-        let per = (1u32 << bits).div_ceil(t);
-        self.add(u32::data(ranked.ranks), DType::U32, d.k, Some(arr));
-        self.add(
-            u32::data(ranked.prefix),
-            DType::U32,
-            per,
-            Some(Arrangement::Blocked),
-        );
-        self.add(
-            u32::data(ranked.counts),
-            DType::U32,
-            per,
-            Some(Arrangement::Blocked),
-        );
+        }
         true
     }
 }
