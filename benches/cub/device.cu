@@ -26,7 +26,7 @@
 // host reference before it is timed. Output: CSV on stdout (see README.md).
 //
 // Usage: cub_device [n]   (default n = 2^28 elements; CUB_DEVICE_ONLY=sort,scan
-// runs only those families)
+// runs only those families; sort_keys and sort_pairs split the sorts)
 #include "common.cuh"
 
 #include <cuda/functional>
@@ -440,11 +440,12 @@ void bench_sort_keys(const DeviceBuffer<K>& in, DeviceBuffer<K>& out, PinnedBuff
   print_sort_rows<K>("sort_keys", n, sizeof(K), time_call(call));
 }
 
-// u32 keys: SortKeys, then SortPairs with each key's index as its value. One
+// u32 keys: SortKeys (when `keys`), then SortPairs with each key's index as its
+// value (when `pairs`). One
 // host std::sort of (key << 32 | index) is the reference for both: its high
 // halves are the sorted keys and, because CUB's radix sort is stable, its
 // low halves are exactly the values SortPairs must produce.
-void bench_sort_u32(std::size_t n)
+void bench_sort_u32(std::size_t n, bool keys, bool pairs)
 {
   using K = std::uint32_t;
   DeviceBuffer<K> keys_in(n);
@@ -464,7 +465,14 @@ void bench_sort_u32(std::size_t n)
   const auto want_key   = [&](std::size_t i) { return static_cast<K>(want[i] >> 32); };
   const auto want_value = [&](std::size_t i) { return static_cast<std::uint32_t>(want[i]); };
 
-  bench_sort_keys(keys_in, keys_out, host, want_key);
+  if (keys)
+  {
+    bench_sort_keys(keys_in, keys_out, host, want_key);
+  }
+  if (!pairs)
+  {
+    return;
+  }
 
   const int num_items = static_cast<int>(n);
   auto call           = device_call("cub::DeviceRadixSort::SortPairs", [&](void* temp, std::size_t& bytes) {
@@ -775,6 +783,8 @@ void bench_reduce_sum(std::size_t n)
 // True when `family` is to run: every family unless CUB_DEVICE_ONLY names a
 // comma-separated list of them (histogram, select, sort, run_length_encode,
 // segmented_reduce, scan, reduce), as a profiling run of one algorithm wants.
+// "sort" is every sort; "sort_keys" is the three key-only sorts and
+// "sort_pairs" the u32 pairs alone (so a profiler's first kernels are its own).
 bool wanted(const char* family)
 {
   const char* only = std::getenv("CUB_DEVICE_ONLY");
@@ -806,9 +816,14 @@ int main(int argc, char** argv)
       n, RandomBits<std::uint32_t>{kSeedSelectU32}, Below3Mod10{}, "if_30pct");
     bench_select_partition<float>(n, Pattern<float>{kSeedSelectF32, 0}, AboveHalf{});
   }
-  if (wanted("sort"))
+  const bool sort_keys  = wanted("sort") || wanted("sort_keys");
+  const bool sort_pairs = wanted("sort") || wanted("sort_pairs");
+  if (sort_keys || sort_pairs)
   {
-    bench_sort_u32(n);
+    bench_sort_u32(n, sort_keys, sort_pairs);
+  }
+  if (sort_keys)
+  {
     bench_sort<std::uint64_t>(n, RandomBits<std::uint64_t>{kSeedSortU64});
     bench_sort<float>(n, Pattern<float>{kSeedSortF32, 0});
   }

@@ -539,7 +539,7 @@ impl<K: SortKey, V> PreparedRadixSort<K, V> {
         ticket: Ticket,
     ) -> Result<(), Error> {
         if p == 0 {
-            hist.write(&vec![0u64; hist.len()])?;
+            hist.fill(0)?;
             let per_block = tiles.div_ceil(HISTOGRAM_BLOCKS);
             let blocks = tiles.div_ceil(per_block);
             let mut args = ArgList::new();

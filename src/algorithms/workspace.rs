@@ -151,8 +151,7 @@ impl Workspace {
             self.values = self.device.alloc_zeroed::<u64>(len)?;
         }
         if !self.clean || self.epoch >= MAX_EPOCH {
-            let zeros = vec![0u64; self.status.len()];
-            self.status.write(&zeros)?;
+            self.status.fill(0)?;
             self.reset_counters();
         }
         self.epoch += 1;
@@ -188,7 +187,7 @@ impl Workspace {
             }
         };
         if self.flag_epoch == u32::MAX {
-            flag.write(&[0])?;
+            flag.fill(0)?;
             self.flag_epoch = 0;
         }
         self.flag_epoch += 1;

@@ -11,7 +11,7 @@ use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 
 use super::RuntimeError;
 use super::device::{Device, Imp, SimShared};
@@ -105,6 +105,33 @@ impl<T: DeviceElement> Buffer<T> {
                     .map_err(RuntimeError::driver("cuMemcpyHtoDAsync"))
             }
             BufferRepr::Sim(a) => Ok(a.shared.sim.write(a.addr, &to_le_bytes(data))?),
+        }
+    }
+
+    /// Sets every element to `value` on the device. On CUDA a value whose bytes repeat with a
+    /// period of 1, 2 or 4 bytes (zero, every 8-, 16- and 32-bit value) is written by the
+    /// driver's memset, queued on the buffer's stream with no host copy; other 64-bit values
+    /// are copied from the host.
+    ///
+    /// ```
+    /// let device = coopgraph::runtime::Device::sim();
+    /// let mut b = device.upload(&[1u64, 2, 3])?;
+    /// b.fill(0)?;
+    /// assert_eq!(b.to_vec()?, [0, 0, 0]);
+    /// b.fill(u64::MAX)?;
+    /// assert_eq!(b.to_vec()?, [u64::MAX; 3]);
+    /// # Ok::<(), coopgraph::Error>(())
+    /// ```
+    pub fn fill(&mut self, value: T) -> Result<(), RuntimeError> {
+        match &mut self.repr {
+            BufferRepr::Cuda(slice) => {
+                let stream = slice.stream().clone();
+                fill_cuda(&stream, slice, value)
+            }
+            BufferRepr::Sim(a) => {
+                let one = to_le_bytes(&[value]);
+                Ok(a.shared.sim.write(a.addr, &one.repeat(a.len))?)
+            }
         }
     }
 
@@ -414,23 +441,12 @@ impl Device {
         let bytes = byte_len::<T>(len)?;
         let repr = match &self.inner.imp {
             Imp::Cuda(c) => {
-                let size = T::DTYPE.bytes();
-                let bits = value.to_bits();
-                let (lo, hi) = (bits as u32, (bits >> 32) as u32);
-                if size <= 4 || lo == hi {
-                    let mut slice = c
-                        .stream
-                        .alloc_zeros(len)
-                        .map_err(RuntimeError::driver("cuMemAllocAsync"))?;
-                    memset_pattern(&c.stream, &mut slice, size.min(4), lo)?;
-                    BufferRepr::Cuda(slice)
-                } else {
-                    BufferRepr::Cuda(
-                        c.stream
-                            .clone_htod(&vec![value; len])
-                            .map_err(RuntimeError::driver("cuMemcpyHtoDAsync"))?,
-                    )
-                }
+                let mut slice = c
+                    .stream
+                    .alloc_zeros(len)
+                    .map_err(RuntimeError::driver("cuMemAllocAsync"))?;
+                fill_cuda(&c.stream, &mut slice, value)?;
+                BufferRepr::Cuda(slice)
             }
             Imp::Sim(s) => {
                 let alloc = sim_alloc(s, len, bytes)?;
@@ -440,6 +456,28 @@ impl Device {
             }
         };
         Ok(Buffer::new(repr))
+    }
+}
+
+/// Sets every element of `slice` to `value` on `stream`: a driver memset where the value's
+/// bytes repeat every 1, 2 or 4 bytes, else a copy from the host.
+fn fill_cuda<T: DeviceElement>(
+    stream: &Arc<CudaStream>,
+    slice: &mut CudaSlice<T>,
+    value: T,
+) -> Result<(), RuntimeError> {
+    if slice.is_empty() {
+        return Ok(());
+    }
+    let size = T::DTYPE.bytes();
+    let bits = value.to_bits();
+    let (lo, hi) = (bits as u32, (bits >> 32) as u32);
+    if size <= 4 || lo == hi {
+        memset_pattern(stream, slice, size.min(4), lo)
+    } else {
+        stream
+            .memcpy_htod(&vec![value; slice.len()], slice)
+            .map_err(RuntimeError::driver("cuMemcpyHtoDAsync"))
     }
 }
 

@@ -772,6 +772,36 @@ fn buffers_fill_copy_and_check_lengths() {
     let empty = dev.upload::<f32>(&[]).expect("empty upload");
     assert!(empty.is_empty() && empty.to_vec().unwrap().is_empty());
 
+    // `fill` over written contents: each element width, 64-bit values whose halves repeat
+    // (a driver memset on CUDA) and whose halves differ (a host copy), an empty buffer.
+    let mut b8 = dev.upload(&[1u8, 2, 3]).unwrap();
+    b8.fill(0x5a).unwrap();
+    assert_eq!(b8.to_vec().unwrap(), [0x5a; 3]);
+    let mut b16 = dev.upload(&[1i16, 2, 3, 4, 5]).unwrap();
+    b16.fill(-3).unwrap();
+    assert_eq!(b16.to_vec().unwrap(), [-3; 5]);
+    let mut b32 = dev.upload(&[1.5f32; 9]).unwrap();
+    b32.fill(-0.0).unwrap();
+    assert!(
+        b32.to_vec()
+            .unwrap()
+            .iter()
+            .all(|v| v.to_bits() == 0x8000_0000)
+    );
+    let mut b64 = dev.upload(&[7u64; 6]).unwrap();
+    b64.fill(0).unwrap();
+    assert_eq!(b64.to_vec().unwrap(), [0; 6]);
+    b64.fill(0x1234_5678_1234_5678).unwrap();
+    assert_eq!(b64.to_vec().unwrap(), [0x1234_5678_1234_5678; 6]);
+    b64.fill(0x0123_4567_89ab_cdef).unwrap();
+    assert_eq!(b64.to_vec().unwrap(), [0x0123_4567_89ab_cdef; 6]);
+    let mut f64s = dev.upload(&[1.0f64; 3]).unwrap();
+    f64s.fill(-1.25).unwrap();
+    assert_eq!(f64s.to_vec().unwrap(), [-1.25; 3]);
+    let mut none = dev.upload::<u64>(&[]).unwrap();
+    none.fill(9).unwrap();
+    assert!(none.to_vec().unwrap().is_empty());
+
     let mut b = dev.upload(&[1u16, 2, 3]).expect("upload");
     assert_eq!((b.len(), b.dtype()), (3, DType::U16));
     b.write(&[4, 5, 6]).expect("write");
