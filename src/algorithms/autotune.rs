@@ -145,7 +145,7 @@ impl<T: ScanElement> Workload<Tuning> for ScanWork<'_, T> {
     type Error = Error;
 
     fn reset(&mut self) -> Result<(), Error> {
-        Ok(self.y.write(&vec![T::max_value(); self.y.len()])?)
+        Ok(self.y.fill(T::max_value())?)
     }
 
     fn launch(&mut self, function: &Function, tuning: &Tuning) -> Result<(), Error> {
