@@ -16,7 +16,8 @@
 //! [`sort_tuning_space`](coopgraph::algorithms::sort_tuning_space); two small tunings on the
 //! simulator), prints its choice, and runs that. `COOPGRAPH_SORT_RUNS` (e.g.
 //! `u32_pairs,u64_keys`) runs only the sorts it names, of `u32_keys`, `u32_pairs` and
-//! `u64_keys`.
+//! `u64_keys`, in its order; a name may repeat (`u32_pairs,u32_keys,u32_pairs` times the
+//! pairs before and after a keys sort in the same process).
 
 #[path = "support/bench.rs"]
 #[allow(dead_code)]
@@ -224,27 +225,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             0,
         )
     };
-    let runs: [(&str, &str, bool); 3] = [
-        ("u32", "sort_keys", false),
-        ("u32", "sort_pairs", true),
-        ("u64", "sort_keys", false),
+    let all: [(&str, &str, &str, bool); 3] = [
+        ("u32_keys", "u32", "sort_keys", false),
+        ("u32_pairs", "u32", "sort_pairs", true),
+        ("u64_keys", "u64", "sort_keys", false),
     ];
     let tunings = tunings()?;
-    let only = std::env::var("COOPGRAPH_SORT_RUNS").ok();
-    if let Some(list) = &only {
-        let names = ["u32_keys", "u32_pairs", "u64_keys"];
-        if let Some(bad) = list.split(',').find(|s| !names.contains(&s.trim())) {
-            return Err(format!("COOPGRAPH_SORT_RUNS: `{bad}` is none of {names:?}").into());
-        }
-    }
+    // The sorts `COOPGRAPH_SORT_RUNS` names, in its order (a name may repeat), else all three.
+    let runs: Vec<(&str, &str, bool)> = match std::env::var("COOPGRAPH_SORT_RUNS") {
+        Err(_) => all.iter().map(|&(_, d, a, p)| (d, a, p)).collect(),
+        Ok(list) => list
+            .split(',')
+            .map(|s| {
+                all.iter()
+                    .find(|r| r.0 == s.trim())
+                    .map(|&(_, d, a, p)| (d, a, p))
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = all.iter().map(|r| r.0).collect();
+                        format!("COOPGRAPH_SORT_RUNS: `{s}` is none of {names:?}")
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
     for (dtype, alg, pairs) in runs {
-        let name = format!("{dtype}_{}", if pairs { "pairs" } else { "keys" });
-        if only
-            .as_ref()
-            .is_some_and(|list| !list.split(',').any(|s| s.trim() == name))
-        {
-            continue;
-        }
         use coopgraph::ir::DType;
         let key_dtype = if dtype == "u64" {
             DType::U64
