@@ -222,12 +222,13 @@ pub fn prepare(case: Case, short: bool, trim: u64) -> Result<Prepared, Verdict> 
         use coopgraph::planner::PlanError;
         let sliced = what == generator::SLICED_DIVERGENT;
         let by_planner = what == generator::ACROSS_GROUPS || sliced;
+        let library = case.kernel.as_ref().err().and_then(library_line);
         return Err(match case.kernel {
-            Err(e) if library_line(&e).is_some() => Verdict::Failed {
+            Err(_) if library.is_some() => Verdict::Failed {
                 class: format!("invalid on purpose ({what}), rejected at a library line"),
                 report: format!(
                     "the error names a line of the library, not the user's: {}\n{}",
-                    library_line(&e).unwrap_or_default(),
+                    library.unwrap_or_default(),
                     super::program::program(&case.ir, "")
                 ),
             },

@@ -147,8 +147,8 @@ impl Gen {
         // Ranks alone, with counts, or by a map of the keys (with counts).
         let (form, shift) = (self.rng.below(3), self.rng.below(4) as u32);
         let mut bits = (1 + self.rng.below(8) as u32).min(widest);
-        // Counts of at most 64 items a thread (a payload's most).
-        while form != 0 && (1u32 << bits).div_ceil(t) > 64 {
+        // Counts of at most a payload's items a thread.
+        while form != 0 && (1u32 << bits).div_ceil(t) > coopgraph::ir::ops::MAX_ITEMS_PER_THREAD {
             bits -= 1;
         }
         // Match ranks (blocks of whole warps only) half the time they can run.
