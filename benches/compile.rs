@@ -1,7 +1,9 @@
-//! Compile-time benchmarks: builder → PTX text for the quickstart kernel and a 20-op kernel,
-//! and a specialization-cache hit.
+//! Compile-time benchmarks: builder → PTX text for the quickstart kernel, a 20-op kernel, a
+//! block radix sort of pairs and the device-wide pairs sort's six kernels, and a
+//! specialization-cache hit.
 
-use coopgraph::ir::index;
+use coopgraph::algorithms::DeviceRadixSort;
+use coopgraph::ir::{RadixSort, SortOutput, index};
 use coopgraph::ptx::Arch;
 use coopgraph::runtime::Device;
 use coopgraph::{Kernel, KernelBuilder, Load, Store};
@@ -63,12 +65,44 @@ fn twenty_ops() -> Kernel {
     k.build().expect("builds")
 }
 
+/// A block radix sort of `u32` pairs, 256 threads × 16 items: a tile's keys and values
+/// loaded, sorted in shared memory digit by digit, stored striped.
+fn block_sort_pairs() -> Kernel {
+    let mut k = KernelBuilder::new("block_sort_pairs")
+        .block(256)
+        .items_per_thread(16);
+    let (x, y) = (k.input::<u32>("keys"), k.output::<u32>("sorted"));
+    let (v, w) = (k.input::<u32>("values"), k.output::<u32>("moved"));
+    let b = k.this_block();
+    let keys = k.load_from(b, &x, Load::warp_transpose());
+    let values = k.load_from(b, &v, Load::warp_transpose());
+    let controls = RadixSort::ascending().output(SortOutput::Striped);
+    let (sk, sv) = k.radix_sort_pairs(b, &keys, &values, controls);
+    k.store_to(b, &y, &sk, Store::striped());
+    k.store_to(b, &w, &sv, Store::striped());
+    k.build().expect("builds")
+}
+
 fn bench(c: &mut Criterion) {
     c.bench_function("builder_to_ptx/quickstart", |b| {
         b.iter(|| black_box(quickstart().ptx(Arch::Sm90).expect("emits")))
     });
     c.bench_function("builder_to_ptx/twenty_ops", |b| {
         b.iter(|| black_box(twenty_ops().ptx(Arch::Sm90).expect("emits")))
+    });
+    c.bench_function("builder_to_ptx/block_radix_sort_pairs_256x16", |b| {
+        b.iter(|| black_box(block_sort_pairs().ptx(Arch::Sm90).expect("emits")))
+    });
+    // The histogram, the offsets and four digit passes, each built and written out.
+    c.bench_function("builder_to_ptx/device_radix_sort_pairs_u32", |b| {
+        b.iter(|| {
+            let kernels = DeviceRadixSort::pairs::<u32, u32>()
+                .pair_kernels()
+                .expect("builds");
+            for k in &kernels {
+                black_box(k.ptx(Arch::Sm90).expect("emits"));
+            }
+        })
     });
     let device = Device::sim();
     let kernel = quickstart();

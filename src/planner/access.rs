@@ -12,11 +12,32 @@ use super::schedule::{Access, Positions, Touch};
 use super::scope::SyncScope;
 
 /// The threads that may touch each byte of `[lo, lo + len)`: the lowest and highest, or none.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Maps are compared and hashed as keys (equal maps share a number in the barrier pass), and
+/// a map spans its whole slice, kilobytes for a tile's exchange: the hash is computed once,
+/// when [`owners`] has filled the map, so a table growing or looking a map up does not walk
+/// its bytes again.
+#[derive(Debug, Clone)]
 pub(super) struct Owners {
     lo: u32,
     /// Per byte: `(lowest, highest)` thread; `(u16::MAX, 0)` where no thread touches it.
     threads: Vec<(u16, u16)>,
+    /// A hash of `lo` and `threads` (see [`Owners::seal`]).
+    hash: u64,
+}
+
+impl PartialEq for Owners {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.lo == other.lo && self.threads == other.threads
+    }
+}
+
+impl Eq for Owners {}
+
+impl std::hash::Hash for Owners {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u64(self.hash);
+    }
 }
 
 const NONE: (u16, u16) = (u16::MAX, 0);
@@ -27,7 +48,25 @@ impl Owners {
         Owners {
             lo,
             threads: vec![NONE; hi.saturating_sub(lo) as usize],
+            hash: 0,
         }
+    }
+
+    /// Computes the hash once the map is filled: a multiply-rotate over the bytes' owners,
+    /// two bytes a step.
+    fn seal(mut self) -> Owners {
+        let step = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let word = |&(a, b): &(u16, u16)| u64::from(a) | u64::from(b) << 16;
+        let mut h = step(u64::from(self.lo), self.threads.len() as u64);
+        let mut pairs = self.threads.chunks_exact(2);
+        for two in &mut pairs {
+            h = step(h, word(&two[0]) | word(&two[1]) << 32);
+        }
+        if let Some(last) = pairs.remainder().first() {
+            h = step(h, word(last));
+        }
+        self.hash = h;
+        self
     }
 
     /// The first byte.
@@ -43,13 +82,11 @@ impl Owners {
     /// Thread `t` touches `[at, at + bytes)` (clipped to the range).
     fn touch(&mut self, at: u32, bytes: u32, t: u32) {
         let t = t.min(u16::MAX as u32 - 1) as u16;
-        for b in at..at.saturating_add(bytes) {
-            if let Some(o) = b
-                .checked_sub(self.lo)
-                .and_then(|i| self.threads.get_mut(i as usize))
-            {
-                *o = (o.0.min(t), o.1.max(t));
-            }
+        let len = self.threads.len();
+        let start = (at.saturating_sub(self.lo) as usize).min(len);
+        let end = (at.saturating_add(bytes).saturating_sub(self.lo) as usize).min(len);
+        for o in &mut self.threads[start..end] {
+            *o = (o.0.min(t), o.1.max(t));
         }
     }
 
@@ -167,7 +204,7 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32) -> Owners {
             }
         }
     }
-    o
+    o.seal()
 }
 
 /// The bytes of a [`Positions`] access: each thread of the range touches its positions in
