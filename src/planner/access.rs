@@ -224,3 +224,66 @@ fn positions(o: &mut Owners, a: &Access, p: &Positions, block: u32, lo: u32) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::OpId;
+    use crate::planner::ids::SliceId;
+    use std::collections::HashMap;
+
+    fn access(touch: Touch) -> Access {
+        Access {
+            slice: SliceId(0),
+            write: true,
+            elem_bytes: 4,
+            padding: None,
+            touch,
+        }
+    }
+
+    /// Maps built apart from equal accesses are equal keys; a map differing in one byte's
+    /// owner or in its first byte is another key (the hash, computed once when the map is
+    /// filled, agrees with equality).
+    #[test]
+    fn sealed_maps_are_keys_by_content() {
+        let mut slice = Slice::new("t".into(), OpId(0), 4 * 300, 4);
+        let all = |s: &Slice| owners(&access(Touch::AllSlot { slot: 7 }), s, 200);
+        let (a, b) = (all(&slice), all(&slice));
+        assert_eq!(a, b);
+        let one = owners(&access(Touch::OneSlot { thread: 3, slot: 7 }), &slice, 200);
+        let other = owners(&access(Touch::OneSlot { thread: 4, slot: 7 }), &slice, 200);
+        assert_ne!(one, other);
+        assert_ne!(a, one);
+        slice.offset = 16;
+        let moved = all(&slice);
+        assert_ne!(a, moved);
+        assert_eq!((moved.lo(), moved.hi()), (16, 16 + 4 * 300));
+        let mut numbers: HashMap<Owners, usize> = HashMap::new();
+        for (i, m) in [a, one, other, moved, b].into_iter().enumerate() {
+            let n = numbers.len();
+            let got = *numbers.entry(m).or_insert(n);
+            assert_eq!(got, if i == 4 { 0 } else { i });
+        }
+    }
+
+    /// A touch clipped to the map's bytes: bytes before and past it are left out, the rest
+    /// recorded with the lowest and highest thread.
+    #[test]
+    fn touches_are_clipped_to_the_slice() {
+        let mut o = Owners::new(8, 16);
+        o.touch(4, 6, 5);
+        o.touch(14, 10, 2);
+        o.touch(0, 4, 9);
+        o.touch(11, 1, 7);
+        o.touch(11, 1, 3);
+        let got: Vec<(u16, u16)> = o.seal().threads;
+        let mut want = vec![NONE; 8];
+        want[0] = (5, 5);
+        want[1] = (5, 5);
+        want[3] = (3, 7);
+        want[6] = (2, 2);
+        want[7] = (2, 2);
+        assert_eq!(got, want);
+    }
+}
