@@ -3,7 +3,9 @@
 //! The barrier pass turns each access of the plan's steps ([`Access`]) into a byte map: for
 //! every byte of the access's slice, the lowest and highest thread that may touch it. Two
 //! accesses conflict exactly where some byte is touched by two different threads, one of them
-//! writing. An access whose positions depend on run-time data (a scatter's writes) counts the
+//! writing. The map holds one entry per unit of bytes ([`unit`]): every access of a kernel
+//! touches whole units, so the bytes of a unit always have the same owners and one entry
+//! stands for them all. An access whose positions depend on run-time data (a scatter's writes) counts the
 //! first and last thread as touchers of every byte it may reach. Nothing here knows ops: the
 //! steps say everything.
 
@@ -11,7 +13,8 @@ use super::alloc::Slice;
 use super::schedule::{Access, Positions, Touch};
 use super::scope::SyncScope;
 
-/// The threads that may touch each byte of `[lo, lo + len)`: the lowest and highest, or none.
+/// The threads that may touch each byte of `[lo, hi)`: the lowest and highest, or none, kept
+/// per unit of `unit` bytes.
 ///
 /// Maps are compared and hashed as keys (equal maps share a number in the barrier pass), and
 /// a map spans its whole slice, kilobytes for a tile's exchange: the hash is computed once,
@@ -20,7 +23,9 @@ use super::scope::SyncScope;
 #[derive(Debug, Clone)]
 pub(super) struct Owners {
     lo: u32,
-    /// Per byte: `(lowest, highest)` thread; `(u16::MAX, 0)` where no thread touches it.
+    /// Bytes per entry of `threads` (every map of a kernel has the same unit).
+    unit: u32,
+    /// Per unit: `(lowest, highest)` thread; `(u16::MAX, 0)` where no thread touches it.
     threads: Vec<(u16, u16)>,
     /// A hash of `lo` and `threads` (see [`Owners::seal`]).
     hash: u64,
@@ -28,7 +33,10 @@ pub(super) struct Owners {
 
 impl PartialEq for Owners {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.lo == other.lo && self.threads == other.threads
+        self.hash == other.hash
+            && self.lo == other.lo
+            && self.unit == other.unit
+            && self.threads == other.threads
     }
 }
 
@@ -43,11 +51,17 @@ impl std::hash::Hash for Owners {
 const NONE: (u16, u16) = (u16::MAX, 0);
 
 impl Owners {
-    /// No byte of `[lo, hi)` touched yet.
-    pub(super) fn new(lo: u32, hi: u32) -> Owners {
+    /// No byte of `[lo, hi)` touched yet; `lo` and `hi` are multiples of `unit`.
+    pub(super) fn new(lo: u32, hi: u32, unit: u32) -> Owners {
+        let unit = unit.max(1);
+        debug_assert!(
+            lo.is_multiple_of(unit) && hi.is_multiple_of(unit),
+            "a map's ends are whole units"
+        );
         Owners {
             lo,
-            threads: vec![NONE; hi.saturating_sub(lo) as usize],
+            unit,
+            threads: vec![NONE; (hi.saturating_sub(lo) / unit) as usize],
             hash: 0,
         }
     }
@@ -57,7 +71,10 @@ impl Owners {
     fn seal(mut self) -> Owners {
         let step = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
         let word = |&(a, b): &(u16, u16)| u64::from(a) | u64::from(b) << 16;
-        let mut h = step(u64::from(self.lo), self.threads.len() as u64);
+        let mut h = step(
+            u64::from(self.lo),
+            self.threads.len() as u64 ^ u64::from(self.unit) << 32,
+        );
         let mut pairs = self.threads.chunks_exact(2);
         for two in &mut pairs {
             h = step(h, word(&two[0]) | word(&two[1]) << 32);
@@ -76,15 +93,21 @@ impl Owners {
 
     /// One past the last byte.
     pub(super) fn hi(&self) -> u32 {
-        self.lo + self.threads.len() as u32
+        self.lo + self.threads.len() as u32 * self.unit
     }
 
-    /// Thread `t` touches `[at, at + bytes)` (clipped to the range).
+    /// Thread `t` touches `[at, at + bytes)` (clipped to the range); `at` and `bytes` are
+    /// multiples of the unit.
     fn touch(&mut self, at: u32, bytes: u32, t: u32) {
+        debug_assert!(
+            at.is_multiple_of(self.unit) && bytes.is_multiple_of(self.unit),
+            "whole units"
+        );
         let t = t.min(u16::MAX as u32 - 1) as u16;
         let len = self.threads.len();
-        let start = (at.saturating_sub(self.lo) as usize).min(len);
-        let end = (at.saturating_add(bytes).saturating_sub(self.lo) as usize).min(len);
+        let unit = |b: u32| (b.saturating_sub(self.lo) / self.unit) as usize;
+        let start = unit(at).min(len);
+        let end = unit(at.saturating_add(bytes)).min(len);
         for o in &mut self.threads[start..end] {
             *o = (o.0.min(t), o.1.max(t));
         }
@@ -101,12 +124,13 @@ impl Owners {
         ordered: Option<SyncScope>,
         scopes: &[SyncScope],
     ) -> Option<usize> {
+        debug_assert_eq!(self.unit, other.unit, "maps of one kernel share a unit");
         let (lo, hi) = (self.lo.max(other.lo), self.hi().min(other.hi()));
         let widest = scopes.len().saturating_sub(1);
         let mut need = None;
-        for b in lo..hi {
-            let x = self.threads[(b - self.lo) as usize];
-            let y = other.threads[(b - other.lo) as usize];
+        for b in (lo..hi).step_by(self.unit as usize) {
+            let x = self.threads[((b - self.lo) / self.unit) as usize];
+            let y = other.threads[((b - other.lo) / other.unit) as usize];
             if x == NONE || y == NONE {
                 continue;
             }
@@ -127,11 +151,25 @@ impl Owners {
     }
 }
 
-/// The bytes each thread of a block of `block` threads touches at `a`, within its slice.
-pub(super) fn owners(a: &Access, slice: &Slice, block: u32) -> Owners {
+/// The largest unit every access in `accesses` touches whole: the greatest common divisor
+/// of their element sizes and their slices' offsets and sizes (each access touches elements
+/// at multiples of its element size from its slice's start). 1 where there is no access.
+pub(super) fn unit<'a>(accesses: impl IntoIterator<Item = (&'a Access, &'a Slice)>) -> u32 {
+    fn gcd(a: u32, b: u32) -> u32 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    let g = accesses.into_iter().fold(0, |g, (a, s)| {
+        gcd(gcd(gcd(g, a.elem_bytes), s.offset), s.bytes)
+    });
+    g.max(1)
+}
+
+/// The bytes each thread of a block of `block` threads touches at `a`, within its slice, in
+/// maps of `unit` bytes an entry ([`unit`] of the kernel's accesses).
+pub(super) fn owners(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners {
     let lo = slice.offset;
     let es = a.elem_bytes;
-    let mut o = Owners::new(lo, lo + slice.bytes);
+    let mut o = Owners::new(lo, lo + slice.bytes, unit);
     let at_slot = |o: &mut Owners, slot: u32, t: u32| o.touch(lo + slot * es, es, t);
     let at = |o: &mut Owners, p: u32, t: u32| at_slot(o, a.slot(p), t);
     match &a.touch {
@@ -230,6 +268,7 @@ mod tests {
     use super::*;
     use crate::ir::OpId;
     use crate::planner::ids::SliceId;
+    use crate::planner::scope::SyncScope;
     use std::collections::HashMap;
 
     fn access(touch: Touch) -> Access {
@@ -248,11 +287,21 @@ mod tests {
     #[test]
     fn sealed_maps_are_keys_by_content() {
         let mut slice = Slice::new("t".into(), OpId(0), 4 * 300, 4);
-        let all = |s: &Slice| owners(&access(Touch::AllSlot { slot: 7 }), s, 200);
+        let all = |s: &Slice| owners(&access(Touch::AllSlot { slot: 7 }), s, 200, 4);
         let (a, b) = (all(&slice), all(&slice));
         assert_eq!(a, b);
-        let one = owners(&access(Touch::OneSlot { thread: 3, slot: 7 }), &slice, 200);
-        let other = owners(&access(Touch::OneSlot { thread: 4, slot: 7 }), &slice, 200);
+        let one = owners(
+            &access(Touch::OneSlot { thread: 3, slot: 7 }),
+            &slice,
+            200,
+            4,
+        );
+        let other = owners(
+            &access(Touch::OneSlot { thread: 4, slot: 7 }),
+            &slice,
+            200,
+            4,
+        );
         assert_ne!(one, other);
         assert_ne!(a, one);
         slice.offset = 16;
@@ -268,10 +317,10 @@ mod tests {
     }
 
     /// A touch clipped to the map's bytes: bytes before and past it are left out, the rest
-    /// recorded with the lowest and highest thread.
+    /// recorded with the lowest and highest thread, per unit.
     #[test]
     fn touches_are_clipped_to_the_slice() {
-        let mut o = Owners::new(8, 16);
+        let mut o = Owners::new(8, 16, 1);
         o.touch(4, 6, 5);
         o.touch(14, 10, 2);
         o.touch(0, 4, 9);
@@ -285,5 +334,125 @@ mod tests {
         want[6] = (2, 2);
         want[7] = (2, 2);
         assert_eq!(got, want);
+        let mut o = Owners::new(8, 16, 2);
+        o.touch(4, 6, 5);
+        o.touch(14, 10, 2);
+        o.touch(10, 2, 7);
+        o.touch(10, 2, 3);
+        assert_eq!((o.lo(), o.hi()), (8, 16));
+        assert_eq!(o.seal().threads, [(5, 5), (3, 7), NONE, (2, 2)]);
+    }
+
+    /// The unit is the greatest common divisor of element sizes, offsets and sizes.
+    #[test]
+    fn units_divide_every_access() {
+        let slice = |offset, bytes| {
+            let mut s = Slice::new("s".into(), OpId(0), bytes, 16);
+            s.offset = offset;
+            s
+        };
+        let (a4, a8) = (access(Touch::AllSlot { slot: 0 }), {
+            let mut a = access(Touch::AllSlot { slot: 0 });
+            a.elem_bytes = 8;
+            a
+        });
+        let (s0, s16, s12) = (slice(0, 1024), slice(16, 64), slice(16, 12));
+        assert_eq!(unit([(&a8, &s0), (&a8, &s16)]), 8);
+        assert_eq!(unit([(&a8, &s0), (&a4, &s16)]), 4);
+        assert_eq!(unit([(&a8, &s12)]), 4);
+        assert_eq!(unit([]), 1);
+    }
+
+    /// Maps kept per unit decide every conflict as maps kept per byte do: random accesses
+    /// (every kind of touch, 4- and 8-byte elements, overlapping slices, padding) compared
+    /// pairwise under every scope, at unit 1 and at the kernel's unit.
+    #[test]
+    fn maps_per_unit_decide_conflicts_as_maps_per_byte() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n.max(1))) as u32
+        };
+        let scopes = [
+            SyncScope::Group { threads: 4 },
+            SyncScope::Group { threads: 32 },
+            SyncScope::Warps { warps: 2 },
+            SyncScope::Block,
+        ];
+        for _ in 0..200 {
+            let block = 1 + next(200);
+            let wide = next(2) == 1;
+            let mut cases = Vec::new();
+            for _ in 0..4 {
+                let es = if wide && next(2) == 1 { 8 } else { 4 };
+                let touch = match next(7) {
+                    6 => {
+                        let (group, items) = (1 + next(64), 1 + next(6));
+                        let arr = [
+                            crate::ir::Arrangement::Blocked,
+                            crate::ir::Arrangement::Striped { threads: group },
+                        ][next(2) as usize];
+                        match crate::planner::form::PositionForm::of(arr, group, items) {
+                            Some(form) => Touch::Positions(Positions {
+                                first: next(block),
+                                threads: 1 + next(block),
+                                group,
+                                region: group * items,
+                                form,
+                                items,
+                                below: (next(2) == 1).then(|| next(group * items)),
+                            }),
+                            None => Touch::AllSlot { slot: 0 },
+                        }
+                    }
+                    0 => Touch::AllSlot { slot: next(40) },
+                    1 => Touch::OneSlot {
+                        thread: next(block),
+                        slot: next(40),
+                    },
+                    2 => Touch::WarpLane { lane: next(32) },
+                    3 => Touch::Neighbor {
+                        shift: i64::from(next(5)) - 2,
+                        rotate: next(2) == 1,
+                    },
+                    4 => Touch::GroupSlot {
+                        group: 1 + next(64),
+                        groups: 1 + next(8),
+                        base: next(8),
+                        slots: 1 + next(3),
+                    },
+                    _ => Touch::Anywhere {
+                        count: 1 + next(50),
+                    },
+                };
+                let mut a = access(touch);
+                a.elem_bytes = es;
+                a.padding = (next(3) == 0).then_some(8);
+                let mut sl = Slice::new("s".into(), OpId(0), es * (1 + next(300)), 16);
+                sl.offset = 4 * next(80);
+                cases.push((a, sl));
+            }
+            let g = unit(cases.iter().map(|(a, s)| (a, s)));
+            let maps = |u: u32| -> Vec<Owners> {
+                cases.iter().map(|(a, s)| owners(a, s, block, u)).collect()
+            };
+            let (bytes, units) = (maps(1), maps(g));
+            for i in 0..cases.len() {
+                for j in 0..cases.len() {
+                    for ordered in [None, Some(SyncScope::Group { threads: 8 })] {
+                        assert_eq!(
+                            bytes[i].conflict(&bytes[j], ordered, &scopes),
+                            units[i].conflict(&units[j], ordered, &scopes),
+                            "unit {g}: {:?} against {:?}",
+                            cases[i],
+                            cases[j]
+                        );
+                    }
+                    assert_eq!(bytes[i] == bytes[j], units[i] == units[j]);
+                }
+            }
+        }
     }
 }

@@ -120,6 +120,14 @@ impl<'a> Barriers<'a> {
         let mut maps: Vec<Owners> = Vec::new();
         let mut numbers: HashMap<Owners, u32, FastHash> = HashMap::default();
         let mut scopes: Vec<Vec<SyncScope>> = Vec::new();
+        // Every map in units every access touches whole: a tile of 4-byte items is mapped a
+        // word an entry.
+        let unit = access::unit(
+            (plan.iter())
+                .flat_map(|(_, list)| list)
+                .flat_map(|step| &step.accesses)
+                .filter_map(|a| Some((a, slices.get(a.slice)?))),
+        );
         for (op, list) in plan.iter() {
             for step in list {
                 let ladder = match scopes.iter().position(|l| *l == step.scopes) {
@@ -133,7 +141,7 @@ impl<'a> Barriers<'a> {
                     let Some(slice) = slices.get(a.slice) else {
                         continue;
                     };
-                    let o = access::owners(a, slice, block);
+                    let o = access::owners(a, slice, block, unit);
                     let (lo, hi) = (o.lo(), o.hi());
                     let map = *numbers.entry(o).or_insert_with_key(|o| {
                         maps.push(o.clone());
