@@ -3,11 +3,11 @@
 //! The barrier pass turns each access of the plan's steps ([`Access`]) into a byte map: for
 //! every byte of the access's slice, the lowest and highest thread that may touch it. Two
 //! accesses conflict exactly where some byte is touched by two different threads, one of them
-//! writing. The map holds one entry per unit of bytes ([`unit`]): every access of a kernel
-//! touches whole units, so the bytes of a unit always have the same owners and one entry
-//! stands for them all. An access whose positions depend on run-time data (a scatter's writes) counts the
-//! first and last thread as touchers of every byte it may reach. Nothing here knows ops: the
-//! steps say everything.
+//! writing. An access whose positions depend on run-time data (a scatter's writes) counts the
+//! first and last thread as touchers of every byte it may reach. A map holds one entry per
+//! unit of bytes ([`unit`]): every access of a kernel touches whole units, so the bytes of a
+//! unit always have the same owners and one entry stands for them all. Nothing here knows
+//! ops: the steps say everything.
 
 use super::alloc::Slice;
 use super::schedule::{Access, Positions, Touch};
@@ -27,7 +27,7 @@ pub(super) struct Owners {
     unit: u32,
     /// Per unit: `(lowest, highest)` thread; `(u16::MAX, 0)` where no thread touches it.
     threads: Vec<(u16, u16)>,
-    /// A hash of `lo` and `threads` (see [`Owners::seal`]).
+    /// A hash of `lo`, `unit` and `threads` (see [`Owners::seal`]).
     hash: u64,
 }
 
@@ -66,8 +66,8 @@ impl Owners {
         }
     }
 
-    /// Computes the hash once the map is filled: a multiply-rotate over the bytes' owners,
-    /// two bytes a step.
+    /// Computes the hash once the map is filled: a multiply-rotate over the units' owners,
+    /// two units a step.
     fn seal(mut self) -> Owners {
         let step = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
         let word = |&(a, b): &(u16, u16)| u64::from(a) | u64::from(b) << 16;
@@ -364,8 +364,9 @@ mod tests {
     }
 
     /// Maps kept per unit decide every conflict as maps kept per byte do: random accesses
-    /// (every kind of touch, 4- and 8-byte elements, overlapping slices, padding) compared
-    /// pairwise under every scope, at unit 1 and at the kernel's unit.
+    /// (positions, whole-block and one-thread slots, warp lanes, neighbours, group slots and
+    /// run-time positions; 4- and 8-byte elements; overlapping slices; padding) compared
+    /// pairwise, with and without a group barrier since, at unit 1 and at the kernel's unit.
     #[test]
     fn maps_per_unit_decide_conflicts_as_maps_per_byte() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
