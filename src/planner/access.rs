@@ -10,8 +10,10 @@
 //! ops: the steps say everything.
 
 use super::alloc::Slice;
+use super::barrier::Fx;
 use super::schedule::{Access, Positions, Touch};
 use super::scope::SyncScope;
+use std::hash::Hasher;
 
 /// The threads that may touch each byte of `[lo, hi)`: the lowest and highest, or none, kept
 /// per unit of `unit` bytes.
@@ -52,7 +54,7 @@ const NONE: (u16, u16) = (u16::MAX, 0);
 
 impl Owners {
     /// No byte of `[lo, hi)` touched yet; `lo` and `hi` are multiples of `unit`.
-    pub(super) fn new(lo: u32, hi: u32, unit: u32) -> Owners {
+    fn new(lo: u32, hi: u32, unit: u32) -> Owners {
         let unit = unit.max(1);
         debug_assert!(
             lo.is_multiple_of(unit) && hi.is_multiple_of(unit),
@@ -66,23 +68,22 @@ impl Owners {
         }
     }
 
-    /// Computes the hash once the map is filled: a multiply-rotate over the units' owners,
-    /// two units a step.
+    /// Computes the hash once the map is filled, with the barrier pass's hasher ([`Fx`]),
+    /// two units' owners a word.
     fn seal(mut self) -> Owners {
-        let step = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
         let word = |&(a, b): &(u16, u16)| u64::from(a) | u64::from(b) << 16;
-        let mut h = step(
-            u64::from(self.lo),
-            self.threads.len() as u64 ^ u64::from(self.unit) << 32,
-        );
+        let mut h = Fx::default();
+        h.write_u32(self.lo);
+        h.write_u32(self.unit);
+        h.write_usize(self.threads.len());
         let mut pairs = self.threads.chunks_exact(2);
         for two in &mut pairs {
-            h = step(h, word(&two[0]) | word(&two[1]) << 32);
+            h.write_u64(word(&two[0]) | word(&two[1]) << 32);
         }
         if let Some(last) = pairs.remainder().first() {
-            h = step(h, word(last));
+            h.write_u64(word(last));
         }
-        self.hash = h;
+        self.hash = h.finish();
         self
     }
 

@@ -308,11 +308,12 @@ impl Jumped {
     }
 }
 
-/// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys: lists of accesses,
-/// hashed field by field, where SipHash's per-write cost would dominate planning. Not
-/// resistant to chosen collisions, which only cost time here.
+/// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys, lists of accesses
+/// hashed field by field, and for the byte maps' hashes ([`Owners`], computed once each),
+/// where SipHash's per-write cost would dominate planning. Not resistant to chosen
+/// collisions, which only cost time here.
 #[derive(Default, Clone, Copy)]
-struct Fx(u64);
+pub(super) struct Fx(u64);
 
 impl std::hash::Hasher for Fx {
     fn finish(&self) -> u64 {
