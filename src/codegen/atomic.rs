@@ -31,7 +31,7 @@ use crate::ir::expr::{BinaryOp as B, VType};
 use crate::ir::ops::{AtomicMemory, AtomicOp, AtomicSpec, MemoryOrder, MemoryScope};
 use crate::ir::{CheckKind, DType, OpId};
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// How an atomic is lowered.
 enum Lowering {
@@ -124,7 +124,7 @@ impl Emitter<'_> {
     /// Lowers an atomic: the element's address (and bounds), then its update.
     pub(crate) fn atomic(&mut self, op: OpId, a: &AtomicSpec) -> Lowered {
         let ir = self.ir;
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let wide = ir.expr(a.index).ty == VType::D(DType::U64);
         let i = self.eval(a.index, &ctx, &mut memo);

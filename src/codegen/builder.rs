@@ -20,8 +20,8 @@ use crate::planner::{
     padded_slot,
 };
 use crate::ptx::*;
+use rustc_hash::FxHashMap;
 use smallvec::{SmallVec, smallvec};
-use std::collections::HashMap;
 
 /// The PTX type of a dtype in memory and in parameter lists.
 pub fn mem_ty(d: DType) -> Ty {
@@ -177,22 +177,22 @@ pub struct Emitter<'a> {
     params: Vec<Reg>,
     /// The length (elements, `u32`, at most `u32::MAX`) of each buffer parameter, where bounds
     /// are checked.
-    lengths: HashMap<ParamId, Reg>,
+    lengths: FxHashMap<ParamId, Reg>,
     /// The whole length (`u64`) of each buffer indexed with 64-bit indices, where bounds are
     /// checked.
-    lengths64: HashMap<ParamId, Reg>,
+    lengths64: FxHashMap<ParamId, Reg>,
     /// The registers of each loop's variables (see [`Emitter::loop_var`]).
-    loop_regs: HashMap<OpId, [Reg; 3]>,
-    specials: HashMap<Special, Reg>,
+    loop_regs: FxHashMap<OpId, [Reg; 3]>,
+    specials: FxHashMap<Special, Reg>,
     /// The linear rank of a thread of a 2-D or 3-D block, once computed (see [`Emitter::tid`]).
     rank: Option<Reg>,
     labels: u32,
     /// The shared declarations and their base addresses, once read.
     shared: SharedSymbols,
     /// The addresses of local and constant arrays, once read.
-    array_bases: HashMap<arrays::ArraySymbol, Reg>,
+    array_bases: FxHashMap<arrays::ArraySymbol, Reg>,
     /// Registers that stand for a payload during one op (a conversion's result).
-    overrides: HashMap<DataId, Vec<Reg>>,
+    overrides: FxHashMap<DataId, Vec<Reg>>,
     /// The depth of every expression node (see [`Emitter::eval`]).
     pub(crate) expr_depth: Vec<u32>,
     /// Whether each expression node reads memory (a shared array or a buffer) in its subtree:
@@ -208,7 +208,7 @@ pub struct Emitter<'a> {
     pub(crate) successor: Option<OpId>,
     /// Loads whose global reads an earlier load issued: their staged registers and the bound
     /// their exchange takes.
-    pub(crate) prefetched: HashMap<OpId, (Vec<Reg>, Option<Reg>)>,
+    pub(crate) prefetched: FxHashMap<OpId, (Vec<Reg>, Option<Reg>)>,
     /// The expression nodes evaluated under each open guard, innermost last: their registers
     /// hold their values only where the guard holds, so they leave the memo when it closes.
     pub(crate) guarded_evals: Vec<Vec<ExprId>>,
@@ -221,7 +221,7 @@ pub struct Emitter<'a> {
     /// loop's latch and its exit.
     pub(super) jump_targets: Vec<(String, String)>,
     /// The scopes of the plan's barriers before each step, in plan order.
-    barrier_scopes: HashMap<StepId, SmallVec<[SyncScope; 1]>>,
+    barrier_scopes: FxHashMap<StepId, SmallVec<[SyncScope; 1]>>,
     /// The source files `.loc` directives have named, in order of first use (file `i + 1`).
     files: Vec<&'static str>,
     /// How many math-library templates are being evaluated (their arithmetic is exact
@@ -248,27 +248,27 @@ impl<'a> Emitter<'a> {
             body: Vec::new(),
             data: Vec::new(),
             params: Vec::new(),
-            lengths: HashMap::new(),
-            lengths64: HashMap::new(),
-            loop_regs: HashMap::new(),
-            specials: HashMap::new(),
+            lengths: FxHashMap::default(),
+            lengths64: FxHashMap::default(),
+            loop_regs: FxHashMap::default(),
+            specials: FxHashMap::default(),
             rank: None,
             labels: 0,
             shared: shared_symbols(ir, plan)?,
-            array_bases: HashMap::new(),
-            overrides: HashMap::new(),
+            array_bases: FxHashMap::default(),
+            overrides: FxHashMap::default(),
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
             reads_items: reads_items(ir),
             read_payloads: read_payloads(ir),
             successor: None,
-            prefetched: HashMap::new(),
+            prefetched: FxHashMap::default(),
             guarded_evals: Vec::new(),
             guarded_steps: 0,
             guarded_limit: GUARDED_STEPS_PER_NODE * ir.exprs.nodes().len() as u64
                 + GUARDED_STEPS_BASE,
             jump_targets: Vec::new(),
-            barrier_scopes: HashMap::new(),
+            barrier_scopes: FxHashMap::default(),
             files: Vec::new(),
             library_depth: 0,
             current_op: None,

@@ -14,7 +14,7 @@ use crate::ir::ops::{AtomicMemory, AtomicSpec, Bounds, ClusterOp};
 use crate::ir::{ArrayId, ExprId, Ir, OpId};
 use crate::planner::PlanError;
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The arch check of a kernel that runs in clusters: thread-block clusters need sm_90.
 pub(crate) fn check_arch(ir: &Ir, arch: Arch) -> Result<(), PlanError> {
@@ -39,7 +39,7 @@ impl Emitter<'_> {
     /// Lowers a cluster op.
     pub(crate) fn cluster_op(&mut self, op: OpId, c: &ClusterOp) -> Lowered {
         let ir = self.ir;
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         match c {
             ClusterOp::Sync => {

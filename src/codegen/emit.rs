@@ -12,7 +12,7 @@ use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{CheckKind, CheckSite, DType, ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The PTX entry name for a kernel name: letters, digits and `_`, not starting with a digit.
 pub fn entry_name(name: &str) -> String {
@@ -178,7 +178,7 @@ impl Emitter<'_> {
 
     #[inline(never)]
     fn lower_if(&mut self, cond: ExprId, then: RegionId, otherwise: Option<RegionId>) -> Lowered {
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let uni = self.uniform(cond);
         let p = self.eval(cond, &ctx, &mut memo);
@@ -235,7 +235,7 @@ impl Emitter<'_> {
         step: Option<ExprId>,
         body: RegionId,
     ) -> Lowered {
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let uni = self.uniform_loop(op);
         let s = self.eval(start, &ctx, &mut memo);
@@ -310,7 +310,7 @@ impl Emitter<'_> {
         let head = self.label();
         let exit = self.label();
         self.op(Op::Label(head.clone()));
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let p = self.eval(cond, &Ctx::default(), &mut memo);
         self.guarded(
             p,
@@ -445,7 +445,7 @@ impl Emitter<'_> {
     fn lower_simple(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         let data = ir.op(op);
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         match &data.kind {
             OpKind::Load(t) => self.transfer(op, t, true)?,
@@ -467,7 +467,7 @@ impl Emitter<'_> {
                         guard: None,
                     };
                     // Each slot is its own evaluation: values from other slots never leak in.
-                    let mut memo = HashMap::new();
+                    let mut memo = FxHashMap::default();
                     let v = self.eval(*expr, &ctx, &mut memo);
                     self.mov_into(dtype, *dst, i, v);
                 }
@@ -588,7 +588,7 @@ impl Emitter<'_> {
     fn tiles(&mut self, op: OpId, n: ExprId, body: RegionId) -> Lowered {
         let tile = self.plan.block_tile.max(1);
         let uni = self.uniform_loop(op);
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let n = self.eval(n, &Ctx::default(), &mut memo);
         let ctaid = self.special(Special::Ctaid(Dim::X));
         let nctaid = self.special(Special::Nctaid(Dim::X));

@@ -8,7 +8,7 @@ use crate::ir::math::Func;
 use crate::ir::ops::{ReduceOp, Role};
 use crate::ir::{CheckKind, DType, ExprId};
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 mod math;
 
@@ -59,7 +59,7 @@ impl Emitter<'_> {
     /// (elsewhere they give 0, never to be selected), and so do those of the right operand of
     /// an `and` (where the left holds) or an `or` (where it fails). Values computed under a
     /// guard leave the memo when the guard closes.
-    pub fn eval(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+    pub fn eval(&mut self, id: ExprId, ctx: &Ctx, memo: &mut FxHashMap<ExprId, Reg>) -> Reg {
         if let Some(&r) = memo.get(&id) {
             return r;
         }
@@ -106,14 +106,14 @@ impl Emitter<'_> {
     }
 
     /// Closes the innermost guard, dropping what was evaluated under it from the memo.
-    fn close_guard(&mut self, memo: &mut HashMap<ExprId, Reg>) {
+    fn close_guard(&mut self, memo: &mut FxHashMap<ExprId, Reg>) {
         for id in self.guarded_evals.pop().unwrap_or_default() {
             memo.remove(&id);
         }
     }
 
     /// Notes an evaluation in the memo (and under the innermost open guard).
-    fn memoize(&mut self, id: ExprId, r: Reg, memo: &mut HashMap<ExprId, Reg>) {
+    fn memoize(&mut self, id: ExprId, r: Reg, memo: &mut FxHashMap<ExprId, Reg>) {
         memo.insert(id, r);
         if let Some(open) = self.guarded_evals.last_mut() {
             open.push(id);
@@ -144,9 +144,9 @@ impl Emitter<'_> {
     /// The nodes a select's two sides both evaluate whatever their own selects decide (not
     /// yet in the memo), in id order: they are needed wherever the select is, so they are
     /// evaluated once, before the sides' guards, instead of once per side.
-    fn hoisted(&self, a: ExprId, b: ExprId, memo: &HashMap<ExprId, Reg>) -> Vec<ExprId> {
+    fn hoisted(&self, a: ExprId, b: ExprId, memo: &FxHashMap<ExprId, Reg>) -> Vec<ExprId> {
         let reach = |root: ExprId| {
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = rustc_hash::FxHashSet::default();
             let mut stack = vec![root];
             while let Some(n) = stack.pop() {
                 if memo.contains_key(&n) || !seen.insert(n) {
@@ -175,7 +175,7 @@ impl Emitter<'_> {
         ctx: &Ctx,
         p: Reg,
         negate: bool,
-        memo: &mut HashMap<ExprId, Reg>,
+        memo: &mut FxHashMap<ExprId, Reg>,
     ) -> Reg {
         if self.over_budget() {
             return self.placeholder(side);
@@ -219,7 +219,7 @@ impl Emitter<'_> {
         id: ExprId,
         head: ExprId,
         ctx: &Ctx,
-        memo: &mut HashMap<ExprId, Reg>,
+        memo: &mut FxHashMap<ExprId, Reg>,
     ) -> Reg {
         let p = self.eval(head, ctx, memo);
         let r = match self.ir.expr(id).kind {
@@ -244,7 +244,12 @@ impl Emitter<'_> {
     /// Evaluates `root` and every node below it not evaluated yet, operands before the nodes
     /// using them, with a stack of its own; a lazy node's sides are evaluated in contexts of
     /// their own, opened and closed in the order a recursion would.
-    fn eval_bottom_up(&mut self, root: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+    fn eval_bottom_up(
+        &mut self,
+        root: ExprId,
+        ctx: &Ctx,
+        memo: &mut FxHashMap<ExprId, Reg>,
+    ) -> Reg {
         let mut ctxs = vec![ctx.clone()];
         let mut slots: Vec<Reg> = Vec::new();
         let mut stack = vec![Step::Visit(root, 0)];
@@ -342,7 +347,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn eval_node(&mut self, id: ExprId, ctx: &Ctx, memo: &mut HashMap<ExprId, Reg>) -> Reg {
+    fn eval_node(&mut self, id: ExprId, ctx: &Ctx, memo: &mut FxHashMap<ExprId, Reg>) -> Reg {
         if let Some(&r) = memo.get(&id) {
             return r;
         }
@@ -362,7 +367,7 @@ impl Emitter<'_> {
         &mut self,
         kind: &ExprKind<ExprId>,
         ctx: &Ctx,
-        memo: &mut HashMap<ExprId, Reg>,
+        memo: &mut FxHashMap<ExprId, Reg>,
     ) -> Reg {
         let p = self.reg(RegClass::Pred);
         match kind {
@@ -448,7 +453,7 @@ impl Emitter<'_> {
         d: DType,
         kind: &ExprKind<ExprId>,
         ctx: &Ctx,
-        memo: &mut HashMap<ExprId, Reg>,
+        memo: &mut FxHashMap<ExprId, Reg>,
     ) -> Reg {
         match kind {
             ExprKind::Const(bits) => self.constant(d, *bits),
@@ -644,7 +649,7 @@ impl Emitter<'_> {
                     args: vec![a, b],
                     ..Ctx::default()
                 };
-                let mut memo = HashMap::new();
+                let mut memo = FxHashMap::default();
                 return self.eval(expr, &ctx, &mut memo);
             }
         };

@@ -19,8 +19,8 @@ use super::expr::Ctx;
 use crate::ir::expr::{ExprKind, VType};
 use crate::ir::{CheckKind, DType, DataId, ExprId, ParamId, Role};
 use crate::ptx::*;
+use rustc_hash::FxHashMap;
 use smallvec::smallvec;
-use std::collections::HashMap;
 
 impl Emitter<'_> {
     /// The expression whose register a store of `value` as `dtype` writes: a store of a
@@ -39,7 +39,7 @@ impl Emitter<'_> {
 
     /// `param[index] = value`, skipped past the buffer's end where bounds are checked.
     pub(crate) fn global_write(&mut self, param: ParamId, index: ExprId, value: ExprId) {
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let wide = self.ir.expr(index).ty == VType::D(DType::U64);
         let dtype = self.ir.params[param.index()].dtype;
@@ -64,7 +64,7 @@ impl Emitter<'_> {
     /// `j` of the payload: vector accesses where the run is aligned and inside the buffer,
     /// guarded elements elsewhere (see the module's documentation).
     pub(crate) fn global_run(&mut self, param: ParamId, index: ExprId, data: DataId, read: bool) {
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let wide = self.ir.expr(index).ty == VType::D(DType::U64);
         let dtype = self.ir.params[param.index()].dtype;

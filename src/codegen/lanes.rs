@@ -22,7 +22,7 @@ use super::expr::Ctx;
 use crate::ir::ops::{GroupKind, LaneOp, LaneSpec};
 use crate::ir::{DType, OpId};
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 impl Emitter<'_> {
     /// Lowers a lane collective.
@@ -71,7 +71,7 @@ impl Emitter<'_> {
         let (Some(value), Some(out)) = (l.value, l.out) else {
             return Err(self.missing(op, "value and result of a lane collective"));
         };
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let v = self.eval(value, &ctx, &mut memo);
         let dtype = ir.datas[out.index()].dtype;

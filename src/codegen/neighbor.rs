@@ -12,7 +12,7 @@ use crate::ir::ops::{NeighborKind as N, NeighborSpec};
 use crate::ir::{ExprId, OpId};
 use crate::planner::scatter_read_width;
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 impl Emitter<'_> {
     fn apply(&mut self, e: ExprId, a: Reg, b: Reg) -> Reg {
@@ -20,7 +20,7 @@ impl Emitter<'_> {
             args: vec![a, b],
             ..Ctx::default()
         };
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         self.eval(e, &ctx, &mut memo)
     }
 
@@ -143,7 +143,7 @@ impl Emitter<'_> {
             v
         };
         let edge = nb.edge.map(|e| {
-            let mut memo = HashMap::new();
+            let mut memo = FxHashMap::default();
             self.eval(e, &Ctx::default(), &mut memo)
         });
         let results: Vec<Reg> = match nb.kind {
@@ -247,7 +247,7 @@ impl Emitter<'_> {
         let results = match nb.valid {
             Some(e) if matches!(nb.kind, N::AdjacentLeft | N::AdjacentRight) => {
                 let positions = self.counted_positions(op)?;
-                let mut memo = HashMap::new();
+                let mut memo = FxHashMap::default();
                 let v = self.eval(e, &Ctx::default(), &mut memo);
                 let bound = if nb.kind == N::AdjacentRight {
                     let b = self.reg(RegClass::B32);

@@ -18,8 +18,8 @@ use super::expr::Ctx;
 use crate::ir::ops::{ReduceAlgorithm, ReduceOp, Reduction};
 use crate::ir::{DType, OpId};
 use crate::ptx::*;
+use rustc_hash::FxHashMap;
 use smallvec::smallvec;
-use std::collections::HashMap;
 
 /// A reduction across the lanes of logical warps: the operator and dtype, the warp's width,
 /// this thread's rank in it, and the warp's member mask.
@@ -136,7 +136,7 @@ impl Emitter<'_> {
             return Ok(());
         }
         let valid_items = r.valid.map(|e| {
-            let mut memo = HashMap::new();
+            let mut memo = FxHashMap::default();
             self.eval(e, &Ctx::default(), &mut memo)
         });
         let threads = self.ir.group_threads(r.group);

@@ -17,7 +17,7 @@ use super::expr::Ctx;
 use crate::ir::ops::{ScanAlgorithm, ScanSpec};
 use crate::ir::{DType, OpId, RegionId};
 use crate::ptx::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 impl Emitter<'_> {
     /// Lowers a scan; `lower_callback` lowers the ops of its prefix callback in place.
@@ -47,7 +47,7 @@ impl Emitter<'_> {
         // With a valid count, an item takes part only where its position (the plan's,
         // blocked: rank * K + i) is below it.
         let valid = sc.valid.map(|e| {
-            let mut memo = HashMap::new();
+            let mut memo = FxHashMap::default();
             self.eval(e, &Ctx::default(), &mut memo)
         });
         let group_rank = valid.map(|_| {
@@ -137,7 +137,7 @@ impl Emitter<'_> {
         // value: rank 0's prefix, handed to the group.
         let seed = match &sc.callback {
             None => sc.initial.map(|e| {
-                let mut memo = HashMap::new();
+                let mut memo = FxHashMap::default();
                 self.eval(e, &Ctx::default(), &mut memo)
             }),
             Some(cb) => {
@@ -146,7 +146,7 @@ impl Emitter<'_> {
                 }
                 // The prefix is taken before the callback's ops (which may advance the state
                 // it was read from) run.
-                let mut memo = HashMap::new();
+                let mut memo = FxHashMap::default();
                 let p = self.eval(cb.prefix, &Ctx::default(), &mut memo);
                 let held = self.reg(class(d));
                 self.op(Op::Mov {

@@ -24,8 +24,8 @@ use crate::ir::ops::{GroupKind, Transfer, ValidOf};
 use crate::ir::{Algorithm, CheckKind, DType, OpId};
 use crate::planner::TransferPlan;
 use crate::ptx::*;
+use rustc_hash::FxHashMap;
 use smallvec::smallvec;
-use std::collections::HashMap;
 
 /// The most items a scalar load guards item by item on every tile, full or not (see
 /// `Emitter::scalar_moves`); the copy suite measured 8 and 16 items as fast either way.
@@ -114,7 +114,7 @@ impl Emitter<'_> {
     /// The block tile's offset and valid count of a transfer. A count of a block group's own
     /// tile is a count of the block's tile.
     fn tile_of(&mut self, t: &Transfer, plan: &TransferPlan) -> (Reg, Option<Count>) {
-        let mut memo = HashMap::new();
+        let mut memo = FxHashMap::default();
         let ctx = Ctx::default();
         let offset = match (t.offset, plan.tiles) {
             (Some(e), _) => self.eval(e, &ctx, &mut memo),

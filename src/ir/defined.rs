@@ -223,7 +223,7 @@ pub(crate) fn rank_zero_test(ir: &Ir, cond: ExprId) -> Option<RankTest> {
     // An explicit stack: conditions can be deep; each node once, as an `and` may take one
     // condition twice (a chain of `c.and(c)` has 2^n paths through n nodes).
     let mut stack = vec![cond];
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut width: Option<u32> = None;
     while let Some(e) = stack.pop() {
         if !seen.insert(e) {

@@ -919,8 +919,8 @@ mod math;
 #[derive(Debug, Default, Clone)]
 pub struct Arena {
     pub(crate) nodes: Vec<ExprNode>,
-    by_ptr: std::collections::HashMap<usize, ExprId>,
-    by_value: std::collections::HashMap<ExprNode, ExprId>,
+    by_ptr: rustc_hash::FxHashMap<usize, ExprId>,
+    by_value: rustc_hash::FxHashMap<ExprNode, ExprId>,
     // Keeps interned trees alive so pointer keys stay unique.
     roots: Vec<Arc<Node>>,
 }

@@ -13,7 +13,8 @@
 //! different tiles, get none). Without the carried edges the graph is acyclic, and program
 //! order is a topological order of it.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use petgraph::dot::Dot;
@@ -128,7 +129,7 @@ impl fmt::Display for Dep {
 #[derive(Debug, Clone)]
 pub struct OpGraph {
     graph: DiGraph<OpNode, Dep>,
-    nodes: HashMap<OpId, NodeIndex>,
+    nodes: FxHashMap<OpId, NodeIndex>,
 }
 
 impl OpGraph {
@@ -175,7 +176,7 @@ impl OpGraph {
 /// walk recurses once per level of nesting, which the verifier bounds): `Kernel::graph`.
 pub(crate) fn op_graph(ir: &Ir) -> OpGraph {
     let mut graph = DiGraph::new();
-    let mut nodes = HashMap::new();
+    let mut nodes = FxHashMap::default();
     ir.walk(|op, depth| {
         if let Some(data) = ir.ops.get(op.index()) {
             let node = graph.add_node(OpNode {
@@ -226,9 +227,9 @@ enum Writer {
 #[derive(Debug, Clone, Default)]
 struct State {
     /// Per payload, the writes that may reach here.
-    writers: HashMap<DataId, BTreeSet<Writer>>,
+    writers: FxHashMap<DataId, BTreeSet<Writer>>,
     /// Per memory, every access on some path to here (node, whether it writes).
-    accesses: HashMap<Memory, BTreeSet<(NodeIndex, bool)>>,
+    accesses: FxHashMap<Memory, BTreeSet<(NodeIndex, bool)>>,
 }
 
 impl State {
@@ -244,7 +245,7 @@ impl State {
 
 struct Deps<'a> {
     ir: &'a Ir,
-    nodes: &'a HashMap<OpId, NodeIndex>,
+    nodes: &'a FxHashMap<OpId, NodeIndex>,
     edges: BTreeSet<(NodeIndex, NodeIndex, Dep)>,
     /// Loops entered so far (the ids of `Writer::LoopEntry`).
     loops: usize,
@@ -319,7 +320,7 @@ impl Deps<'_> {
     /// each once.
     fn expr_reads(&self, e: ExprId, datas: &mut BTreeSet<DataId>, mems: &mut BTreeSet<Memory>) {
         let mut stack = vec![e];
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         while let Some(id) = stack.pop() {
             if !seen.insert(id) {
                 continue;

@@ -6,7 +6,7 @@ use super::error::VerifyError;
 use super::expr::{BinaryOp, CmpOp, ExprKind, IndexKind, UnaryOp, VType};
 use super::format::unparse;
 use super::ops::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
 /// The kernel as text, with each error printed under the op it concerns (errors with no op
@@ -101,7 +101,7 @@ const MAX_INDENT: usize = 64;
 /// The ops of the body and every region nested in it, indented by depth. The walk keeps its
 /// own stack and enters each region once, so it ends on any IR, verified or not.
 fn listing_ops(ir: &Ir, errors: &[VerifyError], out: &mut String) {
-    let mut by_op: HashMap<OpId, Vec<&VerifyError>> = HashMap::new();
+    let mut by_op: FxHashMap<OpId, Vec<&VerifyError>> = FxHashMap::default();
     for e in errors {
         if let Some(op) = e.op {
             by_op.entry(op).or_default().push(e);

@@ -39,7 +39,7 @@ use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
 use super::expr::{ExprKind, VType};
 use super::ops::*;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 mod cluster;
 mod config;
@@ -117,7 +117,7 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
         conds: Vec::new(),
         loops: Vec::new(),
         jumps: Vec::new(),
-        reported: HashSet::new(),
+        reported: FxHashSet::default(),
         context: 0,
         members: Vec::new(),
     };
@@ -416,7 +416,7 @@ struct Verifier<'a> {
     /// Where `break_` and `continue_` go, innermost last: the states they leave each loop
     /// with (`None`: a scan's prefix callback, which they cannot leave).
     jumps: Vec<Option<Jumps>>,
-    reported: HashSet<(DataId, u32)>,
+    reported: FxHashSet<(DataId, u32)>,
     /// Inside branches on `rank == 0`: only threads whose rank is a multiple of this run
     /// (0: every thread may).
     context: u32,

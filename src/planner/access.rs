@@ -10,7 +10,6 @@
 //! ops: the steps say everything.
 
 use super::alloc::Slice;
-use super::barrier::Fx;
 use super::schedule::{Access, Positions, Touch};
 use super::scope::SyncScope;
 use std::hash::Hasher;
@@ -68,11 +67,11 @@ impl Owners {
         }
     }
 
-    /// Computes the hash once the map is filled, with the barrier pass's hasher ([`Fx`]),
+    /// Computes the hash once the map is filled, with the planner's hasher (`FxHasher`),
     /// two units' owners a word.
     fn seal(mut self) -> Owners {
         let word = |&(a, b): &(u16, u16)| u64::from(a) | u64::from(b) << 16;
-        let mut h = Fx::default();
+        let mut h = rustc_hash::FxHasher::default();
         h.write_u32(self.lo);
         h.write_u32(self.unit);
         h.write_usize(self.threads.len());
@@ -270,7 +269,7 @@ mod tests {
     use crate::ir::OpId;
     use crate::planner::ids::SliceId;
     use crate::planner::scope::SyncScope;
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap;
 
     fn access(touch: Touch) -> Access {
         Access {
@@ -309,7 +308,7 @@ mod tests {
         let moved = all(&slice);
         assert_ne!(a, moved);
         assert_eq!((moved.lo(), moved.hi()), (16, 16 + 4 * 300));
-        let mut numbers: HashMap<Owners, usize> = HashMap::new();
+        let mut numbers: FxHashMap<Owners, usize> = FxHashMap::default();
         for (i, m) in [a, one, other, moved, b].into_iter().enumerate() {
             let n = numbers.len();
             let got = *numbers.entry(m).or_insert(n);

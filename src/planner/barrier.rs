@@ -27,7 +27,7 @@ use super::schedule::Step;
 use super::scope::SyncScope;
 use crate::ir::ops::OpKind;
 use crate::ir::{Ir, OpId, RegionId};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a barrier prevents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl<'a> Barriers<'a> {
         // One copy of each distinct byte map: equal maps share a number, so the walk decides
         // each pair of maps once.
         let mut maps: Vec<Owners> = Vec::new();
-        let mut numbers: HashMap<Owners, u32, FastHash> = HashMap::default();
+        let mut numbers: FxHashMap<Owners, u32> = FxHashMap::default();
         let mut scopes: Vec<Vec<SyncScope>> = Vec::new();
         // Every map in units every access touches whole: a tile of 4-byte items is mapped a
         // word an entry.
@@ -180,9 +180,9 @@ impl<'a> Barriers<'a> {
             version: vec![0; self.ir.regions.len()],
             nesting,
             placed: Vec::new(),
-            placed_at: HashMap::new(),
-            walked: HashMap::default(),
-            conflicts: HashMap::default(),
+            placed_at: FxHashMap::default(),
+            walked: FxHashMap::default(),
+            conflicts: FxHashMap::default(),
             jumps: Vec::new(),
         };
         let mut pending = Vec::new();
@@ -243,7 +243,7 @@ fn dedup(list: &mut Vec<Access>) {
     if list.len() < 2 {
         return;
     }
-    let mut seen = HashSet::with_capacity_and_hasher(list.len(), FastHash::default());
+    let mut seen = FxHashSet::with_capacity_and_hasher(list.len(), Default::default());
     let mut kept: Vec<Access> = list
         .iter()
         .rev()
@@ -266,7 +266,7 @@ struct Walk<'a> {
     nesting: Nesting,
     placed: Vec<Barrier>,
     /// Where each placed barrier stands: its index in `placed` by step.
-    placed_at: HashMap<StepId, usize>,
+    placed_at: FxHashMap<StepId, usize>,
     /// Per region, bumped whenever a barrier inside it (or in a region nested in it) is placed
     /// or widened.
     version: Vec<u64>,
@@ -275,14 +275,14 @@ struct Walk<'a> {
     /// pending). Loops walk their bodies twice, so nested loops would walk the innermost body
     /// `2^depth` times; with this, every distinct walk runs once.
     /// With each, what it left at the loop's exit and head (`break_` and `continue_`).
-    walked: HashMap<WalkKey, (Vec<Access>, Jumped), FastHash>,
+    walked: FxHashMap<WalkKey, (Vec<Access>, Jumped)>,
     /// Per loop being walked, innermost last: the accesses pending at its `break_`s and
     /// `continue_`s, which reach its exit and its head.
     jumps: Vec<Jumped>,
     /// How a later access conflicts with an earlier one, by (earlier byte map, its
     /// `ordered`, later byte map, its scopes): the maps are compared once per pair however
     /// often loops and ops bring it back.
-    conflicts: HashMap<ConflictKey, Option<usize>, FastHash>,
+    conflicts: FxHashMap<ConflictKey, Option<usize>>,
 }
 
 /// A region's walk: the region, its version and the accesses pending before it.
@@ -307,43 +307,6 @@ impl Jumped {
         dedup(&mut self.continues);
     }
 }
-
-/// A multiply-rotate hasher (as rustc's `FxHasher`) for the walk's keys, lists of accesses
-/// hashed field by field, and for the byte maps' hashes ([`Owners`], computed once each),
-/// where SipHash's per-write cost would dominate planning. Not resistant to chosen
-/// collisions, which only cost time here.
-#[derive(Default, Clone, Copy)]
-pub(super) struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-type FastHash = std::hash::BuildHasherDefault<Fx>;
 
 impl Walk<'_> {
     fn region(&mut self, r: RegionId, pending: &mut Vec<Access>) {

@@ -34,7 +34,7 @@ use crate::ir::ops::{Algorithm, ExchangeVia, OpKind};
 use crate::ir::verify::Uniformity;
 use crate::ir::{Arrangement, DataId, OpId};
 use crate::layout::SmemTransform;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One exchange: a payload rearranged through shared memory by groups of `scope` threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub(super) fn plan_exchanges(
     s: &mut Scratch,
     storages: &mut Storages,
 ) -> Result<(), PlanError> {
-    let mut conversions: HashMap<OpId, Vec<&Conversion>> = HashMap::new();
+    let mut conversions: FxHashMap<OpId, Vec<&Conversion>> = FxHashMap::default();
     for c in &arr.conversions {
         conversions.entry(c.op).or_default().push(c);
     }

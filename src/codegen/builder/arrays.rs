@@ -208,7 +208,7 @@ impl Emitter<'_> {
 /// bounded inside its array needs no guard: a tile's `a[ty][k]` with `k` the loop variable of
 /// `0..TILE` costs nothing.
 pub(crate) fn index_max(ir: &Ir, e: ExprId) -> Option<u64> {
-    bound_of(ir, e, 0, &mut HashMap::new())
+    bound_of(ir, e, 0, &mut FxHashMap::default())
 }
 
 /// [`index_max`] of node `e` at `depth`, each node judged once (`seen`): an expression may
@@ -218,7 +218,7 @@ fn bound_of(
     ir: &Ir,
     e: ExprId,
     depth: u32,
-    seen: &mut HashMap<ExprId, Option<u64>>,
+    seen: &mut FxHashMap<ExprId, Option<u64>>,
 ) -> Option<u64> {
     if let Some(&known) = seen.get(&e) {
         return known;
@@ -232,7 +232,7 @@ fn node_bound(
     ir: &Ir,
     e: ExprId,
     depth: u32,
-    seen: &mut HashMap<ExprId, Option<u64>>,
+    seen: &mut FxHashMap<ExprId, Option<u64>>,
 ) -> Option<u64> {
     use crate::ir::expr::{Axis, BinaryOp as B, IndexKind as I};
     if depth > 32 {

@@ -18,7 +18,7 @@ pub(crate) struct SharedSymbols {
     /// The index of the window's declaration, where the plan has a window.
     window: Option<u32>,
     /// Base addresses read so far, by declaration index.
-    bases: HashMap<u32, Reg>,
+    bases: FxHashMap<u32, Reg>,
 }
 
 /// Where a shared array lives: a declaration of its own, or its slice of the window.
@@ -130,7 +130,7 @@ pub(super) fn shared_symbols(ir: &Ir, plan: &Plan) -> Lowered<SharedSymbols> {
         decls,
         arrays,
         window,
-        bases: HashMap::new(),
+        bases: FxHashMap::default(),
     })
 }
 

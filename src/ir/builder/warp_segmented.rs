@@ -14,7 +14,7 @@ use crate::ir::expr::{BinaryOp, Expr, ExprKind, Node};
 use crate::ir::handles::{Group, ThreadData};
 use crate::ir::ops::*;
 use crate::ir::{Reduce, Scan};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Where a segment's flag stands.
@@ -69,7 +69,7 @@ impl<T: Element> Combiner<T> {
         match self {
             Combiner::Fixed(op) => Expr::new(ExprKind::Binary(*op, a.node, b.node)),
             Combiner::Custom(body) => {
-                let mut seen = HashMap::new();
+                let mut seen = FxHashMap::default();
                 Expr::wrap(substitute(&body.node, [&a.node, &b.node], &mut seen))
             }
         }
@@ -80,7 +80,7 @@ impl<T: Element> Combiner<T> {
 fn substitute(
     n: &Arc<Node>,
     args: [&Arc<Node>; 2],
-    seen: &mut HashMap<*const Node, Arc<Node>>,
+    seen: &mut FxHashMap<*const Node, Arc<Node>>,
 ) -> Arc<Node> {
     if let ExprKind::Arg(i) = n.kind {
         return args[usize::from(i).min(1)].clone();

@@ -112,7 +112,7 @@ mod f64;
 use super::dtype::DType;
 use super::entities::ExprId;
 use super::expr::{Arena, BinaryOp, Expr, ExprNode, ExprType, Node, UnaryOp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock};
 
 /// A function of the math library.
@@ -182,13 +182,13 @@ impl Template {
 
 /// The template of `f` at `d`, or `None` where the library has no such function.
 pub fn template(f: Func, d: DType) -> Option<&'static Template> {
-    static TEMPLATES: OnceLock<HashMap<(Func, DType), Template>> = OnceLock::new();
+    static TEMPLATES: OnceLock<FxHashMap<(Func, DType), Template>> = OnceLock::new();
     TEMPLATES.get_or_init(build_all).get(&(f, d))
 }
 
 /// Builds every template.
-fn build_all() -> HashMap<(Func, DType), Template> {
-    let mut all = HashMap::new();
+fn build_all() -> FxHashMap<(Func, DType), Template> {
+    let mut all = FxHashMap::default();
     for (f, t) in f32::templates() {
         all.insert((f, DType::F32), t);
     }

@@ -15,7 +15,7 @@ use super::super::options::{
     SM_THREADS,
 };
 use super::{Uniformity, Verifier};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 impl Verifier<'_> {
     /// The block's threads, without overflow whatever its dimensions.
@@ -276,7 +276,7 @@ impl Verifier<'_> {
             }
         }
         self.warp_groups();
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for (g, needs_whole) in ir.groups.iter().zip(whole_warps) {
             if let GroupKind::LogicalWarp { width } = g.kind {
                 if !LOGICAL_WARP_WIDTHS.contains(&width) && seen.insert(width) {
@@ -300,7 +300,7 @@ impl Verifier<'_> {
         let ir = self.ir;
         let block = ir.block_threads();
         let block_warps = block / 32;
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for g in &ir.groups {
             let GroupKind::Warps { warps } = g.kind else {
                 continue;

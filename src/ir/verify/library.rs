@@ -5,7 +5,7 @@ use crate::ir::entities::ExprId;
 use crate::ir::error::VerifyError;
 use crate::ir::expr::ExprKind;
 use crate::ir::ops::Ir;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Every math-library function an op evaluates is one the library has at its type (the typed
 /// builder offers no other; hand-built IR may name, say, `sin` of an `i32`). Reported once per
@@ -13,7 +13,7 @@ use std::collections::HashSet;
 pub(super) fn check_library_types(ir: &Ir, errors: &mut Vec<VerifyError>) {
     let nodes = ir.exprs.nodes();
     let mut seen = vec![false; nodes.len()];
-    let mut reported = HashSet::new();
+    let mut reported = FxHashSet::default();
     for (i, op) in ir.ops.iter().enumerate() {
         let mut stack: Vec<ExprId> = op.kind.exprs().into_vec();
         while let Some(e) = stack.pop() {

@@ -64,7 +64,7 @@ impl Verifier<'_> {
         let mut stack = vec![(root, observe)];
         // Per node visited, whether it was observed; one not observed may be seen again
         // observed, for its reads only.
-        let mut seen = std::collections::HashMap::new();
+        let mut seen = rustc_hash::FxHashMap::default();
         while let Some((e, observe)) = stack.pop() {
             let first = match seen.insert(e, observe) {
                 None => true,
