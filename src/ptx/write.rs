@@ -683,8 +683,29 @@ pub fn special_name(s: Special) -> &'static str {
 struct R(Reg);
 
 impl fmt::Display for R {
+    /// `%`, the class's prefix and the index, put together on the stack and written at
+    /// once: registers are most of a module's text, and `write!` with two arguments took
+    /// about ten times the instructions.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "%{}{}", self.0.class.prefix(), self.0.index)
+        let mut text = [0u8; 16];
+        let prefix = self.0.class.prefix().as_bytes();
+        text[0] = b'%';
+        text[1..=prefix.len()].copy_from_slice(prefix);
+        let start = 1 + prefix.len();
+        let mut digits = [0u8; 10];
+        let mut first = digits.len();
+        let mut n = self.0.index;
+        loop {
+            first -= 1;
+            digits[first] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let end = start + digits.len() - first;
+        text[start..end].copy_from_slice(&digits[first..]);
+        f.write_str(std::str::from_utf8(&text[..end]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -693,8 +714,8 @@ struct Opd<'a>(Operand, &'a Function);
 impl fmt::Display for Opd<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Operand::Reg(r) => write!(f, "{}", R(r)),
-            Operand::Imm(v) => write!(f, "{v}"),
+            Operand::Reg(r) => R(r).fmt(f),
+            Operand::Imm(v) => v.fmt(f),
             Operand::F32(v) => write!(f, "0f{:08X}", v.to_bits()),
             Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
             Operand::Special(s) => f.write_str(special_name(s)),
@@ -758,7 +779,7 @@ impl fmt::Display for A<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         match &self.0.base {
-            AddrBase::Reg(r) => write!(f, "{}", R(*r))?,
+            AddrBase::Reg(r) => R(*r).fmt(f)?,
             AddrBase::Param(p) => f.write_str(p)?,
             AddrBase::Shared(i) => f.write_str(shared_name(self.1, *i))?,
             AddrBase::Local(i) => f.write_str(local_name(self.1, *i))?,
