@@ -1128,7 +1128,7 @@ impl Ir {
             options,
             cluster,
         } = self;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         (bounds, options, cluster).hash(&mut h);
         (
             name,
