@@ -34,9 +34,9 @@ use super::decode::Program;
 use super::error::{AccessKind, ParticipationFault, ParticipationProblem, SimError};
 use super::exec::SharedMem;
 use super::memory::GlobalView;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// Where the rank bits of a `.shared::cluster` address start: 5 bits above a block's shared
 /// addresses (which stay below 2^27: see [`super::symbols`]), room for ranks 0 to 30.
@@ -106,7 +106,7 @@ pub(crate) struct Cluster {
     /// Per rank: the phases its own race checker has taken as block barriers.
     applied: Vec<u32>,
     /// Per (owner rank, storage byte), when checking races.
-    shadow: Option<HashMap<(u32, usize), Shadow>>,
+    shadow: Option<FxHashMap<(u32, usize), Shadow>>,
 }
 
 impl Cluster {
@@ -119,7 +119,7 @@ impl Cluster {
             waits: vec![0; blocks * threads],
             phases: Vec::new(),
             applied: vec![0; blocks],
-            shadow: races.then(HashMap::new),
+            shadow: races.then(FxHashMap::default),
         }
     }
 

@@ -21,7 +21,7 @@ mod memory;
 pub(crate) use super::symbols::{ConstSlot, LOCAL_SHIFT, LocalSlot, SHARED_SHIFT, SharedSlot};
 use crate::ptx::*;
 use memory::{acquires, atomic_space, mem_space, releases, space_of, vec_len};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// No slot (no base register, no guard, no predicate output).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -388,7 +388,7 @@ struct Decoder<'a> {
     f: &'a Function,
     reg_base: [u32; 5],
     next: u32,
-    consts: HashMap<u64, u32>,
+    consts: FxHashMap<u64, u32>,
     const_list: Vec<(u32, u64)>,
     specials: Vec<SpecialSlot>,
     clock: u32,
@@ -521,7 +521,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         f,
         reg_base,
         next: total as u32,
-        consts: HashMap::new(),
+        consts: FxHashMap::default(),
         const_list: Vec::new(),
         specials: Vec::new(),
         clock: NONE,
@@ -536,7 +536,7 @@ pub(crate) fn decode(f: &Function, lines: &FnLines, text: &[&str]) -> Result<Pro
         pre: Vec::new(),
     };
 
-    let mut labels: HashMap<&str, u32> = HashMap::new();
+    let mut labels: FxHashMap<&str, u32> = FxHashMap::default();
     let mut fixups: Vec<(usize, usize)> = Vec::new();
     for (i, ins) in f.body.iter().enumerate() {
         match &ins.op {

@@ -15,8 +15,8 @@
 //! are not checked against plain accesses either).
 
 use super::error::AccessKind;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 /// One plain access: the block (linear index), its clock then, the thread and instruction.
 #[derive(Debug, Clone, Copy)]
@@ -50,8 +50,8 @@ pub(crate) struct GlobalHit {
 #[derive(Debug)]
 pub(crate) struct GlobalRaces {
     clocks: Vec<Vec<u32>>,
-    released: HashMap<u64, Vec<u32>>,
-    shadow: HashMap<u64, Shadow>,
+    released: FxHashMap<u64, Vec<u32>>,
+    shadow: FxHashMap<u64, Shadow>,
 }
 
 impl GlobalRaces {
@@ -66,8 +66,8 @@ impl GlobalRaces {
             .collect();
         GlobalRaces {
             clocks,
-            released: HashMap::new(),
-            shadow: HashMap::new(),
+            released: FxHashMap::default(),
+            shadow: FxHashMap::default(),
         }
     }
 
