@@ -232,38 +232,23 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
                 out.push_str("};");
             }
         }
-        Op::Mov { ty, dst, src } => write!(out, "mov.{} {}, {};", ty.name(), R(*dst), o(src))?,
+        Op::Mov { ty, dst, src } => write_common(out, f, &["mov", ty.name()], *dst, &[*src])?,
         Op::CvtaToGlobal { dst, src } => {
             write!(out, "cvta.to.global.u64 {}, {};", R(*dst), R(*src))?
         }
-        Op::Bin { op, ty, dst, a, b } => write!(
+        Op::Bin { op, ty, dst, a, b } => write_common(
             out,
-            "{}.{} {}, {}, {};",
-            bin_mnemonic(*op, *ty),
-            ty.name(),
-            R(*dst),
-            o(a),
-            o(b)
+            f,
+            &[bin_mnemonic(*op, *ty), ty.name()],
+            *dst,
+            &[*a, *b],
         )?,
-        Op::Un { op, ty, dst, a } => write!(
-            out,
-            "{}.{} {}, {};",
-            un_mnemonic(*op, *ty),
-            ty.name(),
-            R(*dst),
-            o(a)
-        )?,
+        Op::Un { op, ty, dst, a } => {
+            write_common(out, f, &[un_mnemonic(*op, *ty), ty.name()], *dst, &[*a])?
+        }
         Op::Mad { ty, dst, a, b, c } => {
             let m = if ty.is_float() { "fma.rn" } else { "mad.lo" };
-            write!(
-                out,
-                "{m}.{} {}, {}, {}, {};",
-                ty.name(),
-                R(*dst),
-                o(a),
-                o(b),
-                o(c)
-            )?
+            write_common(out, f, &[m, ty.name()], *dst, &[*a, *b, *c])?
         }
         Op::MadWide { ty, dst, a, b, c } => write!(
             out,
@@ -274,23 +259,19 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             o(b),
             o(c)
         )?,
-        Op::Setp { cmp, ty, dst, a, b } => write!(
+        Op::Setp { cmp, ty, dst, a, b } => write_common(
             out,
-            "setp.{}.{} {}, {}, {};",
-            cmp_name(*cmp),
-            ty.name(),
-            R(*dst),
-            o(a),
-            o(b)
+            f,
+            &["setp", cmp_name(*cmp), ty.name()],
+            *dst,
+            &[*a, *b],
         )?,
-        Op::Selp { ty, dst, a, b, p } => write!(
+        Op::Selp { ty, dst, a, b, p } => write_common(
             out,
-            "selp.{} {}, {}, {}, {};",
-            ty.name(),
-            R(*dst),
-            o(a),
-            o(b),
-            R(*p)
+            f,
+            &["selp", ty.name()],
+            *dst,
+            &[*a, *b, Operand::Reg(*p)],
         )?,
         Op::PredBin { op, dst, a, b } => {
             let m = match op {
@@ -683,30 +664,69 @@ pub fn special_name(s: Special) -> &'static str {
 struct R(Reg);
 
 impl fmt::Display for R {
-    /// `%`, the class's prefix and the index, put together on the stack and written at
-    /// once: registers are most of a module's text, and `write!` with two arguments took
-    /// about ten times the instructions.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = [0u8; 16];
-        let prefix = self.0.class.prefix().as_bytes();
-        text[0] = b'%';
-        text[1..=prefix.len()].copy_from_slice(prefix);
-        let start = 1 + prefix.len();
-        let mut digits = [0u8; 10];
-        let mut first = digits.len();
-        let mut n = self.0.index;
-        loop {
-            first -= 1;
-            digits[first] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let end = start + digits.len() - first;
-        text[start..end].copy_from_slice(&digits[first..]);
-        f.write_str(std::str::from_utf8(&text[..end]).map_err(|_| fmt::Error)?)
+        f.write_str("%")?;
+        f.write_str(self.0.class.prefix())?;
+        f.write_str(decimal(u64::from(self.0.index), &mut [0; 20]))
     }
+}
+
+/// A register's name pushed as text: registers are most of a module's text, and `write!`
+/// with the two arguments of its name took about ten times the instructions.
+fn push_reg(out: &mut String, r: Reg) {
+    out.push('%');
+    out.push_str(r.class.prefix());
+    out.push_str(decimal(u64::from(r.index), &mut [0; 20]));
+}
+
+/// The decimal digits of `n`, put together at the end of `digits`.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
+    let mut first = digits.len();
+    loop {
+        first -= 1;
+        digits[first] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[first..]).unwrap_or("?")
+}
+
+/// `mnemonic dst, a, b, ...;` with the mnemonic's parts joined by dots: the shape of most
+/// instructions (moves, arithmetic, comparisons, selects), pushed piece by piece where
+/// `write!` would walk its format for every line. Registers and integers are pushed as
+/// text; other operands go through [`Opd`].
+fn write_common(
+    out: &mut String,
+    f: &Function,
+    mnemonic: &[&str],
+    dst: Reg,
+    srcs: &[Operand],
+) -> fmt::Result {
+    for (i, part) in mnemonic.iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        out.push_str(part);
+    }
+    out.push(' ');
+    push_reg(out, dst);
+    for src in srcs {
+        out.push_str(", ");
+        match *src {
+            Operand::Reg(r) => push_reg(out, r),
+            Operand::Imm(v) => {
+                if v < 0 {
+                    out.push('-');
+                }
+                out.push_str(decimal(v.unsigned_abs(), &mut [0; 20]));
+            }
+            other => write!(out, "{}", Opd(other, f))?,
+        }
+    }
+    out.push(';');
+    Ok(())
 }
 
 struct Opd<'a>(Operand, &'a Function);
