@@ -665,32 +665,44 @@ struct R(Reg);
 
 impl fmt::Display for R {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("%")?;
-        f.write_str(self.0.class.prefix())?;
-        f.write_str(decimal(u64::from(self.0.index), &mut [0; 20]))
+        f.write_str(reg_text(self.0, &mut [0; 13]))
     }
 }
 
-/// A register's name pushed as text: registers are most of a module's text, and `write!`
-/// with the two arguments of its name took about ten times the instructions.
-fn push_reg(out: &mut String, r: Reg) {
-    out.push('%');
-    out.push_str(r.class.prefix());
-    out.push_str(decimal(u64::from(r.index), &mut [0; 20]));
+/// A register's name, `%`, its class's prefix and its index (at most 13 bytes), put together
+/// in `text`: registers are most of a module's text, and `write!` with the two arguments of
+/// a name took about ten times the instructions.
+fn reg_text(r: Reg, text: &mut [u8; 13]) -> &str {
+    let prefix = r.class.prefix().as_bytes();
+    let digits = digits_at_end(u64::from(r.index), text);
+    let start = digits - prefix.len() - 1;
+    text[start] = b'%';
+    text[start + 1..digits].copy_from_slice(prefix);
+    std::str::from_utf8(&text[start..]).unwrap_or("%?")
 }
 
-/// The decimal digits of `n`, put together at the end of `digits`.
-fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
-    let mut first = digits.len();
+/// An integer immediate in decimal (at most 20 bytes with its sign), put together in `text`.
+fn int_text(v: i64, text: &mut [u8; 20]) -> &str {
+    let mut start = digits_at_end(v.unsigned_abs(), text);
+    if v < 0 {
+        start -= 1;
+        text[start] = b'-';
+    }
+    std::str::from_utf8(&text[start..]).unwrap_or("?")
+}
+
+/// Writes `n`'s decimal digits at the end of `text` (which has room for them) and returns
+/// where they start.
+fn digits_at_end(mut n: u64, text: &mut [u8]) -> usize {
+    let mut start = text.len();
     loop {
-        first -= 1;
-        digits[first] = b'0' + (n % 10) as u8;
+        start -= 1;
+        text[start] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return start;
         }
     }
-    std::str::from_utf8(&digits[first..]).unwrap_or("?")
 }
 
 /// `mnemonic dst, a, b, ...;` with the mnemonic's parts joined by dots: the shape of most
@@ -711,17 +723,12 @@ fn write_common(
         out.push_str(part);
     }
     out.push(' ');
-    push_reg(out, dst);
+    out.push_str(reg_text(dst, &mut [0; 13]));
     for src in srcs {
         out.push_str(", ");
         match *src {
-            Operand::Reg(r) => push_reg(out, r),
-            Operand::Imm(v) => {
-                if v < 0 {
-                    out.push('-');
-                }
-                out.push_str(decimal(v.unsigned_abs(), &mut [0; 20]));
-            }
+            Operand::Reg(r) => out.push_str(reg_text(r, &mut [0; 13])),
+            Operand::Imm(v) => out.push_str(int_text(v, &mut [0; 20])),
             other => write!(out, "{}", Opd(other, f))?,
         }
     }
@@ -735,7 +742,7 @@ impl fmt::Display for Opd<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Operand::Reg(r) => R(r).fmt(f),
-            Operand::Imm(v) => v.fmt(f),
+            Operand::Imm(v) => f.write_str(int_text(v, &mut [0; 20])),
             Operand::F32(v) => write!(f, "0f{:08X}", v.to_bits()),
             Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
             Operand::Special(s) => f.write_str(special_name(s)),
@@ -809,5 +816,35 @@ impl fmt::Display for A<'_> {
             write!(f, "+{}", self.0.offset)?;
         }
         f.write_str("]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Registers and integers put together by hand read as `format!` writes them, at the ends
+    /// of their ranges.
+    #[test]
+    fn names_and_integers_as_format_writes_them() {
+        let classes = [
+            RegClass::Pred,
+            RegClass::B32,
+            RegClass::B64,
+            RegClass::F32,
+            RegClass::F64,
+        ];
+        for class in classes {
+            for index in [0, 7, 10, 99, 100, 12345, u32::MAX - 1, u32::MAX] {
+                let r = Reg { class, index };
+                let want = format!("%{}{index}", class.prefix());
+                assert_eq!(reg_text(r, &mut [0; 13]), want);
+                assert_eq!(R(r).to_string(), want);
+            }
+        }
+        let ends = [i64::MAX, i64::MIN, i64::MIN + 1];
+        for v in [0, 1, -1, 9, -10, 4096, -4097].into_iter().chain(ends) {
+            assert_eq!(int_text(v, &mut [0; 20]), v.to_string());
+        }
     }
 }
