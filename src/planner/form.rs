@@ -122,8 +122,10 @@ impl PositionForm {
         padding: Option<u32>,
     ) -> Option<Vec<i64>> {
         let slot = |p: u32| i64::from(padded_slot(p, padding));
-        let offsets_of =
-            |r: u32| (0..items).map(move |i| slot(self.position(i, r)) - slot(self.position(0, r)));
+        let offsets_of = |r: u32| {
+            let first = slot(self.position(0, r));
+            (0..items).map(move |i| slot(self.position(i, r)) - first)
+        };
         let offsets: Vec<i64> = offsets_of(0).collect();
         (1..scope)
             .all(|r| offsets_of(r).eq(offsets.iter().copied()))
