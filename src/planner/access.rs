@@ -105,9 +105,9 @@ impl Owners {
         );
         let t = t.min(u16::MAX as u32 - 1) as u16;
         let len = self.threads.len();
-        let unit = |b: u32| (b.saturating_sub(self.lo) / self.unit) as usize;
-        let start = unit(at).min(len);
-        let end = unit(at.saturating_add(bytes)).min(len);
+        let entry = |b: u32| (b.saturating_sub(self.lo) / self.unit) as usize;
+        let start = entry(at).min(len);
+        let end = entry(at.saturating_add(bytes)).min(len);
         for o in &mut self.threads[start..end] {
             *o = (o.0.min(t), o.1.max(t));
         }
@@ -155,9 +155,7 @@ impl Owners {
 /// of their element sizes and their slices' offsets and sizes (each access touches elements
 /// at multiples of its element size from its slice's start). 1 where there is no access.
 pub(super) fn unit<'a>(accesses: impl IntoIterator<Item = (&'a Access, &'a Slice)>) -> u32 {
-    fn gcd(a: u32, b: u32) -> u32 {
-        if b == 0 { a } else { gcd(b, a % b) }
-    }
+    use super::scratch::gcd;
     let g = accesses.into_iter().fold(0, |g, (a, s)| {
         gcd(gcd(gcd(g, a.elem_bytes), s.offset), s.bytes)
     });

@@ -129,7 +129,8 @@ pub(super) fn covers_groups(u: Uniformity, scope: u32, block: u32) -> bool {
     u.covers(block) || u >= Uniformity::BLOCK || (u.0 >= scope && u.0.is_multiple_of(scope))
 }
 
-fn gcd(a: u32, b: u32) -> u32 {
+/// The greatest common divisor (`gcd(a, 0)` is `a`).
+pub(super) fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
