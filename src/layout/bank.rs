@@ -24,8 +24,6 @@
 //! [`Swizzle`] or padding) and reports worst, total and where the worst happens, so that a
 //! planner can compare candidates.
 
-use smallvec::SmallVec;
-
 use super::error::{LayoutError, Op};
 use super::layout::Layout;
 use super::swizzle::Swizzle;
@@ -166,11 +164,14 @@ fn wavefronts(
     transform: SmemTransform,
 ) -> Result<(u32, u32), LayoutError> {
     let overflow = || LayoutError::overflow(Op::BankAddress);
-    let mut slots: SmallVec<[i64; 32]> = SmallVec::new();
-    for &offset in thread_offsets {
+    // A group is at most `BANKS` lanes (`bank_conflicts_with` checks `lanes`).
+    let mut buf = [0i64; BANKS as usize];
+    let slots = &mut buf[..thread_offsets.len()];
+    for (slot, &offset) in slots.iter_mut().zip(thread_offsets) {
         let position = base.checked_add(offset).ok_or_else(overflow)?;
-        slots.push(transform.apply(position)?);
+        *slot = transform.apply(position)?;
     }
+    let slots = &*slots;
     let paired =
         |step: usize| (0..slots.len()).all(|i| slots.get(i ^ step).is_none_or(|&s| s == slots[i]));
     let phase_lanes = if elem_bytes == 8 && !paired(1) && !paired(2) {
@@ -187,30 +188,64 @@ fn wavefronts(
     Ok((waves, extra))
 }
 
+/// Words a phase's distinct-word test tells apart with a bit set (from its lowest word);
+/// phases whose words spread wider are sorted instead.
+const SPAN_BITS: i64 = 512;
+
 /// Wavefronts of the element slots accessed in one phase, and how many exceed the minimum.
 fn phase_wavefronts(slots: &[i64], elem_bytes: u32) -> Result<(u32, u32), LayoutError> {
     let overflow = || LayoutError::overflow(Op::BankAddress);
-    let mut words: SmallVec<[i64; 64]> = SmallVec::new();
+    // At most `BANKS` slots of at most two words each.
+    let mut buf = [0i64; 2 * BANKS as usize];
+    let mut len = 0;
     for &slot in slots {
         let byte = slot
             .checked_mul(i64::from(elem_bytes))
             .ok_or_else(overflow)?;
         let first = byte.div_euclid(i64::from(BANK_BYTES));
-        words.push(first);
+        buf[len] = first;
+        len += 1;
         if elem_bytes == 8 {
-            words.push(first.checked_add(1).ok_or_else(overflow)?);
+            buf[len] = first.checked_add(1).ok_or_else(overflow)?;
+            len += 1;
         }
     }
-    words.sort_unstable();
-    words.dedup();
+    let words = &mut buf[..len];
+    let (lo, hi) = words
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    // Each distinct word counts once in its bank.
     let mut per_bank = [0u32; BANKS as usize];
-    for &w in &words {
+    let mut distinct = 0u32;
+    let mut count = |w: i64| {
         // rem_euclid of a positive modulus is in 0..32.
         per_bank[w.rem_euclid(i64::from(BANKS)) as usize] += 1;
+        distinct += 1;
+    };
+    if hi.checked_sub(lo).is_some_and(|span| span < SPAN_BITS) {
+        let mut seen = [0u64; (SPAN_BITS / 64) as usize];
+        for &w in words.iter() {
+            // 0 <= w - lo < SPAN_BITS.
+            let bit = (w - lo) as usize;
+            let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+            if seen[word] & mask == 0 {
+                seen[word] |= mask;
+                count(w);
+            }
+        }
+    } else {
+        words.sort_unstable();
+        let mut last = None;
+        for &w in words.iter() {
+            if last != Some(w) {
+                last = Some(w);
+                count(w);
+            }
+        }
     }
     let waves = per_bank.iter().copied().max().unwrap_or(0);
-    // At most 64 words, so these fit.
-    let minimum = (words.len() as u32).div_ceil(BANKS);
+    // At most 64 words, so this fits.
+    let minimum = distinct.div_ceil(BANKS);
     Ok((waves, waves.saturating_sub(minimum)))
 }
 
@@ -343,6 +378,97 @@ mod tests {
                 (report.wavefronts, report.worst),
                 (waves, conflicts),
                 "{pattern} with {bytes}-byte elements"
+            );
+        }
+    }
+
+    /// The report as the module's rules state it, computed plainly: every phase's words
+    /// collected in a set.
+    fn reference(
+        l: &Layout,
+        bytes: u32,
+        lanes: u32,
+        t: SmemTransform,
+    ) -> Result<BankReport, LayoutError> {
+        let (items, threads) = l.two_modes()?;
+        let mut report = BankReport::default();
+        for item in 0..items.size() {
+            let thread_ids: Vec<i64> = (0..threads.size()).collect();
+            for (warp, group) in thread_ids.chunks(lanes as usize).enumerate() {
+                let slots = group
+                    .iter()
+                    .map(|&th| t.apply(items.call(item) + threads.call(th)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let pairs = |step: usize| {
+                    (0..slots.len()).all(|i| slots.get(i ^ step).is_none_or(|&s| s == slots[i]))
+                };
+                let wide = bytes == 8 && !pairs(1) && !pairs(2);
+                let (mut waves, mut extra) = (0, 0);
+                for phase in slots.chunks(if wide { 16 } else { slots.len() }) {
+                    let words: std::collections::BTreeSet<i64> = phase
+                        .iter()
+                        .flat_map(|&s| {
+                            let first = (s * i64::from(bytes)).div_euclid(4);
+                            if bytes == 8 {
+                                vec![first, first + 1]
+                            } else {
+                                vec![first]
+                            }
+                        })
+                        .collect();
+                    let mut per_bank = [0u32; 32];
+                    for w in &words {
+                        per_bank[w.rem_euclid(32) as usize] += 1;
+                    }
+                    let w = per_bank.iter().copied().max().unwrap_or(0);
+                    waves += w;
+                    extra += w - (words.len() as u32).div_ceil(32);
+                }
+                report.wavefronts += waves;
+                report.total += extra;
+                if extra > report.worst {
+                    report.worst = extra;
+                    report.worst_item = item as u32;
+                    report.worst_warp = warp as u32;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    fn transform() -> impl proptest::strategy::Strategy<Value = SmemTransform> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(SmemTransform::Identity),
+            (1u32..=64, 0u32..=4).prop_map(|(every, pad)| SmemTransform::Pad { every, pad }),
+            (1u32..=5, 0u32..=4, 1i32..=6).prop_filter_map("valid swizzle", |(b, m, s)| {
+                Swizzle::new(b, m, s).ok().map(SmemTransform::Swizzle)
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Accesses spread narrow and wide (strides up to thousands of elements, negative
+        /// ones, broadcasts), every element size, group size and transform: the same report
+        /// as the plain count.
+        #[test]
+        fn counts_as_the_plain_reference(
+            items in 1i64..=6,
+            a in 1i64..=16,
+            b in 1i64..=8,
+            s0 in -3000i64..=3000,
+            s1 in -3000i64..=3000,
+            s2 in -40i64..=40,
+            bytes in proptest::sample::select(vec![1u32, 2, 4, 8]),
+            lanes in 1u32..=32,
+            t in transform(),
+        ) {
+            let l: Layout = format!("({items},({a},{b})):({s0},({s2},{s1}))")
+                .parse()
+                .expect("layout");
+            proptest::prop_assert_eq!(
+                bank_conflicts_with(&l, bytes, lanes, t),
+                reference(&l, bytes, lanes, t)
             );
         }
     }
