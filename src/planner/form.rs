@@ -2,6 +2,10 @@
 //! from the arrangement's layout, and the padding of shared-memory regions. Exchanges,
 //! collectives and the steps that describe their accesses all read positions through these.
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+
 use crate::ir::Arrangement;
 use crate::layout::{
     Arrangement as LArr, Layout, SmemTransform, arrangement_layout, arrangement_layout_with_warp,
@@ -292,7 +296,55 @@ pub(super) fn padding_pays(
 /// As [`padding_pays`], where the accesses made element by element differ with the padding:
 /// `plain` unpadded, `padded` padded (an access made as one vector per thread unpadded,
 /// without conflicts, is made element by element padded).
+///
+/// The answer depends on its arguments alone, and counting a large tile's conflicts costs
+/// millions of instructions, so each thread keeps the answers it found (a device sort asks the
+/// same question for each of its digit passes, an autotuning loop for each variant it builds).
 pub(super) fn padding_pays_over(
+    plain: &[Layout],
+    padded: &[Layout],
+    bytes: u32,
+    lanes: u32,
+    padding: SmemTransform,
+) -> bool {
+    thread_local! {
+        static ANSWERS: RefCell<FxHashMap<PaddingQuestion, bool>> = RefCell::default();
+    }
+    let question = PaddingQuestion {
+        plain: plain.to_vec(),
+        padded: padded.to_vec(),
+        bytes,
+        lanes,
+        padding,
+    };
+    if let Some(known) = ANSWERS.with_borrow(|a| a.get(&question).copied()) {
+        return known;
+    }
+    let pays = count_padding_pays(plain, padded, bytes, lanes, padding);
+    ANSWERS.with_borrow_mut(|a| {
+        if a.len() >= PADDING_ANSWERS {
+            a.clear();
+        }
+        a.insert(question, pays);
+    });
+    pays
+}
+
+/// The most answers [`padding_pays_over`] keeps a thread (then it starts again).
+const PADDING_ANSWERS: usize = 512;
+
+/// The arguments of [`padding_pays_over`].
+#[derive(PartialEq, Eq, Hash)]
+struct PaddingQuestion {
+    plain: Vec<Layout>,
+    padded: Vec<Layout>,
+    bytes: u32,
+    lanes: u32,
+    padding: SmemTransform,
+}
+
+/// [`padding_pays_over`], counted.
+fn count_padding_pays(
     plain: &[Layout],
     padded: &[Layout],
     bytes: u32,
