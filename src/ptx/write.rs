@@ -665,44 +665,50 @@ struct R(Reg);
 
 impl fmt::Display for R {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(reg_text(self.0, &mut [0; 13]))
+        put_reg(f, self.0)
     }
 }
 
-/// A register's name, `%`, its class's prefix and its index (at most 13 bytes), put together
-/// in `text`: registers are most of a module's text, and `write!` with the two arguments of
-/// a name took about ten times the instructions.
-fn reg_text(r: Reg, text: &mut [u8; 13]) -> &str {
-    let prefix = r.class.prefix().as_bytes();
-    let digits = digits_at_end(u64::from(r.index), text);
-    let start = digits - prefix.len() - 1;
-    text[start] = b'%';
-    text[start + 1..digits].copy_from_slice(prefix);
-    std::str::from_utf8(&text[start..]).unwrap_or("%?")
+/// Writes a register's name, `%`, its class's prefix and its index, character by character:
+/// registers are most of a module's text, and `write!` with the two arguments of a name took
+/// about ten times the instructions (and checking a name put together as bytes to be UTF-8
+/// about twice).
+fn put_reg<W: fmt::Write>(out: &mut W, r: Reg) -> fmt::Result {
+    out.write_char('%')?;
+    out.write_str(r.class.prefix())?;
+    put_digits(out, u64::from(r.index))
 }
 
-/// An integer immediate in decimal (at most 20 bytes with its sign), put together in `text`.
-fn int_text(v: i64, text: &mut [u8; 20]) -> &str {
-    let mut start = digits_at_end(v.unsigned_abs(), text);
+/// Writes an integer immediate in decimal.
+fn put_int<W: fmt::Write>(out: &mut W, v: i64) -> fmt::Result {
     if v < 0 {
-        start -= 1;
-        text[start] = b'-';
+        out.write_char('-')?;
     }
-    std::str::from_utf8(&text[start..]).unwrap_or("?")
+    put_digits(out, v.unsigned_abs())
 }
 
-/// Writes `n`'s decimal digits at the end of `text` (which has room for them) and returns
-/// where they start.
-fn digits_at_end(mut n: u64, text: &mut [u8]) -> usize {
-    let mut start = text.len();
-    loop {
-        start -= 1;
-        text[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return start;
-        }
+/// Writes `n`'s decimal digits, two at a time.
+fn put_digits<W: fmt::Write>(out: &mut W, n: u64) -> fmt::Result {
+    if n >= 100 {
+        put_digits(out, n / 100)?;
+        return out.write_str(digit_pair(n % 100));
     }
+    let pair = digit_pair(n);
+    out.write_str(if n < 10 { &pair[1..] } else { pair })
+}
+
+/// `n`'s two decimal digits (`n < 100`), `"07"` for 7.
+fn digit_pair(n: u64) -> &'static str {
+    /// `"00"` to `"99"`, one after another.
+    const PAIRS: &str = concat!(
+        "0001020304050607080910111213141516171819",
+        "2021222324252627282930313233343536373839",
+        "4041424344454647484950515253545556575859",
+        "6061626364656667686970717273747576777879",
+        "8081828384858687888990919293949596979899",
+    );
+    let i = 2 * n as usize;
+    PAIRS.get(i..i + 2).unwrap_or("??")
 }
 
 /// `mnemonic dst, a, b, ...;` with the mnemonic's parts joined by dots: the shape of most
@@ -723,12 +729,12 @@ fn write_common(
         out.push_str(part);
     }
     out.push(' ');
-    out.push_str(reg_text(dst, &mut [0; 13]));
+    put_reg(out, dst)?;
     for src in srcs {
         out.push_str(", ");
         match *src {
-            Operand::Reg(r) => out.push_str(reg_text(r, &mut [0; 13])),
-            Operand::Imm(v) => out.push_str(int_text(v, &mut [0; 20])),
+            Operand::Reg(r) => put_reg(out, r)?,
+            Operand::Imm(v) => put_int(out, v)?,
             other => write!(out, "{}", Opd(other, f))?,
         }
     }
@@ -742,7 +748,7 @@ impl fmt::Display for Opd<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Operand::Reg(r) => R(r).fmt(f),
-            Operand::Imm(v) => f.write_str(int_text(v, &mut [0; 20])),
+            Operand::Imm(v) => put_int(f, v),
             Operand::F32(v) => write!(f, "0f{:08X}", v.to_bits()),
             Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
             Operand::Special(s) => f.write_str(special_name(s)),
@@ -835,16 +841,21 @@ mod tests {
             RegClass::F64,
         ];
         for class in classes {
-            for index in [0, 7, 10, 99, 100, 12345, u32::MAX - 1, u32::MAX] {
+            let ends = [12345, 100_000, 1_000_001, u32::MAX - 1, u32::MAX];
+            for index in (0..1100).chain(ends) {
                 let r = Reg { class, index };
                 let want = format!("%{}{index}", class.prefix());
-                assert_eq!(reg_text(r, &mut [0; 13]), want);
+                let mut text = String::new();
+                put_reg(&mut text, r).expect("a string takes any text");
+                assert_eq!(text, want);
                 assert_eq!(R(r).to_string(), want);
             }
         }
         let ends = [i64::MAX, i64::MIN, i64::MIN + 1];
         for v in [0, 1, -1, 9, -10, 4096, -4097].into_iter().chain(ends) {
-            assert_eq!(int_text(v, &mut [0; 20]), v.to_string());
+            let mut text = String::new();
+            put_int(&mut text, v).expect("a string takes any text");
+            assert_eq!(text, v.to_string());
         }
     }
 }
