@@ -10,6 +10,7 @@
 //! ops: the steps say everything.
 
 use super::alloc::Slice;
+use super::form::padded_slot;
 use super::schedule::{Access, Positions, Touch};
 use super::scope::SyncScope;
 use std::hash::Hasher;
@@ -99,17 +100,30 @@ impl Owners {
     /// Thread `t` touches `[at, at + bytes)` (clipped to the range); `at` and `bytes` are
     /// multiples of the unit.
     fn touch(&mut self, at: u32, bytes: u32, t: u32) {
+        self.touch_by(at, bytes, t, t);
+    }
+
+    /// Every thread from `first` to `last` touches `[at, at + bytes)`, as [`Self::touch`]
+    /// for each (`first <= last`).
+    fn touch_by(&mut self, at: u32, bytes: u32, first: u32, last: u32) {
         debug_assert!(
             at.is_multiple_of(self.unit) && bytes.is_multiple_of(self.unit),
             "whole units"
         );
-        let t = t.min(u16::MAX as u32 - 1) as u16;
-        let len = self.threads.len();
+        debug_assert!(first <= last, "a range of threads");
+        let thread = |t: u32| t.min(u16::MAX as u32 - 1) as u16;
+        let (first, last) = (thread(first), thread(last));
         let entry = |b: u32| (b.saturating_sub(self.lo) / self.unit) as usize;
-        let start = entry(at).min(len);
-        let end = entry(at.saturating_add(bytes)).min(len);
+        let (start, end) = (entry(at), entry(at.saturating_add(bytes)));
+        self.touch_entries(start, end - start, first, last);
+    }
+
+    /// Threads `first` to `last` touch entries `[start, start + count)` (clipped to the map).
+    fn touch_entries(&mut self, start: usize, count: usize, first: u16, last: u16) {
+        let len = self.threads.len();
+        let (start, end) = (start.min(len), start.saturating_add(count).min(len));
         for o in &mut self.threads[start..end] {
-            *o = (o.0.min(t), o.1.max(t));
+            *o = (o.0.min(first), o.1.max(last));
         }
     }
 
@@ -179,18 +193,14 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners
                 }
             }
         }
-        Touch::AllPositions { count } => {
-            for t in 0..block {
-                for p in 0..*count {
-                    at(&mut o, p, t);
-                }
-            }
+        // Every thread touches the same bytes: its first and last stand for them all.
+        Touch::AllPositions { count } if block > 0 => {
+            slot_runs(*count, a.padding, |slot, n| {
+                o.touch_by(lo + slot * es, n * es, 0, block - 1);
+            });
         }
-        Touch::AllSlot { slot } => {
-            for t in 0..block {
-                at_slot(&mut o, *slot, t);
-            }
-        }
+        Touch::AllSlot { slot } if block > 0 => o.touch_by(lo + slot * es, es, 0, block - 1),
+        Touch::AllPositions { .. } | Touch::AllSlot { .. } => {}
         Touch::OneSlot { thread, slot } => at_slot(&mut o, *slot, *thread),
         Touch::Neighbor { shift, rotate } => {
             for t in 0..block {
@@ -233,31 +243,51 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners
                 }
             }
         }
-        Touch::Anywhere { count } => {
-            for p in 0..*count {
-                at(&mut o, p, 0);
-                at(&mut o, p, block.saturating_sub(1));
-            }
-        }
+        Touch::Anywhere { count } => slot_runs(*count, a.padding, |slot, n| {
+            o.touch_by(lo + slot * es, n * es, 0, block.saturating_sub(1));
+        }),
     }
     o.seal()
 }
 
 /// The bytes of a [`Positions`] access: each thread of the range touches its positions in
 /// its group's region.
+///
+/// The map starts at the slice (`lo`) and its unit divides the element size, so a slot's
+/// entries are found by multiplying, without dividing bytes by the unit at every touch.
 fn positions(o: &mut Owners, a: &Access, p: &Positions, block: u32, lo: u32) {
-    let es = a.elem_bytes;
+    debug_assert_eq!(o.lo, lo, "the map starts at the slice");
+    debug_assert!(
+        a.elem_bytes.is_multiple_of(o.unit),
+        "the unit divides the element size"
+    );
+    let per = (a.elem_bytes / o.unit) as usize;
     let group = p.group.max(1);
     let end = p.first.saturating_add(p.threads).min(block);
     for t in p.first..end {
         let (j, rank) = ((t - p.first) / group, (t - p.first) % group);
-        let region = lo + j * p.region * es;
+        let region = j as usize * p.region as usize;
+        let thread_part = p.form.thread_part(rank);
+        let toucher = t.min(u32::from(u16::MAX) - 1) as u16;
         for i in 0..p.items {
-            let pos = p.form.position(i, rank);
+            let pos = i * p.form.item_stride + thread_part;
             if p.below.is_none_or(|n| pos < n) {
-                o.touch(region + a.slot(pos) * es, es, t);
+                let entry = (region + a.slot(pos) as usize) * per;
+                o.touch_entries(entry, per, toucher, toucher);
             }
         }
+    }
+}
+
+/// Positions `0..count`, padded every `padding` positions, as runs of consecutive slots:
+/// `f(first slot, slots)` for each.
+fn slot_runs(count: u32, padding: Option<u32>, mut f: impl FnMut(u32, u32)) {
+    let every = padding.map_or(count, |n| n.max(1));
+    let mut first = 0;
+    while first < count {
+        let n = every.min(count - first);
+        f(padded_slot(first, padding), n);
+        first += n;
     }
 }
 
@@ -311,6 +341,99 @@ mod tests {
             let n = numbers.len();
             let got = *numbers.entry(m).or_insert(n);
             assert_eq!(got, if i == 4 { 0 } else { i });
+        }
+    }
+
+    /// The map of `a` made one thread's touch of one element at a time.
+    fn touch_by_touch(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners {
+        let (lo, es) = (slice.offset, a.elem_bytes);
+        let mut o = Owners::new(lo, lo + slice.bytes, unit);
+        let mut at = |p: u32, t: u32| o.touch(lo + a.slot(p) * es, es, t);
+        match &a.touch {
+            Touch::AllPositions { count } => {
+                for t in 0..block {
+                    (0..*count).for_each(|p| at(p, t));
+                }
+            }
+            Touch::Anywhere { count } => {
+                for p in 0..*count {
+                    at(p, 0);
+                    at(p, block.saturating_sub(1));
+                }
+            }
+            Touch::Positions(ps) => {
+                let group = ps.group.max(1);
+                for t in ps.first..ps.first.saturating_add(ps.threads).min(block) {
+                    let (j, rank) = ((t - ps.first) / group, (t - ps.first) % group);
+                    for i in 0..ps.items {
+                        let pos = ps.form.position(i, rank);
+                        if ps.below.is_none_or(|n| pos < n) {
+                            o.touch(lo + (j * ps.region + a.slot(pos)) * es, es, t);
+                        }
+                    }
+                }
+            }
+            Touch::AllSlot { slot } => {
+                for t in 0..block {
+                    o.touch(lo + slot * es, es, t);
+                }
+            }
+            other => unreachable!("not tried here: {other:?}"),
+        }
+        o.seal()
+    }
+
+    /// Accesses of every thread alike (every position, one slot, anywhere) and accesses of
+    /// positions by groups of threads map as each thread's touches one by one would: padded
+    /// or not, with a unit smaller than the element, clipped to the slice, in blocks of none,
+    /// one and several threads.
+    #[test]
+    fn maps_are_each_threads_touches() {
+        use crate::ir::Arrangement;
+        use crate::planner::form::PositionForm;
+        let mut slice = Slice::new("t".into(), OpId(0), 8 * 100, 8);
+        slice.offset = 32;
+        let striped = PositionForm::of(Arrangement::Striped { threads: 16 }, 16, 3);
+        let blocked = PositionForm::of(Arrangement::Blocked, 16, 3);
+        let forms = [striped.expect("a form"), blocked.expect("a form")];
+        let mut touches = vec![
+            Touch::AllPositions { count: 37 },
+            Touch::AllPositions { count: 120 },
+            Touch::AllSlot { slot: 5 },
+            Touch::AllSlot { slot: 140 },
+            Touch::Anywhere { count: 41 },
+            Touch::Anywhere { count: 130 },
+        ];
+        for form in forms {
+            for (first, threads, below) in [(0, 64, None), (3, 29, Some(40)), (0, 500, None)] {
+                touches.push(Touch::Positions(Positions {
+                    first,
+                    threads,
+                    group: 16,
+                    region: 50,
+                    form: form.clone(),
+                    items: 3,
+                    below,
+                }));
+            }
+        }
+        for block in [0, 1, 3, 65, 256] {
+            for padding in [None, Some(8), Some(32)] {
+                for (touch, (es, unit)) in
+                    touches.iter().zip([(4, 4), (8, 4), (8, 8)].iter().cycle())
+                {
+                    let a = Access {
+                        padding,
+                        elem_bytes: *es,
+                        ..access(touch.clone())
+                    };
+                    assert_eq!(
+                        owners(&a, &slice, block, *unit),
+                        touch_by_touch(&a, &slice, block, *unit),
+                        "{touch:?}, {es}-byte elements, unit {unit}, {padding:?}, {block} threads"
+                    );
+                }
+            }
         }
     }
 
