@@ -39,7 +39,7 @@ use super::entities::{DataId, ExprId, Loc, OpId, ParamId, RegionId};
 use super::error::{TransferControl, VerifyError, VerifyErrorKind as K, VerifyErrors};
 use super::expr::{ExprKind, VType};
 use super::ops::*;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 mod cluster;
 mod config;
@@ -120,6 +120,7 @@ pub fn verify(ir: &Ir) -> Result<Info, VerifyErrors> {
         reported: FxHashSet::default(),
         context: 0,
         members: Vec::new(),
+        walk: Default::default(),
     };
     v.check_config();
     v.check_clusters();
@@ -424,6 +425,9 @@ struct Verifier<'a> {
     /// in `conds` and `c`. Under one, the threads run in whole warps `0..c`, which are whole
     /// groups of any warp count dividing `c`.
     members: Vec<(usize, u32)>,
+    /// The stack and the visited nodes of [`Verifier::expr_reads`]'s walk, kept between
+    /// walks (empty between them).
+    walk: (Vec<(ExprId, bool)>, FxHashMap<ExprId, bool>),
 }
 
 impl Verifier<'_> {

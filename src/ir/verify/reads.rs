@@ -61,10 +61,12 @@ impl Verifier<'_> {
         let loc = self.ir.op(op).loc;
         // Each node with whether its value is observed: a shared array's index always is (a
         // thread without a value there would touch memory anywhere).
-        let mut stack = vec![(root, observe)];
+        // The verifier's buffers, taken for this walk (and given back empty) so that a
+        // kernel's many expressions do not each allocate their own.
+        let (mut stack, mut seen) = std::mem::take(&mut self.walk);
+        stack.push((root, observe));
         // Per node visited, whether it was observed; one not observed may be seen again
         // observed, for its reads only.
-        let mut seen = rustc_hash::FxHashMap::default();
         while let Some((e, observe)) = stack.pop() {
             let first = match seen.insert(e, observe) {
                 None => true,
@@ -210,6 +212,8 @@ impl Verifier<'_> {
                 _ => {}
             }
         }
+        seen.clear();
+        self.walk = (stack, seen);
         reads
     }
 
