@@ -11,6 +11,7 @@ use super::expr::Ctx;
 use crate::ir::ops::{OpKind, Transfer};
 use crate::ir::{CheckKind, CheckSite, DType, ExprId, Info, Ir, OpId, RegionId};
 use crate::planner::{Plan, PlanError};
+use crate::ptx::write::push_decimal;
 use crate::ptx::*;
 use rustc_hash::FxHashMap;
 
@@ -145,11 +146,20 @@ impl Emitter<'_> {
     fn lower_start(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         let data = ir.op(op);
-        self.op(Op::Comment(format!(
-            "{op} {} at {}",
-            data.kind.name(),
-            data.loc
-        )));
+        // `{op} {name} at {loc}`, put together without `format!`: one a lowered op.
+        let (name, loc) = (data.kind.name(), data.loc);
+        let mut text = String::with_capacity(name.len() + loc.file.len() + 40);
+        text.push_str("op");
+        push_decimal(&mut text, op.index() as u64);
+        text.push(' ');
+        text.push_str(name);
+        text.push_str(" at ");
+        text.push_str(loc.file);
+        for n in [loc.line, loc.column] {
+            text.push(':');
+            push_decimal(&mut text, u64::from(n));
+        }
+        self.op(Op::Comment(text));
         self.source_line(data.loc);
         if !matches!(data.kind, OpKind::Store(_)) {
             let convs: Vec<_> = (self.exchanges_of(op)?.iter())

@@ -164,12 +164,28 @@ fn write_comment(out: &mut String, comment: Option<&str>) -> fmt::Result {
 /// Renders one instruction line (with its indentation and newline).
 pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
     match &ins.op {
-        Op::Label(name) => return writeln!(out, "{name}:"),
+        Op::Label(name) => {
+            out.push_str(name);
+            out.push_str(":\n");
+            return Ok(());
+        }
         Op::Comment(text) => {
-            return writeln!(out, "\t// {}", text.replace(['\n', '\r'], " "));
+            out.push_str("\t// ");
+            if text.contains(['\n', '\r']) {
+                out.push_str(&text.replace(['\n', '\r'], " "));
+            } else {
+                out.push_str(text);
+            }
+            out.push('\n');
+            return Ok(());
         }
         Op::Loc { file, line, column } => {
-            return writeln!(out, "\t.loc {file} {line} {column}");
+            out.push_str("\t.loc ");
+            for (n, end) in [(file, ' '), (line, ' '), (column, '\n')] {
+                push_decimal(out, u64::from(*n));
+                out.push(end);
+            }
+            return Ok(());
         }
         Op::Vprintf { format, args } => return write_vprintf(out, f, ins.guard, *format, *args),
         _ => {}
@@ -679,6 +695,12 @@ fn put_reg<W: fmt::Write>(out: &mut W, r: Reg) -> fmt::Result {
     put_digits(out, u64::from(r.index))
 }
 
+/// Appends `n` in decimal to `out` (for text the code generator puts together itself).
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
+    // Writing to a string does not fail.
+    let _ = put_digits(out, n);
+}
+
 /// Writes an integer immediate in decimal.
 fn put_int<W: fmt::Write>(out: &mut W, v: i64) -> fmt::Result {
     if v < 0 {
@@ -828,6 +850,36 @@ impl fmt::Display for A<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Labels, comments (a line break in one becomes a space) and line directives, pushed
+    /// piece by piece, read as `format!` writes them.
+    #[test]
+    fn labels_comments_and_lines_as_format_writes_them() {
+        let f = Function::default();
+        let line = |op: Op| {
+            let mut out = String::new();
+            write_instr(&mut out, &f, &Instr::from(op)).expect("a string takes any text");
+            out
+        };
+        assert_eq!(line(Op::Label("$L_12".into())), "$L_12:\n");
+        assert_eq!(
+            line(Op::Comment("op7 map at src/a.rs:3:9".into())),
+            "\t// op7 map at src/a.rs:3:9\n"
+        );
+        assert_eq!(
+            line(Op::Comment("two\nlines\r".into())),
+            "\t// two lines \n"
+        );
+        let (file, l, column) = (2, 40_123, u32::MAX);
+        assert_eq!(
+            line(Op::Loc {
+                file,
+                line: l,
+                column
+            }),
+            format!("\t.loc {file} {l} {column}\n")
+        );
+    }
 
     /// Registers and integers put together by hand read as `format!` writes them, at the ends
     /// of their ranges.
