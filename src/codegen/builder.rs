@@ -193,6 +193,8 @@ pub struct Emitter<'a> {
     array_bases: FxHashMap<arrays::ArraySymbol, Reg>,
     /// Registers that stand for a payload during one op (a conversion's result).
     overrides: FxHashMap<DataId, Vec<Reg>>,
+    /// Emptied expression memos kept for the next op (see [`Emitter::take_memo`]).
+    spare_memos: Vec<FxHashMap<ExprId, Reg>>,
     /// The depth of every expression node (see [`Emitter::eval`]).
     pub(crate) expr_depth: Vec<u32>,
     /// Whether each expression node reads memory (a shared array or a buffer) in its subtree:
@@ -257,6 +259,7 @@ impl<'a> Emitter<'a> {
             shared: shared_symbols(ir, plan)?,
             array_bases: FxHashMap::default(),
             overrides: FxHashMap::default(),
+            spare_memos: Vec::new(),
             expr_depth: ir.exprs.depths(),
             reads_memory: reads_memory(ir),
             reads_items: reads_items(ir),
@@ -425,6 +428,20 @@ impl<'a> Emitter<'a> {
             }],
         };
         (module, sites)
+    }
+
+    /// An empty expression memo, one that an earlier op gave back where there is one (a memo
+    /// grown again from nothing for each of a kernel's ops was a twentieth of its build).
+    pub(super) fn take_memo(&mut self) -> FxHashMap<ExprId, Reg> {
+        self.spare_memos.pop().unwrap_or_default()
+    }
+
+    /// Keeps `memo`, emptied, for a later [`Self::take_memo`].
+    pub(super) fn give_memo(&mut self, mut memo: FxHashMap<ExprId, Reg>) {
+        memo.clear();
+        if self.spare_memos.len() < SPARE_MEMOS {
+            self.spare_memos.push(memo);
+        }
     }
 
     /// Lets `regs` stand for payload `d` until [`Self::clear_overrides`] (a conversion's
@@ -1108,6 +1125,9 @@ mod warp_groups;
 pub(crate) use arrays::ArrayRef;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;
+
+/// The most emptied memos an emitter keeps (ops nest only a few deep).
+const SPARE_MEMOS: usize = 4;
 pub(crate) use shared::{Collective, SharedSymbols};
 pub(crate) use warp_groups::WarpGroupPlace;
 

@@ -188,10 +188,11 @@ impl Emitter<'_> {
 
     #[inline(never)]
     fn lower_if(&mut self, cond: ExprId, then: RegionId, otherwise: Option<RegionId>) -> Lowered {
-        let mut memo = FxHashMap::default();
+        let mut memo = self.take_memo();
         let ctx = Ctx::default();
         let uni = self.uniform(cond);
         let p = self.eval(cond, &ctx, &mut memo);
+        self.give_memo(memo);
         let else_label = self.label();
         let end_label = self.label();
         self.guarded(
@@ -455,7 +456,7 @@ impl Emitter<'_> {
     fn lower_simple(&mut self, op: OpId) -> Lowered {
         let ir = self.ir;
         let data = ir.op(op);
-        let mut memo = FxHashMap::default();
+        let mut memo = self.take_memo();
         let ctx = Ctx::default();
         match &data.kind {
             OpKind::Load(t) => self.transfer(op, t, true)?,
@@ -477,7 +478,7 @@ impl Emitter<'_> {
                         guard: None,
                     };
                     // Each slot is its own evaluation: values from other slots never leak in.
-                    let mut memo = FxHashMap::default();
+                    memo.clear();
                     let v = self.eval(*expr, &ctx, &mut memo);
                     self.mov_into(dtype, *dst, i, v);
                 }
@@ -584,6 +585,7 @@ impl Emitter<'_> {
             | OpKind::Tiles { .. }
             | OpKind::Scan(_) => {}
         }
+        self.give_memo(memo);
         Ok(())
     }
 
