@@ -429,7 +429,12 @@ impl<'a> Emitter<'a> {
         };
         (module, sites)
     }
+}
 
+/// The most emptied memos an emitter keeps (ops nest only a few deep).
+const SPARE_MEMOS: usize = 4;
+
+impl<'a> Emitter<'a> {
     /// An empty expression memo, one that an earlier op gave back where there is one (a memo
     /// grown again from nothing for each of a kernel's ops was a twentieth of its build).
     pub(super) fn take_memo(&mut self) -> FxHashMap<ExprId, Reg> {
@@ -1125,9 +1130,6 @@ mod warp_groups;
 pub(crate) use arrays::ArrayRef;
 pub use shared::WINDOW_SYMBOL;
 use shared::shared_symbols;
-
-/// The most emptied memos an emitter keeps (ops nest only a few deep).
-const SPARE_MEMOS: usize = 4;
 pub(crate) use shared::{Collective, SharedSymbols};
 pub(crate) use warp_groups::WarpGroupPlace;
 

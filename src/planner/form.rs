@@ -385,6 +385,39 @@ mod tests {
         }
     }
 
+    /// Padding decisions asked again, interleaved, answer as counting them afresh: each
+    /// question's layouts, element size, lanes and padding tell it apart.
+    #[test]
+    fn kept_padding_answers_are_the_counted_ones() {
+        let layout = |a, threads, items| arrangement_layout(a, threads, items).expect("layout");
+        let (blocked, striped) = (layout(LArr::Blocked, 64, 4), layout(LArr::Striped, 64, 4));
+        // Each next to one that differs in one argument and in its answer (the first pays,
+        // the rest do not).
+        let cases = [
+            (vec![blocked.clone()], 4, 16, 4),
+            (vec![blocked.clone()], 4, 8, 4),
+            (vec![blocked.clone()], 4, 16, 8),
+            (vec![striped], 4, 16, 4),
+            (vec![blocked.clone()], 8, 8, 4),
+            (vec![blocked], 4, 8, 4),
+        ];
+        let mut answers = Vec::new();
+        for _ in 0..2 {
+            for (layouts, bytes, lanes, every) in &cases {
+                let pad = SmemTransform::Pad {
+                    every: *every,
+                    pad: 1,
+                };
+                let kept = padding_pays_over(layouts, layouts, *bytes, *lanes, pad);
+                let counted = count_padding_pays(layouts, layouts, *bytes, *lanes, pad);
+                assert_eq!(kept, counted, "{bytes} bytes, {lanes} lanes, every {every}");
+                answers.push(kept);
+            }
+        }
+        // A key that left an argument out would answer one case with its neighbour's.
+        assert_eq!(answers[..6], [true, false, false, false, true, false]);
+    }
+
     #[test]
     fn slot_offsets_are_uniform_where_pads_fall_alike_for_every_rank() {
         let blocked = |items| PositionForm::of(Arrangement::Blocked, 64, items).expect("form");
