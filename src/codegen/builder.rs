@@ -429,25 +429,6 @@ impl<'a> Emitter<'a> {
         };
         (module, sites)
     }
-}
-
-/// The most emptied memos an emitter keeps (ops nest only a few deep).
-const SPARE_MEMOS: usize = 4;
-
-impl<'a> Emitter<'a> {
-    /// An empty expression memo, one that an earlier op gave back where there is one (a memo
-    /// grown again from nothing for each of a kernel's ops was a twentieth of its build).
-    pub(super) fn take_memo(&mut self) -> FxHashMap<ExprId, Reg> {
-        self.spare_memos.pop().unwrap_or_default()
-    }
-
-    /// Keeps `memo`, emptied, for a later [`Self::take_memo`].
-    pub(super) fn give_memo(&mut self, mut memo: FxHashMap<ExprId, Reg>) {
-        memo.clear();
-        if self.spare_memos.len() < SPARE_MEMOS {
-            self.spare_memos.push(memo);
-        }
-    }
 
     /// Lets `regs` stand for payload `d` until [`Self::clear_overrides`] (a conversion's
     /// result, during the op it converts for).
@@ -1122,6 +1103,7 @@ impl Emitter<'_> {
 mod arrays;
 mod checks;
 mod grid;
+mod memos;
 mod packed;
 mod positions;
 mod print;
