@@ -185,7 +185,7 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners
     let at_slot = |o: &mut Owners, slot: u32, t: u32| o.touch(lo + slot * es, es, t);
     let at = |o: &mut Owners, p: u32, t: u32| at_slot(o, a.slot(p), t);
     match &a.touch {
-        Touch::Positions(p) => positions(&mut o, a, p, block, lo),
+        Touch::Positions(p) => positions(&mut o, a, p, block),
         Touch::WarpLane { lane } => {
             for w in 0..block.div_ceil(32) {
                 if w * 32 + lane < block {
@@ -253,10 +253,9 @@ pub(super) fn owners(a: &Access, slice: &Slice, block: u32, unit: u32) -> Owners
 /// The bytes of a [`Positions`] access: each thread of the range touches its positions in
 /// its group's region.
 ///
-/// The map starts at the slice (`lo`) and its unit divides the element size, so a slot's
-/// entries are found by multiplying, without dividing bytes by the unit at every touch.
-fn positions(o: &mut Owners, a: &Access, p: &Positions, block: u32, lo: u32) {
-    debug_assert_eq!(o.lo, lo, "the map starts at the slice");
+/// The map starts at the slice and its unit divides the element size, so a slot's entries
+/// are found by multiplying, without dividing bytes by the unit at every touch.
+fn positions(o: &mut Owners, a: &Access, p: &Positions, block: u32) {
     debug_assert!(
         a.elem_bytes.is_multiple_of(o.unit),
         "the unit divides the element size"

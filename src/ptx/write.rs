@@ -155,9 +155,20 @@ fn write_decl_comment(out: &mut String, s: &SharedDecl) -> fmt::Result {
 
 /// Ends a declaration's line, with its comment.
 fn write_comment(out: &mut String, comment: Option<&str>) -> fmt::Result {
-    match comment {
-        Some(c) => writeln!(out, " // {}", c.replace(['\n', '\r'], " ")),
-        None => writeln!(out),
+    if let Some(c) = comment {
+        out.push_str(" // ");
+        push_comment_text(out, c);
+    }
+    out.push('\n');
+    Ok(())
+}
+
+/// Appends a comment's text, its line breaks made spaces (a comment ends at its line's end).
+fn push_comment_text(out: &mut String, text: &str) {
+    if text.contains(['\n', '\r']) {
+        out.push_str(&text.replace(['\n', '\r'], " "));
+    } else {
+        out.push_str(text);
     }
 }
 
@@ -171,11 +182,7 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
         }
         Op::Comment(text) => {
             out.push_str("\t// ");
-            if text.contains(['\n', '\r']) {
-                out.push_str(&text.replace(['\n', '\r'], " "));
-            } else {
-                out.push_str(text);
-            }
+            push_comment_text(out, text);
             out.push('\n');
             return Ok(());
         }
@@ -685,10 +692,9 @@ impl fmt::Display for R {
     }
 }
 
-/// Writes a register's name, `%`, its class's prefix and its index, character by character:
-/// registers are most of a module's text, and `write!` with the two arguments of a name took
-/// about ten times the instructions (and checking a name put together as bytes to be UTF-8
-/// about twice).
+/// Writes a register's name: `%`, its class's prefix and its index. Registers are most of a
+/// module's text, and `write!` with the two arguments of a name took about ten times the
+/// instructions.
 fn put_reg<W: fmt::Write>(out: &mut W, r: Reg) -> fmt::Result {
     out.write_char('%')?;
     out.write_str(r.class.prefix())?;
