@@ -316,6 +316,12 @@ pub enum ExprKind<C> {
 impl<C> ExprKind<C> {
     /// The children, in order.
     pub fn children(&self) -> impl Iterator<Item = &C> {
+        let [a, b, c] = self.child_slots();
+        a.into_iter().chain(b).chain(c)
+    }
+
+    /// The children in order, then as many `None` as there are fewer than three.
+    fn child_slots(&self) -> [Option<&C>; 3] {
         let (a, b, c) = match self {
             ExprKind::Unary(_, a)
             | ExprKind::Cast(a)
@@ -327,7 +333,7 @@ impl<C> ExprKind<C> {
             ExprKind::Select(a, b, c) | ExprKind::Fma(a, b, c) => (Some(a), Some(b), Some(c)),
             _ => (None, None, None),
         };
-        a.into_iter().chain(b).chain(c)
+        [a, b, c]
     }
 
     /// The same node with children mapped.
@@ -921,7 +927,7 @@ pub struct Arena {
     pub(crate) nodes: Vec<ExprNode>,
     by_ptr: rustc_hash::FxHashMap<usize, ExprId>,
     by_value: rustc_hash::FxHashMap<ExprNode, ExprId>,
-    // Keeps interned trees alive so pointer keys stay unique.
+    // Keeps interned trees alive (each by its root) so pointer keys stay unique.
     roots: Vec<Arc<Node>>,
 }
 
@@ -936,8 +942,13 @@ impl Arena {
     /// [`intern`](Self::intern), calling `visit` on each node interned for the first time.
     pub(crate) fn intern_with(&mut self, node: &Arc<Node>, mut visit: impl FnMut(&Node)) -> ExprId {
         let key = |n: &Arc<Node>| Arc::as_ptr(n) as usize;
+        // A tree met before (a variable's read, an operand used again) walks nothing.
+        if let Some(&id) = self.by_ptr.get(&key(node)) {
+            return id;
+        }
         // (node, whether its children are interned).
-        let mut stack = vec![(node, false)];
+        let mut stack: SmallVec<[(&Arc<Node>, bool); 16]> = smallvec::smallvec![(node, false)];
+        let mut last = ExprId(0);
         while let Some((n, ready)) = stack.pop() {
             if self.by_ptr.contains_key(&key(n)) {
                 continue;
@@ -945,8 +956,9 @@ impl Arena {
             if !ready {
                 stack.push((n, true));
                 // Reversed, so the first child is interned first.
-                let children: SmallVec<[&Arc<Node>; 3]> = n.kind.children().collect();
-                stack.extend(children.into_iter().rev().map(|c| (c, false)));
+                for c in n.kind.child_slots().into_iter().rev().flatten() {
+                    stack.push((c, false));
+                }
                 continue;
             }
             visit(n);
@@ -964,9 +976,13 @@ impl Arena {
                 }
             };
             self.by_ptr.insert(key(n), id);
-            self.roots.push(n.clone());
+            last = id;
         }
-        self.by_ptr.get(&key(node)).copied().unwrap_or(ExprId(0))
+        // The root keeps every node interned here alive (those interned before are kept by
+        // their own roots), so no pointer key is freed and used again.
+        self.roots.push(node.clone());
+        // The root, not interned on entry, is the walk's last node.
+        last
     }
 
     /// The id a tree interned here got, if it was.
@@ -1025,5 +1041,38 @@ mod tests {
         let again = a.intern(&(Expr::<u32>::arg(0) + 1u32).node);
         assert_ne!(again, id);
         assert_eq!(a.nodes().len(), 4);
+    }
+
+    /// Trees dropped by their builder after interning stay alive in the arena, so a tree
+    /// made later never lands at the address of one met before and takes its id: each of
+    /// these trees, interned and dropped at once (its inner nodes too), reads back as the
+    /// tree it was.
+    #[test]
+    fn dropped_trees_keep_their_ids() {
+        let mut a = Arena::default();
+        let mut ids = Vec::new();
+        for i in 0..500u32 {
+            let e = (Expr::<u32>::arg(0) * (i + 7)) + (i + 1);
+            ids.push((i, a.intern(&e.node)));
+        }
+        for (i, id) in ids {
+            let Some(ExprNode {
+                kind: ExprKind::Binary(BinaryOp::Add, mul, add),
+                ..
+            }) = a.get(id)
+            else {
+                panic!("tree {i}: not an addition");
+            };
+            let lit = |e: &ExprId| a.get(*e).map(|n| n.kind.clone());
+            assert_eq!(
+                lit(add),
+                Some(ExprKind::Const(u64::from(i + 1))),
+                "tree {i}"
+            );
+            let Some(ExprKind::Binary(BinaryOp::Mul, _, k)) = lit(mul) else {
+                panic!("tree {i}: not a product");
+            };
+            assert_eq!(lit(&k), Some(ExprKind::Const(u64::from(i + 7))), "tree {i}");
+        }
     }
 }
