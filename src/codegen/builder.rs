@@ -19,6 +19,7 @@ use crate::planner::{
     ArrayHome, CollectivePlan, ExchangePlan, Plan, PlanError, Slice, SliceId, StepId, SyncScope,
     padded_slot,
 };
+use crate::ptx::write::numbered;
 use crate::ptx::*;
 use rustc_hash::FxHashMap;
 use smallvec::{SmallVec, smallvec};
@@ -308,7 +309,7 @@ impl<'a> Emitter<'a> {
         let ir = self.ir;
         let mut params = Vec::with_capacity(ir.params.len());
         for (i, p) in ir.params.iter().enumerate() {
-            let name = format!("{entry}_param_{i}");
+            let name = numbered(entry, "_param_", i);
             let (ty, r) = match p.role {
                 Role::Input | Role::Output | Role::Buffer => (Ty::U64, self.address_param(&name)),
                 Role::Scalar => {
@@ -333,7 +334,7 @@ impl<'a> Emitter<'a> {
         }
         let wide = ir.wide_indexed();
         for p in length_params(ir) {
-            let name = format!("{entry}_len_{}", p.index());
+            let name = numbered(entry, "_len_", p.index());
             let is_wide = wide.get(p.index()).copied().unwrap_or(false);
             let (ty, class) = if is_wide {
                 (Ty::U64, RegClass::B64)

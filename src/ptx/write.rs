@@ -75,12 +75,17 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
         write!(out, ".extern .shared .align {} .b8 {}[];", s.align, s.name)?;
         write_decl_comment(out, s)?;
     }
-    writeln!(out, ".visible .entry {}(", f.name)?;
+    out.push_str(".visible .entry ");
+    out.push_str(&f.name);
+    out.push_str("(\n");
     for (i, p) in f.params.iter().enumerate() {
-        let sep = if i + 1 == f.params.len() { "" } else { "," };
-        writeln!(out, "\t.param .{} {}{sep}", p.ty.name(), p.name)?;
+        out.push_str("\t.param .");
+        out.push_str(p.ty.name());
+        out.push(' ');
+        out.push_str(&p.name);
+        out.push_str(if i + 1 == f.params.len() { "\n" } else { ",\n" });
     }
-    writeln!(out, ")")?;
+    out.push_str(")\n");
     if let Some([x, y, z]) = f.reqntid {
         writeln!(out, ".reqntid {x}, {y}, {z}")?;
     }
@@ -100,12 +105,13 @@ fn write_function(out: &mut String, f: &Function) -> fmt::Result {
     for class in RegClass::ALL {
         let n = f.regs.get(class);
         if n > 0 {
-            writeln!(
-                out,
-                "\t.reg .{} %{}<{n}>;",
-                class.decl_ty().name(),
-                class.prefix()
-            )?;
+            out.push_str("\t.reg .");
+            out.push_str(class.decl_ty().name());
+            out.push_str(" %");
+            out.push_str(class.prefix());
+            out.push('<');
+            put_digits(out, u64::from(n))?;
+            out.push_str(">;\n");
         }
     }
     for s in f.shared.iter().filter(|s| s.bytes > 0) {
@@ -199,8 +205,9 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
     }
     out.push('\t');
     if let Some(g) = ins.guard {
-        let bang = if g.negate { "!" } else { "" };
-        write!(out, "@{bang}{} ", R(g.pred))?;
+        out.push_str(if g.negate { "@!" } else { "@" });
+        put_reg(out, g.pred)?;
+        out.push(' ');
     }
     let o = |op: &Operand| Opd(*op, f);
     match &ins.op {
@@ -211,24 +218,22 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             dst,
             addr,
         } => {
-            write!(
-                out,
-                "ld{}{}.{} ",
-                space_name(*space),
-                vec_suffix(dst.len()),
-                ty.name()
-            )?;
-            if dst.len() == 1 {
-                write!(out, "{}", R(dst[0]))?;
+            push_memory_mnemonic(out, "ld", *space, dst.len(), *ty);
+            if let [r] = dst.as_slice() {
+                put_reg(out, *r)?;
             } else {
                 out.push('{');
                 for (i, r) in dst.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    write!(out, "{sep}{}", R(*r))?;
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    put_reg(out, *r)?;
                 }
                 out.push('}');
             }
-            write!(out, ", {};", A(addr, f))?;
+            out.push_str(", ");
+            put_addr(out, addr, f)?;
+            out.push(';');
         }
         Op::St {
             space,
@@ -236,28 +241,26 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             addr,
             src,
         } => {
-            write!(
-                out,
-                "st{}{}.{} {}, ",
-                space_name(*space),
-                vec_suffix(src.len()),
-                ty.name(),
-                A(addr, f)
-            )?;
-            if src.len() == 1 {
-                write!(out, "{};", o(&src[0]))?;
+            push_memory_mnemonic(out, "st", *space, src.len(), *ty);
+            put_addr(out, addr, f)?;
+            out.push_str(", ");
+            if let [s] = src.as_slice() {
+                put_opd(out, *s, f)?;
             } else {
                 out.push('{');
                 for (i, s) in src.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    write!(out, "{sep}{}", o(s))?;
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    put_opd(out, *s, f)?;
                 }
-                out.push_str("};");
+                out.push('}');
             }
+            out.push(';');
         }
         Op::Mov { ty, dst, src } => write_common(out, f, &["mov", ty.name()], *dst, &[*src])?,
         Op::CvtaToGlobal { dst, src } => {
-            write!(out, "cvta.to.global.u64 {}, {};", R(*dst), R(*src))?
+            write_common(out, f, &["cvta.to.global.u64"], *dst, &[Operand::Reg(*src)])?
         }
         Op::Bin { op, ty, dst, a, b } => write_common(
             out,
@@ -273,15 +276,9 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             let m = if ty.is_float() { "fma.rn" } else { "mad.lo" };
             write_common(out, f, &[m, ty.name()], *dst, &[*a, *b, *c])?
         }
-        Op::MadWide { ty, dst, a, b, c } => write!(
-            out,
-            "mad.wide.{} {}, {}, {}, {};",
-            ty.name(),
-            R(*dst),
-            o(a),
-            o(b),
-            o(c)
-        )?,
+        Op::MadWide { ty, dst, a, b, c } => {
+            write_common(out, f, &["mad.wide", ty.name()], *dst, &[*a, *b, *c])?
+        }
         Op::Setp { cmp, ty, dst, a, b } => write_common(
             out,
             f,
@@ -302,9 +299,15 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
                 BinOp::Xor => "xor",
                 _ => "and",
             };
-            write!(out, "{m}.pred {}, {}, {};", R(*dst), R(*a), R(*b))?
+            write_common(
+                out,
+                f,
+                &[m, "pred"],
+                *dst,
+                &[Operand::Reg(*a), Operand::Reg(*b)],
+            )?
         }
-        Op::PredNot { dst, a } => write!(out, "not.pred {}, {};", R(*dst), R(*a))?,
+        Op::PredNot { dst, a } => write_common(out, f, &["not.pred"], *dst, &[Operand::Reg(*a)])?,
         Op::Cvt {
             round,
             sat,
@@ -313,31 +316,34 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             dst,
             src,
         } => {
-            out.push_str("cvt");
-            if let Some(r) = round {
-                write!(out, ".{}", round_name(*r))?;
+            let mut parts = ["cvt"; 5];
+            let mut n = 1;
+            for part in [round.map(round_name), sat.then_some("sat")]
+                .into_iter()
+                .flatten()
+                .chain([dty.name(), sty.name()])
+            {
+                parts[n] = part;
+                n += 1;
             }
-            if *sat {
-                out.push_str(".sat");
-            }
-            write!(
-                out,
-                ".{}.{} {}, {};",
-                dty.name(),
-                sty.name(),
-                R(*dst),
-                R(*src)
-            )?
+            let mnemonic = &parts[..n];
+            write_common(out, f, mnemonic, *dst, &[Operand::Reg(*src)])?
         }
         Op::Bra { target, uni } => {
-            let u = if *uni { ".uni" } else { "" };
-            write!(out, "bra{u} {target};")?
+            out.push_str(if *uni { "bra.uni " } else { "bra " });
+            out.push_str(target);
+            out.push(';');
         }
         Op::Ret => out.push_str("ret;"),
-        Op::BarSync { id, count } => match count {
-            Some(c) => write!(out, "bar.sync {id}, {c};")?,
-            None => write!(out, "bar.sync {id};")?,
-        },
+        Op::BarSync { id, count } => {
+            out.push_str("bar.sync ");
+            put_digits(out, u64::from(*id))?;
+            if let Some(c) = count {
+                out.push_str(", ");
+                put_digits(out, u64::from(*c))?;
+            }
+            out.push(';');
+        }
         Op::BarWarpSync { mask } => write!(out, "bar.warp.sync {};", o(mask))?,
         Op::Shfl {
             mode,
@@ -707,6 +713,15 @@ pub(crate) fn push_decimal(out: &mut String, n: u64) {
     let _ = put_digits(out, n);
 }
 
+/// `base`, `sep` and `n` in decimal: a parameter's name (`k_param_0`), without `format!`.
+pub(crate) fn numbered(base: &str, sep: &str, n: usize) -> String {
+    let mut name = String::with_capacity(base.len() + sep.len() + 4);
+    name.push_str(base);
+    name.push_str(sep);
+    push_decimal(&mut name, n as u64);
+    name
+}
+
 /// Writes an integer immediate in decimal.
 fn put_int<W: fmt::Write>(out: &mut W, v: i64) -> fmt::Result {
     if v < 0 {
@@ -763,7 +778,7 @@ fn write_common(
         match *src {
             Operand::Reg(r) => put_reg(out, r)?,
             Operand::Imm(v) => put_int(out, v)?,
-            other => write!(out, "{}", Opd(other, f))?,
+            other => put_opd(out, other, f)?,
         }
     }
     out.push(';');
@@ -774,17 +789,49 @@ struct Opd<'a>(Operand, &'a Function);
 
 impl fmt::Display for Opd<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Operand::Reg(r) => R(r).fmt(f),
-            Operand::Imm(v) => put_int(f, v),
-            Operand::F32(v) => write!(f, "0f{:08X}", v.to_bits()),
-            Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
-            Operand::Special(s) => f.write_str(special_name(s)),
-            Operand::SharedAddr(i) => f.write_str(shared_name(self.1, i)),
-            Operand::LocalAddr(i) => f.write_str(local_name(self.1, i)),
-            Operand::ConstAddr(i) => f.write_str(const_name(self.1, i)),
-        }
+        put_opd(f, self.0, self.1)
     }
+}
+
+/// Writes an operand: a register, an integer, a float's bits in hex (`0f`, `0d`), a
+/// special register or a symbol's name.
+fn put_opd<W: fmt::Write>(out: &mut W, op: Operand, f: &Function) -> fmt::Result {
+    match op {
+        Operand::Reg(r) => put_reg(out, r),
+        Operand::Imm(v) => put_int(out, v),
+        Operand::F32(v) => {
+            out.write_str("0f")?;
+            put_hex(out, u64::from(v.to_bits()), 8)
+        }
+        Operand::F64(v) => {
+            out.write_str("0d")?;
+            put_hex(out, v.to_bits(), 16)
+        }
+        Operand::Special(s) => out.write_str(special_name(s)),
+        Operand::SharedAddr(i) => out.write_str(shared_name(f, i)),
+        Operand::LocalAddr(i) => out.write_str(local_name(f, i)),
+        Operand::ConstAddr(i) => out.write_str(const_name(f, i)),
+    }
+}
+
+/// Writes the low `digits` hex digits of `bits`, upper case, leading zeros kept.
+fn put_hex<W: fmt::Write>(out: &mut W, bits: u64, digits: u32) -> fmt::Result {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for i in (0..digits).rev() {
+        let d = (bits >> (4 * i)) & 0xF;
+        out.write_char(char::from(HEX[d as usize]))?;
+    }
+    Ok(())
+}
+
+/// `ld.space.vN.ty ` or `st...`: a memory instruction's mnemonic and the space after it.
+fn push_memory_mnemonic(out: &mut String, op: &str, space: Space, n: usize, ty: Ty) {
+    out.push_str(op);
+    out.push_str(space_name(space));
+    out.push_str(vec_suffix(n));
+    out.push('.');
+    out.push_str(ty.name());
+    out.push(' ');
 }
 
 /// A `vprintf` call as one line: a block declaring the call's parameters, the generic
@@ -838,19 +885,25 @@ struct A<'a>(&'a Address, &'a Function);
 
 impl fmt::Display for A<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        match &self.0.base {
-            AddrBase::Reg(r) => R(*r).fmt(f)?,
-            AddrBase::Param(p) => f.write_str(p)?,
-            AddrBase::Shared(i) => f.write_str(shared_name(self.1, *i))?,
-            AddrBase::Local(i) => f.write_str(local_name(self.1, *i))?,
-            AddrBase::Const(i) => f.write_str(const_name(self.1, *i))?,
-        }
-        if self.0.offset != 0 {
-            write!(f, "+{}", self.0.offset)?;
-        }
-        f.write_str("]")
+        put_addr(f, self.0, self.1)
     }
+}
+
+/// Writes an address: `[base]`, or `[base+offset]` (a negative offset as `+-8`).
+fn put_addr<W: fmt::Write>(out: &mut W, a: &Address, f: &Function) -> fmt::Result {
+    out.write_char('[')?;
+    match &a.base {
+        AddrBase::Reg(r) => put_reg(out, *r)?,
+        AddrBase::Param(p) => out.write_str(p)?,
+        AddrBase::Shared(i) => out.write_str(shared_name(f, *i))?,
+        AddrBase::Local(i) => out.write_str(local_name(f, *i))?,
+        AddrBase::Const(i) => out.write_str(const_name(f, *i))?,
+    }
+    if a.offset != 0 {
+        out.write_char('+')?;
+        put_int(out, a.offset)?;
+    }
+    out.write_char(']')
 }
 
 #[cfg(test)]
@@ -915,5 +968,146 @@ mod tests {
             put_int(&mut text, v).expect("a string takes any text");
             assert_eq!(text, v.to_string());
         }
+    }
+
+    /// Float immediates, addresses and the instructions pushed piece by piece (loads and
+    /// stores of one and of several registers, guards, conversions with every rounding, with
+    /// and without saturation, branches, barriers) read as `format!` writes them.
+    #[test]
+    fn operands_and_instructions_as_format_writes_them() {
+        let f = Function::default();
+        let line = |guard: Option<Guard>, op: Op| {
+            let mut out = String::new();
+            write_instr(&mut out, &f, &Instr { guard, op }).expect("a string takes any text");
+            out
+        };
+        let r = |class, index| Reg { class, index };
+        let (a, b, d) = (
+            r(RegClass::B32, 7),
+            r(RegClass::B32, 1234),
+            r(RegClass::B64, 3),
+        );
+        let floats = [
+            0.0f32,
+            -0.0,
+            1.5,
+            -2.75e-41,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        for v in floats {
+            let mut text = String::new();
+            put_opd(&mut text, Operand::F32(v), &f).expect("a string takes any text");
+            assert_eq!(text, format!("0f{:08X}", v.to_bits()));
+            let v = f64::from(v) * 3.0;
+            let mut text = String::new();
+            put_opd(&mut text, Operand::F64(v), &f).expect("a string takes any text");
+            assert_eq!(text, format!("0d{:016X}", v.to_bits()));
+        }
+        for offset in [0, 4, -8, 1 << 40, i64::MIN] {
+            let addr = Address {
+                base: AddrBase::Reg(d),
+                offset,
+            };
+            let want = match offset {
+                0 => "[%rd3]".to_string(),
+                o => format!("[%rd3+{o}]"),
+            };
+            let mut text = String::new();
+            put_addr(&mut text, &addr, &f).expect("a string takes any text");
+            assert_eq!(text, want);
+            let ld = Op::Ld {
+                space: Space::GlobalNc,
+                ty: Ty::F32,
+                dst: smallvec::smallvec![a],
+                addr: addr.clone(),
+            };
+            assert_eq!(line(None, ld), format!("\tld.global.nc.f32 %r7, {want};\n"));
+            let st = Op::St {
+                space: Space::Shared,
+                ty: Ty::U32,
+                addr,
+                src: smallvec::smallvec![a.into(), Operand::Imm(-3), Operand::F32(1.0), b.into()],
+            };
+            let want = format!("\tst.shared.v4.u32 {want}, {{%r7, -3, 0f3F800000, %r1234}};\n");
+            assert_eq!(line(None, st), want);
+        }
+        let guard = |negate| {
+            Some(Guard {
+                pred: r(RegClass::Pred, 2),
+                negate,
+            })
+        };
+        let ld2 = Op::Ld {
+            space: Space::Global,
+            ty: Ty::B32,
+            dst: smallvec::smallvec![a, b],
+            addr: Address {
+                base: AddrBase::Param("k_param_0".into()),
+                offset: 0,
+            },
+        };
+        assert_eq!(
+            line(guard(true), ld2),
+            "\t@!%p2 ld.global.v2.b32 {%r7, %r1234}, [k_param_0];\n"
+        );
+        let bra = |uni| Op::Bra {
+            target: "$L3".into(),
+            uni,
+        };
+        assert_eq!(line(guard(false), bra(false)), "\t@%p2 bra $L3;\n");
+        assert_eq!(line(None, bra(true)), "\tbra.uni $L3;\n");
+        let bar = |count| Op::BarSync { id: 15, count };
+        assert_eq!(line(None, bar(None)), "\tbar.sync 15;\n");
+        assert_eq!(line(None, bar(Some(640))), "\tbar.sync 15, 640;\n");
+        let rounds = [
+            Round::Rn,
+            Round::Rz,
+            Round::Rni,
+            Round::Rzi,
+            Round::Rmi,
+            Round::Rpi,
+        ];
+        for round in rounds.into_iter().map(Some).chain([None]) {
+            for sat in [false, true] {
+                let cvt = Op::Cvt {
+                    round,
+                    sat,
+                    dty: Ty::S32,
+                    sty: Ty::F32,
+                    dst: a,
+                    src: r(RegClass::F32, 9),
+                };
+                let round = round.map_or(String::new(), |r| format!(".{}", round_name(r)));
+                let sat = if sat { ".sat" } else { "" };
+                let want = format!("\tcvt{round}{sat}.s32.f32 %r7, %f9;\n");
+                assert_eq!(line(None, cvt), want);
+            }
+        }
+        let mad = Op::MadWide {
+            ty: Ty::U32,
+            dst: d,
+            a: a.into(),
+            b: Operand::Imm(4),
+            c: d.into(),
+        };
+        assert_eq!(line(None, mad), "\tmad.wide.u32 %rd3, %r7, 4, %rd3;\n");
+        let cvta = Op::CvtaToGlobal { dst: d, src: d };
+        assert_eq!(line(None, cvta), "\tcvta.to.global.u64 %rd3, %rd3;\n");
+        let pred = |i| r(RegClass::Pred, i);
+        let or = Op::PredBin {
+            op: BinOp::Or,
+            dst: pred(1),
+            a: pred(2),
+            b: pred(3),
+        };
+        assert_eq!(line(None, or), "\tor.pred %p1, %p2, %p3;\n");
+        let not = Op::PredNot {
+            dst: pred(1),
+            a: pred(2),
+        };
+        assert_eq!(line(None, not), "\tnot.pred %p1, %p2;\n");
+        assert_eq!(numbered("k", "_len_", 12), "k_len_12");
     }
 }
