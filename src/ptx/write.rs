@@ -4,6 +4,7 @@
 //! format back, so any change here is a change to that parser's input.
 
 use super::model::*;
+use smallvec::{SmallVec, smallvec};
 use std::fmt::{self, Write};
 
 /// Renders a module as PTX text.
@@ -316,18 +317,13 @@ pub fn write_instr(out: &mut String, f: &Function, ins: &Instr) -> fmt::Result {
             dst,
             src,
         } => {
-            let mut parts = ["cvt"; 5];
-            let mut n = 1;
-            for part in [round.map(round_name), sat.then_some("sat")]
-                .into_iter()
-                .flatten()
-                .chain([dty.name(), sty.name()])
-            {
-                parts[n] = part;
-                n += 1;
+            let mut mnemonic: SmallVec<[&str; 5]> = smallvec!["cvt"];
+            mnemonic.extend(round.map(round_name));
+            if *sat {
+                mnemonic.push("sat");
             }
-            let mnemonic = &parts[..n];
-            write_common(out, f, mnemonic, *dst, &[Operand::Reg(*src)])?
+            mnemonic.extend([dty.name(), sty.name()]);
+            write_common(out, f, &mnemonic, *dst, &[Operand::Reg(*src)])?
         }
         Op::Bra { target, uni } => {
             out.push_str(if *uni { "bra.uni " } else { "bra " });
@@ -1061,15 +1057,7 @@ mod tests {
         let bar = |count| Op::BarSync { id: 15, count };
         assert_eq!(line(None, bar(None)), "\tbar.sync 15;\n");
         assert_eq!(line(None, bar(Some(640))), "\tbar.sync 15, 640;\n");
-        let rounds = [
-            Round::Rn,
-            Round::Rz,
-            Round::Rni,
-            Round::Rzi,
-            Round::Rmi,
-            Round::Rpi,
-        ];
-        for round in rounds.into_iter().map(Some).chain([None]) {
+        for round in Round::ALL.into_iter().map(Some).chain([None]) {
             for sat in [false, true] {
                 let cvt = Op::Cvt {
                     round,
