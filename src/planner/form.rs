@@ -391,8 +391,8 @@ mod tests {
     fn kept_padding_answers_are_the_counted_ones() {
         let layout = |a, threads, items| arrangement_layout(a, threads, items).expect("layout");
         let (blocked, striped) = (layout(LArr::Blocked, 64, 4), layout(LArr::Striped, 64, 4));
-        // Each next to one that differs in one argument and in its answer (the first pays,
-        // the rest do not).
+        // Each next to one that differs in one argument and in its answer (the first and the
+        // fifth pay, the others do not).
         let cases = [
             (vec![blocked.clone()], 4, 16, 4),
             (vec![blocked.clone()], 4, 8, 4),
